@@ -1,0 +1,280 @@
+/*
+ * ein.h - the public C API of einc, an einsum/einops expression compiler.
+ *
+ * A caller creates one ein_ctx, then asks it about expressions such as
+ * "b h i d, b h j d -> b h i j" or "b (heads d) -> b heads d". Tensors are
+ * DLPack DLTensors, so arrays from numpy, PyTorch, CuPy or JAX pass through
+ * without copies; shape-only functions never read the data pointer.
+ *
+ * Conventions, the same for every function here:
+ *   - Every function that can fail returns an ein_status: EIN_OK (0) or a
+ *     negative code. The library never prints and never exits.
+ *   - A failing call on a context records the error on it (status, message,
+ *     and the byte spans of the culprit in the expression); read it with
+ *     ein_last_error() and render it with ein_error_format().
+ *   - NULL options mean the defaults; a zero-initialised ein_options is the
+ *     default too, so new fields appended later keep old callers working.
+ *   - A context is not safe to use from two threads at once.
+ */
+#ifndef EIN_H
+#define EIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define EIN_API
+#elif defined(__GNUC__)
+#define EIN_API __attribute__((visibility("default")))
+#else
+#define EIN_API
+#endif
+
+#define EIN_VERSION_MAJOR 0
+#define EIN_VERSION_MINOR 1
+#define EIN_VERSION_PATCH 0
+
+/* Limits. Beyond them a call fails with EIN_ERR_LIMIT; it never crashes. */
+#define EIN_MAX_EXPR_BYTES (1u << 20) /* expression text, bytes */
+#define EIN_MAX_OPERANDS 64           /* input operands of one expression */
+#define EIN_MAX_DIMS 64               /* dims of one tensor or output */
+#define EIN_MAX_AXES 256              /* distinct axes of one expression */
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum ein_status {
+  EIN_OK = 0,
+  EIN_ERR_SYNTAX = -1,          /* malformed expression text */
+  EIN_ERR_UNKNOWN_AXIS = -2,    /* a name used where it was never defined */
+  EIN_ERR_SIZE_MISMATCH = -3,   /* two places give one axis different sizes */
+  EIN_ERR_INDIVISIBLE = -4,     /* a split's known factors do not divide the dim */
+  EIN_ERR_AMBIGUOUS_SPLIT = -5, /* a split has more than one unknown factor */
+  EIN_ERR_RANK_MISMATCH = -6,   /* operand and tensor have different ranks */
+  EIN_ERR_MISSING_LENGTH = -7,  /* an output-only axis has no size */
+  EIN_ERR_BAD_ELLIPSIS = -8,    /* '...' twice, in an input group, or unmatched */
+  EIN_ERR_DIALECT = -9,         /* construct not part of the chosen dialect */
+  EIN_ERR_OVERFLOW = -10,       /* a size or product exceeds int64 */
+  EIN_ERR_LIMIT = -11,          /* too many operands, dims, axes or bytes */
+  EIN_ERR_DUPLICATE_AXIS = -12, /* a name twice in the output */
+  EIN_ERR_OPERAND_COUNT = -13,  /* tensors given do not match the operands */
+  EIN_ERR_BAD_REDUCTION = -14,  /* reduction not allowed here */
+  EIN_ERR_BAD_SHAPE = -15,      /* negative size, or a malformed shape */
+  EIN_ERR_INVALID_ARGUMENT = -16, /* NULL pointer or out-of-range argument */
+  EIN_ERR_NO_MEMORY = -17,      /* a host allocation failed */
+  EIN_ERR_INTERNAL = -18        /* a bug in einc: please report it */
+} ein_status;
+
+/* A short constant name for a status, e.g. "size mismatch". Never NULL. */
+EIN_API const char *ein_status_name(ein_status status);
+
+/* -------------------------------------------------------------- errors */
+
+/* A byte range in the expression (or shape spec) text. */
+typedef struct ein_span {
+  size_t offset;
+  size_t length;
+} ein_span;
+
+/* The last error recorded on a context or a shape memo. `expr` is a copy of
+ * the text the spans point into (NULL when the error has no text, e.g. an
+ * invalid argument). spans[0] is the culprit; spans[1], when nspans is 2, is
+ * the other place that disagrees with it. Valid until the next call on the
+ * same object. */
+typedef struct ein_error {
+  ein_status status;
+  const char *message;
+  const char *expr;
+  size_t expr_len;
+  int nspans;
+  ein_span spans[2];
+} ein_error;
+
+/* Renders an error the way compilers do:
+ *   error: axis 'h' is 16 in operand 2 but 8 in operand 1
+ *     b h i d, b h j d -> b h i j
+ *       ^~       ^~
+ * Long expressions are shown as a window around the culprit. Writes at most
+ * `cap` bytes including the terminating NUL (when cap > 0) and returns the
+ * length the full text needs, as snprintf does. */
+EIN_API size_t ein_error_format(const ein_error *err, char *buf, size_t cap);
+
+/* ------------------------------------------------------------- context */
+
+typedef struct ein_ctx ein_ctx;
+
+/* Creates a context. *out is NULL on failure. */
+EIN_API ein_status ein_ctx_create(ein_ctx **out);
+
+/* Destroys a context and everything it owns. NULL is allowed. */
+EIN_API void ein_ctx_destroy(ein_ctx *ctx);
+
+/* The last error recorded on ctx; status EIN_OK if the last call succeeded. */
+EIN_API const ein_error *ein_last_error(const ein_ctx *ctx);
+
+/* ------------------------------------------------------------- options */
+
+typedef enum ein_dialect {
+  EIN_DIALECT_EINOPS = 0, /* named axes, groups, numbers: "b (h d) -> b h d" */
+  EIN_DIALECT_NUMPY = 1   /* one letter per axis, implicit output: "ij,jk" */
+} ein_dialect;
+
+/* How input axes absent from the output are reduced. Non-sum reductions take
+ * a single operand. */
+typedef enum ein_reduction {
+  EIN_REDUCE_SUM = 0,
+  EIN_REDUCE_MEAN,
+  EIN_REDUCE_MAX,
+  EIN_REDUCE_MIN,
+  EIN_REDUCE_PROD,
+  EIN_REDUCE_ANY,
+  EIN_REDUCE_ALL
+} ein_reduction;
+
+/* "sum", "mean", ...; NULL for an unknown value. */
+EIN_API const char *ein_reduction_name(ein_reduction reduction);
+
+/* Parses "sum", "mean", "max", "min", "prod", "any" or "all". */
+EIN_API ein_status ein_reduction_parse(const char *name, ein_reduction *out);
+
+/* A length binding "name=size": defines an output-only (repeat) axis or
+ * checks an axis that the tensors also define. */
+typedef struct ein_length {
+  const char *name;
+  int64_t size;
+} ein_length;
+
+typedef struct ein_options {
+  ein_dialect dialect;
+  ein_reduction reduction;
+  const ein_length *lengths;
+  int nlengths;
+} ein_options;
+
+/* ------------------------------------------------------ shape binding */
+
+/* What an expression makes of a set of input shapes: every axis with its
+ * size, and the output shape. Created by ein_bind(), freed with
+ * ein_binding_destroy(). Independent of the context once created. */
+typedef struct ein_binding ein_binding;
+
+/* The role of an axis in the expression. */
+typedef enum ein_axis_role {
+  EIN_AXIS_KEPT = 0,    /* in an input and in the output */
+  EIN_AXIS_REDUCED = 1, /* in an input only: reduced */
+  EIN_AXIS_REPEATED = 2 /* in the output only: a repeat (broadcast) */
+} ein_axis_role;
+
+typedef struct ein_axis_info {
+  const char *name;   /* "h", "2" for an anonymous axis, "...0" for the
+                         first ellipsis dim; NUL-terminated, owned by the
+                         binding */
+  int64_t size;
+  ein_axis_role role;
+} ein_axis_info;
+
+/* Binds `expr` to the shapes of `ninputs` tensors (only ndim and shape are
+ * read; data may be NULL) and solves every axis size. On success *out owns
+ * the result; on failure the error is on ctx and *out is NULL. */
+EIN_API ein_status ein_bind(ein_ctx *ctx, const char *expr,
+                            const DLTensor *const *inputs, int ninputs,
+                            const ein_options *options, ein_binding **out);
+
+/* The same, from plain shapes: shapes[i] has ndims[i] entries. */
+EIN_API ein_status ein_bind_shapes(ein_ctx *ctx, const char *expr,
+                                   const int64_t *const *shapes,
+                                   const int *ndims, int ninputs,
+                                   const ein_options *options,
+                                   ein_binding **out);
+
+EIN_API void ein_binding_destroy(ein_binding *binding);
+
+/* Rank of the output and its shape (dims has room for EIN_MAX_DIMS). */
+EIN_API int ein_binding_output_ndim(const ein_binding *binding);
+EIN_API const int64_t *ein_binding_output_shape(const ein_binding *binding);
+
+/* Axes in order of first appearance in the expression (ellipsis dims where
+ * the ellipsis first appears). */
+EIN_API int ein_binding_naxes(const ein_binding *binding);
+EIN_API ein_axis_info ein_binding_axis(const ein_binding *binding, int i);
+
+/* Convenience: the output shape of `expr` applied to `inputs`, without
+ * keeping a binding. out_shape needs room for EIN_MAX_DIMS entries. */
+EIN_API ein_status ein_output_shape(ein_ctx *ctx, const char *expr,
+                                    const DLTensor *const *inputs,
+                                    int ninputs, const ein_options *options,
+                                    int64_t *out_shape, int *out_ndim);
+
+/* ---------------------------------------------- shape checks for tests */
+
+/*
+ * Shape assertions in the style of jaxtyping. A memo remembers every name it
+ * has seen; each check binds new names and verifies known ones:
+ *
+ *   ein_shape_memo *m; ein_shape_memo_create(&m);
+ *   EIN_SHAPE_CHECK(m, "batch seq (heads d)", &x);   binds batch, seq, ...
+ *   EIN_SHAPE_CHECK(m, "batch heads seq d", &q);     checks them
+ *
+ * A spec is a whitespace-separated list of dims:
+ *   name       binds on first sight, checked afterwards
+ *   12         a fixed size
+ *   _          any single dim, never bound
+ *   *name      any run of dims (possibly none), bound and checked as a tuple
+ *   ...        like *name, with the memo-wide name "..."
+ *   #name      the size of name, or 1 (broadcastable); a 1 does not bind
+ *   *#name     a run of dims, each equal to the bound one or 1
+ *   n+1, 2*h   an integer expression (+ - *) of bound names, no spaces
+ *   (h d)      a product; at most one factor may be unknown and is solved
+ * At most one run (*name or ...) per spec.
+ */
+typedef struct ein_shape_memo ein_shape_memo;
+
+EIN_API ein_status ein_shape_memo_create(ein_shape_memo **out);
+EIN_API void ein_shape_memo_destroy(ein_shape_memo *memo);
+
+/* Forgets every binding, keeping the memo. */
+EIN_API void ein_shape_memo_clear(ein_shape_memo *memo);
+
+/* Checks a shape against a spec. `what` names the tensor in messages (the
+ * macro passes the argument's text) and file/line say where the check is;
+ * each may be NULL/0. On a mismatch the memo keeps its earlier bindings,
+ * records the error (read it with ein_shape_memo_error) and returns it. */
+EIN_API ein_status ein_shape_check_dims(ein_shape_memo *memo, const char *spec,
+                                        int ndim, const int64_t *shape,
+                                        const char *what, const char *file,
+                                        int line);
+
+/* The same for a DLTensor (only ndim and shape are read). */
+EIN_API ein_status ein_shape_check_tensor(ein_shape_memo *memo,
+                                          const char *spec,
+                                          const DLTensor *tensor,
+                                          const char *what, const char *file,
+                                          int line);
+
+/* The last error of the memo (status EIN_OK when the last check passed). */
+EIN_API const ein_error *ein_shape_memo_error(const ein_shape_memo *memo);
+
+/* The size bound to a name, or -1 when it is unbound or a run. */
+EIN_API int64_t ein_shape_memo_size(const ein_shape_memo *memo,
+                                    const char *name);
+
+/* Checks a DLTensor pointer against a spec, naming the call site. */
+#define EIN_SHAPE_CHECK(memo, spec, tensor_ptr)                               \
+  ein_shape_check_tensor((memo), (spec), (tensor_ptr), #tensor_ptr, __FILE__, \
+                         __LINE__)
+
+/* Checks a plain shape array against a spec, naming the call site. */
+#define EIN_SHAPE_CHECK_DIMS(memo, spec, ndim, shape)                        \
+  ein_shape_check_dims((memo), (spec), (ndim), (shape), #shape, __FILE__,    \
+                       __LINE__)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EIN_H */
