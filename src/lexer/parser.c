@@ -362,6 +362,7 @@ ein_status ein_parse_expr(const char *src, size_t len, ein_dialect dialect,
   out->src = src;
   out->len = len;
   out->dialect = dialect;
+  out->output.ellipsis_term = -1; /* an implicit output has none */
 
   ein_operand inputs[EIN_MAX_OPERANDS];
   int n = 0;

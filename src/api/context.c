@@ -1,0 +1,211 @@
+/*
+ * context.c - the public entry points of ein.h for contexts, statuses,
+ * options and shape binding. Each function checks its arguments, runs the
+ * stages (parse, bind) on a fresh arena and records any error on the
+ * context.
+ */
+#include <string.h>
+
+#include "alloc.h"
+#include "arena.h"
+#include "bind.h"
+#include "error.h"
+#include "parser.h"
+
+struct ein_ctx {
+  ein_error_rec err;
+};
+
+struct ein_binding {
+  ein_arena arena; /* owns the problem and its labels */
+  ein_problem problem;
+  int64_t out_shape[EIN_MAX_DIMS];
+};
+
+const char *ein_status_name(ein_status status) {
+  switch (status) {
+  case EIN_OK: return "ok";
+  case EIN_ERR_SYNTAX: return "syntax error";
+  case EIN_ERR_UNKNOWN_AXIS: return "unknown axis";
+  case EIN_ERR_SIZE_MISMATCH: return "size mismatch";
+  case EIN_ERR_INDIVISIBLE: return "indivisible split";
+  case EIN_ERR_AMBIGUOUS_SPLIT: return "ambiguous split";
+  case EIN_ERR_RANK_MISMATCH: return "rank mismatch";
+  case EIN_ERR_MISSING_LENGTH: return "missing length";
+  case EIN_ERR_BAD_ELLIPSIS: return "bad ellipsis";
+  case EIN_ERR_DIALECT: return "bad dialect use";
+  case EIN_ERR_OVERFLOW: return "size overflow";
+  case EIN_ERR_LIMIT: return "limit exceeded";
+  case EIN_ERR_DUPLICATE_AXIS: return "duplicate axis";
+  case EIN_ERR_OPERAND_COUNT: return "operand count mismatch";
+  case EIN_ERR_BAD_REDUCTION: return "bad reduction";
+  case EIN_ERR_BAD_SHAPE: return "bad shape";
+  case EIN_ERR_INVALID_ARGUMENT: return "invalid argument";
+  case EIN_ERR_NO_MEMORY: return "out of memory";
+  case EIN_ERR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
+static const char *const reduction_names[] = {
+    [EIN_REDUCE_SUM] = "sum",   [EIN_REDUCE_MEAN] = "mean",
+    [EIN_REDUCE_MAX] = "max",   [EIN_REDUCE_MIN] = "min",
+    [EIN_REDUCE_PROD] = "prod", [EIN_REDUCE_ANY] = "any",
+    [EIN_REDUCE_ALL] = "all"};
+
+const char *ein_reduction_name(ein_reduction reduction) {
+  if (reduction < EIN_REDUCE_SUM || reduction > EIN_REDUCE_ALL) return NULL;
+  return reduction_names[reduction];
+}
+
+ein_status ein_reduction_parse(const char *name, ein_reduction *out) {
+  if (!name || !out) return EIN_ERR_INVALID_ARGUMENT;
+  for (int r = EIN_REDUCE_SUM; r <= EIN_REDUCE_ALL; r++)
+    if (strcmp(name, reduction_names[r]) == 0) {
+      *out = (ein_reduction)r;
+      return EIN_OK;
+    }
+  return EIN_ERR_BAD_REDUCTION;
+}
+
+ein_status ein_ctx_create(ein_ctx **out) {
+  if (!out) return EIN_ERR_INVALID_ARGUMENT;
+  *out = ein_calloc(1, sizeof **out);
+  if (!*out) return EIN_ERR_NO_MEMORY;
+  ein_error_init(&(*out)->err);
+  return EIN_OK;
+}
+
+void ein_ctx_destroy(ein_ctx *ctx) {
+  if (!ctx) return;
+  ein_error_clear(&ctx->err);
+  ein_free(ctx);
+}
+
+const ein_error *ein_last_error(const ein_ctx *ctx) {
+  return ctx ? &ctx->err.pub : NULL;
+}
+
+ein_status ein_bind_shapes(ein_ctx *ctx, const char *expr,
+                           const int64_t *const *shapes, const int *ndims,
+                           int ninputs, const ein_options *options,
+                           ein_binding **out) {
+  if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
+  ein_error_clear(&ctx->err);
+  if (!out || !expr)
+    return ein_error_set(&ctx->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
+                         0, "ein_bind: %s is NULL",
+                         !out ? "the result pointer" : "the expression");
+  *out = NULL;
+  if (ninputs > 0 && (!shapes || !ndims))
+    return ein_error_set(&ctx->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
+                         0, "ein_bind: %d inputs but no shape arrays",
+                         ninputs);
+  ein_dialect dialect = options ? options->dialect : EIN_DIALECT_EINOPS;
+  ein_binding *b = ein_calloc(1, sizeof *b);
+  if (!b)
+    return ein_error_set(&ctx->err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                         "out of memory");
+  ein_arena_init(&b->arena);
+  ein_ast ast;
+  size_t len = strnlen(expr, (size_t)EIN_MAX_EXPR_BYTES + 1);
+  ein_status st =
+      ein_parse_expr(expr, len, dialect, &b->arena, &ctx->err, &ast);
+  if (!st)
+    st = ein_bind_problem(&ast, ninputs, ndims, shapes, options, &b->arena,
+                          &ctx->err, &b->problem);
+  if (st) {
+    ein_binding_destroy(b);
+    return st;
+  }
+  for (int d = 0; d < b->problem.output.ndim; d++)
+    b->out_shape[d] = b->problem.output.dims[d].size;
+  *out = b;
+  return EIN_OK;
+}
+
+/* Gathers the ranks and shapes of DLTensors for ein_bind_shapes. */
+static ein_status tensor_shapes(ein_ctx *ctx, const DLTensor *const *inputs,
+                                int ninputs, const int64_t **shapes,
+                                int *ndims) {
+  if (ninputs < 0 || ninputs > EIN_MAX_OPERANDS)
+    return ein_error_set(&ctx->err,
+                         ninputs < 0 ? EIN_ERR_INVALID_ARGUMENT
+                                     : EIN_ERR_LIMIT,
+                         NULL, 0, NULL, 0,
+                         "%d tensors given; einc takes 0 to %d", ninputs,
+                         EIN_MAX_OPERANDS);
+  if (ninputs > 0 && !inputs)
+    return ein_error_set(&ctx->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
+                         0, "%d inputs but the tensor array is NULL",
+                         ninputs);
+  for (int i = 0; i < ninputs; i++) {
+    if (!inputs[i])
+      return ein_error_set(&ctx->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0,
+                           NULL, 0, "tensor %d is NULL", i + 1);
+    shapes[i] = inputs[i]->shape;
+    ndims[i] = inputs[i]->ndim;
+  }
+  return EIN_OK;
+}
+
+ein_status ein_bind(ein_ctx *ctx, const char *expr,
+                    const DLTensor *const *inputs, int ninputs,
+                    const ein_options *options, ein_binding **out) {
+  if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
+  ein_error_clear(&ctx->err);
+  const int64_t *shapes[EIN_MAX_OPERANDS];
+  int ndims[EIN_MAX_OPERANDS];
+  ein_status st = tensor_shapes(ctx, inputs, ninputs, shapes, ndims);
+  if (st) return st;
+  return ein_bind_shapes(ctx, expr, shapes, ndims, ninputs, options, out);
+}
+
+void ein_binding_destroy(ein_binding *binding) {
+  if (!binding) return;
+  ein_arena_destroy(&binding->arena);
+  ein_free(binding);
+}
+
+int ein_binding_output_ndim(const ein_binding *binding) {
+  return binding ? binding->problem.output.ndim : 0;
+}
+
+const int64_t *ein_binding_output_shape(const ein_binding *binding) {
+  return binding ? binding->out_shape : NULL;
+}
+
+int ein_binding_naxes(const ein_binding *binding) {
+  return binding ? binding->problem.naxes : 0;
+}
+
+ein_axis_info ein_binding_axis(const ein_binding *binding, int i) {
+  ein_axis_info info = {"", -1, EIN_AXIS_KEPT};
+  if (!binding || i < 0 || i >= binding->problem.naxes) return info;
+  const ein_bound_axis *a = &binding->problem.axes[i];
+  info.name = a->label;
+  info.size = a->size;
+  info.role = !a->in_output  ? EIN_AXIS_REDUCED
+              : !a->in_input ? EIN_AXIS_REPEATED
+                             : EIN_AXIS_KEPT;
+  return info;
+}
+
+ein_status ein_output_shape(ein_ctx *ctx, const char *expr,
+                            const DLTensor *const *inputs, int ninputs,
+                            const ein_options *options, int64_t *out_shape,
+                            int *out_ndim) {
+  if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
+  if (!out_shape || !out_ndim) {
+    ein_error_clear(&ctx->err);
+    return ein_error_set(&ctx->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
+                         0, "ein_output_shape: NULL result pointer");
+  }
+  ein_binding *b;
+  ein_status st = ein_bind(ctx, expr, inputs, ninputs, options, &b);
+  if (st) return st;
+  *out_ndim = ein_binding_output_ndim(b);
+  memcpy(out_shape, b->out_shape, (size_t)*out_ndim * sizeof *out_shape);
+  ein_binding_destroy(b);
+  return EIN_OK;
+}

@@ -1,0 +1,156 @@
+/* args.c - shared command-line parsing for einc; see args.h. */
+#include "args.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cli_errorf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("einc: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+void cli_print_error(const ein_error *err) {
+  char small[1024];
+  size_t need = ein_error_format(err, small, sizeof small);
+  if (need < sizeof small) {
+    fprintf(stderr, "einc: %s", small);
+    return;
+  }
+  char *big = malloc(need + 1);
+  if (!big) {
+    fprintf(stderr, "einc: %s", small);
+    return;
+  }
+  ein_error_format(err, big, need + 1);
+  fprintf(stderr, "einc: %s", big);
+  free(big);
+}
+
+int cli_exit_status(ein_status status) {
+  if (status == EIN_OK) return EXIT_OK;
+  if (status == EIN_ERR_NO_MEMORY || status == EIN_ERR_INTERNAL)
+    return EXIT_INTERNAL;
+  return EXIT_INVALID;
+}
+
+/* Parses a non-negative decimal int64 filling all of [s, end). */
+static bool parse_size(const char *s, size_t len, int64_t *out) {
+  if (len == 0 || len > 19) return false;
+  int64_t v = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    if (__builtin_mul_overflow(v, 10, &v) ||
+        __builtin_add_overflow(v, s[i] - '0', &v))
+      return false;
+  }
+  *out = v;
+  return true;
+}
+
+bool cli_parse_shape(const char *text, cli_shape *out) {
+  out->ndim = 0;
+  if (strcmp(text, "scalar") == 0) return true;
+  const char *p = text;
+  for (;;) {
+    const char *x = strchr(p, 'x');
+    size_t len = x ? (size_t)(x - p) : strlen(p);
+    if (out->ndim == EIN_MAX_DIMS) {
+      cli_errorf("shape '%.80s' has more than %d dims", text, EIN_MAX_DIMS);
+      return false;
+    }
+    if (!parse_size(p, len, &out->dims[out->ndim])) {
+      cli_errorf("bad shape '%.80s': expected sizes of 0 or more (at most "
+                 "9223372036854775807) separated by 'x', like 8x16x2048, or "
+                 "'scalar' for a 0-d tensor",
+                 text);
+      return false;
+    }
+    out->ndim++;
+    if (!x) return true;
+    p = x + 1;
+  }
+}
+
+/* "NAME=SIZE" into a length binding (name points into argv). */
+static bool parse_length(const char *text, ein_length *out) {
+  const char *eq = strchr(text, '=');
+  if (!eq || eq == text) {
+    cli_errorf("bad length binding '%.80s': expected NAME=SIZE, like r=4",
+               text);
+    return false;
+  }
+  if (!parse_size(eq + 1, strlen(eq + 1), &out->size)) {
+    cli_errorf("bad length binding '%.80s': the size must be an integer of "
+               "0 or more",
+               text);
+    return false;
+  }
+  /* the name must be NUL-terminated for the library: cut at '=' in place */
+  *(char *)eq = '\0';
+  out->name = text;
+  return true;
+}
+
+/* The value of an option that takes one, from "--opt=value", "-Dvalue" or
+ * the next argument. */
+static const char *option_value(int argc, char **argv, int *i,
+                                const char *opt) {
+  const char *arg = argv[*i];
+  size_t n = strlen(opt);
+  if (arg[n] == '=') return arg + n + 1;
+  if (arg[n] != '\0' && opt[1] != '-') return arg + n; /* -Dh=8 */
+  if (*i + 1 >= argc) {
+    cli_errorf("option %s needs a value", opt);
+    return NULL;
+  }
+  return argv[++*i];
+}
+
+static bool has_prefix_option(const char *arg, const char *opt) {
+  size_t n = strlen(opt);
+  if (strncmp(arg, opt, n) != 0) return false;
+  return arg[n] == '\0' || arg[n] == '=' || (opt[1] != '-');
+}
+
+int cli_common_option(int argc, char **argv, int *i, cli_common *common) {
+  const char *arg = argv[*i];
+  if (strcmp(arg, "--numpy") == 0) {
+    common->options.dialect = EIN_DIALECT_NUMPY;
+    return 1;
+  }
+  if (strcmp(arg, "-v") == 0 || strcmp(arg, "--verbose") == 0) {
+    common->verbose = true;
+    return 1;
+  }
+  if (has_prefix_option(arg, "-D")) {
+    const char *v = option_value(argc, argv, i, "-D");
+    if (!v) return -1;
+    if (common->options.nlengths == EIN_MAX_AXES) {
+      cli_errorf("more than %d length bindings", EIN_MAX_AXES);
+      return -1;
+    }
+    if (!parse_length(v, &common->lengths[common->options.nlengths]))
+      return -1;
+    common->options.nlengths++;
+    common->options.lengths = common->lengths;
+    return 1;
+  }
+  if (has_prefix_option(arg, "--reduce")) {
+    const char *v = option_value(argc, argv, i, "--reduce");
+    if (!v) return -1;
+    if (ein_reduction_parse(v, &common->options.reduction) != EIN_OK) {
+      cli_errorf("unknown reduction '%.40s': expected sum, mean, max, min, "
+                 "prod, any or all",
+                 v);
+      return -1;
+    }
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,51 @@
+/*
+ * args.h - parsing of the command-line pieces that several einc commands
+ * share: shapes ("8x16x2048", "scalar"), length bindings ("-D h=8"), the
+ * reduction and the dialect. Only the CLI includes this.
+ */
+#ifndef EINC_ARGS_H
+#define EINC_ARGS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ein.h"
+
+typedef struct cli_shape {
+  int ndim;
+  int64_t dims[EIN_MAX_DIMS];
+} cli_shape;
+
+/* Options common to the commands that take an expression. */
+typedef struct cli_common {
+  ein_options options;
+  ein_length lengths[EIN_MAX_AXES];
+  bool verbose;
+} cli_common;
+
+/* Parses "8x16x2048" or "scalar". On failure prints a message naming `text`
+ * to stderr and returns false. */
+bool cli_parse_shape(const char *text, cli_shape *out);
+
+/* Tries to consume a common option at argv[*i] (-D, --reduce, --numpy, -v);
+ * advances *i past any value it takes. Returns 1 when consumed, 0 when the
+ * argument is not a common option, -1 on a malformed one (message printed). */
+int cli_common_option(int argc, char **argv, int *i, cli_common *common);
+
+/* Prints "einc: error: ..." with the caret display of an error record. */
+void cli_print_error(const ein_error *err);
+
+/* Prints "einc: error: <formatted message>". */
+void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Exit statuses of einc. */
+enum {
+  EXIT_OK = 0,
+  EXIT_INTERNAL = 1, /* out of memory, internal error */
+  EXIT_INVALID = 2   /* invalid expression, shape or usage */
+};
+
+/* The exit status for a library status. */
+int cli_exit_status(ein_status status);
+
+#endif

@@ -1,0 +1,132 @@
+/*
+ * cmd_check.c - `einc check EXPR SHAPE...`: binds an expression to shapes
+ * and prints the output shape, or the caret error and exit status 2.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+
+void cmd_check_help(void) {
+  puts(
+      "usage: einc check EXPR SHAPE... [-D NAME=SIZE]... [--reduce R] "
+      "[--numpy] [-v]\n"
+      "\n"
+      "Checks that EXPR applies to inputs of the given shapes and prints the\n"
+      "output shape in the same form. Nothing is computed.\n"
+      "\n"
+      "  EXPR            an expression, e.g. 'b h i d, b h j d -> b h i j'\n"
+      "  SHAPE           one per input operand: sizes joined by 'x', like\n"
+      "                  8x16x2048, or 'scalar' for a 0-d tensor\n"
+      "  -D NAME=SIZE    a length binding: the size of an output-only axis\n"
+      "                  (a repeat), or a check of an axis the shapes define\n"
+      "  --reduce R      how axes missing from the output are reduced: sum\n"
+      "                  (default), mean, max, min, prod, any, all\n"
+      "  --numpy         numpy.einsum subscripts: one letter per axis; the\n"
+      "                  output may be omitted (implicit output)\n"
+      "  -v, --verbose   also print every axis with its size and role\n"
+      "\n"
+      "Exit status: 0 valid, 2 invalid expression, shape or usage, 1 "
+      "internal error.\n"
+      "\n"
+      "examples:\n"
+      "  einc check 'b h i d, b h j d -> b h i j' 8x16x2048x128 "
+      "8x16x2048x128\n"
+      "  einc check 'b c (h 2) (w 2) -> b c h w' 8x3x64x64 --reduce mean\n"
+      "  einc check 'h w -> h w r' 4x5 -D r=3\n"
+      "  einc check --numpy 'ij,jk' 3x4 4x5");
+}
+
+static void print_shape(int ndim, const int64_t *shape) {
+  if (ndim == 0) {
+    puts("scalar");
+    return;
+  }
+  for (int d = 0; d < ndim; d++)
+    printf("%s%lld", d ? "x" : "", (long long)shape[d]);
+  putchar('\n');
+}
+
+static void print_axes(const ein_binding *b) {
+  static const char *const roles[] = {"kept", "reduced", "repeated"};
+  int width = 4;
+  for (int i = 0; i < ein_binding_naxes(b); i++) {
+    int len = (int)strlen(ein_binding_axis(b, i).name);
+    if (len > width) width = len;
+  }
+  printf("  %-*s  %-20s  %s\n", width, "axis", "size", "role");
+  for (int i = 0; i < ein_binding_naxes(b); i++) {
+    ein_axis_info a = ein_binding_axis(b, i);
+    printf("  %-*s  %-20lld  %s\n", width, a.name, (long long)a.size,
+           roles[a.role]);
+  }
+}
+
+int cmd_check(int argc, char **argv) {
+  static cli_common common; /* large: keep it off the stack */
+  static cli_shape shapes[EIN_MAX_OPERANDS];
+  memset(&common, 0, sizeof common);
+  const char *expr = NULL;
+  int nshapes = 0;
+  bool options_done = false;
+  for (int i = 0; i < argc; i++) {
+    const char *arg = argv[i];
+    if (!options_done && arg[0] == '-' && arg[1] != '\0') {
+      if (strcmp(arg, "--") == 0) {
+        options_done = true;
+        continue;
+      }
+      if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+        cmd_check_help();
+        return EXIT_OK;
+      }
+      int r = cli_common_option(argc, argv, &i, &common);
+      if (r < 0) return EXIT_INVALID;
+      if (r > 0) continue;
+      cli_errorf("unknown option '%.80s' for check (see einc check --help)",
+                 arg);
+      return EXIT_INVALID;
+    }
+    if (!expr) {
+      expr = arg;
+      continue;
+    }
+    if (nshapes == EIN_MAX_OPERANDS) {
+      cli_errorf("more than %d shapes; einc takes at most %d operands",
+                 EIN_MAX_OPERANDS, EIN_MAX_OPERANDS);
+      return EXIT_INVALID;
+    }
+    if (!cli_parse_shape(arg, &shapes[nshapes])) return EXIT_INVALID;
+    nshapes++;
+  }
+  if (!expr) {
+    cli_errorf("check needs an expression (see einc check --help)");
+    return EXIT_INVALID;
+  }
+
+  ein_ctx *ctx;
+  if (ein_ctx_create(&ctx) != EIN_OK) {
+    cli_errorf("out of memory");
+    return EXIT_INTERNAL;
+  }
+  const int64_t *dims[EIN_MAX_OPERANDS];
+  int ndims[EIN_MAX_OPERANDS];
+  for (int i = 0; i < nshapes; i++) {
+    dims[i] = shapes[i].dims;
+    ndims[i] = shapes[i].ndim;
+  }
+  ein_binding *b;
+  ein_status st = ein_bind_shapes(ctx, expr, dims, ndims, nshapes,
+                                  &common.options, &b);
+  if (st) {
+    cli_print_error(ein_last_error(ctx));
+    ein_ctx_destroy(ctx);
+    return cli_exit_status(st);
+  }
+  print_shape(ein_binding_output_ndim(b), ein_binding_output_shape(b));
+  if (common.verbose) print_axes(b);
+  ein_binding_destroy(b);
+  ein_ctx_destroy(ctx);
+  return EXIT_OK;
+}

@@ -1,0 +1,64 @@
+/*
+ * main.c - the einc program: dispatches to a subcommand. Every diagnostic
+ * is printed here, in the CLI; the library only records errors.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+
+static const cli_command commands[] = {
+    {"check", "check an expression against input shapes; print the output "
+              "shape",
+     cmd_check, cmd_check_help},
+};
+
+enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
+
+static void main_help(void) {
+  printf("einc %d.%d.%d - an einsum/einops expression compiler\n\n",
+         EIN_VERSION_MAJOR, EIN_VERSION_MINOR, EIN_VERSION_PATCH);
+  puts("usage: einc COMMAND [ARGS...]\n"
+       "       einc COMMAND --help\n"
+       "\n"
+       "commands:");
+  for (int i = 0; i < NCOMMANDS; i++)
+    printf("  %-10s %s\n", commands[i].name, commands[i].summary);
+  puts("\n"
+       "Expressions name axes: 'b h i d, b h j d -> b h i j' (einsum),\n"
+       "'b (heads d) -> b heads d' (split), 'b c (h 2) (w 2) -> b c h w'\n"
+       "with --reduce mean (pooling), 'h w -> h w r' with -D r=3 (repeat).\n"
+       "The grammar is in docs/language.md.\n"
+       "\n"
+       "Exit status: 0 success, 2 invalid input or usage, 1 internal error.");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    main_help();
+    return EXIT_INVALID;
+  }
+  const char *name = argv[1];
+  if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 ||
+      strcmp(name, "help") == 0) {
+    if (argc > 2)
+      for (int i = 0; i < NCOMMANDS; i++)
+        if (strcmp(argv[2], commands[i].name) == 0) {
+          commands[i].help();
+          return EXIT_OK;
+        }
+    main_help();
+    return EXIT_OK;
+  }
+  if (strcmp(name, "--version") == 0) {
+    printf("einc %d.%d.%d\n", EIN_VERSION_MAJOR, EIN_VERSION_MINOR,
+           EIN_VERSION_PATCH);
+    return EXIT_OK;
+  }
+  for (int i = 0; i < NCOMMANDS; i++)
+    if (strcmp(name, commands[i].name) == 0)
+      return commands[i].run(argc - 2, argv + 2);
+  cli_errorf("unknown command '%.80s' (see einc --help)", name);
+  return EXIT_INVALID;
+}

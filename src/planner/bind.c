@@ -1,0 +1,898 @@
+/*
+ * bind.c - solves every axis size of an expression from the input shapes.
+ *
+ * The order of work, each step able to fail with a precise message:
+ *   1. count: operands against tensors, ranks against terms, the ellipsis
+ *      rank of every input;
+ *   2. axes: one per name, one per number, E for the ellipsis, in order of
+ *      first appearance; every operand becomes dims of axis lists;
+ *   3. sizes: length bindings, then plain dims (numpy broadcasting of 1s for
+ *      ellipsis dims, and for named dims in the numpy dialect), then splits
+ *      solved by exact division until no split makes progress;
+ *   4. the output: repeats need a size, names may not repeat, merges
+ *      multiply; overflow of int64 is an error everywhere.
+ * Every axis remembers where its size came from, so a conflict points at
+ * both places.
+ */
+#include "bind.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "checked.h"
+
+typedef enum size_source {
+  FROM_NONE,    /* not known yet */
+  FROM_TENSOR,  /* a plain dim of an input tensor */
+  FROM_LENGTH,  /* a length binding */
+  FROM_LITERAL, /* a number written in the expression */
+  FROM_SPLIT    /* solved from a split */
+} size_source;
+
+typedef struct axis_work {
+  ein_axis_origin origin;
+  const char *name; /* AXIS_NAMED: slice of the source */
+  size_t name_len;
+  int64_t size;
+  int ellipsis_pos;
+  bool in_input, in_output;
+  size_source from;
+  ein_span from_span; /* where the size came from (not for FROM_LENGTH) */
+  int from_operand, from_dim, from_length;
+} axis_work;
+
+/* Per operand: the span of each dim and each factor, for messages. */
+typedef struct operand_work {
+  ein_span *dim_span;
+  ein_span *factor_span;
+  bool *dim_grouped; /* the dim was written as a group */
+} operand_work;
+
+typedef struct binder {
+  const ein_ast *ast;
+  const ein_options *opt;
+  const int *ndims;
+  const int64_t *const *shapes;
+  ein_arena *arena;
+  ein_error_rec *err;
+  int naxes;
+  axis_work ax[EIN_MAX_AXES];
+  int E; /* dims covered by '...' after broadcasting: the largest rank */
+  int ell_rank[EIN_MAX_OPERANDS];    /* per input; -1 without '...' */
+  operand_work work[EIN_MAX_OPERANDS + 1]; /* inputs, then the output */
+  ein_problem *out;
+} binder;
+
+static ein_span span_of(size_t offset, size_t length) {
+  return (ein_span){offset, length};
+}
+
+static ein_status fail(binder *b, ein_status status, const ein_span *spans,
+                       int nspans, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static ein_status fail(binder *b, ein_status status, const ein_span *spans,
+                       int nspans, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ein_error_vset(b->err, status, b->ast->src, b->ast->len, spans, nspans, fmt,
+                 ap);
+  va_end(ap);
+  return status;
+}
+
+static ein_status no_memory(binder *b) {
+  return ein_error_set(b->err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                       "out of memory while binding shapes");
+}
+
+/* "8x16x2048", or "scalar" for rank 0; shortened past 16 dims. */
+static void format_shape(char *buf, size_t cap, int ndim,
+                         const int64_t *shape) {
+  if (ndim == 0) {
+    snprintf(buf, cap, "scalar");
+    return;
+  }
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < ndim && len + 1 < cap; i++) {
+    if (i == 16) {
+      snprintf(buf + len, cap - len, "x...(%d dims)", ndim);
+      return;
+    }
+    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i ? "x" : "",
+                            (long long)shape[i]);
+  }
+}
+
+/* The axis's name for messages: 'h', '3' or "dim 0 of '...'". */
+static void axis_name(const binder *b, int a, char *buf, size_t cap) {
+  const axis_work *w = &b->ax[a];
+  switch (w->origin) {
+  case AXIS_NAMED: ein_quote_name(buf, cap, w->name, w->name_len); break;
+  case AXIS_ANON: snprintf(buf, cap, "'%lld'", (long long)w->size); break;
+  case AXIS_ELLIPSIS:
+    snprintf(buf, cap, "dim %d of '...'", w->ellipsis_pos);
+    break;
+  }
+}
+
+/* "operand 2" or "the output". */
+static void operand_name(int operand, char *buf, size_t cap) {
+  if (operand < 0)
+    snprintf(buf, cap, "the output");
+  else
+    snprintf(buf, cap, "operand %d", operand + 1);
+}
+
+/* ------------------------------------------------------------ step 1 */
+
+/* Top-level terms other than '...', i.e. the dims an operand names. */
+static int named_dims(const ein_operand *op) {
+  int n = op->nterms;
+  if (op->ellipsis_term >= 0 &&
+      op->terms[op->ellipsis_term].kind == TERM_ELLIPSIS)
+    n--;
+  return n;
+}
+
+static ein_span operand_span(const ein_operand *op) {
+  return span_of(op->offset, op->length);
+}
+
+static ein_status check_counts(binder *b, int ninputs) {
+  const ein_ast *ast = b->ast;
+  if (ninputs != ast->ninputs) {
+    ein_span all = span_of(0, ast->explicit_output ? ast->arrow_offset
+                                                   : ast->len);
+    return fail(b, EIN_ERR_OPERAND_COUNT, &all, 1,
+                "the expression has %d input operand%s but %d tensor%s "
+                "given",
+                ast->ninputs, ast->ninputs == 1 ? "" : "s", ninputs,
+                ninputs == 1 ? " was" : "s were");
+  }
+  b->E = 0;
+  for (int i = 0; i < ninputs; i++) {
+    const ein_operand *op = &ast->inputs[i];
+    int nd = b->ndims[i];
+    char shape[128];
+    if (nd < 0 || nd > EIN_MAX_DIMS)
+      return fail(b, nd < 0 ? EIN_ERR_BAD_SHAPE : EIN_ERR_LIMIT, NULL, 0,
+                  "tensor %d has %d dims; einc takes 0 to %d", i + 1, nd,
+                  EIN_MAX_DIMS);
+    if (nd > 0 && !b->shapes[i])
+      return fail(b, EIN_ERR_INVALID_ARGUMENT, NULL, 0,
+                  "tensor %d has %d dims but no shape array", i + 1, nd);
+    int64_t numel = 1;
+    for (int d = 0; d < nd; d++) {
+      if (b->shapes[i][d] < 0) {
+        ein_span at = operand_span(op);
+        return fail(b, EIN_ERR_BAD_SHAPE, &at, 1,
+                    "dim %d of tensor %d is %lld; sizes must be 0 or more",
+                    d, i + 1, (long long)b->shapes[i][d]);
+      }
+      if (!ein_mul_i64(numel, b->shapes[i][d], &numel)) {
+        format_shape(shape, sizeof shape, nd, b->shapes[i]);
+        ein_span at = operand_span(op);
+        return fail(b, EIN_ERR_OVERFLOW, &at, 1,
+                    "tensor %d (shape %s) has more elements than int64 "
+                    "can count",
+                    i + 1, shape);
+      }
+    }
+    int named = named_dims(op);
+    bool has_ellipsis = op->ellipsis_term >= 0;
+    if (nd == named || (has_ellipsis && nd > named)) {
+      b->ell_rank[i] = has_ellipsis ? nd - named : -1;
+      if (b->ell_rank[i] > b->E) b->E = b->ell_rank[i];
+      continue;
+    }
+    format_shape(shape, sizeof shape, nd, b->shapes[i]);
+    ein_span at = operand_span(op);
+    if (op->nterms == 0) at = span_of(op->offset, 0);
+    return fail(b, EIN_ERR_RANK_MISMATCH, &at, 1,
+                "operand %d names %s%d dim%s but its tensor has %d (shape "
+                "%s)",
+                i + 1, has_ellipsis ? "at least " : "", named,
+                named == 1 ? "" : "s", nd, shape);
+  }
+  return EIN_OK;
+}
+
+/* ------------------------------------------------------------ step 2 */
+
+static int find_named(const binder *b, const char *name, size_t len) {
+  for (int a = 0; a < b->naxes; a++)
+    if (b->ax[a].origin == AXIS_NAMED && b->ax[a].name_len == len &&
+        memcmp(b->ax[a].name, name, len) == 0)
+      return a;
+  return -1;
+}
+
+static ein_status new_axis(binder *b, ein_axis_origin origin, ein_span at,
+                           int *out) {
+  if (b->naxes == EIN_MAX_AXES)
+    return fail(b, EIN_ERR_LIMIT, &at, 1,
+                "more than %d distinct axes; einc takes at most %d",
+                EIN_MAX_AXES, EIN_MAX_AXES);
+  axis_work *w = &b->ax[b->naxes];
+  memset(w, 0, sizeof *w);
+  w->origin = origin;
+  w->size = -1;
+  w->from = FROM_NONE;
+  *out = b->naxes++;
+  return EIN_OK;
+}
+
+/* The first of the E ellipsis axes, created at the first '...'. */
+static ein_status ellipsis_axes(binder *b, ein_span at, int *first) {
+  static const int NONE = -1;
+  int found = NONE;
+  for (int a = 0; a < b->naxes; a++)
+    if (b->ax[a].origin == AXIS_ELLIPSIS) {
+      found = a;
+      break;
+    }
+  if (found == NONE) {
+    found = b->naxes;
+    for (int j = 0; j < b->E; j++) {
+      int a = -1;
+      ein_status st = new_axis(b, AXIS_ELLIPSIS, at, &a);
+      if (st) return st;
+      b->ax[a].ellipsis_pos = j;
+    }
+  }
+  *first = found;
+  return EIN_OK;
+}
+
+/* The axis of one non-group term (a name, a number); -1 for a unit. */
+static ein_status term_axis(binder *b, const ein_term *t, bool is_output,
+                            int *out) {
+  ein_span at = span_of(t->offset, t->length);
+  *out = -1;
+  if (t->kind == TERM_UNIT) return EIN_OK;
+  if (t->kind == TERM_NUMBER) {
+    ein_status st = new_axis(b, AXIS_ANON, at, out);
+    if (st) return st;
+    axis_work *w = &b->ax[*out];
+    w->size = t->value;
+    w->from = FROM_LITERAL;
+    w->from_span = at;
+    w->from_operand = -1;
+  } else {
+    *out = find_named(b, t->name, t->name_len);
+    if (*out < 0) {
+      ein_status st = new_axis(b, AXIS_NAMED, at, out);
+      if (st) return st;
+      b->ax[*out].name = t->name;
+      b->ax[*out].name_len = t->name_len;
+    }
+  }
+  if (is_output)
+    b->ax[*out].in_output = true;
+  else
+    b->ax[*out].in_input = true;
+  return EIN_OK;
+}
+
+/* Lays out one operand as dims of axis lists. `index` is the input number,
+ * or -1 for the output; `ell_rank` is how many dims its '...' covers. */
+static ein_status build_operand(binder *b, const ein_operand *op, int index,
+                                int ell_rank, ein_bound_operand *bo,
+                                operand_work *w) {
+  bool is_output = index < 0;
+  int ndim = 0, nfactors = 0;
+  for (int t = 0; t < op->nterms; t++) {
+    const ein_term *term = &op->terms[t];
+    if (term->kind == TERM_ELLIPSIS) {
+      ndim += ell_rank;
+      nfactors += ell_rank;
+    } else {
+      ndim++;
+      nfactors += term->kind == TERM_GROUP ? term->nfactors + b->E : 1;
+    }
+  }
+  if (ndim > EIN_MAX_DIMS) {
+    ein_span at = operand_span(op);
+    return fail(b, EIN_ERR_LIMIT, &at, 1,
+                "%s has %d dims; einc takes at most %d",
+                is_output ? "the output" : "an operand", ndim, EIN_MAX_DIMS);
+  }
+  bo->dims = ein_arena_alloc(b->arena, (size_t)ndim, sizeof *bo->dims);
+  bo->factors = ein_arena_alloc(b->arena, (size_t)nfactors, sizeof(int));
+  w->dim_span = ein_arena_alloc(b->arena, (size_t)ndim, sizeof(ein_span));
+  w->factor_span =
+      ein_arena_alloc(b->arena, (size_t)nfactors, sizeof(ein_span));
+  w->dim_grouped = ein_arena_alloc(b->arena, (size_t)ndim, sizeof(bool));
+  if (!bo->dims || !bo->factors || !w->dim_span || !w->factor_span ||
+      !w->dim_grouped)
+    return no_memory(b);
+
+  int d = 0, f = 0;
+  for (int t = 0; t < op->nterms; t++) {
+    const ein_term *term = &op->terms[t];
+    ein_span at = span_of(term->offset, term->length);
+    if (term->kind == TERM_ELLIPSIS) {
+      int first;
+      ein_status st = ellipsis_axes(b, at, &first);
+      if (st) return st;
+      for (int j = 0; j < ell_rank; j++) {
+        int a = first + b->E - ell_rank + j;
+        if (is_output)
+          b->ax[a].in_output = true;
+        else
+          b->ax[a].in_input = true;
+        bo->dims[d] = (ein_bound_dim){.first = f, .count = 1};
+        w->dim_span[d++] = at;
+        w->factor_span[f] = at;
+        bo->factors[f++] = a;
+      }
+      continue;
+    }
+    bo->dims[d] = (ein_bound_dim){.first = f};
+    w->dim_span[d] = at;
+    w->dim_grouped[d] = term->kind == TERM_GROUP;
+    int nf = term->kind == TERM_GROUP ? term->nfactors : 1;
+    const ein_term *fs = term->kind == TERM_GROUP ? term->factors : term;
+    for (int k = 0; k < nf; k++) {
+      ein_span fat = span_of(fs[k].offset, fs[k].length);
+      if (fs[k].kind == TERM_ELLIPSIS) { /* '(...)' merges on the output */
+        int first;
+        ein_status st = ellipsis_axes(b, fat, &first);
+        if (st) return st;
+        for (int j = 0; j < b->E; j++) {
+          b->ax[first + j].in_output = true;
+          w->factor_span[f] = fat;
+          bo->factors[f++] = first + j;
+        }
+        continue;
+      }
+      int a;
+      ein_status st = term_axis(b, &fs[k], is_output, &a);
+      if (st) return st;
+      if (a < 0) continue; /* a unit factor */
+      w->factor_span[f] = fat;
+      bo->factors[f++] = a;
+    }
+    bo->dims[d].count = f - bo->dims[d].first;
+    d++;
+  }
+  bo->ndim = d;
+  bo->nfactors = f;
+  return EIN_OK;
+}
+
+/* ------------------------------------------------------------ step 3 */
+
+/* Where an axis's size came from, for "... but 8 <where>". */
+static void describe_source(const binder *b, const axis_work *w, int operand,
+                            char *buf, size_t cap) {
+  char name[64];
+  switch (w->from) {
+  case FROM_TENSOR:
+    operand_name(w->from_operand, name, sizeof name);
+    if (w->from_operand == operand)
+      snprintf(buf, cap, "at dim %d of %s", w->from_dim, name);
+    else
+      snprintf(buf, cap, "in %s", name);
+    return;
+  case FROM_LENGTH: {
+    const ein_length *l = &b->opt->lengths[w->from_length];
+    snprintf(buf, cap, "in the length binding %.40s=%lld", l->name,
+             (long long)l->size);
+    return;
+  }
+  case FROM_LITERAL: snprintf(buf, cap, "as written"); return;
+  case FROM_SPLIT:
+    operand_name(w->from_operand, name, sizeof name);
+    snprintf(buf, cap, "as solved from the split at dim %d of %s",
+             w->from_dim, name);
+    return;
+  case FROM_NONE: break;
+  }
+  snprintf(buf, cap, "elsewhere");
+}
+
+static ein_status apply_lengths(binder *b) {
+  const ein_options *o = b->opt;
+  if (o->nlengths < 0 || (o->nlengths > 0 && !o->lengths))
+    return fail(b, EIN_ERR_INVALID_ARGUMENT, NULL, 0,
+                "options give %d length bindings but no array", o->nlengths);
+  for (int i = 0; i < o->nlengths; i++) {
+    const ein_length *l = &o->lengths[i];
+    if (!l->name)
+      return fail(b, EIN_ERR_INVALID_ARGUMENT, NULL, 0,
+                  "length binding %d has no name", i + 1);
+    size_t len = strlen(l->name);
+    char name[64];
+    ein_quote_name(name, sizeof name, l->name, len);
+    if (l->size < 0)
+      return fail(b, EIN_ERR_BAD_SHAPE, NULL, 0,
+                  "the length binding %s=%lld is negative; sizes must be 0 "
+                  "or more",
+                  name, (long long)l->size);
+    int a = find_named(b, l->name, len);
+    if (a < 0)
+      return fail(b, EIN_ERR_UNKNOWN_AXIS, NULL, 0,
+                  "the length binding %s=%lld names no axis of the "
+                  "expression",
+                  name, (long long)l->size);
+    axis_work *w = &b->ax[a];
+    if (w->from == FROM_LENGTH && w->size != l->size) {
+      const ein_length *prev = &o->lengths[w->from_length];
+      return fail(b, EIN_ERR_SIZE_MISMATCH, NULL, 0,
+                  "axis %s is given twice, as %lld and as %lld", name,
+                  (long long)prev->size, (long long)l->size);
+    }
+    w->size = l->size;
+    w->from = FROM_LENGTH;
+    w->from_length = i;
+  }
+  return EIN_OK;
+}
+
+/* One plain input dim (a single axis) of size `size` at dim d of input i.
+ * Broadcasting of 1s is allowed for ellipsis dims, and for named dims in the
+ * numpy dialect, as numpy does. */
+static ein_status bind_plain(binder *b, int i, int d, int a, int64_t size) {
+  axis_work *w = &b->ax[a];
+  ein_span at = b->work[i].factor_span[b->out->inputs[i].dims[d].first];
+  bool may_broadcast = w->origin == AXIS_ELLIPSIS ||
+                       (w->origin == AXIS_NAMED &&
+                        b->ast->dialect == EIN_DIALECT_NUMPY);
+  if (w->from == FROM_NONE) {
+    w->size = size;
+    w->from = FROM_TENSOR;
+    w->from_span = at;
+    w->from_operand = i;
+    w->from_dim = d;
+    return EIN_OK;
+  }
+  if (w->size == size) return EIN_OK;
+  if (may_broadcast && size == 1) return EIN_OK; /* marked in finish */
+  if (may_broadcast && w->size == 1 && w->from == FROM_TENSOR) {
+    w->size = size; /* the earlier 1s broadcast against this */
+    w->from_span = at;
+    w->from_operand = i;
+    w->from_dim = d;
+    return EIN_OK;
+  }
+  char name[64], where[96], here[64];
+  axis_name(b, a, name, sizeof name);
+  describe_source(b, w, i, where, sizeof where);
+  if (w->from == FROM_TENSOR && w->from_operand == i)
+    snprintf(here, sizeof here, "at dim %d of operand %d", d, i + 1);
+  else
+    snprintf(here, sizeof here, "in operand %d", i + 1);
+  const char *hint = "";
+  if (w->origin == AXIS_ELLIPSIS)
+    hint = " (ellipsis dims broadcast only where one size is 1)";
+  else if (w->origin == AXIS_ANON)
+    hint = "";
+  else if (w->from == FROM_TENSOR && w->from_operand == i)
+    hint = " (a name repeated in one operand is a diagonal: its dims must "
+           "agree)";
+  if (w->origin == AXIS_ANON)
+    return fail(b, EIN_ERR_SIZE_MISMATCH, &at, 1,
+                "expected a dim of size %lld %s, found %lld",
+                (long long)w->size, here, (long long)size);
+  ein_span spans[2] = {at, w->from_span};
+  int nspans = w->from == FROM_TENSOR || w->from == FROM_SPLIT ? 2 : 1;
+  return fail(b, EIN_ERR_SIZE_MISMATCH, spans, nspans,
+              "axis %s is %lld %s but %lld %s%s", name, (long long)size, here,
+              (long long)w->size, where, hint);
+}
+
+/* "(h w)" with sizes: "h=2 * w=?" for messages. */
+static void describe_split(const binder *b, const ein_bound_operand *bo,
+                           int d, char *buf, size_t cap) {
+  const ein_bound_dim *dim = &bo->dims[d];
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int k = 0; k < dim->count && len + 1 < cap; k++) {
+    int a = bo->factors[dim->first + k];
+    char name[64];
+    axis_name(b, a, name, sizeof name);
+    if (b->ax[a].size >= 0)
+      len += (size_t)snprintf(buf + len, cap - len, "%s%s=%lld",
+                              k ? " * " : "", name, (long long)b->ax[a].size);
+    else
+      len += (size_t)snprintf(buf + len, cap - len, "%s%s=?", k ? " * " : "",
+                              name);
+  }
+}
+
+/* Tries to settle one split dim. *progress is set when it solved an axis;
+ * *settled when every factor is known and checked. */
+static ein_status solve_split(binder *b, int i, int d, bool *progress,
+                              bool *settled) {
+  const ein_bound_operand *bo = &b->out->inputs[i];
+  const ein_bound_dim *dim = &bo->dims[d];
+  ein_span at = b->work[i].dim_span[d];
+  int64_t known = 1;
+  int unknown = -1, nunknown = 0;
+  bool overflow = false;
+  for (int k = 0; k < dim->count; k++) {
+    int a = bo->factors[dim->first + k];
+    if (b->ax[a].size >= 0) {
+      if (!ein_mul_i64(known, b->ax[a].size, &known)) overflow = true;
+    } else if (a != unknown) {
+      nunknown++; /* a name twice in one split counts twice: not linear */
+      unknown = a;
+    } else {
+      nunknown++;
+    }
+  }
+  *settled = false;
+  if (nunknown > 1) return EIN_OK; /* maybe later */
+  char parts[256];
+  if (overflow) {
+    describe_split(b, bo, d, parts, sizeof parts);
+    return fail(b, EIN_ERR_OVERFLOW, &at, 1,
+                "the split %s at dim %d of operand %d overflows int64", parts,
+                d, i + 1);
+  }
+  if (nunknown == 0) {
+    if (known != dim->size) {
+      describe_split(b, bo, d, parts, sizeof parts);
+      return fail(b, EIN_ERR_SIZE_MISMATCH, &at, 1,
+                  "the split %s at dim %d of operand %d has size %lld but "
+                  "the dim is %lld",
+                  parts, d, i + 1, (long long)known, (long long)dim->size);
+    }
+    *settled = true;
+    return EIN_OK;
+  }
+  char name[64];
+  axis_name(b, unknown, name, sizeof name);
+  if (known == 0) {
+    describe_split(b, bo, d, parts, sizeof parts);
+    if (dim->size == 0)
+      return fail(b, EIN_ERR_AMBIGUOUS_SPLIT, &at, 1,
+                  "cannot solve %s from the split %s at dim %d of operand "
+                  "%d: the other factors multiply to 0, so any size fits; "
+                  "give it with a length binding",
+                  name, parts, d, i + 1);
+    return fail(b, EIN_ERR_INDIVISIBLE, &at, 1,
+                "cannot split dim %d of operand %d (size %lld) into %s: the "
+                "known factors multiply to 0",
+                d, i + 1, (long long)dim->size, parts);
+  }
+  if (dim->size % known != 0) {
+    describe_split(b, bo, d, parts, sizeof parts);
+    return fail(b, EIN_ERR_INDIVISIBLE, &at, 1,
+                "cannot split dim %d of operand %d (size %lld) into %s: "
+                "%lld is not divisible by %lld",
+                d, i + 1, (long long)dim->size, parts, (long long)dim->size,
+                (long long)known);
+  }
+  axis_work *w = &b->ax[unknown];
+  w->size = dim->size / known;
+  w->from = FROM_SPLIT;
+  w->from_span = at;
+  w->from_operand = i;
+  w->from_dim = d;
+  *progress = true;
+  *settled = true;
+  return EIN_OK;
+}
+
+static ein_status bind_input_sizes(binder *b) {
+  const ein_problem *p = b->out;
+  /* plain dims first: they fix sizes that splits then divide by */
+  for (int i = 0; i < p->ninputs; i++) {
+    const ein_bound_operand *bo = &p->inputs[i];
+    for (int d = 0; d < bo->ndim; d++) {
+      const ein_bound_dim *dim = &bo->dims[d];
+      if (dim->count == 0 && dim->size != 1) {
+        ein_span at = b->work[i].dim_span[d];
+        return fail(b, EIN_ERR_SIZE_MISMATCH, &at, 1,
+                    "expected a dim of size 1 for the unit axis at dim %d of "
+                    "operand %d, found %lld",
+                    d, i + 1, (long long)dim->size);
+      }
+      if (dim->count == 1) {
+        ein_status st =
+            bind_plain(b, i, d, bo->factors[dim->first], dim->size);
+        if (st) return st;
+      }
+    }
+  }
+  /* splits, until none makes progress */
+  bool progress = true, open = true;
+  while (progress && open) {
+    progress = false;
+    open = false;
+    for (int i = 0; i < p->ninputs; i++) {
+      const ein_bound_operand *bo = &p->inputs[i];
+      for (int d = 0; d < bo->ndim; d++) {
+        if (bo->dims[d].count < 2) continue;
+        bool settled;
+        ein_status st = solve_split(b, i, d, &progress, &settled);
+        if (st) return st;
+        if (!settled) open = true;
+      }
+    }
+  }
+  if (!open) return EIN_OK;
+  /* report the first split that is still open */
+  for (int i = 0; i < p->ninputs; i++) {
+    const ein_bound_operand *bo = &p->inputs[i];
+    for (int d = 0; d < bo->ndim; d++) {
+      const ein_bound_dim *dim = &bo->dims[d];
+      if (dim->count < 2) continue;
+      char names[160] = "";
+      size_t len = 0;
+      int nunknown = 0, first = -1;
+      for (int k = 0; k < dim->count; k++) {
+        int a = p->inputs[i].factors[dim->first + k];
+        if (b->ax[a].size >= 0) continue;
+        char name[64];
+        axis_name(b, a, name, sizeof name);
+        if (len + 1 < sizeof names)
+          len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
+                                  nunknown ? " and " : "", name);
+        if (first < 0) first = a;
+        nunknown++;
+      }
+      if (nunknown < 2) continue;
+      char first_name[64];
+      axis_name(b, first, first_name, sizeof first_name);
+      ein_span at = b->work[i].dim_span[d];
+      return fail(b, EIN_ERR_AMBIGUOUS_SPLIT, &at, 1,
+                  "cannot solve the split at dim %d of operand %d (size "
+                  "%lld): %s are unknown; give all but one with length "
+                  "bindings, e.g. %.*s=N",
+                  d, i + 1, (long long)dim->size, names,
+                  (int)(strlen(first_name) - 2), first_name + 1);
+    }
+  }
+  return fail(b, EIN_ERR_INTERNAL, NULL, 0, "a split stayed unsolved");
+}
+
+/* ------------------------------------------------------------ step 4 */
+
+/* The numpy dialect's implicit output: '...' first, then the letters used
+ * exactly once, in order of their character codes (uppercase first). */
+static ein_status implicit_output(binder *b, ein_bound_operand *bo,
+                                  operand_work *w) {
+  int count[EIN_MAX_AXES] = {0};
+  bool any_ellipsis = false;
+  for (int i = 0; i < b->ast->ninputs; i++) {
+    const ein_bound_operand *in = &b->out->inputs[i];
+    for (int f = 0; f < in->nfactors; f++) count[in->factors[f]]++;
+    if (b->ell_rank[i] >= 0) any_ellipsis = true;
+  }
+  int picked[EIN_MAX_AXES], n = 0;
+  if (any_ellipsis)
+    for (int a = 0; a < b->naxes; a++)
+      if (b->ax[a].origin == AXIS_ELLIPSIS) picked[n++] = a;
+  for (int c = 0; c < 256; c++)
+    for (int a = 0; a < b->naxes; a++)
+      if (b->ax[a].origin == AXIS_NAMED && count[a] == 1 &&
+          (unsigned char)b->ax[a].name[0] == c)
+        picked[n++] = a;
+  if (n > EIN_MAX_DIMS)
+    return fail(b, EIN_ERR_LIMIT, NULL, 0,
+                "the implicit output has %d dims; einc takes at most %d", n,
+                EIN_MAX_DIMS);
+  bo->ndim = bo->nfactors = n;
+  bo->dims = ein_arena_alloc(b->arena, (size_t)n, sizeof *bo->dims);
+  bo->factors = ein_arena_alloc(b->arena, (size_t)n, sizeof(int));
+  w->dim_span = ein_arena_alloc(b->arena, (size_t)n, sizeof(ein_span));
+  w->factor_span = ein_arena_alloc(b->arena, (size_t)n, sizeof(ein_span));
+  w->dim_grouped = ein_arena_alloc(b->arena, (size_t)n, sizeof(bool));
+  if (!bo->dims || !bo->factors || !w->dim_span || !w->factor_span ||
+      !w->dim_grouped)
+    return no_memory(b);
+  for (int k = 0; k < n; k++) {
+    bo->dims[k] = (ein_bound_dim){.first = k, .count = 1};
+    bo->factors[k] = picked[k];
+    b->ax[picked[k]].in_output = true;
+  }
+  return EIN_OK;
+}
+
+static ein_status check_output(binder *b) {
+  const ein_ast *ast = b->ast;
+  ein_problem *p = b->out;
+  ein_bound_operand *bo = &p->output;
+  operand_work *w = &b->work[ast->ninputs];
+  bool input_ellipsis = false;
+  for (int i = 0; i < ast->ninputs; i++)
+    if (b->ell_rank[i] >= 0) input_ellipsis = true;
+  bool output_ellipsis =
+      ast->explicit_output && ast->output.ellipsis_term >= 0;
+
+  if (output_ellipsis && !input_ellipsis) {
+    const ein_term *t = &ast->output.terms[ast->output.ellipsis_term];
+    ein_span at = span_of(t->offset, t->length);
+    return fail(b, EIN_ERR_BAD_ELLIPSIS, &at, 1,
+                "'...' in the output but in no input: there is nothing for "
+                "it to stand for");
+  }
+  if (ast->dialect == EIN_DIALECT_NUMPY && ast->explicit_output &&
+      input_ellipsis && !output_ellipsis && b->E > 0) {
+    ein_span at = span_of(ast->arrow_offset, 2);
+    return fail(b, EIN_ERR_BAD_ELLIPSIS, &at, 1,
+                "the inputs' '...' stands for %d dim%s but the output has no "
+                "'...' (numpy does not sum over them; the einops dialect "
+                "does)",
+                b->E, b->E == 1 ? "" : "s");
+  }
+
+  /* names twice in the output */
+  int seen_at[EIN_MAX_AXES];
+  for (int a = 0; a < b->naxes; a++) seen_at[a] = -1;
+  for (int f = 0; f < bo->nfactors; f++) {
+    int a = bo->factors[f];
+    if (seen_at[a] >= 0) {
+      char name[64];
+      axis_name(b, a, name, sizeof name);
+      ein_span spans[2] = {w->factor_span[f], w->factor_span[seen_at[a]]};
+      return fail(b, EIN_ERR_DUPLICATE_AXIS, spans, 2,
+                  "axis %s appears twice in the output; an output names each "
+                  "axis once",
+                  name);
+    }
+    seen_at[a] = f;
+  }
+
+  /* output-only axes: repeats, which need a size */
+  for (int f = 0; f < bo->nfactors; f++) {
+    int a = bo->factors[f];
+    axis_work *x = &b->ax[a];
+    if (x->in_input || x->size >= 0) continue;
+    char name[64];
+    axis_name(b, a, name, sizeof name);
+    if (ast->dialect == EIN_DIALECT_NUMPY)
+      return fail(b, EIN_ERR_UNKNOWN_AXIS, &w->factor_span[f], 1,
+                  "output subscript %s appears in no input", name);
+    return fail(b, EIN_ERR_MISSING_LENGTH, &w->factor_span[f], 1,
+                "axis %s is in the output but in no input, so its size is "
+                "unknown; give it with a length binding (%.*s=N) or write a "
+                "number",
+                name, (int)(strlen(name) - 2), name + 1);
+  }
+
+  /* merges: the product of each output dim */
+  for (int d = 0; d < bo->ndim; d++) {
+    ein_bound_dim *dim = &bo->dims[d];
+    int64_t size = 1;
+    for (int k = 0; k < dim->count; k++)
+      if (!ein_mul_i64(size, b->ax[bo->factors[dim->first + k]].size,
+                       &size))
+        return fail(b, EIN_ERR_OVERFLOW, &w->dim_span[d], 1,
+                    "the size of output dim %d overflows int64", d);
+    dim->size = size;
+  }
+  int64_t numel = 1;
+  for (int d = 0; d < bo->ndim; d++)
+    if (!ein_mul_i64(numel, bo->dims[d].size, &numel))
+      return fail(b, EIN_ERR_OVERFLOW, NULL, 0,
+                  "the output has more elements than int64 can count");
+  return EIN_OK;
+}
+
+/* Marks size-1 input dims that stand for larger axes, and copies the axis
+ * table out of the working state. */
+static ein_status finish(binder *b) {
+  ein_problem *p = b->out;
+  for (int i = 0; i < p->ninputs; i++) {
+    ein_bound_operand *bo = &p->inputs[i];
+    for (int d = 0; d < bo->ndim; d++) {
+      ein_bound_dim *dim = &bo->dims[d];
+      if (dim->count != 1) continue;
+      int64_t axis_size = b->ax[bo->factors[dim->first]].size;
+      if (axis_size == dim->size) continue;
+      if (dim->size != 1)
+        return fail(b, EIN_ERR_INTERNAL, NULL, 0,
+                    "dim %d of operand %d disagrees with its axis", d, i + 1);
+      dim->broadcast = true;
+    }
+  }
+  p->naxes = b->naxes;
+  p->axes = ein_arena_alloc(b->arena, (size_t)b->naxes, sizeof *p->axes);
+  if (!p->axes && b->naxes) return no_memory(b);
+  for (int a = 0; a < b->naxes; a++) {
+    const axis_work *w = &b->ax[a];
+    ein_bound_axis *x = &p->axes[a];
+    if (w->size < 0)
+      return fail(b, EIN_ERR_INTERNAL, NULL, 0, "axis %d has no size", a);
+    char label[32];
+    const char *text = label;
+    size_t len;
+    if (w->origin == AXIS_NAMED) {
+      text = w->name;
+      len = w->name_len;
+    } else if (w->origin == AXIS_ANON) {
+      len = (size_t)snprintf(label, sizeof label, "%lld", (long long)w->size);
+    } else {
+      len = (size_t)snprintf(label, sizeof label, "...%d", w->ellipsis_pos);
+    }
+    x->label = ein_arena_strndup(b->arena, text, len);
+    if (!x->label) return no_memory(b);
+    x->origin = w->origin;
+    x->size = w->size;
+    x->ellipsis_pos = w->ellipsis_pos;
+    x->in_input = w->in_input;
+    x->in_output = w->in_output;
+  }
+  return EIN_OK;
+}
+
+static ein_status check_reduction(binder *b) {
+  ein_reduction r = b->opt->reduction;
+  if (r < EIN_REDUCE_SUM || r > EIN_REDUCE_ALL)
+    return fail(b, EIN_ERR_INVALID_ARGUMENT, NULL, 0,
+                "unknown reduction %d", (int)r);
+  if (r != EIN_REDUCE_SUM && b->ast->ninputs > 1) {
+    ein_span all = span_of(0, b->ast->len);
+    return fail(b, EIN_ERR_BAD_REDUCTION, &all, 1,
+                "the reduction '%s' takes a single operand, but the "
+                "expression has %d; only 'sum' combines operands",
+                ein_reduction_name(r), b->ast->ninputs);
+  }
+  return EIN_OK;
+}
+
+static ein_status bind_all(binder *b, int ninputs) {
+  const ein_ast *ast = b->ast;
+  ein_problem *p = b->out;
+  ein_status st = check_counts(b, ninputs);
+  if (!st) st = check_reduction(b);
+  if (st) return st;
+
+  p->dialect = ast->dialect;
+  p->reduction = b->opt->reduction;
+  p->ninputs = ninputs;
+  p->inputs = ein_arena_alloc(b->arena, (size_t)ninputs, sizeof *p->inputs);
+  if (!p->inputs && ninputs) return no_memory(b);
+  for (int i = 0; i < ninputs; i++) {
+    st = build_operand(b, &ast->inputs[i], i, b->ell_rank[i], &p->inputs[i],
+                       &b->work[i]);
+    if (st) return st;
+    for (int d = 0; d < p->inputs[i].ndim; d++)
+      p->inputs[i].dims[d].size = b->shapes[i][d];
+  }
+  if (ast->explicit_output)
+    st = build_operand(b, &ast->output, -1, b->E, &p->output,
+                       &b->work[ninputs]);
+  else
+    st = implicit_output(b, &p->output, &b->work[ninputs]);
+  if (!st) st = apply_lengths(b);
+  if (!st) st = bind_input_sizes(b);
+  if (!st) st = check_output(b);
+  if (!st) st = finish(b);
+  return st;
+}
+
+ein_status ein_bind_problem(const ein_ast *ast, int ninputs, const int *ndims,
+                            const int64_t *const *shapes,
+                            const ein_options *options, ein_arena *arena,
+                            ein_error_rec *err, ein_problem *out) {
+  static const ein_options defaults = {0};
+  memset(out, 0, sizeof *out);
+  if (ninputs < 0 || ninputs > EIN_MAX_OPERANDS || (ninputs > 0 && !ndims))
+    return ein_error_set(err,
+                         ninputs > EIN_MAX_OPERANDS ? EIN_ERR_LIMIT
+                                                    : EIN_ERR_INVALID_ARGUMENT,
+                         NULL, 0, NULL, 0,
+                         "%d tensors given; einc takes 0 to %d with shapes",
+                         ninputs, EIN_MAX_OPERANDS);
+  binder *b = ein_calloc(1, sizeof *b);
+  if (!b)
+    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                         "out of memory while binding shapes");
+  b->ast = ast;
+  b->opt = options ? options : &defaults;
+  b->ndims = ndims;
+  b->shapes = shapes;
+  b->arena = arena;
+  b->err = err;
+  b->out = out;
+  ein_status st = bind_all(b, ninputs);
+  ein_free(b);
+  return st;
+}
