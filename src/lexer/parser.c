@@ -109,9 +109,20 @@ static ein_status unexpected(parser *p, const char *expected) {
   case TOK_BAD_DOTS:
     return fail_at(p, EIN_ERR_SYNTAX, at,
                    "expected '...' (three dots), found %s", found);
-  case TOK_BAD_BYTE:
+  case TOK_BAD_BYTE: {
+    unsigned char c = (unsigned char)p->lx.src[p->tok.offset];
+    if (c >= 0x80)
+      return fail_at(p, EIN_ERR_SYNTAX, at,
+                     "unexpected non-ASCII byte 0x%02X (expressions are "
+                     "ASCII); expected %s",
+                     c, expected);
+    if (c < 0x21 || c == 0x7f)
+      return fail_at(p, EIN_ERR_SYNTAX, at,
+                     "unexpected control byte 0x%02X; expected %s", c,
+                     expected);
     return fail_at(p, EIN_ERR_SYNTAX, at, "unexpected %s; expected %s",
                    found, expected);
+  }
   case TOK_MINUS:
     return fail_at(p, EIN_ERR_SYNTAX, at,
                    "expected %s, found '-' (did you mean '->'?)", expected);
@@ -266,6 +277,11 @@ static ein_status parse_operand(parser *p, ein_operand *op, int index,
   ein_term terms[EIN_MAX_DIMS + 1];
   int n = 0;
   const ein_term *ellipsis = NULL;
+  char what[32];
+  if (is_output)
+    snprintf(what, sizeof what, "the output");
+  else
+    snprintf(what, sizeof what, "operand %d", index + 1);
   memset(op, 0, sizeof *op);
   op->ellipsis_term = -1;
   op->offset = p->tok.offset;
@@ -292,8 +308,7 @@ static ein_status parse_operand(parser *p, ein_operand *op, int index,
     }
     if (n == EIN_MAX_DIMS + 1)
       return fail_at(p, EIN_ERR_LIMIT, tok_span(p->tok),
-                     "operand %d has more than %d dims", index + 1,
-                     EIN_MAX_DIMS);
+                     "%s has more than %d dims", what, EIN_MAX_DIMS);
     ein_status st = parse_term(p, &terms[n]);
     if (st) return st;
     const ein_term *e = ellipsis_in(&terms[n]);
@@ -304,9 +319,9 @@ static ein_status parse_operand(parser *p, ein_operand *op, int index,
         if (g->kind == TERM_ELLIPSIS && g != e)
           return fail_at2(p, EIN_ERR_BAD_ELLIPSIS, span_of(g->offset, 3),
                           span_of(e->offset, 3),
-                          "'...' appears twice in operand %d; it may appear "
-                          "at most once",
-                          index + 1);
+                          "'...' appears twice in %s; it may appear at most "
+                          "once",
+                          is_output ? "the output" : "an operand");
       }
     }
     if (e) {
@@ -331,8 +346,7 @@ static ein_status parse_operand(parser *p, ein_operand *op, int index,
   if (n == EIN_MAX_DIMS + 1 && op->ellipsis_term < 0)
     return fail_at(p, EIN_ERR_LIMIT,
                    span_of(terms[n - 1].offset, terms[n - 1].length),
-                   "operand %d has more than %d dims", index + 1,
-                   EIN_MAX_DIMS);
+                   "%s has more than %d dims", what, EIN_MAX_DIMS);
   op->nterms = n;
   if (n > 0) {
     op->length = terms[n - 1].offset + terms[n - 1].length - op->offset;

@@ -405,19 +405,20 @@ static ein_status apply_lengths(binder *b) {
       return fail(b, EIN_ERR_INVALID_ARGUMENT, NULL, 0,
                   "length binding %d has no name", i + 1);
     size_t len = strlen(l->name);
-    char name[64];
+    char name[64], binding[96];
     ein_quote_name(name, sizeof name, l->name, len);
+    snprintf(binding, sizeof binding, "%.40s%s=%lld", l->name,
+             len > 40 ? "..." : "", (long long)l->size);
     if (l->size < 0)
       return fail(b, EIN_ERR_BAD_SHAPE, NULL, 0,
-                  "the length binding %s=%lld is negative; sizes must be 0 "
-                  "or more",
-                  name, (long long)l->size);
+                  "the length binding %s is negative; sizes must be 0 or "
+                  "more",
+                  binding);
     int a = find_named(b, l->name, len);
     if (a < 0)
       return fail(b, EIN_ERR_UNKNOWN_AXIS, NULL, 0,
-                  "the length binding %s=%lld names no axis of the "
-                  "expression",
-                  name, (long long)l->size);
+                  "the length binding %s names no axis of the expression",
+                  binding);
     axis_work *w = &b->ax[a];
     if (w->from == FROM_LENGTH && w->size != l->size) {
       const ein_length *prev = &o->lengths[w->from_length];
@@ -460,6 +461,7 @@ static ein_status bind_plain(binder *b, int i, int d, int a, int64_t size) {
   }
   char name[64], where[96], here[64];
   axis_name(b, a, name, sizeof name);
+  const char *noun = w->origin == AXIS_ELLIPSIS ? "" : "axis ";
   describe_source(b, w, i, where, sizeof where);
   if (w->from == FROM_TENSOR && w->from_operand == i)
     snprintf(here, sizeof here, "at dim %d of operand %d", d, i + 1);
@@ -473,6 +475,9 @@ static ein_status bind_plain(binder *b, int i, int d, int a, int64_t size) {
   else if (w->from == FROM_TENSOR && w->from_operand == i)
     hint = " (a name repeated in one operand is a diagonal: its dims must "
            "agree)";
+  else if (size == 1 || w->size == 1)
+    hint = " (named axes do not broadcast in the einops dialect; use '...' "
+           "or the numpy dialect)";
   if (w->origin == AXIS_ANON)
     return fail(b, EIN_ERR_SIZE_MISMATCH, &at, 1,
                 "expected a dim of size %lld %s, found %lld",
@@ -480,27 +485,31 @@ static ein_status bind_plain(binder *b, int i, int d, int a, int64_t size) {
   ein_span spans[2] = {at, w->from_span};
   int nspans = w->from == FROM_TENSOR || w->from == FROM_SPLIT ? 2 : 1;
   return fail(b, EIN_ERR_SIZE_MISMATCH, spans, nspans,
-              "axis %s is %lld %s but %lld %s%s", name, (long long)size, here,
-              (long long)w->size, where, hint);
+              "%s%s is %lld %s but %lld %s%s", noun, name, (long long)size,
+              here, (long long)w->size, where, hint);
 }
 
-/* "(h w)" with sizes: "h=2 * w=?" for messages. */
+/* A split as written, with what is known: "(h=2 w=? 3)". */
 static void describe_split(const binder *b, const ein_bound_operand *bo,
                            int d, char *buf, size_t cap) {
   const ein_bound_dim *dim = &bo->dims[d];
-  size_t len = 0;
-  buf[0] = '\0';
+  size_t len = (size_t)snprintf(buf, cap, "(");
   for (int k = 0; k < dim->count && len + 1 < cap; k++) {
-    int a = bo->factors[dim->first + k];
-    char name[64];
-    axis_name(b, a, name, sizeof name);
-    if (b->ax[a].size >= 0)
-      len += (size_t)snprintf(buf + len, cap - len, "%s%s=%lld",
-                              k ? " * " : "", name, (long long)b->ax[a].size);
+    const axis_work *w = &b->ax[bo->factors[dim->first + k]];
+    const char *sep = k ? " " : "";
+    if (w->origin == AXIS_ANON)
+      len += (size_t)snprintf(buf + len, cap - len, "%s%lld", sep,
+                              (long long)w->size);
+    else if (w->size >= 0)
+      len += (size_t)snprintf(buf + len, cap - len, "%s%.*s=%lld", sep,
+                              (int)(w->name_len > 40 ? 40 : w->name_len),
+                              w->name, (long long)w->size);
     else
-      len += (size_t)snprintf(buf + len, cap - len, "%s%s=?", k ? " * " : "",
-                              name);
+      len += (size_t)snprintf(buf + len, cap - len, "%s%.*s=?", sep,
+                              (int)(w->name_len > 40 ? 40 : w->name_len),
+                              w->name);
   }
+  if (len + 1 < cap) snprintf(buf + len, cap - len, ")");
 }
 
 /* Tries to settle one split dim. *progress is set when it solved an axis;
@@ -625,9 +634,11 @@ static ein_status bind_input_sizes(binder *b) {
       char names[160] = "";
       size_t len = 0;
       int nunknown = 0, first = -1;
+      bool listed[EIN_MAX_AXES] = {false};
       for (int k = 0; k < dim->count; k++) {
         int a = p->inputs[i].factors[dim->first + k];
-        if (b->ax[a].size >= 0) continue;
+        if (b->ax[a].size >= 0 || listed[a]) continue;
+        listed[a] = true;
         char name[64];
         axis_name(b, a, name, sizeof name);
         if (len + 1 < sizeof names)
@@ -636,10 +647,18 @@ static ein_status bind_input_sizes(binder *b) {
         if (first < 0) first = a;
         nunknown++;
       }
-      if (nunknown < 2) continue;
+      if (nunknown == 0) continue;
       char first_name[64];
       axis_name(b, first, first_name, sizeof first_name);
       ein_span at = b->work[i].dim_span[d];
+      if (nunknown == 1) /* the one unknown appears more than once */
+        return fail(b, EIN_ERR_AMBIGUOUS_SPLIT, &at, 1,
+                    "cannot solve the split at dim %d of operand %d (size "
+                    "%lld): %s appears in it more than once, so exact "
+                    "division cannot find it; give it with a length binding, "
+                    "e.g. %.*s=N",
+                    d, i + 1, (long long)dim->size, first_name,
+                    (int)(strlen(first_name) - 2), first_name + 1);
       return fail(b, EIN_ERR_AMBIGUOUS_SPLIT, &at, 1,
                   "cannot solve the split at dim %d of operand %d (size "
                   "%lld): %s are unknown; give all but one with length "
