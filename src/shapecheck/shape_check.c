@@ -226,6 +226,8 @@ static ein_status check_name(check *c, const ein_spec_dim *d, int64_t size,
 static ein_status check_run(check *c, const ein_spec_dim *d, int first,
                             int len) {
   if (!d->name) return EIN_OK; /* *_ */
+  /* a scalar's shape may be NULL: no arithmetic on it */
+  const int64_t *dims = c->shape ? c->shape + first : NULL;
   binding *b = lookup(c, d->name, d->name_len);
   char name[64];
   ein_quote_name(name, sizeof name, d->name, d->name_len);
@@ -234,7 +236,7 @@ static ein_status check_run(check *c, const ein_spec_dim *d, int first,
     if (st) return st;
     b->is_run = true;
     b->run_len = len;
-    memcpy(b->run, c->shape + first, (size_t)len * sizeof *b->run);
+    if (len > 0) memcpy(b->run, dims, (size_t)len * sizeof *b->run);
     return EIN_OK;
   }
   char origin[200], want[96], got[96];
@@ -243,13 +245,13 @@ static ein_status check_run(check *c, const ein_spec_dim *d, int first,
     return fail(c, EIN_ERR_SIZE_MISMATCH, d,
                 "%s is a single dim %s, not a run of dims", name, origin);
   shape_text(b->run_len, b->run, want, sizeof want);
-  shape_text(len, c->shape + first, got, sizeof got);
+  shape_text(len, dims, got, sizeof got);
   if (b->run_len != len)
     return fail(c, EIN_ERR_RANK_MISMATCH, d,
                 "the run %s covers %d dims %s here but %d %s %s", name, len,
                 got, b->run_len, want, origin);
   for (int k = 0; k < len; k++) {
-    int64_t s = c->shape[first + k];
+    int64_t s = dims[k];
     if (s == b->run[k] || (d->broadcast && s == 1)) continue;
     return fail(c, EIN_ERR_SIZE_MISMATCH, d,
                 "the run %s is %s here but %s %s (they differ at its dim %d)",

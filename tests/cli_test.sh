@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# cli_test.sh EINC - drives the einc program: exit statuses, stdout, and the
+# caret diagnostics on stderr, compared exactly.
+set -u
+EINC=${1:?usage: cli_test.sh path/to/einc}
+passed=0 failed=0
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+
+# expect STATUS STDOUT STDERR -- ARGS...   (exact texts; '*' skips a stream)
+expect() {
+  local want_status=$1 want_out=$2 want_err=$3
+  shift 4
+  "$EINC" "$@" >"$out" 2>"$err"
+  local status=$?
+  local ok=1
+  [ "$status" = "$want_status" ] || ok=0
+  [ "$want_out" = '*' ] || [ "$(cat "$out")" = "$want_out" ] || ok=0
+  [ "$want_err" = '*' ] || [ "$(cat "$err")" = "$want_err" ] || ok=0
+  if [ $ok = 1 ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    printf 'FAIL: einc %s\n  status %s (want %s)\n  stdout: %s\n  stderr: %s\n' \
+      "$*" "$status" "$want_status" "$(cat "$out")" "$(cat "$err")" >&2
+  fi
+}
+
+expect 0 "8x16x2048x2048" "" -- check 'b h i d, b h j d -> b h i j' 8x16x2048x128 8x16x2048x128
+expect 0 "8x3x32x32" "" -- check 'b c (h 2) (w 2) -> b c h w' 8x3x64x64 --reduce mean
+expect 0 "8x3x32x32" "" -- check --reduce=max 'b c (h 2) (w 2) -> b c h w' 8x3x64x64
+expect 0 "4x5x3" "" -- check 'h w -> h w r' 4x5 -D r=3
+expect 0 "4x5x3" "" -- check 'h w -> h w r' 4x5 -Dr=3
+expect 0 "2x8x64" "" -- check 'b (heads d) -> b heads d' 2x512 -D heads=8
+expect 0 "3x5" "" -- check --numpy 'ij,jk' 3x4 4x5
+expect 0 "scalar" "" -- check 'i, i ->' 7 7
+expect 0 "5" "" -- check 'a, -> a' 5 scalar
+expect 0 "1024x512" "" -- check -- 'b i i -> b i' 1024x512x512
+expect 0 "2
+  axis  size                  role
+  b     2                     kept
+  ...0  3                     reduced
+  ...1  4                     reduced" "" -- check -v 'b ... -> b' 2x3x4
+expect 0 "8x32x2048x128
+  axis  size                  role
+  b     8                     kept
+  h     8                     kept
+  s     2048                  kept
+  d     128                   kept
+  r     4                     repeated" "" -- check 'b h s d -> b (h r) s d' 8x8x2048x128 -D r=4 --verbose
+
+# errors: caret diagnostics and exit status 2
+expect 2 "" "einc: error: axis 'h' is 8 in operand 2 but 16 in operand 1
+  b h i d, b h j d -> b h i j
+    ^        ^" -- check 'b h i d, b h j d -> b h i j' 8x16x2048x128 8x8x2048x128
+expect 2 "" "einc: error: cannot split dim 1 of operand 1 (size 10) into (h=? 3): 10 is not divisible by 3
+  b (h 3) -> b h
+    ^~~~~" -- check 'b (h 3) -> b h' 2x10
+expect 2 "" "einc: error: nested parentheses are not allowed: a group is one level deep
+  ((a)) -> a
+  ^^" -- check '((a)) -> a' 4
+expect 2 "" "einc: error: axis 'r' is in the output but in no input, so its size is unknown; give it with a length binding (r=N) or write a number
+  h w -> h w r
+             ^" -- check 'h w -> h w r' 4x5
+expect 2 "" "einc: error: operand 1 names 2 dims but its tensor has 3 (shape 2x3x4)
+  a b -> a
+  ^~~" -- check 'a b -> a' 2x3x4
+expect 2 "" "einc: error: the expression has 2 input operands but 1 tensor was given
+  a, b -> a b
+  ^~~~~" -- check 'a, b -> a b' 3
+expect 2 "" "einc: error: groups '( )' are not part of the numpy dialect, where each letter is an axis; use the einops dialect (no --numpy) for them
+  i(j)
+   ^" -- check --numpy 'i(j)' 2x3
+expect 2 "" "einc: error: the reduction 'max' takes a single operand, but the expression has 2; only 'sum' combines operands
+  a, a ->
+  ^~~~~~~" -- check 'a, a ->' 3 3 --reduce max
+
+# usage errors
+expect 2 "" "einc: error: bad shape '8xq': expected sizes of 0 or more (at most 9223372036854775807) separated by 'x', like 8x16x2048, or 'scalar' for a 0-d tensor" -- check 'a b -> a' 8xq
+expect 2 "" "einc: error: bad shape '8x': expected sizes of 0 or more (at most 9223372036854775807) separated by 'x', like 8x16x2048, or 'scalar' for a 0-d tensor" -- check 'a b -> a' 8x
+expect 2 "" "einc: error: bad shape '99999999999999999999': expected sizes of 0 or more (at most 9223372036854775807) separated by 'x', like 8x16x2048, or 'scalar' for a 0-d tensor" -- check 'a -> a' 99999999999999999999
+expect 2 "" "einc: error: bad length binding 'r': expected NAME=SIZE, like r=4" -- check 'a -> a r' 3 -D r
+expect 2 "" "einc: error: bad length binding 'r=x': the size must be an integer of 0 or more" -- check 'a -> a r' 3 -D r=x
+expect 2 "" "einc: error: option -D needs a value" -- check 'a -> a r' 3 -D
+expect 2 "" "einc: error: unknown reduction 'median': expected sum, mean, max, min, prod, any or all" -- check 'a -> ' 3 --reduce median
+expect 2 "" "einc: error: unknown option '--frobnicate' for check (see einc check --help)" -- check --frobnicate 'a -> a' 3
+expect 2 "" "einc: error: check needs an expression (see einc check --help)" -- check
+expect 2 "" "einc: error: unknown command 'frob' (see einc --help)" -- frob
+expect 2 "" "einc: error: the length binding z=3 names no axis of the expression" -- check 'a -> a' 3 -D z=3
+
+# help and version
+expect 0 '*' "" -- --help
+expect 0 '*' "" -- help check
+expect 0 '*' "" -- check --help
+expect 0 "einc 0.1.0" "" -- --version
+expect 2 '*' "" --
+"$EINC" --help | grep -q '^  check ' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --help lists check" >&2; }
+"$EINC" check --help | grep -q -- '--reduce R' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check --help documents --reduce" >&2; }
+
+echo "ein-test-summary: cli: $passed passed, $failed failed"
+[ "$failed" = 0 ]
