@@ -26,6 +26,20 @@ void ein_lexer_init(ein_lexer *lx, const char *src, size_t len,
   digits = [0-9]+;
 */
 
+/* The tokens both dialects share; each lexer adds its own names. */
+/*!rules:re2c:common
+  "\x00"  { kind = TOK_NUL; goto done; }
+  digits  { kind = TOK_INT; goto done; }
+  "..."   { kind = TOK_ELLIPSIS; goto done; }
+  "." "."? { kind = TOK_BAD_DOTS; goto done; }
+  "->"    { kind = TOK_ARROW; goto done; }
+  "-"     { kind = TOK_MINUS; goto done; }
+  "("     { kind = TOK_LPAREN; goto done; }
+  ")"     { kind = TOK_RPAREN; goto done; }
+  ","     { kind = TOK_COMMA; goto done; }
+  *       { kind = TOK_BAD_BYTE; goto done; }
+*/
+
 /* Skips whitespace from *pos; true if any was skipped. */
 static bool skip_space(const unsigned char *s, size_t *pos) {
   const unsigned char *YYCURSOR = s + *pos, *start = YYCURSOR;
@@ -44,21 +58,11 @@ static bool skip_space(const unsigned char *s, size_t *pos) {
 static ein_tok_kind lex_einops(const unsigned char **cursor) {
   const unsigned char *YYCURSOR = *cursor, *YYMARKER = YYCURSOR;
   ein_tok_kind kind;
-  /*!re2c
-    "\x00"  { kind = TOK_NUL; goto done; }
+  /*!use:re2c:common
     ident   { kind = TOK_NAME; goto done; }
-    digits  { kind = TOK_INT; goto done; }
-    "..."   { kind = TOK_ELLIPSIS; goto done; }
-    "." "."? { kind = TOK_BAD_DOTS; goto done; }
-    "->"    { kind = TOK_ARROW; goto done; }
-    "-"     { kind = TOK_MINUS; goto done; }
-    "("     { kind = TOK_LPAREN; goto done; }
-    ")"     { kind = TOK_RPAREN; goto done; }
-    ","     { kind = TOK_COMMA; goto done; }
     "*"     { kind = TOK_STAR; goto done; }
     "#"     { kind = TOK_HASH; goto done; }
     "+"     { kind = TOK_PLUS; goto done; }
-    *       { kind = TOK_BAD_BYTE; goto done; }
   */
 done:
   (void)YYMARKER;
@@ -70,18 +74,8 @@ done:
 static ein_tok_kind lex_numpy(const unsigned char **cursor) {
   const unsigned char *YYCURSOR = *cursor, *YYMARKER = YYCURSOR;
   ein_tok_kind kind;
-  /*!re2c
-    "\x00"  { kind = TOK_NUL; goto done; }
+  /*!use:re2c:common
     [A-Za-z] { kind = TOK_NAME; goto done; }
-    digits  { kind = TOK_INT; goto done; }
-    "..."   { kind = TOK_ELLIPSIS; goto done; }
-    "." "."? { kind = TOK_BAD_DOTS; goto done; }
-    "->"    { kind = TOK_ARROW; goto done; }
-    "-"     { kind = TOK_MINUS; goto done; }
-    "("     { kind = TOK_LPAREN; goto done; }
-    ")"     { kind = TOK_RPAREN; goto done; }
-    ","     { kind = TOK_COMMA; goto done; }
-    *       { kind = TOK_BAD_BYTE; goto done; }
   */
 done:
   (void)YYMARKER;

@@ -19,6 +19,9 @@ void ein_lexer_init(ein_lexer *lx, const char *src, size_t len,
 
 
 
+/* The tokens both dialects share; each lexer adds its own names. */
+
+
 /* Skips whitespace from *pos; true if any was skipped. */
 static bool skip_space(const unsigned char *s, size_t *pos) {
   const unsigned char *YYCURSOR = s + *pos, *start = YYCURSOR;
