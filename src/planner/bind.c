@@ -365,6 +365,22 @@ static ein_status build_operand(binder *b, const ein_operand *op, int index,
 
 /* ------------------------------------------------------------ step 3 */
 
+/* Records that an axis's size was read from (or solved at) dim d of input
+ * i, at span `at`, so later conflicts can point back here. */
+static void set_size(axis_work *w, int64_t size, size_source from,
+                     ein_span at, int i, int d) {
+  w->size = size;
+  w->from = from;
+  w->from_span = at;
+  w->from_operand = i;
+  w->from_dim = d;
+}
+
+/* A name as written, cut to 40 bytes, for "give it as h=N" hints. */
+static int hint_len(const axis_work *w) {
+  return w->name_len > 40 ? 40 : (int)w->name_len;
+}
+
 /* Where an axis's size came from, for "... but 8 <where>". */
 static void describe_source(const binder *b, const axis_work *w, int operand,
                             char *buf, size_t cap) {
@@ -443,20 +459,13 @@ static ein_status bind_plain(binder *b, int i, int d, int a, int64_t size) {
                        (w->origin == AXIS_NAMED &&
                         b->ast->dialect == EIN_DIALECT_NUMPY);
   if (w->from == FROM_NONE) {
-    w->size = size;
-    w->from = FROM_TENSOR;
-    w->from_span = at;
-    w->from_operand = i;
-    w->from_dim = d;
+    set_size(w, size, FROM_TENSOR, at, i, d);
     return EIN_OK;
   }
   if (w->size == size) return EIN_OK;
   if (may_broadcast && size == 1) return EIN_OK; /* marked in finish */
   if (may_broadcast && w->size == 1 && w->from == FROM_TENSOR) {
-    w->size = size; /* the earlier 1s broadcast against this */
-    w->from_span = at;
-    w->from_operand = i;
-    w->from_dim = d;
+    set_size(w, size, FROM_TENSOR, at, i, d); /* earlier 1s broadcast */
     return EIN_OK;
   }
   char name[64], where[96], here[64];
@@ -467,21 +476,19 @@ static ein_status bind_plain(binder *b, int i, int d, int a, int64_t size) {
     snprintf(here, sizeof here, "at dim %d of operand %d", d, i + 1);
   else
     snprintf(here, sizeof here, "in operand %d", i + 1);
+  if (w->origin == AXIS_ANON)
+    return fail(b, EIN_ERR_SIZE_MISMATCH, &at, 1,
+                "expected a dim of size %lld %s, found %lld",
+                (long long)w->size, here, (long long)size);
   const char *hint = "";
   if (w->origin == AXIS_ELLIPSIS)
     hint = " (ellipsis dims broadcast only where one size is 1)";
-  else if (w->origin == AXIS_ANON)
-    hint = "";
   else if (w->from == FROM_TENSOR && w->from_operand == i)
     hint = " (a name repeated in one operand is a diagonal: its dims must "
            "agree)";
   else if (size == 1 || w->size == 1)
     hint = " (named axes do not broadcast in the einops dialect; use '...' "
            "or the numpy dialect)";
-  if (w->origin == AXIS_ANON)
-    return fail(b, EIN_ERR_SIZE_MISMATCH, &at, 1,
-                "expected a dim of size %lld %s, found %lld",
-                (long long)w->size, here, (long long)size);
   ein_span spans[2] = {at, w->from_span};
   int nspans = w->from == FROM_TENSOR || w->from == FROM_SPLIT ? 2 : 1;
   return fail(b, EIN_ERR_SIZE_MISMATCH, spans, nspans,
@@ -576,12 +583,7 @@ static ein_status solve_split(binder *b, int i, int d, bool *progress,
                 d, i + 1, (long long)dim->size, parts, (long long)dim->size,
                 (long long)known);
   }
-  axis_work *w = &b->ax[unknown];
-  w->size = dim->size / known;
-  w->from = FROM_SPLIT;
-  w->from_span = at;
-  w->from_operand = i;
-  w->from_dim = d;
+  set_size(&b->ax[unknown], dim->size / known, FROM_SPLIT, at, i, d);
   *progress = true;
   *settled = true;
   return EIN_OK;
@@ -658,13 +660,13 @@ static ein_status bind_input_sizes(binder *b) {
                     "division cannot find it; give it with a length binding, "
                     "e.g. %.*s=N",
                     d, i + 1, (long long)dim->size, first_name,
-                    (int)(strlen(first_name) - 2), first_name + 1);
+                    hint_len(&b->ax[first]), b->ax[first].name);
       return fail(b, EIN_ERR_AMBIGUOUS_SPLIT, &at, 1,
                   "cannot solve the split at dim %d of operand %d (size "
                   "%lld): %s are unknown; give all but one with length "
                   "bindings, e.g. %.*s=N",
                   d, i + 1, (long long)dim->size, names,
-                  (int)(strlen(first_name) - 2), first_name + 1);
+                  hint_len(&b->ax[first]), b->ax[first].name);
     }
   }
   return fail(b, EIN_ERR_INTERNAL, NULL, 0, "a split stayed unsolved");
@@ -772,7 +774,7 @@ static ein_status check_output(binder *b) {
                 "axis %s is in the output but in no input, so its size is "
                 "unknown; give it with a length binding (%.*s=N) or write a "
                 "number",
-                name, (int)(strlen(name) - 2), name + 1);
+                name, hint_len(x), x->name);
   }
 
   /* merges: the product of each output dim */

@@ -332,11 +332,8 @@ static ein_status settle_group(check *c, const ein_spec_dim *d, int dim,
         return fail(c, EIN_ERR_SIZE_MISMATCH, f,
                     "'%.*s' names a run of dims, not a factor",
                     (int)f->name_len, f->name);
-      if (!b) {
-        if (!unknown || unknown->name_len != f->name_len ||
-            memcmp(unknown->name, f->name, f->name_len) != 0 ||
-            nunknown == 0)
-          unknown = f;
+      if (!b) { /* a second unknown, even the same name, is not solvable */
+        if (!unknown) unknown = f;
         nunknown++;
         continue;
       }
