@@ -67,7 +67,11 @@ typedef enum ein_status {
   EIN_ERR_BAD_SHAPE = -15,      /* negative size, or a malformed shape */
   EIN_ERR_INVALID_ARGUMENT = -16, /* NULL pointer or out-of-range argument */
   EIN_ERR_NO_MEMORY = -17,      /* a host allocation failed */
-  EIN_ERR_INTERNAL = -18        /* a bug in einc: please report it */
+  EIN_ERR_INTERNAL = -18,       /* a bug in einc: please report it */
+  EIN_ERR_DTYPE = -19,          /* unsupported or mismatched dtypes */
+  EIN_ERR_DEVICE = -20,         /* tensor on a device the backend cannot
+                                   use, or the backend is unavailable */
+  EIN_ERR_BACKEND = -21         /* a backend library call failed */
 } ein_status;
 
 /* A short constant name for a status, e.g. "size mismatch". Never NULL. */
@@ -149,11 +153,22 @@ typedef struct ein_length {
   int64_t size;
 } ein_length;
 
+/* Where a plan runs. AUTO picks the device the tensors live on (the CPU
+ * backend for host memory). */
+typedef enum ein_backend_kind {
+  EIN_BACKEND_AUTO = 0,
+  EIN_BACKEND_CPU = 1,
+  EIN_BACKEND_CUDA = 2
+} ein_backend_kind;
+
 typedef struct ein_options {
   ein_dialect dialect;
   ein_reduction reduction;
   const ein_length *lengths;
   int nlengths;
+  ein_backend_kind backend;
+  int allow_tf32;       /* nonzero: f32 GEMMs may use TF32 (CUDA only) */
+  int64_t memory_limit; /* bytes one intermediate may take; 0: no limit */
 } ein_options;
 
 /* ------------------------------------------------------ shape binding */
@@ -209,6 +224,83 @@ EIN_API ein_status ein_output_shape(ein_ctx *ctx, const char *expr,
                                     const DLTensor *const *inputs,
                                     int ninputs, const ein_options *options,
                                     int64_t *out_shape, int *out_ndim);
+
+/* -------------------------------------------------- plans and evaluation */
+
+/*
+ * Evaluation. Inputs and output are DLTensors with any strides (NULL
+ * strides mean C-contiguous; DLTensor.byte_offset is honoured). All inputs
+ * share one dtype; the output has that dtype and the shape that
+ * ein_output_shape() gives. The output must not overlap an input or itself
+ * (no two elements at one address).
+ *
+ * dtypes: f32, f64, f16 and bf16 for everything (f16/bf16 are computed in
+ * f32 and rounded once); integers for rearrange, repeat, reductions and
+ * contractions (computed in int64, wrapping); bool for rearrange, repeat,
+ * any, all, max and min.
+ *
+ * A plan is compiled for one expression, options, and the exact dtypes,
+ * shapes and strides of its tensors; executing it with tensors of another
+ * layout fails with EIN_ERR_BAD_SHAPE. ein_eval keeps the plans it makes
+ * in a cache on the context (keyed by all of the above and the backend),
+ * so a repeated call skips parsing and planning.
+ */
+typedef struct ein_plan ein_plan;
+
+/* Evaluates expr on inputs into output. On failure the error is on ctx
+ * and the output's contents are unspecified. */
+EIN_API ein_status ein_eval(ein_ctx *ctx, const char *expr,
+                            const DLTensor *const *inputs, int ninputs,
+                            DLTensor *output, const ein_options *options);
+
+/* Compiles a plan once for a hot loop. Only the inputs' dtype, shape and
+ * strides are read (data may be NULL). `output` gives the output's layout
+ * (only strides, dtype and shape are read); NULL means a C-contiguous
+ * output. The plan is independent of ctx once created. */
+EIN_API ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
+                                   const DLTensor *const *inputs, int ninputs,
+                                   const DLTensor *output,
+                                   const ein_options *options,
+                                   ein_plan **out);
+
+/* Runs a plan with tensors of the layouts it was compiled for. */
+EIN_API ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
+                                    const DLTensor *const *inputs,
+                                    int ninputs, DLTensor *output);
+
+EIN_API void ein_plan_destroy(ein_plan *plan);
+
+/* The output's rank and shape. */
+EIN_API int ein_plan_output_ndim(const ein_plan *plan);
+EIN_API const int64_t *ein_plan_output_shape(const ein_plan *plan);
+
+/* FLOPs counted as opt_einsum counts them (a multiply-add is 2): the naive
+ * single-loop evaluation and this plan. */
+EIN_API double ein_plan_naive_flops(const ein_plan *plan);
+EIN_API double ein_plan_flops(const ein_plan *plan);
+
+/* Elements of the largest intermediate and bytes of temporary memory. */
+EIN_API int64_t ein_plan_largest_intermediate(const ein_plan *plan);
+EIN_API int64_t ein_plan_workspace_bytes(const ein_plan *plan);
+
+/* Number of steps, and the number of each kind. */
+EIN_API int ein_plan_nsteps(const ein_plan *plan);
+EIN_API int ein_plan_count_steps(const ein_plan *plan, const char *kind);
+
+typedef enum ein_describe_format {
+  EIN_DESCRIBE_TEXT = 0, /* a report for people, one line per step */
+  EIN_DESCRIBE_JSON = 1  /* the same as one JSON object */
+} ein_describe_format;
+
+/* Describes the plan: axes, naive and optimised FLOPs, the largest
+ * intermediate, one entry per step (kind, operands, batch/M/N/K groups,
+ * transposes, FLOPs, bytes, arithmetic intensity) and a predicted time on
+ * a device model ("h100", the default when NULL, or "h200"). Returns the
+ * full length as snprintf does, writing at most cap bytes with the NUL. */
+EIN_API size_t ein_plan_describe(const ein_plan *plan,
+                                 ein_describe_format format,
+                                 const char *device_model, char *buf,
+                                 size_t cap);
 
 /* ---------------------------------------------- shape checks for tests */
 

@@ -9,12 +9,9 @@
 #include "alloc.h"
 #include "arena.h"
 #include "bind.h"
+#include "ctx_internal.h"
 #include "error.h"
 #include "parser.h"
-
-struct ein_ctx {
-  ein_error_rec err;
-};
 
 struct ein_binding {
   ein_arena arena; /* owns the problem and its labels */
@@ -43,6 +40,9 @@ const char *ein_status_name(ein_status status) {
   case EIN_ERR_INVALID_ARGUMENT: return "invalid argument";
   case EIN_ERR_NO_MEMORY: return "out of memory";
   case EIN_ERR_INTERNAL: return "internal error";
+  case EIN_ERR_DTYPE: return "bad dtype";
+  case EIN_ERR_DEVICE: return "bad device";
+  case EIN_ERR_BACKEND: return "backend failure";
   }
   return "unknown status";
 }
@@ -78,6 +78,9 @@ ein_status ein_ctx_create(ein_ctx **out) {
 
 void ein_ctx_destroy(ein_ctx *ctx) {
   if (!ctx) return;
+  ein_plan_cache_clear(&ctx->cache);
+  if (ctx->cpu) ctx->cpu->destroy(ctx->cpu);
+  ein_strbuf_free(&ctx->key);
   ein_error_clear(&ctx->err);
   ein_free(ctx);
 }
@@ -159,6 +162,10 @@ ein_status ein_bind(ein_ctx *ctx, const char *expr,
   ein_status st = tensor_shapes(ctx, inputs, ninputs, shapes, ndims);
   if (st) return st;
   return ein_bind_shapes(ctx, expr, shapes, ndims, ninputs, options, out);
+}
+
+const ein_problem *ein_binding_problem(const ein_binding *binding) {
+  return &binding->problem;
 }
 
 void ein_binding_destroy(ein_binding *binding) {

@@ -1,0 +1,30 @@
+/*
+ * backend.h - the interface every backend implements (CPU now, CUDA next).
+ *
+ * Takes: a plan (plan.h) and the data pointers of its inputs and output
+ * (already offset by DLTensor.byte_offset).
+ * Gives: the output written; on failure an error on err and an output whose
+ * contents are unspecified (the caller's buffer; nothing else is touched).
+ */
+#ifndef EIN_BACKEND_H
+#define EIN_BACKEND_H
+
+#include "error.h"
+#include "plan.h"
+
+typedef struct ein_backend ein_backend;
+
+struct ein_backend {
+  const char *name;         /* "cpu", "cuda" */
+  ein_backend_caps caps;    /* what the planner may ask of it */
+  /* Runs every step of plan. inputs[i] is operand i's first element. */
+  ein_status (*run)(ein_backend *self, const ein_plan_ir *plan,
+                    char *const *inputs, char *output, ein_error_rec *err);
+  void (*destroy)(ein_backend *self);
+};
+
+/* The CPU backend (BLAS for GEMMs, C loops otherwise). NULL when out of
+ * memory. */
+ein_backend *ein_cpu_backend_create(void);
+
+#endif

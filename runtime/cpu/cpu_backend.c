@@ -1,0 +1,214 @@
+/*
+ * cpu_backend.c - runs plans on the host: GEMM steps through CBLAS
+ * (OpenBLAS) for f32 and f64, LOOP and FILL steps through cpu_loops.c.
+ * Without a CBLAS at build time, GEMMs fall back to a blocked C loop so
+ * that einc still builds and computes the same results everywhere.
+ *
+ * The backend owns one workspace for temporaries, grown as plans need it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "backend.h"
+#include "cpu_loops.h"
+
+#ifdef EIN_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+typedef struct cpu_backend {
+  ein_backend base;
+  char *workspace;
+  int64_t workspace_bytes;
+  int threads;
+} cpu_backend;
+
+/* One row-major GEMM call: C[m,n] = alpha * op(A)[m,k] op(B)[k,n]. */
+typedef struct gemm_call {
+  bool ta, tb;
+  int64_t m, n, k, lda, ldb, ldc;
+} gemm_call;
+
+#ifndef EIN_HAVE_CBLAS
+/* Portable fallback: i-k-j order so the innermost loop streams B and C. */
+#define FALLBACK_GEMM(NAME, T)                                               \
+  static void NAME(const gemm_call *g, T alpha, const T *a, const T *b,      \
+                   T *c) {                                                   \
+    for (int64_t i = 0; i < g->m; i++) {                                     \
+      T *crow = c + i * g->ldc;                                              \
+      for (int64_t j = 0; j < g->n; j++) crow[j] = 0;                        \
+      for (int64_t p = 0; p < g->k; p++) {                                   \
+        T av = alpha * (g->ta ? a[p * g->lda + i] : a[i * g->lda + p]);      \
+        if (!g->tb) {                                                        \
+          const T *brow = b + p * g->ldb;                                    \
+          for (int64_t j = 0; j < g->n; j++) crow[j] += av * brow[j];        \
+        } else {                                                             \
+          for (int64_t j = 0; j < g->n; j++) crow[j] += av * b[j * g->ldb + p]; \
+        }                                                                    \
+      }                                                                      \
+    }                                                                        \
+  }
+FALLBACK_GEMM(gemm_f32, float)
+FALLBACK_GEMM(gemm_f64, double)
+#endif
+
+static void gemm_one(const gemm_call *g, ein_dtype dt, double alpha,
+                     const char *a, const char *b, char *c) {
+#ifdef EIN_HAVE_CBLAS
+  enum CBLAS_TRANSPOSE ta = g->ta ? CblasTrans : CblasNoTrans;
+  enum CBLAS_TRANSPOSE tb = g->tb ? CblasTrans : CblasNoTrans;
+  if (dt == EIN_DT_F64)
+    cblas_dgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, alpha,
+                (const double *)a, (int)g->lda, (const double *)b,
+                (int)g->ldb, 0.0, (double *)c, (int)g->ldc);
+  else
+    cblas_sgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k,
+                (float)alpha, (const float *)a, (int)g->lda,
+                (const float *)b, (int)g->ldb, 0.0f, (float *)c,
+                (int)g->ldc);
+#else
+  if (dt == EIN_DT_F64)
+    gemm_f64(g, alpha, (const double *)a, (const double *)b, (double *)c);
+  else
+    gemm_f32(g, (float)alpha, (const float *)a, (const float *)b, (float *)c);
+#endif
+}
+
+/* Maps the step's strides to a row-major call; a C stored transposed is
+ * computed as C^T = B^T A^T, so the operands swap. */
+static bool gemm_shape(const ein_gemm *g, gemm_call *call, bool *swap) {
+  bool tc;
+  if (!ein_matrix_layout(g->m, g->n, g->c_ms, g->c_ns, &tc, &call->ldc))
+    return false;
+  *swap = tc;
+  if (!tc) {
+    call->m = g->m, call->n = g->n, call->k = g->k;
+    return ein_matrix_layout(g->m, g->k, g->a_ms, g->a_ks, &call->ta,
+                             &call->lda) &&
+           ein_matrix_layout(g->k, g->n, g->b_ks, g->b_ns, &call->tb,
+                             &call->ldb);
+  }
+  bool t2;
+  if (!ein_matrix_layout(g->n, g->m, g->c_ns, g->c_ms, &t2, &call->ldc) || t2)
+    return false;
+  call->m = g->n, call->n = g->m, call->k = g->k;
+  return ein_matrix_layout(g->n, g->k, g->b_ns, g->b_ks, &call->ta,
+                           &call->lda) &&
+         ein_matrix_layout(g->k, g->m, g->a_ks, g->a_ms, &call->tb,
+                           &call->ldb);
+}
+
+static ein_status run_gemm(const ein_step *s, char *c, const char *a,
+                           const char *b, ein_error_rec *err) {
+  const ein_gemm *g = &s->gemm;
+  gemm_call call;
+  bool swap;
+  if (s->dst_dtype != s->src_dtype[0] || s->dst_dtype != s->src_dtype[1] ||
+      (s->dst_dtype != EIN_DT_F32 && s->dst_dtype != EIN_DT_F64) ||
+      !gemm_shape(g, &call, &swap))
+    return ein_error_set(err, EIN_ERR_INTERNAL, NULL, 0, NULL, 0,
+                         "cpu backend: a GEMM step it cannot run "
+                         "(%s, m %lld n %lld k %lld)",
+                         ein_dtype_name(s->dst_dtype), (long long)g->m,
+                         (long long)g->n, (long long)g->k);
+  int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype);
+  int64_t nb = 1;
+  for (int i = 0; i < g->nbatch; i++) nb *= g->batch[i].size;
+  for (int64_t bi = 0; bi < nb; bi++) {
+    int64_t off[3] = {0, 0, 0}, idx = bi;
+    for (int i = g->nbatch - 1; i >= 0; i--) {
+      int64_t ci = idx % g->batch[i].size;
+      idx /= g->batch[i].size;
+      for (int k = 0; k < 3; k++) off[k] += ci * g->batch[i].stride[k];
+    }
+    const char *pa = a + off[1] * esz, *pb = b + off[2] * esz;
+    char *pc = c + off[0] * esz;
+    if (swap)
+      gemm_one(&call, s->dst_dtype, s->alpha, pb, pa, pc);
+    else
+      gemm_one(&call, s->dst_dtype, s->alpha, pa, pb, pc);
+  }
+  return EIN_OK;
+}
+
+static char *buffer_base(const ein_plan_ir *plan, int buf, char *const *inputs,
+                         char *output, char *workspace) {
+  const ein_plan_buffer *b = &plan->buffers[buf];
+  switch (b->kind) {
+  case EIN_BUF_INPUT: return inputs[b->input];
+  case EIN_BUF_OUTPUT: return output;
+  case EIN_BUF_TEMP: return workspace + b->offset;
+  }
+  return NULL;
+}
+
+static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
+                          char *const *inputs, char *output,
+                          ein_error_rec *err) {
+  cpu_backend *cb = (cpu_backend *)self;
+  if (plan->workspace_bytes > cb->workspace_bytes) {
+    char *w = ein_malloc((size_t)plan->workspace_bytes);
+    if (!w)
+      return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                           "cannot allocate %lld bytes of workspace",
+                           (long long)plan->workspace_bytes);
+    ein_free(cb->workspace);
+    cb->workspace = w;
+    cb->workspace_bytes = plan->workspace_bytes;
+  }
+  for (int i = 0; i < plan->nsteps; i++) {
+    const ein_step *s = &plan->steps[i];
+    char *dst = buffer_base(plan, s->dst.buffer, inputs, output,
+                            cb->workspace);
+    const char *src[2] = {NULL, NULL};
+    for (int k = 0; k < s->nsrc; k++)
+      src[k] = buffer_base(plan, s->src[k].buffer, inputs, output,
+                           cb->workspace) +
+               s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
+    dst += s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
+    ein_status st;
+    if (s->kind == EIN_STEP_GEMM)
+      st = run_gemm(s, dst, src[0], src[1], err);
+    else {
+      st = ein_cpu_loop(s, dst, src[0], src[1], cb->threads);
+      if (st)
+        ein_error_set(err, st, NULL, 0, NULL, 0,
+                      "cpu backend: step %d has more axes than it handles",
+                      i + 1);
+    }
+    if (st) return st;
+  }
+  return EIN_OK;
+}
+
+static void cpu_destroy(ein_backend *self) {
+  cpu_backend *cb = (cpu_backend *)self;
+  ein_free(cb->workspace);
+  ein_free(cb);
+}
+
+ein_backend *ein_cpu_backend_create(void) {
+  cpu_backend *cb = ein_calloc(1, sizeof *cb);
+  if (!cb) return NULL;
+  cb->base.name = "cpu";
+  cb->base.caps.device = "cpu";
+  cb->base.caps.gemm_half = false;
+  cb->base.caps.gemm_int = false;
+  /* Below ~16^3 multiply-adds a BLAS call costs more than a loop. */
+  cb->base.caps.gemm_min_flops = 2 * 16 * 16 * 16;
+  cb->base.run = cpu_run;
+  cb->base.destroy = cpu_destroy;
+#ifdef _OPENMP
+  cb->threads = omp_get_max_threads();
+#else
+  cb->threads = 1;
+#endif
+  const char *env = getenv("EINC_NUM_THREADS");
+  if (env && atoi(env) > 0) cb->threads = atoi(env);
+  return &cb->base;
+}

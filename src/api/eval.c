@@ -1,0 +1,510 @@
+/*
+ * eval.c - plans and evaluation through the public API: checks the
+ * tensors, binds and plans (or finds the plan in the context's cache),
+ * and hands the plan to the backend that owns the tensors' memory.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "ctx_internal.h"
+#include "plan.h"
+#include "report.h"
+
+struct ein_plan {
+  ein_plan_ir *ir; /* owns the arena this struct lives in */
+  const char *expr;
+  ein_backend_kind backend;
+  int ninputs;
+  /* The layouts the plan was made for, as cache-key bytes: tensor i's
+   * part is layout[offset[i] .. offset[i+1]), the output last. */
+  char *layout;
+  size_t *offset;
+};
+
+static ein_status fail(ein_ctx *ctx, ein_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static ein_status fail(ein_ctx *ctx, ein_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ein_error_vset(&ctx->err, st, NULL, 0, NULL, 0, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+/* "input 2" or "the output", for messages. */
+static const char *tensor_name(int index, char *buf, size_t cap) {
+  if (index < 0)
+    snprintf(buf, cap, "the output");
+  else
+    snprintf(buf, cap, "input %d", index + 1);
+  return buf;
+}
+
+static bool host_device(DLDeviceType d) {
+  return d == kDLCPU || d == kDLCUDAHost || d == kDLROCMHost;
+}
+
+/* Checks what every tensor must satisfy; index -1 is the output. */
+static ein_status check_tensor(ein_ctx *ctx, const DLTensor *t, int index,
+                               bool needs_data, ein_dtype *dt) {
+  char name[32];
+  tensor_name(index, name, sizeof name);
+  if (!t) return fail(ctx, EIN_ERR_INVALID_ARGUMENT, "%s is NULL", name);
+  if (t->ndim < 0 || t->ndim > EIN_MAX_DIMS)
+    return fail(ctx, t->ndim < 0 ? EIN_ERR_BAD_SHAPE : EIN_ERR_LIMIT,
+                "%s has %d dims; einc takes 0 to %d", name, t->ndim,
+                EIN_MAX_DIMS);
+  if (t->ndim > 0 && !t->shape)
+    return fail(ctx, EIN_ERR_INVALID_ARGUMENT,
+                "%s has %d dims but no shape array", name, t->ndim);
+  int64_t numel = 1;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] < 0)
+      return fail(ctx, EIN_ERR_BAD_SHAPE, "%s has size %lld in dim %d", name,
+                  (long long)t->shape[d], d);
+    if (__builtin_mul_overflow(numel, t->shape[d], &numel))
+      return fail(ctx, EIN_ERR_OVERFLOW,
+                  "%s has more elements than int64 can count", name);
+  }
+  if (!ein_dtype_from_dl(t->dtype, dt))
+    return fail(ctx, EIN_ERR_DTYPE,
+                "%s has a dtype einc does not support (DLPack code %u, %u "
+                "bits, %u lanes)",
+                name, t->dtype.code, t->dtype.bits, t->dtype.lanes);
+  if (needs_data && numel > 0 && !t->data)
+    return fail(ctx, EIN_ERR_INVALID_ARGUMENT,
+                "%s has %lld elements but a NULL data pointer", name,
+                (long long)numel);
+  return EIN_OK;
+}
+
+/* The stride of dim d as the plan sees it: compact when strides is NULL,
+ * and 0 for size-1 dims, whose stride never matters. */
+static int64_t effective_stride(const DLTensor *t, int d) {
+  if (t->shape[d] == 1) return 0;
+  if (t->strides) return t->strides[d];
+  int64_t s = 1;
+  for (int e = t->ndim - 1; e > d; e--) s *= t->shape[e] > 0 ? t->shape[e] : 1;
+  return s;
+}
+
+static void key_tensor(ein_strbuf *k, const DLTensor *t, ein_dtype dt) {
+  unsigned char head[2] = {(unsigned char)dt, (unsigned char)t->ndim};
+  ein_strbuf_append(k, head, 2);
+  for (int d = 0; d < t->ndim; d++) {
+    int64_t v[2] = {t->shape[d], effective_stride(t, d)};
+    ein_strbuf_append(k, v, sizeof v);
+  }
+}
+
+static void key_options(ein_strbuf *k, const char *expr, size_t len,
+                        const ein_options *o, ein_backend_kind backend) {
+  ein_strbuf_append(k, &len, sizeof len);
+  ein_strbuf_append(k, expr, len);
+  int32_t head[5] = {o->dialect, o->reduction, o->nlengths, backend,
+                     o->allow_tf32 != 0};
+  ein_strbuf_append(k, head, sizeof head);
+  ein_strbuf_append(k, &o->memory_limit, sizeof o->memory_limit);
+  for (int i = 0; i < o->nlengths; i++) {
+    const char *name = o->lengths && o->lengths[i].name ? o->lengths[i].name : "";
+    size_t n = strlen(name);
+    ein_strbuf_append(k, &n, sizeof n);
+    ein_strbuf_append(k, name, n);
+    ein_strbuf_append(k, &o->lengths[i].size, sizeof(int64_t));
+  }
+}
+
+/* Chooses the backend from the options and where the tensors live. */
+static ein_status resolve_backend(ein_ctx *ctx, const ein_options *o,
+                                  const DLTensor *const *inputs, int n,
+                                  const DLTensor *output,
+                                  ein_backend_kind *out) {
+  if (o->backend == EIN_BACKEND_CUDA)
+    return fail(ctx, EIN_ERR_DEVICE,
+                "the CUDA backend is not available in this build of einc; "
+                "use the CPU backend");
+  if (o->backend != EIN_BACKEND_AUTO && o->backend != EIN_BACKEND_CPU)
+    return fail(ctx, EIN_ERR_INVALID_ARGUMENT, "unknown backend %d",
+                (int)o->backend);
+  for (int i = -1; i < n; i++) {
+    const DLTensor *t = i < 0 ? output : inputs[i];
+    if (!t || host_device(t->device.device_type)) continue;
+    char name[32];
+    return fail(ctx, EIN_ERR_DEVICE,
+                "%s lives on DLPack device type %d; the CPU backend reads "
+                "host memory only",
+                tensor_name(i, name, sizeof name),
+                (int)t->device.device_type);
+  }
+  *out = EIN_BACKEND_CPU;
+  return EIN_OK;
+}
+
+static ein_backend *backend_for(ein_ctx *ctx, ein_backend_kind kind) {
+  (void)kind; /* only the CPU backend exists so far */
+  if (!ctx->cpu) ctx->cpu = ein_cpu_backend_create();
+  return ctx->cpu;
+}
+
+/* True when two dims of t share an address (writes would collide). */
+static bool self_overlapping(const DLTensor *t) {
+  int64_t st[EIN_MAX_DIMS], sz[EIN_MAX_DIMS];
+  int n = 0;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] == 0) return false;
+    if (t->shape[d] == 1) continue;
+    st[n] = llabs(effective_stride(t, d));
+    sz[n++] = t->shape[d];
+  }
+  for (int i = 1; i < n; i++) /* sort by stride */
+    for (int j = i; j > 0 && st[j - 1] > st[j]; j--) {
+      int64_t a = st[j]; st[j] = st[j - 1]; st[j - 1] = a;
+      a = sz[j]; sz[j] = sz[j - 1]; sz[j - 1] = a;
+    }
+  int64_t extent = 1; /* elements spanned by the smaller dims */
+  for (int i = 0; i < n; i++) {
+    if (st[i] < extent) return true;
+    extent = st[i] * (sz[i] - 1) + extent;
+  }
+  return false;
+}
+
+/* Byte range [lo, hi) a tensor touches. */
+static void byte_range(const DLTensor *t, uintptr_t *lo, uintptr_t *hi) {
+  ein_dtype dt = EIN_DT_U8;
+  ein_dtype_from_dl(t->dtype, &dt);
+  int64_t min = 0, max = 0;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] == 0) {
+      *lo = *hi = 0;
+      return;
+    }
+    int64_t s = effective_stride(t, d) * (t->shape[d] - 1);
+    if (s < 0) min += s; else max += s;
+  }
+  int64_t esz = (int64_t)ein_dtype_size(dt);
+  uintptr_t base = (uintptr_t)t->data + t->byte_offset;
+  *lo = base + (uintptr_t)(min * esz);
+  *hi = base + (uintptr_t)((max + 1) * esz);
+}
+
+static ein_status build_plan(ein_ctx *ctx, const char *expr,
+                             const DLTensor *const *inputs, int n,
+                             const DLTensor *output, const ein_options *o,
+                             ein_backend_kind kind, ein_plan **out) {
+  ein_binding *b;
+  ein_status st = ein_bind(ctx, expr, inputs, n, o, &b);
+  if (st) return st;
+  const ein_problem *p = ein_binding_problem(b);
+  int ndim = ein_binding_output_ndim(b);
+  const int64_t *shape = ein_binding_output_shape(b);
+  ein_dtype in_dt = EIN_DT_F32;
+  ein_tensor_desc descs[EIN_MAX_OPERANDS], od;
+  for (int i = 0; i < n; i++) {
+    ein_dtype_from_dl(inputs[i]->dtype, &descs[i].dtype);
+    descs[i].ndim = inputs[i]->ndim;
+    descs[i].shape = inputs[i]->shape;
+    descs[i].strides = inputs[i]->strides;
+    in_dt = descs[0].dtype;
+  }
+  od.dtype = in_dt;
+  od.ndim = ndim;
+  od.shape = shape;
+  od.strides = NULL;
+  if (output) {
+    bool same = output->ndim == ndim;
+    for (int d = 0; same && d < ndim; d++) same = output->shape[d] == shape[d];
+    if (!same) {
+      char want[256] = "scalar", got[256] = "scalar";
+      for (int d = 0, w = 0; d < ndim && w < 200; d++)
+        w += snprintf(want + w, sizeof want - (size_t)w, "%s%lld",
+                      d ? "x" : "", (long long)shape[d]);
+      for (int d = 0, w = 0; d < output->ndim && w < 200; d++)
+        w += snprintf(got + w, sizeof got - (size_t)w, "%s%lld",
+                      d ? "x" : "", (long long)output->shape[d]);
+      ein_binding_destroy(b);
+      return fail(ctx, EIN_ERR_BAD_SHAPE,
+                  "the output tensor has shape %s but the expression gives %s",
+                  got, want);
+    }
+    if (self_overlapping(output)) {
+      ein_binding_destroy(b);
+      return fail(ctx, EIN_ERR_BAD_SHAPE,
+                  "the output's strides make two elements share an address; "
+                  "einc writes every output element once");
+    }
+    ein_dtype_from_dl(output->dtype, &od.dtype);
+    od.strides = output->strides;
+  }
+  ein_backend *be = backend_for(ctx, kind);
+  if (!be) {
+    ein_binding_destroy(b);
+    return fail(ctx, EIN_ERR_NO_MEMORY, "out of memory creating a backend");
+  }
+  ein_plan_limits limits = {o->memory_limit};
+  ein_plan_ir *ir;
+  st = ein_plan_build(p, descs, &od, &be->caps, &limits, &ctx->err, &ir);
+  ein_binding_destroy(b);
+  if (st) return st;
+  ein_plan *plan = ein_arena_alloc(&ir->arena, 1, sizeof *plan);
+  size_t len = strlen(expr);
+  char *copy = plan ? ein_arena_strndup(&ir->arena, expr, len) : NULL;
+  size_t *offset = ein_arena_alloc(&ir->arena, (size_t)n + 2, sizeof(size_t));
+  ein_strbuf lk = {0};
+  for (int i = 0; i < n; i++) {
+    if (offset) offset[i] = lk.len;
+    key_tensor(&lk, inputs[i], descs[i].dtype);
+  }
+  if (offset) offset[n] = lk.len;
+  if (output) key_tensor(&lk, output, od.dtype);
+  if (offset) offset[n + 1] = lk.len;
+  char *layout = lk.failed || !plan ? NULL
+                 : ein_arena_alloc(&ir->arena, lk.len + 1, 1);
+  if (!plan || !copy || !offset || !layout) {
+    ein_strbuf_free(&lk);
+    ein_plan_ir_destroy(ir);
+    return fail(ctx, EIN_ERR_NO_MEMORY, "out of memory while planning");
+  }
+  memcpy(layout, lk.data ? lk.data : "", lk.len);
+  ein_strbuf_free(&lk);
+  plan->ir = ir;
+  plan->expr = copy;
+  plan->backend = kind;
+  plan->ninputs = n;
+  plan->layout = layout;
+  plan->offset = offset;
+  *out = plan;
+  return EIN_OK;
+}
+
+static const ein_options default_options;
+
+static ein_status check_inputs(ein_ctx *ctx, const DLTensor *const *inputs,
+                               int n, bool needs_data) {
+  if (n < 0 || n > EIN_MAX_OPERANDS)
+    return fail(ctx, n < 0 ? EIN_ERR_INVALID_ARGUMENT : EIN_ERR_LIMIT,
+                "%d tensors given; einc takes 1 to %d", n, EIN_MAX_OPERANDS);
+  if (n > 0 && !inputs)
+    return fail(ctx, EIN_ERR_INVALID_ARGUMENT,
+                "%d inputs but the tensor array is NULL", n);
+  ein_dtype dt;
+  for (int i = 0; i < n; i++) {
+    ein_status st = check_tensor(ctx, inputs[i], i, needs_data, &dt);
+    if (st) return st;
+  }
+  return EIN_OK;
+}
+
+/* Runs a plan whose layouts are known to match the tensors. */
+static ein_status run_plan(ein_ctx *ctx, const ein_plan *plan,
+                           const DLTensor *const *inputs, int n,
+                           DLTensor *output) {
+  uintptr_t olo, ohi;
+  byte_range(output, &olo, &ohi);
+  char *ptrs[EIN_MAX_OPERANDS];
+  for (int i = 0; i < n; i++) {
+    uintptr_t lo, hi;
+    byte_range(inputs[i], &lo, &hi);
+    if (lo < ohi && olo < hi)
+      return fail(ctx, EIN_ERR_INVALID_ARGUMENT,
+                  "the output overlaps input %d in memory; einc does not "
+                  "evaluate in place",
+                  i + 1);
+    ptrs[i] = (char *)inputs[i]->data + inputs[i]->byte_offset;
+  }
+  ein_backend *be = backend_for(ctx, plan->backend);
+  if (!be) return fail(ctx, EIN_ERR_NO_MEMORY, "out of memory creating a backend");
+  return be->run(be, plan->ir, ptrs,
+                 (char *)output->data + output->byte_offset, &ctx->err);
+}
+
+ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
+                           const DLTensor *const *inputs, int ninputs,
+                           const DLTensor *output, const ein_options *options,
+                           ein_plan **out) {
+  if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
+  ein_error_clear(&ctx->err);
+  if (!out || !expr)
+    return fail(ctx, EIN_ERR_INVALID_ARGUMENT, "ein_plan_create: %s is NULL",
+                !out ? "the result pointer" : "the expression");
+  *out = NULL;
+  const ein_options *o = options ? options : &default_options;
+  ein_status st = check_inputs(ctx, inputs, ninputs, false);
+  ein_dtype dt;
+  if (!st && output) st = check_tensor(ctx, output, -1, false, &dt);
+  ein_backend_kind kind;
+  if (!st) st = resolve_backend(ctx, o, inputs, ninputs, output, &kind);
+  if (!st) st = build_plan(ctx, expr, inputs, ninputs, output, o, kind, out);
+  return st;
+}
+
+/* Compares a tensor with the layout the plan was made for. */
+static ein_status check_layout(ein_ctx *ctx, const ein_plan *plan, int slot,
+                               const DLTensor *t, int index) {
+  ein_strbuf k = {0};
+  ein_dtype dt;
+  ein_dtype_from_dl(t->dtype, &dt);
+  key_tensor(&k, t, dt);
+  size_t lo = plan->offset[slot], hi = plan->offset[slot + 1];
+  bool same = !k.failed && k.len == hi - lo &&
+              memcmp(k.data ? k.data : "", plan->layout + lo, k.len) == 0;
+  bool oom = k.failed;
+  ein_strbuf_free(&k);
+  if (oom) return fail(ctx, EIN_ERR_NO_MEMORY, "out of memory");
+  if (same) return EIN_OK;
+  char name[32];
+  return fail(ctx, EIN_ERR_BAD_SHAPE,
+              "%s has another dtype, shape or strides than the plan was made "
+              "for; make a plan for this layout (or call ein_eval)",
+              tensor_name(index, name, sizeof name));
+}
+
+ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
+                            const DLTensor *const *inputs, int ninputs,
+                            DLTensor *output) {
+  if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
+  ein_error_clear(&ctx->err);
+  if (!plan) return fail(ctx, EIN_ERR_INVALID_ARGUMENT, "the plan is NULL");
+  if (ninputs != plan->ninputs)
+    return fail(ctx, EIN_ERR_OPERAND_COUNT,
+                "the plan takes %d inputs but %d were given", plan->ninputs,
+                ninputs);
+  ein_status st = check_inputs(ctx, inputs, ninputs, true);
+  ein_dtype dt;
+  if (!st) st = check_tensor(ctx, output, -1, true, &dt);
+  if (st) return st;
+  for (int i = 0; i < ninputs && !st; i++)
+    st = check_layout(ctx, plan, i, inputs[i], i);
+  if (st) return st;
+  if (plan->offset[ninputs + 1] > plan->offset[ninputs]) {
+    if ((st = check_layout(ctx, plan, ninputs, output, -1))) return st;
+  } else {
+    /* Made for a contiguous output: the output must be one. */
+    const ein_plan_ir *ir = plan->ir;
+    bool same = output->ndim == ir->out_ndim && dt == ir->dtype;
+    for (int d = 0; same && d < ir->out_ndim; d++)
+      same = output->shape[d] == ir->out_shape[d];
+    DLTensor compact = *output;
+    compact.strides = NULL;
+    for (int d = 0; same && d < output->ndim; d++)
+      same = effective_stride(output, d) == effective_stride(&compact, d);
+    if (!same)
+      return fail(ctx, EIN_ERR_BAD_SHAPE,
+                  "the output is not the C-contiguous %s tensor of the "
+                  "plan's output shape",
+                  ein_dtype_name(ir->dtype));
+  }
+  ein_backend_kind kind;
+  const ein_options o = {.backend = plan->backend};
+  if ((st = resolve_backend(ctx, &o, inputs, ninputs, output, &kind)))
+    return st;
+  return run_plan(ctx, plan, inputs, ninputs, output);
+}
+
+ein_status ein_eval(ein_ctx *ctx, const char *expr,
+                    const DLTensor *const *inputs, int ninputs,
+                    DLTensor *output, const ein_options *options) {
+  if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
+  ein_error_clear(&ctx->err);
+  if (!expr) return fail(ctx, EIN_ERR_INVALID_ARGUMENT, "ein_eval: the expression is NULL");
+  const ein_options *o = options ? options : &default_options;
+  ein_status st = check_inputs(ctx, inputs, ninputs, true);
+  ein_dtype dt;
+  if (!st) st = check_tensor(ctx, output, -1, true, &dt);
+  ein_backend_kind kind;
+  if (!st) st = resolve_backend(ctx, o, inputs, ninputs, output, &kind);
+  if (st) return st;
+  size_t len = strnlen(expr, (size_t)EIN_MAX_EXPR_BYTES + 1);
+  ein_plan *plan = NULL;
+  ein_strbuf *k = &ctx->key;
+  k->len = 0;
+  k->failed = false;
+  bool cacheable = len <= EIN_MAX_EXPR_BYTES;
+  if (cacheable) {
+    key_options(k, expr, len, o, kind);
+    for (int i = 0; i < ninputs; i++) {
+      ein_dtype_from_dl(inputs[i]->dtype, &dt);
+      key_tensor(k, inputs[i], dt);
+    }
+    ein_dtype_from_dl(output->dtype, &dt);
+    key_tensor(k, output, dt);
+    cacheable = !k->failed;
+    if (cacheable) plan = ein_plan_cache_find(&ctx->cache, k->data, k->len);
+  }
+  bool owned = false;
+  if (!plan) {
+    st = build_plan(ctx, expr, inputs, ninputs, output, o, kind, &plan);
+    if (st) return st;
+    owned = !cacheable || !ein_plan_cache_put(&ctx->cache, k->data, k->len, plan);
+  }
+  st = run_plan(ctx, plan, inputs, ninputs, output);
+  if (owned) ein_plan_destroy(plan);
+  return st;
+}
+
+void ein_plan_destroy(ein_plan *plan) {
+  if (plan) ein_plan_ir_destroy(plan->ir);
+}
+
+int ein_plan_output_ndim(const ein_plan *plan) {
+  return plan ? plan->ir->out_ndim : 0;
+}
+
+const int64_t *ein_plan_output_shape(const ein_plan *plan) {
+  return plan ? plan->ir->out_shape : NULL;
+}
+
+double ein_plan_naive_flops(const ein_plan *plan) {
+  return plan ? plan->ir->naive_flops : 0;
+}
+
+double ein_plan_flops(const ein_plan *plan) {
+  return plan ? plan->ir->flops : 0;
+}
+
+int64_t ein_plan_largest_intermediate(const ein_plan *plan) {
+  return plan ? plan->ir->largest_intermediate : 0;
+}
+
+int64_t ein_plan_workspace_bytes(const ein_plan *plan) {
+  return plan ? plan->ir->workspace_bytes : 0;
+}
+
+int ein_plan_nsteps(const ein_plan *plan) {
+  return plan ? plan->ir->nsteps : 0;
+}
+
+int ein_plan_count_steps(const ein_plan *plan, const char *kind) {
+  if (!plan || !kind) return 0;
+  int n = 0;
+  for (int i = 0; i < plan->ir->nsteps; i++) {
+    const ein_step *s = &plan->ir->steps[i];
+    n += strcmp(ein_step_name(s), kind) == 0 ||
+         strcmp(ein_step_role_name(s->role), kind) == 0;
+  }
+  return n;
+}
+
+size_t ein_plan_describe(const ein_plan *plan, ein_describe_format format,
+                         const char *device_model, char *buf, size_t cap) {
+  if (cap > 0 && buf) buf[0] = 0;
+  if (!plan) return 0;
+  const ein_device_model *m = ein_device_model_find(device_model);
+  if (!m) m = ein_device_model_find(NULL);
+  ein_strbuf sb = {0};
+  ein_plan_report(plan->ir, plan->expr,
+                  plan->backend == EIN_BACKEND_CUDA ? "cuda" : "cpu",
+                  format == EIN_DESCRIBE_JSON, m, &sb);
+  size_t len = sb.failed ? 0 : sb.len;
+  if (buf && cap > 0) {
+    size_t n = len < cap - 1 ? len : cap - 1;
+    if (n) memcpy(buf, sb.data, n);
+    buf[n] = 0;
+  }
+  ein_strbuf_free(&sb);
+  return len;
+}

@@ -1,0 +1,49 @@
+/*
+ * dtype.h - the element types einc knows, and their mapping from DLPack.
+ *
+ * Plans and backends speak ein_dtype, never DLDataType, so a lane count or
+ * an exotic type is rejected once, at the API boundary.
+ */
+#ifndef EIN_DTYPE_H
+#define EIN_DTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <dlpack/dlpack.h>
+
+typedef enum ein_dtype {
+  EIN_DT_F16,
+  EIN_DT_BF16,
+  EIN_DT_F32,
+  EIN_DT_F64,
+  EIN_DT_I8,
+  EIN_DT_I16,
+  EIN_DT_I32,
+  EIN_DT_I64,
+  EIN_DT_U8,
+  EIN_DT_U16,
+  EIN_DT_U32,
+  EIN_DT_U64,
+  EIN_DT_BOOL,
+  EIN_DT_COUNT
+} ein_dtype;
+
+/* Maps a DLPack type (lanes must be 1); false for anything einc lacks. */
+bool ein_dtype_from_dl(DLDataType dl, ein_dtype *out);
+DLDataType ein_dtype_to_dl(ein_dtype dt);
+
+/* "f32", "bf16", "i64", "bool", ... */
+const char *ein_dtype_name(ein_dtype dt);
+/* Parses the names above (also "float32", "float16", "bfloat16", "float64"). */
+bool ein_dtype_parse(const char *name, ein_dtype *out);
+
+size_t ein_dtype_size(ein_dtype dt);
+bool ein_dtype_is_float(ein_dtype dt); /* f16 bf16 f32 f64 */
+bool ein_dtype_is_signed_int(ein_dtype dt);
+
+/* The type arithmetic on dt is carried out in and intermediates are stored
+ * in: f32 for f16 and bf16 (rounded once, at the end), dt otherwise. */
+ein_dtype ein_dtype_compute(ein_dtype dt);
+
+#endif

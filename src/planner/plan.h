@@ -1,0 +1,202 @@
+/*
+ * plan.h - the plan IR: what the planner gives and every backend executes.
+ *
+ * Takes (ein_plan_build): a bound problem (bind.h), the dtype, shape and
+ * strides of every input and of the output, and what the backend can do.
+ * Gives: an ein_plan_ir, self-contained (it never points back into the
+ * problem or the syntax tree):
+ *
+ *   buffers  inputs (one per operand), the output, and temporaries. A
+ *            temporary lives at a byte offset in one workspace the backend
+ *            allocates per run (workspace_bytes).
+ *   steps    run in order; each reads buffers written by inputs or earlier
+ *            steps and writes one buffer:
+ *     GEMM   C[b.., m, n] = alpha * sum_k A[b.., m, k] * B[b.., k, n]
+ *            m, n, k are single (size, stride) pairs per operand; the batch
+ *            is a list of axes with a stride per operand (stride 0 in A or B
+ *            broadcasts). Strides are in elements; row-major or transposed
+ *            layouts follow from them (ein_matrix_layout below).
+ *     LOOP   dst[..] = alpha * OP over reduced axes of (src0 [* src1])
+ *            over an iteration space of axes, each with a stride per operand.
+ *            An axis whose dst stride is 0 is reduced with `op`; an axis
+ *            whose src stride is 0 is broadcast. Accumulation happens in
+ *            the compute dtype (f32 for f16/bf16) and the result is rounded
+ *            once into dst's dtype. Copies, permutes, repeats, dtype
+ *            conversions, reductions, outer and elementwise products and
+ *            small contractions are all LOOP steps.
+ *     FILL   every element of dst's view set to `fill` (reductions over
+ *            empty axes).
+ *   costs    per step FLOPs (opt_einsum's convention) and bytes read and
+ *            written; per plan the naive and optimised FLOPs, the largest
+ *            intermediate and the workspace.
+ *
+ * Axis ids in steps index plan->axis_labels/axis_sizes (the problem's axes),
+ * for reports only; execution needs only sizes and strides.
+ */
+#ifndef EIN_PLAN_H
+#define EIN_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "bind.h"
+#include "dtype.h"
+#include "error.h"
+
+typedef enum ein_buffer_kind {
+  EIN_BUF_INPUT,  /* the caller's input tensor `input` */
+  EIN_BUF_OUTPUT, /* the caller's output tensor */
+  EIN_BUF_TEMP    /* workspace + offset */
+} ein_buffer_kind;
+
+typedef struct ein_plan_buffer {
+  ein_buffer_kind kind;
+  int input;       /* EIN_BUF_INPUT: operand index */
+  ein_dtype dtype;
+  int64_t elems;   /* EIN_BUF_TEMP: elements it holds */
+  int64_t offset;  /* EIN_BUF_TEMP: byte offset in the workspace */
+} ein_plan_buffer;
+
+/* A reference to data: a buffer and an element offset into it. */
+typedef struct ein_ref {
+  int buffer;
+  int64_t offset;
+} ein_ref;
+
+/* One axis of a LOOP iteration space or a GEMM batch: its size and its
+ * stride (elements) in dst/C [0], src0/A [1] and src1/B [2]. */
+typedef struct ein_loop_axis {
+  int axis; /* problem axis id (for reports), or -1 for a fused axis */
+  int64_t size;
+  int64_t stride[3];
+} ein_loop_axis;
+
+typedef enum ein_step_kind {
+  EIN_STEP_GEMM,
+  EIN_STEP_LOOP,
+  EIN_STEP_FILL
+} ein_step_kind;
+
+/* Why a step exists; reports and tests read it, execution does not. */
+typedef enum ein_step_role {
+  EIN_ROLE_CONTRACT, /* a pairwise contraction of the path */
+  EIN_ROLE_REDUCE,   /* axes of one operand summed before contracting */
+  EIN_ROLE_SINGLE,   /* the whole expression of a one-operand expression */
+  EIN_ROLE_LAYOUT,   /* a permuting copy so a GEMM operand fits */
+  EIN_ROLE_CONVERT,  /* a dtype conversion (f16/bf16 <-> f32) */
+  EIN_ROLE_STORE,    /* the result copied into the caller's output layout */
+  EIN_ROLE_REPEAT,   /* the result broadcast over output-only axes */
+  EIN_ROLE_EMPTY     /* the output filled because a reduced axis is empty */
+} ein_step_role;
+
+/* An axis group of a GEMM (batch, M, N or K): the problem axes it merges,
+ * outermost first. For reports. */
+typedef struct ein_axis_group {
+  int n;
+  int *axes;
+  int64_t size;
+} ein_axis_group;
+
+typedef struct ein_gemm {
+  int64_t m, n, k;
+  int64_t a_ms, a_ks; /* A's strides along m and k */
+  int64_t b_ks, b_ns; /* B's strides along k and n */
+  int64_t c_ms, c_ns; /* C's strides along m and n */
+  int nbatch;
+  ein_loop_axis *batch; /* stride[0] C, [1] A, [2] B */
+  ein_axis_group groups[4]; /* EIN_GROUP_* */
+} ein_gemm;
+
+enum { EIN_GROUP_BATCH, EIN_GROUP_M, EIN_GROUP_N, EIN_GROUP_K };
+
+typedef struct ein_step {
+  ein_step_kind kind;
+  ein_step_role role;
+  int nsrc;          /* 0 (FILL), 1 or 2 */
+  ein_ref dst, src[2];
+  ein_dtype dst_dtype, src_dtype[2];
+  double alpha;      /* scale of the result (1/count for mean) */
+  ein_reduction op;  /* LOOP: how reduced axes combine */
+  double fill;       /* FILL: the value */
+  int naxes;         /* LOOP and FILL: the iteration space */
+  ein_loop_axis *axes;
+  ein_gemm gemm;     /* GEMM */
+  int operand[2];    /* for reports: path operand numbers read (-1: none) */
+  int result;        /* path operand number written, or -1 */
+  double flops;      /* opt_einsum's count: 0 for pure data movement */
+  double bytes_read, bytes_written;
+} ein_step;
+
+/* What a backend can do; the planner shapes the plan to it. */
+typedef struct ein_backend_caps {
+  const char *device;     /* "cpu", "cuda:0", part of the plan cache key */
+  bool gemm_half;         /* GEMM reads and writes f16/bf16 natively */
+  bool gemm_int;          /* GEMM on integer types (no backend yet) */
+  int64_t gemm_min_flops; /* below this a contraction is a LOOP step */
+} ein_backend_caps;
+
+/* A tensor as the planner sees it: no data, just type and layout. */
+typedef struct ein_tensor_desc {
+  ein_dtype dtype;
+  int ndim;
+  const int64_t *shape;
+  const int64_t *strides; /* elements; NULL means C-contiguous */
+} ein_tensor_desc;
+
+typedef struct ein_plan_ir {
+  ein_arena arena; /* owns everything below */
+  ein_dtype dtype;
+  ein_reduction reduction;
+  int naxes;
+  const char **axis_labels;
+  int64_t *axis_sizes;
+  ein_axis_role *axis_roles;
+  int ninputs;
+  int out_ndim;
+  int64_t *out_shape;
+  int nbuffers;
+  ein_plan_buffer *buffers;
+  int nsteps;
+  ein_step *steps;
+  int npath;          /* contractions of the path: pairs of operand numbers */
+  int (*path)[2];     /* operands 0..n-1 are inputs, n+i the i-th result */
+  const char *path_method; /* "single", "dp", "greedy" */
+  double naive_flops, flops;
+  int64_t largest_intermediate; /* elements */
+  int64_t workspace_bytes;
+  double bytes_moved; /* sum of the steps' bytes */
+} ein_plan_ir;
+
+/* Options of the planner beyond ein_options. */
+typedef struct ein_plan_limits {
+  int64_t memory_limit; /* bytes for one intermediate; 0: none */
+} ein_plan_limits;
+
+/* Builds a plan. `inputs` has problem->ninputs entries; `output` gives the
+ * output's dtype and strides (NULL strides: C-contiguous). On failure the
+ * error is on err and *out is untouched; on success the caller destroys it
+ * with ein_plan_ir_destroy. */
+ein_status ein_plan_build(const ein_problem *problem,
+                          const ein_tensor_desc *inputs,
+                          const ein_tensor_desc *output,
+                          const ein_backend_caps *caps,
+                          const ein_plan_limits *limits, ein_error_rec *err,
+                          ein_plan_ir **out);
+
+void ein_plan_ir_destroy(ein_plan_ir *plan);
+
+/* How a row-major BLAS call sees an r x c matrix with strides (rs, cs):
+ * *trans false means rows are rs apart with unit column stride; true means
+ * the matrix is stored transposed (unit row stride, columns cs apart).
+ * *ld is the leading dimension. False when neither fits. Size-1 dims take
+ * whatever stride suits. */
+bool ein_matrix_layout(int64_t r, int64_t c, int64_t rs, int64_t cs,
+                       bool *trans, int64_t *ld);
+
+/* Name of a step for reports: "gemm", "copy", "reduce", "outer",
+ * "product", "contract", "fill". */
+const char *ein_step_name(const ein_step *step);
+const char *ein_step_role_name(ein_step_role role);
+
+#endif

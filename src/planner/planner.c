@@ -1,0 +1,940 @@
+/*
+ * planner.c - from a bound problem and tensor layouts to a plan (plan.h).
+ *
+ * 1. Every operand becomes a strided view over problem axes: splits get
+ *    derived strides, a repeated name (diagonal) one axis with the summed
+ *    stride, size-1 axes vanish, a broadcast dim has stride 0. No copies.
+ * 2. One operand: a single LOOP step (copy, permute, repeat or reduce).
+ * 3. Several: axes private to one operand are summed first; path.c picks
+ *    the order; each pair becomes a GEMM when its batch/M/N/K groups fit
+ *    (else a permuting copy of the operand that does not fit), or a LOOP
+ *    when it is degenerate (no K, a dot, tiny, integer). Layouts of
+ *    intermediates are chosen by their consumer, top-down, so that the
+ *    producing GEMM writes them in the layout the next one wants; the root
+ *    writes straight into the caller's output whenever strides allow.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "path.h"
+#include "plan.h"
+
+/* A strided view of problem axes on a buffer. */
+typedef struct pview {
+  int buf;
+  int64_t off;
+  int n;
+  int *ax;     /* problem axis ids, in the order the planner keeps them */
+  int64_t *st; /* their strides, elements */
+} pview;
+
+/* A node of the contraction tree. */
+typedef struct node {
+  int left, right; /* children, or -1 for a leaf */
+  ein_axset set;   /* axes of the node's result */
+  pview view;      /* leaf: its data */
+  ein_dtype dt;    /* leaf: its dtype */
+  int opnum;       /* operand number in the path (SSA) */
+} node;
+
+typedef struct planner {
+  const ein_problem *p;
+  const ein_backend_caps *caps;
+  ein_plan_ir *ir;
+  ein_arena *arena;
+  ein_error_rec *err;
+  int64_t *size;
+  ein_dtype dtype, cdtype;
+  int cap_steps, cap_bufs;
+  double memory_limit; /* elements of one intermediate; 0: none */
+  node *nodes;
+  int nnodes;
+} planner;
+
+static ein_status no_memory(planner *pl) {
+  return ein_error_set(pl->err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                       "out of memory while planning");
+}
+
+static ein_status internal(planner *pl, const char *what) {
+  return ein_error_set(pl->err, EIN_ERR_INTERNAL, NULL, 0, NULL, 0,
+                       "planner: %s", what);
+}
+
+/* ------------------------------------------------------------- views */
+
+static bool view_alloc(planner *pl, pview *v, int cap) {
+  v->n = 0;
+  v->off = 0;
+  v->ax = ein_arena_alloc(pl->arena, (size_t)(cap ? cap : 1), sizeof *v->ax);
+  v->st = ein_arena_alloc(pl->arena, (size_t)(cap ? cap : 1), sizeof *v->st);
+  return v->ax && v->st;
+}
+
+static int view_find(const pview *v, int axis) {
+  for (int i = 0; i < v->n; i++)
+    if (v->ax[i] == axis) return i;
+  return -1;
+}
+
+static int64_t view_stride(const pview *v, int axis) {
+  int i = view_find(v, axis);
+  return i < 0 ? 0 : v->st[i];
+}
+
+/* Adds an axis; size-1 axes vanish, a repeated axis sums its strides. */
+static void view_add(planner *pl, pview *v, int axis, int64_t stride) {
+  if (pl->size[axis] == 1) return;
+  int i = view_find(v, axis);
+  if (i >= 0) {
+    v->st[i] += stride;
+    return;
+  }
+  v->ax[v->n] = axis;
+  v->st[v->n++] = stride;
+}
+
+static ein_axset view_set(const pview *v) {
+  ein_axset s = {{0}};
+  for (int i = 0; i < v->n; i++) ein_axset_add(&s, v->ax[i]);
+  return s;
+}
+
+/* Elements a view touches: stride-0 axes are read once. */
+static double view_touched(const planner *pl, const pview *v) {
+  double e = 1;
+  for (int i = 0; i < v->n; i++)
+    if (v->st[i] != 0) e *= (double)pl->size[v->ax[i]];
+  return e;
+}
+
+static void compact_strides(int ndim, const int64_t *shape, int64_t *st) {
+  int64_t s = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    st[d] = s;
+    s *= shape[d] > 0 ? shape[d] : 1;
+  }
+}
+
+/* The view of a bound operand on a tensor. */
+static ein_status operand_view(planner *pl, const ein_bound_operand *op,
+                               const ein_tensor_desc *t, int buf, pview *v) {
+  if (!view_alloc(pl, v, op->nfactors)) return no_memory(pl);
+  v->buf = buf;
+  int64_t strides[EIN_MAX_DIMS];
+  if (t->strides)
+    memcpy(strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+  else
+    compact_strides(t->ndim, t->shape, strides);
+  for (int d = 0; d < op->ndim; d++) {
+    const ein_bound_dim *dim = &op->dims[d];
+    if (dim->broadcast) {
+      view_add(pl, v, op->factors[dim->first], 0);
+      continue;
+    }
+    int64_t s = strides[d];
+    for (int j = dim->count - 1; j >= 0; j--) {
+      int a = op->factors[dim->first + j];
+      view_add(pl, v, a, s);
+      if (__builtin_mul_overflow(s, pl->size[a], &s))
+        return ein_error_set(pl->err, EIN_ERR_BAD_SHAPE, NULL, 0, NULL, 0,
+                             "strides of dim %d overflow int64", d);
+    }
+  }
+  return EIN_OK;
+}
+
+/* Keeps the axes in `order` (descending |stride|) for a stable layout. */
+static void view_sort(pview *v) {
+  for (int i = 1; i < v->n; i++)
+    for (int j = i; j > 0; j--) {
+      int64_t a = llabs(v->st[j - 1]), b = llabs(v->st[j]);
+      if (a >= b) break;
+      int t = v->ax[j];
+      v->ax[j] = v->ax[j - 1];
+      v->ax[j - 1] = t;
+      int64_t s = v->st[j];
+      v->st[j] = v->st[j - 1];
+      v->st[j - 1] = s;
+    }
+}
+
+/* ----------------------------------------------------- buffers, steps */
+
+static int add_buffer(planner *pl, ein_buffer_kind kind, int input,
+                      ein_dtype dt, int64_t elems) {
+  ein_plan_ir *ir = pl->ir;
+  if (ir->nbuffers == pl->cap_bufs) return -1;
+  ein_plan_buffer *b = &ir->buffers[ir->nbuffers];
+  b->kind = kind;
+  b->input = input;
+  b->dtype = dt;
+  b->elems = elems;
+  if (kind == EIN_BUF_TEMP) {
+    b->offset = (ir->workspace_bytes + 63) & ~(int64_t)63;
+    ir->workspace_bytes = b->offset + elems * (int64_t)ein_dtype_size(dt);
+    if (elems > ir->largest_intermediate) ir->largest_intermediate = elems;
+  }
+  return ir->nbuffers++;
+}
+
+/* A new compact temporary holding `axes` (outermost first). */
+static ein_status temp_view(planner *pl, const int *axes, int n,
+                            ein_dtype dt, pview *v) {
+  if (!view_alloc(pl, v, n)) return no_memory(pl);
+  int64_t elems = 1;
+  for (int i = n - 1; i >= 0; i--) {
+    v->ax[i] = axes[i];
+    v->st[i] = elems;
+    elems *= pl->size[axes[i]];
+  }
+  v->n = n;
+  v->buf = add_buffer(pl, EIN_BUF_TEMP, -1, dt, elems);
+  return v->buf < 0 ? internal(pl, "too many buffers") : EIN_OK;
+}
+
+static ein_step *add_step(planner *pl) {
+  ein_plan_ir *ir = pl->ir;
+  if (ir->nsteps == pl->cap_steps) return NULL;
+  ein_step *s = &ir->steps[ir->nsteps++];
+  memset(s, 0, sizeof *s);
+  s->alpha = 1;
+  s->operand[0] = s->operand[1] = s->result = -1;
+  return s;
+}
+
+static ein_dtype buffer_dtype(const planner *pl, int buf) {
+  return pl->ir->buffers[buf].dtype;
+}
+
+/* dst = alpha * op over dst's missing axes of (src0 [* src1]). */
+static ein_status emit_loop(planner *pl, ein_step_role role, const pview *dst,
+                            int nsrc, const pview *const *src,
+                            ein_reduction op, double alpha) {
+  ein_step *s = add_step(pl);
+  if (!s) return internal(pl, "too many steps");
+  s->kind = EIN_STEP_LOOP;
+  s->role = role;
+  s->nsrc = nsrc;
+  s->op = op;
+  s->alpha = alpha;
+  s->dst = (ein_ref){dst->buf, dst->off};
+  s->dst_dtype = buffer_dtype(pl, dst->buf);
+  ein_axset all = view_set(dst);
+  for (int i = 0; i < nsrc; i++) {
+    s->src[i] = (ein_ref){src[i]->buf, src[i]->off};
+    s->src_dtype[i] = buffer_dtype(pl, src[i]->buf);
+    all = ein_axset_or(all, view_set(src[i]));
+  }
+  int cap = dst->n;
+  for (int i = 0; i < nsrc; i++) cap += src[i]->n;
+  s->axes = ein_arena_alloc(pl->arena, (size_t)(cap ? cap : 1),
+                            sizeof *s->axes);
+  if (!s->axes) return no_memory(pl);
+  /* dst's axes first (its order), then each source's others. */
+  const pview *views[3] = {dst, nsrc > 0 ? src[0] : NULL,
+                           nsrc > 1 ? src[1] : NULL};
+  for (int w = 0; w < 1 + nsrc; w++)
+    for (int i = 0; i < views[w]->n; i++) {
+      int a = views[w]->ax[i];
+      bool seen = false;
+      for (int j = 0; j < s->naxes; j++) seen |= s->axes[j].axis == a;
+      if (seen) continue;
+      ein_loop_axis *la = &s->axes[s->naxes++];
+      la->axis = a;
+      la->size = pl->size[a];
+      for (int k = 0; k < 3; k++)
+        la->stride[k] = k <= nsrc ? view_stride(views[k], a) : 0;
+    }
+  bool counts = role == EIN_ROLE_CONTRACT || role == EIN_ROLE_REDUCE ||
+                role == EIN_ROLE_SINGLE;
+  s->flops = counts ? ein_step_flop_count(all, view_set(dst),
+                                          nsrc > 1 ? nsrc : 1, pl->size)
+                    : 0;
+  for (int i = 0; i < nsrc; i++)
+    s->bytes_read +=
+        view_touched(pl, src[i]) * (double)ein_dtype_size(s->src_dtype[i]);
+  s->bytes_written =
+      view_touched(pl, dst) * (double)ein_dtype_size(s->dst_dtype);
+  return EIN_OK;
+}
+
+/* ------------------------------------------------------- GEMM fitting */
+
+bool ein_matrix_layout(int64_t r, int64_t c, int64_t rs, int64_t cs,
+                       bool *trans, int64_t *ld) {
+  if (c <= 1) {
+    if (r <= 1) rs = 1;
+    if (rs < 1) return false;
+    *trans = false;
+    *ld = rs;
+    return true;
+  }
+  if (r <= 1) {
+    if (cs == 1) {
+      *trans = false;
+      *ld = c;
+      return true;
+    }
+    if (cs < 1) return false;
+    *trans = true;
+    *ld = cs;
+    return true;
+  }
+  if (cs == 1 && rs >= c) {
+    *trans = false;
+    *ld = rs;
+    return true;
+  }
+  if (rs == 1 && cs >= r) {
+    *trans = true;
+    *ld = cs;
+    return true;
+  }
+  return false;
+}
+
+/* The axes of `g` in v's order (descending stride); n is the count. */
+static int group_order(const pview *v, ein_axset g, int *out) {
+  pview tmp = *v;
+  int ax[EIN_MAX_AXES];
+  int64_t st[EIN_MAX_AXES];
+  int n = 0;
+  for (int i = 0; i < v->n; i++)
+    if (ein_axset_has(&g, v->ax[i])) {
+      ax[n] = v->ax[i];
+      st[n++] = v->st[i];
+    }
+  tmp.ax = ax;
+  tmp.st = st;
+  tmp.n = n;
+  view_sort(&tmp);
+  memcpy(out, ax, sizeof(int) * (size_t)n);
+  return n;
+}
+
+/* Natural order of a group with no fixed holder: ascending axis id. */
+static int group_natural(ein_axset g, int *out) {
+  int n = 0;
+  for (int a = 0; a < EIN_MAX_AXES; a++)
+    if (ein_axset_has(&g, a)) out[n++] = a;
+  return n;
+}
+
+/* Collapses the ordered axes into one (size, stride) in v, or false. */
+static bool collapse(const planner *pl, const pview *v, const int *order,
+                     int n, int64_t *size, int64_t *stride) {
+  *size = 1;
+  *stride = 0;
+  for (int i = 0; i < n; i++) {
+    int at = view_find(v, order[i]);
+    if (at < 0) return false;
+    if (i > 0 && v->st[view_find(v, order[i - 1])] !=
+                     v->st[at] * pl->size[order[i]])
+      return false;
+    *size *= pl->size[order[i]];
+    *stride = v->st[at];
+  }
+  return true;
+}
+
+typedef struct gorder {
+  int n;
+  int ax[EIN_MAX_AXES];
+} gorder;
+
+/* Does v hold the matrix [rows, cols] (each group in the given order) in
+ * a layout a GEMM can read? */
+static bool fits_matrix(const planner *pl, const pview *v, const gorder *rg,
+                        const gorder *cg, int64_t *rs, int64_t *cs) {
+  int64_t r, c;
+  bool trans;
+  int64_t ld;
+  if (!collapse(pl, v, rg->ax, rg->n, &r, rs)) return false;
+  if (!collapse(pl, v, cg->ax, cg->n, &c, cs)) return false;
+  if (r > INT32_MAX || c > INT32_MAX) return false;
+  if (!ein_matrix_layout(r, c, *rs, *cs, &trans, &ld)) return false;
+  return ld <= INT32_MAX;
+}
+
+static ein_status concat_temp(planner *pl, const gorder *a, const gorder *b,
+                              const gorder *c, ein_dtype dt, pview *v) {
+  int axes[EIN_MAX_AXES * 3], n = 0;
+  for (int i = 0; i < a->n; i++) axes[n++] = a->ax[i];
+  for (int i = 0; i < b->n; i++) axes[n++] = b->ax[i];
+  for (int i = 0; i < c->n; i++) axes[n++] = c->ax[i];
+  return temp_view(pl, axes, n, dt, v);
+}
+
+/* Chooses a group's order: from the largest fixed holder, else natural. */
+static void choose_order(const planner *pl, ein_axset g,
+                         const pview *const *fixed, int nfixed, gorder *o) {
+  const pview *best = NULL;
+  double best_vol = -1;
+  for (int i = 0; i < nfixed; i++) {
+    if (!fixed[i]) continue;
+    double vol = view_touched(pl, fixed[i]);
+    if (vol > best_vol) {
+      best_vol = vol;
+      best = fixed[i];
+    }
+  }
+  o->n = best ? group_order(best, g, o->ax) : group_natural(g, o->ax);
+}
+
+/* ---------------------------------------------------------- the tree */
+
+static ein_status emit_node(planner *pl, int idx, const pview *want,
+                            pview *out);
+
+static bool gemm_dtype_ok(const planner *pl, ein_dtype dt) {
+  if (ein_dtype_is_float(dt)) return true;
+  return pl->caps->gemm_int && dt != EIN_DT_BOOL;
+}
+
+/* A GEMM operand's dtype: the compute dtype, or the half dtype itself on
+ * backends whose GEMM reads it. */
+static bool gemm_operand_dtype(const planner *pl, ein_dtype dt) {
+  return dt == pl->cdtype || (pl->caps->gemm_half && dt == pl->dtype);
+}
+
+/* The natural layout of a LOOP result: axes in the order of the left
+ * operand, then the right one's others. */
+static ein_status natural_temp(planner *pl, ein_axset set, const pview *l,
+                               const pview *r, pview *v) {
+  int axes[EIN_MAX_AXES], n = 0;
+  const pview *both[2] = {l, r};
+  for (int w = 0; w < 2; w++) {
+    pview sorted = *both[w];
+    int ax[EIN_MAX_AXES];
+    int64_t st[EIN_MAX_AXES];
+    memcpy(ax, sorted.ax, sizeof(int) * (size_t)sorted.n);
+    memcpy(st, sorted.st, sizeof(int64_t) * (size_t)sorted.n);
+    sorted.ax = ax;
+    sorted.st = st;
+    view_sort(&sorted);
+    for (int i = 0; i < sorted.n; i++) {
+      int a = ax[i];
+      bool seen = false;
+      for (int j = 0; j < n; j++) seen |= axes[j] == a;
+      if (!seen && ein_axset_has(&set, a)) axes[n++] = a;
+    }
+  }
+  return temp_view(pl, axes, n, pl->cdtype, v);
+}
+
+static ein_status emit_loop_node(planner *pl, const node *nd,
+                                 const pview *want, pview *out) {
+  pview lv, rv;
+  ein_status st = emit_node(pl, nd->left, NULL, &lv);
+  if (!st) st = emit_node(pl, nd->right, NULL, &rv);
+  if (st) return st;
+  if (want)
+    *out = *want;
+  else if ((st = natural_temp(pl, nd->set, &lv, &rv, out)))
+    return st;
+  const pview *src[2] = {&lv, &rv};
+  st = emit_loop(pl, EIN_ROLE_CONTRACT, out, 2, src, EIN_REDUCE_SUM, 1);
+  if (st) return st;
+  ein_step *s = &pl->ir->steps[pl->ir->nsteps - 1];
+  s->operand[0] = pl->nodes[nd->left].opnum;
+  s->operand[1] = pl->nodes[nd->right].opnum;
+  s->result = nd->opnum;
+  return EIN_OK;
+}
+
+static ein_status fill_group(planner *pl, ein_gemm *g, int which,
+                             const gorder *o) {
+  ein_axis_group *grp = &g->groups[which];
+  grp->n = o->n;
+  grp->axes = ein_arena_alloc(pl->arena, (size_t)(o->n ? o->n : 1),
+                              sizeof(int));
+  if (!grp->axes) return no_memory(pl);
+  memcpy(grp->axes, o->ax, sizeof(int) * (size_t)o->n);
+  grp->size = 1;
+  for (int i = 0; i < o->n; i++) grp->size *= pl->size[o->ax[i]];
+  return EIN_OK;
+}
+
+/* Copies v into a new temp laid out as [a, b, c] in the compute dtype. */
+static ein_status relayout(planner *pl, const pview *v, const gorder *a,
+                           const gorder *b, const gorder *c, pview *out) {
+  ein_status st = concat_temp(pl, a, b, c, pl->cdtype, out);
+  if (st) return st;
+  const pview *src[1] = {v};
+  ein_step_role role = buffer_dtype(pl, v->buf) != pl->cdtype
+                           ? EIN_ROLE_CONVERT
+                           : EIN_ROLE_LAYOUT;
+  return emit_loop(pl, role, out, 1, src, EIN_REDUCE_SUM, 1);
+}
+
+static ein_status emit_gemm_node(planner *pl, const node *nd,
+                                 const pview *want, pview *out,
+                                 ein_axset gb, ein_axset gm, ein_axset gn,
+                                 ein_axset gk) {
+  const node *L = &pl->nodes[nd->left], *R = &pl->nodes[nd->right];
+  const pview *lfix = L->left < 0 ? &L->view : NULL;
+  const pview *rfix = R->left < 0 ? &R->view : NULL;
+  gorder ob, om, on, ok;
+  const pview *hb[3] = {want, lfix, rfix}, *hm[2] = {want, lfix},
+              *hn[2] = {want, rfix}, *hk[2] = {lfix, rfix};
+  choose_order(pl, gb, hb, 3, &ob);
+  choose_order(pl, gm, hm, 2, &om);
+  choose_order(pl, gn, hn, 2, &on);
+  choose_order(pl, gk, hk, 2, &ok);
+
+  /* Children that are intermediates produce exactly the layout wanted. */
+  pview lv, rv, lwant, rwant;
+  ein_status st;
+  const pview *lw = NULL, *rw = NULL;
+  if (!lfix) {
+    if ((st = concat_temp(pl, &ob, &om, &ok, pl->cdtype, &lwant))) return st;
+    lw = &lwant;
+  }
+  if (!rfix) {
+    if ((st = concat_temp(pl, &ob, &ok, &on, pl->cdtype, &rwant))) return st;
+    rw = &rwant;
+  }
+  if ((st = emit_node(pl, nd->left, lw, &lv))) return st;
+  if ((st = emit_node(pl, nd->right, rw, &rv))) return st;
+
+  int64_t a_ms, a_ks, b_ks, b_ns, c_ms, c_ns;
+  if (!gemm_operand_dtype(pl, buffer_dtype(pl, lv.buf)) ||
+      !fits_matrix(pl, &lv, &om, &ok, &a_ms, &a_ks)) {
+    pview t;
+    if ((st = relayout(pl, &lv, &ob, &om, &ok, &t))) return st;
+    lv = t;
+    fits_matrix(pl, &lv, &om, &ok, &a_ms, &a_ks);
+  }
+  if (!gemm_operand_dtype(pl, buffer_dtype(pl, rv.buf)) ||
+      !fits_matrix(pl, &rv, &ok, &on, &b_ks, &b_ns)) {
+    pview t;
+    if ((st = relayout(pl, &rv, &ob, &ok, &on, &t))) return st;
+    rv = t;
+    fits_matrix(pl, &rv, &ok, &on, &b_ks, &b_ns);
+  }
+  pview cv;
+  bool store = false;
+  if (want && gemm_operand_dtype(pl, buffer_dtype(pl, want->buf)) &&
+      fits_matrix(pl, want, &om, &on, &c_ms, &c_ns)) {
+    cv = *want;
+  } else {
+    if ((st = concat_temp(pl, &ob, &om, &on, pl->cdtype, &cv))) return st;
+    fits_matrix(pl, &cv, &om, &on, &c_ms, &c_ns);
+    store = want != NULL;
+  }
+
+  ein_step *s = add_step(pl);
+  if (!s) return internal(pl, "too many steps");
+  s->kind = EIN_STEP_GEMM;
+  s->role = EIN_ROLE_CONTRACT;
+  s->nsrc = 2;
+  s->dst = (ein_ref){cv.buf, cv.off};
+  s->src[0] = (ein_ref){lv.buf, lv.off};
+  s->src[1] = (ein_ref){rv.buf, rv.off};
+  s->dst_dtype = buffer_dtype(pl, cv.buf);
+  s->src_dtype[0] = buffer_dtype(pl, lv.buf);
+  s->src_dtype[1] = buffer_dtype(pl, rv.buf);
+  s->operand[0] = L->opnum;
+  s->operand[1] = R->opnum;
+  s->result = nd->opnum;
+  ein_gemm *g = &s->gemm;
+  g->m = 1;
+  for (int i = 0; i < om.n; i++) g->m *= pl->size[om.ax[i]];
+  g->n = 1;
+  for (int i = 0; i < on.n; i++) g->n *= pl->size[on.ax[i]];
+  g->k = 1;
+  for (int i = 0; i < ok.n; i++) g->k *= pl->size[ok.ax[i]];
+  g->a_ms = a_ms, g->a_ks = a_ks, g->b_ks = b_ks, g->b_ns = b_ns;
+  g->c_ms = c_ms, g->c_ns = c_ns;
+  g->batch = ein_arena_alloc(pl->arena, (size_t)(ob.n ? ob.n : 1),
+                             sizeof *g->batch);
+  if (!g->batch) return no_memory(pl);
+  /* Batch axes merge where they are contiguous in all three operands. */
+  const pview *ops[3] = {&cv, &lv, &rv};
+  for (int i = 0; i < ob.n; i++) {
+    int a = ob.ax[i];
+    int64_t str[3];
+    for (int k = 0; k < 3; k++) str[k] = view_stride(ops[k], a);
+    if (g->nbatch > 0) {
+      ein_loop_axis *prev = &g->batch[g->nbatch - 1];
+      bool merge = true;
+      for (int k = 0; k < 3; k++)
+        merge &= prev->stride[k] == str[k] * pl->size[a];
+      if (merge) {
+        prev->size *= pl->size[a];
+        for (int k = 0; k < 3; k++) prev->stride[k] = str[k];
+        prev->axis = -1;
+        continue;
+      }
+    }
+    ein_loop_axis *ba = &g->batch[g->nbatch++];
+    ba->axis = a;
+    ba->size = pl->size[a];
+    for (int k = 0; k < 3; k++) ba->stride[k] = str[k];
+  }
+  if ((st = fill_group(pl, g, EIN_GROUP_BATCH, &ob)) ||
+      (st = fill_group(pl, g, EIN_GROUP_M, &om)) ||
+      (st = fill_group(pl, g, EIN_GROUP_N, &on)) ||
+      (st = fill_group(pl, g, EIN_GROUP_K, &ok)))
+    return st;
+  ein_axset touched = ein_axset_or(L->set, R->set);
+  s->flops = ein_step_flop_count(touched, nd->set, 2, pl->size);
+  s->bytes_read = view_touched(pl, &lv) * (double)ein_dtype_size(s->src_dtype[0]) +
+                  view_touched(pl, &rv) * (double)ein_dtype_size(s->src_dtype[1]);
+  s->bytes_written = view_touched(pl, &cv) * (double)ein_dtype_size(s->dst_dtype);
+
+  if (store) {
+    const pview *src[1] = {&cv};
+    if ((st = emit_loop(pl, EIN_ROLE_STORE, want, 1, src, EIN_REDUCE_SUM, 1)))
+      return st;
+    *out = *want;
+  } else {
+    *out = cv;
+  }
+  return EIN_OK;
+}
+
+static ein_status emit_node(planner *pl, int idx, const pview *want,
+                            pview *out) {
+  const node *nd = &pl->nodes[idx];
+  if (nd->left < 0) {
+    *out = nd->view;
+    return EIN_OK;
+  }
+  ein_axset sl = pl->nodes[nd->left].set, sr = pl->nodes[nd->right].set;
+  ein_axset both = ein_axset_and(sl, sr);
+  ein_axset gb = ein_axset_and(both, nd->set);
+  ein_axset gk = ein_axset_minus(both, nd->set);
+  ein_axset gm = ein_axset_and(ein_axset_minus(sl, sr), nd->set);
+  ein_axset gn = ein_axset_and(ein_axset_minus(sr, sl), nd->set);
+  double vb = ein_axset_volume(gb, pl->size), vm = ein_axset_volume(gm, pl->size),
+         vn = ein_axset_volume(gn, pl->size), vk = ein_axset_volume(gk, pl->size);
+  bool gemm = gemm_dtype_ok(pl, pl->cdtype) && !ein_axset_empty(gk) &&
+              !(vm == 1 && vn == 1) &&
+              2 * vb * vm * vn * vk >= (double)pl->caps->gemm_min_flops &&
+              vm <= INT32_MAX && vn <= INT32_MAX && vk <= INT32_MAX;
+  if (!gemm) return emit_loop_node(pl, nd, want, out);
+  return emit_gemm_node(pl, nd, want, out, gb, gm, gn, gk);
+}
+
+/* ------------------------------------------------------------- plans */
+
+static bool is_integer_like(ein_dtype dt) { return !ein_dtype_is_float(dt); }
+
+static ein_status check_dtypes(planner *pl, const ein_tensor_desc *inputs,
+                               const ein_tensor_desc *output) {
+  const ein_problem *p = pl->p;
+  for (int i = 1; i < p->ninputs; i++)
+    if (inputs[i].dtype != inputs[0].dtype)
+      return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
+                           "operand %d is %s but operand 1 is %s; einc "
+                           "needs one dtype for all operands",
+                           i + 1, ein_dtype_name(inputs[i].dtype),
+                           ein_dtype_name(inputs[0].dtype));
+  ein_dtype dt = inputs[0].dtype;
+  if (output->dtype != dt)
+    return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
+                         "the output is %s but the operands are %s",
+                         ein_dtype_name(output->dtype), ein_dtype_name(dt));
+  bool reduces = false;
+  for (int a = 0; a < p->naxes; a++)
+    reduces |= ein_axis_reduced(p, a) && p->axes[a].size != 1;
+  ein_reduction r = p->reduction;
+  if (dt == EIN_DT_BOOL) {
+    if (p->ninputs > 1)
+      return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
+                           "bool operands cannot be multiplied and summed; "
+                           "contractions need a numeric dtype");
+    if (reduces && (r == EIN_REDUCE_SUM || r == EIN_REDUCE_MEAN ||
+                    r == EIN_REDUCE_PROD))
+      return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
+                           "the reduction '%s' needs a numeric dtype, not "
+                           "bool; use any, all, max or min",
+                           ein_reduction_name(r));
+  }
+  if (r == EIN_REDUCE_MEAN && reduces && is_integer_like(dt))
+    return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
+                         "the reduction 'mean' needs a floating-point "
+                         "dtype, not %s",
+                         ein_dtype_name(dt));
+  return EIN_OK;
+}
+
+/* The value of a reduction over nothing. */
+static ein_status empty_value(planner *pl, double *v) {
+  switch (pl->p->reduction) {
+  case EIN_REDUCE_SUM: case EIN_REDUCE_ANY: *v = 0; return EIN_OK;
+  case EIN_REDUCE_PROD: case EIN_REDUCE_ALL: *v = 1; return EIN_OK;
+  case EIN_REDUCE_MEAN: *v = NAN; return EIN_OK;
+  case EIN_REDUCE_MAX: case EIN_REDUCE_MIN: break;
+  }
+  return ein_error_set(pl->err, EIN_ERR_BAD_REDUCTION, NULL, 0, NULL, 0,
+                       "the reduction '%s' over an empty axis has no "
+                       "value (no identity); einc refuses, as numpy does",
+                       ein_reduction_name(pl->p->reduction));
+}
+
+static ein_status plan_empty(planner *pl, const pview *outv) {
+  double total = 1;
+  for (int d = 0; d < pl->p->output.ndim; d++)
+    total *= (double)pl->p->output.dims[d].size;
+  if (total == 0) return EIN_OK; /* nothing to write */
+  double v = 0;
+  ein_status st = empty_value(pl, &v);
+  if (st) return st;
+  ein_step *s = add_step(pl);
+  if (!s) return internal(pl, "too many steps");
+  s->kind = EIN_STEP_FILL;
+  s->role = EIN_ROLE_EMPTY;
+  s->fill = v;
+  s->dst = (ein_ref){outv->buf, outv->off};
+  s->dst_dtype = buffer_dtype(pl, outv->buf);
+  s->axes = ein_arena_alloc(pl->arena, (size_t)(outv->n ? outv->n : 1),
+                            sizeof *s->axes);
+  if (!s->axes) return no_memory(pl);
+  for (int i = 0; i < outv->n; i++)
+    s->axes[s->naxes++] = (ein_loop_axis){outv->ax[i], pl->size[outv->ax[i]],
+                                          {outv->st[i], 0, 0}};
+  s->bytes_written = total * (double)ein_dtype_size(s->dst_dtype);
+  return EIN_OK;
+}
+
+static double reduced_count(const planner *pl) {
+  double c = 1;
+  for (int a = 0; a < pl->p->naxes; a++)
+    if (ein_axis_reduced(pl->p, a)) c *= (double)pl->size[a];
+  return c;
+}
+
+static ein_status plan_contraction(planner *pl, pview *inv,
+                                   const pview *outv) {
+  const ein_problem *p = pl->p;
+  int n = p->ninputs;
+  ein_axset outset = view_set(outv), in_any = {{0}};
+  ein_axset sets[EIN_MAX_OPERANDS];
+  for (int i = 0; i < n; i++) {
+    sets[i] = view_set(&inv[i]);
+    in_any = ein_axset_or(in_any, sets[i]);
+  }
+  outset = ein_axset_and(outset, in_any); /* repeats come last */
+
+  pl->nodes = ein_arena_alloc(pl->arena, (size_t)(2 * n), sizeof *pl->nodes);
+  if (!pl->nodes) return no_memory(pl);
+  ein_status st;
+  /* Leaves: axes private to one operand are summed away first. */
+  for (int i = 0; i < n; i++) {
+    ein_axset others = outset;
+    for (int j = 0; j < n; j++)
+      if (j != i) others = ein_axset_or(others, sets[j]);
+    node *nd = &pl->nodes[pl->nnodes++];
+    nd->left = nd->right = -1;
+    nd->opnum = i;
+    nd->view = inv[i];
+    ein_axset keep = ein_axset_and(sets[i], others);
+    if (!ein_axset_empty(ein_axset_minus(sets[i], keep))) {
+      pview sorted = inv[i];
+      view_sort(&sorted);
+      int axes[EIN_MAX_AXES], na = 0;
+      for (int k = 0; k < sorted.n; k++)
+        if (ein_axset_has(&keep, sorted.ax[k])) axes[na++] = sorted.ax[k];
+      pview t;
+      if ((st = temp_view(pl, axes, na, pl->cdtype, &t))) return st;
+      const pview *src[1] = {&inv[i]};
+      if ((st = emit_loop(pl, EIN_ROLE_REDUCE, &t, 1, src, EIN_REDUCE_SUM, 1)))
+        return st;
+      pl->ir->steps[pl->ir->nsteps - 1].operand[0] = i;
+      pl->ir->steps[pl->ir->nsteps - 1].result = i;
+      nd->view = t;
+    }
+    nd->set = keep;
+    sets[i] = keep;
+  }
+
+  ein_path_query q = {n, sets, outset, pl->size, 0};
+  int (*pairs)[2] = ein_arena_alloc(pl->arena, (size_t)n, sizeof *pairs);
+  if (!pairs) return no_memory(pl);
+  q.memory_limit = pl->memory_limit;
+  if (!ein_path_search(&q, pl->arena, pairs, &pl->ir->path_method))
+    return no_memory(pl);
+  pl->ir->path = pairs;
+  pl->ir->npath = n - 1;
+  /* Build the tree: SSA id k >= n is node n + (k - n). */
+  for (int k = 0; k < n - 1; k++) {
+    node *nd = &pl->nodes[pl->nnodes++];
+    nd->left = pairs[k][0];
+    nd->right = pairs[k][1];
+    nd->opnum = n + k;
+    ein_axset others = outset;
+    /* Keep what the output or any operand not yet merged still needs. */
+    ein_axset merged = ein_axset_or(pl->nodes[nd->left].set,
+                                    pl->nodes[nd->right].set);
+    bool used[2 * EIN_MAX_OPERANDS] = {false};
+    for (int j = 0; j <= k; j++) used[pairs[j][0]] = used[pairs[j][1]] = true;
+    for (int j = 0; j < n + k; j++)
+      if (!used[j]) others = ein_axset_or(others, pl->nodes[j].set);
+    nd->set = ein_axset_and(merged, others);
+  }
+  int root = pl->nnodes - 1;
+
+  bool repeats = !ein_axset_empty(ein_axset_minus(view_set(outv), outset));
+  if (!repeats) {
+    pview r;
+    return emit_node(pl, root, outv, &r);
+  }
+  pview r;
+  if ((st = emit_node(pl, root, NULL, &r))) return st;
+  const pview *src[1] = {&r};
+  return emit_loop(pl, EIN_ROLE_REPEAT, outv, 1, src, EIN_REDUCE_SUM, 1);
+}
+
+void ein_plan_ir_destroy(ein_plan_ir *plan) {
+  if (!plan) return;
+  ein_arena arena = plan->arena;
+  ein_arena_destroy(&arena);
+}
+
+ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
+                          const ein_tensor_desc *output,
+                          const ein_backend_caps *caps,
+                          const ein_plan_limits *limits, ein_error_rec *err,
+                          ein_plan_ir **out) {
+  ein_arena arena;
+  ein_arena_init(&arena);
+  ein_plan_ir *ir = ein_arena_alloc(&arena, 1, sizeof *ir);
+  if (!ir) {
+    ein_arena_destroy(&arena);
+    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                         "out of memory while planning");
+  }
+  ir->arena = arena;
+  planner pl = {.p = p, .caps = caps, .ir = ir, .arena = &ir->arena,
+                .err = err};
+  ein_status st = EIN_OK;
+  int n = p->ninputs;
+  if (n < 1) {
+    st = ein_error_set(err, EIN_ERR_OPERAND_COUNT, NULL, 0, NULL, 0,
+                       "an expression needs at least one input to evaluate");
+    goto fail;
+  }
+  pl.dtype = inputs[0].dtype;
+  if ((st = check_dtypes(&pl, inputs, output))) goto fail;
+  pl.cdtype = ein_dtype_compute(pl.dtype);
+  if (limits && limits->memory_limit > 0)
+    pl.memory_limit =
+        (double)limits->memory_limit / (double)ein_dtype_size(pl.cdtype);
+  ir->dtype = pl.dtype;
+  ir->reduction = p->reduction;
+  ir->ninputs = n;
+  ir->naxes = p->naxes;
+  pl.size = ein_arena_alloc(pl.arena, (size_t)(p->naxes + 1), sizeof(int64_t));
+  ir->axis_labels = ein_arena_alloc(pl.arena, (size_t)(p->naxes + 1),
+                                    sizeof(char *));
+  ir->axis_roles = ein_arena_alloc(pl.arena, (size_t)(p->naxes + 1),
+                                   sizeof(ein_axis_role));
+  ir->out_shape = ein_arena_alloc(pl.arena, (size_t)(p->output.ndim + 1),
+                                  sizeof(int64_t));
+  pl.cap_steps = 6 * n + 8;
+  pl.cap_bufs = 5 * n + 8;
+  ir->steps = ein_arena_alloc(pl.arena, (size_t)pl.cap_steps, sizeof(ein_step));
+  ir->buffers = ein_arena_alloc(pl.arena, (size_t)pl.cap_bufs,
+                                sizeof(ein_plan_buffer));
+  if (!pl.size || !ir->axis_labels || !ir->axis_roles || !ir->out_shape || !ir->steps ||
+      !ir->buffers) {
+    st = no_memory(&pl);
+    goto fail;
+  }
+  ir->axis_sizes = pl.size;
+  bool empty = false;
+  for (int a = 0; a < p->naxes; a++) {
+    pl.size[a] = p->axes[a].size;
+    ir->axis_labels[a] = ein_arena_strndup(pl.arena, p->axes[a].label,
+                                           strlen(p->axes[a].label));
+    if (!ir->axis_labels[a]) {
+      st = no_memory(&pl);
+      goto fail;
+    }
+    empty |= pl.size[a] == 0;
+    ir->axis_roles[a] = ein_axis_reduced(p, a)    ? EIN_AXIS_REDUCED
+                        : ein_axis_repeated(p, a) ? EIN_AXIS_REPEATED
+                                                  : EIN_AXIS_KEPT;
+  }
+  ir->out_ndim = p->output.ndim;
+  for (int d = 0; d < p->output.ndim; d++)
+    ir->out_shape[d] = p->output.dims[d].size;
+
+  /* Naive cost: every input axis visited once per term (opt_einsum). */
+  ein_axset in_axes = {{0}}, kept = {{0}};
+  for (int a = 0; a < p->naxes; a++) {
+    if (p->axes[a].in_input) ein_axset_add(&in_axes, a);
+    if (p->axes[a].in_input && p->axes[a].in_output) ein_axset_add(&kept, a);
+  }
+  ir->naive_flops = ein_step_flop_count(in_axes, kept, n, pl.size);
+
+  for (int i = 0; i < n; i++)
+    add_buffer(&pl, EIN_BUF_INPUT, i, inputs[i].dtype, 0);
+  int outbuf = add_buffer(&pl, EIN_BUF_OUTPUT, -1, output->dtype, 0);
+  pview *inv = ein_arena_alloc(pl.arena, (size_t)n, sizeof *inv);
+  pview outv;
+  if (!inv) {
+    st = no_memory(&pl);
+    goto fail;
+  }
+  if (!empty)
+    for (int i = 0; i < n && !st; i++)
+      st = operand_view(&pl, &p->inputs[i], &inputs[i], i, &inv[i]);
+  if (!st) st = operand_view(&pl, &p->output, output, outbuf, &outv);
+  if (st) goto fail;
+
+  if (empty) {
+    ir->path_method = "none";
+    st = plan_empty(&pl, &outv);
+  } else if (n == 1) {
+    ir->path_method = "single";
+    double alpha = p->reduction == EIN_REDUCE_MEAN ? 1 / reduced_count(&pl) : 1;
+    const pview *src[1] = {&inv[0]};
+    st = emit_loop(&pl, EIN_ROLE_SINGLE, &outv, 1, src, p->reduction, alpha);
+    if (!st) {
+      ir->steps[0].operand[0] = 0;
+      ir->steps[0].result = 1;
+    }
+  } else {
+    st = plan_contraction(&pl, inv, &outv);
+  }
+  if (st) goto fail;
+  for (int i = 0; i < ir->nsteps; i++) {
+    ir->flops += ir->steps[i].flops;
+    ir->bytes_moved += ir->steps[i].bytes_read + ir->steps[i].bytes_written;
+  }
+  *out = ir;
+  return EIN_OK;
+fail:
+  ein_plan_ir_destroy(ir);
+  return st;
+}
+
+const char *ein_step_role_name(ein_step_role role) {
+  switch (role) {
+  case EIN_ROLE_CONTRACT: return "contract";
+  case EIN_ROLE_REDUCE: return "pre-reduce";
+  case EIN_ROLE_SINGLE: return "single";
+  case EIN_ROLE_LAYOUT: return "layout";
+  case EIN_ROLE_CONVERT: return "convert";
+  case EIN_ROLE_STORE: return "store";
+  case EIN_ROLE_REPEAT: return "repeat";
+  case EIN_ROLE_EMPTY: return "empty";
+  }
+  return "?";
+}
+
+const char *ein_step_name(const ein_step *s) {
+  if (s->kind == EIN_STEP_GEMM) return "gemm";
+  if (s->kind == EIN_STEP_FILL) return "fill";
+  bool reduces = false;
+  for (int i = 0; i < s->naxes; i++)
+    reduces |= s->axes[i].stride[0] == 0 && s->axes[i].size > 1;
+  if (s->nsrc == 2) return reduces ? "contract" : "product";
+  return reduces ? "reduce" : "copy";
+}

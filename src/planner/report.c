@@ -1,0 +1,300 @@
+/*
+ * report.c - a plan described for people (text) and programs (JSON), with a
+ * roofline estimate of its time on a device model. See report.h.
+ */
+#include "report.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Rates measured on our GPU machine (../shared/anchors, 2026-11-22):
+ * cuBLAS GEMM 8192^3 and a device-to-device copy. f64 is the H100's
+ * FP64 tensor-core rate less the same margin (not measured). */
+static const ein_device_model models[] = {
+    {"h100", 780e12, 51e12, 55e12, 2.96e12},
+    {"h200", 780e12, 51e12, 55e12, 4.3e12},
+};
+
+const ein_device_model *ein_device_model_find(const char *name) {
+  if (!name) return &models[0];
+  for (size_t i = 0; i < sizeof models / sizeof *models; i++)
+    if (strcmp(models[i].name, name) == 0) return &models[i];
+  return NULL;
+}
+
+static double peak_for(const ein_device_model *m, ein_dtype dt) {
+  switch (dt) {
+  case EIN_DT_F16: case EIN_DT_BF16: return m->flops_half;
+  case EIN_DT_F64: return m->flops_f64;
+  default: return m->flops_f32;
+  }
+}
+
+/* Roofline: the larger of compute time and memory time. */
+static double step_seconds(const ein_device_model *m, const ein_step *s) {
+  ein_dtype dt = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
+  double t_flops = s->flops / peak_for(m, dt);
+  double t_bytes = (s->bytes_read + s->bytes_written) / m->bandwidth;
+  return fmax(t_flops, t_bytes);
+}
+
+double ein_plan_predicted_seconds(const ein_plan_ir *ir,
+                                  const ein_device_model *m) {
+  double t = 0;
+  for (int i = 0; i < ir->nsteps; i++) t += step_seconds(m, &ir->steps[i]);
+  return t;
+}
+
+/* The name of a buffer in reports: in1.., out, t1.. */
+static void buffer_name(const ein_plan_ir *ir, int buf, char *out,
+                        size_t cap) {
+  const ein_plan_buffer *b = &ir->buffers[buf];
+  if (b->kind == EIN_BUF_INPUT)
+    snprintf(out, cap, "in%d", b->input + 1);
+  else if (b->kind == EIN_BUF_OUTPUT)
+    snprintf(out, cap, "out");
+  else {
+    int t = 0;
+    for (int i = 0; i <= buf; i++) t += ir->buffers[i].kind == EIN_BUF_TEMP;
+    snprintf(out, cap, "t%d", t);
+  }
+}
+
+static void group_text(const ein_plan_ir *ir, const ein_axis_group *g,
+                       ein_strbuf *sb) {
+  if (g->n == 0) {
+    ein_strbuf_printf(sb, "-");
+    return;
+  }
+  for (int i = 0; i < g->n; i++)
+    ein_strbuf_printf(sb, "%s%s", i ? "*" : "", ir->axis_labels[g->axes[i]]);
+  ein_strbuf_printf(sb, "=%lld", (long long)g->size);
+}
+
+static void gemm_transposes(const ein_step *s, bool *ta, bool *tb, bool *tc) {
+  const ein_gemm *g = &s->gemm;
+  int64_t ld;
+  *ta = *tb = *tc = false;
+  ein_matrix_layout(g->m, g->k, g->a_ms, g->a_ks, ta, &ld);
+  ein_matrix_layout(g->k, g->n, g->b_ks, g->b_ns, tb, &ld);
+  ein_matrix_layout(g->m, g->n, g->c_ms, g->c_ns, tc, &ld);
+}
+
+static const char *size_unit(double bytes, double *scaled) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    u++;
+  }
+  *scaled = bytes;
+  return units[u];
+}
+
+static const char *role_word(ein_axis_role r) {
+  return r == EIN_AXIS_REDUCED ? "reduced"
+         : r == EIN_AXIS_REPEATED ? "repeated"
+                                  : "kept";
+}
+
+static void report_text(const ein_plan_ir *ir, const char *expr,
+                        const char *backend, const ein_device_model *m,
+                        ein_strbuf *sb) {
+  ein_strbuf_printf(sb, "expression   %s\n", expr);
+  ein_strbuf_printf(sb, "dtype        %s (computed in %s)   backend %s\n",
+                    ein_dtype_name(ir->dtype),
+                    ein_dtype_name(ein_dtype_compute(ir->dtype)), backend);
+  ein_strbuf_printf(sb, "axes        ");
+  for (int a = 0; a < ir->naxes; a++)
+    ein_strbuf_printf(sb, " %s=%lld%s", ir->axis_labels[a],
+                      (long long)ir->axis_sizes[a],
+                      ir->axis_roles[a] == EIN_AXIS_REDUCED    ? "(sum)"
+                      : ir->axis_roles[a] == EIN_AXIS_REPEATED ? "(rep)"
+                                                               : "");
+  ein_strbuf_printf(sb, "\noutput       ");
+  if (ir->out_ndim == 0) ein_strbuf_printf(sb, "scalar");
+  for (int d = 0; d < ir->out_ndim; d++)
+    ein_strbuf_printf(sb, "%s%lld", d ? "x" : "", (long long)ir->out_shape[d]);
+  ein_strbuf_printf(sb, "\npath         %s", ir->path_method);
+  for (int i = 0; i < ir->npath; i++)
+    ein_strbuf_printf(sb, " (%d,%d)", ir->path[i][0], ir->path[i][1]);
+  ein_strbuf_printf(sb, "\nnaive FLOPs  %.4g\nplan FLOPs   %.4g   speed-up %.3gx\n",
+                    ir->naive_flops, ir->flops,
+                    ir->flops > 0 ? ir->naive_flops / ir->flops : 1.0);
+  double sc;
+  const char *u = size_unit((double)ir->largest_intermediate *
+                                (double)ein_dtype_size(ein_dtype_compute(ir->dtype)),
+                            &sc);
+  ein_strbuf_printf(sb, "largest intermediate  %lld elements (%.3g %s)",
+                    (long long)ir->largest_intermediate, sc, u);
+  u = size_unit((double)ir->workspace_bytes, &sc);
+  ein_strbuf_printf(sb, "   workspace %.3g %s\n", sc, u);
+  double t = ein_plan_predicted_seconds(ir, m);
+  ein_strbuf_printf(sb,
+                    "predicted    %.4g ms on %s (%.0f TFLOP/s %s, %.3g TB/s)\n",
+                    t * 1e3, m->name, peak_for(m, ir->dtype) / 1e12,
+                    ein_dtype_name(ir->dtype), m->bandwidth / 1e12);
+  ein_strbuf_printf(sb, "\n%-3s %-8s %-10s %-14s %-46s %10s %10s %7s %9s\n",
+                    "#", "step", "role", "operands", "batch / M / N / K",
+                    "FLOPs", "bytes", "FLOP/B", "ms");
+  for (int i = 0; i < ir->nsteps; i++) {
+    const ein_step *s = &ir->steps[i];
+    char d[16], a[16], b[16], ops[64];
+    buffer_name(ir, s->dst.buffer, d, sizeof d);
+    if (s->nsrc == 0)
+      snprintf(ops, sizeof ops, "-> %s", d);
+    else if (s->nsrc == 1) {
+      buffer_name(ir, s->src[0].buffer, a, sizeof a);
+      snprintf(ops, sizeof ops, "%s -> %s", a, d);
+    } else {
+      buffer_name(ir, s->src[0].buffer, a, sizeof a);
+      buffer_name(ir, s->src[1].buffer, b, sizeof b);
+      snprintf(ops, sizeof ops, "%s,%s -> %s", a, b, d);
+    }
+    ein_strbuf groups = {0};
+    if (s->kind == EIN_STEP_GEMM) {
+      static const char *gname[4] = {"B ", " M ", " N ", " K "};
+      for (int g = 0; g < 4; g++) {
+        ein_strbuf_printf(&groups, "%s", gname[g]);
+        group_text(ir, &s->gemm.groups[g], &groups);
+      }
+      bool ta, tb, tc;
+      gemm_transposes(s, &ta, &tb, &tc);
+      if (ta || tb || tc)
+        ein_strbuf_printf(&groups, " [%s%s%s]", ta ? "A^T" : "",
+                          tb ? (ta ? ",B^T" : "B^T") : "",
+                          tc ? (ta || tb ? ",C^T" : "C^T") : "");
+    } else {
+      int nr = 0;
+      for (int k = 0; k < s->naxes; k++) {
+        bool red = s->axes[k].stride[0] == 0 && s->kind != EIN_STEP_FILL;
+        ein_strbuf_printf(&groups, "%s%s%s=%lld", nr++ ? " " : "",
+                          red ? "+" : "", ir->axis_labels[s->axes[k].axis],
+                          (long long)s->axes[k].size);
+      }
+      if (!nr) ein_strbuf_printf(&groups, "scalar");
+    }
+    double bytes = s->bytes_read + s->bytes_written;
+    ein_strbuf_printf(sb, "%-3d %-8s %-10s %-14s %-46s %10.4g %10.4g %7.3g %9.4f\n",
+                      i + 1, ein_step_name(s), ein_step_role_name(s->role),
+                      ops, groups.data ? groups.data : "", s->flops, bytes,
+                      bytes > 0 ? s->flops / bytes : 0.0,
+                      step_seconds(m, s) * 1e3);
+    if (groups.failed) sb->failed = true;
+    ein_strbuf_free(&groups);
+  }
+}
+
+static void json_group(const ein_plan_ir *ir, const char *key,
+                       const ein_axis_group *g, ein_strbuf *sb) {
+  ein_strbuf_printf(sb, "\"%s\":{\"axes\":[", key);
+  for (int i = 0; i < g->n; i++) {
+    if (i) ein_strbuf_printf(sb, ",");
+    ein_strbuf_json_string(sb, ir->axis_labels[g->axes[i]]);
+  }
+  ein_strbuf_printf(sb, "],\"size\":%lld}", (long long)g->size);
+}
+
+static void report_json(const ein_plan_ir *ir, const char *expr,
+                        const char *backend, const ein_device_model *m,
+                        ein_strbuf *sb) {
+  ein_strbuf_printf(sb, "{\"expression\":");
+  ein_strbuf_json_string(sb, expr);
+  ein_strbuf_printf(sb, ",\"dtype\":\"%s\",\"compute_dtype\":\"%s\","
+                        "\"backend\":\"%s\",\"reduction\":\"%s\",\"axes\":[",
+                    ein_dtype_name(ir->dtype),
+                    ein_dtype_name(ein_dtype_compute(ir->dtype)), backend,
+                    ein_reduction_name(ir->reduction));
+  for (int a = 0; a < ir->naxes; a++) {
+    ein_strbuf_printf(sb, "%s{\"name\":", a ? "," : "");
+    ein_strbuf_json_string(sb, ir->axis_labels[a]);
+    ein_strbuf_printf(sb, ",\"size\":%lld,\"role\":\"%s\"}",
+                      (long long)ir->axis_sizes[a],
+                      role_word(ir->axis_roles[a]));
+  }
+  ein_strbuf_printf(sb, "],\"output_shape\":[");
+  for (int d = 0; d < ir->out_ndim; d++)
+    ein_strbuf_printf(sb, "%s%lld", d ? "," : "", (long long)ir->out_shape[d]);
+  ein_strbuf_printf(sb, "],\"path_method\":\"%s\",\"path\":[",
+                    ir->path_method);
+  for (int i = 0; i < ir->npath; i++)
+    ein_strbuf_printf(sb, "%s[%d,%d]", i ? "," : "", ir->path[i][0],
+                      ir->path[i][1]);
+  ein_strbuf_printf(sb,
+                    "],\"naive_flops\":%.17g,\"flops\":%.17g,"
+                    "\"speedup\":%.6g,\"largest_intermediate\":%lld,"
+                    "\"workspace_bytes\":%lld,\"bytes_moved\":%.17g,"
+                    "\"device_model\":{\"name\":\"%s\",\"flops_per_s\":%.6g,"
+                    "\"bytes_per_s\":%.6g},\"predicted_seconds\":%.6g,"
+                    "\"steps\":[",
+                    ir->naive_flops, ir->flops,
+                    ir->flops > 0 ? ir->naive_flops / ir->flops : 1.0,
+                    (long long)ir->largest_intermediate,
+                    (long long)ir->workspace_bytes, ir->bytes_moved, m->name,
+                    peak_for(m, ir->dtype), m->bandwidth,
+                    ein_plan_predicted_seconds(ir, m));
+  for (int i = 0; i < ir->nsteps; i++) {
+    const ein_step *s = &ir->steps[i];
+    char name[16];
+    ein_strbuf_printf(sb, "%s{\"index\":%d,\"kind\":\"%s\",\"role\":\"%s\","
+                          "\"reads\":[",
+                      i ? "," : "", i + 1, ein_step_name(s),
+                      ein_step_role_name(s->role));
+    for (int k = 0; k < s->nsrc; k++) {
+      buffer_name(ir, s->src[k].buffer, name, sizeof name);
+      ein_strbuf_printf(sb, "%s\"%s\"", k ? "," : "", name);
+    }
+    buffer_name(ir, s->dst.buffer, name, sizeof name);
+    ein_strbuf_printf(sb, "],\"writes\":\"%s\",\"dtype_in\":\"%s\","
+                          "\"dtype_out\":\"%s\",",
+                      name,
+                      ein_dtype_name(s->nsrc ? s->src_dtype[0] : s->dst_dtype),
+                      ein_dtype_name(s->dst_dtype));
+    if (s->kind == EIN_STEP_GEMM) {
+      bool ta, tb, tc;
+      gemm_transposes(s, &ta, &tb, &tc);
+      json_group(ir, "batch", &s->gemm.groups[EIN_GROUP_BATCH], sb);
+      ein_strbuf_printf(sb, ",");
+      json_group(ir, "m", &s->gemm.groups[EIN_GROUP_M], sb);
+      ein_strbuf_printf(sb, ",");
+      json_group(ir, "n", &s->gemm.groups[EIN_GROUP_N], sb);
+      ein_strbuf_printf(sb, ",");
+      json_group(ir, "k", &s->gemm.groups[EIN_GROUP_K], sb);
+      ein_strbuf_printf(sb, ",\"batch_loops\":%d,\"trans_a\":%s,"
+                            "\"trans_b\":%s,\"trans_c\":%s,\"alpha\":%.17g,",
+                        s->gemm.nbatch, ta ? "true" : "false",
+                        tb ? "true" : "false", tc ? "true" : "false",
+                        s->alpha);
+    } else {
+      ein_strbuf_printf(sb, "\"axes\":[");
+      for (int k = 0; k < s->naxes; k++) {
+        ein_strbuf_printf(sb, "%s{\"name\":", k ? "," : "");
+        ein_strbuf_json_string(sb, ir->axis_labels[s->axes[k].axis]);
+        ein_strbuf_printf(sb, ",\"size\":%lld,\"reduced\":%s}",
+                          (long long)s->axes[k].size,
+                          s->axes[k].stride[0] == 0 && s->kind != EIN_STEP_FILL
+                              ? "true"
+                              : "false");
+      }
+      ein_strbuf_printf(sb, "],\"op\":\"%s\",\"alpha\":%.17g,",
+                        ein_reduction_name(s->op), s->alpha);
+    }
+    double bytes = s->bytes_read + s->bytes_written;
+    ein_strbuf_printf(sb, "\"flops\":%.17g,\"bytes_read\":%.17g,"
+                          "\"bytes_written\":%.17g,\"intensity\":%.6g,"
+                          "\"predicted_seconds\":%.6g}",
+                      s->flops, s->bytes_read, s->bytes_written,
+                      bytes > 0 ? s->flops / bytes : 0.0, step_seconds(m, s));
+  }
+  ein_strbuf_printf(sb, "]}\n");
+}
+
+void ein_plan_report(const ein_plan_ir *ir, const char *expr,
+                     const char *backend, bool json,
+                     const ein_device_model *m, ein_strbuf *sb) {
+  if (json)
+    report_json(ir, expr, backend, m, sb);
+  else
+    report_text(ir, expr, backend, m, sb);
+}

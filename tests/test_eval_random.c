@@ -1,0 +1,406 @@
+/*
+ * test_eval_random.c - random expressions evaluated by einc and by the
+ * naive reference (reference.h), compared with the tolerance of their
+ * dtype. Each case draws: 1 to 5 operands, named axes in random orders,
+ * splits on inputs and merges on the output, diagonals, an ellipsis with
+ * broadcasting, repeats, every reduction, every dtype, odd and size-0
+ * axes, strided (permuted, sliced, offset) inputs and outputs, the numpy
+ * dialect. EIN_SEED=N reproduces a run; EIN_CASES=N sets the count
+ * (default 1500). A failing case prints its seed, expression and shapes.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "ein.h"
+#include "harness.h"
+#include "reference.h"
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+static int rnd_int(int n) { return (int)(rnd() % (uint64_t)n); }
+static double rnd_unit(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+
+typedef struct tensor {
+  DLTensor t;
+  int64_t shape[EIN_MAX_DIMS], strides[EIN_MAX_DIMS];
+  void *alloc;
+} tensor;
+
+/* A tensor of `shape` whose layout is random: dims stored in a permuted
+ * order, some dims with a gap (a slice with step 2), a random offset. */
+static void make_tensor(tensor *x, ein_dtype dt, int ndim,
+                        const int64_t *shape, bool strided) {
+  memset(x, 0, sizeof *x);
+  int perm[EIN_MAX_DIMS];
+  for (int d = 0; d < ndim; d++) perm[d] = d;
+  if (strided)
+    for (int d = ndim - 1; d > 0; d--) {
+      int j = rnd_int(d + 1), t = perm[d];
+      perm[d] = perm[j];
+      perm[j] = t;
+    }
+  int64_t s = 1;
+  for (int k = ndim - 1; k >= 0; k--) {
+    int d = perm[k];
+    int step = strided && rnd_int(4) == 0 ? 2 : 1;
+    x->strides[d] = s * step;
+    s *= (shape[d] > 0 ? shape[d] : 1) * step;
+  }
+  int64_t offset = strided ? rnd_int(3) : 0;
+  size_t esz = ein_dtype_size(dt);
+  x->alloc = calloc((size_t)(s + offset + 1), esz);
+  for (int d = 0; d < ndim; d++) x->shape[d] = shape[d];
+  x->t.data = x->alloc;
+  x->t.byte_offset = (uint64_t)offset * esz;
+  x->t.device = (DLDevice){kDLCPU, 0};
+  x->t.ndim = ndim;
+  x->t.dtype = ein_dtype_to_dl(dt);
+  x->t.shape = x->shape;
+  x->t.strides = strided || rnd_int(2) ? x->strides : NULL;
+  if (!x->t.strides) { /* compact strides, for the reference */
+    int64_t c = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+      x->strides[d] = c;
+      c *= shape[d] > 0 ? shape[d] : 1;
+    }
+  }
+}
+
+static int64_t numel(const tensor *x) {
+  int64_t n = 1;
+  for (int d = 0; d < x->t.ndim; d++) n *= x->shape[d];
+  return n;
+}
+
+/* Fills every element the tensor's view covers with random values. */
+static void fill_random(tensor *x, ein_dtype dt, ein_reduction r) {
+  int64_t n = numel(x), idx[EIN_MAX_DIMS] = {0};
+  char *base = (char *)x->t.data + x->t.byte_offset;
+  for (int64_t e = 0; e < n; e++) {
+    int64_t off = 0;
+    for (int d = 0; d < x->t.ndim; d++) off += idx[d] * x->strides[d];
+    double v;
+    if (dt == EIN_DT_BOOL)
+      v = rnd_int(3) != 0;
+    else if (!ein_dtype_is_float(dt))
+      v = rnd_int(7) - (ein_dtype_is_signed_int(dt) ? 3 : 0);
+    else if (r == EIN_REDUCE_PROD)
+      v = (0.5 + rnd_unit()) * (rnd_int(2) ? 1 : -1);
+    else
+      v = 2 * rnd_unit() - 1;
+    ref_store(dt, base, off, v);
+    for (int d = x->t.ndim - 1; d >= 0; d--) {
+      if (++idx[d] < x->shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+typedef struct gen_case {
+  char expr[512];
+  char desc[1024];
+  int n;
+  int ndims[EIN_MAX_OPERANDS];
+  int64_t shapes[EIN_MAX_OPERANDS][EIN_MAX_DIMS];
+  ein_options opt;
+  ein_length len[4];
+  ein_dtype dt;
+} gen_case;
+
+static const char *names[] = {"a", "b", "c", "d", "e", "f"};
+
+/* Appends "name" or "(x y)" items for a list of axes, grouping adjacent
+ * axes at random; dims[] receives each item's size. */
+static int emit_axes(char *buf, size_t cap, const int *ax, int n,
+                     const int64_t *size, int64_t *dims, bool group,
+                     bool numpy) {
+  int nd = 0;
+  size_t w = strlen(buf);
+  for (int i = 0; i < n;) {
+    int take = group && !numpy && i + 1 < n && rnd_int(4) == 0 ? 2 : 1;
+    if (take == 2) {
+      w += (size_t)snprintf(buf + w, cap - w, "(%s %s) ", names[ax[i]],
+                            names[ax[i + 1]]);
+      dims[nd++] = size[ax[i]] * size[ax[i + 1]];
+    } else {
+      w += (size_t)snprintf(buf + w, cap - w, numpy ? "%s" : "%s ",
+                            names[ax[i]]);
+      dims[nd++] = size[ax[i]];
+    }
+    i += take;
+  }
+  return nd;
+}
+
+static void shuffle(int *v, int n) {
+  for (int i = n - 1; i > 0; i--) {
+    int j = rnd_int(i + 1), t = v[i];
+    v[i] = v[j];
+    v[j] = t;
+  }
+}
+
+static void generate(gen_case *c) {
+  memset(c, 0, sizeof *c);
+  bool numpy = rnd_int(5) == 0;
+  int naxes = 1 + rnd_int(5);
+  int64_t size[6];
+  static const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 2, 3, 6, 8};
+  for (int a = 0; a < naxes; a++) size[a] = sizes[rnd_int(10)];
+  if (rnd_int(40) == 0) size[rnd_int(naxes)] = 0;
+  static const ein_dtype dts[] = {EIN_DT_F32, EIN_DT_F64, EIN_DT_F32,
+                                  EIN_DT_F64, EIN_DT_F16, EIN_DT_BF16,
+                                  EIN_DT_I32, EIN_DT_I64, EIN_DT_I8,
+                                  EIN_DT_U8, EIN_DT_BOOL};
+  c->dt = dts[rnd_int(11)];
+  if (c->dt == EIN_DT_BOOL) numpy = false; /* numpy sums; bool cannot */
+  ein_reduction r = EIN_REDUCE_SUM;
+  c->n = 1 + rnd_int(4);
+  if (rnd_int(3) == 0) c->n = 1;
+  if (c->dt == EIN_DT_BOOL) c->n = 1;
+  if (c->n == 1) {
+    static const ein_reduction rs[] = {EIN_REDUCE_SUM, EIN_REDUCE_MEAN,
+                                       EIN_REDUCE_MAX, EIN_REDUCE_MIN,
+                                       EIN_REDUCE_PROD, EIN_REDUCE_ANY,
+                                       EIN_REDUCE_ALL};
+    r = rs[rnd_int(7)];
+    if (c->dt == EIN_DT_BOOL && (r == EIN_REDUCE_SUM || r == EIN_REDUCE_MEAN ||
+                                 r == EIN_REDUCE_PROD))
+      r = EIN_REDUCE_ANY;
+    if (!ein_dtype_is_float(c->dt) && r == EIN_REDUCE_MEAN) r = EIN_REDUCE_SUM;
+  }
+  if (numpy) r = EIN_REDUCE_SUM;
+  c->opt.reduction = r;
+  c->opt.dialect = numpy ? EIN_DIALECT_NUMPY : EIN_DIALECT_EINOPS;
+
+  /* The ellipsis: 0-2 dims; each operand may broadcast some of them. */
+  bool ell = rnd_int(4) == 0;
+  int nell = ell ? rnd_int(3) : 0;
+  int64_t ellsz[2] = {2 + rnd_int(3), 1 + rnd_int(3)};
+
+  bool used[6] = {false};
+  for (int i = 0; i < c->n; i++) {
+    int ax[8], n = 0;
+    for (int a = 0; a < naxes; a++)
+      if (rnd_int(3) != 0) ax[n++] = a;
+    if (n == 0 && naxes) ax[n++] = rnd_int(naxes);
+    shuffle(ax, n);
+    if (rnd_int(8) == 0 && n > 0 && n < 7) ax[n++] = ax[0]; /* diagonal */
+    for (int k = 0; k < n; k++) used[ax[k]] = true;
+    char op[128] = "";
+    int nd = 0;
+    if (ell) {
+      strcat(op, numpy ? "..." : "... ");
+      for (int e = 0; e < nell; e++)
+        c->shapes[i][nd++] = rnd_int(4) == 0 ? 1 : ellsz[e];
+    }
+    int64_t dims[16];
+    int k = emit_axes(op, sizeof op, ax, n, size, dims, true, numpy);
+    if (ell && rnd_int(2) == 0) { /* fewer ellipsis dims: broadcast */
+      int drop = rnd_int(nell + 1);
+      memmove(c->shapes[i], c->shapes[i] + drop,
+              sizeof(int64_t) * (size_t)(nd - drop));
+      nd -= drop;
+    }
+    for (int j = 0; j < k; j++) c->shapes[i][nd++] = dims[j];
+    c->ndims[i] = nd;
+    if (numpy)
+      for (int j = 0; j < nd; j++)
+        if (rnd_int(12) == 0 && j >= nd - k) c->shapes[i][j] = 1;
+    size_t w = strlen(c->expr);
+    snprintf(c->expr + w, sizeof c->expr - w, "%s%s", i ? ", " : "", op);
+  }
+  /* Output: a random subset of the used axes, maybe a repeat. */
+  int out[8], no = 0;
+  for (int a = 0; a < naxes; a++)
+    if (used[a] && rnd_int(5) < 3) out[no++] = a;
+  shuffle(out, no);
+  strcat(c->expr, " -> ");
+  if (ell && (numpy || rnd_int(4) != 0)) strcat(c->expr, numpy ? "..." : "... ");
+  int64_t dummy[16];
+  char outs[128] = "";
+  emit_axes(outs, sizeof outs, out, no, size, dummy, true, numpy);
+  strcat(c->expr, outs);
+  if (!numpy && rnd_int(6) == 0 && naxes < 6) {
+    int64_t rs = 1 + rnd_int(3);
+    strcat(c->expr, "f"); /* axis 5 is unused: a repeat */
+    c->len[0].name = "f";
+    c->len[0].size = rs;
+    c->opt.lengths = c->len;
+    c->opt.nlengths = 1;
+  }
+  /* Splits in inputs need lengths when both factors are unknown: bind
+   * every axis length explicitly half the time so both paths run. */
+  if (!numpy && rnd_int(2) == 0) {
+    static const char *nm[6] = {"a", "b", "c", "d", "e", "f"};
+    for (int a = 0; a < naxes && c->opt.nlengths < 4; a++)
+      if (used[a]) {
+        c->len[c->opt.nlengths].name = nm[a];
+        c->len[c->opt.nlengths++].size = size[a];
+      }
+    c->opt.lengths = c->len;
+  }
+  size_t w = (size_t)snprintf(c->desc, sizeof c->desc, "'%s' %s %s [",
+                              c->expr, ein_dtype_name(c->dt),
+                              ein_reduction_name(r));
+  for (int i = 0; i < c->n; i++) {
+    for (int d = 0; d < c->ndims[i]; d++)
+      w += (size_t)snprintf(c->desc + w, sizeof c->desc - w, "%s%lld",
+                            d ? "x" : "", (long long)c->shapes[i][d]);
+    w += (size_t)snprintf(c->desc + w, sizeof c->desc - w, "%s",
+                          i + 1 < c->n ? " " : "]");
+  }
+  for (int l = 0; l < c->opt.nlengths; l++)
+    w += (size_t)snprintf(c->desc + w, sizeof c->desc - w, " %s=%lld",
+                          c->len[l].name, (long long)c->len[l].size);
+}
+
+static double tolerance(ein_dtype dt) {
+  switch (dt) {
+  case EIN_DT_F64: return 1e-12;
+  case EIN_DT_F32: return 1e-5;
+  case EIN_DT_F16: case EIN_DT_BF16: return 2e-2;
+  default: return 0;
+  }
+}
+
+static int run_case(ein_ctx *ctx, uint64_t seed, int *skipped) {
+  rng_state = seed * 2654435761u + 88172645463325252ull;
+  gen_case c;
+  generate(&c);
+  const int64_t *shp[EIN_MAX_OPERANDS];
+  for (int i = 0; i < c.n; i++) shp[i] = c.shapes[i];
+  ein_binding *b;
+  /* Bind first: cases the generator made invalid (a split the binder
+   * cannot solve, a length that contradicts) are skipped, not failures;
+   * test_shapes covers binding. */
+  if (ein_bind_shapes(ctx, c.expr, shp, c.ndims, c.n, &c.opt, &b)) {
+    (*skipped)++;
+    return 0;
+  }
+  const ein_problem *p = ein_binding_problem(b);
+  double vol = 1;
+  for (int a = 0; a < p->naxes; a++) vol *= (double)(p->axes[a].size ? p->axes[a].size : 1);
+  if (vol > 4e5) {
+    ein_binding_destroy(b);
+    (*skipped)++;
+    return 0;
+  }
+  tensor in[EIN_MAX_OPERANDS], out;
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  for (int i = 0; i < c.n; i++) {
+    make_tensor(&in[i], c.dt, c.ndims[i], c.shapes[i], rnd_int(2));
+    fill_random(&in[i], c.dt, c.opt.reduction);
+    ins[i] = &in[i].t;
+  }
+  int ond = ein_binding_output_ndim(b);
+  make_tensor(&out, c.dt, ond, ein_binding_output_shape(b), rnd_int(3) == 0);
+  int64_t on = numel(&out);
+  double *want = malloc(sizeof(double) * (size_t)(on ? on : 1));
+  int ref = ref_eval(p, ins, want, on);
+  ein_status st = ein_eval(ctx, c.expr, ins, c.n, &out.t, &c.opt);
+  int failed = 0;
+  if (ref < 0) {
+    if (st != EIN_ERR_BAD_REDUCTION) {
+      fprintf(stderr, "FAIL seed %llu: %s: want 'bad reduction', got %s\n",
+              (unsigned long long)seed, c.desc, ein_status_name(st));
+      failed = 1;
+    }
+  } else if (st) {
+    fprintf(stderr, "FAIL seed %llu: %s: %s: %s\n", (unsigned long long)seed,
+            c.desc, ein_status_name(st), ein_last_error(ctx)->message);
+    failed = 1;
+  } else {
+    /* Compare in the output's layout: err norm / ref norm. */
+    double err = 0, norm = 0, worst = 0;
+    int64_t idx[EIN_MAX_DIMS] = {0}, worst_at = -1;
+    char *base = (char *)out.t.data + out.t.byte_offset;
+    bool nan_mismatch = false;
+    for (int64_t e = 0; e < on; e++) {
+      int64_t off = 0;
+      for (int d = 0; d < ond; d++) off += idx[d] * out.strides[d];
+      double got = ref_load(c.dt, base, off), w = want[e];
+      double wr = w;
+      if (!ein_dtype_is_float(c.dt)) { /* integers wrap to the dtype */
+        int64_t cell = 0;
+        ref_store(c.dt, &cell, 0, w);
+        wr = ref_load(c.dt, &cell, 0);
+      }
+      if (isnan(wr) || isnan(got)) {
+        nan_mismatch |= isnan(wr) != isnan(got);
+      } else if (isinf(wr) || isinf(got)) {
+        nan_mismatch |= wr != got;
+      } else {
+        double dlt = fabs(got - wr);
+        err += dlt * dlt;
+        norm += wr * wr;
+        if (dlt > worst) {
+          worst = dlt;
+          worst_at = e;
+        }
+      }
+      for (int d = ond - 1; d >= 0; d--) {
+        if (++idx[d] < out.shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+    double rel = norm > 0 ? sqrt(err / norm) : sqrt(err);
+    if (nan_mismatch || rel > tolerance(c.dt)) {
+      fprintf(stderr,
+              "FAIL seed %llu: %s: relative error %.3g (tolerance %.1g), "
+              "worst element %lld off by %.3g%s\n",
+              (unsigned long long)seed, c.desc, rel, tolerance(c.dt),
+              (long long)worst_at, worst, nan_mismatch ? ", NaN/Inf mismatch" : "");
+      failed = 1;
+    }
+  }
+  free(want);
+  for (int i = 0; i < c.n; i++) free(in[i].alloc);
+  free(out.alloc);
+  ein_binding_destroy(b);
+  return failed;
+}
+
+int main(void) {
+  const char *env = getenv("EIN_SEED");
+  uint64_t seed0 = env ? strtoull(env, NULL, 10) : 20261122;
+  const char *cenv = getenv("EIN_CASES");
+  int cases = cenv ? atoi(cenv) : 1500;
+  printf("random evaluation: seed %llu, %d cases (EIN_SEED=N to repeat)\n",
+         (unsigned long long)seed0, cases);
+  /* Two contexts: the default one, and one whose CPU backend turns every
+   * contraction with a K into a GEMM (sizes here are too small to cross
+   * the real threshold), so both the GEMM and the loop paths are checked
+   * on every kind of expression. */
+  ein_ctx *ctx, *gemm_ctx;
+  ein_ctx_create(&ctx);
+  ein_ctx_create(&gemm_ctx);
+  gemm_ctx->cpu = ein_cpu_backend_create();
+  gemm_ctx->cpu->caps.gemm_min_flops = 0;
+  int skipped = 0, compared = 0;
+  for (int k = 0; k < cases; k++) {
+    int before = skipped;
+    int f = run_case(k % 2 ? gemm_ctx : ctx, seed0 + (uint64_t)k, &skipped);
+    if (skipped == before) {
+      compared++;
+      CHECK(!f, "case %d (EIN_SEED=%llu EIN_CASES=1)", k,
+            (unsigned long long)(seed0 + (uint64_t)k));
+    }
+  }
+  printf("compared %d cases with the reference, skipped %d unbindable\n",
+         compared, skipped);
+  CHECK(compared >= 1000, "only %d cases compared", compared);
+  ein_ctx_destroy(ctx);
+  ein_ctx_destroy(gemm_ctx);
+  return test_summary("eval_random");
+}
