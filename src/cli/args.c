@@ -34,7 +34,8 @@ void cli_print_error(const ein_error *err) {
 
 int cli_exit_status(ein_status status) {
   if (status == EIN_OK) return EXIT_OK;
-  if (status == EIN_ERR_NO_MEMORY || status == EIN_ERR_INTERNAL)
+  if (status == EIN_ERR_NO_MEMORY || status == EIN_ERR_INTERNAL ||
+      status == EIN_ERR_BACKEND)
     return EXIT_INTERNAL;
   return EXIT_INVALID;
 }

@@ -14,5 +14,9 @@ typedef struct cli_command {
 
 int cmd_check(int argc, char **argv);
 void cmd_check_help(void);
+int cmd_plan(int argc, char **argv);
+void cmd_plan_help(void);
+int cmd_eval(int argc, char **argv);
+void cmd_eval_help(void);
 
 #endif

@@ -12,6 +12,11 @@ static const cli_command commands[] = {
     {"check", "check an expression against input shapes; print the output "
               "shape",
      cmd_check, cmd_check_help},
+    {"plan", "print the plan of an expression: steps, FLOPs, bytes, "
+             "predicted time",
+     cmd_plan, cmd_plan_help},
+    {"eval", "evaluate an expression on .npy files", cmd_eval,
+     cmd_eval_help},
 };
 
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };

@@ -384,6 +384,32 @@ static void choose_order(const planner *pl, ein_axset g,
   o->n = best ? group_order(best, g, o->ax) : group_natural(g, o->ax);
 }
 
+/* Smallest GEMM dimension worth keeping when a group is split into batch
+ * loops; below it a copy of the operand is the better deal. */
+enum { SPLIT_MIN_INNER = 16 };
+
+/* Moves the outer axes of group g into the batch order when only its inner
+ * part collapses in every fixed holder (NULL entries are free layouts). */
+static void split_group(const planner *pl, gorder *g,
+                        const pview *const *fixed, gorder *batch) {
+  int64_t size, stride;
+  for (int i = 0; i < g->n; i++) {
+    bool ok = true;
+    for (int h = 0; h < 2 && ok; h++)
+      ok = !fixed[h] ||
+           collapse(pl, fixed[h], g->ax + i, g->n - i, &size, &stride);
+    if (!ok) continue;
+    if (i == 0) return; /* the whole group collapses */
+    int64_t inner = 1;
+    for (int j = i; j < g->n; j++) inner *= pl->size[g->ax[j]];
+    if (inner < SPLIT_MIN_INNER) return;
+    for (int j = 0; j < i; j++) batch->ax[batch->n++] = g->ax[j];
+    memmove(g->ax, g->ax + i, sizeof(int) * (size_t)(g->n - i));
+    g->n -= i;
+    return;
+  }
+}
+
 /* ---------------------------------------------------------- the tree */
 
 static ein_status emit_node(planner *pl, int idx, const pview *want,
@@ -484,6 +510,12 @@ static ein_status emit_gemm_node(planner *pl, const node *nd,
   choose_order(pl, gm, hm, 2, &om);
   choose_order(pl, gn, hn, 2, &on);
   choose_order(pl, gk, hk, 2, &ok);
+  /* An M or N group that does not collapse in a fixed operand: its outer
+   * axes become batch loops (stride 0 in the operand without them) rather
+   * than copying the operand, while the GEMMs left stay worth a call. */
+  const pview *fm[2] = {lfix, want}, *fn[2] = {rfix, want};
+  split_group(pl, &om, fm, &ob);
+  split_group(pl, &on, fn, &ob);
 
   /* Children that are intermediates produce exactly the layout wanted. */
   pview lv, rv, lwant, rwant;

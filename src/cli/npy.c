@@ -1,0 +1,252 @@
+/* npy.c - reading and writing NumPy .npy files (see npy.h). */
+#include "npy.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dtype.h"
+
+static const struct {
+  const char *descr;
+  ein_dtype dt;
+} descrs[] = {
+    {"<f2", EIN_DT_F16}, {"<f4", EIN_DT_F32}, {"<f8", EIN_DT_F64},
+    {"|i1", EIN_DT_I8},  {"<i2", EIN_DT_I16}, {"<i4", EIN_DT_I32},
+    {"<i8", EIN_DT_I64}, {"|u1", EIN_DT_U8},  {"<u2", EIN_DT_U16},
+    {"<u4", EIN_DT_U32}, {"<u8", EIN_DT_U64}, {"|b1", EIN_DT_BOOL},
+};
+
+static bool fail(char *msg, size_t cap, const char *fmt, const char *path,
+                 const char *detail) {
+  snprintf(msg, cap, fmt, path, detail);
+  return false;
+}
+
+/* The text after `'key':` in a header dict, or NULL. */
+static const char *dict_value(const char *header, const char *key) {
+  char pat[32];
+  snprintf(pat, sizeof pat, "'%s'", key);
+  const char *p = strstr(header, pat);
+  if (!p) return NULL;
+  p += strlen(pat);
+  while (*p == ' ') p++;
+  if (*p != ':') return NULL;
+  p++;
+  while (*p == ' ') p++;
+  return p;
+}
+
+static bool parse_header(const char *h, ein_dtype *dt, bool *fortran,
+                         int *ndim, int64_t *shape, char *why, size_t cap) {
+  const char *v = dict_value(h, "descr");
+  if (!v || *v != '\'') {
+    snprintf(why, cap, "no 'descr' in the header");
+    return false;
+  }
+  const char *end = strchr(v + 1, '\'');
+  if (!end) {
+    snprintf(why, cap, "unterminated 'descr'");
+    return false;
+  }
+  size_t n = (size_t)(end - v - 1);
+  bool found = false;
+  for (size_t i = 0; i < sizeof descrs / sizeof *descrs; i++) {
+    const char *d = descrs[i].descr;
+    /* one-byte types may say '|', '<' or '>' */
+    bool one = d[0] == '|';
+    if (n == 3 && (memcmp(v + 1, d, 3) == 0 ||
+                   (one && memcmp(v + 2, d + 1, 2) == 0 &&
+                    (v[1] == '<' || v[1] == '>' || v[1] == '|')))) {
+      *dt = descrs[i].dt;
+      found = true;
+      break;
+    }
+  }
+  if (!found) {
+    snprintf(why, cap,
+             "dtype '%.*s' is not supported (little-endian f2, f4, f8, "
+             "i1-i8, u1-u8 or b1)",
+             (int)(n < 40 ? n : 40), v + 1);
+    return false;
+  }
+  v = dict_value(h, "fortran_order");
+  if (!v || (strncmp(v, "True", 4) != 0 && strncmp(v, "False", 5) != 0)) {
+    snprintf(why, cap, "no 'fortran_order' in the header");
+    return false;
+  }
+  *fortran = v[0] == 'T';
+  v = dict_value(h, "shape");
+  if (!v || *v != '(') {
+    snprintf(why, cap, "no 'shape' tuple in the header");
+    return false;
+  }
+  v++;
+  *ndim = 0;
+  for (;;) {
+    while (*v == ' ' || *v == ',') v++;
+    if (*v == ')') break;
+    char *e;
+    errno = 0;
+    long long s = strtoll(v, &e, 10);
+    if (e == v || s < 0 || errno) {
+      snprintf(why, cap, "malformed 'shape' in the header");
+      return false;
+    }
+    if (*ndim == EIN_MAX_DIMS) {
+      snprintf(why, cap, "more than %d dims", EIN_MAX_DIMS);
+      return false;
+    }
+    shape[(*ndim)++] = s;
+    v = e;
+  }
+  return true;
+}
+
+bool npy_read(const char *path, npy_array *out, char *msg, size_t cap) {
+  memset(out, 0, sizeof *out);
+  FILE *f = fopen(path, "rb");
+  if (!f) return fail(msg, cap, "cannot open '%s': %s", path, strerror(errno));
+  unsigned char pre[12];
+  char why[160];
+  char *header = NULL;
+  bool ok = false;
+  if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) {
+    fail(msg, cap, "'%s' is not a .npy file (%s)", path, "bad magic");
+    goto done;
+  }
+  size_t hlen;
+  if (pre[6] == 1) {
+    hlen = (size_t)pre[8] | (size_t)pre[9] << 8;
+  } else if (pre[6] == 2 || pre[6] == 3) {
+    if (fread(pre + 10, 1, 2, f) != 2) {
+      fail(msg, cap, "'%s' is truncated (%s)", path, "in the preamble");
+      goto done;
+    }
+    hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 |
+           (size_t)pre[11] << 24;
+  } else {
+    snprintf(why, sizeof why, "format version %d is unknown", pre[6]);
+    fail(msg, cap, "'%s': %s", path, why);
+    goto done;
+  }
+  if (hlen > (1u << 20)) {
+    fail(msg, cap, "'%s': %s", path, "header longer than 1 MiB");
+    goto done;
+  }
+  header = malloc(hlen + 1);
+  if (!header || fread(header, 1, hlen, f) != hlen) {
+    fail(msg, cap, "'%s' is truncated (%s)", path, "in the header");
+    goto done;
+  }
+  header[hlen] = 0;
+  ein_dtype dt;
+  bool fortran;
+  int ndim;
+  if (!parse_header(header, &dt, &fortran, &ndim, out->shape, why,
+                    sizeof why)) {
+    fail(msg, cap, "'%s': %s", path, why);
+    goto done;
+  }
+  int64_t numel = 1;
+  for (int d = 0; d < ndim; d++)
+    if (__builtin_mul_overflow(numel, out->shape[d], &numel)) {
+      fail(msg, cap, "'%s': %s", path, "shape overflows int64");
+      goto done;
+    }
+  size_t esz = ein_dtype_size(dt);
+  int64_t bytes;
+  if (__builtin_mul_overflow(numel, (int64_t)esz, &bytes)) {
+    fail(msg, cap, "'%s': %s", path, "shape overflows int64");
+    goto done;
+  }
+  out->data = malloc(bytes ? (size_t)bytes : 1);
+  if (!out->data) {
+    fail(msg, cap, "'%s': %s", path, "out of memory");
+    goto done;
+  }
+  if (fread(out->data, 1, (size_t)bytes, f) != (size_t)bytes) {
+    snprintf(why, sizeof why, "the header promises %lld bytes of data",
+             (long long)bytes);
+    fail(msg, cap, "'%s' is truncated: %s", path, why);
+    goto done;
+  }
+  int64_t s = 1;
+  for (int k = 0; k < ndim; k++) { /* Fortran order: first dim fastest */
+    int d = fortran ? k : ndim - 1 - k;
+    out->strides[d] = s;
+    s *= out->shape[d] > 0 ? out->shape[d] : 1;
+  }
+  out->t.data = out->data;
+  out->t.device = (DLDevice){kDLCPU, 0};
+  out->t.ndim = ndim;
+  out->t.dtype = ein_dtype_to_dl(dt);
+  out->t.shape = out->shape;
+  out->t.strides = out->strides;
+  ok = true;
+done:
+  free(header);
+  fclose(f);
+  if (!ok) npy_free(out);
+  return ok;
+}
+
+bool npy_write(const char *path, const DLTensor *t, char *msg, size_t cap) {
+  ein_dtype dt;
+  if (!ein_dtype_from_dl(t->dtype, &dt))
+    return fail(msg, cap, "cannot write '%s': %s", path, "unknown dtype");
+  const char *descr = NULL;
+  for (size_t i = 0; i < sizeof descrs / sizeof *descrs; i++)
+    if (descrs[i].dt == dt) descr = descrs[i].descr;
+  if (!descr)
+    return fail(msg, cap, "cannot write '%s': %s", path,
+                "numpy has no such dtype (bf16)");
+  char header[4096];
+  int n = snprintf(header, sizeof header,
+                   "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                   descr);
+  for (int d = 0; d < t->ndim && n < 3900; d++)
+    n += snprintf(header + n, sizeof header - (size_t)n, "%lld%s",
+                  (long long)t->shape[d], t->ndim == 1 ? "," : (d + 1 < t->ndim ? ", " : ""));
+  n += snprintf(header + n, sizeof header - (size_t)n, "), }");
+  /* Pad with spaces so the data starts 64-byte aligned; end with '\n'. */
+  int total = 10 + n + 1;
+  int pad = (64 - total % 64) % 64;
+  memset(header + n, ' ', (size_t)pad);
+  n += pad;
+  header[n++] = '\n';
+  int64_t numel = 1;
+  for (int d = 0; d < t->ndim; d++) numel *= t->shape[d];
+  size_t bytes = (size_t)numel * ein_dtype_size(dt);
+
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.einc-tmp-%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return fail(msg, cap, "cannot write '%s': %s", path, strerror(errno));
+  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                           (unsigned char)(n & 0xff), (unsigned char)(n >> 8)};
+  bool ok = fwrite(pre, 1, 10, f) == 10 &&
+            fwrite(header, 1, (size_t)n, f) == (size_t)n &&
+            fwrite((const char *)t->data + t->byte_offset, 1, bytes, f) == bytes;
+  int err = errno;
+  if (fflush(f) != 0) ok = false;
+  if (fsync(fileno(f)) != 0) ok = false;
+  if (fclose(f) != 0) ok = false;
+  if (ok && rename(tmp, path) != 0) {
+    err = errno;
+    ok = false;
+  }
+  if (!ok) {
+    unlink(tmp);
+    return fail(msg, cap, "cannot write '%s': %s", path,
+                strerror(err ? err : EIO));
+  }
+  return true;
+}
+
+void npy_free(npy_array *a) {
+  free(a->data);
+  a->data = NULL;
+}

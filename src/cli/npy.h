@@ -1,0 +1,32 @@
+/*
+ * npy.h - NumPy .npy files for `einc eval`: read (format versions 1, 2 and
+ * 3; C and Fortran order; little-endian f2/f4/f8, i1-i8, u1-u8 and b1)
+ * and write (version 1, C order) atomically, through a temporary file in
+ * the same directory that is renamed into place only when complete.
+ */
+#ifndef EINC_NPY_H
+#define EINC_NPY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ein.h"
+
+typedef struct npy_array {
+  DLTensor t; /* points into the fields below */
+  int64_t shape[EIN_MAX_DIMS];
+  int64_t strides[EIN_MAX_DIMS];
+  void *data; /* owned */
+} npy_array;
+
+/* Reads path into *out. On failure writes a message to msg and returns
+ * false; *out then owns nothing. */
+bool npy_read(const char *path, npy_array *out, char *msg, size_t cap);
+
+/* Writes a C-contiguous tensor to path atomically: on failure no file is
+ * left (an older file at path stays as it was). */
+bool npy_write(const char *path, const DLTensor *t, char *msg, size_t cap);
+
+void npy_free(npy_array *a);
+
+#endif

@@ -1,0 +1,385 @@
+/*
+ * test_plan.c - what plans look like: GEMM mapping without copies, the
+ * cheapest contraction order, FLOPs against hand counts, the DP search
+ * against brute force, the plan cache, and the API's errors for tensors
+ * that do not fit a plan.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx_internal.h"
+#include "ein.h"
+#include "harness.h"
+#include "path.h"
+
+typedef struct shapes {
+  int n;
+  int64_t dims[8][8];
+  DLTensor t[8];
+  const DLTensor *p[8];
+} shapes;
+
+/* "8x16x32 4x5" as shape-only f32 tensors (data NULL). */
+static void make_shapes(shapes *s, const char *text, DLDataType dt) {
+  memset(s, 0, sizeof *s);
+  const char *p = text;
+  while (*p) {
+    while (*p == ' ') p++;
+    if (!*p) break;
+    DLTensor *t = &s->t[s->n];
+    t->shape = s->dims[s->n];
+    t->dtype = dt;
+    t->device = (DLDevice){kDLCPU, 0};
+    for (;;) {
+      char *end;
+      s->dims[s->n][t->ndim++] = strtoll(p, &end, 10);
+      p = end;
+      if (*p != 'x') break;
+      p++;
+    }
+    s->p[s->n] = t;
+    s->n++;
+  }
+}
+
+static const DLDataType F32 = {kDLFloat, 32, 1};
+
+static ein_plan *plan_of(ein_ctx *ctx, const char *expr, const char *shp,
+                         const ein_options *o) {
+  shapes s;
+  make_shapes(&s, shp, F32);
+  ein_plan *plan = NULL;
+  ein_status st = ein_plan_create(ctx, expr, s.p, s.n, NULL, o, &plan);
+  CHECK(st == EIN_OK, "plan '%s': %s", expr, ein_last_error(ctx)->message);
+  return plan;
+}
+
+static bool path_is(ein_plan *plan, const char *want) {
+  char buf[8192];
+  ein_plan_describe(plan, EIN_DESCRIBE_JSON, NULL, buf, sizeof buf);
+  const char *p = strstr(buf, "\"path\":");
+  return p && strncmp(p + 7, want, strlen(want)) == 0;
+}
+
+static void test_gemm_mapping(ein_ctx *ctx) {
+  /* Attention scores: one strided-batched GEMM, no copy at all. */
+  ein_plan *p = plan_of(ctx, "b h i d, b h j d -> b h i j",
+                        "8x16x64x32 8x16x64x32", NULL);
+  CHECK(ein_plan_nsteps(p) == 1, "attention: %d steps", ein_plan_nsteps(p));
+  CHECK(ein_plan_count_steps(p, "gemm") == 1, "attention: no gemm");
+  CHECK(ein_plan_workspace_bytes(p) == 0, "attention: workspace %lld",
+        (long long)ein_plan_workspace_bytes(p));
+  CHECK(ein_plan_flops(p) == 2.0 * 8 * 16 * 64 * 64 * 32, "attention flops");
+  ein_plan_destroy(p);
+
+  /* attn_merge writes straight into b i (h d): the batch loops absorb it. */
+  p = plan_of(ctx, "b h i j, b h j d -> b i (h d)", "2x4x64x64 2x4x64x32",
+              NULL);
+  CHECK(ein_plan_nsteps(p) == 1 && ein_plan_count_steps(p, "gemm") == 1,
+        "attn_merge: %d steps", ein_plan_nsteps(p));
+  ein_plan_destroy(p);
+
+  /* qkv split: the output layout b h s d is written directly. */
+  ein_length h16 = {"h", 16};
+  ein_options qkv = {.lengths = &h16, .nlengths = 1};
+  p = plan_of(ctx, "b s e, e (h d) -> b h s d", "2x64x128 128x256", &qkv);
+  CHECK(ein_plan_nsteps(p) == 1, "qkv_split: %d steps", ein_plan_nsteps(p));
+  ein_plan_destroy(p);
+
+  /* A transposed operand is a BLAS transpose, not a copy. */
+  p = plan_of(ctx, "k m, n k -> m n", "64x48 40x64", NULL);
+  CHECK(ein_plan_nsteps(p) == 1, "transposes: %d steps", ein_plan_nsteps(p));
+  ein_plan_destroy(p);
+
+  /* A chain: the intermediate is laid out the way the next GEMM reads it. */
+  p = plan_of(ctx, "i j, j k, k l -> i l", "64x64 64x64 64x64", NULL);
+  CHECK(ein_plan_count_steps(p, "gemm") == 2 && ein_plan_nsteps(p) == 2,
+        "chain: %d steps", ein_plan_nsteps(p));
+  ein_plan_destroy(p);
+
+  /* Non-contracting pairs are loops, not GEMMs with k = 1. */
+  p = plan_of(ctx, "b i, b j -> b i j", "32x64 32x64", NULL);
+  CHECK(ein_plan_count_steps(p, "gemm") == 0 &&
+            ein_plan_count_steps(p, "product") == 1,
+        "outer product as a loop");
+  ein_plan_destroy(p);
+
+  /* Mean folds its scale into the one reduction step. */
+  ein_options mean = {.reduction = EIN_REDUCE_MEAN};
+  shapes s;
+  make_shapes(&s, "2x3x8x8", F32);
+  ein_length l[2] = {{"h2", 2}, {"w2", 2}};
+  mean.lengths = l;
+  mean.nlengths = 2;
+  CHECK(ein_plan_create(ctx, "b c (h h2) (w w2) -> b c h w", s.p, 1, NULL,
+                        &mean, &p) == EIN_OK,
+        "pool: %s", ein_last_error(ctx)->message);
+  CHECK(ein_plan_nsteps(p) == 1 && ein_plan_count_steps(p, "reduce") == 1,
+        "pool: one reduce step");
+  char buf[4096];
+  ein_plan_describe(p, EIN_DESCRIBE_JSON, NULL, buf, sizeof buf);
+  CHECK(strstr(buf, "\"alpha\":0.25") != NULL, "pool: alpha 1/4 in %s", buf);
+  ein_plan_destroy(p);
+}
+
+static void test_flops(ein_ctx *ctx) {
+  /* Hand counts, opt_einsum's convention. */
+  ein_plan *p = plan_of(ctx, "m k, k n -> m n", "30x40 40x50", NULL);
+  CHECK(ein_plan_flops(p) == 2.0 * 30 * 40 * 50, "matmul flops %g",
+        ein_plan_flops(p));
+  CHECK(ein_plan_naive_flops(p) == 2.0 * 30 * 40 * 50, "matmul naive");
+  ein_plan_destroy(p);
+  p = plan_of(ctx, "a b -> b a", "30x40", NULL);
+  CHECK(ein_plan_flops(p) == 1200 && ein_plan_naive_flops(p) == 1200,
+        "transpose flops %g", ein_plan_flops(p));
+  ein_plan_destroy(p);
+  p = plan_of(ctx, "a b -> a", "30x40", NULL);
+  CHECK(ein_plan_flops(p) == 2400, "row sum flops %g", ein_plan_flops(p));
+  ein_plan_destroy(p);
+  p = plan_of(ctx, "a, b -> a b", "30 40", NULL);
+  CHECK(ein_plan_flops(p) == 1200 && ein_plan_naive_flops(p) == 1200,
+        "outer flops %g", ein_plan_flops(p));
+  ein_plan_destroy(p);
+
+  /* The chain A(BC) is 100x cheaper than (AB)C here. */
+  p = plan_of(ctx, "i j, j k, k l -> i l", "1000x10 10x1000 1000x10", NULL);
+  CHECK(ein_plan_flops(p) == 2.0 * 10 * 1000 * 10 + 2.0 * 1000 * 10 * 10,
+        "chain flops %g", ein_plan_flops(p));
+  CHECK(ein_plan_naive_flops(p) == 1000.0 * 10 * 1000 * 10 * 3,
+        "chain naive %g", ein_plan_naive_flops(p));
+  CHECK(path_is(p, "[[1,2],[0,3]]"), "chain path");
+  ein_plan_destroy(p);
+
+  /* tn5: each matrix applied to the big tensor in turn, 8 * 64^5. */
+  p = plan_of(ctx, "e a, f b, a b c d, g c, h d -> e f g h",
+              "64x64 64x64 64x64x64x64 64x64 64x64", NULL);
+  CHECK(ein_plan_flops(p) == 8 * pow(64, 5), "tn5 flops %g",
+        ein_plan_flops(p));
+  ein_plan_destroy(p);
+
+  /* A private axis is summed before contracting: i j -> i first. */
+  p = plan_of(ctx, "i j, i k -> k", "100x200 100x30", NULL);
+  CHECK(ein_plan_count_steps(p, "pre-reduce") == 1,
+        "private axes reduced first (%d)",
+        ein_plan_count_steps(p, "pre-reduce"));
+  ein_plan_destroy(p);
+}
+
+/* Exhaustive search over every pairwise order: the reference optimum. */
+static double brute(ein_axset *ops, int n, ein_axset out,
+                    const int64_t *sizes) {
+  if (n == 1) return 0;
+  double best = INFINITY;
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++) {
+      ein_axset rest = out;
+      for (int k = 0; k < n; k++)
+        if (k != i && k != j) rest = ein_axset_or(rest, ops[k]);
+      ein_axset touched = ein_axset_or(ops[i], ops[j]);
+      ein_axset kept = ein_axset_and(touched, rest);
+      double f = ein_step_flop_count(touched, kept, 2, sizes);
+      ein_axset next[8];
+      int m = 0;
+      for (int k = 0; k < n; k++)
+        if (k != i && k != j) next[m++] = ops[k];
+      next[m++] = kept;
+      double c = f + brute(next, m, out, sizes);
+      if (c < best) best = c;
+    }
+  return best;
+}
+
+static void test_dp_optimal(void) {
+  uint64_t r = 12345;
+  int worse = 0, cases = 300;
+  for (int c = 0; c < cases; c++) {
+    int n = 2 + (int)(r % 5), naxes = 3 + (int)((r >> 8) % 5);
+    int64_t sizes[8];
+    ein_axset ops[8] = {{{0}}}, out = {{0}}, all = {{0}};
+    for (int a = 0; a < naxes; a++) {
+      r = r * 6364136223846793005ull + 1442695040888963407ull;
+      sizes[a] = 2 + (int64_t)((r >> 33) % 30);
+    }
+    for (int i = 0; i < n; i++)
+      for (int a = 0; a < naxes; a++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        if ((r >> 40) % 2) ein_axset_add(&ops[i], a);
+      }
+    for (int i = 0; i < n; i++) all = ein_axset_or(all, ops[i]);
+    for (int a = 0; a < naxes; a++) {
+      r = r * 6364136223846793005ull + 1442695040888963407ull;
+      if ((r >> 40) % 3 == 0 && ein_axset_has(&all, a)) ein_axset_add(&out, a);
+    }
+    /* As the planner does: axes private to one operand are summed first. */
+    ein_axset kept[8];
+    for (int i = 0; i < n; i++) {
+      ein_axset others = out;
+      for (int j = 0; j < n; j++)
+        if (j != i) others = ein_axset_or(others, ops[j]);
+      kept[i] = ein_axset_and(ops[i], others);
+    }
+    memcpy(ops, kept, sizeof(ein_axset) * (size_t)n);
+    ein_arena arena;
+    ein_arena_init(&arena);
+    int pairs[8][2];
+    const char *method;
+    ein_path_query q = {n, ops, out, sizes, 0};
+    ein_path_search(&q, &arena, pairs, &method);
+    /* Cost of the DP's path, replayed. */
+    ein_axset cur[16];
+    bool alive[16] = {false};
+    for (int i = 0; i < n; i++) {
+      cur[i] = ops[i];
+      alive[i] = true;
+    }
+    double cost = 0;
+    for (int k = 0; k < n - 1; k++) {
+      int i = pairs[k][0], j = pairs[k][1];
+      alive[i] = alive[j] = false;
+      ein_axset rest = out;
+      for (int o = 0; o < n + k; o++)
+        if (alive[o]) rest = ein_axset_or(rest, cur[o]);
+      ein_axset touched = ein_axset_or(cur[i], cur[j]);
+      cur[n + k] = ein_axset_and(touched, rest);
+      alive[n + k] = true;
+      cost += ein_step_flop_count(touched, cur[n + k], 2, sizes);
+    }
+    double best = brute(ops, n, out, sizes);
+    if (cost > best * (1 + 1e-12)) {
+      worse++;
+      fprintf(stderr, "dp case %d: %g > optimum %g\n", c, cost, best);
+    }
+    ein_arena_destroy(&arena);
+  }
+  CHECK(worse == 0, "DP worse than brute force in %d of %d cases", worse,
+        cases);
+}
+
+static void test_memory_limit(ein_ctx *ctx) {
+  /* The cheapest path builds the 117x80 outer product a b; a limit below
+   * its 37440 bytes makes the planner take the slightly dearer path whose
+   * intermediate b c has 80x92 elements. */
+  const char *e = "a, b, a b c -> c";
+  const char *shp = "117 80 117x80x92";
+  ein_plan *free_p = plan_of(ctx, e, shp, NULL);
+  ein_options lim = {.memory_limit = 117 * 80 * 4 - 1};
+  ein_plan *lim_p = plan_of(ctx, e, shp, &lim);
+  CHECK(ein_plan_largest_intermediate(free_p) == 117 * 80,
+        "unlimited: largest %lld",
+        (long long)ein_plan_largest_intermediate(free_p));
+  CHECK(ein_plan_largest_intermediate(lim_p) == 80 * 92 &&
+            ein_plan_flops(lim_p) > ein_plan_flops(free_p),
+        "limited: largest %lld",
+        (long long)ein_plan_largest_intermediate(lim_p));
+  ein_plan_destroy(free_p);
+  ein_plan_destroy(lim_p);
+}
+
+static void test_cache_and_errors(ein_ctx *ctx) {
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, -1, 2, -2, 3, -3}, c[4];
+  int64_t sa[2] = {2, 3}, sb[2] = {3, 2}, sc[2] = {2, 2};
+  DLTensor ta = {a, {kDLCPU, 0}, 2, F32, sa, NULL, 0};
+  DLTensor tb = {b, {kDLCPU, 0}, 2, F32, sb, NULL, 0};
+  DLTensor tc = {c, {kDLCPU, 0}, 2, F32, sc, NULL, 0};
+  const DLTensor *ins[2] = {&ta, &tb};
+  uint64_t misses = ctx->cache.misses, hits = ctx->cache.hits;
+  for (int k = 0; k < 3; k++)
+    CHECK(ein_eval(ctx, "i j, j k -> i k", ins, 2, &tc, NULL) == EIN_OK,
+          "eval: %s", ein_last_error(ctx)->message);
+  CHECK(ctx->cache.misses == misses + 1 && ctx->cache.hits == hits + 2,
+        "cache: %llu misses %llu hits",
+        (unsigned long long)(ctx->cache.misses - misses),
+        (unsigned long long)(ctx->cache.hits - hits));
+  /* [1 2 3; 4 5 6] @ [1 -1; 2 -2; 3 -3] */
+  CHECK(c[0] == 14 && c[1] == -14 && c[2] == 32 && c[3] == -32,
+        "values %g %g %g %g", c[0], c[1], c[2], c[3]);
+
+  /* A plan refuses tensors of another layout. */
+  ein_plan *p;
+  CHECK(ein_plan_create(ctx, "i j, j k -> i k", ins, 2, NULL, NULL, &p) ==
+            EIN_OK,
+        "plan");
+  int64_t strides_t[2] = {1, 2};
+  DLTensor ta_t = ta;
+  ta_t.strides = strides_t;
+  const DLTensor *ins_t[2] = {&ta_t, &tb};
+  CHECK(ein_plan_execute(ctx, p, ins_t, 2, &tc) == EIN_ERR_BAD_SHAPE,
+        "layout change refused");
+  CHECK(ein_plan_execute(ctx, p, ins, 2, &tc) == EIN_OK, "execute");
+  CHECK(ein_plan_execute(ctx, p, ins, 1, &tc) == EIN_ERR_OPERAND_COUNT,
+        "operand count");
+  ein_plan_destroy(p);
+
+  /* Errors: wrong output shape, dtype, device, overlap, backend. */
+  int64_t bad_shape[2] = {2, 3};
+  DLTensor tbad = tc;
+  tbad.shape = bad_shape;
+  CHECK(ein_eval(ctx, "i j, j k -> i k", ins, 2, &tbad, NULL) ==
+            EIN_ERR_BAD_SHAPE,
+        "output shape");
+  CHECK(strstr(ein_last_error(ctx)->message, "2x3") != NULL, "names shape");
+  DLTensor td = tc;
+  td.dtype = (DLDataType){kDLFloat, 64, 1};
+  CHECK(ein_eval(ctx, "i j, j k -> i k", ins, 2, &td, NULL) == EIN_ERR_DTYPE,
+        "output dtype");
+  DLTensor tg = tc;
+  tg.device = (DLDevice){kDLCUDA, 0};
+  CHECK(ein_eval(ctx, "i j, j k -> i k", ins, 2, &tg, NULL) == EIN_ERR_DEVICE,
+        "device");
+  ein_options cuda = {.backend = EIN_BACKEND_CUDA};
+  CHECK(ein_eval(ctx, "i j, j k -> i k", ins, 2, &tc, &cuda) ==
+            EIN_ERR_DEVICE,
+        "cuda backend");
+  DLTensor alias = {a, {kDLCPU, 0}, 2, F32, sc, NULL, 0};
+  CHECK(ein_eval(ctx, "i j, j k -> i k", ins, 2, &alias, NULL) ==
+            EIN_ERR_INVALID_ARGUMENT,
+        "output overlapping an input");
+  int64_t zero_strides[2] = {0, 1};
+  DLTensor self = tc;
+  self.strides = zero_strides;
+  CHECK(ein_eval(ctx, "i j, j k -> i k", ins, 2, &self, NULL) ==
+            EIN_ERR_BAD_SHAPE,
+        "self-overlapping output");
+  DLTensor tnull = ta;
+  tnull.data = NULL;
+  const DLTensor *ins_null[2] = {&tnull, &tb};
+  CHECK(ein_eval(ctx, "i j, j k -> i k", ins_null, 2, &tc, NULL) ==
+            EIN_ERR_INVALID_ARGUMENT,
+        "NULL data");
+  DLTensor tbool = ta;
+  tbool.dtype = (DLDataType){6, 8, 1};
+  DLTensor tbool2 = tb;
+  tbool2.dtype = tbool.dtype;
+  DLTensor tcb = tc;
+  tcb.dtype = tbool.dtype;
+  const DLTensor *ins_bool[2] = {&tbool, &tbool2};
+  CHECK(ein_eval(ctx, "i j, j k -> i k", ins_bool, 2, &tcb, NULL) ==
+            EIN_ERR_DTYPE,
+        "bool contraction");
+  float one = 0;
+  int64_t s0[1] = {0};
+  DLTensor empty = {&one, {kDLCPU, 0}, 1, F32, s0, NULL, 0};
+  DLTensor scalar = {c, {kDLCPU, 0}, 0, F32, NULL, NULL, 0};
+  const DLTensor *ins_empty[1] = {&empty};
+  ein_options mx = {.reduction = EIN_REDUCE_MAX};
+  CHECK(ein_eval(ctx, "a ->", ins_empty, 1, &scalar, &mx) ==
+            EIN_ERR_BAD_REDUCTION,
+        "max over an empty axis");
+  CHECK(ein_eval(ctx, "a ->", ins_empty, 1, &scalar, NULL) == EIN_OK &&
+            c[0] == 0,
+        "sum over an empty axis is 0");
+}
+
+int main(void) {
+  ein_ctx *ctx;
+  ein_ctx_create(&ctx);
+  test_gemm_mapping(ctx);
+  test_flops(ctx);
+  test_dp_optimal();
+  test_memory_limit(ctx);
+  test_cache_and_errors(ctx);
+  ein_ctx_destroy(ctx);
+  return test_summary("plan");
+}
