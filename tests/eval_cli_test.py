@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""eval_cli_test.py - `einc eval` and `einc plan` end to end, with only the
+Python standard library (CI has no numpy): .npy files are written and read
+here with struct, results compared with a direct sum in Python.
+
+usage: eval_cli_test.py PATH/TO/einc
+"""
+import itertools
+import json
+import os
+import random
+import struct
+import subprocess
+import sys
+import tempfile
+
+EINC = sys.argv[1]
+passed = failed = 0
+FMT = {"<f4": "f", "<f8": "d", "<f2": "e", "<i4": "i", "<i8": "q",
+       "|i1": "b", "|u1": "B", "|b1": "?", "<i2": "h"}
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what, file=sys.stderr)
+
+
+def write_npy(path, descr, shape, values, fortran=False, version=1,
+              truncate=0, raw_header=None):
+    header = raw_header or "{'descr': '%s', 'fortran_order': %s, 'shape': (%s), }" % (
+        descr, "True" if fortran else "False",
+        "".join("%d," % s for s in shape) if len(shape) == 1
+        else ", ".join(str(s) for s in shape))
+    pre = 10 if version == 1 else 12
+    pad = (64 - (pre + len(header) + 1) % 64) % 64
+    header = header + " " * pad + "\n"
+    code = FMT.get(descr, "f")
+    if fortran:  # values are given in C order; store column-major
+        idx = list(itertools.product(*[range(s) for s in shape]))
+        flat = {i: v for i, v in zip(idx, values)}
+        order = sorted(idx, key=lambda t: t[::-1])
+        values = [flat[i] for i in order]
+    data = struct.pack("<%d%s" % (len(values), code), *values)
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY" + bytes([version, 0]))
+        f.write(struct.pack("<H" if version == 1 else "<I", len(header)))
+        f.write(header.encode())
+        f.write(data[:len(data) - truncate] if truncate else data)
+
+
+def read_npy(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    assert raw[:6] == b"\x93NUMPY", "bad magic"
+    hlen = struct.unpack("<H", raw[8:10])[0]
+    header = eval(raw[10:10 + hlen].decode())  # a Python dict literal
+    shape = header["shape"]
+    n = 1
+    for s in shape:
+        n *= s
+    code = FMT[header["descr"]]
+    vals = struct.unpack("<%d%s" % (n, code), raw[10 + hlen:])
+    assert not header["fortran_order"]
+    return shape, list(vals)
+
+
+def einc(*args):
+    return subprocess.run([EINC] + list(args), capture_output=True, text=True)
+
+
+def rand_values(n, integer=False):
+    if integer:
+        return [random.randint(-4, 4) for _ in range(n)]
+    return [random.uniform(-1, 1) for _ in range(n)]
+
+
+def close(got, want, tol):
+    num = sum((g - w) ** 2 for g, w in zip(got, want))
+    den = sum(w * w for w in want) or 1.0
+    return len(got) == len(want) and (num / den) ** 0.5 <= tol
+
+
+random.seed(20261122)
+tmp = tempfile.mkdtemp(prefix="einc-eval-test-")
+P = lambda name: os.path.join(tmp, name)
+
+# --- matrix product, C-order f4 times Fortran-order f4 (v2 header) ---
+A = rand_values(12)
+B = rand_values(20)
+write_npy(P("a.npy"), "<f4", (3, 4), A)
+write_npy(P("b.npy"), "<f4", (4, 5), B, fortran=True, version=2)
+r = einc("eval", "i j, j k -> i k", P("a.npy"), P("b.npy"), "-o", P("c.npy"))
+check(r.returncode == 0, "matmul exit %d: %s" % (r.returncode, r.stderr))
+shape, got = read_npy(P("c.npy"))
+want = [sum(A[i * 4 + j] * B[j * 5 + k] for j in range(4))
+        for i in range(3) for k in range(5)]
+check(shape == (3, 5), "matmul shape %s" % (shape,))
+check(close(got, want, 1e-5), "matmul values")
+
+# --- f8 einsum of three operands in numpy syntax ---
+X = rand_values(6)
+Y = rand_values(12)
+Z = rand_values(8)
+write_npy(P("x.npy"), "<f8", (2, 3), X)
+write_npy(P("y.npy"), "<f8", (3, 4), Y)
+write_npy(P("z.npy"), "<f8", (4, 2), Z)
+r = einc("eval", "--numpy", "ij,jk,kl->il", P("x.npy"), P("y.npy"),
+         P("z.npy"), "-o", P("w.npy"))
+check(r.returncode == 0, "chain exit: %s" % r.stderr)
+shape, got = read_npy(P("w.npy"))
+want = [sum(X[i * 3 + j] * Y[j * 4 + k] * Z[k * 2 + l]
+            for j in range(3) for k in range(4))
+        for i in range(2) for l in range(2)]
+check(shape == (2, 2) and close(got, want, 1e-12), "chain values")
+
+# --- rearrange of int32 and a bool repeat keep their dtype ---
+I = rand_values(24, integer=True)
+write_npy(P("i.npy"), "<i4", (2, 3, 4), I)
+r = einc("eval", "b h w -> w (b h)", P("i.npy"), "-o", P("t.npy"))
+shape, got = read_npy(P("t.npy"))
+want = [I[b * 12 + h * 4 + w] for w in range(4) for b in range(2)
+        for h in range(3)]
+check(r.returncode == 0 and shape == (4, 6) and got == want,
+      "int rearrange: %s" % r.stderr)
+M = [random.random() < 0.5 for _ in range(6)]
+write_npy(P("m.npy"), "|b1", (2, 3), M)
+r = einc("eval", "a b -> a b r", P("m.npy"), "-D", "r=2", "-o", P("mr.npy"))
+shape, got = read_npy(P("mr.npy"))
+check(r.returncode == 0 and shape == (2, 3, 2) and
+      got == [m for m in M for _ in range(2)], "bool repeat: %s" % r.stderr)
+
+# --- f16 mean pooling, rounded once ---
+H = rand_values(16)
+write_npy(P("h.npy"), "<f2", (4, 4), H)
+_, H = read_npy(P("h.npy"))  # the values as stored in f16
+r = einc("eval", "(h 2) (w 2) -> h w", P("h.npy"), "--reduce", "mean",
+         "-o", P("hp.npy"))
+shape, got = read_npy(P("hp.npy"))
+want = [sum(H[(2 * h + i) * 4 + 2 * w + j] for i in range(2) for j in range(2))
+        / 4 for h in range(2) for w in range(2)]
+check(r.returncode == 0 and shape == (2, 2) and close(got, want, 2e-2),
+      "f16 mean: %s" % r.stderr)
+
+# --- errors leave no output file, and an old file untouched ---
+r = einc("eval", "i j, j k -> i k", P("a.npy"), P("a.npy"), "-o", P("e.npy"))
+check(r.returncode == 2 and not os.path.exists(P("e.npy")),
+      "shape mismatch: no file")
+check("axis 'j'" in r.stderr and "^" in r.stderr, "caret message")
+with open(P("old.npy"), "wb") as f:
+    f.write(b"old")
+write_npy(P("d.npy"), "<f8", (4, 2), rand_values(8))
+r = einc("eval", "i j, j k -> i k", P("a.npy"), P("d.npy"), "-o", P("old.npy"))
+check(r.returncode == 2 and open(P("old.npy"), "rb").read() == b"old",
+      "old file kept on a dtype error")
+check("f64" in r.stderr and "f32" in r.stderr, "dtype message: " + r.stderr)
+write_npy(P("trunc.npy"), "<f4", (3, 4), A, truncate=5)
+r = einc("eval", "i j -> j i", P("trunc.npy"), "-o", P("e.npy"))
+check(r.returncode == 2 and "truncated" in r.stderr and
+      not os.path.exists(P("e.npy")), "truncated input: " + r.stderr)
+write_npy(P("big.npy"), ">f4", (3, 4), A)
+r = einc("eval", "i j -> j i", P("big.npy"), "-o", P("e.npy"))
+check(r.returncode == 2 and "not supported" in r.stderr, "big-endian")
+write_npy(P("obj.npy"), "|O", (3,), [0, 0, 0],
+          raw_header="{'descr': '|O', 'fortran_order': False, 'shape': (3,), }")
+r = einc("eval", "i -> i", P("obj.npy"), "-o", P("e.npy"))
+check(r.returncode == 2 and "not supported" in r.stderr, "object dtype")
+with open(P("junk.npy"), "wb") as f:
+    f.write(b"not a numpy file at all")
+r = einc("eval", "i -> i", P("junk.npy"), "-o", P("e.npy"))
+check(r.returncode == 2 and "not a .npy" in r.stderr, "bad magic")
+r = einc("eval", "i -> i", P("missing.npy"), "-o", P("e.npy"))
+check(r.returncode == 2 and "cannot open" in r.stderr, "missing input")
+r = einc("eval", "i j -> j i", P("a.npy"))
+check(r.returncode == 2 and "-o" in r.stderr, "no -o")
+r = einc("eval", "i j -> j i", P("a.npy"), "-o", P("e.npy"), "--backend",
+         "cuda")
+check(r.returncode == 2 and "CUDA" in r.stderr and
+      not os.path.exists(P("e.npy")), "cuda unavailable: " + r.stderr)
+r = einc("eval", "i j -> j i", P("a.npy"), "-o",
+         os.path.join(tmp, "no-such-dir", "e.npy"))
+check(r.returncode == 1 and "cannot write" in r.stderr, "unwritable output")
+check(not any(n.startswith("e.npy") or ".einc-tmp-" in n
+              for n in os.listdir(tmp)), "no stray files")
+
+# --- plan --json ---
+r = einc("plan", "b h i d, b h j d -> b h i j", "2x4x64x32", "2x4x64x32",
+         "--json")
+check(r.returncode == 0, "plan json exit")
+try:
+    j = json.loads(r.stdout)
+    check(j["output_shape"] == [2, 4, 64, 64], "json output_shape")
+    check(j["naive_flops"] == j["flops"] == 2 * 2 * 4 * 64 * 64 * 32,
+          "json flops")
+    check(j["largest_intermediate"] == 0, "json largest_intermediate")
+    check(len(j["steps"]) == 1 and j["steps"][0]["kind"] == "gemm" and
+          j["steps"][0]["batch"]["size"] == 8 and
+          j["steps"][0]["k"]["axes"] == ["d"], "json steps")
+except (ValueError, KeyError) as e:
+    check(False, "plan json: %s" % e)
+r = einc("plan", "i j, j k, k l -> i l", "1000x10", "10x1000", "1000x10")
+check(r.returncode == 0 and "speed-up" in r.stdout and "gemm" in r.stdout
+      and "predicted" in r.stdout, "plan text")
+r = einc("plan", "i j -> j i", "3x4", "--dtype", "f99")
+check(r.returncode == 2 and "unknown dtype" in r.stderr, "bad dtype option")
+
+print("ein-test-summary: eval_cli: %d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)
