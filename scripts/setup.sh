@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# setup.sh - install what einc needs, build it, and run the main job.
-# Until the planner lands the main job checks shapes: an attention block's
-# expressions bound to real sizes, with every axis shown.
+# setup.sh - install what einc needs, build it, and run the main job: the
+# plan of an attention block (steps, FLOPs, predicted H100 time) and its
+# evaluation on random .npy inputs, on the CPU when there is no GPU.
 set -eu
 cd "$(dirname "$0")/.."
 if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
   apt-get install -y -qq --no-install-recommends meson ninja-build \
-    pkg-config cmake re2c libdlpack-dev libopenblas-dev >/dev/null
+    pkg-config cmake re2c libdlpack-dev libopenblas-dev python3 >/dev/null
 fi
 [ -f build/build.ninja ] || meson setup build >/dev/null
 ninja -C build >/dev/null
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for t in q k v; do
+  python3 scripts/random_npy.py "$work/$t.npy" 4x8x256x64 f4 "$RANDOM"
+done
 set -x
-build/einc check -v 'b h i d, b h j d -> b h i j' 8x16x2048x128 8x16x2048x128
-build/einc check 'b h i j, b h j d -> b i (h d)' 8x16x2048x2048 8x16x2048x128
-build/einc check -v 'b c (h h2) (w w2) -> b c h w' 64x256x64x64 -D h2=2 -D w2=2 --reduce mean
-build/einc check --numpy 'bhid,bhjd' 8x16x2048x128 8x16x2048x128
-build/examples/example_shapes
+build/einc plan 'b h i d, b h j d -> b h i j' 8x16x2048x128 8x16x2048x128 --dtype bf16
+build/einc plan 'b i, i j k, b j -> b k' 4096x256 256x256x256 4096x256
+build/einc eval -v 'b h i d, b h j d -> b h i j' "$work/q.npy" "$work/k.npy" -o "$work/s.npy"
+build/einc eval -v 'b h i j, b h j d -> b i (h d)' "$work/s.npy" "$work/v.npy" -o "$work/o.npy"
+build/einc eval -v 'b i (h d) -> b h' "$work/o.npy" -D h=8 --reduce max -o "$work/m.npy"
+build/examples/example_attention

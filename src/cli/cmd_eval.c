@@ -25,6 +25,7 @@ void cmd_eval_help(void) {
       "\n"
       "  -o, --output F  the file to write (required)\n"
       "  --backend B     auto (default), cpu or cuda\n"
+      "  -v, --verbose   print the output file's shape and dtype\n"
       "  (see einc check --help for -D, --reduce, --numpy)\n"
       "\n"
       "example:\n"
@@ -138,6 +139,12 @@ int cmd_eval(int argc, char **argv) {
   if (!npy_write(out_path, &out, msg, sizeof msg)) {
     cli_errorf("%s", msg);
     rc = EXIT_INTERNAL;
+  } else if (common.verbose) {
+    printf("wrote %s: ", out_path);
+    if (ndim == 0) printf("scalar");
+    for (int d = 0; d < ndim; d++)
+      printf("%s%lld", d ? "x" : "", (long long)shape[d]);
+    printf(" %s\n", ein_dtype_name(dt));
   }
   goto done;
 failed:
