@@ -155,3 +155,38 @@ int cli_common_option(int argc, char **argv, int *i, cli_common *common) {
   }
   return 0;
 }
+
+int cli_parse_args(int argc, char **argv, const char *command,
+                   void (*help)(void), cli_common *common, cli_option_fn extra,
+                   void *state, const char **pos, int maxpos, int *npos) {
+  bool options_done = false;
+  *npos = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *arg = argv[i];
+    if (!options_done && arg[0] == '-' && arg[1] != '\0') {
+      if (strcmp(arg, "--") == 0) {
+        options_done = true;
+        continue;
+      }
+      if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+        help();
+        return CLI_ARGS_HELP;
+      }
+      int r = extra ? extra(argc, argv, &i, state) : 0;
+      if (r == 0) r = cli_common_option(argc, argv, &i, common);
+      if (r < 0) return CLI_ARGS_ERROR;
+      if (r > 0) continue;
+      cli_errorf("unknown option '%.80s' for %s (see einc %s --help)", arg,
+                 command, command);
+      return CLI_ARGS_ERROR;
+    }
+    if (*npos == maxpos) {
+      cli_errorf("too many arguments for %s: einc takes at most %d "
+                 "operands",
+                 command, maxpos - 1);
+      return CLI_ARGS_ERROR;
+    }
+    pos[(*npos)++] = arg;
+  }
+  return CLI_ARGS_OK;
+}

@@ -32,6 +32,21 @@ bool cli_parse_shape(const char *text, cli_shape *out);
  * argument is not a common option, -1 on a malformed one (message printed). */
 int cli_common_option(int argc, char **argv, int *i, cli_common *common);
 
+/* A command's own options: like cli_common_option (1 consumed, 0 not
+ * this command's, -1 malformed with the message printed). */
+typedef int (*cli_option_fn)(int argc, char **argv, int *i, void *state);
+
+enum { CLI_ARGS_OK, CLI_ARGS_HELP, CLI_ARGS_ERROR };
+
+/* The argument loop every command shares: "--" ends the options;
+ * -h/--help prints `help` (CLI_ARGS_HELP); `extra` (may be NULL) and then
+ * the common options consume options; any other option is an error naming
+ * `command`; the remaining arguments are positionals, at most `maxpos`,
+ * stored in pos[0..*npos). Messages are printed; CLI_ARGS_ERROR on error. */
+int cli_parse_args(int argc, char **argv, const char *command,
+                   void (*help)(void), cli_common *common, cli_option_fn extra,
+                   void *state, const char **pos, int maxpos, int *npos);
+
 /* Prints "einc: error: ..." with the caret display of an error record. */
 void cli_print_error(const ein_error *err);
 

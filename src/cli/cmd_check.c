@@ -67,43 +67,19 @@ int cmd_check(int argc, char **argv) {
   static cli_common common; /* large: keep it off the stack */
   static cli_shape shapes[EIN_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
-  const char *expr = NULL;
-  int nshapes = 0;
-  bool options_done = false;
-  for (int i = 0; i < argc; i++) {
-    const char *arg = argv[i];
-    if (!options_done && arg[0] == '-' && arg[1] != '\0') {
-      if (strcmp(arg, "--") == 0) {
-        options_done = true;
-        continue;
-      }
-      if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-        cmd_check_help();
-        return EXIT_OK;
-      }
-      int r = cli_common_option(argc, argv, &i, &common);
-      if (r < 0) return EXIT_INVALID;
-      if (r > 0) continue;
-      cli_errorf("unknown option '%.80s' for check (see einc check --help)",
-                 arg);
-      return EXIT_INVALID;
-    }
-    if (!expr) {
-      expr = arg;
-      continue;
-    }
-    if (nshapes == EIN_MAX_OPERANDS) {
-      cli_errorf("more than %d shapes; einc takes at most %d operands",
-                 EIN_MAX_OPERANDS, EIN_MAX_OPERANDS);
-      return EXIT_INVALID;
-    }
-    if (!cli_parse_shape(arg, &shapes[nshapes])) return EXIT_INVALID;
-    nshapes++;
-  }
-  if (!expr) {
+  const char *pos[EIN_MAX_OPERANDS + 1];
+  int npos;
+  int r = cli_parse_args(argc, argv, "check", cmd_check_help, &common, NULL,
+                         NULL, pos, EIN_MAX_OPERANDS + 1, &npos);
+  if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
+  if (npos == 0) {
     cli_errorf("check needs an expression (see einc check --help)");
     return EXIT_INVALID;
   }
+  const char *expr = pos[0];
+  int nshapes = npos - 1;
+  for (int i = 0; i < nshapes; i++)
+    if (!cli_parse_shape(pos[i + 1], &shapes[i])) return EXIT_INVALID;
 
   ein_ctx *ctx;
   if (ein_ctx_create(&ctx) != EIN_OK) {

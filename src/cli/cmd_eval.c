@@ -32,65 +32,53 @@ void cmd_eval_help(void) {
       "  einc eval 'i j, j k -> i k' a.npy b.npy -o c.npy");
 }
 
+typedef struct eval_opts {
+  const char *out_path;
+  cli_common *common;
+} eval_opts;
+
+/* eval's own options: -o/--output and --backend. */
+static int eval_option(int argc, char **argv, int *i, void *state) {
+  eval_opts *eo = state;
+  const char *arg = argv[*i];
+  bool out = strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0;
+  if (!out && strcmp(arg, "--backend") != 0) return 0;
+  if (*i + 1 >= argc) {
+    cli_errorf("%s needs a value", arg);
+    return -1;
+  }
+  const char *v = argv[++*i];
+  if (out) {
+    eo->out_path = v;
+    return 1;
+  }
+  ein_options *o = &eo->common->options;
+  if (strcmp(v, "auto") == 0)
+    o->backend = EIN_BACKEND_AUTO;
+  else if (strcmp(v, "cpu") == 0)
+    o->backend = EIN_BACKEND_CPU;
+  else if (strcmp(v, "cuda") == 0)
+    o->backend = EIN_BACKEND_CUDA;
+  else {
+    cli_errorf("unknown backend '%.40s' (auto, cpu, cuda)", v);
+    return -1;
+  }
+  return 1;
+}
+
 int cmd_eval(int argc, char **argv) {
   static cli_common common;
   static npy_array inputs[EIN_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
-  const char *expr = NULL, *out_path = NULL;
-  const char *paths[EIN_MAX_OPERANDS];
-  int n = 0;
-  bool options_done = false;
-  for (int i = 0; i < argc; i++) {
-    const char *arg = argv[i];
-    if (!options_done && arg[0] == '-' && arg[1] != '\0') {
-      if (strcmp(arg, "--") == 0) {
-        options_done = true;
-        continue;
-      }
-      if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-        cmd_eval_help();
-        return EXIT_OK;
-      }
-      if (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0 ||
-          strcmp(arg, "--backend") == 0) {
-        if (i + 1 >= argc) {
-          cli_errorf("%s needs a value", arg);
-          return EXIT_INVALID;
-        }
-        if (arg[1] == 'o' || arg[2] == 'o') {
-          out_path = argv[++i];
-          continue;
-        }
-        const char *b = argv[++i];
-        if (strcmp(b, "auto") == 0)
-          common.options.backend = EIN_BACKEND_AUTO;
-        else if (strcmp(b, "cpu") == 0)
-          common.options.backend = EIN_BACKEND_CPU;
-        else if (strcmp(b, "cuda") == 0)
-          common.options.backend = EIN_BACKEND_CUDA;
-        else {
-          cli_errorf("unknown backend '%.40s' (auto, cpu, cuda)", b);
-          return EXIT_INVALID;
-        }
-        continue;
-      }
-      int r = cli_common_option(argc, argv, &i, &common);
-      if (r < 0) return EXIT_INVALID;
-      if (r > 0) continue;
-      cli_errorf("unknown option '%.80s' for eval (see einc eval --help)",
-                 arg);
-      return EXIT_INVALID;
-    }
-    if (!expr) {
-      expr = arg;
-      continue;
-    }
-    if (n == EIN_MAX_OPERANDS) {
-      cli_errorf("more than %d input files", EIN_MAX_OPERANDS);
-      return EXIT_INVALID;
-    }
-    paths[n++] = arg;
-  }
+  eval_opts eo = {NULL, &common};
+  const char *pos[EIN_MAX_OPERANDS + 1];
+  int npos;
+  int r = cli_parse_args(argc, argv, "eval", cmd_eval_help, &common,
+                         eval_option, &eo, pos, EIN_MAX_OPERANDS + 1, &npos);
+  if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
+  const char *expr = npos ? pos[0] : NULL, *out_path = eo.out_path;
+  const char **paths = pos + 1;
+  int n = npos ? npos - 1 : 0;
   if (!expr || !out_path) {
     cli_errorf("eval needs an expression, input files and -o OUT.npy (see "
                "einc eval --help)");

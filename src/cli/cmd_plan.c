@@ -16,7 +16,7 @@
 void cmd_plan_help(void) {
   puts(
       "usage: einc plan EXPR SHAPE... [--dtype T] [--json] [--device M]\n"
-      "                 [--backend auto|cpu|cuda] [-D NAME=SIZE]... "
+      "                 [--memory-limit B] [-D NAME=SIZE]... "
       "[--reduce R] [--numpy]\n"
       "\n"
       "Plans EXPR for inputs of the given shapes and prints the plan: every\n"
@@ -38,84 +38,74 @@ void cmd_plan_help(void) {
       "8x16x2048x128 --dtype bf16");
 }
 
+typedef struct plan_opts {
+  const char *model;
+  ein_dtype dtype;
+  bool json;
+  cli_common *common;
+} plan_opts;
+
+/* plan's own options: --dtype, --json, --device, --memory-limit. */
+static int plan_option(int argc, char **argv, int *i, void *state) {
+  plan_opts *po = state;
+  const char *arg = argv[*i];
+  if (strcmp(arg, "--json") == 0) {
+    po->json = true;
+    return 1;
+  }
+  if (strcmp(arg, "--dtype") != 0 && strcmp(arg, "--device") != 0 &&
+      strcmp(arg, "--memory-limit") != 0)
+    return 0;
+  if (*i + 1 >= argc) {
+    cli_errorf("%s needs a value", arg);
+    return -1;
+  }
+  const char *v = argv[++*i];
+  if (strcmp(arg, "--dtype") == 0) {
+    if (!ein_dtype_parse(v, &po->dtype)) {
+      cli_errorf("unknown dtype '%.40s' (f32, f64, f16, bf16, i8..i64, "
+                 "u8..u64, bool)",
+                 v);
+      return -1;
+    }
+  } else if (strcmp(arg, "--device") == 0) {
+    if (strcmp(v, "h100") != 0 && strcmp(v, "h200") != 0) {
+      cli_errorf("unknown device model '%.40s' (h100, h200)", v);
+      return -1;
+    }
+    po->model = v;
+  } else {
+    char *end;
+    long long b = strtoll(v, &end, 10);
+    if (*end || b < 0) {
+      cli_errorf("--memory-limit takes a byte count, not '%.40s'", v);
+      return -1;
+    }
+    po->common->options.memory_limit = b;
+  }
+  return 1;
+}
+
 int cmd_plan(int argc, char **argv) {
   static cli_common common;
   static cli_shape shapes[EIN_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
-  const char *expr = NULL, *model = "h100";
-  ein_dtype dt = EIN_DT_F32;
-  bool json = false, options_done = false;
-  int nshapes = 0;
-  for (int i = 0; i < argc; i++) {
-    const char *arg = argv[i];
-    if (!options_done && arg[0] == '-' && arg[1] != '\0') {
-      if (strcmp(arg, "--") == 0) {
-        options_done = true;
-        continue;
-      }
-      if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-        cmd_plan_help();
-        return EXIT_OK;
-      }
-      if (strcmp(arg, "--json") == 0) {
-        json = true;
-        continue;
-      }
-      if ((strcmp(arg, "--dtype") == 0 || strcmp(arg, "--device") == 0 ||
-           strcmp(arg, "--memory-limit") == 0) &&
-          i + 1 >= argc) {
-        cli_errorf("%s needs a value", arg);
-        return EXIT_INVALID;
-      }
-      if (strcmp(arg, "--dtype") == 0) {
-        if (!ein_dtype_parse(argv[++i], &dt)) {
-          cli_errorf("unknown dtype '%.40s' (f32, f64, f16, bf16, i8..i64, "
-                     "u8..u64, bool)",
-                     argv[i]);
-          return EXIT_INVALID;
-        }
-        continue;
-      }
-      if (strcmp(arg, "--device") == 0) {
-        model = argv[++i];
-        if (strcmp(model, "h100") != 0 && strcmp(model, "h200") != 0) {
-          cli_errorf("unknown device model '%.40s' (h100, h200)", model);
-          return EXIT_INVALID;
-        }
-        continue;
-      }
-      if (strcmp(arg, "--memory-limit") == 0) {
-        char *end;
-        long long v = strtoll(argv[++i], &end, 10);
-        if (*end || v < 0) {
-          cli_errorf("--memory-limit takes a byte count, not '%.40s'", argv[i]);
-          return EXIT_INVALID;
-        }
-        common.options.memory_limit = v;
-        continue;
-      }
-      int r = cli_common_option(argc, argv, &i, &common);
-      if (r < 0) return EXIT_INVALID;
-      if (r > 0) continue;
-      cli_errorf("unknown option '%.80s' for plan (see einc plan --help)",
-                 arg);
-      return EXIT_INVALID;
-    }
-    if (!expr) {
-      expr = arg;
-      continue;
-    }
-    if (nshapes == EIN_MAX_OPERANDS) {
-      cli_errorf("more than %d shapes", EIN_MAX_OPERANDS);
-      return EXIT_INVALID;
-    }
-    if (!cli_parse_shape(arg, &shapes[nshapes])) return EXIT_INVALID;
-    nshapes++;
-  }
-  if (!expr) {
+  plan_opts po = {"h100", EIN_DT_F32, false, &common};
+  const char *pos[EIN_MAX_OPERANDS + 1];
+  int npos;
+  int r = cli_parse_args(argc, argv, "plan", cmd_plan_help, &common,
+                         plan_option, &po, pos, EIN_MAX_OPERANDS + 1, &npos);
+  if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
+  if (npos == 0) {
     cli_errorf("plan needs an expression (see einc plan --help)");
     return EXIT_INVALID;
   }
+  const char *expr = pos[0], *model = po.model;
+  ein_dtype dt = po.dtype;
+  bool json = po.json;
+  int nshapes = npos - 1;
+  for (int i = 0; i < nshapes; i++)
+    if (!cli_parse_shape(pos[i + 1], &shapes[i])) return EXIT_INVALID;
   ein_ctx *ctx;
   if (ein_ctx_create(&ctx) != EIN_OK) {
     cli_errorf("out of memory");
