@@ -9,38 +9,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cases.h"
 #include "ctx_internal.h"
 #include "ein.h"
 #include "harness.h"
 #include "path.h"
 
 typedef struct shapes {
+  case_input in; /* the parsed shapes (cases.h) */
+  DLTensor t[EIN_MAX_OPERANDS];
+  const DLTensor *p[EIN_MAX_OPERANDS];
   int n;
-  int64_t dims[8][8];
-  DLTensor t[8];
-  const DLTensor *p[8];
 } shapes;
 
-/* "8x16x32 4x5" as shape-only f32 tensors (data NULL). */
+/* "8x16x32 4x5" as shape-only tensors of dtype dt (data NULL). */
 static void make_shapes(shapes *s, const char *text, DLDataType dt) {
   memset(s, 0, sizeof *s);
-  const char *p = text;
-  while (*p) {
-    while (*p == ' ') p++;
-    if (!*p) break;
-    DLTensor *t = &s->t[s->n];
-    t->shape = s->dims[s->n];
-    t->dtype = dt;
-    t->device = (DLDevice){kDLCPU, 0};
-    for (;;) {
-      char *end;
-      s->dims[s->n][t->ndim++] = strtoll(p, &end, 10);
-      p = end;
-      if (*p != 'x') break;
-      p++;
-    }
-    s->p[s->n] = t;
-    s->n++;
+  parse_case_shapes(text, &s->in);
+  s->n = s->in.n;
+  for (int i = 0; i < s->n; i++) {
+    s->t[i].device = (DLDevice){kDLCPU, 0};
+    s->t[i].ndim = s->in.ndims[i];
+    s->t[i].shape = s->in.dims[i];
+    s->t[i].dtype = dt;
+    s->p[i] = &s->t[i];
   }
 }
 

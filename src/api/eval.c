@@ -144,6 +144,14 @@ static ein_status resolve_backend(ein_ctx *ctx, const ein_options *o,
   return EIN_OK;
 }
 
+/* The context's reusable key buffer, emptied: keys and layout checks on
+ * the hot path allocate nothing once it has grown. */
+static ein_strbuf *scratch_key(ein_ctx *ctx) {
+  ctx->key.len = 0;
+  ctx->key.failed = false;
+  return &ctx->key;
+}
+
 static ein_backend *backend_for(ein_ctx *ctx, ein_backend_kind kind) {
   (void)kind; /* only the CPU backend exists so far */
   if (!ctx->cpu) ctx->cpu = ein_cpu_backend_create();
@@ -345,16 +353,14 @@ ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
 /* Compares a tensor with the layout the plan was made for. */
 static ein_status check_layout(ein_ctx *ctx, const ein_plan *plan, int slot,
                                const DLTensor *t, int index) {
-  ein_strbuf k = {0};
+  ein_strbuf *k = scratch_key(ctx);
   ein_dtype dt;
   ein_dtype_from_dl(t->dtype, &dt);
-  key_tensor(&k, t, dt);
+  key_tensor(k, t, dt);
+  if (k->failed) return fail(ctx, EIN_ERR_NO_MEMORY, "out of memory");
   size_t lo = plan->offset[slot], hi = plan->offset[slot + 1];
-  bool same = !k.failed && k.len == hi - lo &&
-              memcmp(k.data ? k.data : "", plan->layout + lo, k.len) == 0;
-  bool oom = k.failed;
-  ein_strbuf_free(&k);
-  if (oom) return fail(ctx, EIN_ERR_NO_MEMORY, "out of memory");
+  bool same = k->len == hi - lo &&
+              memcmp(k->data ? k->data : "", plan->layout + lo, k->len) == 0;
   if (same) return EIN_OK;
   char name[32];
   return fail(ctx, EIN_ERR_BAD_SHAPE,
@@ -420,9 +426,7 @@ ein_status ein_eval(ein_ctx *ctx, const char *expr,
   if (st) return st;
   size_t len = strnlen(expr, (size_t)EIN_MAX_EXPR_BYTES + 1);
   ein_plan *plan = NULL;
-  ein_strbuf *k = &ctx->key;
-  k->len = 0;
-  k->failed = false;
+  ein_strbuf *k = scratch_key(ctx);
   bool cacheable = len <= EIN_MAX_EXPR_BYTES;
   if (cacheable) {
     key_options(k, expr, len, o, kind);

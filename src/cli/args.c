@@ -190,3 +190,16 @@ int cli_parse_args(int argc, char **argv, const char *command,
   }
   return CLI_ARGS_OK;
 }
+
+bool cli_expr_and_shapes(const char *command, const char *const *pos,
+                         int npos, cli_shape *shapes, int *nshapes) {
+  if (npos == 0) {
+    cli_errorf("%s needs an expression (see einc %s --help)", command,
+               command);
+    return false;
+  }
+  *nshapes = npos - 1;
+  for (int i = 0; i < *nshapes; i++)
+    if (!cli_parse_shape(pos[i + 1], &shapes[i])) return false;
+  return true;
+}

@@ -47,6 +47,12 @@ int cli_parse_args(int argc, char **argv, const char *command,
                    void (*help)(void), cli_common *common, cli_option_fn extra,
                    void *state, const char **pos, int maxpos, int *npos);
 
+/* For commands taking EXPR SHAPE...: checks that pos[0] (the expression)
+ * exists and parses pos[1..npos) into shapes. False, with the message
+ * printed, when the expression is missing or a shape is malformed. */
+bool cli_expr_and_shapes(const char *command, const char *const *pos,
+                         int npos, cli_shape *shapes, int *nshapes);
+
 /* Prints "einc: error: ..." with the caret display of an error record. */
 void cli_print_error(const ein_error *err);
 

@@ -72,14 +72,10 @@ int cmd_check(int argc, char **argv) {
   int r = cli_parse_args(argc, argv, "check", cmd_check_help, &common, NULL,
                          NULL, pos, EIN_MAX_OPERANDS + 1, &npos);
   if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
-  if (npos == 0) {
-    cli_errorf("check needs an expression (see einc check --help)");
+  int nshapes;
+  if (!cli_expr_and_shapes("check", pos, npos, shapes, &nshapes))
     return EXIT_INVALID;
-  }
   const char *expr = pos[0];
-  int nshapes = npos - 1;
-  for (int i = 0; i < nshapes; i++)
-    if (!cli_parse_shape(pos[i + 1], &shapes[i])) return EXIT_INVALID;
 
   ein_ctx *ctx;
   if (ein_ctx_create(&ctx) != EIN_OK) {

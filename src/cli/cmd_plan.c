@@ -96,16 +96,12 @@ int cmd_plan(int argc, char **argv) {
   int r = cli_parse_args(argc, argv, "plan", cmd_plan_help, &common,
                          plan_option, &po, pos, EIN_MAX_OPERANDS + 1, &npos);
   if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
-  if (npos == 0) {
-    cli_errorf("plan needs an expression (see einc plan --help)");
+  int nshapes;
+  if (!cli_expr_and_shapes("plan", pos, npos, shapes, &nshapes))
     return EXIT_INVALID;
-  }
   const char *expr = pos[0], *model = po.model;
   ein_dtype dt = po.dtype;
   bool json = po.json;
-  int nshapes = npos - 1;
-  for (int i = 0; i < nshapes; i++)
-    if (!cli_parse_shape(pos[i + 1], &shapes[i])) return EXIT_INVALID;
   ein_ctx *ctx;
   if (ein_ctx_create(&ctx) != EIN_OK) {
     cli_errorf("out of memory");

@@ -146,7 +146,7 @@ static ein_status operand_view(planner *pl, const ein_bound_operand *op,
   return EIN_OK;
 }
 
-/* Keeps the axes in `order` (descending |stride|) for a stable layout. */
+/* Sorts the axes outermost first (descending |stride|, stable), in place. */
 static void view_sort(pview *v) {
   for (int i = 1; i < v->n; i++)
     for (int j = i; j > 0; j--) {
@@ -430,24 +430,8 @@ static bool gemm_operand_dtype(const planner *pl, ein_dtype dt) {
  * operand, then the right one's others. */
 static ein_status natural_temp(planner *pl, ein_axset set, const pview *l,
                                const pview *r, pview *v) {
-  int axes[EIN_MAX_AXES], n = 0;
-  const pview *both[2] = {l, r};
-  for (int w = 0; w < 2; w++) {
-    pview sorted = *both[w];
-    int ax[EIN_MAX_AXES];
-    int64_t st[EIN_MAX_AXES];
-    memcpy(ax, sorted.ax, sizeof(int) * (size_t)sorted.n);
-    memcpy(st, sorted.st, sizeof(int64_t) * (size_t)sorted.n);
-    sorted.ax = ax;
-    sorted.st = st;
-    view_sort(&sorted);
-    for (int i = 0; i < sorted.n; i++) {
-      int a = ax[i];
-      bool seen = false;
-      for (int j = 0; j < n; j++) seen |= axes[j] == a;
-      if (!seen && ein_axset_has(&set, a)) axes[n++] = a;
-    }
-  }
+  int axes[EIN_MAX_AXES], n = group_order(l, set, axes);
+  n += group_order(r, ein_axset_minus(set, view_set(l)), axes + n);
   return temp_view(pl, axes, n, pl->cdtype, v);
 }
 
@@ -654,8 +638,6 @@ static ein_status emit_node(planner *pl, int idx, const pview *want,
 
 /* ------------------------------------------------------------- plans */
 
-static bool is_integer_like(ein_dtype dt) { return !ein_dtype_is_float(dt); }
-
 static ein_status check_dtypes(planner *pl, const ein_tensor_desc *inputs,
                                const ein_tensor_desc *output) {
   const ein_problem *p = pl->p;
@@ -687,7 +669,7 @@ static ein_status check_dtypes(planner *pl, const ein_tensor_desc *inputs,
                            "bool; use any, all, max or min",
                            ein_reduction_name(r));
   }
-  if (r == EIN_REDUCE_MEAN && reduces && is_integer_like(dt))
+  if (r == EIN_REDUCE_MEAN && reduces && !ein_dtype_is_float(dt))
     return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
                          "the reduction 'mean' needs a floating-point "
                          "dtype, not %s",
@@ -767,11 +749,7 @@ static ein_status plan_contraction(planner *pl, pview *inv,
     nd->view = inv[i];
     ein_axset keep = ein_axset_and(sets[i], others);
     if (!ein_axset_empty(ein_axset_minus(sets[i], keep))) {
-      pview sorted = inv[i];
-      view_sort(&sorted);
-      int axes[EIN_MAX_AXES], na = 0;
-      for (int k = 0; k < sorted.n; k++)
-        if (ein_axset_has(&keep, sorted.ax[k])) axes[na++] = sorted.ax[k];
+      int axes[EIN_MAX_AXES], na = group_order(&inv[i], keep, axes);
       pview t;
       if ((st = temp_view(pl, axes, na, pl->cdtype, &t))) return st;
       const pview *src[1] = {&inv[i]};
@@ -785,10 +763,9 @@ static ein_status plan_contraction(planner *pl, pview *inv,
     sets[i] = keep;
   }
 
-  ein_path_query q = {n, sets, outset, pl->size, 0};
+  ein_path_query q = {n, sets, outset, pl->size, pl->memory_limit};
   int (*pairs)[2] = ein_arena_alloc(pl->arena, (size_t)n, sizeof *pairs);
   if (!pairs) return no_memory(pl);
-  q.memory_limit = pl->memory_limit;
   if (!ein_path_search(&q, pl->arena, pairs, &pl->ir->path_method))
     return no_memory(pl);
   pl->ir->path = pairs;
