@@ -23,8 +23,9 @@
 #include <string.h>
 
 #include "half.h"
+#include "loop_axes.h"
 
-enum { ROW = 512, MAXAX = 64 };
+enum { ROW = 512 };
 
 typedef enum acc_kind { ACC_F32, ACC_F64, ACC_I64 } acc_kind;
 
@@ -138,66 +139,6 @@ static void store_i64(ein_dtype dt, char *p, int64_t st, int64_t n,
   }
 }
 
-/* ------------------------------------------------- the axis machinery */
-
-typedef struct loop_axes {
-  int n;
-  int64_t size[MAXAX];
-  int64_t st[MAXAX][3]; /* element strides: dst, src0, src1 */
-} loop_axes;
-
-/* Fuses axis i+1 into axis i where all strides are contiguous. */
-static void fuse(loop_axes *la) {
-  int w = 0;
-  for (int i = 0; i < la->n; i++) {
-    if (w > 0) {
-      bool ok = true;
-      for (int k = 0; k < 3; k++)
-        ok &= la->st[w - 1][k] == la->st[i][k] * la->size[i];
-      if (ok) {
-        la->size[w - 1] *= la->size[i];
-        for (int k = 0; k < 3; k++) la->st[w - 1][k] = la->st[i][k];
-        continue;
-      }
-    }
-    la->size[w] = la->size[i];
-    memcpy(la->st[w], la->st[i], sizeof la->st[i]);
-    w++;
-  }
-  la->n = w;
-}
-
-/* Sorts axes outermost first by the stride of operand `key`. */
-static void sort_by(loop_axes *la, int key) {
-  for (int i = 1; i < la->n; i++)
-    for (int j = i; j > 0; j--) {
-      if (llabs(la->st[j - 1][key]) >= llabs(la->st[j][key])) break;
-      int64_t s = la->size[j];
-      la->size[j] = la->size[j - 1];
-      la->size[j - 1] = s;
-      int64_t t[3];
-      memcpy(t, la->st[j], sizeof t);
-      memcpy(la->st[j], la->st[j - 1], sizeof t);
-      memcpy(la->st[j - 1], t, sizeof t);
-    }
-}
-
-static int64_t volume(const loop_axes *la) {
-  int64_t v = 1;
-  for (int i = 0; i < la->n; i++) v *= la->size[i];
-  return v;
-}
-
-/* Element offsets (per operand) of flat index `idx` over the axes. */
-static void offsets_of(const loop_axes *la, int64_t idx, int64_t off[3]) {
-  off[0] = off[1] = off[2] = 0;
-  for (int i = la->n - 1; i >= 0; i--) {
-    int64_t c = idx % la->size[i];
-    idx /= la->size[i];
-    for (int k = 0; k < 3; k++) off[k] += c * la->st[i][k];
-  }
-}
-
 /* ---------------------------------------------------------- kernels */
 
 typedef struct loop_job {
@@ -206,8 +147,8 @@ typedef struct loop_job {
   const char *src[2];
   size_t esz[3];   /* element sizes: dst, src0, src1 */
   acc_kind acc;
-  loop_axes outer;  /* kept axes except the row axis (mode K) / all kept */
-  loop_axes red;    /* reduced axes except the row axis (mode R) / all */
+  ein_loop_axes outer;  /* kept axes except the row axis (mode K) / all kept */
+  ein_loop_axes red;    /* reduced axes except the row axis (mode R) / all */
   int64_t row_n;    /* length of the row axis */
   int64_t row_st[3];
   bool row_reduced; /* mode R: the row axis is reduced */
@@ -281,16 +222,16 @@ typedef struct loop_job {
                                  int64_t hi) {                               \
     T acc[ROW], v[ROW], tmp[ROW];                                            \
     const ein_step *s = j->s;                                                \
-    int64_t nred = volume(&j->red);                                          \
+    int64_t nred = ein_loop_axes_volume(&j->red);                                          \
     int64_t chunks = j->row_reduced ? 1 : (j->row_n + ROW - 1) / ROW;        \
     for (int64_t o = lo; o < hi; o++) {                                      \
       int64_t base[3];                                                       \
-      offsets_of(&j->outer, o, base);                                        \
+      ein_loop_axes_offsets(&j->outer, o, base);                                        \
       if (j->row_reduced) { /* one result, folded from rows */               \
         T total = ident_##SUFFIX(s->op);                                     \
         for (int64_t r = 0; r < nred; r++) {                                 \
           int64_t ro[3], off[3];                                             \
-          offsets_of(&j->red, r, ro);                                        \
+          ein_loop_axes_offsets(&j->red, r, ro);                                        \
           for (int k = 0; k < 3; k++) off[k] = base[k] + ro[k];              \
           for (int64_t c0 = 0; c0 < j->row_n; c0 += ROW) {                   \
             int64_t n = j->row_n - c0 < ROW ? j->row_n - c0 : ROW;           \
@@ -318,7 +259,7 @@ typedef struct loop_job {
           for (int64_t i = 0; i < n; i++) acc[i] = ident_##SUFFIX(s->op);    \
           for (int64_t r = 0; r < nred; r++) {                               \
             int64_t ro[3], co[3];                                            \
-            offsets_of(&j->red, r, ro);                                      \
+            ein_loop_axes_offsets(&j->red, r, ro);                                      \
             for (int k = 0; k < 3; k++)                                      \
               co[k] = base[k] + ro[k] + c0 * j->row_st[k];                   \
             value_row_##SUFFIX(j, co, n, v, tmp);                            \
@@ -347,14 +288,8 @@ static void run_range(const loop_job *j, int64_t lo, int64_t hi) {
 }
 
 /* Moves axis `at` of `from` into the row fields of the job. */
-static void take_row(loop_job *j, loop_axes *from, int at) {
-  j->row_n = from->size[at];
-  memcpy(j->row_st, from->st[at], sizeof j->row_st);
-  for (int i = at; i + 1 < from->n; i++) {
-    from->size[i] = from->size[i + 1];
-    memcpy(from->st[i], from->st[i + 1], sizeof from->st[i]);
-  }
-  from->n--;
+static void take_row(loop_job *j, ein_loop_axes *from, int at) {
+  ein_loop_axes_take(from, at, &j->row_n, j->row_st);
 }
 
 /* Pure copies between equal dtypes with unit strides on both sides are
@@ -366,11 +301,11 @@ static bool try_memcpy(const loop_job *j) {
       j->red.n != 0 || j->row_reduced || j->row_st[0] != 1 ||
       j->row_st[1] != 1)
     return false;
-  int64_t nouter = volume(&j->outer);
+  int64_t nouter = ein_loop_axes_volume(&j->outer);
   size_t bytes = (size_t)j->row_n * j->esz[0];
   for (int64_t o = 0; o < nouter; o++) {
     int64_t off[3];
-    offsets_of(&j->outer, o, off);
+    ein_loop_axes_offsets(&j->outer, o, off);
     memcpy(j->dst + off[0] * (int64_t)j->esz[0],
            j->src[0] + off[1] * (int64_t)j->esz[1], bytes);
   }
@@ -390,21 +325,10 @@ ein_status ein_cpu_loop(const ein_step *s, char *dst, const char *src0,
   j.esz[2] = s->nsrc > 1 ? ein_dtype_size(s->src_dtype[1]) : 1;
   j.acc = acc_of(s->nsrc ? s->src_dtype[0] : s->dst_dtype);
   if (j.acc == ACC_F32 && s->dst_dtype == EIN_DT_F64) j.acc = ACC_F64;
-  loop_axes kept = {0}, red = {0};
-  for (int i = 0; i < s->naxes; i++) {
-    const ein_loop_axis *a = &s->axes[i];
-    if (a->size == 1) continue;
-    if (a->size == 0) return EIN_OK;
-    loop_axes *to = a->stride[0] == 0 ? &red : &kept;
-    if (to->n == MAXAX) return EIN_ERR_LIMIT;
-    to->size[to->n] = a->size;
-    memcpy(to->st[to->n], a->stride, sizeof a->stride);
-    to->n++;
-  }
-  sort_by(&kept, 0);
-  fuse(&kept);
-  sort_by(&red, 1);
-  fuse(&red);
+  ein_loop_axes kept, red;
+  bool empty;
+  if (!ein_loop_axes_split(s, &kept, &red, &empty)) return EIN_ERR_LIMIT;
+  if (empty) return EIN_OK;
   /* The row axis: the source's fastest axis, if it is reduced. */
   int64_t kept_min = kept.n ? llabs(kept.st[kept.n - 1][1]) : INT64_MAX;
   int64_t red_min = red.n ? llabs(red.st[red.n - 1][1]) : INT64_MAX;
@@ -423,10 +347,10 @@ ein_status ein_cpu_loop(const ein_step *s, char *dst, const char *src0,
 
   if (s->kind == EIN_STEP_FILL) {
     /* Fill: store the value through the row kernel's store. */
-    int64_t n = volume(&kept);
+    int64_t n = ein_loop_axes_volume(&kept);
     for (int64_t o = 0; o < n; o++) {
       int64_t off[3];
-      offsets_of(&kept, o, off);
+      ein_loop_axes_offsets(&kept, o, off);
       char *p = dst + off[0] * (int64_t)j.esz[0];
       if (j.acc == ACC_I64) {
         int64_t v = (int64_t)s->fill;
@@ -443,8 +367,8 @@ ein_status ein_cpu_loop(const ein_step *s, char *dst, const char *src0,
   }
   if (try_memcpy(&j)) return EIN_OK;
 
-  int64_t nouter = volume(&j.outer);
-  double work = (double)nouter * (double)volume(&j.red) * (double)j.row_n;
+  int64_t nouter = ein_loop_axes_volume(&j.outer);
+  double work = (double)nouter * (double)ein_loop_axes_volume(&j.red) * (double)j.row_n;
 #ifdef _OPENMP
   if (threads > 1 && nouter > 1 && work > 1 << 16) {
 #pragma omp parallel for num_threads(threads) schedule(static)
