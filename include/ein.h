@@ -71,7 +71,8 @@ typedef enum ein_status {
   EIN_ERR_DTYPE = -19,          /* unsupported or mismatched dtypes */
   EIN_ERR_DEVICE = -20,         /* tensor on a device the backend cannot
                                    use, or the backend is unavailable */
-  EIN_ERR_BACKEND = -21         /* a backend library call failed */
+  EIN_ERR_BACKEND = -21,        /* a backend library call failed */
+  EIN_ERR_DEVICE_MEMORY = -22   /* a device (GPU) allocation failed */
 } ein_status;
 
 /* A short constant name for a status, e.g. "size mismatch". Never NULL. */
@@ -115,8 +116,21 @@ typedef struct ein_ctx ein_ctx;
 /* Creates a context. *out is NULL on failure. */
 EIN_API ein_status ein_ctx_create(ein_ctx **out);
 
-/* Destroys a context and everything it owns. NULL is allowed. */
+/* Destroys a context and everything it owns. NULL is allowed. Waits for
+ * work the context queued on its own CUDA streams. */
 EIN_API void ein_ctx_destroy(ein_ctx *ctx);
+
+/* CUDA: later evaluations on ctx queue their work on `stream` (a
+ * cudaStream_t) instead of the context's own stream; NULL goes back to the
+ * own one. The own stream is a blocking stream, so it is ordered with the
+ * legacy default stream (plain cudaMemcpy waits for it). Without the CUDA
+ * backend this does nothing. */
+EIN_API void ein_ctx_set_cuda_stream(ein_ctx *ctx, void *stream);
+
+/* Waits until every evaluation ctx queued on a GPU has finished, and
+ * reports an error that happened while it ran (EIN_ERR_BACKEND). EIN_OK at
+ * once when nothing ran on a GPU. */
+EIN_API ein_status ein_ctx_synchronize(ein_ctx *ctx);
 
 /* The last error recorded on ctx; status EIN_OK if the last call succeeded. */
 EIN_API const ein_error *ein_last_error(const ein_ctx *ctx);
@@ -161,6 +175,14 @@ typedef enum ein_backend_kind {
   EIN_BACKEND_CUDA = 2
 } ein_backend_kind;
 
+/* CUDA tensors (kDLCUDA, kDLCUDAManaged) are evaluated by the CUDA
+ * backend on the device they live on, asynchronously on the context's
+ * stream (ein_ctx_set_cuda_stream); host tensors (kDLCPU, kDLCUDAHost)
+ * by the CPU backend. EIN_BACKEND_CUDA with host tensors, or tensors on
+ * two devices, fail with EIN_ERR_DEVICE; so does any CUDA evaluation on a
+ * machine without a usable GPU or driver, or in a build without CUDA.
+ * Plans (ein_plan_create) for the CUDA backend can be made without a GPU:
+ * only executing them needs one. */
 typedef struct ein_options {
   ein_dialect dialect;
   ein_reduction reduction;

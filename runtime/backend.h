@@ -1,7 +1,7 @@
 /*
  * backend.h - the interface every backend implements (CPU now, CUDA next).
  *
- * Takes: a plan (plan.h) and the data pointers of its inputs and output
+ * Takes: a plan (plan.h), what the backend compiled of it, and the data pointers of its inputs and output
  * (already offset by DLTensor.byte_offset).
  * Gives: the output written; on failure an error on err and an output whose
  * contents are unspecified (the caller's buffer; nothing else is touched).
@@ -17,9 +17,12 @@ typedef struct ein_backend ein_backend;
 struct ein_backend {
   const char *name;         /* "cpu", "cuda" */
   ein_backend_caps caps;    /* what the planner may ask of it */
-  /* Runs every step of plan. inputs[i] is operand i's first element. */
+  /* Runs every step of plan. inputs[i] is operand i's first element.
+   * `program` is what the backend's compiler made of the plan when it was
+   * created (the CUDA program, cuda_program.h), or NULL (CPU). */
   ein_status (*run)(ein_backend *self, const ein_plan_ir *plan,
-                    char *const *inputs, char *output, ein_error_rec *err);
+                    const void *program, char *const *inputs, char *output,
+                    ein_error_rec *err);
   void (*destroy)(ein_backend *self);
 };
 

@@ -28,16 +28,10 @@ typedef struct cpu_backend {
   int threads;
 } cpu_backend;
 
-/* One row-major GEMM call: C[m,n] = alpha * op(A)[m,k] op(B)[k,n]. */
-typedef struct gemm_call {
-  bool ta, tb;
-  int64_t m, n, k, lda, ldb, ldc;
-} gemm_call;
-
 #ifndef EIN_HAVE_CBLAS
 /* Portable fallback: i-k-j order so the innermost loop streams B and C. */
 #define FALLBACK_GEMM(NAME, T)                                               \
-  static void NAME(const gemm_call *g, T alpha, const T *a, const T *b,      \
+  static void NAME(const ein_gemm_call *g, T alpha, const T *a, const T *b,      \
                    T *c) {                                                   \
     for (int64_t i = 0; i < g->m; i++) {                                     \
       T *crow = c + i * g->ldc;                                              \
@@ -57,7 +51,7 @@ FALLBACK_GEMM(gemm_f32, float)
 FALLBACK_GEMM(gemm_f64, double)
 #endif
 
-static void gemm_one(const gemm_call *g, ein_dtype dt, double alpha,
+static void gemm_one(const ein_gemm_call *g, ein_dtype dt, double alpha,
                      const char *a, const char *b, char *c) {
 #ifdef EIN_HAVE_CBLAS
   enum CBLAS_TRANSPOSE ta = g->ta ? CblasTrans : CblasNoTrans;
@@ -79,38 +73,13 @@ static void gemm_one(const gemm_call *g, ein_dtype dt, double alpha,
 #endif
 }
 
-/* Maps the step's strides to a row-major call; a C stored transposed is
- * computed as C^T = B^T A^T, so the operands swap. */
-static bool gemm_shape(const ein_gemm *g, gemm_call *call, bool *swap) {
-  bool tc;
-  if (!ein_matrix_layout(g->m, g->n, g->c_ms, g->c_ns, &tc, &call->ldc))
-    return false;
-  *swap = tc;
-  if (!tc) {
-    call->m = g->m, call->n = g->n, call->k = g->k;
-    return ein_matrix_layout(g->m, g->k, g->a_ms, g->a_ks, &call->ta,
-                             &call->lda) &&
-           ein_matrix_layout(g->k, g->n, g->b_ks, g->b_ns, &call->tb,
-                             &call->ldb);
-  }
-  bool t2;
-  if (!ein_matrix_layout(g->n, g->m, g->c_ns, g->c_ms, &t2, &call->ldc) || t2)
-    return false;
-  call->m = g->n, call->n = g->m, call->k = g->k;
-  return ein_matrix_layout(g->n, g->k, g->b_ns, g->b_ks, &call->ta,
-                           &call->lda) &&
-         ein_matrix_layout(g->k, g->m, g->a_ks, g->a_ms, &call->tb,
-                           &call->ldb);
-}
-
 static ein_status run_gemm(const ein_step *s, char *c, const char *a,
                            const char *b, ein_error_rec *err) {
   const ein_gemm *g = &s->gemm;
-  gemm_call call;
-  bool swap;
+  ein_gemm_call call;
   if (s->dst_dtype != s->src_dtype[0] || s->dst_dtype != s->src_dtype[1] ||
       (s->dst_dtype != EIN_DT_F32 && s->dst_dtype != EIN_DT_F64) ||
-      !gemm_shape(g, &call, &swap))
+      !ein_gemm_rowmajor(g, &call))
     return ein_error_set(err, EIN_ERR_INTERNAL, NULL, 0, NULL, 0,
                          "cpu backend: a GEMM step it cannot run "
                          "(%s, m %lld n %lld k %lld)",
@@ -128,7 +97,7 @@ static ein_status run_gemm(const ein_step *s, char *c, const char *a,
     }
     const char *pa = a + off[1] * esz, *pb = b + off[2] * esz;
     char *pc = c + off[0] * esz;
-    if (swap)
+    if (call.swap)
       gemm_one(&call, s->dst_dtype, s->alpha, pb, pa, pc);
     else
       gemm_one(&call, s->dst_dtype, s->alpha, pa, pb, pc);
@@ -148,8 +117,9 @@ static char *buffer_base(const ein_plan_ir *plan, int buf, char *const *inputs,
 }
 
 static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
-                          char *const *inputs, char *output,
-                          ein_error_rec *err) {
+                          const void *program, char *const *inputs,
+                          char *output, ein_error_rec *err) {
+  (void)program;
   cpu_backend *cb = (cpu_backend *)self;
   if (plan->workspace_bytes > cb->workspace_bytes) {
     char *w = ein_malloc((size_t)plan->workspace_bytes);

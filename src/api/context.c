@@ -10,6 +10,7 @@
 #include "arena.h"
 #include "bind.h"
 #include "ctx_internal.h"
+#include "cuda_backend.h"
 #include "error.h"
 #include "parser.h"
 
@@ -43,6 +44,7 @@ const char *ein_status_name(ein_status status) {
   case EIN_ERR_DTYPE: return "bad dtype";
   case EIN_ERR_DEVICE: return "bad device";
   case EIN_ERR_BACKEND: return "backend failure";
+  case EIN_ERR_DEVICE_MEMORY: return "out of device memory";
   }
   return "unknown status";
 }
@@ -80,6 +82,8 @@ void ein_ctx_destroy(ein_ctx *ctx) {
   if (!ctx) return;
   ein_plan_cache_clear(&ctx->cache);
   if (ctx->cpu) ctx->cpu->destroy(ctx->cpu);
+  for (int d = 0; d < EIN_MAX_CUDA_DEVICES; d++)
+    if (ctx->cuda[d]) ctx->cuda[d]->destroy(ctx->cuda[d]);
   ein_strbuf_free(&ctx->key);
   ein_error_clear(&ctx->err);
   ein_free(ctx);
@@ -214,5 +218,23 @@ ein_status ein_output_shape(ein_ctx *ctx, const char *expr,
   *out_ndim = ein_binding_output_ndim(b);
   memcpy(out_shape, b->out_shape, (size_t)*out_ndim * sizeof *out_shape);
   ein_binding_destroy(b);
+  return EIN_OK;
+}
+
+void ein_ctx_set_cuda_stream(ein_ctx *ctx, void *stream) {
+  if (!ctx) return;
+  ctx->cuda_stream = stream;
+  for (int d = 0; d < EIN_MAX_CUDA_DEVICES; d++)
+    if (ctx->cuda[d]) ein_cuda_backend_set_stream(ctx->cuda[d], stream);
+}
+
+ein_status ein_ctx_synchronize(ein_ctx *ctx) {
+  if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
+  ein_error_clear(&ctx->err);
+  for (int d = 0; d < EIN_MAX_CUDA_DEVICES; d++) {
+    if (!ctx->cuda[d]) continue;
+    ein_status st = ein_cuda_backend_sync(ctx->cuda[d], &ctx->err);
+    if (st) return st;
+  }
   return EIN_OK;
 }

@@ -24,7 +24,7 @@ typedef struct ein_cache_entry {
   uint64_t last_use;
 } ein_cache_entry;
 
-enum { EIN_PLAN_CACHE_SIZE = 128 };
+enum { EIN_PLAN_CACHE_SIZE = 128, EIN_MAX_CUDA_DEVICES = 16 };
 
 typedef struct ein_plan_cache {
   ein_cache_entry entries[EIN_PLAN_CACHE_SIZE];
@@ -36,9 +36,18 @@ typedef struct ein_plan_cache {
 struct ein_ctx {
   ein_error_rec err;
   ein_backend *cpu; /* created on first use */
+  ein_backend *cuda[EIN_MAX_CUDA_DEVICES]; /* per device, on first use */
+  void *cuda_stream; /* the caller's cudaStream_t, or NULL: own streams */
   ein_plan_cache cache;
   ein_strbuf key; /* scratch for cache keys, reused across calls */
 };
+
+/* The plan IR behind a public plan, and its CUDA program (NULL for CPU
+ * plans); for the CLI's plan and cuda-src commands. */
+struct ein_plan_ir;
+struct ein_cuda_program;
+const struct ein_plan_ir *ein_plan_ir_of(const ein_plan *plan);
+const struct ein_cuda_program *ein_plan_cuda_program(const ein_plan *plan);
 
 /* The bound problem behind a public binding. */
 const ein_problem *ein_binding_problem(const ein_binding *binding);

@@ -9,14 +9,19 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "codegen.h"
 #include "ctx_internal.h"
+#include "cuda_backend.h"
+#include "cuda_program.h"
 #include "plan.h"
 #include "report.h"
 
 struct ein_plan {
   ein_plan_ir *ir; /* owns the arena this struct lives in */
   const char *expr;
-  ein_backend_kind backend;
+  ein_backend_kind backend; /* CPU or CUDA, never AUTO */
+  int device;               /* CUDA device id */
+  ein_cuda_program *cuda;   /* CUDA plans: kernels and cuBLAS calls */
   int ninputs;
   /* The layouts the plan was made for, as cache-key bytes: tensor i's
    * part is layout[offset[i] .. offset[i+1]), the output last. */
@@ -102,11 +107,12 @@ static void key_tensor(ein_strbuf *k, const DLTensor *t, ein_dtype dt) {
 }
 
 static void key_options(ein_strbuf *k, const char *expr, size_t len,
-                        const ein_options *o, ein_backend_kind backend) {
+                        const ein_options *o, ein_backend_kind backend,
+                        int device) {
   ein_strbuf_append(k, &len, sizeof len);
   ein_strbuf_append(k, expr, len);
-  int32_t head[5] = {o->dialect, o->reduction, o->nlengths, backend,
-                     o->allow_tf32 != 0};
+  int32_t head[6] = {o->dialect, o->reduction, o->nlengths, backend,
+                     o->allow_tf32 != 0, device};
   ein_strbuf_append(k, head, sizeof head);
   ein_strbuf_append(k, &o->memory_limit, sizeof o->memory_limit);
   for (int i = 0; i < o->nlengths; i++) {
@@ -118,29 +124,71 @@ static void key_options(ein_strbuf *k, const char *expr, size_t len,
   }
 }
 
-/* Chooses the backend from the options and where the tensors live. */
+static bool cuda_device(DLDeviceType d) {
+  return d == kDLCUDA || d == kDLCUDAManaged;
+}
+
+/* Chooses the backend (and CUDA device) from the options and where the
+ * tensors live: all on the host, or all on one CUDA device. */
 static ein_status resolve_backend(ein_ctx *ctx, const ein_options *o,
                                   const DLTensor *const *inputs, int n,
                                   const DLTensor *output,
-                                  ein_backend_kind *out) {
-  if (o->backend == EIN_BACKEND_CUDA)
-    return fail(ctx, EIN_ERR_DEVICE,
-                "the CUDA backend is not available in this build of einc; "
-                "use the CPU backend");
-  if (o->backend != EIN_BACKEND_AUTO && o->backend != EIN_BACKEND_CPU)
+                                  ein_backend_kind *out, int *device) {
+  if (o->backend != EIN_BACKEND_AUTO && o->backend != EIN_BACKEND_CPU &&
+      o->backend != EIN_BACKEND_CUDA)
     return fail(ctx, EIN_ERR_INVALID_ARGUMENT, "unknown backend %d",
                 (int)o->backend);
+  int first_host = -2, first_gpu = -2, gpu = -1;
+  char name[32];
   for (int i = -1; i < n; i++) {
     const DLTensor *t = i < 0 ? output : inputs[i];
-    if (!t || host_device(t->device.device_type)) continue;
-    char name[32];
-    return fail(ctx, EIN_ERR_DEVICE,
-                "%s lives on DLPack device type %d; the CPU backend reads "
-                "host memory only",
-                tensor_name(i, name, sizeof name),
-                (int)t->device.device_type);
+    if (!t) continue;
+    DLDeviceType d = t->device.device_type;
+    if (host_device(d)) {
+      if (first_host == -2) first_host = i;
+      continue;
+    }
+    if (!cuda_device(d))
+      return fail(ctx, EIN_ERR_DEVICE,
+                  "%s lives on DLPack device type %d; einc reads host "
+                  "memory (CPU backend) and CUDA memory (CUDA backend)",
+                  tensor_name(i, name, sizeof name), (int)d);
+    if (first_gpu == -2) {
+      first_gpu = i;
+      gpu = t->device.device_id;
+    } else if (t->device.device_id != gpu) {
+      char other[32];
+      return fail(ctx, EIN_ERR_DEVICE,
+                  "%s is on CUDA device %d but %s is on device %d; einc "
+                  "evaluates on one device",
+                  tensor_name(i, name, sizeof name), t->device.device_id,
+                  tensor_name(first_gpu, other, sizeof other), gpu);
+    }
   }
-  *out = EIN_BACKEND_CPU;
+  bool want_cuda = o->backend == EIN_BACKEND_CUDA ||
+                   (o->backend == EIN_BACKEND_AUTO && first_gpu != -2);
+  if (want_cuda && !ein_cuda_built())
+    return fail(ctx, EIN_ERR_DEVICE,
+                "the CUDA backend is not available in this build of einc "
+                "(built without the CUDA toolkit or with -Dcuda=disabled); "
+                "use the CPU backend");
+  if (want_cuda && first_host != -2)
+    return fail(ctx, EIN_ERR_DEVICE,
+                "%s is in host memory but %s; copy it to the GPU first "
+                "(cudaMemcpy) or use the CPU backend",
+                tensor_name(first_host, name, sizeof name),
+                first_gpu != -2 ? "other tensors are on a CUDA device"
+                                : "the CUDA backend reads device memory only");
+  if (!want_cuda && first_gpu != -2)
+    return fail(ctx, EIN_ERR_DEVICE,
+                "%s lives on CUDA device %d; the CPU backend reads host "
+                "memory only",
+                tensor_name(first_gpu, name, sizeof name), gpu);
+  if (want_cuda && (gpu < -1 || gpu >= EIN_MAX_CUDA_DEVICES))
+    return fail(ctx, EIN_ERR_DEVICE, "CUDA device id %d is out of range",
+                gpu);
+  *out = want_cuda ? EIN_BACKEND_CUDA : EIN_BACKEND_CPU;
+  *device = gpu < 0 ? 0 : gpu;
   return EIN_OK;
 }
 
@@ -152,9 +200,20 @@ static ein_strbuf *scratch_key(ein_ctx *ctx) {
   return &ctx->key;
 }
 
-static ein_backend *backend_for(ein_ctx *ctx, ein_backend_kind kind) {
-  (void)kind; /* only the CPU backend exists so far */
+/* The context's backend for kind (created on first use); NULL with the
+ * error on ctx when it cannot be created. */
+static ein_backend *backend_for(ein_ctx *ctx, ein_backend_kind kind,
+                                int device) {
+  if (kind == EIN_BACKEND_CUDA) {
+    if (!ctx->cuda[device]) {
+      ctx->cuda[device] = ein_cuda_backend_create(device, &ctx->err);
+      if (ctx->cuda[device] && ctx->cuda_stream)
+        ein_cuda_backend_set_stream(ctx->cuda[device], ctx->cuda_stream);
+    }
+    return ctx->cuda[device];
+  }
   if (!ctx->cpu) ctx->cpu = ein_cpu_backend_create();
+  if (!ctx->cpu) fail(ctx, EIN_ERR_NO_MEMORY, "out of memory creating a backend");
   return ctx->cpu;
 }
 
@@ -203,7 +262,8 @@ static void byte_range(const DLTensor *t, uintptr_t *lo, uintptr_t *hi) {
 static ein_status build_plan(ein_ctx *ctx, const char *expr,
                              const DLTensor *const *inputs, int n,
                              const DLTensor *output, const ein_options *o,
-                             ein_backend_kind kind, ein_plan **out) {
+                             ein_backend_kind kind, int device,
+                             ein_plan **out) {
   ein_binding *b;
   ein_status st = ein_bind(ctx, expr, inputs, n, o, &b);
   if (st) return st;
@@ -248,16 +308,31 @@ static ein_status build_plan(ein_ctx *ctx, const char *expr,
     ein_dtype_from_dl(output->dtype, &od.dtype);
     od.strides = output->strides;
   }
-  ein_backend *be = backend_for(ctx, kind);
-  if (!be) {
-    ein_binding_destroy(b);
-    return fail(ctx, EIN_ERR_NO_MEMORY, "out of memory creating a backend");
+  /* CUDA plans need no device: the backend's caps are static. */
+  const ein_backend_caps *caps = ein_cuda_caps();
+  if (kind == EIN_BACKEND_CPU) {
+    ein_backend *be = backend_for(ctx, kind, 0);
+    if (!be) {
+      ein_binding_destroy(b);
+      return ctx->err.pub.status;
+    }
+    caps = &be->caps;
   }
   ein_plan_limits limits = {o->memory_limit};
   ein_plan_ir *ir;
-  st = ein_plan_build(p, descs, &od, &be->caps, &limits, &ctx->err, &ir);
+  st = ein_plan_build(p, descs, &od, caps, &limits, &ctx->err, &ir);
   ein_binding_destroy(b);
   if (st) return st;
+  ir->allow_tf32 = o->allow_tf32 != 0;
+  ein_cuda_program *cuda = NULL;
+  if (kind == EIN_BACKEND_CUDA &&
+      (st = ein_cuda_program_build(ir, &cuda)) != EIN_OK) {
+    ein_plan_ir_destroy(ir);
+    return fail(ctx, st,
+                st == EIN_ERR_NO_MEMORY
+                    ? "out of memory generating CUDA kernels"
+                    : "a step has more axes than a generated kernel takes");
+  }
   ein_plan *plan = ein_arena_alloc(&ir->arena, 1, sizeof *plan);
   size_t len = strlen(expr);
   char *copy = plan ? ein_arena_strndup(&ir->arena, expr, len) : NULL;
@@ -274,6 +349,7 @@ static ein_status build_plan(ein_ctx *ctx, const char *expr,
                  : ein_arena_alloc(&ir->arena, lk.len + 1, 1);
   if (!plan || !copy || !offset || !layout) {
     ein_strbuf_free(&lk);
+    ein_cuda_program_free(cuda);
     ein_plan_ir_destroy(ir);
     return fail(ctx, EIN_ERR_NO_MEMORY, "out of memory while planning");
   }
@@ -282,6 +358,8 @@ static ein_status build_plan(ein_ctx *ctx, const char *expr,
   plan->ir = ir;
   plan->expr = copy;
   plan->backend = kind;
+  plan->device = device;
+  plan->cuda = cuda;
   plan->ninputs = n;
   plan->layout = layout;
   plan->offset = offset;
@@ -324,9 +402,9 @@ static ein_status run_plan(ein_ctx *ctx, const ein_plan *plan,
                   i + 1);
     ptrs[i] = (char *)inputs[i]->data + inputs[i]->byte_offset;
   }
-  ein_backend *be = backend_for(ctx, plan->backend);
-  if (!be) return fail(ctx, EIN_ERR_NO_MEMORY, "out of memory creating a backend");
-  return be->run(be, plan->ir, ptrs,
+  ein_backend *be = backend_for(ctx, plan->backend, plan->device);
+  if (!be) return ctx->err.pub.status;
+  return be->run(be, plan->ir, plan->cuda, ptrs,
                  (char *)output->data + output->byte_offset, &ctx->err);
 }
 
@@ -345,8 +423,11 @@ ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
   ein_dtype dt;
   if (!st && output) st = check_tensor(ctx, output, -1, false, &dt);
   ein_backend_kind kind;
-  if (!st) st = resolve_backend(ctx, o, inputs, ninputs, output, &kind);
-  if (!st) st = build_plan(ctx, expr, inputs, ninputs, output, o, kind, out);
+  int device;
+  if (!st)
+    st = resolve_backend(ctx, o, inputs, ninputs, output, &kind, &device);
+  if (!st)
+    st = build_plan(ctx, expr, inputs, ninputs, output, o, kind, device, out);
   return st;
 }
 
@@ -405,9 +486,16 @@ ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
                   ein_dtype_name(ir->dtype));
   }
   ein_backend_kind kind;
+  int device;
   const ein_options o = {.backend = plan->backend};
-  if ((st = resolve_backend(ctx, &o, inputs, ninputs, output, &kind)))
+  if ((st = resolve_backend(ctx, &o, inputs, ninputs, output, &kind,
+                            &device)))
     return st;
+  if (kind == EIN_BACKEND_CUDA && device != plan->device)
+    return fail(ctx, EIN_ERR_DEVICE,
+                "the tensors are on CUDA device %d but the plan was made "
+                "for device %d",
+                device, plan->device);
   return run_plan(ctx, plan, inputs, ninputs, output);
 }
 
@@ -422,14 +510,16 @@ ein_status ein_eval(ein_ctx *ctx, const char *expr,
   ein_dtype dt;
   if (!st) st = check_tensor(ctx, output, -1, true, &dt);
   ein_backend_kind kind;
-  if (!st) st = resolve_backend(ctx, o, inputs, ninputs, output, &kind);
+  int device;
+  if (!st)
+    st = resolve_backend(ctx, o, inputs, ninputs, output, &kind, &device);
   if (st) return st;
   size_t len = strnlen(expr, (size_t)EIN_MAX_EXPR_BYTES + 1);
   ein_plan *plan = NULL;
   ein_strbuf *k = scratch_key(ctx);
   bool cacheable = len <= EIN_MAX_EXPR_BYTES;
   if (cacheable) {
-    key_options(k, expr, len, o, kind);
+    key_options(k, expr, len, o, kind, device);
     for (int i = 0; i < ninputs; i++) {
       ein_dtype_from_dl(inputs[i]->dtype, &dt);
       key_tensor(k, inputs[i], dt);
@@ -441,7 +531,8 @@ ein_status ein_eval(ein_ctx *ctx, const char *expr,
   }
   bool owned = false;
   if (!plan) {
-    st = build_plan(ctx, expr, inputs, ninputs, output, o, kind, &plan);
+    st = build_plan(ctx, expr, inputs, ninputs, output, o, kind, device,
+                    &plan);
     if (st) return st;
     owned = !cacheable || !ein_plan_cache_put(&ctx->cache, k->data, k->len, plan);
   }
@@ -451,7 +542,17 @@ ein_status ein_eval(ein_ctx *ctx, const char *expr,
 }
 
 void ein_plan_destroy(ein_plan *plan) {
-  if (plan) ein_plan_ir_destroy(plan->ir);
+  if (!plan) return;
+  ein_cuda_program_free(plan->cuda);
+  ein_plan_ir_destroy(plan->ir);
+}
+
+const struct ein_plan_ir *ein_plan_ir_of(const ein_plan *plan) {
+  return plan ? plan->ir : NULL;
+}
+
+const struct ein_cuda_program *ein_plan_cuda_program(const ein_plan *plan) {
+  return plan ? plan->cuda : NULL;
 }
 
 int ein_plan_output_ndim(const ein_plan *plan) {
@@ -503,6 +604,8 @@ size_t ein_plan_describe(const ein_plan *plan, ein_describe_format format,
   ein_plan_report(plan->ir, plan->expr,
                   plan->backend == EIN_BACKEND_CUDA ? "cuda" : "cpu",
                   format == EIN_DESCRIBE_JSON, m, &sb);
+  if (plan->cuda && format != EIN_DESCRIBE_JSON)
+    ein_cuda_program_describe(plan->cuda, plan->ir, &sb);
   size_t len = sb.failed ? 0 : sb.len;
   if (buf && cap > 0) {
     size_t n = len < cap - 1 ? len : cap - 1;

@@ -166,6 +166,7 @@ typedef struct ein_plan_ir {
   int64_t largest_intermediate; /* elements */
   int64_t workspace_bytes;
   double bytes_moved; /* sum of the steps' bytes */
+  bool allow_tf32;    /* the caller lets f32 GEMMs use TF32 (CUDA) */
 } ein_plan_ir;
 
 /* Options of the planner beyond ein_options. */
@@ -193,6 +194,20 @@ void ein_plan_ir_destroy(ein_plan_ir *plan);
  * whatever stride suits. */
 bool ein_matrix_layout(int64_t r, int64_t c, int64_t rs, int64_t cs,
                        bool *trans, int64_t *ld);
+
+/* One row-major BLAS call for a GEMM step's matrices:
+ * C[m,n] = alpha * op(A)[m,k] op(B)[k,n] with leading dims ld*, where ta/tb
+ * mean op is a transpose. When the step's C is stored transposed the call
+ * computes C^T = B^T A^T instead: `swap` is set, m and n are exchanged, and
+ * the call's A is the step's B. A column-major library (cuBLAS) makes the
+ * same call with the operands exchanged once more. False when a matrix has
+ * no BLAS layout. */
+typedef struct ein_gemm_call {
+  bool swap, ta, tb;
+  int64_t m, n, k, lda, ldb, ldc;
+} ein_gemm_call;
+
+bool ein_gemm_rowmajor(const ein_gemm *g, ein_gemm_call *call);
 
 /* Name of a step for reports: "gemm", "copy", "reduce", "outer",
  * "product", "contract", "fill". */

@@ -263,6 +263,28 @@ static ein_status emit_loop(planner *pl, ein_step_role role, const pview *dst,
 
 /* ------------------------------------------------------- GEMM fitting */
 
+bool ein_gemm_rowmajor(const ein_gemm *g, ein_gemm_call *call) {
+  bool tc;
+  if (!ein_matrix_layout(g->m, g->n, g->c_ms, g->c_ns, &tc, &call->ldc))
+    return false;
+  call->swap = tc;
+  if (!tc) {
+    call->m = g->m, call->n = g->n, call->k = g->k;
+    return ein_matrix_layout(g->m, g->k, g->a_ms, g->a_ks, &call->ta,
+                             &call->lda) &&
+           ein_matrix_layout(g->k, g->n, g->b_ks, g->b_ns, &call->tb,
+                             &call->ldb);
+  }
+  bool t2;
+  if (!ein_matrix_layout(g->n, g->m, g->c_ns, g->c_ms, &t2, &call->ldc) || t2)
+    return false;
+  call->m = g->n, call->n = g->m, call->k = g->k;
+  return ein_matrix_layout(g->n, g->k, g->b_ns, g->b_ks, &call->ta,
+                           &call->lda) &&
+         ein_matrix_layout(g->k, g->m, g->a_ks, g->a_ms, &call->tb,
+                           &call->ldb);
+}
+
 bool ein_matrix_layout(int64_t r, int64_t c, int64_t rs, int64_t cs,
                        bool *trans, int64_t *ld) {
   if (c <= 1) {

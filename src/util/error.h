@@ -14,7 +14,7 @@
 
 #include "ein.h"
 
-enum { EIN_MESSAGE_BYTES = 512 };
+enum { EIN_MESSAGE_BYTES = 4096 };
 
 typedef struct ein_error_rec {
   ein_error pub;                    /* what ein_last_error() hands out */

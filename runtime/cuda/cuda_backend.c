@@ -1,0 +1,467 @@
+/*
+ * cuda_backend.c - runs plans on an NVIDIA GPU (cuda_backend.h).
+ *
+ * A backend owns, for one device: a stream (or uses the caller's), a
+ * cuBLAS handle with a 32 MiB workspace, a stream-ordered memory pool for
+ * plan temporaries, and a kernel cache. run() is asynchronous: GEMM steps
+ * are cuBLAS calls, the others launches of generated kernels, all queued
+ * on the stream; the workspace is allocated and freed in stream order.
+ * Every CUDA and cuBLAS call is checked and a failure names the call and
+ * the library's message. The caller's current device is restored.
+ */
+#include "cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "cuda_program.h"
+#include "kernel_cache.h"
+
+enum { CUBLAS_WORKSPACE = 32 << 20, POINTER_ARRAY_MIN = 64 };
+
+typedef struct cuda_backend {
+  ein_backend base;
+  int device, arch;
+  char name[16]; /* "cuda:N" */
+  cudaStream_t own_stream, stream;
+  cublasHandle_t blas;
+  void *blas_workspace;
+  cudaMemPool_t pool;
+  ein_kcache *kernels;
+} cuda_backend;
+
+static ein_status cuda_fail(ein_error_rec *err, const char *call,
+                            cudaError_t e) {
+  ein_status st = e == cudaErrorMemoryAllocation ? EIN_ERR_DEVICE_MEMORY
+                                                 : EIN_ERR_BACKEND;
+  return ein_error_set(err, st, NULL, 0, NULL, 0, "%s failed: %s (%s)", call,
+                       cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+static ein_status blas_fail(ein_error_rec *err, const char *call,
+                            cublasStatus_t s) {
+  ein_status st = s == CUBLAS_STATUS_ALLOC_FAILED ? EIN_ERR_DEVICE_MEMORY
+                                                  : EIN_ERR_BACKEND;
+  return ein_error_set(err, st, NULL, 0, NULL, 0, "%s failed: %s (%s)", call,
+                       cublasGetStatusName(s), cublasGetStatusString(s));
+}
+
+#define CU(call)                                                             \
+  do {                                                                       \
+    cudaError_t e_ = (call);                                                 \
+    if (e_ != cudaSuccess) return cuda_fail(err, #call, e_);                 \
+  } while (0)
+
+bool ein_cuda_built(void) { return true; }
+
+int ein_cuda_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError(); /* clear the sticky "no driver" error */
+    return 0;
+  }
+  return n;
+}
+
+/* Makes `device` current and remembers the caller's device. */
+static ein_status enter(int device, int *prev, ein_error_rec *err) {
+  CU(cudaGetDevice(prev));
+  if (*prev != device) CU(cudaSetDevice(device));
+  return EIN_OK;
+}
+
+static void leave(int device, int prev) {
+  if (prev != device) cudaSetDevice(prev);
+}
+
+/* ------------------------------------------------------------- GEMMs */
+
+static cudaDataType_t data_type(ein_dtype dt) {
+  switch (dt) {
+  case EIN_DT_F16: return CUDA_R_16F;
+  case EIN_DT_BF16: return CUDA_R_16BF;
+  case EIN_DT_F64: return CUDA_R_64F;
+  default: return CUDA_R_32F;
+  }
+}
+
+/* One strided-batched call (or a plain GEMM for a batch of 1). */
+static ein_status gemm_call(cuda_backend *cb, const ein_step *s,
+                            const ein_cublas_gemm *g, char *c, const char *a,
+                            const char *b, bool tf32, ein_error_rec *err) {
+  cudaDataType_t t = data_type(s->dst_dtype);
+  bool f64 = s->dst_dtype == EIN_DT_F64;
+  cublasComputeType_t ct = f64 ? CUBLAS_COMPUTE_64F
+                           : tf32 && s->dst_dtype == EIN_DT_F32
+                               ? CUBLAS_COMPUTE_32F_FAST_TF32
+                               : CUBLAS_COMPUTE_32F;
+  float af = (float)s->alpha, bf = 0;
+  double ad = s->alpha, bd = 0;
+  const void *alpha = f64 ? (const void *)&ad : (const void *)&af;
+  const void *beta = f64 ? (const void *)&bd : (const void *)&bf;
+  cublasStatus_t r = cublasGemmStridedBatchedEx(
+      cb->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+      g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->m, (int)g->n, (int)g->k,
+      alpha, a, t, (int)g->lda, g->stride_a, b, t, (int)g->ldb, g->stride_b,
+      beta, c, t, (int)g->ldc, g->stride_c, (int)g->count, ct,
+      CUBLAS_GEMM_DEFAULT);
+  if (r != CUBLAS_STATUS_SUCCESS)
+    return blas_fail(err, "cublasGemmStridedBatchedEx", r);
+  return EIN_OK;
+}
+
+/* Offsets (elements; C, A, B) of outer iteration i of the loop axes. */
+static void loop_offsets(const ein_cublas_gemm *g, int64_t i,
+                         int64_t off[3]) {
+  off[0] = off[1] = off[2] = 0;
+  for (int l = g->nloop - 1; l >= 0; l--) {
+    int64_t c = i % g->loop_size[l];
+    i /= g->loop_size[l];
+    for (int k = 0; k < 3; k++) off[k] += c * g->loop_stride[l][k];
+  }
+}
+
+/* Many outer iterations: one cublasGemmBatchedEx over pointer arrays that
+ * live in stream-ordered device memory. */
+static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
+                                     const ein_cublas_gemm *g, char *c,
+                                     const char *a, const char *b, bool tf32,
+                                     ein_error_rec *err) {
+  int64_t total = g->loop_count * g->count;
+  if (total > INT32_MAX)
+    return ein_error_set(err, EIN_ERR_LIMIT, NULL, 0, NULL, 0,
+                         "a GEMM batch of %lld exceeds cuBLAS's int count",
+                         (long long)total);
+  size_t bytes = (size_t)total * 3 * sizeof(void *);
+  const void **host = ein_malloc(bytes);
+  if (!host)
+    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                         "out of memory for %lld GEMM pointers",
+                         (long long)total);
+  int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype), n = 0;
+  for (int64_t i = 0; i < g->loop_count; i++) {
+    int64_t off[3];
+    loop_offsets(g, i, off);
+    for (int64_t j = 0; j < g->count; j++, n++) {
+      host[n] = c + (off[0] + j * g->stride_c) * esz;
+      host[total + n] = a + (off[1] + j * g->stride_a) * esz;
+      host[2 * total + n] = b + (off[2] + j * g->stride_b) * esz;
+    }
+  }
+  void *dev = NULL;
+  cudaError_t e = cudaMallocFromPoolAsync(&dev, bytes, cb->pool, cb->stream);
+  /* A pageable source is staged before cudaMemcpyAsync returns, so the
+   * host array may go right after. */
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, cb->stream);
+  ein_free(host);
+  if (e != cudaSuccess) {
+    if (dev) cudaFreeAsync(dev, cb->stream);
+    return cuda_fail(err, "cudaMemcpyAsync (GEMM pointer arrays)", e);
+  }
+  void **pc = dev, **pa = pc + total, **pb = pa + total;
+  cudaDataType_t t = data_type(s->dst_dtype);
+  bool f64 = s->dst_dtype == EIN_DT_F64;
+  cublasComputeType_t ct = f64 ? CUBLAS_COMPUTE_64F
+                           : tf32 && s->dst_dtype == EIN_DT_F32
+                               ? CUBLAS_COMPUTE_32F_FAST_TF32
+                               : CUBLAS_COMPUTE_32F;
+  float af = (float)s->alpha, bf = 0;
+  double ad = s->alpha, bd = 0;
+  cublasStatus_t r = cublasGemmBatchedEx(
+      cb->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+      g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->m, (int)g->n, (int)g->k,
+      f64 ? (const void *)&ad : (const void *)&af, (const void *const *)pa, t,
+      (int)g->lda, (const void *const *)pb, t, (int)g->ldb,
+      f64 ? (const void *)&bd : (const void *)&bf, (void *const *)pc, t,
+      (int)g->ldc, (int)total, ct, CUBLAS_GEMM_DEFAULT);
+  cudaFreeAsync(dev, cb->stream);
+  if (r != CUBLAS_STATUS_SUCCESS)
+    return blas_fail(err, "cublasGemmBatchedEx", r);
+  return EIN_OK;
+}
+
+static ein_status run_gemm(cuda_backend *cb, const ein_step *s,
+                           const ein_cublas_gemm *g, char *c,
+                           const char *step_a, const char *step_b, bool tf32,
+                           ein_error_rec *err) {
+  const char *a = g->a_is_step_a ? step_a : step_b;
+  const char *b = g->a_is_step_a ? step_b : step_a;
+  if (g->nloop > 0 && g->loop_count >= POINTER_ARRAY_MIN)
+    return gemm_pointer_array(cb, s, g, c, a, b, tf32, err);
+  int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype);
+  for (int64_t i = 0; i < g->loop_count; i++) {
+    int64_t off[3];
+    loop_offsets(g, i, off);
+    ein_status st = gemm_call(cb, s, g, c + off[0] * esz, a + off[1] * esz,
+                              b + off[2] * esz, tf32, err);
+    if (st) return st;
+  }
+  return EIN_OK;
+}
+
+/* ----------------------------------------------------------- kernels */
+
+static ein_status run_kernel(cuda_backend *cb, const ein_kernel_src *k,
+                             char *dst, const char *s0, const char *s1,
+                             ein_error_rec *err) {
+  if (k->kind == EIN_KERNEL_NONE) return EIN_OK;
+  cudaKernel_t main_k, vec_k;
+  ein_status st = ein_kcache_get(cb->kernels, k, &main_k, &vec_k, err);
+  if (st) return st;
+  bool vec = k->has_vec && ((uintptr_t)dst % 16) == 0 &&
+             ((uintptr_t)s0 % 16) == 0;
+  void *args[3] = {&dst, &s0, &s1};
+  const unsigned *grid = vec ? k->grid_vec : k->grid;
+  dim3 g = {grid[0], grid[1], grid[2]};
+  dim3 b = {k->block[0], k->block[1], k->block[2]};
+  CU(cudaLaunchKernel((const void *)(vec ? vec_k : main_k), g, b, args, 0,
+                      cb->stream));
+  return EIN_OK;
+}
+
+/* -------------------------------------------------------------- run */
+
+static char *buffer_base(const ein_plan_ir *plan, int buf, char *const *inputs,
+                         char *output, char *workspace) {
+  const ein_plan_buffer *b = &plan->buffers[buf];
+  switch (b->kind) {
+  case EIN_BUF_INPUT: return inputs[b->input];
+  case EIN_BUF_OUTPUT: return output;
+  case EIN_BUF_TEMP: return workspace + b->offset;
+  }
+  return NULL;
+}
+
+/* Workspace from the pool; on out-of-memory the pool gives back what it
+ * caches and the allocation is tried once more. */
+static ein_status workspace_alloc(cuda_backend *cb, int64_t bytes, void **out,
+                                  ein_error_rec *err) {
+  *out = NULL;
+  if (bytes <= 0) return EIN_OK;
+  cudaError_t e = cudaMallocFromPoolAsync(out, (size_t)bytes, cb->pool,
+                                          cb->stream);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    cudaStreamSynchronize(cb->stream);
+    cudaMemPoolTrimTo(cb->pool, 0);
+    e = cudaMallocFromPoolAsync(out, (size_t)bytes, cb->pool, cb->stream);
+  }
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    *out = NULL;
+    return ein_error_set(err,
+                         e == cudaErrorMemoryAllocation ? EIN_ERR_DEVICE_MEMORY
+                                                        : EIN_ERR_BACKEND,
+                         NULL, 0, NULL, 0,
+                         "cannot allocate %lld bytes of device workspace for "
+                         "the plan's temporaries: %s",
+                         (long long)bytes, cudaGetErrorString(e));
+  }
+  return EIN_OK;
+}
+
+static ein_status run_steps(cuda_backend *cb, const ein_plan_ir *plan,
+                            const ein_cuda_program *prog, char *const *inputs,
+                            char *output, char *workspace,
+                            ein_error_rec *err) {
+  cublasStatus_t r = cublasSetStream(cb->blas, cb->stream);
+  if (r != CUBLAS_STATUS_SUCCESS) return blas_fail(err, "cublasSetStream", r);
+  for (int i = 0; i < plan->nsteps; i++) {
+    const ein_step *s = &plan->steps[i];
+    const ein_cuda_step *cs = &prog->steps[i];
+    char *dst = buffer_base(plan, s->dst.buffer, inputs, output, workspace) +
+                s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
+    const char *src[2] = {NULL, NULL};
+    for (int k = 0; k < s->nsrc; k++)
+      src[k] = buffer_base(plan, s->src[k].buffer, inputs, output, workspace) +
+               s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
+    ein_status st =
+        cs->cublas ? run_gemm(cb, s, &cs->gemm, dst, src[0], src[1],
+                              plan->allow_tf32, err)
+                   : run_kernel(cb, &cs->kernel, dst, src[0], src[1], err);
+    if (st) return st;
+  }
+  return EIN_OK;
+}
+
+static ein_status cuda_run(ein_backend *self, const ein_plan_ir *plan,
+                           const void *program, char *const *inputs,
+                           char *output, ein_error_rec *err) {
+  cuda_backend *cb = (cuda_backend *)self;
+  const ein_cuda_program *prog = program;
+  if (!prog || prog->nsteps != plan->nsteps)
+    return ein_error_set(err, EIN_ERR_INTERNAL, NULL, 0, NULL, 0,
+                         "cuda backend: the plan has no CUDA program");
+  int prev;
+  ein_status st = enter(cb->device, &prev, err);
+  if (st) return st;
+  void *ws = NULL;
+  st = workspace_alloc(cb, plan->workspace_bytes, &ws, err);
+  if (!st) st = run_steps(cb, plan, prog, inputs, output, ws, err);
+  if (ws) cudaFreeAsync(ws, cb->stream);
+  leave(cb->device, prev);
+  return st;
+}
+
+/* ------------------------------------------------------- lifecycle */
+
+static void cuda_destroy(ein_backend *self) {
+  cuda_backend *cb = (cuda_backend *)self;
+  int prev = cb->device;
+  cudaGetDevice(&prev);
+  cudaSetDevice(cb->device);
+  if (cb->own_stream) cudaStreamSynchronize(cb->own_stream);
+  if (cb->stream && cb->stream != cb->own_stream)
+    cudaStreamSynchronize(cb->stream);
+  ein_kcache_destroy(cb->kernels);
+  if (cb->blas) cublasDestroy(cb->blas);
+  if (cb->blas_workspace) cudaFree(cb->blas_workspace);
+  if (cb->pool) cudaMemPoolDestroy(cb->pool);
+  if (cb->own_stream) cudaStreamDestroy(cb->own_stream);
+  if (prev != cb->device) cudaSetDevice(prev);
+  ein_free(cb);
+}
+
+static ein_status setup(cuda_backend *cb, ein_error_rec *err) {
+  int major = 0, minor = 0;
+  CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                            cb->device));
+  CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
+                            cb->device));
+  cb->arch = major * 10 + minor;
+  CU(cudaStreamCreate(&cb->own_stream));
+  cb->stream = cb->own_stream;
+  struct cudaMemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = cb->device;
+  CU(cudaMemPoolCreate(&cb->pool, &props));
+  /* Keep freed workspace for the next run instead of returning it at
+   * every synchronisation. */
+  uint64_t keep = UINT64_MAX;
+  CU(cudaMemPoolSetAttribute(cb->pool, cudaMemPoolAttrReleaseThreshold,
+                             &keep));
+  cublasStatus_t r = cublasCreate(&cb->blas);
+  if (r != CUBLAS_STATUS_SUCCESS) {
+    cb->blas = NULL;
+    return blas_fail(err, "cublasCreate", r);
+  }
+  CU(cudaMalloc(&cb->blas_workspace, CUBLAS_WORKSPACE));
+  r = cublasSetWorkspace(cb->blas, cb->blas_workspace, CUBLAS_WORKSPACE);
+  if (r != CUBLAS_STATUS_SUCCESS) return blas_fail(err, "cublasSetWorkspace", r);
+  cb->kernels = ein_kcache_create(cb->arch);
+  if (!cb->kernels)
+    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                         "out of memory creating the kernel cache");
+  return EIN_OK;
+}
+
+ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || device < 0 || device >= count) {
+    cudaGetLastError();
+    if (e != cudaSuccess)
+      ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
+                    "no usable CUDA device: cudaGetDeviceCount failed: %s "
+                    "(%s)",
+                    cudaGetErrorName(e), cudaGetErrorString(e));
+    else
+      ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
+                    "CUDA device %d does not exist (%d device%s visible)",
+                    device, count, count == 1 ? "" : "s");
+    return NULL;
+  }
+  cuda_backend *cb = ein_calloc(1, sizeof *cb);
+  if (!cb) {
+    ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                  "out of memory creating the CUDA backend");
+    return NULL;
+  }
+  cb->device = device;
+  snprintf(cb->name, sizeof cb->name, "cuda:%d", device);
+  cb->base.name = "cuda";
+  cb->base.caps = *ein_cuda_caps();
+  cb->base.run = cuda_run;
+  cb->base.destroy = cuda_destroy;
+  int prev;
+  ein_status st = enter(device, &prev, err);
+  if (!st) {
+    st = setup(cb, err);
+    leave(device, prev);
+  }
+  if (st) {
+    cuda_destroy(&cb->base);
+    return NULL;
+  }
+  return &cb->base;
+}
+
+void ein_cuda_backend_set_stream(ein_backend *be, void *stream) {
+  cuda_backend *cb = (cuda_backend *)be;
+  cb->stream = stream ? (cudaStream_t)stream : cb->own_stream;
+}
+
+ein_status ein_cuda_backend_sync(ein_backend *be, ein_error_rec *err) {
+  cuda_backend *cb = (cuda_backend *)be;
+  int prev;
+  ein_status st = enter(cb->device, &prev, err);
+  if (st) return st;
+  cudaError_t e = cudaStreamSynchronize(cb->stream);
+  leave(cb->device, prev);
+  if (e != cudaSuccess) return cuda_fail(err, "cudaStreamSynchronize", e);
+  return EIN_OK;
+}
+
+void ein_cuda_backend_stats(ein_backend *be, unsigned long long *memory_hits,
+                            unsigned long long *disk_hits,
+                            unsigned long long *compiles) {
+  ein_kcache_stats s = ein_kcache_get_stats(((cuda_backend *)be)->kernels);
+  *memory_hits = s.memory_hits;
+  *disk_hits = s.disk_hits;
+  *compiles = s.compiles;
+}
+
+/* ------------------------------------------------ memory helpers */
+
+ein_status ein_cuda_malloc(int device, void **ptr, size_t bytes,
+                           ein_error_rec *err) {
+  *ptr = NULL;
+  if (ein_cuda_device_count() <= device)
+    return ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
+                         "no CUDA device %d on this machine", device);
+  int prev;
+  ein_status st = enter(device, &prev, err);
+  if (st) return st;
+  cudaError_t e = cudaMalloc(ptr, bytes ? bytes : 1);
+  leave(device, prev);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    *ptr = NULL;
+    return cuda_fail(err, "cudaMalloc", e);
+  }
+  return EIN_OK;
+}
+
+void ein_cuda_free(void *ptr) {
+  if (ptr) cudaFree(ptr);
+}
+
+ein_status ein_cuda_copy_to_device(void *dst, const void *src, size_t bytes,
+                                   ein_error_rec *err) {
+  if (bytes) CU(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+  return EIN_OK;
+}
+
+ein_status ein_cuda_copy_to_host(void *dst, const void *src, size_t bytes,
+                                 ein_error_rec *err) {
+  if (bytes) CU(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+  return EIN_OK;
+}

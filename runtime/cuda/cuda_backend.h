@@ -1,0 +1,52 @@
+/*
+ * cuda_backend.h - the CUDA backend and the few device-memory helpers the
+ * CLI and the tests need. With -Dcuda=disabled (or no toolkit) the same
+ * functions exist and report that CUDA is not available, so callers never
+ * need #ifdefs.
+ *
+ * Takes: plans (plan.h) with their CUDA programs (cuda_program.h), and
+ * device pointers. Gives: outputs written asynchronously on the backend's
+ * stream: a stream the backend creates (blocking, so it orders with the
+ * legacy default stream) unless the caller sets its own.
+ */
+#ifndef EIN_CUDA_BACKEND_H
+#define EIN_CUDA_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "backend.h"
+#include "error.h"
+
+/* True when this build has the CUDA backend. */
+bool ein_cuda_built(void);
+
+/* Devices the runtime sees: 0 without a driver, a GPU, or CUDA support. */
+int ein_cuda_device_count(void);
+
+/* A backend for device `device`. On failure NULL and the reason on err
+ * (EIN_ERR_DEVICE: no driver or device; EIN_ERR_BACKEND: a CUDA or cuBLAS
+ * call failed; EIN_ERR_NO_MEMORY). */
+ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err);
+
+/* Runs later work on `stream` (a cudaStream_t; NULL: the backend's own). */
+void ein_cuda_backend_set_stream(ein_backend *be, void *stream);
+
+/* Waits for the backend's stream; reports errors of work already run. */
+ein_status ein_cuda_backend_sync(ein_backend *be, ein_error_rec *err);
+
+/* Kernel cache counters of a backend (for tests and `einc eval -v`). */
+void ein_cuda_backend_stats(ein_backend *be, unsigned long long *memory_hits,
+                            unsigned long long *disk_hits,
+                            unsigned long long *compiles);
+
+/* Synchronous device memory for the CLI and tests. */
+ein_status ein_cuda_malloc(int device, void **ptr, size_t bytes,
+                           ein_error_rec *err);
+void ein_cuda_free(void *ptr);
+ein_status ein_cuda_copy_to_device(void *dst, const void *src, size_t bytes,
+                                   ein_error_rec *err);
+ein_status ein_cuda_copy_to_host(void *dst, const void *src, size_t bytes,
+                                 ein_error_rec *err);
+
+#endif

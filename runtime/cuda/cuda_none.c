@@ -1,0 +1,63 @@
+/*
+ * cuda_none.c - cuda_backend.h for builds without the CUDA toolkit: every
+ * entry point says that this build has no CUDA backend.
+ */
+#include "cuda_backend.h"
+
+static ein_status unavailable(ein_error_rec *err) {
+  return ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
+                       "this build of einc has no CUDA backend (built "
+                       "without the CUDA toolkit or with -Dcuda=disabled)");
+}
+
+bool ein_cuda_built(void) { return false; }
+int ein_cuda_device_count(void) { return 0; }
+
+ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
+  (void)device;
+  unavailable(err);
+  return NULL;
+}
+
+void ein_cuda_backend_set_stream(ein_backend *be, void *stream) {
+  (void)be;
+  (void)stream;
+}
+
+ein_status ein_cuda_backend_sync(ein_backend *be, ein_error_rec *err) {
+  (void)be;
+  return unavailable(err);
+}
+
+void ein_cuda_backend_stats(ein_backend *be, unsigned long long *memory_hits,
+                            unsigned long long *disk_hits,
+                            unsigned long long *compiles) {
+  (void)be;
+  *memory_hits = *disk_hits = *compiles = 0;
+}
+
+ein_status ein_cuda_malloc(int device, void **ptr, size_t bytes,
+                           ein_error_rec *err) {
+  (void)device;
+  (void)bytes;
+  *ptr = 0;
+  return unavailable(err);
+}
+
+void ein_cuda_free(void *ptr) { (void)ptr; }
+
+ein_status ein_cuda_copy_to_device(void *dst, const void *src, size_t bytes,
+                                   ein_error_rec *err) {
+  (void)dst;
+  (void)src;
+  (void)bytes;
+  return unavailable(err);
+}
+
+ein_status ein_cuda_copy_to_host(void *dst, const void *src, size_t bytes,
+                                 ein_error_rec *err) {
+  (void)dst;
+  (void)src;
+  (void)bytes;
+  return unavailable(err);
+}

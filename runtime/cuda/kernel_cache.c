@@ -1,0 +1,173 @@
+/*
+ * kernel_cache.c - memory and disk cache of compiled kernels
+ * (kernel_cache.h). The memory part is an open-addressed table keyed by
+ * the source's hash and compared by the whole source.
+ */
+#include "kernel_cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "disk_cache.h"
+#include "nvrtc_compile.h"
+#include "strbuf.h"
+
+typedef struct kentry {
+  uint64_t hash;
+  char *source; /* NULL: empty slot */
+  size_t len;
+  cudaLibrary_t lib;
+  cudaKernel_t main, vec;
+} kentry;
+
+struct ein_kcache {
+  int arch;
+  kentry *slots;
+  size_t cap, n;
+  ein_kcache_stats stats;
+  char dir[4096];
+  bool disk; /* a directory is named; cleared after a failed write */
+};
+
+ein_kcache *ein_kcache_create(int arch) {
+  ein_kcache *c = ein_calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->arch = arch;
+  c->cap = 64;
+  c->slots = ein_calloc(c->cap, sizeof *c->slots);
+  if (!c->slots) {
+    ein_free(c);
+    return NULL;
+  }
+  c->disk = ein_disk_cache_dir(c->dir, sizeof c->dir);
+  return c;
+}
+
+void ein_kcache_destroy(ein_kcache *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->cap; i++)
+    if (c->slots[i].source) {
+      cudaLibraryUnload(c->slots[i].lib);
+      ein_free(c->slots[i].source);
+    }
+  ein_free(c->slots);
+  ein_free(c);
+}
+
+ein_kcache_stats ein_kcache_get_stats(const ein_kcache *c) { return c->stats; }
+
+static kentry *find_slot(kentry *slots, size_t cap, uint64_t hash,
+                         const char *src, size_t len) {
+  for (size_t i = hash & (cap - 1);; i = (i + 1) & (cap - 1)) {
+    kentry *e = &slots[i];
+    if (!e->source) return e;
+    if (e->hash == hash && e->len == len && memcmp(e->source, src, len) == 0)
+      return e;
+  }
+}
+
+static bool grow(ein_kcache *c) {
+  size_t cap = c->cap * 2;
+  kentry *slots = ein_calloc(cap, sizeof *slots);
+  if (!slots) return false;
+  for (size_t i = 0; i < c->cap; i++)
+    if (c->slots[i].source)
+      *find_slot(slots, cap, c->slots[i].hash, c->slots[i].source,
+                 c->slots[i].len) = c->slots[i];
+  ein_free(c->slots);
+  c->slots = slots;
+  c->cap = cap;
+  return true;
+}
+
+static ein_status cuda_fail(ein_error_rec *err, const char *call,
+                            cudaError_t e) {
+  return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
+                       "%s failed: %s (%s)", call, cudaGetErrorName(e),
+                       cudaGetErrorString(e));
+}
+
+/* Loads a cubin and finds its entry points. */
+static ein_status load(const char *img, const ein_kernel_src *k, kentry *e,
+                       ein_error_rec *err) {
+  cudaError_t r = cudaLibraryLoadData(&e->lib, img, NULL, NULL, 0, NULL,
+                                      NULL, 0);
+  if (r != cudaSuccess) return cuda_fail(err, "cudaLibraryLoadData", r);
+  r = cudaLibraryGetKernel(&e->main, e->lib, "ein_main");
+  if (r == cudaSuccess && k->has_vec)
+    r = cudaLibraryGetKernel(&e->vec, e->lib, "ein_vec");
+  if (r != cudaSuccess) {
+    cudaLibraryUnload(e->lib);
+    return cuda_fail(err, "cudaLibraryGetKernel", r);
+  }
+  return EIN_OK;
+}
+
+ein_status ein_kcache_get(ein_kcache *c, const ein_kernel_src *k,
+                          cudaKernel_t *main, cudaKernel_t *vec,
+                          ein_error_rec *err) {
+  kentry *e = find_slot(c->slots, c->cap, k->hash, k->source, k->len);
+  if (e->source) {
+    c->stats.memory_hits++;
+    *main = e->main;
+    *vec = e->vec;
+    return EIN_OK;
+  }
+  if ((c->n + 1) * 2 > c->cap) {
+    if (!grow(c))
+      return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                           "out of memory growing the kernel cache");
+    e = find_slot(c->slots, c->cap, k->hash, k->source, k->len);
+  }
+  kentry fresh = {.hash = k->hash, .len = k->len};
+  fresh.source = ein_malloc(k->len + 1);
+  if (!fresh.source)
+    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                         "out of memory caching a kernel");
+  memcpy(fresh.source, k->source, k->len + 1);
+
+  /* Disk key: everything that changes the cubin. */
+  ein_strbuf key = {0};
+  ein_strbuf_printf(&key, "einc kernel v1\nsm_%d\nnvrtc %d\n%s\n", c->arch,
+                    ein_nvrtc_version(), ein_nvrtc_options());
+  ein_strbuf_append(&key, k->source, k->len);
+  ein_status st = EIN_OK;
+  char *img = NULL;
+  size_t size = 0;
+  bool loaded = false;
+  if (!key.failed && c->disk &&
+      ein_disk_cache_load(c->dir, key.data, key.len, &img, &size)) {
+    /* A damaged cubin that still passed the checksum is recompiled. */
+    ein_error_rec ignored = {0};
+    loaded = load(img, k, &fresh, &ignored) == EIN_OK;
+    if (loaded) c->stats.disk_hits++;
+    ein_free(img);
+    img = NULL;
+  }
+  if (!loaded) {
+    st = ein_nvrtc_compile(k->source, k->len, c->arch, &img, &size, err);
+    if (!st) {
+      c->stats.compiles++;
+      st = load(img, k, &fresh, err);
+    }
+    if (!st && c->disk && !key.failed) {
+      if (ein_disk_cache_store(c->dir, key.data, key.len, img, size))
+        c->stats.disk_writes++;
+      else
+        c->stats.disk_write_failures++;
+    }
+    ein_free(img);
+  }
+  ein_strbuf_free(&key);
+  if (st) {
+    ein_free(fresh.source);
+    return st;
+  }
+  *e = fresh;
+  c->n++;
+  *main = e->main;
+  *vec = e->vec;
+  return EIN_OK;
+}

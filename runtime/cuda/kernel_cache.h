@@ -1,0 +1,42 @@
+/*
+ * kernel_cache.h - generated kernels, compiled once: in memory for the
+ * life of a CUDA backend, on disk (disk_cache.h) across processes.
+ *
+ * Takes a kernel's source (codegen.h); gives loaded kernels
+ * (cudaLibraryLoadData + cudaLibraryGetKernel, the runtime API, so einc
+ * never links the driver library). A lookup tries memory, then disk, then
+ * NVRTC; a compiled cubin is written to disk for the next process. The
+ * disk key is the source, the architecture, the NVRTC version and the
+ * compile options.
+ */
+#ifndef EIN_KERNEL_CACHE_H
+#define EIN_KERNEL_CACHE_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "codegen.h"
+#include "error.h"
+
+typedef struct ein_kcache ein_kcache;
+
+typedef struct ein_kcache_stats {
+  uint64_t memory_hits, disk_hits, compiles, disk_writes, disk_write_failures;
+} ein_kcache_stats;
+
+/* A cache for kernels of sm_<arch>. NULL when out of memory. */
+ein_kcache *ein_kcache_create(int arch);
+
+/* Unloads every library. */
+void ein_kcache_destroy(ein_kcache *c);
+
+/* The kernels of k: *main always, *vec when k->has_vec (else NULL).
+ * Errors: EIN_ERR_BACKEND with NVRTC's log or the CUDA call that failed;
+ * EIN_ERR_NO_MEMORY. */
+ein_status ein_kcache_get(ein_kcache *c, const ein_kernel_src *k,
+                          cudaKernel_t *main, cudaKernel_t *vec,
+                          ein_error_rec *err);
+
+ein_kcache_stats ein_kcache_get_stats(const ein_kcache *c);
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * nvrtc_compile.c - CUDA C to cubin through NVRTC (nvrtc_compile.h).
+ *
+ * Kernels use no headers (f16/bf16 conversions are inline PTX and bit
+ * operations), so -minimal keeps a compile near NVRTC's fixed cost.
+ */
+#include "nvrtc_compile.h"
+
+#include <nvrtc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+
+static int fault_injected = -1; /* -1: read EINC_FAULT_NVRTC once */
+
+void ein_nvrtc_fault_inject(int on) { fault_injected = on != 0; }
+
+static int faulty(void) {
+  if (fault_injected < 0) {
+    const char *e = getenv("EINC_FAULT_NVRTC");
+    fault_injected = e && *e && strcmp(e, "0") != 0;
+  }
+  return fault_injected;
+}
+
+const char *ein_nvrtc_options(void) { return "-minimal -default-device"; }
+
+int ein_nvrtc_version(void) {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return 0;
+  return major * 1000 + minor * 10;
+}
+
+ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
+                             char **cubin, size_t *size, ein_error_rec *err) {
+  *cubin = NULL;
+  *size = 0;
+  if (faulty())
+    return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
+                         "nvrtcCompileProgram failed: "
+                         "NVRTC_ERROR_COMPILATION (injected by "
+                         "EINC_FAULT_NVRTC)\ncompile log:\n"
+                         "einc_kernel.cu: error: fault injection");
+  /* NVRTC wants a NUL-terminated string. */
+  char *text = ein_malloc(len + 1);
+  if (!text)
+    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                         "out of memory copying a kernel's source");
+  memcpy(text, source, len);
+  text[len] = 0;
+  nvrtcProgram prog;
+  nvrtcResult r = nvrtcCreateProgram(&prog, text, "einc_kernel.cu", 0, NULL,
+                                     NULL);
+  ein_free(text);
+  if (r != NVRTC_SUCCESS)
+    return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
+                         "nvrtcCreateProgram failed: %s",
+                         nvrtcGetErrorString(r));
+  char archopt[32];
+  snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d", arch);
+  const char *opts[] = {archopt, "-minimal", "-default-device"};
+  r = nvrtcCompileProgram(prog, 3, opts);
+  ein_status st = EIN_OK;
+  if (r != NVRTC_SUCCESS) {
+    size_t loglen = 0;
+    char *log = NULL;
+    if (nvrtcGetProgramLogSize(prog, &loglen) == NVRTC_SUCCESS && loglen > 1)
+      log = ein_malloc(loglen);
+    if (log && nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS) log[0] = 0;
+    st = ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
+                       "nvrtcCompileProgram failed for sm_%d: %s\n"
+                       "compile log:\n%s",
+                       arch, nvrtcGetErrorString(r), log ? log : "(none)");
+    ein_free(log);
+  } else {
+    size_t n = 0;
+    r = nvrtcGetCUBINSize(prog, &n);
+    char *img = r == NVRTC_SUCCESS && n ? ein_malloc(n) : NULL;
+    if (r == NVRTC_SUCCESS && n && !img)
+      st = ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                         "out of memory holding a %zu-byte cubin", n);
+    else if (r != NVRTC_SUCCESS || !n ||
+             (r = nvrtcGetCUBIN(prog, img)) != NVRTC_SUCCESS) {
+      ein_free(img);
+      st = ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
+                         "nvrtcGetCUBIN failed: %s", nvrtcGetErrorString(r));
+    } else {
+      *cubin = img;
+      *size = n;
+    }
+  }
+  nvrtcDestroyProgram(&prog);
+  return st;
+}

@@ -1,0 +1,87 @@
+/*
+ * codegen.h - CUDA C for the LOOP and FILL steps of a plan.
+ *
+ * Takes: one plan step (plan.h). Gives: the source of a kernel that runs
+ * it, with every size, stride, dtype and constant baked in, and the launch
+ * geometry. Pure C with no CUDA dependency: the CUDA backend compiles the
+ * source with NVRTC, `einc cuda-src` prints it, and the CI tests compile it
+ * for sm_80 and sm_90 on machines without a GPU.
+ *
+ * Every kernel takes three pointers (dst, src0, src1; unused ones are NULL)
+ * already offset to the step's first element, and is launched as
+ * ein_main<<<grid, block>>>. A kernel that can move 16 bytes per access
+ * also has ein_vec<<<grid_vec, block>>>, valid when all its pointers are
+ * 16-byte aligned (checked at launch).
+ *
+ * Kernel kinds:
+ *   fill          dst = constant (reductions over empty axes)
+ *   map           one thread per output element: copies, permutes with a
+ *                 contiguous side, repeats, conversions, elementwise and
+ *                 outer products; 16-byte variant for plain copies whose
+ *                 innermost axis is contiguous on both sides
+ *   transpose     permuting copy through a 32x33 shared-memory tile when
+ *                 dst's and the source's contiguous axes differ
+ *   reduce_inner  a warp (or 256 threads) per output element, lanes along
+ *                 the reduced axes: reductions of the innermost axis, dots
+ *   reduce_outer  a thread per output element (coalesced writes), 8 lanes
+ *                 per element along the reduced axes, combined in shared
+ *                 memory: column sums, small contractions
+ * Accumulation is in f32 for f16/bf16/f32, f64 for f64 and int64 for
+ * integers and bool, exactly as the CPU backend does; the mean's scale and
+ * the dtype conversion happen in the kernel that touches the data.
+ */
+#ifndef EIN_CODEGEN_H
+#define EIN_CODEGEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "plan.h"
+
+typedef enum ein_kernel_kind {
+  EIN_KERNEL_NONE,  /* nothing to do (an empty iteration space) */
+  EIN_KERNEL_FILL,
+  EIN_KERNEL_MAP,
+  EIN_KERNEL_TRANSPOSE,
+  EIN_KERNEL_REDUCE_INNER,
+  EIN_KERNEL_REDUCE_OUTER
+} ein_kernel_kind;
+
+typedef struct ein_kernel_src {
+  ein_kernel_kind kind;
+  char *source;  /* NUL-terminated CUDA C; NULL for EIN_KERNEL_NONE */
+  size_t len;
+  uint64_t hash; /* of the source, for in-memory caches */
+  bool has_vec;  /* ein_vec exists */
+  unsigned grid[3], block[3], grid_vec[3];
+} ein_kernel_src;
+
+/* Generates the kernel of a LOOP or FILL step. On success *out owns a
+ * heap source (free with ein_kernel_src_free). EIN_ERR_NO_MEMORY or
+ * EIN_ERR_LIMIT (more axes than a kernel takes) on failure. */
+ein_status ein_codegen_step(const ein_step *step, ein_kernel_src *out);
+
+void ein_kernel_src_free(ein_kernel_src *k);
+
+/* "map", "transpose", ...; "none" for EIN_KERNEL_NONE. */
+const char *ein_kernel_kind_name(ein_kernel_kind kind);
+
+/* A GEMM step as the equivalent LOOP step (a direct contraction kernel),
+ * for GEMMs no BLAS call can express. `axes` needs room for
+ * gemm.nbatch + 3 entries and backs loop->axes. */
+void ein_gemm_as_loop(const ein_step *gemm, ein_step *loop,
+                      ein_loop_axis *axes);
+
+/* What the CUDA backend offers the planner: GEMMs read and write f16 and
+ * bf16 (cuBLAS), and contractions below gemm_min_flops run as a direct
+ * kernel. Static, so CUDA plans can be made and shown without a GPU. */
+const ein_backend_caps *ein_cuda_caps(void);
+
+/* 64-bit FNV-1a. */
+uint64_t ein_fnv1a(const void *data, size_t len, uint64_t seed);
+
+#define EIN_FNV_SEED 0xcbf29ce484222325ull
+
+#endif

@@ -1,0 +1,158 @@
+/*
+ * cuda_program.c - per-step decisions of the CUDA backend (cuda_program.h).
+ */
+#include "cuda_program.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loop_axes.h"
+
+static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+bool ein_cublas_map(const ein_step *s, ein_cublas_gemm *out) {
+  memset(out, 0, sizeof *out);
+  ein_dtype dt = s->dst_dtype;
+  if (s->src_dtype[0] != dt || s->src_dtype[1] != dt ||
+      !(dt == EIN_DT_F16 || dt == EIN_DT_BF16 || dt == EIN_DT_F32 ||
+        dt == EIN_DT_F64))
+    return false;
+  const ein_gemm *g = &s->gemm;
+  ein_gemm_call call;
+  if (!ein_gemm_rowmajor(g, &call)) return false;
+  /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
+   * call's operands swap once more. */
+  out->a_is_step_a = call.swap;
+  out->trans_a = call.tb;
+  out->trans_b = call.ta;
+  out->m = call.n;
+  out->n = call.m;
+  out->k = call.k;
+  out->lda = call.ldb;
+  out->ldb = call.lda;
+  out->ldc = call.ldc;
+  if (!fits_int(out->m) || !fits_int(out->n) || !fits_int(out->k) ||
+      !fits_int(out->lda) || !fits_int(out->ldb) || !fits_int(out->ldc))
+    return false;
+  /* Batch axes with strides in cuBLAS's operand order (C, A, B). */
+  ein_loop_axes b = {0};
+  for (int i = 0; i < g->nbatch; i++) {
+    const ein_loop_axis *ax = &g->batch[i];
+    if (ax->size == 1) continue;
+    if (ax->stride[0] == 0) return false; /* C would be written twice */
+    if (b.n == EIN_LOOP_MAXAX) return false;
+    b.size[b.n] = ax->size;
+    b.st[b.n][0] = ax->stride[0];
+    b.st[b.n][1] = out->a_is_step_a ? ax->stride[1] : ax->stride[2];
+    b.st[b.n][2] = out->a_is_step_a ? ax->stride[2] : ax->stride[1];
+    b.n++;
+  }
+  ein_loop_axes_sort(&b, 0);
+  ein_loop_axes_fuse(&b);
+  out->count = 1;
+  out->loop_count = 1;
+  if (b.n > 0) { /* the largest batch axis is cuBLAS's; the rest loop */
+    int big = 0;
+    for (int i = 1; i < b.n; i++)
+      if (b.size[i] > b.size[big]) big = i;
+    if (!fits_int(b.size[big])) return false;
+    out->count = b.size[big];
+    out->stride_c = b.st[big][0];
+    out->stride_a = b.st[big][1];
+    out->stride_b = b.st[big][2];
+    for (int i = 0; i < b.n; i++) {
+      if (i == big) continue;
+      if (out->nloop == EIN_CUBLAS_MAX_LOOPS) return false;
+      out->loop_size[out->nloop] = b.size[i];
+      memcpy(out->loop_stride[out->nloop], b.st[i], sizeof b.st[i]);
+      out->loop_count *= b.size[i];
+      out->nloop++;
+    }
+  }
+  return true;
+}
+
+void ein_cuda_program_free(void *program) {
+  ein_cuda_program *p = program;
+  if (!p) return;
+  for (int i = 0; i < p->nsteps; i++) ein_kernel_src_free(&p->steps[i].kernel);
+  free(p->steps);
+  free(p);
+}
+
+ein_status ein_cuda_program_build(const ein_plan_ir *plan,
+                                  ein_cuda_program **out) {
+  *out = NULL;
+  ein_cuda_program *p = calloc(1, sizeof *p);
+  if (!p) return EIN_ERR_NO_MEMORY;
+  p->steps = calloc((size_t)(plan->nsteps ? plan->nsteps : 1), sizeof *p->steps);
+  if (!p->steps) {
+    free(p);
+    return EIN_ERR_NO_MEMORY;
+  }
+  p->nsteps = plan->nsteps;
+  for (int i = 0; i < plan->nsteps; i++) {
+    const ein_step *s = &plan->steps[i];
+    ein_cuda_step *cs = &p->steps[i];
+    ein_status st = EIN_OK;
+    if (s->kind == EIN_STEP_GEMM) {
+      if (s->gemm.m == 0 || s->gemm.n == 0) continue; /* nothing to write */
+      cs->cublas = ein_cublas_map(s, &cs->gemm);
+      if (!cs->cublas) {
+        ein_loop_axis *axes = malloc(sizeof *axes * (size_t)(s->gemm.nbatch + 3));
+        if (!axes) st = EIN_ERR_NO_MEMORY;
+        else {
+          ein_step loop;
+          ein_gemm_as_loop(s, &loop, axes);
+          st = ein_codegen_step(&loop, &cs->kernel);
+          free(axes);
+        }
+      }
+    } else {
+      st = ein_codegen_step(s, &cs->kernel);
+    }
+    if (st) {
+      ein_cuda_program_free(p);
+      return st;
+    }
+  }
+  *out = p;
+  return EIN_OK;
+}
+
+void ein_cuda_program_describe(const ein_cuda_program *prog,
+                               const ein_plan_ir *plan, ein_strbuf *sb) {
+  ein_strbuf_printf(sb, "cuda:\n");
+  for (int i = 0; i < prog->nsteps; i++) {
+    const ein_cuda_step *cs = &prog->steps[i];
+    const ein_step *s = &plan->steps[i];
+    ein_strbuf_printf(sb, "  %2d  ", i + 1);
+    if (cs->cublas) {
+      const ein_cublas_gemm *g = &cs->gemm;
+      ein_strbuf_printf(sb,
+                        "cublasGemmStridedBatchedEx %s %s%s m=%lld n=%lld "
+                        "k=%lld lda=%lld ldb=%lld ldc=%lld batch=%lld",
+                        ein_dtype_name(s->dst_dtype), g->trans_a ? "T" : "N",
+                        g->trans_b ? "T" : "N", (long long)g->m,
+                        (long long)g->n, (long long)g->k, (long long)g->lda,
+                        (long long)g->ldb, (long long)g->ldc,
+                        (long long)g->count);
+      if (g->nloop)
+        ein_strbuf_printf(sb, " x %lld (%s)", (long long)g->loop_count,
+                          g->loop_count > 64 ? "pointer-array batched"
+                                             : "host loop");
+      ein_strbuf_printf(sb, "\n");
+    } else if (cs->kernel.kind == EIN_KERNEL_NONE) {
+      ein_strbuf_printf(sb, "(nothing to do: empty)\n");
+    } else {
+      const ein_kernel_src *k = &cs->kernel;
+      ein_strbuf_printf(sb, "kernel %s%s grid (%u,%u,%u) block (%u,%u,%u)%s\n",
+                        ein_kernel_kind_name(k->kind),
+                        s->kind == EIN_STEP_GEMM ? " (direct contraction)" : "",
+                        k->grid[0], k->grid[1], k->grid[2], k->block[0],
+                        k->block[1], k->block[2],
+                        k->has_vec ? ", 16-byte variant" : "");
+    }
+  }
+}
