@@ -7,6 +7,10 @@
  * axes, strided (permuted, sliced, offset) inputs and outputs, the numpy
  * dialect. EIN_SEED=N reproduces a run; EIN_CASES=N sets the count
  * (default 1500). A failing case prints its seed, expression and shapes.
+ *
+ * With --cuda the same cases run on GPU 0 (inputs and outputs copied to
+ * device buffers with the same layouts); without a GPU that run reports
+ * itself skipped (exit 77).
  */
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +18,9 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "ctx_internal.h"
+#include "codegen.h"
+#include "cuda_backend.h"
 #include "ein.h"
 #include "harness.h"
 #include "reference.h"
@@ -34,7 +41,10 @@ typedef struct tensor {
   DLTensor t;
   int64_t shape[EIN_MAX_DIMS], strides[EIN_MAX_DIMS];
   void *alloc;
+  size_t alloc_bytes;
 } tensor;
+
+static bool on_gpu; /* --cuda */
 
 /* A tensor of `shape` whose layout is random: dims stored in a permuted
  * order, some dims with a gap (a slice with step 2), a random offset. */
@@ -58,6 +68,7 @@ static void make_tensor(tensor *x, ein_dtype dt, int ndim,
   }
   int64_t offset = strided ? rnd_int(3) : 0;
   size_t esz = ein_dtype_size(dt);
+  x->alloc_bytes = (size_t)(s + offset + 1) * esz;
   x->alloc = calloc((size_t)(s + offset + 1), esz);
   for (int d = 0; d < ndim; d++) x->shape[d] = shape[d];
   x->t.data = x->alloc;
@@ -274,6 +285,41 @@ static double tolerance(ein_dtype dt) {
   }
 }
 
+/* The case on GPU 0: every tensor copied into a device buffer with the
+ * same layout, evaluated, and the output's buffer copied back. */
+static ein_status eval_on_gpu(ein_ctx *ctx, const gen_case *c, tensor *in,
+                              tensor *out) {
+  DLTensor dev[EIN_MAX_OPERANDS + 1];
+  const DLTensor *ptrs[EIN_MAX_OPERANDS];
+  void *buf[EIN_MAX_OPERANDS + 1] = {0};
+  ein_error_rec err;
+  ein_error_init(&err);
+  ein_status st = EIN_OK;
+  for (int i = 0; i <= c->n && !st; i++) {
+    tensor *x = i < c->n ? &in[i] : out;
+    st = ein_cuda_malloc(0, &buf[i], x->alloc_bytes, &err);
+    if (!st) st = ein_cuda_copy_to_device(buf[i], x->alloc, x->alloc_bytes, &err);
+    dev[i] = x->t;
+    dev[i].data = buf[i];
+    dev[i].device = (DLDevice){kDLCUDA, 0};
+    if (i < c->n) ptrs[i] = &dev[i];
+  }
+  if (st) {
+    fprintf(stderr, "device buffers: %s\n", err.message);
+  } else {
+    st = ein_eval(ctx, c->expr, ptrs, c->n, &dev[c->n], &c->opt);
+    if (!st) st = ein_ctx_synchronize(ctx);
+    if (!st &&
+        ein_cuda_copy_to_host(out->alloc, buf[c->n], out->alloc_bytes, &err)) {
+      fprintf(stderr, "copy back: %s\n", err.message);
+      st = EIN_ERR_BACKEND;
+    }
+  }
+  for (int i = 0; i <= c->n; i++) ein_cuda_free(buf[i]);
+  ein_error_clear(&err);
+  return st;
+}
+
 static int run_case(ein_ctx *ctx, uint64_t seed, int *skipped) {
   rng_state = seed * 2654435761u + 88172645463325252ull;
   gen_case c;
@@ -308,7 +354,8 @@ static int run_case(ein_ctx *ctx, uint64_t seed, int *skipped) {
   int64_t on = numel(&out);
   double *want = malloc(sizeof(double) * (size_t)(on ? on : 1));
   int ref = ref_eval(p, ins, want, on);
-  ein_status st = ein_eval(ctx, c.expr, ins, c.n, &out.t, &c.opt);
+  ein_status st = on_gpu ? eval_on_gpu(ctx, &c, in, &out)
+                        : ein_eval(ctx, c.expr, ins, c.n, &out.t, &c.opt);
   int failed = 0;
   if (ref < 0) {
     if (st != EIN_ERR_BAD_REDUCTION) {
@@ -371,7 +418,12 @@ static int run_case(ein_ctx *ctx, uint64_t seed, int *skipped) {
   return failed;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  on_gpu = argc > 1 && strcmp(argv[1], "--cuda") == 0;
+  if (on_gpu && ein_cuda_device_count() == 0) {
+    printf("no CUDA device (or no CUDA in this build): skipped\n");
+    return 77;
+  }
   const char *env = getenv("EIN_SEED");
   uint64_t seed0 = env ? strtoull(env, NULL, 10) : 20261122;
   const char *cenv = getenv("EIN_CASES");
@@ -387,6 +439,9 @@ int main(void) {
   ein_ctx_create(&gemm_ctx);
   gemm_ctx->cpu = ein_cpu_backend_create();
   gemm_ctx->cpu->caps.gemm_min_flops = 0;
+  gemm_ctx->cuda_caps = *ein_cuda_caps();
+  gemm_ctx->cuda_caps.gemm_min_flops = 0;
+  gemm_ctx->cuda_caps_set = true;
   int skipped = 0, compared = 0;
   for (int k = 0; k < cases; k++) {
     int before = skipped;
@@ -402,5 +457,5 @@ int main(void) {
   CHECK(compared >= 1000, "only %d cases compared", compared);
   ein_ctx_destroy(ctx);
   ein_ctx_destroy(gemm_ctx);
-  return test_summary("eval_random");
+  return test_summary(on_gpu ? "eval_random_cuda" : "eval_random");
 }

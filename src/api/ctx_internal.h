@@ -38,6 +38,9 @@ struct ein_ctx {
   ein_backend *cpu; /* created on first use */
   ein_backend *cuda[EIN_MAX_CUDA_DEVICES]; /* per device, on first use */
   void *cuda_stream; /* the caller's cudaStream_t, or NULL: own streams */
+  /* Tests: plan CUDA steps with these caps instead of ein_cuda_caps(). */
+  bool cuda_caps_set;
+  ein_backend_caps cuda_caps;
   ein_plan_cache cache;
   ein_strbuf key; /* scratch for cache keys, reused across calls */
 };

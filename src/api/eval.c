@@ -309,7 +309,8 @@ static ein_status build_plan(ein_ctx *ctx, const char *expr,
     od.strides = output->strides;
   }
   /* CUDA plans need no device: the backend's caps are static. */
-  const ein_backend_caps *caps = ein_cuda_caps();
+  const ein_backend_caps *caps =
+      ctx->cuda_caps_set ? &ctx->cuda_caps : ein_cuda_caps();
   if (kind == EIN_BACKEND_CPU) {
     ein_backend *be = backend_for(ctx, kind, 0);
     if (!be) {

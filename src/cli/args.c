@@ -203,3 +203,17 @@ bool cli_expr_and_shapes(const char *command, const char *const *pos,
     if (!cli_parse_shape(pos[i + 1], &shapes[i])) return false;
   return true;
 }
+
+bool cli_parse_backend(const char *v, ein_backend_kind *out) {
+  if (strcmp(v, "auto") == 0)
+    *out = EIN_BACKEND_AUTO;
+  else if (strcmp(v, "cpu") == 0)
+    *out = EIN_BACKEND_CPU;
+  else if (strcmp(v, "cuda") == 0)
+    *out = EIN_BACKEND_CUDA;
+  else {
+    cli_errorf("unknown backend '%.40s' (auto, cpu, cuda)", v);
+    return false;
+  }
+  return true;
+}

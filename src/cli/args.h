@@ -69,4 +69,8 @@ enum {
 /* The exit status for a library status. */
 int cli_exit_status(ein_status status);
 
+/* Parses "auto", "cpu" or "cuda" into *out; prints an error and returns
+ * false for anything else. */
+bool cli_parse_backend(const char *v, ein_backend_kind *out);
+
 #endif

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "args.h"
+#include "cuda_backend.h"
+#include "error.h"
 #include "commands.h"
 #include "dtype.h"
 #include "npy.h"
@@ -24,7 +26,8 @@ void cmd_eval_help(void) {
       "atomically, and only when the evaluation succeeded.\n"
       "\n"
       "  -o, --output F  the file to write (required)\n"
-      "  --backend B     auto (default), cpu or cuda\n"
+      "  --backend B     auto (default: cpu for files), cpu or cuda; cuda\n"
+      "                  copies the inputs to GPU 0 and the result back\n"
       "  -v, --verbose   print the output file's shape and dtype\n"
       "  (see einc check --help for -D, --reduce, --numpy)\n"
       "\n"
@@ -52,18 +55,63 @@ static int eval_option(int argc, char **argv, int *i, void *state) {
     eo->out_path = v;
     return 1;
   }
-  ein_options *o = &eo->common->options;
-  if (strcmp(v, "auto") == 0)
-    o->backend = EIN_BACKEND_AUTO;
-  else if (strcmp(v, "cpu") == 0)
-    o->backend = EIN_BACKEND_CPU;
-  else if (strcmp(v, "cuda") == 0)
-    o->backend = EIN_BACKEND_CUDA;
-  else {
-    cli_errorf("unknown backend '%.40s' (auto, cpu, cuda)", v);
-    return -1;
+  return cli_parse_backend(v, &eo->common->options.backend) ? 1 : -1;
+}
+
+/* Bytes a tensor's buffer spans from its data pointer (npy buffers are
+ * compact, C or Fortran order). */
+static size_t buffer_bytes(const DLTensor *t) {
+  ein_dtype dt;
+  size_t n = 1;
+  for (int d = 0; d < t->ndim; d++) n *= (size_t)t->shape[d];
+  return ein_dtype_from_dl(t->dtype, &dt) ? n * ein_dtype_size(dt) : 0;
+}
+
+/* --backend cuda: inputs copied to GPU 0, the result copied back into
+ * out->data. An einc error comes back in *st (exit status from it); a
+ * failed copy or allocation is reported here. */
+static int eval_on_gpu(ein_ctx *ctx, const char *expr,
+                       const DLTensor *const *ins, int n, DLTensor *out,
+                       const ein_options *o, size_t out_bytes,
+                       ein_status *st) {
+  DLTensor dev_in[EIN_MAX_OPERANDS], dev_out = *out;
+  const DLTensor *dev_ptrs[EIN_MAX_OPERANDS];
+  void *bufs[EIN_MAX_OPERANDS + 1] = {0};
+  ein_error_rec err;
+  ein_error_init(&err);
+  int nbuf = 0, rc = EXIT_OK;
+  *st = EIN_OK;
+  ein_status cst = EIN_OK;
+  for (int i = 0; i < n && !cst; i++, nbuf++) {
+    size_t bytes = buffer_bytes(ins[i]);
+    cst = ein_cuda_malloc(0, &bufs[i], bytes, &err);
+    if (!cst)
+      cst = ein_cuda_copy_to_device(bufs[i],
+                                    (const char *)ins[i]->data +
+                                        ins[i]->byte_offset,
+                                    bytes, &err);
+    dev_in[i] = *ins[i];
+    dev_in[i].data = bufs[i];
+    dev_in[i].byte_offset = 0;
+    dev_in[i].device = (DLDevice){kDLCUDA, 0};
+    dev_ptrs[i] = &dev_in[i];
   }
-  return 1;
+  if (!cst) cst = ein_cuda_malloc(0, &bufs[n], out_bytes, &err);
+  if (!cst) {
+    dev_out.data = bufs[n];
+    dev_out.device = (DLDevice){kDLCUDA, 0};
+    *st = ein_eval(ctx, expr, dev_ptrs, n, &dev_out, o);
+    if (!*st) *st = ein_ctx_synchronize(ctx);
+    if (!*st) cst = ein_cuda_copy_to_host(out->data, bufs[n], out_bytes, &err);
+  }
+  if (cst) {
+    cli_errorf("%s", err.message);
+    rc = cli_exit_status(cst);
+  }
+  for (int i = 0; i <= n; i++) ein_cuda_free(bufs[i]);
+  (void)nbuf;
+  ein_error_clear(&err);
+  return rc;
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -122,8 +170,15 @@ int cmd_eval(int argc, char **argv) {
     goto done;
   }
   out.data = out_data;
-  st = ein_eval(ctx, expr, ins, n, &out, &common.options);
-  if (st) goto failed;
+  if (common.options.backend == EIN_BACKEND_CUDA) {
+    rc = eval_on_gpu(ctx, expr, ins, n, &out, &common.options,
+                     (size_t)numel * ein_dtype_size(dt), &st);
+    if (st) goto failed;
+    if (rc != EXIT_OK) goto done;
+  } else {
+    st = ein_eval(ctx, expr, ins, n, &out, &common.options);
+    if (st) goto failed;
+  }
   if (!npy_write(out_path, &out, msg, sizeof msg)) {
     cli_errorf("%s", msg);
     rc = EXIT_INTERNAL;

@@ -31,6 +31,9 @@ void cmd_plan_help(void) {
       "                  780 TFLOP/s bf16, 51 TFLOP/s f32, 2.96 TB/s,\n"
       "                  measured on our H100) or h200\n"
       "  --memory-limit B  largest intermediate allowed, in bytes\n"
+      "  --backend B     cpu (default) or cuda: plan for the CUDA backend\n"
+      "                  and name each step's cuBLAS call or generated\n"
+      "                  kernel (needs no GPU)\n"
       "  (see einc check --help for -D, --reduce, --numpy)\n"
       "\n"
       "example:\n"
@@ -54,13 +57,15 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
     return 1;
   }
   if (strcmp(arg, "--dtype") != 0 && strcmp(arg, "--device") != 0 &&
-      strcmp(arg, "--memory-limit") != 0)
+      strcmp(arg, "--memory-limit") != 0 && strcmp(arg, "--backend") != 0)
     return 0;
   if (*i + 1 >= argc) {
     cli_errorf("%s needs a value", arg);
     return -1;
   }
   const char *v = argv[++*i];
+  if (strcmp(arg, "--backend") == 0)
+    return cli_parse_backend(v, &po->common->options.backend) ? 1 : -1;
   if (strcmp(arg, "--dtype") == 0) {
     if (!ein_dtype_parse(v, &po->dtype)) {
       cli_errorf("unknown dtype '%.40s' (f32, f64, f16, bf16, i8..i64, "
@@ -111,7 +116,8 @@ int cmd_plan(int argc, char **argv) {
   const DLTensor *ins[EIN_MAX_OPERANDS];
   for (int i = 0; i < nshapes; i++) {
     memset(&tensors[i], 0, sizeof tensors[i]);
-    tensors[i].device = (DLDevice){kDLCPU, 0};
+    tensors[i].device = (DLDevice){
+        common.options.backend == EIN_BACKEND_CUDA ? kDLCUDA : kDLCPU, 0};
     tensors[i].ndim = shapes[i].ndim;
     tensors[i].shape = shapes[i].dims;
     tensors[i].dtype = ein_dtype_to_dl(dt);

@@ -1,0 +1,122 @@
+/*
+ * cmd_cuda_src.c - `einc cuda-src EXPR SHAPE...`: plans an expression for
+ * the CUDA backend and prints, step by step, the cuBLAS call or the full
+ * CUDA C source of the generated kernel with its launch geometry. Needs
+ * no GPU.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "ctx_internal.h"
+#include "cuda_program.h"
+#include "dtype.h"
+#include "plan.h"
+
+void cmd_cuda_src_help(void) {
+  puts(
+      "usage: einc cuda-src EXPR SHAPE... [--dtype T] [-D NAME=SIZE]...\n"
+      "                     [--reduce R] [--numpy]\n"
+      "\n"
+      "Plans EXPR for the CUDA backend and prints each step: the cuBLAS\n"
+      "call of a GEMM step, or the CUDA C source einc generates (and NVRTC\n"
+      "compiles at run time) with its grid and block. Needs no GPU.\n"
+      "\n"
+      "  --dtype T       f32 (default), f64, f16, bf16, or an integer type\n"
+      "  (see einc check --help for -D, --reduce, --numpy)\n"
+      "\n"
+      "example:\n"
+      "  einc cuda-src 'b s d -> b s' 32x4096x1024 --reduce sum --dtype bf16");
+}
+
+static int src_option(int argc, char **argv, int *i, void *state) {
+  ein_dtype *dt = state;
+  if (strcmp(argv[*i], "--dtype") != 0) return 0;
+  if (*i + 1 >= argc) {
+    cli_errorf("--dtype needs a value");
+    return -1;
+  }
+  const char *v = argv[++*i];
+  if (!ein_dtype_parse(v, dt)) {
+    cli_errorf("unknown dtype '%.40s' (f32, f64, f16, bf16, i8..i64, "
+               "u8..u64, bool)",
+               v);
+    return -1;
+  }
+  return 1;
+}
+
+int cmd_cuda_src(int argc, char **argv) {
+  static cli_common common;
+  static cli_shape shapes[EIN_MAX_OPERANDS];
+  memset(&common, 0, sizeof common);
+  ein_dtype dt = EIN_DT_F32;
+  const char *pos[EIN_MAX_OPERANDS + 1];
+  int npos, nshapes;
+  int r = cli_parse_args(argc, argv, "cuda-src", cmd_cuda_src_help, &common,
+                         src_option, &dt, pos, EIN_MAX_OPERANDS + 1, &npos);
+  if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
+  if (!cli_expr_and_shapes("cuda-src", pos, npos, shapes, &nshapes))
+    return EXIT_INVALID;
+  ein_ctx *ctx;
+  if (ein_ctx_create(&ctx) != EIN_OK) {
+    cli_errorf("out of memory");
+    return EXIT_INTERNAL;
+  }
+  DLTensor tensors[EIN_MAX_OPERANDS];
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  for (int i = 0; i < nshapes; i++) {
+    memset(&tensors[i], 0, sizeof tensors[i]);
+    tensors[i].device = (DLDevice){kDLCUDA, 0};
+    tensors[i].ndim = shapes[i].ndim;
+    tensors[i].shape = shapes[i].dims;
+    tensors[i].dtype = ein_dtype_to_dl(dt);
+    ins[i] = &tensors[i];
+  }
+  common.options.backend = EIN_BACKEND_CUDA;
+  ein_plan *plan;
+  ein_status st = ein_plan_create(ctx, pos[0], ins, nshapes, NULL,
+                                  &common.options, &plan);
+  if (st) {
+    cli_print_error(ein_last_error(ctx));
+    ein_ctx_destroy(ctx);
+    return cli_exit_status(st);
+  }
+  const ein_plan_ir *ir = ein_plan_ir_of(plan);
+  const ein_cuda_program *prog = ein_plan_cuda_program(plan);
+  printf("// einc cuda-src: %s (%s), %d step%s\n", pos[0], ein_dtype_name(dt),
+         ir->nsteps, ir->nsteps == 1 ? "" : "s");
+  for (int i = 0; i < prog->nsteps; i++) {
+    const ein_cuda_step *cs = &prog->steps[i];
+    const ein_step *s = &ir->steps[i];
+    printf("\n// ---- step %d: %s (%s)\n", i + 1, ein_step_name(s),
+           ein_step_role_name(s->role));
+    if (cs->cublas) {
+      const ein_cublas_gemm *g = &cs->gemm;
+      printf("// cublasGemmStridedBatchedEx(%s, %s, m=%lld, n=%lld, k=%lld, "
+             "lda=%lld, ldb=%lld, ldc=%lld, strides %lld/%lld/%lld, "
+             "batch=%lld) x %lld, %s\n",
+             g->trans_a ? "T" : "N", g->trans_b ? "T" : "N", (long long)g->m,
+             (long long)g->n, (long long)g->k, (long long)g->lda,
+             (long long)g->ldb, (long long)g->ldc, (long long)g->stride_a,
+             (long long)g->stride_b, (long long)g->stride_c,
+             (long long)g->count, (long long)g->loop_count,
+             ein_dtype_name(s->dst_dtype));
+    } else if (cs->kernel.kind == EIN_KERNEL_NONE) {
+      printf("// nothing to run: an axis has size 0\n");
+    } else {
+      const ein_kernel_src *k = &cs->kernel;
+      printf("// ein_main<<<(%u,%u,%u), (%u,%u,%u)>>>", k->grid[0],
+             k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2]);
+      if (k->has_vec)
+        printf("; ein_vec<<<(%u,%u,%u), same>>> when 16-byte aligned",
+               k->grid_vec[0], k->grid_vec[1], k->grid_vec[2]);
+      printf("\n%s", k->source);
+    }
+  }
+  ein_plan_destroy(plan);
+  ein_ctx_destroy(ctx);
+  return EXIT_OK;
+}
