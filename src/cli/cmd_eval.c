@@ -12,6 +12,7 @@
 #include "cuda_backend.h"
 #include "error.h"
 #include "commands.h"
+#include "ctx_internal.h"
 #include "dtype.h"
 #include "npy.h"
 
@@ -188,6 +189,13 @@ int cmd_eval(int argc, char **argv) {
     for (int d = 0; d < ndim; d++)
       printf("%s%lld", d ? "x" : "", (long long)shape[d]);
     printf(" %s\n", ein_dtype_name(dt));
+    if (ctx->cuda[0]) {
+      unsigned long long mem, disk, compiled;
+      ein_cuda_backend_stats(ctx->cuda[0], &mem, &disk, &compiled);
+      printf("kernel cache: %llu compiled, %llu from disk, %llu from "
+             "memory\n",
+             compiled, disk, mem);
+    }
   }
   goto done;
 failed:
