@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # setup.sh - install what einc needs, build it, and run the main job: the
 # plan of an attention block (steps, FLOPs, predicted H100 time) and its
-# evaluation on random .npy inputs, on the CPU when there is no GPU.
+# evaluation on random .npy inputs, on the CPU when there is no GPU and
+# also on GPU 0 (CUDA backend, checked against the CPU result) when there
+# is one.
 set -eu
 cd "$(dirname "$0")/.."
 if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
@@ -19,8 +21,24 @@ for t in q k v; do
 done
 set -x
 build/einc plan 'b h i d, b h j d -> b h i j' 8x16x2048x128 8x16x2048x128 --dtype bf16
+build/einc plan --backend cuda 'b s d -> b s' 32x4096x1024 --reduce sum --dtype bf16
 build/einc plan 'b i, i j k, b j -> b k' 4096x256 256x256x256 4096x256
 build/einc eval -v 'b h i d, b h j d -> b h i j' "$work/q.npy" "$work/k.npy" -o "$work/s.npy"
 build/einc eval -v 'b h i j, b h j d -> b i (h d)' "$work/s.npy" "$work/v.npy" -o "$work/o.npy"
 build/einc eval -v 'b i (h d) -> b h' "$work/o.npy" -D h=8 --reduce max -o "$work/m.npy"
 build/examples/example_attention
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  build/einc eval -v --backend cuda 'b h i d, b h j d -> b h i j' "$work/q.npy" "$work/k.npy" -o "$work/s_gpu.npy"
+  python3 - "$work/s.npy" "$work/s_gpu.npy" <<'PY'
+import array, math, sys
+def load(p):  # C-order little-endian f4, as einc writes it
+    data = open(p, "rb").read()
+    hlen = int.from_bytes(data[8:10], "little")
+    return array.array("f", data[10 + hlen:])
+a, b = load(sys.argv[1]), load(sys.argv[2])
+diff = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
+norm = math.sqrt(sum(x * x for x in a))
+print("CUDA vs CPU relative difference: %.3g" % (diff / norm))
+sys.exit(0 if len(a) == len(b) and diff <= 1e-5 * norm else 1)
+PY
+fi

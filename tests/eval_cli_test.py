@@ -8,6 +8,7 @@ usage: eval_cli_test.py PATH/TO/einc
 import itertools
 import json
 import os
+import shutil
 import random
 import struct
 import subprocess
@@ -66,6 +67,12 @@ def read_npy(path):
     vals = struct.unpack("<%d%s" % (n, code), raw[10 + hlen:])
     assert not header["fortran_order"]
     return shape, list(vals)
+
+
+def has_gpu():
+    smi = shutil.which("nvidia-smi")
+    return bool(smi) and subprocess.run([smi, "-L"], capture_output=True,
+                                        text=True).returncode == 0
 
 
 def einc(*args):
@@ -178,8 +185,16 @@ r = einc("eval", "i j -> j i", P("a.npy"))
 check(r.returncode == 2 and "-o" in r.stderr, "no -o")
 r = einc("eval", "i j -> j i", P("a.npy"), "-o", P("e.npy"), "--backend",
          "cuda")
-check(r.returncode == 2 and "CUDA" in r.stderr and
-      not os.path.exists(P("e.npy")), "cuda unavailable: " + r.stderr)
+if has_gpu():
+    ref = einc("eval", "i j -> j i", P("a.npy"), "-o", P("ref.npy"))
+    check(r.returncode == 0 and ref.returncode == 0 and
+          read_npy(P("e.npy")) == read_npy(P("ref.npy")),
+          "cuda transpose equals cpu: " + r.stderr)
+    for name in ("e.npy", "ref.npy"):
+        os.remove(P(name))
+else:
+    check(r.returncode == 2 and "CUDA" in r.stderr and
+          not os.path.exists(P("e.npy")), "cuda unavailable: " + r.stderr)
 r = einc("eval", "i j -> j i", P("a.npy"), "-o",
          os.path.join(tmp, "no-such-dir", "e.npy"))
 check(r.returncode == 1 and "cannot write" in r.stderr, "unwritable output")
@@ -204,6 +219,20 @@ except (ValueError, KeyError) as e:
 r = einc("plan", "i j, j k, k l -> i l", "1000x10", "10x1000", "1000x10")
 check(r.returncode == 0 and "speed-up" in r.stdout and "gemm" in r.stdout
       and "predicted" in r.stdout, "plan text")
+# --- the CUDA backend's plans and generated source (no GPU needed) ---
+r = einc("plan", "--backend", "cuda", "b h i d, b h j d -> b h i j",
+         "2x4x128x64", "2x4x128x64", "--dtype", "bf16")
+check(r.returncode == 0 and "cublasGemmStridedBatchedEx bf16 TN" in r.stdout,
+      "plan --backend cuda names the cuBLAS call: " + r.stdout + r.stderr)
+r = einc("cuda-src", "b s d -> b s", "4x8x64", "--reduce", "max", "--dtype",
+         "f16")
+check(r.returncode == 0 and "__global__" in r.stdout and
+      "reduce_inner" in r.stdout and "ein_main<<<" in r.stdout,
+      "cuda-src prints the kernel: " + r.stderr)
+r = einc("cuda-src", "a b -> b a", "3x4", "--dtype", "f99")
+check(r.returncode == 2 and "unknown dtype" in r.stderr, "cuda-src bad dtype")
+r = einc("cuda-src", "a b -> c", "3x4")
+check(r.returncode == 2 and "^" in r.stderr, "cuda-src bad expression")
 r = einc("plan", "i j -> j i", "3x4", "--dtype", "f99")
 check(r.returncode == 2 and "unknown dtype" in r.stderr, "bad dtype option")
 

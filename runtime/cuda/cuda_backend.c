@@ -434,9 +434,13 @@ void ein_cuda_backend_stats(ein_backend *be, unsigned long long *memory_hits,
 ein_status ein_cuda_malloc(int device, void **ptr, size_t bytes,
                            ein_error_rec *err) {
   *ptr = NULL;
-  if (ein_cuda_device_count() <= device)
+  int count = ein_cuda_device_count();
+  if (count <= device)
     return ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
-                         "no CUDA device %d on this machine", device);
+                         "no CUDA device %d: the CUDA runtime sees %d "
+                         "device%s (no GPU, or no driver); use the CPU "
+                         "backend",
+                         device, count, count == 1 ? "" : "s");
   int prev;
   ein_status st = enter(device, &prev, err);
   if (st) return st;
