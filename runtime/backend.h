@@ -26,6 +26,19 @@ struct ein_backend {
   void (*destroy)(ein_backend *self);
 };
 
+/* The first byte of plan buffer `buf` given the run's pointers. */
+static inline char *ein_buffer_base(const ein_plan_ir *plan, int buf,
+                                    char *const *inputs, char *output,
+                                    char *workspace) {
+  const ein_plan_buffer *b = &plan->buffers[buf];
+  switch (b->kind) {
+  case EIN_BUF_INPUT: return inputs[b->input];
+  case EIN_BUF_OUTPUT: return output;
+  case EIN_BUF_TEMP: return workspace + b->offset;
+  }
+  return NULL;
+}
+
 /* The CPU backend (BLAS for GEMMs, C loops otherwise). NULL when out of
  * memory. */
 ein_backend *ein_cpu_backend_create(void);

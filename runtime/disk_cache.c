@@ -20,17 +20,13 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "codegen.h"
 
 static const char MAGIC[8] = {'E', 'I', 'N', 'K', 'C', '0', '0', '1'};
 enum { HEADER = 8 + 4 * 8 };
 
-static uint64_t fnv(const void *data, size_t len, uint64_t h) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < len; i++) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
+static uint64_t fnv(const void *data, size_t len, uint64_t seed) {
+  return ein_fnv1a(data, len, seed);
 }
 
 bool ein_disk_cache_dir(char *buf, size_t cap) {

@@ -105,17 +105,6 @@ static ein_status run_gemm(const ein_step *s, char *c, const char *a,
   return EIN_OK;
 }
 
-static char *buffer_base(const ein_plan_ir *plan, int buf, char *const *inputs,
-                         char *output, char *workspace) {
-  const ein_plan_buffer *b = &plan->buffers[buf];
-  switch (b->kind) {
-  case EIN_BUF_INPUT: return inputs[b->input];
-  case EIN_BUF_OUTPUT: return output;
-  case EIN_BUF_TEMP: return workspace + b->offset;
-  }
-  return NULL;
-}
-
 static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
                           const void *program, char *const *inputs,
                           char *output, ein_error_rec *err) {
@@ -133,11 +122,11 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
   }
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
-    char *dst = buffer_base(plan, s->dst.buffer, inputs, output,
+    char *dst = ein_buffer_base(plan, s->dst.buffer, inputs, output,
                             cb->workspace);
     const char *src[2] = {NULL, NULL};
     for (int k = 0; k < s->nsrc; k++)
-      src[k] = buffer_base(plan, s->src[k].buffer, inputs, output,
+      src[k] = ein_buffer_base(plan, s->src[k].buffer, inputs, output,
                            cb->workspace) +
                s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
     dst += s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);

@@ -90,25 +90,41 @@ static cudaDataType_t data_type(ein_dtype dt) {
   }
 }
 
+/* alpha and beta in the compute type's precision. */
+typedef struct scalars {
+  float af, bf;
+  double ad, bd;
+  const void *alpha, *beta;
+} scalars;
+
+/* f64 computes in f64; f32 in f32, or TF32 when the caller allows it;
+ * f16 and bf16 accumulate in f32. */
+static cublasComputeType_t compute_of(const ein_step *s, bool tf32,
+                                      scalars *sc) {
+  bool f64 = s->dst_dtype == EIN_DT_F64;
+  sc->af = (float)s->alpha;
+  sc->ad = s->alpha;
+  sc->bf = 0;
+  sc->bd = 0;
+  sc->alpha = f64 ? (const void *)&sc->ad : (const void *)&sc->af;
+  sc->beta = f64 ? (const void *)&sc->bd : (const void *)&sc->bf;
+  if (f64) return CUBLAS_COMPUTE_64F;
+  return tf32 && s->dst_dtype == EIN_DT_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                            : CUBLAS_COMPUTE_32F;
+}
+
 /* One strided-batched call (or a plain GEMM for a batch of 1). */
 static ein_status gemm_call(cuda_backend *cb, const ein_step *s,
                             const ein_cublas_gemm *g, char *c, const char *a,
                             const char *b, bool tf32, ein_error_rec *err) {
   cudaDataType_t t = data_type(s->dst_dtype);
-  bool f64 = s->dst_dtype == EIN_DT_F64;
-  cublasComputeType_t ct = f64 ? CUBLAS_COMPUTE_64F
-                           : tf32 && s->dst_dtype == EIN_DT_F32
-                               ? CUBLAS_COMPUTE_32F_FAST_TF32
-                               : CUBLAS_COMPUTE_32F;
-  float af = (float)s->alpha, bf = 0;
-  double ad = s->alpha, bd = 0;
-  const void *alpha = f64 ? (const void *)&ad : (const void *)&af;
-  const void *beta = f64 ? (const void *)&bd : (const void *)&bf;
+  scalars sc;
+  cublasComputeType_t ct = compute_of(s, tf32, &sc);
   cublasStatus_t r = cublasGemmStridedBatchedEx(
       cb->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
       g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->m, (int)g->n, (int)g->k,
-      alpha, a, t, (int)g->lda, g->stride_a, b, t, (int)g->ldb, g->stride_b,
-      beta, c, t, (int)g->ldc, g->stride_c, (int)g->count, ct,
+      sc.alpha, a, t, (int)g->lda, g->stride_a, b, t, (int)g->ldb,
+      g->stride_b, sc.beta, c, t, (int)g->ldc, g->stride_c, (int)g->count, ct,
       CUBLAS_GEMM_DEFAULT);
   if (r != CUBLAS_STATUS_SUCCESS)
     return blas_fail(err, "cublasGemmStridedBatchedEx", r);
@@ -166,19 +182,14 @@ static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
   }
   void **pc = dev, **pa = pc + total, **pb = pa + total;
   cudaDataType_t t = data_type(s->dst_dtype);
-  bool f64 = s->dst_dtype == EIN_DT_F64;
-  cublasComputeType_t ct = f64 ? CUBLAS_COMPUTE_64F
-                           : tf32 && s->dst_dtype == EIN_DT_F32
-                               ? CUBLAS_COMPUTE_32F_FAST_TF32
-                               : CUBLAS_COMPUTE_32F;
-  float af = (float)s->alpha, bf = 0;
-  double ad = s->alpha, bd = 0;
+  scalars sc;
+  cublasComputeType_t ct = compute_of(s, tf32, &sc);
   cublasStatus_t r = cublasGemmBatchedEx(
       cb->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
       g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->m, (int)g->n, (int)g->k,
-      f64 ? (const void *)&ad : (const void *)&af, (const void *const *)pa, t,
+      sc.alpha, (const void *const *)pa, t,
       (int)g->lda, (const void *const *)pb, t, (int)g->ldb,
-      f64 ? (const void *)&bd : (const void *)&bf, (void *const *)pc, t,
+      sc.beta, (void *const *)pc, t,
       (int)g->ldc, (int)total, ct, CUBLAS_GEMM_DEFAULT);
   cudaFreeAsync(dev, cb->stream);
   if (r != CUBLAS_STATUS_SUCCESS)
@@ -227,17 +238,6 @@ static ein_status run_kernel(cuda_backend *cb, const ein_kernel_src *k,
 
 /* -------------------------------------------------------------- run */
 
-static char *buffer_base(const ein_plan_ir *plan, int buf, char *const *inputs,
-                         char *output, char *workspace) {
-  const ein_plan_buffer *b = &plan->buffers[buf];
-  switch (b->kind) {
-  case EIN_BUF_INPUT: return inputs[b->input];
-  case EIN_BUF_OUTPUT: return output;
-  case EIN_BUF_TEMP: return workspace + b->offset;
-  }
-  return NULL;
-}
-
 /* Workspace from the pool; on out-of-memory the pool gives back what it
  * caches and the allocation is tried once more. */
 static ein_status workspace_alloc(cuda_backend *cb, int64_t bytes, void **out,
@@ -275,11 +275,11 @@ static ein_status run_steps(cuda_backend *cb, const ein_plan_ir *plan,
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
     const ein_cuda_step *cs = &prog->steps[i];
-    char *dst = buffer_base(plan, s->dst.buffer, inputs, output, workspace) +
+    char *dst = ein_buffer_base(plan, s->dst.buffer, inputs, output, workspace) +
                 s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
     const char *src[2] = {NULL, NULL};
     for (int k = 0; k < s->nsrc; k++)
-      src[k] = buffer_base(plan, s->src[k].buffer, inputs, output, workspace) +
+      src[k] = ein_buffer_base(plan, s->src[k].buffer, inputs, output, workspace) +
                s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
     ein_status st =
         cs->cublas ? run_gemm(cb, s, &cs->gemm, dst, src[0], src[1],

@@ -217,3 +217,16 @@ bool cli_parse_backend(const char *v, ein_backend_kind *out) {
   }
   return true;
 }
+
+void cli_shape_tensors(const cli_shape *shapes, int n, DLDataType dt,
+                       DLDeviceType device, DLTensor *tensors,
+                       const DLTensor **ptrs) {
+  for (int i = 0; i < n; i++) {
+    memset(&tensors[i], 0, sizeof tensors[i]);
+    tensors[i].device = (DLDevice){device, 0};
+    tensors[i].ndim = shapes[i].ndim;
+    tensors[i].shape = (int64_t *)shapes[i].dims;
+    tensors[i].dtype = dt;
+    ptrs[i] = &tensors[i];
+  }
+}

@@ -73,4 +73,10 @@ int cli_exit_status(ein_status status);
  * false for anything else. */
 bool cli_parse_backend(const char *v, ein_backend_kind *out);
 
+/* Shape-only tensors (data NULL) of dtype dt on `device` for planning:
+ * tensors[i] describes shapes[i], ptrs[i] points at it. */
+void cli_shape_tensors(const cli_shape *shapes, int n, DLDataType dt,
+                       DLDeviceType device, DLTensor *tensors,
+                       const DLTensor **ptrs);
+
 #endif

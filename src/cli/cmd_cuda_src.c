@@ -67,14 +67,8 @@ int cmd_cuda_src(int argc, char **argv) {
   }
   DLTensor tensors[EIN_MAX_OPERANDS];
   const DLTensor *ins[EIN_MAX_OPERANDS];
-  for (int i = 0; i < nshapes; i++) {
-    memset(&tensors[i], 0, sizeof tensors[i]);
-    tensors[i].device = (DLDevice){kDLCUDA, 0};
-    tensors[i].ndim = shapes[i].ndim;
-    tensors[i].shape = shapes[i].dims;
-    tensors[i].dtype = ein_dtype_to_dl(dt);
-    ins[i] = &tensors[i];
-  }
+  cli_shape_tensors(shapes, nshapes, ein_dtype_to_dl(dt), kDLCUDA, tensors,
+                    ins);
   common.options.backend = EIN_BACKEND_CUDA;
   ein_plan *plan;
   ein_status st = ein_plan_create(ctx, pos[0], ins, nshapes, NULL,

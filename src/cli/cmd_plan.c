@@ -114,15 +114,10 @@ int cmd_plan(int argc, char **argv) {
   }
   DLTensor tensors[EIN_MAX_OPERANDS];
   const DLTensor *ins[EIN_MAX_OPERANDS];
-  for (int i = 0; i < nshapes; i++) {
-    memset(&tensors[i], 0, sizeof tensors[i]);
-    tensors[i].device = (DLDevice){
-        common.options.backend == EIN_BACKEND_CUDA ? kDLCUDA : kDLCPU, 0};
-    tensors[i].ndim = shapes[i].ndim;
-    tensors[i].shape = shapes[i].dims;
-    tensors[i].dtype = ein_dtype_to_dl(dt);
-    ins[i] = &tensors[i];
-  }
+  cli_shape_tensors(shapes, nshapes, ein_dtype_to_dl(dt),
+                    common.options.backend == EIN_BACKEND_CUDA ? kDLCUDA
+                                                               : kDLCPU,
+                    tensors, ins);
   ein_plan *plan;
   ein_status st = ein_plan_create(ctx, expr, ins, nshapes, NULL,
                                   &common.options, &plan);
