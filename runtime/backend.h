@@ -1,8 +1,9 @@
 /*
- * backend.h - the interface every backend implements (CPU now, CUDA next).
+ * backend.h - the interface every backend implements (CPU, CUDA).
  *
- * Takes: a plan (plan.h), what the backend compiled of it, and the data pointers of its inputs and output
- * (already offset by DLTensor.byte_offset).
+ * Takes: a plan (plan.h), what the backend compiled of it, and the data
+ * pointers of its inputs and output (already offset by
+ * DLTensor.byte_offset).
  * Gives: the output written; on failure an error on err and an output whose
  * contents are unspecified (the caller's buffer; nothing else is touched).
  */

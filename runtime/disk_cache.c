@@ -31,11 +31,14 @@ static uint64_t fnv(const void *data, size_t len, uint64_t seed) {
 
 bool ein_disk_cache_dir(char *buf, size_t cap) {
   const char *d = getenv("EINC_CACHE_DIR");
-  if (d && *d) return (size_t)snprintf(buf, cap, "%s", d) < cap;
+  if (d && *d)
+    return (size_t)snprintf(buf, cap, "%s", d) < cap;
   d = getenv("XDG_CACHE_HOME");
-  if (d && *d) return (size_t)snprintf(buf, cap, "%s/einc", d) < cap;
+  if (d && *d)
+    return (size_t)snprintf(buf, cap, "%s/einc", d) < cap;
   d = getenv("HOME");
-  if (d && *d) return (size_t)snprintf(buf, cap, "%s/.cache/einc", d) < cap;
+  if (d && *d)
+    return (size_t)snprintf(buf, cap, "%s/.cache/einc", d) < cap;
   return false;
 }
 
@@ -51,8 +54,10 @@ static bool read_all(int fd, void *buf, size_t n) {
   char *p = buf;
   while (n > 0) {
     ssize_t r = read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return false;
     p += r;
     n -= (size_t)r;
   }
@@ -63,8 +68,10 @@ static bool write_all(int fd, const void *buf, size_t n) {
   const char *p = buf;
   while (n > 0) {
     ssize_t r = write(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return false;
     p += r;
     n -= (size_t)r;
   }
@@ -78,7 +85,8 @@ bool ein_disk_cache_load(const char *dir, const void *key, size_t keylen,
   char path[4096];
   ein_disk_cache_path(dir, key, keylen, path, sizeof path);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  if (fd < 0)
+    return false;
   bool ok = false;
   char *k = NULL, *p = NULL;
   unsigned char head[HEADER];
@@ -96,7 +104,8 @@ bool ein_disk_cache_load(const char *dir, const void *key, size_t keylen,
   p = ein_malloc((size_t)f[1]);
   if (!k || !p || !read_all(fd, k, keylen) || !read_all(fd, p, (size_t)f[1]))
     goto done;
-  if (memcmp(k, key, keylen) != 0 || fnv(k, keylen, 0xcbf29ce484222325ull) != f[2] ||
+  if (memcmp(k, key, keylen) != 0 ||
+      fnv(k, keylen, 0xcbf29ce484222325ull) != f[2] ||
       fnv(p, (size_t)f[1], 0xcbf29ce484222325ull) != f[3])
     goto done;
   ok = true;
@@ -113,11 +122,14 @@ done:
 /* mkdir -p, 0700 for what it creates: kernels are code the process runs. */
 static bool make_dirs(const char *dir) {
   char tmp[4096];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp) return false;
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp)
+    return false;
   for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
+    if (*p != '/')
+      continue;
     *p = 0;
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return false;
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+      return false;
     *p = '/';
   }
   return mkdir(tmp, 0700) == 0 || errno == EEXIST;
@@ -125,14 +137,16 @@ static bool make_dirs(const char *dir) {
 
 bool ein_disk_cache_store(const char *dir, const void *key, size_t keylen,
                           const void *payload, size_t size) {
-  if (!make_dirs(dir)) return false;
+  if (!make_dirs(dir))
+    return false;
   char path[4096], tmp[4200];
   ein_disk_cache_path(dir, key, keylen, path, sizeof path);
   static unsigned counter;
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(),
            __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
+  if (fd < 0)
+    return false;
   unsigned char head[HEADER];
   uint64_t f[4] = {keylen, size, fnv(key, keylen, 0xcbf29ce484222325ull),
                    fnv(payload, size, 0xcbf29ce484222325ull)};
@@ -141,7 +155,9 @@ bool ein_disk_cache_store(const char *dir, const void *key, size_t keylen,
   bool ok = write_all(fd, head, HEADER) && write_all(fd, key, keylen) &&
             write_all(fd, payload, size);
   ok = close(fd) == 0 && ok;
-  if (ok) ok = rename(tmp, path) == 0;
-  if (!ok) unlink(tmp);
+  if (ok)
+    ok = rename(tmp, path) == 0;
+  if (!ok)
+    unlink(tmp);
   return ok;
 }

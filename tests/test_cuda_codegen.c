@@ -28,8 +28,8 @@ static void compile_both(const ein_kernel_src *k, const char *what) {
     ein_error_init(&err);
     char *cubin = NULL;
     size_t size = 0;
-    ein_status st = ein_nvrtc_compile(k->source, k->len, archs[a], &cubin,
-                                      &size, &err);
+    ein_status st =
+        ein_nvrtc_compile(k->source, k->len, archs[a], &cubin, &size, &err);
     CHECK(st == EIN_OK && size > 0, "%s (%s) for sm_%d: %s\n%s", what,
           ein_kernel_kind_name(k->kind), archs[a], err.message, k->source);
     compiled += st == EIN_OK;
@@ -67,11 +67,12 @@ static void cover(ein_ctx *ctx, const char *expr, const char *shapes,
   in.options.backend = EIN_BACKEND_CUDA;
   ein_plan *plan;
   char what[300];
-  snprintf(what, sizeof what, "'%s' %s %s %c", expr, shapes,
-           ein_dtype_name(dt), order);
+  snprintf(what, sizeof what, "'%s' %s %s %c", expr, shapes, ein_dtype_name(dt),
+           order);
   ein_status st = ein_plan_create(ctx, expr, p, in.n, NULL, &in.options, &plan);
   CHECK(st == EIN_OK, "plan %s: %s", what, ein_last_error(ctx)->message);
-  if (st) return;
+  if (st)
+    return;
   const ein_plan_ir *ir = ein_plan_ir_of(plan);
   const ein_cuda_program *prog = ein_plan_cuda_program(plan);
   CHECK(prog && prog->nsteps == ir->nsteps, "%s: no CUDA program", what);
@@ -84,14 +85,16 @@ static void cover(ein_ctx *ctx, const char *expr, const char *shapes,
       ein_gemm_as_loop(&ir->steps[i], &loop, axes);
       ein_kernel_src k;
       CHECK(ein_codegen_step(&loop, &k) == EIN_OK, "%s: gemm as loop", what);
-      if (k.source) compile_both(&k, what);
+      if (k.source)
+        compile_both(&k, what);
       fallback_seen++;
       ein_kernel_src_free(&k);
       continue;
     }
     const ein_kernel_src *k = &cs->kernel;
     kinds_seen[k->kind]++;
-    if (!k->source) continue;
+    if (!k->source)
+      continue;
     vec_seen += k->has_vec;
     wide_seen += strstr(k->source, "long long t_") != NULL;
     compile_both(k, what);
@@ -99,10 +102,9 @@ static void cover(ein_ctx *ctx, const char *expr, const char *shapes,
   ein_plan_destroy(plan);
 }
 
-static const ein_dtype ALL[] = {EIN_DT_F16, EIN_DT_BF16, EIN_DT_F32,
-                                EIN_DT_F64, EIN_DT_I8,  EIN_DT_I16,
-                                EIN_DT_I32, EIN_DT_I64, EIN_DT_U8,
-                                EIN_DT_U16, EIN_DT_U32, EIN_DT_U64,
+static const ein_dtype ALL[] = {EIN_DT_F16, EIN_DT_BF16, EIN_DT_F32, EIN_DT_F64,
+                                EIN_DT_I8,  EIN_DT_I16,  EIN_DT_I32, EIN_DT_I64,
+                                EIN_DT_U8,  EIN_DT_U16,  EIN_DT_U32, EIN_DT_U64,
                                 EIN_DT_BOOL};
 static const ein_dtype FLOATS[] = {EIN_DT_F16, EIN_DT_BF16, EIN_DT_F32,
                                    EIN_DT_F64};
@@ -131,8 +133,8 @@ static void test_kernels(ein_ctx *ctx) {
     cover(ctx, "b c (h h2) (w w2) -> b c h w", "2x3x8x8",
           "reduce=mean,h2=2,w2=2", dt, 'c');
     cover(ctx, "a b -> a", "4x0", "reduce=mean", dt, 'c');
-    cover(ctx, "b h i d, b h j d -> b h i j", "2x4x128x64 2x4x128x64", NULL,
-          dt, 'c');
+    cover(ctx, "b h i d, b h j d -> b h i j", "2x4x128x64 2x4x128x64", NULL, dt,
+          'c');
     cover(ctx, "b h i j, b h j d -> b i (h d)", "2x4x128x128 2x4x128x64", NULL,
           dt, 'f');
     cover(ctx, "e a, f b, a b c d, g c, h d -> e f g h",
@@ -180,16 +182,20 @@ static void test_cublas_map(ein_ctx *ctx) {
   ein_status st = ein_plan_create(ctx, "b h i d, b h j d -> b h i j", p, 2,
                                   NULL, &o, &plan);
   CHECK(st == EIN_OK, "attention plan: %s", ein_last_error(ctx)->message);
-  if (st) return;
+  if (st)
+    return;
   const ein_cuda_program *prog = ein_plan_cuda_program(plan);
-  CHECK(prog->nsteps == 1 && prog->steps[0].cublas, "attention: one cuBLAS call");
+  CHECK(prog->nsteps == 1 && prog->steps[0].cublas,
+        "attention: one cuBLAS call");
   const ein_cublas_gemm *g = &prog->steps[0].gemm;
   /* column-major: C^T[j,i] = K[j,d] Q^T[d,i]: A = K transposed, B = Q */
   CHECK(!g->a_is_step_a && g->trans_a && !g->trans_b, "attention ops");
-  CHECK(g->m == 128 && g->n == 256 && g->k == 64, "attention m n k %lld %lld %lld",
-        (long long)g->m, (long long)g->n, (long long)g->k);
+  CHECK(g->m == 128 && g->n == 256 && g->k == 64,
+        "attention m n k %lld %lld %lld", (long long)g->m, (long long)g->n,
+        (long long)g->k);
   CHECK(g->lda == 64 && g->ldb == 64 && g->ldc == 128, "attention lds");
-  CHECK(g->count == 128 && g->nloop == 0, "attention batch %lld", (long long)g->count);
+  CHECK(g->count == 128 && g->loops.n == 0, "attention batch %lld",
+        (long long)g->count);
   CHECK(g->stride_a == 128 * 64 && g->stride_b == 256 * 64 &&
             g->stride_c == 256 * 128,
         "attention batch strides");
@@ -215,7 +221,8 @@ static void test_nvrtc_errors(void) {
   ein_nvrtc_fault_inject(0);
   st = ein_nvrtc_compile(good, strlen(good), 90, &cubin, &size, &err);
   CHECK(st == EIN_OK, "after the fault: %s", err.message);
-  if (!st) free(cubin);
+  if (!st)
+    free(cubin);
   ein_error_clear(&err);
   CHECK(ein_nvrtc_version() >= 12000, "NVRTC version %d", ein_nvrtc_version());
 }

@@ -16,14 +16,16 @@
 
 static void write_file(const char *path, const char *data, size_t n) {
   FILE *f = fopen(path, "wb");
-  if (!f) return;
+  if (!f)
+    return;
   fwrite(data, 1, n, f);
   fclose(f);
 }
 
 static size_t read_file(const char *path, char *buf, size_t cap) {
   FILE *f = fopen(path, "rb");
-  if (!f) return 0;
+  if (!f)
+    return 0;
   size_t n = fread(buf, 1, cap, f);
   fclose(f);
   return n;
@@ -32,7 +34,8 @@ static size_t read_file(const char *path, char *buf, size_t cap) {
 static bool loads(const char *dir, const char *key, const char *want) {
   char *p;
   size_t n;
-  if (!ein_disk_cache_load(dir, key, strlen(key), &p, &n)) return false;
+  if (!ein_disk_cache_load(dir, key, strlen(key), &p, &n))
+    return false;
   bool same = n == strlen(want) && memcmp(p, want, n) == 0;
   free(p);
   return same;
@@ -63,7 +66,8 @@ int main(void) {
   /* a round trip, creating nested directories */
   snprintf(dir, sizeof dir, "%s/a/b/einc", root);
   const char *key = "einc kernel v1\nsm_90\n__global__ void k() {}";
-  const char *payload = "\x7f" "ELF pretend cubin bytes";
+  const char *payload = "\x7f"
+                        "ELF pretend cubin bytes";
   CHECK(!loads(dir, key, payload), "miss before the store");
   CHECK(ein_disk_cache_store(dir, key, strlen(key), payload, strlen(payload)),
         "store");
@@ -109,9 +113,9 @@ int main(void) {
   if (geteuid() != 0) {
     snprintf(dir, sizeof dir, "%s/ro", root);
     mkdir(dir, 0500);
-    CHECK(!ein_disk_cache_store(dir, key, strlen(key), payload,
-                                strlen(payload)),
-          "store into a read-only directory succeeded");
+    CHECK(
+        !ein_disk_cache_store(dir, key, strlen(key), payload, strlen(payload)),
+        "store into a read-only directory succeeded");
     CHECK(!loads(dir, key, payload), "read-only directory has an entry");
     chmod(dir, 0700);
   }
@@ -123,6 +127,7 @@ int main(void) {
         "store under a regular file succeeded");
 
   snprintf(buf, sizeof buf, "rm -rf %s", root);
-  if (system(buf) != 0) fprintf(stderr, "could not remove %s\n", root);
+  if (system(buf) != 0)
+    fprintf(stderr, "could not remove %s\n", root);
   return test_summary("disk_cache");
 }

@@ -31,7 +31,7 @@ typedef struct cpu_backend {
 #ifndef EIN_HAVE_CBLAS
 /* Portable fallback: i-k-j order so the innermost loop streams B and C. */
 #define FALLBACK_GEMM(NAME, T)                                               \
-  static void NAME(const ein_gemm_call *g, T alpha, const T *a, const T *b,      \
+  static void NAME(const ein_gemm_call *g, T alpha, const T *a, const T *b,  \
                    T *c) {                                                   \
     for (int64_t i = 0; i < g->m; i++) {                                     \
       T *crow = c + i * g->ldc;                                              \

@@ -222,16 +222,16 @@ typedef struct loop_job {
                                  int64_t hi) {                               \
     T acc[ROW], v[ROW], tmp[ROW];                                            \
     const ein_step *s = j->s;                                                \
-    int64_t nred = ein_loop_axes_volume(&j->red);                                          \
+    int64_t nred = ein_loop_axes_volume(&j->red);                            \
     int64_t chunks = j->row_reduced ? 1 : (j->row_n + ROW - 1) / ROW;        \
     for (int64_t o = lo; o < hi; o++) {                                      \
       int64_t base[3];                                                       \
-      ein_loop_axes_offsets(&j->outer, o, base);                                        \
+      ein_loop_axes_offsets(&j->outer, o, base);                             \
       if (j->row_reduced) { /* one result, folded from rows */               \
         T total = ident_##SUFFIX(s->op);                                     \
         for (int64_t r = 0; r < nred; r++) {                                 \
           int64_t ro[3], off[3];                                             \
-          ein_loop_axes_offsets(&j->red, r, ro);                                        \
+          ein_loop_axes_offsets(&j->red, r, ro);                             \
           for (int k = 0; k < 3; k++) off[k] = base[k] + ro[k];              \
           for (int64_t c0 = 0; c0 < j->row_n; c0 += ROW) {                   \
             int64_t n = j->row_n - c0 < ROW ? j->row_n - c0 : ROW;           \
@@ -259,7 +259,7 @@ typedef struct loop_job {
           for (int64_t i = 0; i < n; i++) acc[i] = ident_##SUFFIX(s->op);    \
           for (int64_t r = 0; r < nred; r++) {                               \
             int64_t ro[3], co[3];                                            \
-            ein_loop_axes_offsets(&j->red, r, ro);                                      \
+            ein_loop_axes_offsets(&j->red, r, ro);                           \
             for (int k = 0; k < 3; k++)                                      \
               co[k] = base[k] + ro[k] + c0 * j->row_st[k];                   \
             value_row_##SUFFIX(j, co, n, v, tmp);                            \
@@ -368,7 +368,8 @@ ein_status ein_cpu_loop(const ein_step *s, char *dst, const char *src0,
   if (try_memcpy(&j)) return EIN_OK;
 
   int64_t nouter = ein_loop_axes_volume(&j.outer);
-  double work = (double)nouter * (double)ein_loop_axes_volume(&j.red) * (double)j.row_n;
+  double work = (double)nouter * (double)ein_loop_axes_volume(&j.red) *
+                (double)j.row_n;
 #ifdef _OPENMP
   if (threads > 1 && nouter > 1 && work > 1 << 16) {
 #pragma omp parallel for num_threads(threads) schedule(static)

@@ -22,7 +22,7 @@
 #include "cuda_program.h"
 #include "kernel_cache.h"
 
-enum { CUBLAS_WORKSPACE = 32 << 20, POINTER_ARRAY_MIN = 64 };
+enum { CUBLAS_WORKSPACE = 32 << 20 };
 
 typedef struct cuda_backend {
   ein_backend base;
@@ -37,24 +37,25 @@ typedef struct cuda_backend {
 
 static ein_status cuda_fail(ein_error_rec *err, const char *call,
                             cudaError_t e) {
-  ein_status st = e == cudaErrorMemoryAllocation ? EIN_ERR_DEVICE_MEMORY
-                                                 : EIN_ERR_BACKEND;
+  ein_status st =
+      e == cudaErrorMemoryAllocation ? EIN_ERR_DEVICE_MEMORY : EIN_ERR_BACKEND;
   return ein_error_set(err, st, NULL, 0, NULL, 0, "%s failed: %s (%s)", call,
                        cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
 static ein_status blas_fail(ein_error_rec *err, const char *call,
                             cublasStatus_t s) {
-  ein_status st = s == CUBLAS_STATUS_ALLOC_FAILED ? EIN_ERR_DEVICE_MEMORY
-                                                  : EIN_ERR_BACKEND;
+  ein_status st =
+      s == CUBLAS_STATUS_ALLOC_FAILED ? EIN_ERR_DEVICE_MEMORY : EIN_ERR_BACKEND;
   return ein_error_set(err, st, NULL, 0, NULL, 0, "%s failed: %s (%s)", call,
                        cublasGetStatusName(s), cublasGetStatusString(s));
 }
 
-#define CU(call)                                                             \
-  do {                                                                       \
-    cudaError_t e_ = (call);                                                 \
-    if (e_ != cudaSuccess) return cuda_fail(err, #call, e_);                 \
+#define CU(call)                                                               \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess)                                                     \
+      return cuda_fail(err, #call, e_);                                        \
   } while (0)
 
 bool ein_cuda_built(void) { return true; }
@@ -71,12 +72,14 @@ int ein_cuda_device_count(void) {
 /* Makes `device` current and remembers the caller's device. */
 static ein_status enter(int device, int *prev, ein_error_rec *err) {
   CU(cudaGetDevice(prev));
-  if (*prev != device) CU(cudaSetDevice(device));
+  if (*prev != device)
+    CU(cudaSetDevice(device));
   return EIN_OK;
 }
 
 static void leave(int device, int prev) {
-  if (prev != device) cudaSetDevice(prev);
+  if (prev != device)
+    cudaSetDevice(prev);
 }
 
 /* ------------------------------------------------------------- GEMMs */
@@ -108,7 +111,8 @@ static cublasComputeType_t compute_of(const ein_step *s, bool tf32,
   sc->bd = 0;
   sc->alpha = f64 ? (const void *)&sc->ad : (const void *)&sc->af;
   sc->beta = f64 ? (const void *)&sc->bd : (const void *)&sc->bf;
-  if (f64) return CUBLAS_COMPUTE_64F;
+  if (f64)
+    return CUBLAS_COMPUTE_64F;
   return tf32 && s->dst_dtype == EIN_DT_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                             : CUBLAS_COMPUTE_32F;
 }
@@ -123,23 +127,12 @@ static ein_status gemm_call(cuda_backend *cb, const ein_step *s,
   cublasStatus_t r = cublasGemmStridedBatchedEx(
       cb->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
       g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->m, (int)g->n, (int)g->k,
-      sc.alpha, a, t, (int)g->lda, g->stride_a, b, t, (int)g->ldb,
-      g->stride_b, sc.beta, c, t, (int)g->ldc, g->stride_c, (int)g->count, ct,
+      sc.alpha, a, t, (int)g->lda, g->stride_a, b, t, (int)g->ldb, g->stride_b,
+      sc.beta, c, t, (int)g->ldc, g->stride_c, (int)g->count, ct,
       CUBLAS_GEMM_DEFAULT);
   if (r != CUBLAS_STATUS_SUCCESS)
     return blas_fail(err, "cublasGemmStridedBatchedEx", r);
   return EIN_OK;
-}
-
-/* Offsets (elements; C, A, B) of outer iteration i of the loop axes. */
-static void loop_offsets(const ein_cublas_gemm *g, int64_t i,
-                         int64_t off[3]) {
-  off[0] = off[1] = off[2] = 0;
-  for (int l = g->nloop - 1; l >= 0; l--) {
-    int64_t c = i % g->loop_size[l];
-    i /= g->loop_size[l];
-    for (int k = 0; k < 3; k++) off[k] += c * g->loop_stride[l][k];
-  }
 }
 
 /* Many outer iterations: one cublasGemmBatchedEx over pointer arrays that
@@ -148,7 +141,7 @@ static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
                                      const ein_cublas_gemm *g, char *c,
                                      const char *a, const char *b, bool tf32,
                                      ein_error_rec *err) {
-  int64_t total = g->loop_count * g->count;
+  int64_t outer = ein_loop_axes_volume(&g->loops), total = outer * g->count;
   if (total > INT32_MAX)
     return ein_error_set(err, EIN_ERR_LIMIT, NULL, 0, NULL, 0,
                          "a GEMM batch of %lld exceeds cuBLAS's int count",
@@ -160,9 +153,9 @@ static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
                          "out of memory for %lld GEMM pointers",
                          (long long)total);
   int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype), n = 0;
-  for (int64_t i = 0; i < g->loop_count; i++) {
+  for (int64_t i = 0; i < outer; i++) {
     int64_t off[3];
-    loop_offsets(g, i, off);
+    ein_loop_axes_offsets(&g->loops, i, off);
     for (int64_t j = 0; j < g->count; j++, n++) {
       host[n] = c + (off[0] + j * g->stride_c) * esz;
       host[total + n] = a + (off[1] + j * g->stride_a) * esz;
@@ -177,7 +170,8 @@ static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
     e = cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, cb->stream);
   ein_free(host);
   if (e != cudaSuccess) {
-    if (dev) cudaFreeAsync(dev, cb->stream);
+    if (dev)
+      cudaFreeAsync(dev, cb->stream);
     return cuda_fail(err, "cudaMemcpyAsync (GEMM pointer arrays)", e);
   }
   void **pc = dev, **pa = pc + total, **pb = pa + total;
@@ -187,9 +181,8 @@ static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
   cublasStatus_t r = cublasGemmBatchedEx(
       cb->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
       g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->m, (int)g->n, (int)g->k,
-      sc.alpha, (const void *const *)pa, t,
-      (int)g->lda, (const void *const *)pb, t, (int)g->ldb,
-      sc.beta, (void *const *)pc, t,
+      sc.alpha, (const void *const *)pa, t, (int)g->lda,
+      (const void *const *)pb, t, (int)g->ldb, sc.beta, (void *const *)pc, t,
       (int)g->ldc, (int)total, ct, CUBLAS_GEMM_DEFAULT);
   cudaFreeAsync(dev, cb->stream);
   if (r != CUBLAS_STATUS_SUCCESS)
@@ -203,15 +196,17 @@ static ein_status run_gemm(cuda_backend *cb, const ein_step *s,
                            ein_error_rec *err) {
   const char *a = g->a_is_step_a ? step_a : step_b;
   const char *b = g->a_is_step_a ? step_b : step_a;
-  if (g->nloop > 0 && g->loop_count >= POINTER_ARRAY_MIN)
+  if (ein_cublas_pointer_array(g))
     return gemm_pointer_array(cb, s, g, c, a, b, tf32, err);
   int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype);
-  for (int64_t i = 0; i < g->loop_count; i++) {
+  int64_t outer = ein_loop_axes_volume(&g->loops);
+  for (int64_t i = 0; i < outer; i++) {
     int64_t off[3];
-    loop_offsets(g, i, off);
+    ein_loop_axes_offsets(&g->loops, i, off);
     ein_status st = gemm_call(cb, s, g, c + off[0] * esz, a + off[1] * esz,
                               b + off[2] * esz, tf32, err);
-    if (st) return st;
+    if (st)
+      return st;
   }
   return EIN_OK;
 }
@@ -221,12 +216,14 @@ static ein_status run_gemm(cuda_backend *cb, const ein_step *s,
 static ein_status run_kernel(cuda_backend *cb, const ein_kernel_src *k,
                              char *dst, const char *s0, const char *s1,
                              ein_error_rec *err) {
-  if (k->kind == EIN_KERNEL_NONE) return EIN_OK;
+  if (k->kind == EIN_KERNEL_NONE)
+    return EIN_OK;
   cudaKernel_t main_k, vec_k;
   ein_status st = ein_kcache_get(cb->kernels, k, &main_k, &vec_k, err);
-  if (st) return st;
-  bool vec = k->has_vec && ((uintptr_t)dst % 16) == 0 &&
-             ((uintptr_t)s0 % 16) == 0;
+  if (st)
+    return st;
+  bool vec =
+      k->has_vec && ((uintptr_t)dst % 16) == 0 && ((uintptr_t)s0 % 16) == 0;
   void *args[3] = {&dst, &s0, &s1};
   const unsigned *grid = vec ? k->grid_vec : k->grid;
   dim3 g = {grid[0], grid[1], grid[2]};
@@ -243,9 +240,10 @@ static ein_status run_kernel(cuda_backend *cb, const ein_kernel_src *k,
 static ein_status workspace_alloc(cuda_backend *cb, int64_t bytes, void **out,
                                   ein_error_rec *err) {
   *out = NULL;
-  if (bytes <= 0) return EIN_OK;
-  cudaError_t e = cudaMallocFromPoolAsync(out, (size_t)bytes, cb->pool,
-                                          cb->stream);
+  if (bytes <= 0)
+    return EIN_OK;
+  cudaError_t e =
+      cudaMallocFromPoolAsync(out, (size_t)bytes, cb->pool, cb->stream);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     cudaStreamSynchronize(cb->stream);
@@ -268,24 +266,27 @@ static ein_status workspace_alloc(cuda_backend *cb, int64_t bytes, void **out,
 
 static ein_status run_steps(cuda_backend *cb, const ein_plan_ir *plan,
                             const ein_cuda_program *prog, char *const *inputs,
-                            char *output, char *workspace,
-                            ein_error_rec *err) {
+                            char *output, char *workspace, ein_error_rec *err) {
   cublasStatus_t r = cublasSetStream(cb->blas, cb->stream);
-  if (r != CUBLAS_STATUS_SUCCESS) return blas_fail(err, "cublasSetStream", r);
+  if (r != CUBLAS_STATUS_SUCCESS)
+    return blas_fail(err, "cublasSetStream", r);
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
     const ein_cuda_step *cs = &prog->steps[i];
-    char *dst = ein_buffer_base(plan, s->dst.buffer, inputs, output, workspace) +
-                s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
+    char *dst =
+        ein_buffer_base(plan, s->dst.buffer, inputs, output, workspace) +
+        s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
     const char *src[2] = {NULL, NULL};
     for (int k = 0; k < s->nsrc; k++)
-      src[k] = ein_buffer_base(plan, s->src[k].buffer, inputs, output, workspace) +
-               s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
-    ein_status st =
-        cs->cublas ? run_gemm(cb, s, &cs->gemm, dst, src[0], src[1],
-                              plan->allow_tf32, err)
-                   : run_kernel(cb, &cs->kernel, dst, src[0], src[1], err);
-    if (st) return st;
+      src[k] =
+          ein_buffer_base(plan, s->src[k].buffer, inputs, output, workspace) +
+          s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
+    ein_status st = cs->cublas
+                        ? run_gemm(cb, s, &cs->gemm, dst, src[0], src[1],
+                                   plan->allow_tf32, err)
+                        : run_kernel(cb, &cs->kernel, dst, src[0], src[1], err);
+    if (st)
+      return st;
   }
   return EIN_OK;
 }
@@ -300,11 +301,14 @@ static ein_status cuda_run(ein_backend *self, const ein_plan_ir *plan,
                          "cuda backend: the plan has no CUDA program");
   int prev;
   ein_status st = enter(cb->device, &prev, err);
-  if (st) return st;
+  if (st)
+    return st;
   void *ws = NULL;
   st = workspace_alloc(cb, plan->workspace_bytes, &ws, err);
-  if (!st) st = run_steps(cb, plan, prog, inputs, output, ws, err);
-  if (ws) cudaFreeAsync(ws, cb->stream);
+  if (!st)
+    st = run_steps(cb, plan, prog, inputs, output, ws, err);
+  if (ws)
+    cudaFreeAsync(ws, cb->stream);
   leave(cb->device, prev);
   return st;
 }
@@ -316,15 +320,21 @@ static void cuda_destroy(ein_backend *self) {
   int prev = cb->device;
   cudaGetDevice(&prev);
   cudaSetDevice(cb->device);
-  if (cb->own_stream) cudaStreamSynchronize(cb->own_stream);
+  if (cb->own_stream)
+    cudaStreamSynchronize(cb->own_stream);
   if (cb->stream && cb->stream != cb->own_stream)
     cudaStreamSynchronize(cb->stream);
   ein_kcache_destroy(cb->kernels);
-  if (cb->blas) cublasDestroy(cb->blas);
-  if (cb->blas_workspace) cudaFree(cb->blas_workspace);
-  if (cb->pool) cudaMemPoolDestroy(cb->pool);
-  if (cb->own_stream) cudaStreamDestroy(cb->own_stream);
-  if (prev != cb->device) cudaSetDevice(prev);
+  if (cb->blas)
+    cublasDestroy(cb->blas);
+  if (cb->blas_workspace)
+    cudaFree(cb->blas_workspace);
+  if (cb->pool)
+    cudaMemPoolDestroy(cb->pool);
+  if (cb->own_stream)
+    cudaStreamDestroy(cb->own_stream);
+  if (prev != cb->device)
+    cudaSetDevice(prev);
   ein_free(cb);
 }
 
@@ -346,8 +356,7 @@ static ein_status setup(cuda_backend *cb, ein_error_rec *err) {
   /* Keep freed workspace for the next run instead of returning it at
    * every synchronisation. */
   uint64_t keep = UINT64_MAX;
-  CU(cudaMemPoolSetAttribute(cb->pool, cudaMemPoolAttrReleaseThreshold,
-                             &keep));
+  CU(cudaMemPoolSetAttribute(cb->pool, cudaMemPoolAttrReleaseThreshold, &keep));
   cublasStatus_t r = cublasCreate(&cb->blas);
   if (r != CUBLAS_STATUS_SUCCESS) {
     cb->blas = NULL;
@@ -355,7 +364,8 @@ static ein_status setup(cuda_backend *cb, ein_error_rec *err) {
   }
   CU(cudaMalloc(&cb->blas_workspace, CUBLAS_WORKSPACE));
   r = cublasSetWorkspace(cb->blas, cb->blas_workspace, CUBLAS_WORKSPACE);
-  if (r != CUBLAS_STATUS_SUCCESS) return blas_fail(err, "cublasSetWorkspace", r);
+  if (r != CUBLAS_STATUS_SUCCESS)
+    return blas_fail(err, "cublasSetWorkspace", r);
   cb->kernels = ein_kcache_create(cb->arch);
   if (!cb->kernels)
     return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
@@ -413,10 +423,12 @@ ein_status ein_cuda_backend_sync(ein_backend *be, ein_error_rec *err) {
   cuda_backend *cb = (cuda_backend *)be;
   int prev;
   ein_status st = enter(cb->device, &prev, err);
-  if (st) return st;
+  if (st)
+    return st;
   cudaError_t e = cudaStreamSynchronize(cb->stream);
   leave(cb->device, prev);
-  if (e != cudaSuccess) return cuda_fail(err, "cudaStreamSynchronize", e);
+  if (e != cudaSuccess)
+    return cuda_fail(err, "cudaStreamSynchronize", e);
   return EIN_OK;
 }
 
@@ -443,7 +455,8 @@ ein_status ein_cuda_malloc(int device, void **ptr, size_t bytes,
                          device, count, count == 1 ? "" : "s");
   int prev;
   ein_status st = enter(device, &prev, err);
-  if (st) return st;
+  if (st)
+    return st;
   cudaError_t e = cudaMalloc(ptr, bytes ? bytes : 1);
   leave(device, prev);
   if (e != cudaSuccess) {
@@ -455,17 +468,20 @@ ein_status ein_cuda_malloc(int device, void **ptr, size_t bytes,
 }
 
 void ein_cuda_free(void *ptr) {
-  if (ptr) cudaFree(ptr);
+  if (ptr)
+    cudaFree(ptr);
 }
 
 ein_status ein_cuda_copy_to_device(void *dst, const void *src, size_t bytes,
                                    ein_error_rec *err) {
-  if (bytes) CU(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+  if (bytes)
+    CU(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
   return EIN_OK;
 }
 
 ein_status ein_cuda_copy_to_host(void *dst, const void *src, size_t bytes,
                                  ein_error_rec *err) {
-  if (bytes) CU(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+  if (bytes)
+    CU(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
   return EIN_OK;
 }

@@ -33,7 +33,8 @@ struct ein_kcache {
 
 ein_kcache *ein_kcache_create(int arch) {
   ein_kcache *c = ein_calloc(1, sizeof *c);
-  if (!c) return NULL;
+  if (!c)
+    return NULL;
   c->arch = arch;
   c->cap = 64;
   c->slots = ein_calloc(c->cap, sizeof *c->slots);
@@ -46,7 +47,8 @@ ein_kcache *ein_kcache_create(int arch) {
 }
 
 void ein_kcache_destroy(ein_kcache *c) {
-  if (!c) return;
+  if (!c)
+    return;
   for (size_t i = 0; i < c->cap; i++)
     if (c->slots[i].source) {
       cudaLibraryUnload(c->slots[i].lib);
@@ -62,7 +64,8 @@ static kentry *find_slot(kentry *slots, size_t cap, uint64_t hash,
                          const char *src, size_t len) {
   for (size_t i = hash & (cap - 1);; i = (i + 1) & (cap - 1)) {
     kentry *e = &slots[i];
-    if (!e->source) return e;
+    if (!e->source)
+      return e;
     if (e->hash == hash && e->len == len && memcmp(e->source, src, len) == 0)
       return e;
   }
@@ -71,7 +74,8 @@ static kentry *find_slot(kentry *slots, size_t cap, uint64_t hash,
 static bool grow(ein_kcache *c) {
   size_t cap = c->cap * 2;
   kentry *slots = ein_calloc(cap, sizeof *slots);
-  if (!slots) return false;
+  if (!slots)
+    return false;
   for (size_t i = 0; i < c->cap; i++)
     if (c->slots[i].source)
       *find_slot(slots, cap, c->slots[i].hash, c->slots[i].source,
@@ -92,9 +96,10 @@ static ein_status cuda_fail(ein_error_rec *err, const char *call,
 /* Loads a cubin and finds its entry points. */
 static ein_status load(const char *img, const ein_kernel_src *k, kentry *e,
                        ein_error_rec *err) {
-  cudaError_t r = cudaLibraryLoadData(&e->lib, img, NULL, NULL, 0, NULL,
-                                      NULL, 0);
-  if (r != cudaSuccess) return cuda_fail(err, "cudaLibraryLoadData", r);
+  cudaError_t r =
+      cudaLibraryLoadData(&e->lib, img, NULL, NULL, 0, NULL, NULL, 0);
+  if (r != cudaSuccess)
+    return cuda_fail(err, "cudaLibraryLoadData", r);
   r = cudaLibraryGetKernel(&e->main, e->lib, "ein_main");
   if (r == cudaSuccess && k->has_vec)
     r = cudaLibraryGetKernel(&e->vec, e->lib, "ein_vec");
@@ -142,7 +147,8 @@ ein_status ein_kcache_get(ein_kcache *c, const ein_kernel_src *k,
     /* A damaged cubin that still passed the checksum is recompiled. */
     ein_error_rec ignored = {0};
     loaded = load(img, k, &fresh, &ignored) == EIN_OK;
-    if (loaded) c->stats.disk_hits++;
+    if (loaded)
+      c->stats.disk_hits++;
     ein_free(img);
     img = NULL;
   }

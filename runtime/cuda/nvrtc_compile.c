@@ -29,7 +29,8 @@ const char *ein_nvrtc_options(void) { return "-minimal -default-device"; }
 
 int ein_nvrtc_version(void) {
   int major = 0, minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
+    return 0;
   return major * 1000 + minor * 10;
 }
 
@@ -51,8 +52,8 @@ ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
   memcpy(text, source, len);
   text[len] = 0;
   nvrtcProgram prog;
-  nvrtcResult r = nvrtcCreateProgram(&prog, text, "einc_kernel.cu", 0, NULL,
-                                     NULL);
+  nvrtcResult r =
+      nvrtcCreateProgram(&prog, text, "einc_kernel.cu", 0, NULL, NULL);
   ein_free(text);
   if (r != NVRTC_SUCCESS)
     return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
@@ -68,7 +69,8 @@ ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
     char *log = NULL;
     if (nvrtcGetProgramLogSize(prog, &loglen) == NVRTC_SUCCESS && loglen > 1)
       log = ein_malloc(loglen);
-    if (log && nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS) log[0] = 0;
+    if (log && nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS)
+      log[0] = 0;
     st = ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
                        "nvrtcCompileProgram failed for sm_%d: %s\n"
                        "compile log:\n%s",

@@ -184,7 +184,7 @@ static ein_status resolve_backend(ein_ctx *ctx, const ein_options *o,
                 "%s lives on CUDA device %d; the CPU backend reads host "
                 "memory only",
                 tensor_name(first_gpu, name, sizeof name), gpu);
-  if (want_cuda && (gpu < -1 || gpu >= EIN_MAX_CUDA_DEVICES))
+  if (first_gpu != -2 && (gpu < 0 || gpu >= EIN_MAX_CUDA_DEVICES))
     return fail(ctx, EIN_ERR_DEVICE, "CUDA device id %d is out of range",
                 gpu);
   *out = want_cuda ? EIN_BACKEND_CUDA : EIN_BACKEND_CPU;

@@ -16,24 +16,24 @@
 #include "plan.h"
 
 void cmd_cuda_src_help(void) {
-  puts(
-      "usage: einc cuda-src EXPR SHAPE... [--dtype T] [-D NAME=SIZE]...\n"
-      "                     [--reduce R] [--numpy]\n"
-      "\n"
-      "Plans EXPR for the CUDA backend and prints each step: the cuBLAS\n"
-      "call of a GEMM step, or the CUDA C source einc generates (and NVRTC\n"
-      "compiles at run time) with its grid and block. Needs no GPU.\n"
-      "\n"
-      "  --dtype T       f32 (default), f64, f16, bf16, or an integer type\n"
-      "  (see einc check --help for -D, --reduce, --numpy)\n"
-      "\n"
-      "example:\n"
-      "  einc cuda-src 'b s d -> b s' 32x4096x1024 --reduce sum --dtype bf16");
+  puts("usage: einc cuda-src EXPR SHAPE... [--dtype T] [-D NAME=SIZE]...\n"
+       "                     [--reduce R] [--numpy]\n"
+       "\n"
+       "Plans EXPR for the CUDA backend and prints each step: the cuBLAS\n"
+       "call of a GEMM step, or the CUDA C source einc generates (and NVRTC\n"
+       "compiles at run time) with its grid and block. Needs no GPU.\n"
+       "\n"
+       "  --dtype T       f32 (default), f64, f16, bf16, or an integer type\n"
+       "  (see einc check --help for -D, --reduce, --numpy)\n"
+       "\n"
+       "example:\n"
+       "  einc cuda-src 'b s d -> b s' 32x4096x1024 --reduce sum --dtype bf16");
 }
 
 static int src_option(int argc, char **argv, int *i, void *state) {
   ein_dtype *dt = state;
-  if (strcmp(argv[*i], "--dtype") != 0) return 0;
+  if (strcmp(argv[*i], "--dtype") != 0)
+    return 0;
   if (*i + 1 >= argc) {
     cli_errorf("--dtype needs a value");
     return -1;
@@ -57,7 +57,8 @@ int cmd_cuda_src(int argc, char **argv) {
   int npos, nshapes;
   int r = cli_parse_args(argc, argv, "cuda-src", cmd_cuda_src_help, &common,
                          src_option, &dt, pos, EIN_MAX_OPERANDS + 1, &npos);
-  if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
+  if (r != CLI_ARGS_OK)
+    return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
   if (!cli_expr_and_shapes("cuda-src", pos, npos, shapes, &nshapes))
     return EXIT_INVALID;
   ein_ctx *ctx;
@@ -71,8 +72,8 @@ int cmd_cuda_src(int argc, char **argv) {
                     ins);
   common.options.backend = EIN_BACKEND_CUDA;
   ein_plan *plan;
-  ein_status st = ein_plan_create(ctx, pos[0], ins, nshapes, NULL,
-                                  &common.options, &plan);
+  ein_status st =
+      ein_plan_create(ctx, pos[0], ins, nshapes, NULL, &common.options, &plan);
   if (st) {
     cli_print_error(ein_last_error(ctx));
     ein_ctx_destroy(ctx);
@@ -96,14 +97,14 @@ int cmd_cuda_src(int argc, char **argv) {
              (long long)g->n, (long long)g->k, (long long)g->lda,
              (long long)g->ldb, (long long)g->ldc, (long long)g->stride_a,
              (long long)g->stride_b, (long long)g->stride_c,
-             (long long)g->count, (long long)g->loop_count,
+             (long long)g->count, (long long)ein_loop_axes_volume(&g->loops),
              ein_dtype_name(s->dst_dtype));
     } else if (cs->kernel.kind == EIN_KERNEL_NONE) {
       printf("// nothing to run: an axis has size 0\n");
     } else {
       const ein_kernel_src *k = &cs->kernel;
-      printf("// ein_main<<<(%u,%u,%u), (%u,%u,%u)>>>", k->grid[0],
-             k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2]);
+      printf("// ein_main<<<(%u,%u,%u), (%u,%u,%u)>>>", k->grid[0], k->grid[1],
+             k->grid[2], k->block[0], k->block[1], k->block[2]);
       if (k->has_vec)
         printf("; ein_vec<<<(%u,%u,%u), same>>> when 16-byte aligned",
                k->grid_vec[0], k->grid_vec[1], k->grid_vec[2]);

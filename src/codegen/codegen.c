@@ -54,7 +54,8 @@ uint64_t ein_fnv1a(const void *data, size_t len, uint64_t seed) {
 }
 
 void ein_kernel_src_free(ein_kernel_src *k) {
-  if (!k) return;
+  if (!k)
+    return;
   free(k->source);
   k->source = NULL;
   k->len = 0;
@@ -64,14 +65,17 @@ void ein_kernel_src_free(ein_kernel_src *k) {
 
 static const char *storage_type(ein_dtype dt) {
   switch (dt) {
-  case EIN_DT_F16: case EIN_DT_BF16: case EIN_DT_U16: return "unsigned short";
+  case EIN_DT_F16:
+  case EIN_DT_BF16:
+  case EIN_DT_U16: return "unsigned short";
   case EIN_DT_F32: return "float";
   case EIN_DT_F64: return "double";
   case EIN_DT_I8: return "signed char";
   case EIN_DT_I16: return "short";
   case EIN_DT_I32: return "int";
   case EIN_DT_I64: return "long long";
-  case EIN_DT_U8: case EIN_DT_BOOL: return "unsigned char";
+  case EIN_DT_U8:
+  case EIN_DT_BOOL: return "unsigned char";
   case EIN_DT_U32: return "unsigned int";
   case EIN_DT_U64: return "unsigned long long";
   default: return "unsigned char";
@@ -79,8 +83,10 @@ static const char *storage_type(ein_dtype dt) {
 }
 
 static acc_kind acc_of(ein_dtype dt) {
-  if (dt == EIN_DT_F64) return ACC_F64;
-  if (ein_dtype_is_float(dt)) return ACC_F32;
+  if (dt == EIN_DT_F64)
+    return ACC_F64;
+  if (ein_dtype_is_float(dt))
+    return ACC_F32;
   return ACC_I64;
 }
 
@@ -118,12 +124,14 @@ static void emit_constant(ein_strbuf *sb, double v, acc_kind acc) {
   if (acc == ACC_I64) {
     ein_strbuf_printf(sb, "(long long)%lldLL", (long long)v);
   } else if (isnan(v)) {
-    ein_strbuf_printf(sb, acc == ACC_F32 ? "__int_as_float(0x7fc00000)"
-                                         : "__longlong_as_double(0x7ff8000000000000LL)");
+    ein_strbuf_printf(sb, acc == ACC_F32
+                              ? "__int_as_float(0x7fc00000)"
+                              : "__longlong_as_double(0x7ff8000000000000LL)");
   } else if (isinf(v)) {
     ein_strbuf_printf(sb, "%s%s", v < 0 ? "-" : "",
-                      acc == ACC_F32 ? "__int_as_float(0x7f800000)"
-                                     : "__longlong_as_double(0x7ff0000000000000LL)");
+                      acc == ACC_F32
+                          ? "__int_as_float(0x7f800000)"
+                          : "__longlong_as_double(0x7ff0000000000000LL)");
   } else {
     char num[48];
     snprintf(num, sizeof num, acc == ACC_F32 ? "%.9g" : "%.17g", v);
@@ -138,10 +146,12 @@ static void emit_constant(ein_strbuf *sb, double v, acc_kind acc) {
 static const char PRELUDE[] =
     "typedef unsigned long long ein_u64;\n"
     "static __device__ __forceinline__ float ein_h2f(unsigned short h) {\n"
-    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n"
+    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return "
+    "f;\n"
     "}\n"
     "static __device__ __forceinline__ unsigned short ein_f2h(float f) {\n"
-    "  unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
+    "  unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : "
+    "\"f\"(f));\n"
     "  return h;\n"
     "}\n"
     "static __device__ __forceinline__ float ein_b2f(unsigned short h) {\n"
@@ -150,7 +160,8 @@ static const char PRELUDE[] =
     "/* round to nearest even; NaN stays NaN */\n"
     "static __device__ __forceinline__ unsigned short ein_f2b(float f) {\n"
     "  unsigned u = __float_as_uint(f);\n"
-    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) "
+    "| 0x40);\n"
     "  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
     "}\n";
 
@@ -163,38 +174,51 @@ static void emit_combine(ein_strbuf *sb, ein_reduction op, acc_kind acc) {
                     "{\n  return ",
                     t, t, t);
   switch (op) {
-  case EIN_REDUCE_SUM: case EIN_REDUCE_MEAN:
-    ein_strbuf_printf(sb, acc == ACC_I64 ? "(long long)((ein_u64)a + (ein_u64)b)"
-                                         : "a + b");
+  case EIN_REDUCE_SUM:
+  case EIN_REDUCE_MEAN:
+    ein_strbuf_printf(
+        sb, acc == ACC_I64 ? "(long long)((ein_u64)a + (ein_u64)b)" : "a + b");
     break;
   case EIN_REDUCE_PROD:
-    ein_strbuf_printf(sb, acc == ACC_I64 ? "(long long)((ein_u64)a * (ein_u64)b)"
-                                         : "a * b");
+    ein_strbuf_printf(
+        sb, acc == ACC_I64 ? "(long long)((ein_u64)a * (ein_u64)b)" : "a * b");
     break;
-  case EIN_REDUCE_MAX: ein_strbuf_printf(sb, "(b > a || b != b) ? b : a"); break;
-  case EIN_REDUCE_MIN: ein_strbuf_printf(sb, "(b < a || b != b) ? b : a"); break;
-  case EIN_REDUCE_ANY: ein_strbuf_printf(sb, "(%s)(a != 0 || b != 0)", t); break;
-  case EIN_REDUCE_ALL: ein_strbuf_printf(sb, "(%s)(a != 0 && b != 0)", t); break;
+  case EIN_REDUCE_MAX:
+    ein_strbuf_printf(sb, "(b > a || b != b) ? b : a");
+    break;
+  case EIN_REDUCE_MIN:
+    ein_strbuf_printf(sb, "(b < a || b != b) ? b : a");
+    break;
+  case EIN_REDUCE_ANY:
+    ein_strbuf_printf(sb, "(%s)(a != 0 || b != 0)", t);
+    break;
+  case EIN_REDUCE_ALL:
+    ein_strbuf_printf(sb, "(%s)(a != 0 && b != 0)", t);
+    break;
   }
   ein_strbuf_printf(sb, ";\n}\n");
 }
 
-static double identity(ein_reduction op, acc_kind acc) {
-  switch (op) {
-  case EIN_REDUCE_PROD: case EIN_REDUCE_ALL: return 1;
-  case EIN_REDUCE_MAX: return acc == ACC_I64 ? (double)INT64_MIN : -INFINITY;
-  case EIN_REDUCE_MIN: return acc == ACC_I64 ? 9.2233720368547748e18 : INFINITY;
-  default: return 0;
-  }
-}
-
+/* The reduction's starting value; int64 extremes are written as hex
+ * because a double cannot hold INT64_MAX exactly. */
 static void emit_identity(ein_strbuf *sb, ein_reduction op, acc_kind acc) {
-  if (acc == ACC_I64 && op == EIN_REDUCE_MIN)
-    ein_strbuf_printf(sb, "(long long)0x7fffffffffffffffLL");
-  else if (acc == ACC_I64 && op == EIN_REDUCE_MAX)
-    ein_strbuf_printf(sb, "(long long)(-0x7fffffffffffffffLL - 1)");
-  else
-    emit_constant(sb, identity(op, acc), acc);
+  switch (op) {
+  case EIN_REDUCE_PROD:
+  case EIN_REDUCE_ALL: emit_constant(sb, 1, acc); return;
+  case EIN_REDUCE_MAX:
+    if (acc == ACC_I64)
+      ein_strbuf_printf(sb, "(long long)(-0x7fffffffffffffffLL - 1)");
+    else
+      emit_constant(sb, -INFINITY, acc);
+    return;
+  case EIN_REDUCE_MIN:
+    if (acc == ACC_I64)
+      ein_strbuf_printf(sb, "(long long)0x7fffffffffffffffLL");
+    else
+      emit_constant(sb, INFINITY, acc);
+    return;
+  default: emit_constant(sb, 0, acc); return;
+  }
 }
 
 /* ------------------------------------------------------ index algebra */
@@ -204,8 +228,8 @@ typedef struct gen {
   ein_strbuf *sb;
   ein_loop_axes kept, red;
   acc_kind acc;
-  bool wide;          /* 64-bit indices */
-  const char *idx;    /* "int" or "long long" */
+  bool wide;       /* 64-bit indices */
+  const char *idx; /* "int" or "long long" */
 } gen;
 
 static void emit_int(gen *g, int64_t v) {
@@ -217,7 +241,8 @@ static void emit_int(gen *g, int64_t v) {
 static void emit_decompose(gen *g, const ein_loop_axes *la, const char *var,
                            const char *prefix, unsigned ops) {
   ein_strbuf *sb = g->sb;
-  if (la->n == 0) return;
+  if (la->n == 0)
+    return;
   ein_strbuf_printf(sb, "    { %s t_ = %s, c_ = 0;\n", g->idx, var);
   for (int i = la->n - 1; i >= 0; i--) {
     bool last = i == 0;
@@ -229,7 +254,8 @@ static void emit_decompose(gen *g, const ein_loop_axes *la, const char *var,
       ein_strbuf_printf(sb, ";\n");
     }
     for (int k = 0; k < 3; k++) {
-      if (!(ops & (1u << k)) || la->st[i][k] == 0) continue;
+      if (!(ops & (1u << k)) || la->st[i][k] == 0)
+        continue;
       ein_strbuf_printf(sb, "      %s%d += %s * ", prefix, k,
                         last ? "t_" : "c_");
       emit_int(g, la->st[i][k]);
@@ -245,7 +271,8 @@ static void emit_value(gen *g, const char *o1, const char *o2) {
   const ein_step *s = g->s;
   char x[192];
   snprintf(x, sizeof x, "s0[%s]", o1);
-  if (s->nsrc == 2) ein_strbuf_printf(g->sb, "ein_mul(");
+  if (s->nsrc == 2)
+    ein_strbuf_printf(g->sb, "ein_mul(");
   emit_load(g->sb, s->src_dtype[0], g->acc, x);
   if (s->nsrc == 2) {
     snprintf(x, sizeof x, "s1[%s]", o2);
@@ -264,7 +291,8 @@ static void emit_post(gen *g, const char *v, bool normalise) {
     ein_strbuf_printf(g->sb, ");\n");
   }
   if (normalise && (s->op == EIN_REDUCE_ANY || s->op == EIN_REDUCE_ALL))
-    ein_strbuf_printf(g->sb, "    %s = (%s)(%s != 0);\n", v, acc_type(g->acc), v);
+    ein_strbuf_printf(g->sb, "    %s = (%s)(%s != 0);\n", v, acc_type(g->acc),
+                      v);
 }
 
 static void emit_store(gen *g, const char *where, const char *v) {
@@ -290,16 +318,17 @@ static const char *src_type(const ein_step *s, int k) {
 
 static int64_t blocks_for(int64_t work, int64_t per_block) {
   int64_t b = (work + per_block - 1) / per_block;
-  if (b < 1) b = 1;
+  if (b < 1)
+    b = 1;
   return b < MAX_BLOCKS ? b : MAX_BLOCKS;
 }
 
 /* ------------------------------------------------------------- kernels */
 
 /* A flat loop over the kept axes: fill or map. */
-static void gen_map(gen *g, ein_kernel_src *k, const char *name,
-                    const ein_loop_axes *kept, const char *dtype,
-                    const char *s0type, const char *s1type, bool raw_copy) {
+static void gen_map(gen *g, const char *name, const ein_loop_axes *kept,
+                    const char *dtype, const char *s0type, const char *s1type,
+                    bool raw_copy) {
   ein_strbuf *sb = g->sb;
   const ein_step *s = g->s;
   int64_t n = ein_loop_axes_volume(kept);
@@ -320,10 +349,10 @@ static void gen_map(gen *g, ein_kernel_src *k, const char *name,
   else
     emit_value(g, "o1", "o2");
   ein_strbuf_printf(sb, ";\n");
-  if (s->kind != EIN_STEP_FILL) emit_post(g, "v_", true);
+  if (s->kind != EIN_STEP_FILL)
+    emit_post(g, "v_", true);
   emit_store(g, "o0", "v_");
   ein_strbuf_printf(sb, "  }\n}\n");
-  (void)k;
 }
 
 /* Whether a plain copy can move 16 bytes per access: the innermost kept
@@ -338,15 +367,19 @@ static bool vector_axes(const gen *g, ein_loop_axes *out) {
       g->kept.n == 0)
     return false;
   int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype);
-  if (esz > 8) return false;
+  if (esz > 8)
+    return false;
   int64_t w = 16 / esz;
   const ein_loop_axes *k = &g->kept;
   int in = k->n - 1;
-  if (k->st[in][0] != 1 || k->st[in][1] != 1 || k->size[in] % w) return false;
+  if (k->st[in][0] != 1 || k->st[in][1] != 1 || k->size[in] % w)
+    return false;
   *out = *k;
   for (int i = 0; i < k->n; i++) {
-    if (i == in) continue;
-    if (k->st[i][0] % w || k->st[i][1] % w) return false;
+    if (i == in)
+      continue;
+    if (k->st[i][0] % w || k->st[i][1] % w)
+      return false;
     out->st[i][0] /= w;
     out->st[i][1] /= w;
   }
@@ -439,8 +472,8 @@ static void gen_reduce(gen *g, ein_kernel_src *k, bool inner) {
   int per_block = inner ? 256 / lanes : 32; /* outputs per block */
   const char *at = acc_type(g->acc);
   emit_combine(sb, s->op, g->acc);
-  emit_signature(g, "ein_main", 256, storage_type(s->dst_dtype),
-                 src_type(s, 0), src_type(s, 1));
+  emit_signature(g, "ein_main", 256, storage_type(s->dst_dtype), src_type(s, 0),
+                 src_type(s, 1));
   const char *olane = inner ? "threadIdx.y" : "threadIdx.x";
   const char *rlane = inner ? "threadIdx.x" : "threadIdx.y";
   if (inner && lanes > 32)
@@ -451,9 +484,11 @@ static void gen_reduce(gen *g, ein_kernel_src *k, bool inner) {
                     g->idx, per_block);
   emit_int(g, nout);
   ein_strbuf_printf(sb, "; ob += (%s)gridDim.x * %d) {\n", g->idx, per_block);
-  ein_strbuf_printf(sb, "    %s o = ob + %s;\n    %s acc_ = ", g->idx, olane, at);
+  ein_strbuf_printf(sb, "    %s o = ob + %s;\n    %s acc_ = ", g->idx, olane,
+                    at);
   emit_identity(sb, s->op, g->acc);
-  ein_strbuf_printf(sb, ";\n    %s b0 = 0, b1 = 0, b2 = 0;\n    if (o < ", g->idx);
+  ein_strbuf_printf(sb, ";\n    %s b0 = 0, b1 = 0, b2 = 0;\n    if (o < ",
+                    g->idx);
   emit_int(g, nout);
   ein_strbuf_printf(sb, ") {\n");
   emit_decompose(g, &g->kept, "o", "b", 7u);
@@ -467,31 +502,33 @@ static void gen_reduce(gen *g, ein_kernel_src *k, bool inner) {
   emit_value(g, "o1", "o2");
   ein_strbuf_printf(sb, ";\n    acc_ = ein_comb(acc_, v_);\n    }\n    }\n");
   if (inner) {
-    ein_strbuf_printf(sb,
-                      "    for (int off = 16; off > 0; off >>= 1)\n"
-                      "      acc_ = ein_comb(acc_, __shfl_down_sync(0xffffffffu, "
-                      "acc_, off));\n");
+    ein_strbuf_printf(
+        sb, "    for (int off = 16; off > 0; off >>= 1)\n"
+            "      acc_ = ein_comb(acc_, __shfl_down_sync(0xffffffffu, "
+            "acc_, off));\n");
     if (lanes > 32)
-      ein_strbuf_printf(sb,
-                        "    if ((threadIdx.x & 31) == 0) part_[threadIdx.x >> 5] "
-                        "= acc_;\n"
-                        "    __syncthreads();\n"
-                        "    if (threadIdx.x == 0)\n"
-                        "      for (int w = 1; w < %d; w++) acc_ = ein_comb(acc_, "
-                        "part_[w]);\n"
-                        "    __syncthreads();\n",
-                        lanes / 32);
+      ein_strbuf_printf(
+          sb,
+          "    if ((threadIdx.x & 31) == 0) part_[threadIdx.x >> 5] "
+          "= acc_;\n"
+          "    __syncthreads();\n"
+          "    if (threadIdx.x == 0)\n"
+          "      for (int w = 1; w < %d; w++) acc_ = ein_comb(acc_, "
+          "part_[w]);\n"
+          "    __syncthreads();\n",
+          lanes / 32);
     ein_strbuf_printf(sb, "    if (threadIdx.x == 0 && o < ");
   } else {
-    ein_strbuf_printf(sb,
-                      "    part_[threadIdx.y][threadIdx.x] = acc_;\n"
-                      "    __syncthreads();\n"
-                      "    if (threadIdx.y == 0)\n"
-                      "      for (int y = 1; y < %d; y++) acc_ = ein_comb(acc_, "
-                      "part_[y][threadIdx.x]);\n"
-                      "    __syncthreads();\n"
-                      "    if (threadIdx.y == 0 && o < ",
-                      lanes);
+    ein_strbuf_printf(
+        sb,
+        "    part_[threadIdx.y][threadIdx.x] = acc_;\n"
+        "    __syncthreads();\n"
+        "    if (threadIdx.y == 0)\n"
+        "      for (int y = 1; y < %d; y++) acc_ = ein_comb(acc_, "
+        "part_[y][threadIdx.x]);\n"
+        "    __syncthreads();\n"
+        "    if (threadIdx.y == 0 && o < ",
+        lanes);
   }
   emit_int(g, nout);
   ein_strbuf_printf(sb, ") {\n");
@@ -515,7 +552,8 @@ static bool needs_wide(const gen *g) {
     for (int i = 0; i < sets[j]->n; i++)
       for (int k = 0; k < 3; k++) {
         span[k] += llabs(sets[j]->st[i][k]) * (sets[j]->size[i] - 1);
-        if (span[k] >= lim) return true;
+        if (span[k] >= lim)
+          return true;
       }
   return ein_loop_axes_volume(&g->kept) >= lim ||
          ein_loop_axes_volume(&g->red) >= lim;
@@ -528,12 +566,16 @@ static bool transpose_axes(const gen *g, int *a, int *b) {
   if (s->kind != EIN_STEP_LOOP || s->nsrc != 1 || g->red.n != 0 || k->n < 2)
     return false;
   int in = k->n - 1;
-  if (llabs(k->st[in][0]) != 1) return false;
+  if (llabs(k->st[in][0]) != 1)
+    return false;
   int best = -1;
   for (int i = 0; i < k->n; i++)
-    if (llabs(k->st[i][1]) == 1) best = i;
-  if (best < 0 || best == in) return false;
-  if (k->size[in] < 4 || k->size[best] < 4) return false;
+    if (llabs(k->st[i][1]) == 1)
+      best = i;
+  if (best < 0 || best == in)
+    return false;
+  if (k->size[in] < 4 || k->size[best] < 4)
+    return false;
   *a = in;
   *b = best;
   return true;
@@ -541,13 +583,17 @@ static bool transpose_axes(const gen *g, int *a, int *b) {
 
 ein_status ein_codegen_step(const ein_step *s, ein_kernel_src *out) {
   memset(out, 0, sizeof *out);
-  if (s->kind == EIN_STEP_GEMM) return EIN_ERR_INTERNAL;
+  if (s->kind == EIN_STEP_GEMM)
+    return EIN_ERR_INTERNAL;
   gen g = {.s = s};
   bool empty;
-  if (!ein_loop_axes_split(s, &g.kept, &g.red, &empty)) return EIN_ERR_LIMIT;
-  if (empty) return EIN_OK; /* EIN_KERNEL_NONE */
+  if (!ein_loop_axes_split(s, &g.kept, &g.red, &empty))
+    return EIN_ERR_LIMIT;
+  if (empty)
+    return EIN_OK; /* EIN_KERNEL_NONE */
   g.acc = acc_of(s->nsrc ? s->src_dtype[0] : s->dst_dtype);
-  if (g.acc == ACC_F32 && s->dst_dtype == EIN_DT_F64) g.acc = ACC_F64;
+  if (g.acc == ACC_F32 && s->dst_dtype == EIN_DT_F64)
+    g.acc = ACC_F64;
   g.wide = needs_wide(&g);
   g.idx = g.wide ? "long long" : "int";
   ein_strbuf sb = {0};
@@ -559,8 +605,8 @@ ein_status ein_codegen_step(const ein_step *s, ein_kernel_src *out) {
   if (s->kind == EIN_STEP_FILL)
     out->kind = EIN_KERNEL_FILL;
   else if (g.red.n == 0)
-    out->kind = transpose_axes(&g, &ta, &tb) ? EIN_KERNEL_TRANSPOSE
-                                             : EIN_KERNEL_MAP;
+    out->kind =
+        transpose_axes(&g, &ta, &tb) ? EIN_KERNEL_TRANSPOSE : EIN_KERNEL_MAP;
   else {
     int64_t kept_min = g.kept.n ? llabs(g.kept.st[g.kept.n - 1][1]) : INT64_MAX;
     int64_t red_min = llabs(g.red.st[g.red.n - 1][1]);
@@ -572,36 +618,37 @@ ein_status ein_codegen_step(const ein_step *s, ein_kernel_src *out) {
   for (int i = 0; i < s->nsrc; i++)
     ein_strbuf_printf(&sb, "%s%s", i ? ", " : " <- ",
                       ein_dtype_name(s->src_dtype[i]));
-  ein_strbuf_printf(&sb, "; %lld outputs", (long long)ein_loop_axes_volume(&g.kept));
+  ein_strbuf_printf(&sb, "; %lld outputs",
+                    (long long)ein_loop_axes_volume(&g.kept));
   if (g.red.n)
     ein_strbuf_printf(&sb, ", %s over %lld", ein_reduction_name(s->op),
                       (long long)ein_loop_axes_volume(&g.red));
   ein_strbuf_printf(&sb, " */\n%s", PRELUDE);
   if (s->nsrc == 2) {
     const char *t = acc_type(g.acc);
-    ein_strbuf_printf(&sb,
-                      "static __device__ __forceinline__ %s ein_mul(%s a, %s b) "
-                      "{ return %s; }\n",
-                      t, t, t,
-                      g.acc == ACC_I64 ? "(long long)((ein_u64)a * (ein_u64)b)"
-                                       : "a * b");
+    ein_strbuf_printf(
+        &sb,
+        "static __device__ __forceinline__ %s ein_mul(%s a, %s b) "
+        "{ return %s; }\n",
+        t, t, t,
+        g.acc == ACC_I64 ? "(long long)((ein_u64)a * (ein_u64)b)" : "a * b");
   }
 
   switch (out->kind) {
   case EIN_KERNEL_FILL:
   case EIN_KERNEL_MAP: {
     int64_t n = ein_loop_axes_volume(&g.kept);
-    gen_map(&g, out, "ein_main", &g.kept, storage_type(s->dst_dtype),
-            src_type(s, 0), src_type(s, 1), false);
+    gen_map(&g, "ein_main", &g.kept, storage_type(s->dst_dtype), src_type(s, 0),
+            src_type(s, 1), false);
     out->grid[0] = (unsigned)blocks_for(n, MAP_BLOCK);
     out->grid[1] = out->grid[2] = 1;
     out->block[0] = MAP_BLOCK;
     out->block[1] = out->block[2] = 1;
     if (out->kind == EIN_KERNEL_MAP && vector_axes(&g, &vec)) {
-      gen_map(&g, out, "ein_vec", &vec, "uint4", "uint4", "void", true);
+      gen_map(&g, "ein_vec", &vec, "uint4", "uint4", "void", true);
       out->has_vec = true;
-      out->grid_vec[0] = (unsigned)blocks_for(ein_loop_axes_volume(&vec),
-                                              MAP_BLOCK);
+      out->grid_vec[0] =
+          (unsigned)blocks_for(ein_loop_axes_volume(&vec), MAP_BLOCK);
       out->grid_vec[1] = out->grid_vec[2] = 1;
     }
     break;
@@ -624,20 +671,21 @@ ein_status ein_codegen_step(const ein_step *s, ein_kernel_src *out) {
 const ein_backend_caps *ein_cuda_caps(void) {
   /* A cuBLAS call costs ~10 us of launch and setup whatever its size;
    * below ~128^3 multiply-adds one direct kernel is cheaper. */
-  static const ein_backend_caps caps = {
-      .device = "cuda", .gemm_half = true, .gemm_int = false,
-      .gemm_min_flops = (int64_t)1 << 22};
+  static const ein_backend_caps caps = {.device = "cuda",
+                                        .gemm_half = true,
+                                        .gemm_int = false,
+                                        .gemm_min_flops = (int64_t)1 << 22};
   return &caps;
 }
 
-void ein_gemm_as_loop(const ein_step *gs, ein_step *loop,
-                      ein_loop_axis *axes) {
+void ein_gemm_as_loop(const ein_step *gs, ein_step *loop, ein_loop_axis *axes) {
   const ein_gemm *g = &gs->gemm;
   *loop = *gs;
   loop->kind = EIN_STEP_LOOP;
   loop->op = EIN_REDUCE_SUM;
   int n = 0;
-  for (int i = 0; i < g->nbatch; i++) axes[n++] = g->batch[i];
+  for (int i = 0; i < g->nbatch; i++)
+    axes[n++] = g->batch[i];
   axes[n++] = (ein_loop_axis){-1, g->m, {g->c_ms, g->a_ms, 0}};
   axes[n++] = (ein_loop_axis){-1, g->n, {g->c_ns, 0, g->b_ns}};
   axes[n++] = (ein_loop_axis){-1, g->k, {0, g->a_ks, g->b_ks}};

@@ -20,7 +20,8 @@ bool ein_cublas_map(const ein_step *s, ein_cublas_gemm *out) {
     return false;
   const ein_gemm *g = &s->gemm;
   ein_gemm_call call;
-  if (!ein_gemm_rowmajor(g, &call)) return false;
+  if (!ein_gemm_rowmajor(g, &call))
+    return false;
   /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
    * call's operands swap once more. */
   out->a_is_step_a = call.swap;
@@ -39,9 +40,12 @@ bool ein_cublas_map(const ein_step *s, ein_cublas_gemm *out) {
   ein_loop_axes b = {0};
   for (int i = 0; i < g->nbatch; i++) {
     const ein_loop_axis *ax = &g->batch[i];
-    if (ax->size == 1) continue;
-    if (ax->stride[0] == 0) return false; /* C would be written twice */
-    if (b.n == EIN_LOOP_MAXAX) return false;
+    if (ax->size == 1)
+      continue;
+    if (ax->stride[0] == 0)
+      return false; /* C would be written twice */
+    if (b.n == EIN_LOOP_MAXAX)
+      return false;
     b.size[b.n] = ax->size;
     b.st[b.n][0] = ax->stride[0];
     b.st[b.n][1] = out->a_is_step_a ? ax->stride[1] : ax->stride[2];
@@ -51,32 +55,34 @@ bool ein_cublas_map(const ein_step *s, ein_cublas_gemm *out) {
   ein_loop_axes_sort(&b, 0);
   ein_loop_axes_fuse(&b);
   out->count = 1;
-  out->loop_count = 1;
+  out->loops = b;
   if (b.n > 0) { /* the largest batch axis is cuBLAS's; the rest loop */
     int big = 0;
     for (int i = 1; i < b.n; i++)
-      if (b.size[i] > b.size[big]) big = i;
-    if (!fits_int(b.size[big])) return false;
-    out->count = b.size[big];
-    out->stride_c = b.st[big][0];
-    out->stride_a = b.st[big][1];
-    out->stride_b = b.st[big][2];
-    for (int i = 0; i < b.n; i++) {
-      if (i == big) continue;
-      if (out->nloop == EIN_CUBLAS_MAX_LOOPS) return false;
-      out->loop_size[out->nloop] = b.size[i];
-      memcpy(out->loop_stride[out->nloop], b.st[i], sizeof b.st[i]);
-      out->loop_count *= b.size[i];
-      out->nloop++;
-    }
+      if (b.size[i] > b.size[big])
+        big = i;
+    if (!fits_int(b.size[big]))
+      return false;
+    int64_t st[3];
+    ein_loop_axes_take(&out->loops, big, &out->count, st);
+    out->stride_c = st[0];
+    out->stride_a = st[1];
+    out->stride_b = st[2];
   }
   return true;
 }
 
+bool ein_cublas_pointer_array(const ein_cublas_gemm *g) {
+  return g->loops.n > 0 &&
+         ein_loop_axes_volume(&g->loops) >= EIN_CUBLAS_POINTER_ARRAY_MIN;
+}
+
 void ein_cuda_program_free(void *program) {
   ein_cuda_program *p = program;
-  if (!p) return;
-  for (int i = 0; i < p->nsteps; i++) ein_kernel_src_free(&p->steps[i].kernel);
+  if (!p)
+    return;
+  for (int i = 0; i < p->nsteps; i++)
+    ein_kernel_src_free(&p->steps[i].kernel);
   free(p->steps);
   free(p);
 }
@@ -85,8 +91,10 @@ ein_status ein_cuda_program_build(const ein_plan_ir *plan,
                                   ein_cuda_program **out) {
   *out = NULL;
   ein_cuda_program *p = calloc(1, sizeof *p);
-  if (!p) return EIN_ERR_NO_MEMORY;
-  p->steps = calloc((size_t)(plan->nsteps ? plan->nsteps : 1), sizeof *p->steps);
+  if (!p)
+    return EIN_ERR_NO_MEMORY;
+  p->steps =
+      calloc((size_t)(plan->nsteps ? plan->nsteps : 1), sizeof *p->steps);
   if (!p->steps) {
     free(p);
     return EIN_ERR_NO_MEMORY;
@@ -97,11 +105,14 @@ ein_status ein_cuda_program_build(const ein_plan_ir *plan,
     ein_cuda_step *cs = &p->steps[i];
     ein_status st = EIN_OK;
     if (s->kind == EIN_STEP_GEMM) {
-      if (s->gemm.m == 0 || s->gemm.n == 0) continue; /* nothing to write */
+      if (s->gemm.m == 0 || s->gemm.n == 0)
+        continue; /* nothing to write */
       cs->cublas = ein_cublas_map(s, &cs->gemm);
       if (!cs->cublas) {
-        ein_loop_axis *axes = malloc(sizeof *axes * (size_t)(s->gemm.nbatch + 3));
-        if (!axes) st = EIN_ERR_NO_MEMORY;
+        ein_loop_axis *axes =
+            malloc(sizeof *axes * (size_t)(s->gemm.nbatch + 3));
+        if (!axes)
+          st = EIN_ERR_NO_MEMORY;
         else {
           ein_step loop;
           ein_gemm_as_loop(s, &loop, axes);
@@ -138,10 +149,11 @@ void ein_cuda_program_describe(const ein_cuda_program *prog,
                         (long long)g->n, (long long)g->k, (long long)g->lda,
                         (long long)g->ldb, (long long)g->ldc,
                         (long long)g->count);
-      if (g->nloop)
-        ein_strbuf_printf(sb, " x %lld (%s)", (long long)g->loop_count,
-                          g->loop_count > 64 ? "pointer-array batched"
-                                             : "host loop");
+      if (g->loops.n)
+        ein_strbuf_printf(sb, " x %lld (%s)",
+                          (long long)ein_loop_axes_volume(&g->loops),
+                          ein_cublas_pointer_array(g) ? "pointer-array batched"
+                                                      : "host loop");
       ein_strbuf_printf(sb, "\n");
     } else if (cs->kernel.kind == EIN_KERNEL_NONE) {
       ein_strbuf_printf(sb, "(nothing to do: empty)\n");

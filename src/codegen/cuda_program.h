@@ -15,25 +15,29 @@
 #include <stdint.h>
 
 #include "codegen.h"
+#include "loop_axes.h"
 #include "plan.h"
 #include "strbuf.h"
 
-enum { EIN_CUBLAS_MAX_LOOPS = 8 };
+/* From this many outer batch iterations on, the runtime makes one
+ * pointer-array call (cublasGemmBatchedEx) instead of a host loop. */
+enum { EIN_CUBLAS_POINTER_ARRAY_MIN = 64 };
 
 /* One column-major cuBLAS GEMM (cublasGemmStridedBatchedEx):
  * C = alpha op(A) op(B), batched `count` times with element strides, and
- * repeated over `nloop` outer batch axes (offsets per C, A, B below). */
+ * repeated over the outer batch axes `loops` (strides of cuBLAS's C, A, B;
+ * none when the batch collapsed to one stride). */
 typedef struct ein_cublas_gemm {
   bool a_is_step_a;      /* cuBLAS's A is the step's A (else its B) */
   bool trans_a, trans_b; /* op(A), op(B) are transposes */
   int64_t m, n, k, lda, ldb, ldc;
   int64_t count;
   int64_t stride_a, stride_b, stride_c; /* of cuBLAS's A, B and C */
-  int nloop;
-  int64_t loop_size[EIN_CUBLAS_MAX_LOOPS];
-  int64_t loop_stride[EIN_CUBLAS_MAX_LOOPS][3]; /* cuBLAS C, A, B */
-  int64_t loop_count; /* product of loop_size */
+  ein_loop_axes loops;
 } ein_cublas_gemm;
+
+/* True when the outer batch loops run as one pointer-array call. */
+bool ein_cublas_pointer_array(const ein_cublas_gemm *g);
 
 typedef struct ein_cuda_step {
   bool cublas;            /* a cuBLAS call; otherwise `kernel` */

@@ -15,7 +15,8 @@ void ein_loop_axes_fuse(ein_loop_axes *la) {
         ok &= la->st[w - 1][k] == la->st[i][k] * la->size[i];
       if (ok) {
         la->size[w - 1] *= la->size[i];
-        for (int k = 0; k < 3; k++) la->st[w - 1][k] = la->st[i][k];
+        for (int k = 0; k < 3; k++)
+          la->st[w - 1][k] = la->st[i][k];
         continue;
       }
     }
@@ -29,7 +30,8 @@ void ein_loop_axes_fuse(ein_loop_axes *la) {
 void ein_loop_axes_sort(ein_loop_axes *la, int key) {
   for (int i = 1; i < la->n; i++)
     for (int j = i; j > 0; j--) {
-      if (llabs(la->st[j - 1][key]) >= llabs(la->st[j][key])) break;
+      if (llabs(la->st[j - 1][key]) >= llabs(la->st[j][key]))
+        break;
       int64_t s = la->size[j];
       la->size[j] = la->size[j - 1];
       la->size[j - 1] = s;
@@ -53,7 +55,8 @@ void ein_loop_axes_take(ein_loop_axes *la, int at, int64_t *size,
 
 int64_t ein_loop_axes_volume(const ein_loop_axes *la) {
   int64_t v = 1;
-  for (int i = 0; i < la->n; i++) v *= la->size[i];
+  for (int i = 0; i < la->n; i++)
+    v *= la->size[i];
   return v;
 }
 
@@ -63,7 +66,8 @@ void ein_loop_axes_offsets(const ein_loop_axes *la, int64_t idx,
   for (int i = la->n - 1; i >= 0; i--) {
     int64_t c = idx % la->size[i];
     idx /= la->size[i];
-    for (int k = 0; k < 3; k++) off[k] += c * la->st[i][k];
+    for (int k = 0; k < 3; k++)
+      off[k] += c * la->st[i][k];
   }
 }
 
@@ -73,10 +77,13 @@ bool ein_loop_axes_split(const ein_step *s, ein_loop_axes *kept,
   *empty = false;
   for (int i = 0; i < s->naxes; i++) {
     const ein_loop_axis *a = &s->axes[i];
-    if (a->size == 1) continue;
-    if (a->size == 0) *empty = true;
+    if (a->size == 1)
+      continue;
+    if (a->size == 0)
+      *empty = true;
     ein_loop_axes *to = a->stride[0] == 0 ? red : kept;
-    if (to->n == EIN_LOOP_MAXAX) return false;
+    if (to->n == EIN_LOOP_MAXAX)
+      return false;
     to->size[to->n] = a->size;
     memcpy(to->st[to->n], a->stride, sizeof a->stride);
     to->n++;
