@@ -301,6 +301,12 @@ EIN_API const int64_t *ein_plan_output_shape(const ein_plan *plan);
 EIN_API double ein_plan_naive_flops(const ein_plan *plan);
 EIN_API double ein_plan_flops(const ein_plan *plan);
 
+/* The least traffic any evaluation needs, in bytes: every input element
+ * the expression reads, once (a diagonal only its diagonal), plus every
+ * output element written once. Benchmarks divide it by copy bandwidth for
+ * the memory floor. */
+EIN_API double ein_plan_min_bytes(const ein_plan *plan);
+
 /* Elements of the largest intermediate and bytes of temporary memory. */
 EIN_API int64_t ein_plan_largest_intermediate(const ein_plan *plan);
 EIN_API int64_t ein_plan_workspace_bytes(const ein_plan *plan);

@@ -161,13 +161,31 @@ static void shuffle(int *v, int n) {
   }
 }
 
+/* Large cases: axes up to 700 long with at most 2^21 index combinations,
+ * so the threaded paths of the backends (split reductions, tiled copies,
+ * rows longer than one chunk) run too; the small ones never reach them. */
+static bool large_cases;
+
 static void generate(gen_case *c) {
   memset(c, 0, sizeof *c);
   bool numpy = rnd_int(5) == 0;
   int naxes = 1 + rnd_int(5);
   int64_t size[6];
   static const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 2, 3, 6, 8};
-  for (int a = 0; a < naxes; a++) size[a] = sizes[rnd_int(10)];
+  static const int64_t large_sizes[] = {2, 3, 17, 64, 100, 257, 513, 700};
+  for (int a = 0; a < naxes; a++)
+    size[a] = large_cases ? large_sizes[rnd_int(8)] : sizes[rnd_int(10)];
+  if (large_cases) { /* keep the reference's sum affordable */
+    int64_t volume = 1;
+    for (int a = 0; a < naxes; a++) volume *= size[a];
+    while (volume > (1 << 21)) {
+      int big = 0;
+      for (int a = 1; a < naxes; a++)
+        if (size[a] > size[big]) big = a;
+      volume = volume / size[big] * (size[big] / 2);
+      size[big] /= 2;
+    }
+  }
   if (rnd_int(40) == 0) size[rnd_int(naxes)] = 0;
   static const ein_dtype dts[] = {EIN_DT_F32, EIN_DT_F64, EIN_DT_F32,
                                   EIN_DT_F64, EIN_DT_F16, EIN_DT_BF16,
@@ -455,6 +473,22 @@ int main(int argc, char **argv) {
   printf("compared %d cases with the reference, skipped %d unbindable\n",
          compared, skipped);
   CHECK(compared >= 1000, "only %d cases compared", compared);
+  const char *lenv = getenv("EIN_LARGE_CASES");
+  int large = lenv ? atoi(lenv) : 120, large_compared = 0;
+  large_cases = true;
+  for (int k = 0; k < large; k++) {
+    int before = skipped;
+    uint64_t seed = seed0 + 1000000 + (uint64_t)k;
+    int f = run_case(k % 2 ? gemm_ctx : ctx, seed, &skipped);
+    if (skipped == before) {
+      large_compared++;
+      CHECK(!f, "large case %d (EIN_SEED=%llu EIN_CASES=0 EIN_LARGE_CASES=1)",
+            k, (unsigned long long)(seed - 1000000));
+    }
+  }
+  printf("compared %d large cases with the reference\n", large_compared);
+  CHECK(large == 0 || large_compared >= large / 2,
+        "only %d large cases compared", large_compared);
   ein_ctx_destroy(ctx);
   ein_ctx_destroy(gemm_ctx);
   return test_summary(on_gpu ? "eval_random_cuda" : "eval_random");

@@ -27,6 +27,13 @@
 
 enum { ROW = 512 };
 
+#ifdef _OPENMP
+#define OMP_PARALLEL_FOR                                                     \
+  _Pragma("omp parallel for num_threads(threads) schedule(static)")
+#else
+#define OMP_PARALLEL_FOR
+#endif
+
 typedef enum acc_kind { ACC_F32, ACC_F64, ACC_I64 } acc_kind;
 
 static acc_kind acc_of(ein_dtype dt) {
@@ -154,8 +161,8 @@ typedef struct loop_job {
   bool row_reduced; /* mode R: the row axis is reduced */
 } loop_job;
 
-#define DEFINE_LOOP(SUFFIX, T, LOAD, STORE, IDENT_SUM, IDENT_PROD, MAXV,     \
-                    MINV)                                                    \
+#define DEFINE_LOOP(SUFFIX, T, NATIVE, LOAD, STORE, IDENT_SUM, IDENT_PROD,   \
+                    MAXV, MINV)                                              \
   static T ident_##SUFFIX(ein_reduction op) {                                \
     switch (op) {                                                            \
     case EIN_REDUCE_PROD: case EIN_REDUCE_ALL: return IDENT_PROD;            \
@@ -164,8 +171,8 @@ typedef struct loop_job {
     default: return IDENT_SUM;                                               \
     }                                                                        \
   }                                                                          \
-  static void fold_##SUFFIX(ein_reduction op, T *acc, const T *v,            \
-                            int64_t n) {                                     \
+  static void fold_##SUFFIX(ein_reduction op, T *restrict acc,               \
+                            const T *restrict v, int64_t n) {                \
     switch (op) {                                                            \
     case EIN_REDUCE_SUM: case EIN_REDUCE_MEAN:                               \
       for (int64_t i = 0; i < n; i++) acc[i] += v[i];                        \
@@ -206,78 +213,164 @@ typedef struct loop_job {
     for (int64_t i = 0; i < n; i++) fold_##SUFFIX(op, &acc, &v[i], 1);       \
     return acc;                                                              \
   }                                                                          \
-  /* Loads n values along the row at element offsets off, multiplied when  \
-   * there are two sources. */                                             \
-  static void value_row_##SUFFIX(const loop_job *j, const int64_t off[3],   \
-                                 int64_t n, T *v, T *tmp) {                  \
-    LOAD(j->s->src_dtype[0], j->src[0] + off[1] * (int64_t)j->esz[1],       \
-         j->row_st[1], n, v);                                                \
-    if (j->s->nsrc == 2) {                                                   \
-      LOAD(j->s->src_dtype[1], j->src[1] + off[2] * (int64_t)j->esz[2],     \
-           j->row_st[2], n, tmp);                                            \
-      for (int64_t i = 0; i < n; i++) v[i] *= tmp[i];                        \
+  /* The n values along the row at element offsets off, multiplied when    \
+   * there are two sources: a pointer straight into the source when it     \
+   * already is a contiguous row of T, else loaded into v. */              \
+  static const T *value_row_##SUFFIX(const loop_job *j,                      \
+                                     const int64_t off[3], int64_t n,        \
+                                     T *restrict v, T *restrict tmp) {       \
+    const char *p0 = j->src[0] + off[1] * (int64_t)j->esz[1];               \
+    if (j->s->nsrc == 1) {                                                   \
+      if (j->s->src_dtype[0] == NATIVE && j->row_st[1] == 1)                 \
+        return (const T *)p0;                                                \
+      LOAD(j->s->src_dtype[0], p0, j->row_st[1], n, v);                      \
+      return v;                                                              \
     }                                                                        \
+    const char *p1 = j->src[1] + off[2] * (int64_t)j->esz[2];               \
+    if (j->s->src_dtype[0] == NATIVE && j->s->src_dtype[1] == NATIVE) {      \
+      /* Products of the native type: no staging, and the common stride   \
+       * patterns (contiguous, broadcast) get loops that vectorise. */     \
+      const T *a = (const T *)p0, *b = (const T *)p1;                        \
+      int64_t sa = j->row_st[1], sb = j->row_st[2];                          \
+      if (sa == 1 && sb == 1)                                                \
+        for (int64_t i = 0; i < n; i++) v[i] = a[i] * b[i];                  \
+      else if (sa == 0 && sb == 1)                                           \
+        for (int64_t i = 0; i < n; i++) v[i] = a[0] * b[i];                  \
+      else if (sa == 1 && sb == 0)                                           \
+        for (int64_t i = 0; i < n; i++) v[i] = a[i] * b[0];                  \
+      else                                                                   \
+        for (int64_t i = 0; i < n; i++) v[i] = a[i * sa] * b[i * sb];        \
+      return v;                                                              \
+    }                                                                        \
+    LOAD(j->s->src_dtype[0], p0, j->row_st[1], n, v);                        \
+    LOAD(j->s->src_dtype[1], p1, j->row_st[2], n, tmp);                      \
+    for (int64_t i = 0; i < n; i++) v[i] *= tmp[i];                          \
+    return v;                                                                \
   }                                                                          \
-  static void run_range_##SUFFIX(const loop_job *j, int64_t lo,            \
-                                 int64_t hi) {                               \
-    T acc[ROW], v[ROW], tmp[ROW];                                            \
+  /* Mode R: results lo..hi of the outer axes, each folded from rows. */    \
+  static void run_rows_##SUFFIX(const loop_job *j, int64_t lo, int64_t hi) {\
+    T v[ROW], tmp[ROW];                                                      \
     const ein_step *s = j->s;                                                \
     int64_t nred = ein_loop_axes_volume(&j->red);                            \
-    int64_t chunks = j->row_reduced ? 1 : (j->row_n + ROW - 1) / ROW;        \
-    for (int64_t o = lo; o < hi; o++) {                                      \
-      int64_t base[3];                                                       \
-      ein_loop_axes_offsets(&j->outer, o, base);                             \
-      if (j->row_reduced) { /* one result, folded from rows */               \
-        T total = ident_##SUFFIX(s->op);                                     \
-        for (int64_t r = 0; r < nred; r++) {                                 \
-          int64_t ro[3], off[3];                                             \
-          ein_loop_axes_offsets(&j->red, r, ro);                             \
-          for (int k = 0; k < 3; k++) off[k] = base[k] + ro[k];              \
-          for (int64_t c0 = 0; c0 < j->row_n; c0 += ROW) {                   \
-            int64_t n = j->row_n - c0 < ROW ? j->row_n - c0 : ROW;           \
-            int64_t co[3];                                                   \
-            for (int k = 0; k < 3; k++) co[k] = off[k] + c0 * j->row_st[k];  \
-            value_row_##SUFFIX(j, co, n, v, tmp);                            \
-            total = reduce_row_##SUFFIX(s->op, total, v, n);                 \
-          }                                                                  \
+    ein_loop_cursor oc, rc;                                                  \
+    ein_loop_cursor_start(&j->outer, lo, &oc);                               \
+    for (int64_t o = lo; o < hi; o++, ein_loop_cursor_next(&j->outer, &oc)) {\
+      T total = ident_##SUFFIX(s->op);                                       \
+      ein_loop_cursor_start(&j->red, 0, &rc);                                \
+      for (int64_t r = 0; r < nred; r++, ein_loop_cursor_next(&j->red, &rc)) {\
+        for (int64_t c0 = 0; c0 < j->row_n; c0 += ROW) {                     \
+          int64_t n = j->row_n - c0 < ROW ? j->row_n - c0 : ROW;             \
+          int64_t co[3];                                                     \
+          for (int k = 0; k < 3; k++)                                        \
+            co[k] = oc.off[k] + rc.off[k] + c0 * j->row_st[k];               \
+          total = reduce_row_##SUFFIX(s->op, total,                          \
+                                      value_row_##SUFFIX(j, co, n, v, tmp),  \
+                                      n);                                    \
         }                                                                    \
-        total = (T)(total * (T)s->alpha);                                    \
-        STORE(s->dst_dtype, j->dst + base[0] * (int64_t)j->esz[0], 1, 1,     \
-              &total);                                                       \
-        continue;                                                            \
       }                                                                      \
-      for (int64_t c = 0; c < chunks; c++) {                                 \
-        int64_t c0 = c * ROW;                                                \
+      total = (T)(total * (T)s->alpha);                                      \
+      STORE(s->dst_dtype, j->dst + oc.off[0] * (int64_t)j->esz[0], 1, 1,     \
+            &total);                                                         \
+    }                                                                        \
+  }                                                                          \
+  /* Mode K, one row chunk: acc[0..n) = fold over reduced indices rlo..rhi \
+   * of the row at outer offsets base, starting at chunk c0. */            \
+  static void fold_chunk_##SUFFIX(const loop_job *j, const int64_t base[3], \
+                                  int64_t c0, int64_t n, int64_t rlo,        \
+                                  int64_t rhi, T *restrict acc) {            \
+    T v[ROW], tmp[ROW];                                                      \
+    ein_loop_cursor rc;                                                      \
+    for (int64_t i = 0; i < n; i++) acc[i] = ident_##SUFFIX(j->s->op);       \
+    ein_loop_cursor_start(&j->red, rlo, &rc);                                \
+    for (int64_t r = rlo; r < rhi; r++, ein_loop_cursor_next(&j->red, &rc)) {\
+      int64_t co[3];                                                         \
+      for (int k = 0; k < 3; k++)                                            \
+        co[k] = base[k] + rc.off[k] + c0 * j->row_st[k];                     \
+      fold_##SUFFIX(j->s->op, acc, value_row_##SUFFIX(j, co, n, v, tmp), n); \
+    }                                                                        \
+  }                                                                          \
+  static void store_chunk_##SUFFIX(const loop_job *j, const int64_t base[3],\
+                                   int64_t c0, int64_t n, T *acc) {          \
+    const ein_step *s = j->s;                                                \
+    if (s->alpha != 1)                                                       \
+      for (int64_t i = 0; i < n; i++) acc[i] = (T)(acc[i] * (T)s->alpha);    \
+    STORE(s->dst_dtype,                                                      \
+          j->dst + (base[0] + c0 * j->row_st[0]) * (int64_t)j->esz[0],       \
+          j->row_st[0], n, acc);                                             \
+  }                                                                          \
+  /* Mode K: rows lo..hi of the outer axes, each a row of results. */       \
+  static void run_range_##SUFFIX(const loop_job *j, int64_t lo,            \
+                                 int64_t hi) {                               \
+    if (j->row_reduced) {                                                    \
+      run_rows_##SUFFIX(j, lo, hi);                                          \
+      return;                                                                \
+    }                                                                        \
+    T acc[ROW], tmp[ROW];                                                    \
+    const ein_step *s = j->s;                                                \
+    int64_t nred = ein_loop_axes_volume(&j->red);                            \
+    ein_loop_cursor oc;                                                      \
+    ein_loop_cursor_start(&j->outer, lo, &oc);                               \
+    for (int64_t o = lo; o < hi; o++, ein_loop_cursor_next(&j->outer, &oc)) {\
+      for (int64_t c0 = 0; c0 < j->row_n; c0 += ROW) {                       \
         int64_t n = j->row_n - c0 < ROW ? j->row_n - c0 : ROW;               \
         if (nred == 1) {                                                     \
           int64_t co[3];                                                     \
-          for (int k = 0; k < 3; k++) co[k] = base[k] + c0 * j->row_st[k];   \
-          value_row_##SUFFIX(j, co, n, acc, tmp);                            \
+          for (int k = 0; k < 3; k++) co[k] = oc.off[k] + c0 * j->row_st[k]; \
+          const T *v = value_row_##SUFFIX(j, co, n, acc, tmp);               \
+          if (v != acc) memcpy(acc, v, (size_t)n * sizeof(T));               \
           if (s->op == EIN_REDUCE_ANY || s->op == EIN_REDUCE_ALL)            \
             for (int64_t i = 0; i < n; i++) acc[i] = acc[i] != 0;            \
         } else {                                                             \
-          for (int64_t i = 0; i < n; i++) acc[i] = ident_##SUFFIX(s->op);    \
-          for (int64_t r = 0; r < nred; r++) {                               \
-            int64_t ro[3], co[3];                                            \
-            ein_loop_axes_offsets(&j->red, r, ro);                           \
-            for (int k = 0; k < 3; k++)                                      \
-              co[k] = base[k] + ro[k] + c0 * j->row_st[k];                   \
-            value_row_##SUFFIX(j, co, n, v, tmp);                            \
-            fold_##SUFFIX(s->op, acc, v, n);                                 \
-          }                                                                  \
+          fold_chunk_##SUFFIX(j, oc.off, c0, n, 0, nred, acc);               \
         }                                                                    \
-        if (s->alpha != 1)                                                   \
-          for (int64_t i = 0; i < n; i++) acc[i] = (T)(acc[i] * (T)s->alpha);\
-        STORE(s->dst_dtype,                                                  \
-              j->dst + (base[0] + c0 * j->row_st[0]) * (int64_t)j->esz[0],   \
-              j->row_st[0], n, acc);                                         \
+        store_chunk_##SUFFIX(j, oc.off, c0, n, acc);                         \
       }                                                                      \
     }                                                                        \
+  }                                                                          \
+  /* Mode K with few results and a long reduction (column sums and maxima \
+   * over everything but the last axis): the reduced indices are split    \
+   * across threads, each folding its share of every result into its own \
+   * partial row; the partials are then folded and stored. False when the \
+   * partials cannot be allocated (the caller runs the plain loop). */     \
+  static bool run_split_##SUFFIX(const loop_job *j, int threads) {           \
+    int64_t nouter = ein_loop_axes_volume(&j->outer);                        \
+    int64_t nred = ein_loop_axes_volume(&j->red);                            \
+    int64_t width = nouter * j->row_n;                                       \
+    T *part = malloc((size_t)threads * (size_t)width * sizeof(T));           \
+    if (!part) return false;                                                 \
+    OMP_PARALLEL_FOR                                                         \
+    for (int t = 0; t < threads; t++) {                                      \
+      int64_t rlo = nred * t / threads, rhi = nred * (t + 1) / threads;      \
+      T *mine = part + (size_t)t * (size_t)width;                            \
+      ein_loop_cursor oc;                                                    \
+      ein_loop_cursor_start(&j->outer, 0, &oc);                              \
+      for (int64_t o = 0; o < nouter;                                        \
+           o++, ein_loop_cursor_next(&j->outer, &oc))                        \
+        for (int64_t c0 = 0; c0 < j->row_n; c0 += ROW) {                     \
+          int64_t n = j->row_n - c0 < ROW ? j->row_n - c0 : ROW;             \
+          fold_chunk_##SUFFIX(j, oc.off, c0, n, rlo, rhi,                    \
+                              mine + o * j->row_n + c0);                     \
+        }                                                                    \
+    }                                                                        \
+    for (int t = 1; t < threads; t++)                                        \
+      fold_##SUFFIX(j->s->op, part, part + (size_t)t * (size_t)width, width);\
+    ein_loop_cursor oc;                                                      \
+    ein_loop_cursor_start(&j->outer, 0, &oc);                                \
+    for (int64_t o = 0; o < nouter; o++, ein_loop_cursor_next(&j->outer, &oc))\
+      for (int64_t c0 = 0; c0 < j->row_n; c0 += ROW) {                       \
+        int64_t n = j->row_n - c0 < ROW ? j->row_n - c0 : ROW;               \
+        store_chunk_##SUFFIX(j, oc.off, c0, n, part + o * j->row_n + c0);    \
+      }                                                                      \
+    free(part);                                                              \
+    return true;                                                             \
   }
 
-DEFINE_LOOP(f32, float, load_f32, store_f32, 0.0f, 1.0f, INFINITY, -INFINITY)
-DEFINE_LOOP(f64, double, load_f64, store_f64, 0.0, 1.0, INFINITY, -INFINITY)
-DEFINE_LOOP(i64, int64_t, load_i64, store_i64, 0, 1, INT64_MAX, INT64_MIN)
+DEFINE_LOOP(f32, float, EIN_DT_F32, load_f32, store_f32, 0.0f, 1.0f,
+            INFINITY, -INFINITY)
+DEFINE_LOOP(f64, double, EIN_DT_F64, load_f64, store_f64, 0.0, 1.0,
+            INFINITY, -INFINITY)
+DEFINE_LOOP(i64, int64_t, EIN_DT_I64, load_i64, store_i64, 0, 1, INT64_MAX,
+            INT64_MIN)
 
 static void run_range(const loop_job *j, int64_t lo, int64_t hi) {
   switch (j->acc) {
@@ -287,28 +380,107 @@ static void run_range(const loop_job *j, int64_t lo, int64_t hi) {
   }
 }
 
+static bool run_split(const loop_job *j, int threads) {
+  switch (j->acc) {
+  case ACC_F32: return run_split_f32(j, threads);
+  case ACC_F64: return run_split_f64(j, threads);
+  case ACC_I64: return run_split_i64(j, threads);
+  }
+  return false;
+}
+
 /* Moves axis `at` of `from` into the row fields of the job. */
 static void take_row(loop_job *j, ein_loop_axes *from, int at) {
   ein_loop_axes_take(from, at, &j->row_n, j->row_st);
 }
 
-/* Pure copies between equal dtypes with unit strides on both sides are
- * memcpy; everything else goes through the row kernels. */
-static bool try_memcpy(const loop_job *j) {
-  const ein_step *s = j->s;
-  if (s->nsrc != 1 || s->src_dtype[0] != s->dst_dtype || s->alpha != 1 ||
-      s->op == EIN_REDUCE_ANY || s->op == EIN_REDUCE_ALL ||
-      j->red.n != 0 || j->row_reduced || j->row_st[0] != 1 ||
-      j->row_st[1] != 1)
-    return false;
-  int64_t nouter = ein_loop_axes_volume(&j->outer);
-  size_t bytes = (size_t)j->row_n * j->esz[0];
-  for (int64_t o = 0; o < nouter; o++) {
-    int64_t off[3];
-    ein_loop_axes_offsets(&j->outer, o, off);
-    memcpy(j->dst + off[0] * (int64_t)j->esz[0],
-           j->src[0] + off[1] * (int64_t)j->esz[1], bytes);
+/* ------------------------------------------------------------ copies */
+
+/* Pure data movement (one source, same dtype, no scaling, nothing
+ * reduced): permutes, repeats, diagonals, strided views. Elements move as
+ * 1, 2, 4 or 8-byte words. When the destination's fastest axis is not the
+ * source's, the two axes are walked in 32x32 tiles so both sides stay in
+ * cache (a transpose); otherwise rows are copied along the destination's
+ * fastest axis. */
+#define TILE 32
+#define DEFINE_COPY(W, T)                                                    \
+  static void copy_range_##W(const ein_loop_axes *outer, int64_t lo,        \
+                             int64_t hi, char *dst, const char *src,         \
+                             int64_t na, const int64_t sta[3], int64_t nb,   \
+                             const int64_t stb[3]) {                         \
+    ein_loop_cursor oc;                                                      \
+    ein_loop_cursor_start(outer, lo, &oc);                                   \
+    int64_t da = sta[0], sa = sta[1], db = stb[0], sb = stb[1];              \
+    for (int64_t o = lo; o < hi; o++, ein_loop_cursor_next(outer, &oc)) {    \
+      T *d = (T *)dst + oc.off[0];                                           \
+      const T *s = (const T *)src + oc.off[1];                               \
+      if (nb == 1) {                                                         \
+        if (da == 1 && sa == 1)                                              \
+          memcpy(d, s, (size_t)na * sizeof(T));                              \
+        else if (da == 1)                                                    \
+          for (int64_t a = 0; a < na; a++) d[a] = s[a * sa];                 \
+        else                                                                 \
+          for (int64_t a = 0; a < na; a++) d[a * da] = s[a * sa];            \
+        continue;                                                            \
+      }                                                                      \
+      for (int64_t b0 = 0; b0 < nb; b0 += TILE)                              \
+        for (int64_t a0 = 0; a0 < na; a0 += TILE) {                          \
+          int64_t bn = nb - b0 < TILE ? nb - b0 : TILE;                      \
+          int64_t an = na - a0 < TILE ? na - a0 : TILE;                      \
+          for (int64_t b = b0; b < b0 + bn; b++)                             \
+            for (int64_t a = a0; a < a0 + an; a++)                           \
+              d[a * da + b * db] = s[a * sa + b * sb];                       \
+        }                                                                    \
+    }                                                                        \
   }
+DEFINE_COPY(1, uint8_t)
+DEFINE_COPY(2, uint16_t)
+DEFINE_COPY(4, uint32_t)
+DEFINE_COPY(8, uint64_t)
+
+static bool try_copy(const ein_step *s, ein_loop_axes *kept,
+                     const ein_loop_axes *red, char *dst, const char *src,
+                     int threads) {
+  size_t w = ein_dtype_size(s->dst_dtype);
+  if (s->kind != EIN_STEP_LOOP || s->nsrc != 1 ||
+      s->src_dtype[0] != s->dst_dtype || s->alpha != 1 ||
+      s->op == EIN_REDUCE_ANY || s->op == EIN_REDUCE_ALL || red->n != 0 ||
+      !(w == 1 || w == 2 || w == 4 || w == 8))
+    return false;
+  int64_t na = 1, nb = 1, sta[3] = {0}, stb[3] = {0};
+  if (kept->n) {
+    /* a: the destination's fastest axis; b: the source's fastest other
+     * axis, when the source is faster along it than along a. */
+    int ia = kept->n - 1, ib = -1;
+    for (int i = 0; i < kept->n; i++)
+      if (i != ia && llabs(kept->st[i][1]) < llabs(kept->st[ia][1]) &&
+          (ib < 0 || llabs(kept->st[i][1]) < llabs(kept->st[ib][1])))
+        ib = i;
+    if (ib >= 0) {
+      ein_loop_axes_take(kept, ib, &nb, stb);
+      if (ib < ia) ia--;
+    }
+    ein_loop_axes_take(kept, ia, &na, sta);
+  }
+  int64_t nouter = ein_loop_axes_volume(kept);
+  void (*fn)(const ein_loop_axes *, int64_t, int64_t, char *, const char *,
+             int64_t, const int64_t *, int64_t, const int64_t *) =
+      w == 1 ? copy_range_1 : w == 2 ? copy_range_2 : w == 4 ? copy_range_4
+                                                            : copy_range_8;
+  double bytes = (double)nouter * (double)na * (double)nb * (double)w;
+#ifdef _OPENMP
+  if (threads > 1 && nouter > 1 && bytes > 1 << 18) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int t = 0; t < threads; t++)
+      fn(kept, nouter * t / threads, nouter * (t + 1) / threads, dst, src,
+         na, sta, nb, stb);
+    return true;
+  }
+#else
+  (void)threads;
+  (void)bytes;
+#endif
+  fn(kept, 0, nouter, dst, src, na, sta, nb, stb);
   return true;
 }
 
@@ -329,12 +501,16 @@ ein_status ein_cpu_loop(const ein_step *s, char *dst, const char *src0,
   bool empty;
   if (!ein_loop_axes_split(s, &kept, &red, &empty)) return EIN_ERR_LIMIT;
   if (empty) return EIN_OK;
-  /* The row axis: the source's fastest axis, if it is reduced. */
+  if (try_copy(s, &kept, &red, dst, src0, threads)) return EIN_OK;
+  /* The row axis: the source's fastest axis if it is reduced and long
+   * enough to be worth folding as a row (short ones, like the 2x2 window
+   * of a pooling, are better folded element-wise along a kept row). */
   int64_t kept_min = kept.n ? llabs(kept.st[kept.n - 1][1]) : INT64_MAX;
   int64_t red_min = red.n ? llabs(red.st[red.n - 1][1]) : INT64_MAX;
   if (s->kind == EIN_STEP_FILL) {
     j.row_n = 1;
-  } else if (red.n && (red_min < kept_min || !kept.n)) {
+  } else if (red.n && (!kept.n || (red_min < kept_min &&
+                                   red.size[red.n - 1] >= 16))) {
     j.row_reduced = true;
     take_row(&j, &red, red.n - 1);
   } else if (kept.n) {
@@ -348,10 +524,10 @@ ein_status ein_cpu_loop(const ein_step *s, char *dst, const char *src0,
   if (s->kind == EIN_STEP_FILL) {
     /* Fill: store the value through the row kernel's store. */
     int64_t n = ein_loop_axes_volume(&kept);
-    for (int64_t o = 0; o < n; o++) {
-      int64_t off[3];
-      ein_loop_axes_offsets(&kept, o, off);
-      char *p = dst + off[0] * (int64_t)j.esz[0];
+    ein_loop_cursor c;
+    ein_loop_cursor_start(&kept, 0, &c);
+    for (int64_t o = 0; o < n; o++, ein_loop_cursor_next(&kept, &c)) {
+      char *p = dst + c.off[0] * (int64_t)j.esz[0];
       if (j.acc == ACC_I64) {
         int64_t v = (int64_t)s->fill;
         store_i64(s->dst_dtype, p, 1, 1, &v);
@@ -365,23 +541,29 @@ ein_status ein_cpu_loop(const ein_step *s, char *dst, const char *src0,
     }
     return EIN_OK;
   }
-  if (try_memcpy(&j)) return EIN_OK;
 
   int64_t nouter = ein_loop_axes_volume(&j.outer);
-  double work = (double)nouter * (double)ein_loop_axes_volume(&j.red) *
-                (double)j.row_n;
+  int64_t nred = ein_loop_axes_volume(&j.red);
+  double work = (double)nouter * (double)nred * (double)j.row_n;
 #ifdef _OPENMP
-  if (threads > 1 && nouter > 1 && work > 1 << 16) {
+  if (threads > 1 && work > 1 << 16) {
+    /* Few outer rows but a long reduction: split the reduction. */
+    if (!j.row_reduced && nouter < 4 * threads && nred >= 8 * threads &&
+        (double)nouter * (double)j.row_n <= 1 << 20 && run_split(&j, threads))
+      return EIN_OK;
+    if (nouter > 1) {
 #pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t t = 0; t < threads; t++) {
-      int64_t lo = nouter * t / threads, hi = nouter * (t + 1) / threads;
-      run_range(&j, lo, hi);
+      for (int64_t t = 0; t < threads; t++) {
+        int64_t lo = nouter * t / threads, hi = nouter * (t + 1) / threads;
+        run_range(&j, lo, hi);
+      }
+      return EIN_OK;
     }
-    return EIN_OK;
   }
 #else
   (void)threads;
   (void)work;
+  (void)run_split;
 #endif
   run_range(&j, 0, nouter);
   return EIN_OK;

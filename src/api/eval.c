@@ -572,6 +572,10 @@ double ein_plan_flops(const ein_plan *plan) {
   return plan ? plan->ir->flops : 0;
 }
 
+double ein_plan_min_bytes(const ein_plan *plan) {
+  return plan ? plan->ir->min_bytes : 0;
+}
+
 int64_t ein_plan_largest_intermediate(const ein_plan *plan) {
   return plan ? plan->ir->largest_intermediate : 0;
 }

@@ -18,6 +18,8 @@ int cmd_plan(int argc, char **argv);
 void cmd_plan_help(void);
 int cmd_eval(int argc, char **argv);
 void cmd_eval_help(void);
+int cmd_bench(int argc, char **argv);
+void cmd_bench_help(void);
 int cmd_cuda_src(int argc, char **argv);
 void cmd_cuda_src_help(void);
 

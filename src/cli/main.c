@@ -17,6 +17,9 @@ static const cli_command commands[] = {
      cmd_plan, cmd_plan_help},
     {"eval", "evaluate an expression on .npy files", cmd_eval,
      cmd_eval_help},
+    {"bench", "time an expression on random inputs against the measured "
+              "floor",
+     cmd_bench, cmd_bench_help},
     {"cuda-src", "print the CUDA C that einc generates for an expression",
      cmd_cuda_src, cmd_cuda_src_help},
 };

@@ -71,6 +71,16 @@ void ein_loop_axes_offsets(const ein_loop_axes *la, int64_t idx,
   }
 }
 
+void ein_loop_cursor_start(const ein_loop_axes *la, int64_t flat,
+                           ein_loop_cursor *c) {
+  c->off[0] = c->off[1] = c->off[2] = 0;
+  for (int i = la->n - 1; i >= 0; i--) {
+    c->idx[i] = flat % la->size[i];
+    flat /= la->size[i];
+    for (int k = 0; k < 3; k++) c->off[k] += c->idx[i] * la->st[i][k];
+  }
+}
+
 bool ein_loop_axes_split(const ein_step *s, ein_loop_axes *kept,
                          ein_loop_axes *red, bool *empty) {
   kept->n = red->n = 0;

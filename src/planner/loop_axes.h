@@ -47,4 +47,27 @@ int64_t ein_loop_axes_volume(const ein_loop_axes *la);
 void ein_loop_axes_offsets(const ein_loop_axes *la, int64_t idx,
                            int64_t off[3]);
 
+/* A position in a loop_axes iteration, advanced one index at a time with
+ * carries, so inner loops never divide: the per-operand offsets of the
+ * current index are in off[]. */
+typedef struct ein_loop_cursor {
+  int64_t idx[EIN_LOOP_MAXAX];
+  int64_t off[3];
+} ein_loop_cursor;
+
+/* Places the cursor at flat index `flat` (last axis fastest). */
+void ein_loop_cursor_start(const ein_loop_axes *la, int64_t flat,
+                           ein_loop_cursor *c);
+
+/* Moves to the next flat index (wrapping to 0 after the last). */
+static inline void ein_loop_cursor_next(const ein_loop_axes *la,
+                                        ein_loop_cursor *c) {
+  for (int a = la->n - 1; a >= 0; a--) {
+    for (int k = 0; k < 3; k++) c->off[k] += la->st[a][k];
+    if (++c->idx[a] < la->size[a]) return;
+    c->idx[a] = 0;
+    for (int k = 0; k < 3; k++) c->off[k] -= la->size[a] * la->st[a][k];
+  }
+}
+
 #endif

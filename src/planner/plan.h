@@ -166,6 +166,11 @@ typedef struct ein_plan_ir {
   int64_t largest_intermediate; /* elements */
   int64_t workspace_bytes;
   double bytes_moved; /* sum of the steps' bytes */
+  /* Compulsory traffic: every input element the expression reads, once
+   * (a diagonal reads only its diagonal; a broadcast dim reads one
+   * element), plus every output element written once. The memory floor of
+   * a benchmark. */
+  double min_bytes;
   bool allow_tf32;    /* the caller lets f32 GEMMs use TF32 (CUDA) */
 } ein_plan_ir;
 

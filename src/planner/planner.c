@@ -827,6 +827,35 @@ void ein_plan_ir_destroy(ein_plan_ir *plan) {
   ein_arena_destroy(&arena);
 }
 
+/* Bytes an evaluation must move at least: each input's distinct elements
+ * read once (an axis repeated in one operand, a diagonal, counts once; a
+ * broadcast dim of size 1 counts once) and the output written once. */
+static double compulsory_bytes(const ein_problem *p,
+                               const ein_tensor_desc *inputs,
+                               const ein_tensor_desc *output) {
+  double total = 0;
+  for (int i = 0; i < p->ninputs; i++) {
+    const ein_bound_operand *op = &p->inputs[i];
+    ein_axset seen = {{0}};
+    double elems = 1;
+    for (int d = 0; d < op->ndim; d++) {
+      const ein_bound_dim *dim = &op->dims[d];
+      if (dim->broadcast) continue;
+      for (int f = dim->first; f < dim->first + dim->count; f++) {
+        int a = op->factors[f];
+        if (ein_axset_has(&seen, a)) continue;
+        ein_axset_add(&seen, a);
+        elems *= (double)p->axes[a].size;
+      }
+    }
+    total += elems * (double)ein_dtype_size(inputs[i].dtype);
+  }
+  double out_elems = 1;
+  for (int d = 0; d < p->output.ndim; d++)
+    out_elems *= (double)p->output.dims[d].size;
+  return total + out_elems * (double)ein_dtype_size(output->dtype);
+}
+
 ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
                           const ein_tensor_desc *output,
                           const ein_backend_caps *caps,
@@ -903,6 +932,7 @@ ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
     if (p->axes[a].in_input && p->axes[a].in_output) ein_axset_add(&kept, a);
   }
   ir->naive_flops = ein_step_flop_count(in_axes, kept, n, pl.size);
+  ir->min_bytes = compulsory_bytes(p, inputs, output);
 
   for (int i = 0; i < n; i++)
     add_buffer(&pl, EIN_BUF_INPUT, i, inputs[i].dtype, 0);

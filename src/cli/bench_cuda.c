@@ -1,0 +1,267 @@
+/*
+ * bench_cuda.c - a CUDA GPU as a bench_device: CUDA events on a stream the
+ * bench owns (the context is told to queue there), cuBLAS GEMM 8192^3 in
+ * the case's dtype and a 1 GiB device-to-device copy for the floors.
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_device.h"
+#include "half.h"
+
+typedef struct cuda_bench {
+  bench_device base;
+  int device;
+  cudaStream_t stream;
+  cudaEvent_t start, stop;
+  cublasHandle_t blas;
+} cuda_bench;
+
+static bool cuda_ok(cudaError_t e, const char *call, char *msg, size_t cap) {
+  if (e == cudaSuccess) return true;
+  snprintf(msg, cap, "%s failed: %s (%s)", call, cudaGetErrorName(e),
+           cudaGetErrorString(e));
+  return false;
+}
+
+static bool blas_ok(cublasStatus_t s, const char *call, char *msg,
+                    size_t cap) {
+  if (s == CUBLAS_STATUS_SUCCESS) return true;
+  snprintf(msg, cap, "%s failed: %s", call, cublasGetStatusString(s));
+  return false;
+}
+
+static void *cuda_upload(bench_device *dev, const void *src, size_t bytes,
+                         char *msg, size_t cap) {
+  cuda_bench *cb = (cuda_bench *)dev;
+  void *p = NULL;
+  if (!cuda_ok(cudaSetDevice(cb->device), "cudaSetDevice", msg, cap) ||
+      !cuda_ok(cudaMalloc(&p, bytes ? bytes : 256), "cudaMalloc", msg, cap))
+    return NULL;
+  cudaError_t e = src ? cudaMemcpy(p, src, bytes, cudaMemcpyHostToDevice)
+                      : cudaMemset(p, 0, bytes);
+  if (!cuda_ok(e, "cudaMemcpy (bench input)", msg, cap)) {
+    cudaFree(p);
+    return NULL;
+  }
+  return p;
+}
+
+static void cuda_release(bench_device *dev, void *p) {
+  (void)dev;
+  if (p) cudaFree(p);
+}
+
+static bool cuda_time(bench_device *dev, bench_work_fn work, void *arg,
+                      int warmup, int runs, double *ms, char *msg,
+                      size_t cap) {
+  cuda_bench *cb = (cuda_bench *)dev;
+  for (int r = 0; r < warmup; r++)
+    if (!work(arg, r)) return false;
+  if (!cuda_ok(cudaStreamSynchronize(cb->stream), "cudaStreamSynchronize",
+               msg, cap))
+    return false;
+  for (int r = 0; r < runs; r++) {
+    float t = 0;
+    if (!cuda_ok(cudaEventRecord(cb->start, cb->stream), "cudaEventRecord",
+                 msg, cap))
+      return false;
+    if (!work(arg, warmup + r)) return false;
+    if (!cuda_ok(cudaEventRecord(cb->stop, cb->stream), "cudaEventRecord",
+                 msg, cap) ||
+        !cuda_ok(cudaEventSynchronize(cb->stop), "cudaEventSynchronize", msg,
+                 cap) ||
+        !cuda_ok(cudaEventElapsedTime(&t, cb->start, cb->stop),
+                 "cudaEventElapsedTime", msg, cap))
+      return false;
+    ms[r] = t;
+  }
+  return true;
+}
+
+/* Times `reps` launches of a GEMM or copy recorded between two events;
+ * returns the median milliseconds of one, or a negative value on error. */
+typedef struct floor_op {
+  cuda_bench *cb;
+  bool gemm;
+  int n;
+  cudaDataType_t type;
+  cublasComputeType_t compute;
+  void *a, *c;
+  size_t bytes;
+} floor_op;
+
+static bool floor_once(floor_op *op, char *msg, size_t cap) {
+  if (op->gemm) {
+    float one32 = 1, zero32 = 0;
+    double one64 = 1, zero64 = 0;
+    bool f64 = op->compute == CUBLAS_COMPUTE_64F;
+    return blas_ok(cublasGemmEx(op->cb->blas, CUBLAS_OP_N, CUBLAS_OP_N,
+                                op->n, op->n, op->n,
+                                f64 ? (void *)&one64 : (void *)&one32, op->a,
+                                op->type, op->n, op->a, op->type, op->n,
+                                f64 ? (void *)&zero64 : (void *)&zero32,
+                                op->c, op->type, op->n, op->compute,
+                                CUBLAS_GEMM_DEFAULT),
+                   "cublasGemmEx (floor)", msg, cap);
+  }
+  return cuda_ok(cudaMemcpyAsync(op->c, op->a, op->bytes,
+                                 cudaMemcpyDeviceToDevice, op->cb->stream),
+                 "cudaMemcpyAsync (floor)", msg, cap);
+}
+
+static double floor_time(floor_op *op, int runs, char *msg, size_t cap) {
+  double t[16];
+  cuda_bench *cb = op->cb;
+  for (int r = 0; r < 2; r++)
+    if (!floor_once(op, msg, cap)) return -1;
+  for (int r = 0; r < runs; r++) {
+    float ms = 0;
+    if (!cuda_ok(cudaEventRecord(cb->start, cb->stream), "cudaEventRecord",
+                 msg, cap) ||
+        !floor_once(op, msg, cap) ||
+        !cuda_ok(cudaEventRecord(cb->stop, cb->stream), "cudaEventRecord",
+                 msg, cap) ||
+        !cuda_ok(cudaEventSynchronize(cb->stop), "cudaEventSynchronize", msg,
+                 cap) ||
+        !cuda_ok(cudaEventElapsedTime(&ms, cb->start, cb->stop),
+                 "cudaEventElapsedTime", msg, cap))
+      return -1;
+    t[r] = ms;
+  }
+  return bench_median(t, runs);
+}
+
+/* Host bytes of an n x n matrix of random values in [-1, 1) in dtype dt. */
+static void *random_matrix(ein_dtype dt, size_t count) {
+  size_t elem = ein_dtype_size(dt);
+  char *h = malloc(count * elem);
+  if (!h) return NULL;
+  uint64_t s = 88172645463325252ull;
+  for (size_t i = 0; i < count; i++) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    double v = (double)(s >> 11) * 0x1p-52 - 1.0;
+    if (dt == EIN_DT_F64)
+      ((double *)h)[i] = v;
+    else if (dt == EIN_DT_F32)
+      ((float *)h)[i] = (float)v;
+    else if (dt == EIN_DT_F16)
+      ((uint16_t *)h)[i] = ein_f32_to_f16((float)v);
+    else
+      ((uint16_t *)h)[i] = ein_f32_to_bf16((float)v);
+  }
+  return h;
+}
+
+static bool cuda_gemm_rate(bench_device *dev, ein_dtype dt, double *rate,
+                           char *msg, size_t cap) {
+  cuda_bench *cb = (cuda_bench *)dev;
+  *rate = 0;
+  floor_op op = {cb, true, 8192, CUDA_R_32F, CUBLAS_COMPUTE_32F,
+                 NULL, NULL, 0};
+  switch (dt) {
+  case EIN_DT_F64: op.type = CUDA_R_64F, op.compute = CUBLAS_COMPUTE_64F;
+    break;
+  case EIN_DT_F32: break; /* FP32 compute, no TF32: what einc uses */
+  case EIN_DT_F16: op.type = CUDA_R_16F; break;
+  case EIN_DT_BF16: op.type = CUDA_R_16BF; break;
+  default: return true; /* integers: no GEMM floor, memory only */
+  }
+  size_t count = (size_t)op.n * op.n, bytes = count * ein_dtype_size(dt);
+  void *host = random_matrix(dt, count);
+  if (!host) {
+    snprintf(msg, cap, "out of host memory for the GEMM floor");
+    return false;
+  }
+  op.a = cuda_upload(dev, host, bytes, msg, cap);
+  free(host);
+  if (!op.a) return false;
+  op.c = cuda_upload(dev, NULL, bytes, msg, cap);
+  double ms = op.c ? floor_time(&op, 5, msg, cap) : -1;
+  cudaFree(op.a);
+  if (op.c) cudaFree(op.c);
+  if (ms <= 0) return false;
+  *rate = 2.0 * op.n * (double)op.n * op.n / (ms * 1e-3);
+  return true;
+}
+
+static bool cuda_copy_rate(bench_device *dev, double *rate, char *msg,
+                           size_t cap) {
+  cuda_bench *cb = (cuda_bench *)dev;
+  floor_op op = {cb, false, 0, CUDA_R_32F, CUBLAS_COMPUTE_32F,
+                 NULL, NULL, (size_t)1 << 30};
+  op.a = cuda_upload(dev, NULL, op.bytes, msg, cap);
+  if (!op.a) return false;
+  op.c = cuda_upload(dev, NULL, op.bytes, msg, cap);
+  double ms = op.c ? floor_time(&op, 10, msg, cap) : -1;
+  cudaFree(op.a);
+  if (op.c) cudaFree(op.c);
+  if (ms <= 0) return false;
+  *rate = 2.0 * (double)op.bytes / (ms * 1e-3);
+  return true;
+}
+
+static void cuda_close(bench_device *dev) {
+  cuda_bench *cb = (cuda_bench *)dev;
+  if (cb->blas) cublasDestroy(cb->blas);
+  if (cb->start) cudaEventDestroy(cb->start);
+  if (cb->stop) cudaEventDestroy(cb->stop);
+  if (cb->stream) cudaStreamDestroy(cb->stream);
+  free(cb);
+}
+
+bench_device *bench_cuda_open(int device, ein_ctx *ctx, char *msg,
+                              size_t cap) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || device >= count) {
+    snprintf(msg, cap, "no CUDA device %d on this machine", device);
+    return NULL;
+  }
+  cuda_bench *cb = calloc(1, sizeof *cb);
+  if (!cb) {
+    snprintf(msg, cap, "out of memory");
+    return NULL;
+  }
+  cb->device = device;
+  struct cudaDeviceProp prop;
+  int l2 = 0;
+  bool ok = cuda_ok(cudaSetDevice(device), "cudaSetDevice", msg, cap) &&
+            cuda_ok(cudaGetDeviceProperties(&prop, device),
+                    "cudaGetDeviceProperties", msg, cap) &&
+            cuda_ok(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize,
+                                           device),
+                    "cudaDeviceGetAttribute", msg, cap) &&
+            cuda_ok(cudaStreamCreateWithFlags(&cb->stream,
+                                              cudaStreamNonBlocking),
+                    "cudaStreamCreate", msg, cap) &&
+            cuda_ok(cudaEventCreate(&cb->start), "cudaEventCreate", msg,
+                    cap) &&
+            cuda_ok(cudaEventCreate(&cb->stop), "cudaEventCreate", msg,
+                    cap) &&
+            blas_ok(cublasCreate(&cb->blas), "cublasCreate", msg, cap) &&
+            blas_ok(cublasSetStream(cb->blas, cb->stream), "cublasSetStream",
+                    msg, cap);
+  if (!ok) {
+    cuda_close(&cb->base);
+    return NULL;
+  }
+  static char name[16];
+  snprintf(name, sizeof name, "cuda:%d", device);
+  cb->base.name = name;
+  snprintf(cb->base.description, sizeof cb->base.description, "%s",
+           prop.name);
+  cb->base.dl = (DLDevice){kDLCUDA, device};
+  cb->base.cache_bytes = l2 > 0 ? l2 : 50 << 20;
+  cb->base.upload = cuda_upload;
+  cb->base.release = cuda_release;
+  cb->base.time = cuda_time;
+  cb->base.gemm_rate = cuda_gemm_rate;
+  cb->base.copy_rate = cuda_copy_rate;
+  cb->base.close = cuda_close;
+  ein_ctx_set_cuda_stream(ctx, cb->stream);
+  return &cb->base;
+}

@@ -1,0 +1,363 @@
+/*
+ * cmd_bench.c - `einc bench EXPR SHAPE...`: times one case and sets it
+ * against the floor measured in the same run.
+ *
+ * Inputs hold random values in [-1, 1) (small integers for integer
+ * dtypes); when they would fit twice in the device's last-level cache (L2
+ * on a GPU), several copies are made and the runs rotate through them so no
+ * run reads warm data. After warm-up runs (which also compile any kernel),
+ * each run is timed alone: CUDA events around ein_plan_execute on the GPU,
+ * the wall clock on the host. The report is the median.
+ *
+ * floor = max(plan FLOPs / GEMM rate, compulsory bytes / copy bandwidth),
+ * both rates measured here: cuBLAS GEMM 8192^3 in the case's dtype and a
+ * 1 GiB device-to-device copy on a GPU; BLAS GEMM 2048^3 and a 256 MiB
+ * memcpy on the host.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "args.h"
+#include "bench_device.h"
+#include "commands.h"
+#include "cuda_backend.h"
+#include "dtype.h"
+#include "half.h"
+
+void cmd_bench_help(void) {
+  puts(
+      "usage: einc bench EXPR SHAPE... [--dtype T] [--backend auto|cpu|cuda]\n"
+      "                  [--runs N] [--warmup N] [--no-floor] [--json]\n"
+      "                  [-D NAME=SIZE]... [--reduce R] [--numpy]\n"
+      "\n"
+      "Times EXPR on random inputs of the given shapes and reports the\n"
+      "median time, TFLOP/s, GB/s of compulsory traffic (inputs read once,\n"
+      "output written once) and the ratio to the floor measured in the same\n"
+      "run: max(FLOPs / GEMM rate, bytes / copy bandwidth), with cuBLAS GEMM\n"
+      "8192^3 and a 1 GiB copy on a GPU, BLAS GEMM 2048^3 and a 256 MiB\n"
+      "memcpy on the host. Inputs that fit twice in the last-level cache are\n"
+      "copied and rotated between runs.\n"
+      "\n"
+      "  --dtype T     f32 (default), f64, f16, bf16, integers\n"
+      "  --backend B   auto (default: cuda when a GPU exists, else cpu)\n"
+      "  --runs N      timed runs (default 20), each timed alone\n"
+      "  --warmup N    untimed runs first (default 3; they compile kernels)\n"
+      "  --no-floor    skip the floor measurements\n"
+      "  --json        one JSON object instead of the text report\n"
+      "  (see einc check --help for -D, --reduce, --numpy)\n"
+      "\n"
+      "example:\n"
+      "  einc bench 'b h i d, b h j d -> b h i j' 8x16x2048x128 "
+      "8x16x2048x128 --dtype bf16");
+}
+
+typedef struct bench_opts {
+  ein_dtype dtype;
+  int runs, warmup;
+  bool json, floor;
+  cli_common *common;
+} bench_opts;
+
+static bool parse_count(const char *opt, const char *v, int lo, int *out) {
+  char *end;
+  long n = strtol(v, &end, 10);
+  if (*end || end == v || n < lo || n > 100000) {
+    cli_errorf("%s takes a count from %d to 100000, not '%.40s'", opt, lo,
+               v);
+    return false;
+  }
+  *out = (int)n;
+  return true;
+}
+
+/* bench's own options. */
+static int bench_option(int argc, char **argv, int *i, void *state) {
+  bench_opts *bo = state;
+  const char *arg = argv[*i];
+  if (strcmp(arg, "--json") == 0) return bo->json = true, 1;
+  if (strcmp(arg, "--no-floor") == 0) return bo->floor = false, 1;
+  if (strcmp(arg, "--dtype") != 0 && strcmp(arg, "--backend") != 0 &&
+      strcmp(arg, "--runs") != 0 && strcmp(arg, "--warmup") != 0)
+    return 0;
+  if (*i + 1 >= argc) {
+    cli_errorf("%s needs a value", arg);
+    return -1;
+  }
+  const char *v = argv[++*i];
+  if (strcmp(arg, "--backend") == 0)
+    return cli_parse_backend(v, &bo->common->options.backend) ? 1 : -1;
+  if (strcmp(arg, "--runs") == 0)
+    return parse_count(arg, v, 1, &bo->runs) ? 1 : -1;
+  if (strcmp(arg, "--warmup") == 0)
+    return parse_count(arg, v, 0, &bo->warmup) ? 1 : -1;
+  if (!ein_dtype_parse(v, &bo->dtype)) {
+    cli_errorf("unknown dtype '%.40s' (f32, f64, f16, bf16, i8..i64, "
+               "u8..u64, bool)",
+               v);
+    return -1;
+  }
+  return 1;
+}
+
+/* Host bytes of n random elements of dtype dt: floats in [-1, 1), integers
+ * in [-8, 8) (unsigned [0, 16)), bools half true. */
+static void *random_data(ein_dtype dt, size_t n, uint64_t seed) {
+  size_t esize = ein_dtype_size(dt);
+  unsigned char *h = malloc(n ? n * esize : 1);
+  if (!h) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+    double v = (double)(seed >> 11) * 0x1p-52 - 1.0;
+    int64_t iv = (int64_t)(seed >> 60) - 8;
+    unsigned char *p = h + i * esize;
+    switch (dt) {
+    case EIN_DT_F16: *(uint16_t *)p = ein_f32_to_f16((float)v); break;
+    case EIN_DT_BF16: *(uint16_t *)p = ein_f32_to_bf16((float)v); break;
+    case EIN_DT_F32: *(float *)p = (float)v; break;
+    case EIN_DT_F64: *(double *)p = v; break;
+    case EIN_DT_BOOL: *p = v > 0; break;
+    case EIN_DT_U8: case EIN_DT_U16: case EIN_DT_U32: case EIN_DT_U64:
+      iv += 8; /* fall through */
+    default: memcpy(p, &iv, esize); /* little-endian: the low bytes */
+    }
+  }
+  return h;
+}
+
+typedef struct bench_run {
+  ein_ctx *ctx;
+  const ein_plan *plan;
+  int ninputs, copies;
+  DLTensor (*inputs)[EIN_MAX_OPERANDS]; /* [copy][operand] */
+  DLTensor *output;
+} bench_run;
+
+static bool run_once(void *arg, int run) {
+  bench_run *br = arg;
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  for (int i = 0; i < br->ninputs; i++)
+    ins[i] = &br->inputs[run % br->copies][i];
+  ein_status st =
+      ein_plan_execute(br->ctx, br->plan, ins, br->ninputs, br->output);
+  if (st) cli_print_error(ein_last_error(br->ctx));
+  return st == EIN_OK;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* What one benchmark measured. */
+typedef struct bench_result {
+  double median_ms, min_ms, max_ms, plan_ms, first_ms;
+  double flops, min_bytes;
+  double gemm_rate, copy_rate; /* 0 when not measured */
+  int copies;
+} bench_result;
+
+static void report(const char *expr, const bench_opts *bo,
+                   const bench_device *dev, const bench_result *r) {
+  double fl_c = r->gemm_rate > 0 ? r->flops / r->gemm_rate * 1e3 : 0;
+  double fl_m = r->copy_rate > 0 ? r->min_bytes / r->copy_rate * 1e3 : 0;
+  double floor_ms = fmax(fl_c, fl_m);
+  const char *bound = fl_c > fl_m ? "compute" : "memory";
+  double tflops = r->flops / (r->median_ms * 1e-3) * 1e-12;
+  double gbs = r->min_bytes / (r->median_ms * 1e-3) * 1e-9;
+  const char *dt = ein_dtype_name(bo->dtype);
+  if (bo->json) {
+    printf("{\"expression\":\"");
+    for (const char *c = expr; *c; c++)
+      printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+    printf("\",\"dtype\":\"%s\",\"device\":\"%s\",\"device_name\":\"%s\","
+           "\"runs\":%d,\"warmup\":%d,\"input_copies\":%d,"
+           "\"ms\":%.6g,\"ms_min\":%.6g,\"ms_max\":%.6g,"
+           "\"plan_ms\":%.6g,\"first_run_ms\":%.6g,"
+           "\"flops\":%.6g,\"min_bytes\":%.6g,\"tflops\":%.6g,\"gbs\":%.6g",
+           dt, dev->name, dev->description, bo->runs, bo->warmup, r->copies,
+           r->median_ms, r->min_ms, r->max_ms, r->plan_ms, r->first_ms,
+           r->flops, r->min_bytes, tflops, gbs);
+    if (floor_ms > 0)
+      printf(",\"gemm_tflops\":%.6g,\"copy_gbs\":%.6g,\"floor_ms\":%.6g,"
+             "\"floor_bound\":\"%s\",\"floor_ratio\":%.4g",
+             r->gemm_rate * 1e-12, r->copy_rate * 1e-9, floor_ms, bound,
+             r->median_ms / floor_ms);
+    printf("}\n");
+    return;
+  }
+  printf("case     %s  (%s on %s, %s)\n", expr, dt, dev->name,
+         dev->description);
+  printf("time     %.4f ms  median of %d runs (min %.4f, max %.4f); "
+         "%d input cop%s\n",
+         r->median_ms, bo->runs, r->min_ms, r->max_ms, r->copies,
+         r->copies == 1 ? "y" : "ies");
+  printf("compile  plan %.3f ms, first run %.3f ms\n", r->plan_ms,
+         r->first_ms);
+  printf("work     %.4g FLOPs = %.4g TFLOP/s; %.4g bytes compulsory = "
+         "%.4g GB/s\n",
+         r->flops, tflops, r->min_bytes, gbs);
+  if (floor_ms > 0)
+    printf("floor    %.4f ms (%s bound; GEMM %.4g TFLOP/s, copy %.4g GB/s)"
+           "  einc/floor %.3f\n",
+           floor_ms, bound, r->gemm_rate * 1e-12, r->copy_rate * 1e-9,
+           r->median_ms / floor_ms);
+}
+
+int cmd_bench(int argc, char **argv) {
+  static cli_common common;
+  static cli_shape shapes[EIN_MAX_OPERANDS];
+  memset(&common, 0, sizeof common);
+  bench_opts bo = {EIN_DT_F32, 20, 3, false, true, &common};
+  const char *pos[EIN_MAX_OPERANDS + 1];
+  int npos, nin;
+  int r = cli_parse_args(argc, argv, "bench", cmd_bench_help, &common,
+                         bench_option, &bo, pos, EIN_MAX_OPERANDS + 1, &npos);
+  if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
+  if (!cli_expr_and_shapes("bench", pos, npos, shapes, &nin))
+    return EXIT_INVALID;
+  const char *expr = pos[0];
+  ein_options *opt = &common.options;
+  if (opt->backend == EIN_BACKEND_AUTO)
+    opt->backend =
+        ein_cuda_device_count() > 0 ? EIN_BACKEND_CUDA : EIN_BACKEND_CPU;
+
+  int rc = EXIT_OK;
+  char msg[512] = "";
+  ein_ctx *ctx = NULL;
+  bench_device *dev = NULL;
+  ein_plan *plan = NULL;
+  bench_run br = {0};
+  DLTensor out = {0};
+  double *ms = NULL;
+  void *bufs[32 * EIN_MAX_OPERANDS + 1] = {0};
+  int nbufs = 0;
+  if (ein_ctx_create(&ctx) != EIN_OK) {
+    cli_errorf("out of memory");
+    return EXIT_INTERNAL;
+  }
+  dev = opt->backend == EIN_BACKEND_CUDA ? bench_cuda_open(0, ctx, msg,
+                                                           sizeof msg)
+                                         : bench_cpu_open(msg, sizeof msg);
+  if (!dev) {
+    cli_errorf("%s", msg);
+    rc = EXIT_INVALID;
+    goto done;
+  }
+
+  /* Shapes first: the plan says how big the output is. */
+  DLTensor shape_only[EIN_MAX_OPERANDS];
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  cli_shape_tensors(shapes, nin, ein_dtype_to_dl(bo.dtype), dev->dl.device_type,
+                    shape_only, ins);
+  double t0 = now_ms();
+  ein_status st = ein_plan_create(ctx, expr, ins, nin, NULL, opt, &plan);
+  double plan_ms = now_ms() - t0;
+  if (st) {
+    cli_print_error(ein_last_error(ctx));
+    rc = cli_exit_status(st);
+    goto done;
+  }
+
+  /* Inputs: one random host copy each, uploaded `copies` times. */
+  size_t esize = ein_dtype_size(bo.dtype), in_bytes = 0, elems[EIN_MAX_OPERANDS];
+  for (int i = 0; i < nin; i++) {
+    elems[i] = 1;
+    for (int d = 0; d < shapes[i].ndim; d++)
+      elems[i] *= (size_t)shapes[i].dims[d];
+    in_bytes += elems[i] * esize;
+  }
+  int copies = 1;
+  if (in_bytes > 0 && (double)in_bytes < 2.0 * (double)dev->cache_bytes) {
+    double want = ceil(4.0 * (double)dev->cache_bytes / (double)in_bytes);
+    copies = want > 32 ? 32 : (int)want;
+  }
+  br.inputs = calloc((size_t)copies, sizeof *br.inputs);
+  ms = calloc((size_t)bo.runs, sizeof *ms);
+  if (!br.inputs || !ms) {
+    cli_errorf("out of memory");
+    rc = EXIT_INTERNAL;
+    goto done;
+  }
+  for (int i = 0; i < nin; i++) {
+    void *host = random_data(bo.dtype, elems[i], 0x9E3779B97F4A7C15ull + i);
+    if (!host) {
+      cli_errorf("out of host memory for input %d", i + 1);
+      rc = EXIT_INTERNAL;
+      goto done;
+    }
+    for (int c = 0; c < copies; c++) {
+      void *p = dev->upload(dev, host, elems[i] * esize, msg, sizeof msg);
+      if (!p) {
+        free(host);
+        cli_errorf("input %d: %s", i + 1, msg);
+        rc = EXIT_INTERNAL;
+        goto done;
+      }
+      bufs[nbufs++] = p;
+      br.inputs[c][i] = shape_only[i];
+      br.inputs[c][i].data = p;
+    }
+    free(host);
+  }
+  int out_ndim = ein_plan_output_ndim(plan);
+  const int64_t *out_shape = ein_plan_output_shape(plan);
+  size_t out_elems = 1;
+  for (int d = 0; d < out_ndim; d++) out_elems *= (size_t)out_shape[d];
+  void *op = dev->upload(dev, NULL, out_elems * esize, msg, sizeof msg);
+  if (!op) {
+    cli_errorf("output: %s", msg);
+    rc = EXIT_INTERNAL;
+    goto done;
+  }
+  bufs[nbufs++] = op;
+  out.data = op;
+  out.device = dev->dl;
+  out.ndim = out_ndim;
+  out.shape = (int64_t *)out_shape;
+  out.dtype = ein_dtype_to_dl(bo.dtype);
+  br = (bench_run){ctx, plan, nin, copies, br.inputs, &out};
+
+  bench_result res = {0};
+  res.plan_ms = plan_ms;
+  res.copies = copies;
+  res.flops = ein_plan_flops(plan);
+  res.min_bytes = ein_plan_min_bytes(plan);
+  double first[1];
+  /* The first run alone: it compiles kernels (or reads them from cache). */
+  if (!dev->time(dev, run_once, &br, 0, 1, first, msg, sizeof msg) ||
+      !dev->time(dev, run_once, &br, bo.warmup, bo.runs, ms, msg,
+                 sizeof msg)) {
+    if (*msg) cli_errorf("%s", msg);
+    rc = EXIT_INTERNAL;
+    goto done;
+  }
+  res.first_ms = first[0];
+  res.median_ms = bench_median(ms, bo.runs);
+  res.min_ms = ms[0];
+  res.max_ms = ms[bo.runs - 1];
+  if (bo.floor &&
+      (!dev->gemm_rate(dev, bo.dtype, &res.gemm_rate, msg, sizeof msg) ||
+       !dev->copy_rate(dev, &res.copy_rate, msg, sizeof msg))) {
+    cli_errorf("floor: %s", msg);
+    rc = EXIT_INTERNAL;
+    goto done;
+  }
+  report(expr, &bo, dev, &res);
+
+done:
+  ein_plan_destroy(plan);
+  if (dev) {
+    ein_ctx_synchronize(ctx); /* before the bench's stream goes away */
+    ein_ctx_set_cuda_stream(ctx, NULL);
+    for (int i = 0; i < nbufs; i++) dev->release(dev, bufs[i]);
+    dev->close(dev);
+  }
+  free(br.inputs);
+  free(ms);
+  ein_ctx_destroy(ctx);
+  return rc;
+}
