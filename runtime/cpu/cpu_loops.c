@@ -16,6 +16,7 @@
  * not per element, and the inner loops vectorise. Outer kept indices are
  * split across OpenMP threads when there is enough work.
  */
+#include "alloc.h"
 #include "cpu_loops.h"
 
 #include <math.h>
@@ -336,7 +337,7 @@ typedef struct loop_job {
     int64_t nouter = ein_loop_axes_volume(&j->outer);                        \
     int64_t nred = ein_loop_axes_volume(&j->red);                            \
     int64_t width = nouter * j->row_n;                                       \
-    T *part = malloc((size_t)threads * (size_t)width * sizeof(T));           \
+    T *part = ein_malloc((size_t)threads * (size_t)width * sizeof(T));           \
     if (!part) return false;                                                 \
     OMP_PARALLEL_FOR                                                         \
     for (int t = 0; t < threads; t++) {                                      \
@@ -361,7 +362,7 @@ typedef struct loop_job {
         int64_t n = j->row_n - c0 < ROW ? j->row_n - c0 : ROW;               \
         store_chunk_##SUFFIX(j, oc.off, c0, n, part + o * j->row_n + c0);    \
       }                                                                      \
-    free(part);                                                              \
+    ein_free(part);                                                          \
     return true;                                                             \
   }
 

@@ -9,6 +9,7 @@
  * compiler strength-reduces. 32-bit indices are used whenever every offset
  * and count fits, 64-bit otherwise.
  */
+#include "alloc.h"
 #include "codegen.h"
 
 #include <math.h>
@@ -56,7 +57,7 @@ uint64_t ein_fnv1a(const void *data, size_t len, uint64_t seed) {
 void ein_kernel_src_free(ein_kernel_src *k) {
   if (!k)
     return;
-  free(k->source);
+  ein_free(k->source);
   k->source = NULL;
   k->len = 0;
 }

@@ -1,6 +1,7 @@
 /*
  * cuda_program.c - per-step decisions of the CUDA backend (cuda_program.h).
  */
+#include "alloc.h"
 #include "cuda_program.h"
 
 #include <limits.h>
@@ -83,20 +84,20 @@ void ein_cuda_program_free(void *program) {
     return;
   for (int i = 0; i < p->nsteps; i++)
     ein_kernel_src_free(&p->steps[i].kernel);
-  free(p->steps);
-  free(p);
+  ein_free(p->steps);
+  ein_free(p);
 }
 
 ein_status ein_cuda_program_build(const ein_plan_ir *plan,
                                   ein_cuda_program **out) {
   *out = NULL;
-  ein_cuda_program *p = calloc(1, sizeof *p);
+  ein_cuda_program *p = ein_calloc(1, sizeof *p);
   if (!p)
     return EIN_ERR_NO_MEMORY;
   p->steps =
-      calloc((size_t)(plan->nsteps ? plan->nsteps : 1), sizeof *p->steps);
+      ein_calloc((size_t)(plan->nsteps ? plan->nsteps : 1), sizeof *p->steps);
   if (!p->steps) {
-    free(p);
+    ein_free(p);
     return EIN_ERR_NO_MEMORY;
   }
   p->nsteps = plan->nsteps;
@@ -110,14 +111,14 @@ ein_status ein_cuda_program_build(const ein_plan_ir *plan,
       cs->cublas = ein_cublas_map(s, &cs->gemm);
       if (!cs->cublas) {
         ein_loop_axis *axes =
-            malloc(sizeof *axes * (size_t)(s->gemm.nbatch + 3));
+            ein_malloc(sizeof *axes * (size_t)(s->gemm.nbatch + 3));
         if (!axes)
           st = EIN_ERR_NO_MEMORY;
         else {
           ein_step loop;
           ein_gemm_as_loop(s, &loop, axes);
           st = ein_codegen_step(&loop, &cs->kernel);
-          free(axes);
+          ein_free(axes);
         }
       }
     } else {

@@ -410,11 +410,24 @@ static void choose_order(const planner *pl, ein_axset g,
  * loops; below it a copy of the operand is the better deal. */
 enum { SPLIT_MIN_INNER = 16 };
 
+/* A GEMM dimension below SPLIT_THIN is thin; K from SPLIT_DEEP_K is deep
+ * (see split_group). */
+enum { SPLIT_THIN = 256, SPLIT_DEEP_K = 256 };
+
 /* Moves the outer axes of group g into the batch order when only its inner
  * part collapses in every fixed holder (NULL entries are free layouts). */
 static void split_group(const planner *pl, gorder *g,
-                        const pview *const *fixed, gorder *batch) {
+                        const pview *const *fixed, gorder *batch,
+                        double k_volume) {
   int64_t size, stride;
+  /* Only the output blocks the group, and the GEMM is deep: one wide GEMM
+   * into a temporary and a store cost less than many thin calls (a thin
+   * GEMM runs well below the machine's rate; the store moves only the
+   * result, K times fewer bytes than the GEMM's FLOPs). */
+  bool input_ok = !fixed[0] || collapse(pl, fixed[0], g->ax, g->n, &size,
+                                        &stride);
+  int64_t whole = 1;
+  for (int j = 0; j < g->n; j++) whole *= pl->size[g->ax[j]];
   for (int i = 0; i < g->n; i++) {
     bool ok = true;
     for (int h = 0; h < 2 && ok; h++)
@@ -425,6 +438,9 @@ static void split_group(const planner *pl, gorder *g,
     int64_t inner = 1;
     for (int j = i; j < g->n; j++) inner *= pl->size[g->ax[j]];
     if (inner < SPLIT_MIN_INNER) return;
+    if (input_ok && inner < SPLIT_THIN && whole >= SPLIT_THIN &&
+        k_volume >= SPLIT_DEEP_K)
+      return;
     for (int j = 0; j < i; j++) batch->ax[batch->n++] = g->ax[j];
     memmove(g->ax, g->ax + i, sizeof(int) * (size_t)(g->n - i));
     g->n -= i;
@@ -520,8 +536,9 @@ static ein_status emit_gemm_node(planner *pl, const node *nd,
    * axes become batch loops (stride 0 in the operand without them) rather
    * than copying the operand, while the GEMMs left stay worth a call. */
   const pview *fm[2] = {lfix, want}, *fn[2] = {rfix, want};
-  split_group(pl, &om, fm, &ob);
-  split_group(pl, &on, fn, &ob);
+  double vk = ein_axset_volume(gk, pl->size);
+  split_group(pl, &om, fm, &ob, vk);
+  split_group(pl, &on, fn, &ob, vk);
 
   /* Children that are intermediates produce exactly the layout wanted. */
   pview lv, rv, lwant, rwant;

@@ -19,6 +19,8 @@ static int injected_failure(void) {
 
 void ein_alloc_fail_after(long n) { fail_countdown = n; }
 
+int ein_alloc_fail_pending(void) { return fail_countdown >= 0; }
+
 void *ein_malloc(size_t size) {
   if (injected_failure()) return NULL;
   return malloc(size ? size : 1);

@@ -22,4 +22,8 @@ char *ein_strndup(const char *s, size_t len);
  * one); a negative n disables injection. Not thread-safe: tests only. */
 void ein_alloc_fail_after(long n);
 
+/* Test hook: true while the failure set by ein_alloc_fail_after has not
+ * happened yet (the code ran out of allocations before reaching it). */
+int ein_alloc_fail_pending(void);
+
 #endif
