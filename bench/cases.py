@@ -1,4 +1,5 @@
 """The benchmark suite of bench/cases.tsv, shared by the drivers."""
+import math
 import os
 import shlex
 
@@ -25,6 +26,22 @@ class Case:
 
     def reduction(self):
         return self.flags[self.flags.index('--reduce') + 1] if '--reduce' in self.flags else None
+
+
+def median(values):
+    """The median, as `einc bench` reports it."""
+    t = sorted(values)
+    k = len(t)
+    return t[k // 2] if k % 2 else 0.5 * (t[k // 2 - 1] + t[k // 2])
+
+
+def rotation_copies(nbytes, cache_bytes):
+    """Input copies to rotate through, by `einc bench`'s rule: inputs that
+    fit twice in the cache get enough copies to cover it four times, at most
+    32."""
+    if nbytes == 0 or nbytes >= 2 * cache_bytes:
+        return 1
+    return min(32, math.ceil(4 * cache_bytes / nbytes))
 
 
 def load(path=os.path.join(HERE, 'cases.tsv')):

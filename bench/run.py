@@ -56,8 +56,7 @@ def host_time(fn, inputs_copies, runs=20, warmup=3):
         fn(*xs)
         if r >= warmup:
             t.append((time.perf_counter() - t0) * 1e3)
-    t.sort()
-    return t[len(t) // 2] if len(t) % 2 else 0.5 * (t[len(t) // 2 - 1] + t[len(t) // 2])
+    return suite.median(t)
 
 
 def geomean(xs):
@@ -81,7 +80,7 @@ def run_cpu(args, cases):
             shapes = c.cpu_shapes
             base = [rng.uniform(-1, 1, s).astype(npdt) for s in shapes]
             nbytes = sum(x.nbytes for x in base)
-            copies = min(32, math.ceil(4 * llc_bytes() / nbytes)) if nbytes < 2 * llc_bytes() else 1
+            copies = suite.rotation_copies(nbytes, llc_bytes())
             copies_list = [base] + [[x.copy() for x in base] for _ in range(copies - 1)]
             np_ms = host_time(numpy_ref.numpy_fn(c, shapes), copies_list, args.runs)
             eo = numpy_ref.einops_fn(c, shapes)

@@ -14,7 +14,6 @@ timed alone with CUDA events.
 
 Run alone for a quick look:  python3 bench/torch_ref.py [case ...]
 """
-import math
 import os
 import sys
 
@@ -68,16 +67,10 @@ def jax_fn(case, dtype):
     return jax.jit(lambda *xs: jnp.einsum(sub, *xs, precision=prec))
 
 
-def _median(t):
-    t = sorted(t)
-    k = len(t)
-    return t[k // 2] if k % 2 else 0.5 * (t[k // 2 - 1] + t[k // 2])
-
-
 def _copies(base):
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     nbytes = sum(x.numel() * x.element_size() for x in base)
-    k = min(32, math.ceil(4 * l2 / nbytes)) if nbytes < 2 * l2 else 1
+    k = suite.rotation_copies(nbytes, l2)
     return [base] + [[x.clone() for x in base] for _ in range(k - 1)]
 
 
@@ -94,7 +87,7 @@ def cuda_time(fn, copies, runs, warmup=3):
         e.record()
         e.synchronize()
         t.append(s.elapsed_time(e))
-    return _median(t)
+    return suite.median(t)
 
 
 def time_case(case, dtype, runs=20):
@@ -125,7 +118,7 @@ def time_case(case, dtype, runs=20):
             t0 = time.perf_counter()
             jf(*xs).block_until_ready()
             t.append((time.perf_counter() - t0) * 1e3)
-        out['jax'] = _median(t)
+        out['jax'] = suite.median(t)
     del copies, base
     torch.cuda.empty_cache()
     return out

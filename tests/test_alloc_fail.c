@@ -111,6 +111,13 @@ static const scenario scenarios[] = {
 
 static float want[1 << 16], got[1 << 16];
 
+/* The last run gave got[0..n_got), bit for bit the clean run's want[0..n). */
+static bool same_result(int64_t n_got, int64_t n) {
+  bool same = n_got == n;
+  for (int64_t i = 0; same && i < n; i++) same = got[i] == want[i];
+  return same;
+}
+
 static void check_scenario(const scenario *sc) {
   ein_ctx *ctx;
   int64_t n = 0, n2 = 0;
@@ -132,9 +139,8 @@ static void check_scenario(const scenario *sc) {
       break;
     }
     if (st == EIN_OK) { /* absorbed: a fallback path (split reductions) */
-      bool same = n2 == n;
-      for (int64_t i = 0; same && i < n; i++) same = got[i] == want[i];
-      CHECK(same, "%s: allocation %ld absorbed, but a wrong result",
+      CHECK(same_result(n2, n), "%s: allocation %ld absorbed, but a wrong "
+            "result",
             sc->name, k);
       absorbed++;
       ein_ctx_destroy(ctx);
@@ -149,9 +155,7 @@ static void check_scenario(const scenario *sc) {
     st = run(ctx, sc, got, &n2);
     CHECK(st == EIN_OK, "%s: after allocation %ld failed, the next call "
           "failed: %s", sc->name, k, ein_last_error(ctx)->message);
-    bool same = n2 == n;
-    for (int64_t i = 0; same && i < n; i++) same = got[i] == want[i];
-    CHECK(same, "%s: after allocation %ld failed, a wrong result",
+    CHECK(same_result(n2, n), "%s: after allocation %ld failed, a wrong result",
           sc->name, k);
     ein_ctx_destroy(ctx);
   }

@@ -436,6 +436,30 @@ static int run_case(ein_ctx *ctx, uint64_t seed, int *skipped) {
   return failed;
 }
 
+/* Large cases take their seeds from seed0 + LARGE_SEED_OFFSET on, so they
+ * never repeat a small case's seed. */
+enum { LARGE_SEED_OFFSET = 1000000 };
+
+/* Runs `count` cases with seeds seed0 + offset + k, alternating the two
+ * contexts, and checks each bindable one against the reference; a failure
+ * names the environment that repeats it alone. Returns how many were
+ * compared (the rest could not be bound). */
+static int run_cases(ein_ctx *const ctxs[2], uint64_t seed0, uint64_t offset,
+                     int count, const char *what, const char *repeat_env,
+                     int *skipped) {
+  int compared = 0;
+  for (int k = 0; k < count; k++) {
+    int before = *skipped;
+    int f = run_case(ctxs[k % 2], seed0 + offset + (uint64_t)k, skipped);
+    if (*skipped == before) {
+      compared++;
+      CHECK(!f, "%s %d (EIN_SEED=%llu %s)", what, k,
+            (unsigned long long)(seed0 + (uint64_t)k), repeat_env);
+    }
+  }
+  return compared;
+}
+
 int main(int argc, char **argv) {
   on_gpu = argc > 1 && strcmp(argv[1], "--cuda") == 0;
   if (on_gpu && ein_cuda_device_count() == 0) {
@@ -460,32 +484,19 @@ int main(int argc, char **argv) {
   gemm_ctx->cuda_caps = *ein_cuda_caps();
   gemm_ctx->cuda_caps.gemm_min_flops = 0;
   gemm_ctx->cuda_caps_set = true;
-  int skipped = 0, compared = 0;
-  for (int k = 0; k < cases; k++) {
-    int before = skipped;
-    int f = run_case(k % 2 ? gemm_ctx : ctx, seed0 + (uint64_t)k, &skipped);
-    if (skipped == before) {
-      compared++;
-      CHECK(!f, "case %d (EIN_SEED=%llu EIN_CASES=1)", k,
-            (unsigned long long)(seed0 + (uint64_t)k));
-    }
-  }
+  ein_ctx *const ctxs[2] = {ctx, gemm_ctx};
+  int skipped = 0;
+  int compared = run_cases(ctxs, seed0, 0, cases, "case",
+                           "EIN_CASES=1 EIN_LARGE_CASES=0", &skipped);
   printf("compared %d cases with the reference, skipped %d unbindable\n",
          compared, skipped);
   CHECK(compared >= 1000, "only %d cases compared", compared);
   const char *lenv = getenv("EIN_LARGE_CASES");
-  int large = lenv ? atoi(lenv) : 120, large_compared = 0;
+  int large = lenv ? atoi(lenv) : 120;
   large_cases = true;
-  for (int k = 0; k < large; k++) {
-    int before = skipped;
-    uint64_t seed = seed0 + 1000000 + (uint64_t)k;
-    int f = run_case(k % 2 ? gemm_ctx : ctx, seed, &skipped);
-    if (skipped == before) {
-      large_compared++;
-      CHECK(!f, "large case %d (EIN_SEED=%llu EIN_CASES=0 EIN_LARGE_CASES=1)",
-            k, (unsigned long long)(seed - 1000000));
-    }
-  }
+  int large_compared =
+      run_cases(ctxs, seed0, LARGE_SEED_OFFSET, large, "large case",
+                "EIN_CASES=0 EIN_LARGE_CASES=1", &skipped);
   printf("compared %d large cases with the reference\n", large_compared);
   CHECK(large == 0 || large_compared >= large / 2,
         "only %d large cases compared", large_compared);

@@ -218,6 +218,14 @@ bool cli_parse_backend(const char *v, ein_backend_kind *out) {
   return true;
 }
 
+bool cli_parse_dtype(const char *v, ein_dtype *out) {
+  if (ein_dtype_parse(v, out)) return true;
+  cli_errorf("unknown dtype '%.40s' (f32, f64, f16, bf16, i8..i64, "
+             "u8..u64, bool)",
+             v);
+  return false;
+}
+
 void cli_shape_tensors(const cli_shape *shapes, int n, DLDataType dt,
                        DLDeviceType device, DLTensor *tensors,
                        const DLTensor **ptrs) {

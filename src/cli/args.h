@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "dtype.h"
 #include "ein.h"
 
 typedef struct cli_shape {
@@ -72,6 +73,10 @@ int cli_exit_status(ein_status status);
 /* Parses "auto", "cpu" or "cuda" into *out; prints an error and returns
  * false for anything else. */
 bool cli_parse_backend(const char *v, ein_backend_kind *out);
+
+/* Parses a dtype name ("f32", "bf16", "i64", ...) into *out; prints an
+ * error listing the names and returns false for anything else. */
+bool cli_parse_dtype(const char *v, ein_dtype *out);
 
 /* Shape-only tensors (data NULL) of dtype dt on `device` for planning:
  * tensors[i] describes shapes[i], ptrs[i] points at it. */

@@ -7,29 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench_device.h"
 #ifdef EIN_HAVE_CBLAS
 #include <cblas.h>
 #endif
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-double bench_median(double *v, int n) {
-  for (int i = 1; i < n; i++) /* insertion sort: n is small */
-    for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-      double t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void *cpu_upload(bench_device *dev, const void *src, size_t bytes,
                         char *msg, size_t cap) {
@@ -65,19 +48,11 @@ static bool cpu_time(bench_device *dev, bench_work_fn work, void *arg,
   for (int r = 0; r < warmup; r++)
     if (!work(arg, r)) return false;
   for (int r = 0; r < runs; r++) {
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     if (!work(arg, warmup + r)) return false;
-    ms[r] = now_ms() - t0;
+    ms[r] = bench_now_ms() - t0;
   }
   return true;
-}
-
-/* Fills n floats with values in [-1, 1) (xorshift; never zeros alone). */
-static void random_floats(float *v, size_t n, uint64_t seed) {
-  for (size_t i = 0; i < n; i++) {
-    seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-    v[i] = (float)((double)(seed >> 11) * 0x1p-52 - 1.0);
-  }
 }
 
 static bool cpu_gemm_rate(bench_device *dev, ein_dtype dt, double *rate,
@@ -90,35 +65,24 @@ static bool cpu_gemm_rate(bench_device *dev, ein_dtype dt, double *rate,
   bool f64 = dt == EIN_DT_F64;
   const int n = 2048;
   size_t elem = f64 ? 8 : 4, count = (size_t)n * n;
-  char *a = malloc(count * elem), *c = malloc(count * elem);
+  char *a = bench_random_data(f64 ? EIN_DT_F64 : EIN_DT_F32, count,
+                              88172645463325252ull);
+  char *c = malloc(count * elem);
   if (!a || !c) {
     free(a), free(c);
     snprintf(msg, cap, "out of memory for the GEMM floor");
     return false;
   }
-  if (f64) {
-    float *tmp = malloc(count * sizeof *tmp);
-    if (!tmp) {
-      free(a), free(c);
-      snprintf(msg, cap, "out of memory for the GEMM floor");
-      return false;
-    }
-    random_floats(tmp, count, 88172645463325252ull);
-    for (size_t i = 0; i < count; i++) ((double *)a)[i] = tmp[i];
-    free(tmp);
-  } else {
-    random_floats((float *)a, count, 88172645463325252ull);
-  }
   double best = 1e300;
   for (int r = 0; r < 4; r++) { /* the first run warms BLAS's threads */
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     if (f64)
       cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0,
                   (double *)a, n, (double *)a, n, 0.0, (double *)c, n);
     else
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
                   (float *)a, n, (float *)a, n, 0.0f, (float *)c, n);
-    double t = now_ms() - t0;
+    double t = bench_now_ms() - t0;
     if (r > 0 && t < best) best = t;
   }
   free(a), free(c);
@@ -143,9 +107,9 @@ static bool cpu_copy_rate(bench_device *dev, double *rate, char *msg,
   memset(b, 2, bytes);
   double t[7];
   for (int r = 0; r < 7; r++) {
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     memcpy(r % 2 ? a : b, r % 2 ? b : a, bytes);
-    t[r] = now_ms() - t0;
+    t[r] = bench_now_ms() - t0;
   }
   double med = bench_median(t, 7);
   free(a), free(b);

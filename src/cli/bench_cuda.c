@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "bench_device.h"
-#include "half.h"
 
 typedef struct cuda_bench {
   bench_device base;
@@ -83,8 +82,7 @@ static bool cuda_time(bench_device *dev, bench_work_fn work, void *arg,
   return true;
 }
 
-/* Times `reps` launches of a GEMM or copy recorded between two events;
- * returns the median milliseconds of one, or a negative value on error. */
+/* A floor measurement: a GEMM or a copy, timed by cuda_time like a case. */
 typedef struct floor_op {
   cuda_bench *cb;
   bool gemm;
@@ -93,9 +91,13 @@ typedef struct floor_op {
   cublasComputeType_t compute;
   void *a, *c;
   size_t bytes;
+  char *msg; /* where a failure is described */
+  size_t cap;
 } floor_op;
 
-static bool floor_once(floor_op *op, char *msg, size_t cap) {
+static bool floor_once(void *arg, int run) {
+  floor_op *op = arg;
+  (void)run;
   if (op->gemm) {
     float one32 = 1, zero32 = 0;
     double one64 = 1, zero64 = 0;
@@ -107,54 +109,21 @@ static bool floor_once(floor_op *op, char *msg, size_t cap) {
                                 f64 ? (void *)&zero64 : (void *)&zero32,
                                 op->c, op->type, op->n, op->compute,
                                 CUBLAS_GEMM_DEFAULT),
-                   "cublasGemmEx (floor)", msg, cap);
+                   "cublasGemmEx (floor)", op->msg, op->cap);
   }
   return cuda_ok(cudaMemcpyAsync(op->c, op->a, op->bytes,
                                  cudaMemcpyDeviceToDevice, op->cb->stream),
-                 "cudaMemcpyAsync (floor)", msg, cap);
+                 "cudaMemcpyAsync (floor)", op->msg, op->cap);
 }
 
-static double floor_time(floor_op *op, int runs, char *msg, size_t cap) {
+/* Median milliseconds of `runs` operations after 2 warm-ups; negative on
+ * error (described in op->msg). */
+static double floor_time(floor_op *op, int runs) {
   double t[16];
-  cuda_bench *cb = op->cb;
-  for (int r = 0; r < 2; r++)
-    if (!floor_once(op, msg, cap)) return -1;
-  for (int r = 0; r < runs; r++) {
-    float ms = 0;
-    if (!cuda_ok(cudaEventRecord(cb->start, cb->stream), "cudaEventRecord",
-                 msg, cap) ||
-        !floor_once(op, msg, cap) ||
-        !cuda_ok(cudaEventRecord(cb->stop, cb->stream), "cudaEventRecord",
-                 msg, cap) ||
-        !cuda_ok(cudaEventSynchronize(cb->stop), "cudaEventSynchronize", msg,
-                 cap) ||
-        !cuda_ok(cudaEventElapsedTime(&ms, cb->start, cb->stop),
-                 "cudaEventElapsedTime", msg, cap))
-      return -1;
-    t[r] = ms;
-  }
+  if (!cuda_time(&op->cb->base, floor_once, op, 2, runs, t, op->msg,
+                 op->cap))
+    return -1;
   return bench_median(t, runs);
-}
-
-/* Host bytes of an n x n matrix of random values in [-1, 1) in dtype dt. */
-static void *random_matrix(ein_dtype dt, size_t count) {
-  size_t elem = ein_dtype_size(dt);
-  char *h = malloc(count * elem);
-  if (!h) return NULL;
-  uint64_t s = 88172645463325252ull;
-  for (size_t i = 0; i < count; i++) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    double v = (double)(s >> 11) * 0x1p-52 - 1.0;
-    if (dt == EIN_DT_F64)
-      ((double *)h)[i] = v;
-    else if (dt == EIN_DT_F32)
-      ((float *)h)[i] = (float)v;
-    else if (dt == EIN_DT_F16)
-      ((uint16_t *)h)[i] = ein_f32_to_f16((float)v);
-    else
-      ((uint16_t *)h)[i] = ein_f32_to_bf16((float)v);
-  }
-  return h;
 }
 
 static bool cuda_gemm_rate(bench_device *dev, ein_dtype dt, double *rate,
@@ -162,7 +131,7 @@ static bool cuda_gemm_rate(bench_device *dev, ein_dtype dt, double *rate,
   cuda_bench *cb = (cuda_bench *)dev;
   *rate = 0;
   floor_op op = {cb, true, 8192, CUDA_R_32F, CUBLAS_COMPUTE_32F,
-                 NULL, NULL, 0};
+                 NULL, NULL, 0, msg, cap};
   switch (dt) {
   case EIN_DT_F64: op.type = CUDA_R_64F, op.compute = CUBLAS_COMPUTE_64F;
     break;
@@ -172,7 +141,7 @@ static bool cuda_gemm_rate(bench_device *dev, ein_dtype dt, double *rate,
   default: return true; /* integers: no GEMM floor, memory only */
   }
   size_t count = (size_t)op.n * op.n, bytes = count * ein_dtype_size(dt);
-  void *host = random_matrix(dt, count);
+  void *host = bench_random_data(dt, count, 88172645463325252ull);
   if (!host) {
     snprintf(msg, cap, "out of host memory for the GEMM floor");
     return false;
@@ -181,7 +150,7 @@ static bool cuda_gemm_rate(bench_device *dev, ein_dtype dt, double *rate,
   free(host);
   if (!op.a) return false;
   op.c = cuda_upload(dev, NULL, bytes, msg, cap);
-  double ms = op.c ? floor_time(&op, 5, msg, cap) : -1;
+  double ms = op.c ? floor_time(&op, 5) : -1;
   cudaFree(op.a);
   if (op.c) cudaFree(op.c);
   if (ms <= 0) return false;
@@ -193,11 +162,11 @@ static bool cuda_copy_rate(bench_device *dev, double *rate, char *msg,
                            size_t cap) {
   cuda_bench *cb = (cuda_bench *)dev;
   floor_op op = {cb, false, 0, CUDA_R_32F, CUBLAS_COMPUTE_32F,
-                 NULL, NULL, (size_t)1 << 30};
+                 NULL, NULL, (size_t)1 << 30, msg, cap};
   op.a = cuda_upload(dev, NULL, op.bytes, msg, cap);
   if (!op.a) return false;
   op.c = cuda_upload(dev, NULL, op.bytes, msg, cap);
-  double ms = op.c ? floor_time(&op, 10, msg, cap) : -1;
+  double ms = op.c ? floor_time(&op, 10) : -1;
   cudaFree(op.a);
   if (op.c) cudaFree(op.c);
   if (ms <= 0) return false;

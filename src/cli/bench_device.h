@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "dtype.h"
 #include "ein.h"
@@ -57,5 +58,13 @@ bench_device *bench_cuda_open(int device, ein_ctx *ctx, char *msg,
 
 /* Median of n values (sorts them). */
 double bench_median(double *v, int n);
+
+/* The monotonic clock in milliseconds. */
+double bench_now_ms(void);
+
+/* n random elements of dtype dt in a new host buffer (free() it): floats
+ * in [-1, 1), integers in [-8, 8) (unsigned [0, 16)), bools half true.
+ * NULL when out of memory. */
+void *bench_random_data(ein_dtype dt, size_t n, uint64_t seed);
 
 #endif

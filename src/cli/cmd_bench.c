@@ -18,14 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "args.h"
 #include "bench_device.h"
 #include "commands.h"
 #include "cuda_backend.h"
 #include "dtype.h"
-#include "half.h"
 
 void cmd_bench_help(void) {
   puts(
@@ -93,38 +91,7 @@ static int bench_option(int argc, char **argv, int *i, void *state) {
     return parse_count(arg, v, 1, &bo->runs) ? 1 : -1;
   if (strcmp(arg, "--warmup") == 0)
     return parse_count(arg, v, 0, &bo->warmup) ? 1 : -1;
-  if (!ein_dtype_parse(v, &bo->dtype)) {
-    cli_errorf("unknown dtype '%.40s' (f32, f64, f16, bf16, i8..i64, "
-               "u8..u64, bool)",
-               v);
-    return -1;
-  }
-  return 1;
-}
-
-/* Host bytes of n random elements of dtype dt: floats in [-1, 1), integers
- * in [-8, 8) (unsigned [0, 16)), bools half true. */
-static void *random_data(ein_dtype dt, size_t n, uint64_t seed) {
-  size_t esize = ein_dtype_size(dt);
-  unsigned char *h = malloc(n ? n * esize : 1);
-  if (!h) return NULL;
-  for (size_t i = 0; i < n; i++) {
-    seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-    double v = (double)(seed >> 11) * 0x1p-52 - 1.0;
-    int64_t iv = (int64_t)(seed >> 60) - 8;
-    unsigned char *p = h + i * esize;
-    switch (dt) {
-    case EIN_DT_F16: *(uint16_t *)p = ein_f32_to_f16((float)v); break;
-    case EIN_DT_BF16: *(uint16_t *)p = ein_f32_to_bf16((float)v); break;
-    case EIN_DT_F32: *(float *)p = (float)v; break;
-    case EIN_DT_F64: *(double *)p = v; break;
-    case EIN_DT_BOOL: *p = v > 0; break;
-    case EIN_DT_U8: case EIN_DT_U16: case EIN_DT_U32: case EIN_DT_U64:
-      iv += 8; /* fall through */
-    default: memcpy(p, &iv, esize); /* little-endian: the low bytes */
-    }
-  }
-  return h;
+  return cli_parse_dtype(v, &bo->dtype) ? 1 : -1;
 }
 
 typedef struct bench_run {
@@ -144,12 +111,6 @@ static bool run_once(void *arg, int run) {
       ein_plan_execute(br->ctx, br->plan, ins, br->ninputs, br->output);
   if (st) cli_print_error(ein_last_error(br->ctx));
   return st == EIN_OK;
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 /* What one benchmark measured. */
@@ -253,9 +214,9 @@ int cmd_bench(int argc, char **argv) {
   const DLTensor *ins[EIN_MAX_OPERANDS];
   cli_shape_tensors(shapes, nin, ein_dtype_to_dl(bo.dtype), dev->dl.device_type,
                     shape_only, ins);
-  double t0 = now_ms();
+  double t0 = bench_now_ms();
   ein_status st = ein_plan_create(ctx, expr, ins, nin, NULL, opt, &plan);
-  double plan_ms = now_ms() - t0;
+  double plan_ms = bench_now_ms() - t0;
   if (st) {
     cli_print_error(ein_last_error(ctx));
     rc = cli_exit_status(st);
@@ -283,7 +244,7 @@ int cmd_bench(int argc, char **argv) {
     goto done;
   }
   for (int i = 0; i < nin; i++) {
-    void *host = random_data(bo.dtype, elems[i], 0x9E3779B97F4A7C15ull + i);
+    void *host = bench_random_data(bo.dtype, elems[i], 0x9E3779B97F4A7C15ull + i);
     if (!host) {
       cli_errorf("out of host memory for input %d", i + 1);
       rc = EXIT_INTERNAL;

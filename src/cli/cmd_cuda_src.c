@@ -39,13 +39,7 @@ static int src_option(int argc, char **argv, int *i, void *state) {
     return -1;
   }
   const char *v = argv[++*i];
-  if (!ein_dtype_parse(v, dt)) {
-    cli_errorf("unknown dtype '%.40s' (f32, f64, f16, bf16, i8..i64, "
-               "u8..u64, bool)",
-               v);
-    return -1;
-  }
-  return 1;
+  return cli_parse_dtype(v, dt) ? 1 : -1;
 }
 
 int cmd_cuda_src(int argc, char **argv) {

@@ -67,12 +67,7 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
   if (strcmp(arg, "--backend") == 0)
     return cli_parse_backend(v, &po->common->options.backend) ? 1 : -1;
   if (strcmp(arg, "--dtype") == 0) {
-    if (!ein_dtype_parse(v, &po->dtype)) {
-      cli_errorf("unknown dtype '%.40s' (f32, f64, f16, bf16, i8..i64, "
-                 "u8..u64, bool)",
-                 v);
-      return -1;
-    }
+    if (!cli_parse_dtype(v, &po->dtype)) return -1;
   } else if (strcmp(arg, "--device") == 0) {
     if (strcmp(v, "h100") != 0 && strcmp(v, "h200") != 0) {
       cli_errorf("unknown device model '%.40s' (h100, h200)", v);
