@@ -14,7 +14,10 @@
  *     ein_last_error() and render it with ein_error_format().
  *   - NULL options mean the defaults; a zero-initialised ein_options is the
  *     default too, so new fields appended later keep old callers working.
- *   - A context is not safe to use from two threads at once.
+ *   - Threads may share a context: any calls may run at once, except
+ *     ein_ctx_destroy, which must come last. Errors are per thread
+ *     (ein_last_error shows the calling thread's own). docs/reliability.md
+ *     says how.
  */
 #ifndef EIN_H
 #define EIN_H
@@ -90,7 +93,7 @@ typedef struct ein_span {
  * the text the spans point into (NULL when the error has no text, e.g. an
  * invalid argument). spans[0] is the culprit; spans[1], when nspans is 2, is
  * the other place that disagrees with it. Valid until the next call on the
- * same object. */
+ * same object (for a context: by the same thread). */
 typedef struct ein_error {
   ein_status status;
   const char *message;
@@ -132,7 +135,9 @@ EIN_API void ein_ctx_set_cuda_stream(ein_ctx *ctx, void *stream);
  * once when nothing ran on a GPU. */
 EIN_API ein_status ein_ctx_synchronize(ein_ctx *ctx);
 
-/* The last error recorded on ctx; status EIN_OK if the last call succeeded. */
+/* The error of the calling thread's last call on ctx; status EIN_OK if
+ * that call succeeded (or the thread has made none). Valid until the same
+ * thread's next call on ctx. */
 EIN_API const ein_error *ein_last_error(const ein_ctx *ctx);
 
 /* ------------------------------------------------------------- options */

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/run.sh - the test command of the README and of CI.
 #
-# Builds einc twice (-Werror; then ASan+UBSan), runs the whole suite in
-# both, runs the libFuzzer target for a bounded time when clang can build
+# Builds einc three times (-Werror; ASan+UBSan; ThreadSanitizer), runs the
+# whole suite in the first two and the shared-context thread test in the
+# third, runs the libFuzzer target for a bounded time when clang can build
 # it, and ends with one line "N passed, N failed[, N skipped]" that adds up
 # the cases of every test program (a program that dies without its summary
 # line counts as one failure).
@@ -24,9 +25,11 @@ build() { # DIR ARGS...
   ninja -C "$dir" >"$dir.build.log" 2>&1 || { cat "$dir.build.log"; return 1; }
 }
 
-suite() { # DIR LABEL
-  echo "== $2"
-  meson test -C "$1" --print-errorlogs --no-rebuild 2>&1 |
+suite() { # DIR LABEL [TEST...]
+  local dir=$1 label=$2
+  shift 2
+  echo "== $label"
+  meson test -C "$dir" --print-errorlogs --no-rebuild "$@" 2>&1 |
     grep -E '^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:|FAIL' || true
 }
 
@@ -46,6 +49,17 @@ if build build-asan -Dwerror=true -Dbuildtype=debug \
     suite build-asan "tests under ASan+UBSan"
 else
   echo "sanitizer build failed"; status=1
+fi
+
+echo "== build: ThreadSanitizer"
+# libgomp's barriers are invisible to TSan, so this build has no OpenMP;
+# OpenBLAS runs on the calling thread.
+if build build-tsan -Dwerror=true -Dbuildtype=debug -Db_sanitize=thread \
+    -Db_lundef=false -Dopenmp=disabled; then
+  OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1 \
+    suite build-tsan "8 threads on one context under TSan" threads
+else
+  echo "tsan build failed"; status=1
 fi
 
 fuzz_result=""
@@ -73,7 +87,7 @@ import json, re, sys, os
 root, fuzz, build_status = sys.argv[1], sys.argv[2], int(sys.argv[3])
 passed = failed = skipped = 0
 pat = re.compile(r'^ein-test-summary: (\S+): (\d+) passed, (\d+) failed', re.M)
-for d in ('build-ci', 'build-asan'):
+for d in ('build-ci', 'build-asan', 'build-tsan'):
     log = os.path.join(root, d, 'meson-logs', 'testlog.json')
     if not os.path.exists(log):
         failed += 1

@@ -4,8 +4,11 @@
  * Without a CBLAS at build time, GEMMs fall back to a blocked C loop so
  * that einc still builds and computes the same results everywhere.
  *
- * The backend owns one workspace for temporaries, grown as plans need it.
+ * The backend keeps a few workspaces for temporaries, grown as plans need
+ * them: a run takes one for itself and gives it back, so threads sharing a
+ * context run at once without allocating in the steady state.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,12 +24,60 @@
 #include <omp.h>
 #endif
 
+typedef struct workspace {
+  char *data;
+  int64_t bytes;
+} workspace;
+
+/* Idle workspaces kept for reuse; a run finding none allocates its own,
+ * and a workspace given back to a full pool is freed. */
+enum { WORKSPACE_POOL = 16 };
+
 typedef struct cpu_backend {
   ein_backend base;
-  char *workspace;
-  int64_t workspace_bytes;
+  pthread_mutex_t lock; /* guards the pool */
+  workspace pool[WORKSPACE_POOL];
+  int npool;
   int threads;
 } cpu_backend;
+
+/* Returns a workspace to the pool (or frees it when the pool is full). */
+static void workspace_give(cpu_backend *cb, workspace w) {
+  if (!w.data) return;
+  pthread_mutex_lock(&cb->lock);
+  bool kept = cb->npool < WORKSPACE_POOL;
+  if (kept) cb->pool[cb->npool++] = w;
+  pthread_mutex_unlock(&cb->lock);
+  if (!kept) ein_free(w.data);
+}
+
+/* Takes an idle workspace of at least `bytes` (growing one if none is big
+ * enough); false when the allocation fails. */
+static bool workspace_take(cpu_backend *cb, int64_t bytes, workspace *out) {
+  *out = (workspace){NULL, 0};
+  if (bytes <= 0) return true;
+  pthread_mutex_lock(&cb->lock);
+  int pick = -1;
+  for (int i = 0; i < cb->npool; i++)
+    if (pick < 0 || (cb->pool[pick].bytes < bytes &&
+                     cb->pool[i].bytes > cb->pool[pick].bytes))
+      pick = i;
+  if (pick >= 0) {
+    *out = cb->pool[pick];
+    cb->pool[pick] = cb->pool[--cb->npool];
+  }
+  pthread_mutex_unlock(&cb->lock);
+  if (out->bytes >= bytes) return true;
+  char *w = ein_malloc((size_t)bytes);
+  if (!w) {
+    if (out->data) workspace_give(cb, *out);
+    *out = (workspace){NULL, 0};
+    return false;
+  }
+  ein_free(out->data);
+  *out = (workspace){w, bytes};
+  return true;
+}
 
 #ifndef EIN_HAVE_CBLAS
 /* Portable fallback: i-k-j order so the innermost loop streams B and C. */
@@ -110,27 +161,22 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
                           char *output, ein_error_rec *err) {
   (void)program;
   cpu_backend *cb = (cpu_backend *)self;
-  if (plan->workspace_bytes > cb->workspace_bytes) {
-    char *w = ein_malloc((size_t)plan->workspace_bytes);
-    if (!w)
-      return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                           "cannot allocate %lld bytes of workspace",
-                           (long long)plan->workspace_bytes);
-    ein_free(cb->workspace);
-    cb->workspace = w;
-    cb->workspace_bytes = plan->workspace_bytes;
-  }
+  workspace ws;
+  if (!workspace_take(cb, plan->workspace_bytes, &ws))
+    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                         "cannot allocate %lld bytes of workspace",
+                         (long long)plan->workspace_bytes);
+  ein_status st = EIN_OK;
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
     char *dst = ein_buffer_base(plan, s->dst.buffer, inputs, output,
-                            cb->workspace);
+                                ws.data);
     const char *src[2] = {NULL, NULL};
     for (int k = 0; k < s->nsrc; k++)
       src[k] = ein_buffer_base(plan, s->src[k].buffer, inputs, output,
-                           cb->workspace) +
+                               ws.data) +
                s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
     dst += s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
-    ein_status st;
     if (s->kind == EIN_STEP_GEMM)
       st = run_gemm(s, dst, src[0], src[1], err);
     else {
@@ -140,20 +186,23 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
                       "cpu backend: step %d has more axes than it handles",
                       i + 1);
     }
-    if (st) return st;
+    if (st) break;
   }
-  return EIN_OK;
+  workspace_give(cb, ws);
+  return st;
 }
 
 static void cpu_destroy(ein_backend *self) {
   cpu_backend *cb = (cpu_backend *)self;
-  ein_free(cb->workspace);
+  for (int i = 0; i < cb->npool; i++) ein_free(cb->pool[i].data);
+  pthread_mutex_destroy(&cb->lock);
   ein_free(cb);
 }
 
 ein_backend *ein_cpu_backend_create(void) {
   cpu_backend *cb = ein_calloc(1, sizeof *cb);
   if (!cb) return NULL;
+  pthread_mutex_init(&cb->lock, NULL);
   cb->base.name = "cpu";
   cb->base.caps.device = "cpu";
   cb->base.caps.gemm_half = false;

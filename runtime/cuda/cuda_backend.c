@@ -13,6 +13,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,10 @@ enum { CUBLAS_WORKSPACE = 32 << 20 };
 
 typedef struct cuda_backend {
   ein_backend base;
+  /* Serialises runs from threads sharing a context: the cuBLAS handle, the
+   * kernel cache and the stream choice are one per backend. A run only
+   * queues work, so the lock is held for host time alone. */
+  pthread_mutex_t lock;
   int device, arch;
   char name[16]; /* "cuda:N" */
   cudaStream_t own_stream, stream;
@@ -304,11 +309,13 @@ static ein_status cuda_run(ein_backend *self, const ein_plan_ir *plan,
   if (st)
     return st;
   void *ws = NULL;
+  pthread_mutex_lock(&cb->lock);
   st = workspace_alloc(cb, plan->workspace_bytes, &ws, err);
   if (!st)
     st = run_steps(cb, plan, prog, inputs, output, ws, err);
   if (ws)
     cudaFreeAsync(ws, cb->stream);
+  pthread_mutex_unlock(&cb->lock);
   leave(cb->device, prev);
   return st;
 }
@@ -335,6 +342,7 @@ static void cuda_destroy(ein_backend *self) {
     cudaStreamDestroy(cb->own_stream);
   if (prev != cb->device)
     cudaSetDevice(prev);
+  pthread_mutex_destroy(&cb->lock);
   ein_free(cb);
 }
 
@@ -395,6 +403,7 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
                   "out of memory creating the CUDA backend");
     return NULL;
   }
+  pthread_mutex_init(&cb->lock, NULL);
   cb->device = device;
   snprintf(cb->name, sizeof cb->name, "cuda:%d", device);
   cb->base.name = "cuda";
@@ -416,7 +425,9 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
 
 void ein_cuda_backend_set_stream(ein_backend *be, void *stream) {
   cuda_backend *cb = (cuda_backend *)be;
+  pthread_mutex_lock(&cb->lock);
   cb->stream = stream ? (cudaStream_t)stream : cb->own_stream;
+  pthread_mutex_unlock(&cb->lock);
 }
 
 ein_status ein_cuda_backend_sync(ein_backend *be, ein_error_rec *err) {
@@ -425,7 +436,10 @@ ein_status ein_cuda_backend_sync(ein_backend *be, ein_error_rec *err) {
   ein_status st = enter(cb->device, &prev, err);
   if (st)
     return st;
-  cudaError_t e = cudaStreamSynchronize(cb->stream);
+  pthread_mutex_lock(&cb->lock);
+  cudaStream_t stream = cb->stream;
+  pthread_mutex_unlock(&cb->lock);
+  cudaError_t e = cudaStreamSynchronize(stream);
   leave(cb->device, prev);
   if (e != cudaSuccess)
     return cuda_fail(err, "cudaStreamSynchronize", e);
@@ -435,7 +449,10 @@ ein_status ein_cuda_backend_sync(ein_backend *be, ein_error_rec *err) {
 void ein_cuda_backend_stats(ein_backend *be, unsigned long long *memory_hits,
                             unsigned long long *disk_hits,
                             unsigned long long *compiles) {
-  ein_kcache_stats s = ein_kcache_get_stats(((cuda_backend *)be)->kernels);
+  cuda_backend *cb = (cuda_backend *)be;
+  pthread_mutex_lock(&cb->lock);
+  ein_kcache_stats s = ein_kcache_get_stats(cb->kernels);
+  pthread_mutex_unlock(&cb->lock);
   *memory_hits = s.memory_hits;
   *disk_hits = s.disk_hits;
   *compiles = s.compiles;

@@ -7,22 +7,27 @@
 #include "nvrtc_compile.h"
 
 #include <nvrtc.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
 
-static int fault_injected = -1; /* -1: read EINC_FAULT_NVRTC once */
+/* -1: read EINC_FAULT_NVRTC on first use. Atomic because contexts on
+ * several threads may compile at once. */
+static atomic_int fault_injected = -1;
 
-void ein_nvrtc_fault_inject(int on) { fault_injected = on != 0; }
+void ein_nvrtc_fault_inject(int on) { atomic_store(&fault_injected, on != 0); }
 
 static int faulty(void) {
-  if (fault_injected < 0) {
+  int f = atomic_load(&fault_injected);
+  if (f < 0) {
     const char *e = getenv("EINC_FAULT_NVRTC");
-    fault_injected = e && *e && strcmp(e, "0") != 0;
+    f = e && *e && strcmp(e, "0") != 0;
+    atomic_store(&fault_injected, f);
   }
-  return fault_injected;
+  return f;
 }
 
 const char *ein_nvrtc_options(void) { return "-minimal -default-device"; }

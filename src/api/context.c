@@ -72,25 +72,72 @@ ein_status ein_reduction_parse(const char *name, ein_reduction *out) {
 
 ein_status ein_ctx_create(ein_ctx **out) {
   if (!out) return EIN_ERR_INVALID_ARGUMENT;
-  *out = ein_calloc(1, sizeof **out);
-  if (!*out) return EIN_ERR_NO_MEMORY;
-  ein_error_init(&(*out)->err);
+  ein_ctx *ctx = ein_calloc(1, sizeof *ctx);
+  *out = ctx;
+  if (!ctx) return EIN_ERR_NO_MEMORY;
+  pthread_mutex_init(&ctx->lock, NULL);
+  ein_plan_cache_init(&ctx->cache);
   return EIN_OK;
 }
 
 void ein_ctx_destroy(ein_ctx *ctx) {
   if (!ctx) return;
-  ein_plan_cache_clear(&ctx->cache);
+  ein_plan_cache_destroy(&ctx->cache);
   if (ctx->cpu) ctx->cpu->destroy(ctx->cpu);
   for (int d = 0; d < EIN_MAX_CUDA_DEVICES; d++)
     if (ctx->cuda[d]) ctx->cuda[d]->destroy(ctx->cuda[d]);
-  ein_strbuf_free(&ctx->key);
-  ein_error_clear(&ctx->err);
+  for (ein_thread_rec *t = ctx->threads, *next; t; t = next) {
+    next = t->next;
+    ein_strbuf_free(&t->key);
+    ein_error_clear(&t->err);
+    ein_free(t);
+  }
+  pthread_mutex_destroy(&ctx->lock);
   ein_free(ctx);
 }
 
+/* The calling thread's record on ctx, or NULL; with ctx->lock held. */
+static ein_thread_rec *find_thread(const ein_ctx *ctx) {
+  pthread_t self = pthread_self();
+  for (ein_thread_rec *t = ctx->threads; t; t = t->next)
+    if (pthread_equal(t->thread, self)) return t;
+  return NULL;
+}
+
+/* The context on which this thread's record could not be made, so that
+ * ein_last_error can say why that call failed. */
+static _Thread_local const ein_ctx *record_failed_on;
+
+ein_thread_rec *ein_ctx_enter(ein_ctx *ctx) {
+  pthread_mutex_lock(&ctx->lock);
+  ein_thread_rec *t = find_thread(ctx);
+  if (!t && (t = ein_calloc(1, sizeof *t))) {
+    t->thread = pthread_self();
+    t->ctx = ctx;
+    ein_error_init(&t->err);
+    t->next = ctx->threads;
+    ctx->threads = t;
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  record_failed_on = t ? NULL : ctx;
+  if (t) ein_error_clear(&t->err);
+  return t;
+}
+
+static const ein_error no_error = {.status = EIN_OK, .message = ""};
+static const ein_error no_record = {
+    .status = EIN_ERR_NO_MEMORY,
+    .message = "out of memory making this thread's record on the context"};
+
 const ein_error *ein_last_error(const ein_ctx *ctx) {
-  return ctx ? &ctx->err.pub : NULL;
+  if (!ctx) return NULL;
+  /* The lock is the context's own state, not part of its value. */
+  ein_ctx *c = (ein_ctx *)ctx;
+  pthread_mutex_lock(&c->lock);
+  const ein_thread_rec *t = find_thread(c);
+  pthread_mutex_unlock(&c->lock);
+  if (t) return &t->err.pub;
+  return record_failed_on == ctx ? &no_record : &no_error;
 }
 
 ein_status ein_bind_shapes(ein_ctx *ctx, const char *expr,
@@ -98,29 +145,30 @@ ein_status ein_bind_shapes(ein_ctx *ctx, const char *expr,
                            int ninputs, const ein_options *options,
                            ein_binding **out) {
   if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
-  ein_error_clear(&ctx->err);
+  ein_thread_rec *me = ein_ctx_enter(ctx);
+  if (!me) return EIN_ERR_NO_MEMORY;
   if (!out || !expr)
-    return ein_error_set(&ctx->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
+    return ein_error_set(&me->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
                          0, "ein_bind: %s is NULL",
                          !out ? "the result pointer" : "the expression");
   *out = NULL;
   if (ninputs > 0 && (!shapes || !ndims))
-    return ein_error_set(&ctx->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
+    return ein_error_set(&me->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
                          0, "ein_bind: %d inputs but no shape arrays",
                          ninputs);
   ein_dialect dialect = options ? options->dialect : EIN_DIALECT_EINOPS;
   ein_binding *b = ein_calloc(1, sizeof *b);
   if (!b)
-    return ein_error_set(&ctx->err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+    return ein_error_set(&me->err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
                          "out of memory");
   ein_arena_init(&b->arena);
   ein_ast ast;
   size_t len = strnlen(expr, (size_t)EIN_MAX_EXPR_BYTES + 1);
   ein_status st =
-      ein_parse_expr(expr, len, dialect, &b->arena, &ctx->err, &ast);
+      ein_parse_expr(expr, len, dialect, &b->arena, &me->err, &ast);
   if (!st)
     st = ein_bind_problem(&ast, ninputs, ndims, shapes, options, &b->arena,
-                          &ctx->err, &b->problem);
+                          &me->err, &b->problem);
   if (st) {
     ein_binding_destroy(b);
     return st;
@@ -132,23 +180,23 @@ ein_status ein_bind_shapes(ein_ctx *ctx, const char *expr,
 }
 
 /* Gathers the ranks and shapes of DLTensors for ein_bind_shapes. */
-static ein_status tensor_shapes(ein_ctx *ctx, const DLTensor *const *inputs,
+static ein_status tensor_shapes(ein_thread_rec *me, const DLTensor *const *inputs,
                                 int ninputs, const int64_t **shapes,
                                 int *ndims) {
   if (ninputs < 0 || ninputs > EIN_MAX_OPERANDS)
-    return ein_error_set(&ctx->err,
+    return ein_error_set(&me->err,
                          ninputs < 0 ? EIN_ERR_INVALID_ARGUMENT
                                      : EIN_ERR_LIMIT,
                          NULL, 0, NULL, 0,
                          "%d tensors given; einc takes 0 to %d", ninputs,
                          EIN_MAX_OPERANDS);
   if (ninputs > 0 && !inputs)
-    return ein_error_set(&ctx->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
+    return ein_error_set(&me->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
                          0, "%d inputs but the tensor array is NULL",
                          ninputs);
   for (int i = 0; i < ninputs; i++) {
     if (!inputs[i])
-      return ein_error_set(&ctx->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0,
+      return ein_error_set(&me->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0,
                            NULL, 0, "tensor %d is NULL", i + 1);
     shapes[i] = inputs[i]->shape;
     ndims[i] = inputs[i]->ndim;
@@ -160,10 +208,11 @@ ein_status ein_bind(ein_ctx *ctx, const char *expr,
                     const DLTensor *const *inputs, int ninputs,
                     const ein_options *options, ein_binding **out) {
   if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
-  ein_error_clear(&ctx->err);
+  ein_thread_rec *me = ein_ctx_enter(ctx);
+  if (!me) return EIN_ERR_NO_MEMORY;
   const int64_t *shapes[EIN_MAX_OPERANDS];
   int ndims[EIN_MAX_OPERANDS];
-  ein_status st = tensor_shapes(ctx, inputs, ninputs, shapes, ndims);
+  ein_status st = tensor_shapes(me, inputs, ninputs, shapes, ndims);
   if (st) return st;
   return ein_bind_shapes(ctx, expr, shapes, ndims, ninputs, options, out);
 }
@@ -208,8 +257,9 @@ ein_status ein_output_shape(ein_ctx *ctx, const char *expr,
                             int *out_ndim) {
   if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
   if (!out_shape || !out_ndim) {
-    ein_error_clear(&ctx->err);
-    return ein_error_set(&ctx->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
+    ein_thread_rec *me = ein_ctx_enter(ctx);
+    if (!me) return EIN_ERR_NO_MEMORY;
+    return ein_error_set(&me->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
                          0, "ein_output_shape: NULL result pointer");
   }
   ein_binding *b;
@@ -223,17 +273,24 @@ ein_status ein_output_shape(ein_ctx *ctx, const char *expr,
 
 void ein_ctx_set_cuda_stream(ein_ctx *ctx, void *stream) {
   if (!ctx) return;
+  pthread_mutex_lock(&ctx->lock);
   ctx->cuda_stream = stream;
   for (int d = 0; d < EIN_MAX_CUDA_DEVICES; d++)
     if (ctx->cuda[d]) ein_cuda_backend_set_stream(ctx->cuda[d], stream);
+  pthread_mutex_unlock(&ctx->lock);
 }
 
 ein_status ein_ctx_synchronize(ein_ctx *ctx) {
   if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
-  ein_error_clear(&ctx->err);
+  ein_thread_rec *me = ein_ctx_enter(ctx);
+  if (!me) return EIN_ERR_NO_MEMORY;
+  ein_backend *cuda[EIN_MAX_CUDA_DEVICES];
+  pthread_mutex_lock(&ctx->lock);
+  memcpy(cuda, ctx->cuda, sizeof cuda);
+  pthread_mutex_unlock(&ctx->lock);
   for (int d = 0; d < EIN_MAX_CUDA_DEVICES; d++) {
-    if (!ctx->cuda[d]) continue;
-    ein_status st = ein_cuda_backend_sync(ctx->cuda[d], &ctx->err);
+    if (!cuda[d]) continue;
+    ein_status st = ein_cuda_backend_sync(cuda[d], &me->err);
     if (st) return st;
   }
   return EIN_OK;

@@ -18,6 +18,7 @@
 
 struct ein_plan {
   ein_plan_ir *ir; /* owns the arena this struct lives in */
+  atomic_int refs; /* ein_plan_retain / ein_plan_release */
   const char *expr;
   ein_backend_kind backend; /* CPU or CUDA, never AUTO */
   int device;               /* CUDA device id */
@@ -29,13 +30,13 @@ struct ein_plan {
   size_t *offset;
 };
 
-static ein_status fail(ein_ctx *ctx, ein_status st, const char *fmt, ...)
+static ein_status fail(ein_thread_rec *me, ein_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static ein_status fail(ein_ctx *ctx, ein_status st, const char *fmt, ...) {
+static ein_status fail(ein_thread_rec *me, ein_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  ein_error_vset(&ctx->err, st, NULL, 0, NULL, 0, fmt, ap);
+  ein_error_vset(&me->err, st, NULL, 0, NULL, 0, fmt, ap);
   va_end(ap);
   return st;
 }
@@ -54,34 +55,34 @@ static bool host_device(DLDeviceType d) {
 }
 
 /* Checks what every tensor must satisfy; index -1 is the output. */
-static ein_status check_tensor(ein_ctx *ctx, const DLTensor *t, int index,
+static ein_status check_tensor(ein_thread_rec *me, const DLTensor *t, int index,
                                bool needs_data, ein_dtype *dt) {
   char name[32];
   tensor_name(index, name, sizeof name);
-  if (!t) return fail(ctx, EIN_ERR_INVALID_ARGUMENT, "%s is NULL", name);
+  if (!t) return fail(me, EIN_ERR_INVALID_ARGUMENT, "%s is NULL", name);
   if (t->ndim < 0 || t->ndim > EIN_MAX_DIMS)
-    return fail(ctx, t->ndim < 0 ? EIN_ERR_BAD_SHAPE : EIN_ERR_LIMIT,
+    return fail(me, t->ndim < 0 ? EIN_ERR_BAD_SHAPE : EIN_ERR_LIMIT,
                 "%s has %d dims; einc takes 0 to %d", name, t->ndim,
                 EIN_MAX_DIMS);
   if (t->ndim > 0 && !t->shape)
-    return fail(ctx, EIN_ERR_INVALID_ARGUMENT,
+    return fail(me, EIN_ERR_INVALID_ARGUMENT,
                 "%s has %d dims but no shape array", name, t->ndim);
   int64_t numel = 1;
   for (int d = 0; d < t->ndim; d++) {
     if (t->shape[d] < 0)
-      return fail(ctx, EIN_ERR_BAD_SHAPE, "%s has size %lld in dim %d", name,
+      return fail(me, EIN_ERR_BAD_SHAPE, "%s has size %lld in dim %d", name,
                   (long long)t->shape[d], d);
     if (__builtin_mul_overflow(numel, t->shape[d], &numel))
-      return fail(ctx, EIN_ERR_OVERFLOW,
+      return fail(me, EIN_ERR_OVERFLOW,
                   "%s has more elements than int64 can count", name);
   }
   if (!ein_dtype_from_dl(t->dtype, dt))
-    return fail(ctx, EIN_ERR_DTYPE,
+    return fail(me, EIN_ERR_DTYPE,
                 "%s has a dtype einc does not support (DLPack code %u, %u "
                 "bits, %u lanes)",
                 name, t->dtype.code, t->dtype.bits, t->dtype.lanes);
   if (needs_data && numel > 0 && !t->data)
-    return fail(ctx, EIN_ERR_INVALID_ARGUMENT,
+    return fail(me, EIN_ERR_INVALID_ARGUMENT,
                 "%s has %lld elements but a NULL data pointer", name,
                 (long long)numel);
   return EIN_OK;
@@ -130,13 +131,13 @@ static bool cuda_device(DLDeviceType d) {
 
 /* Chooses the backend (and CUDA device) from the options and where the
  * tensors live: all on the host, or all on one CUDA device. */
-static ein_status resolve_backend(ein_ctx *ctx, const ein_options *o,
+static ein_status resolve_backend(ein_thread_rec *me, const ein_options *o,
                                   const DLTensor *const *inputs, int n,
                                   const DLTensor *output,
                                   ein_backend_kind *out, int *device) {
   if (o->backend != EIN_BACKEND_AUTO && o->backend != EIN_BACKEND_CPU &&
       o->backend != EIN_BACKEND_CUDA)
-    return fail(ctx, EIN_ERR_INVALID_ARGUMENT, "unknown backend %d",
+    return fail(me, EIN_ERR_INVALID_ARGUMENT, "unknown backend %d",
                 (int)o->backend);
   int first_host = -2, first_gpu = -2, gpu = -1;
   char name[32];
@@ -149,7 +150,7 @@ static ein_status resolve_backend(ein_ctx *ctx, const ein_options *o,
       continue;
     }
     if (!cuda_device(d))
-      return fail(ctx, EIN_ERR_DEVICE,
+      return fail(me, EIN_ERR_DEVICE,
                   "%s lives on DLPack device type %d; einc reads host "
                   "memory (CPU backend) and CUDA memory (CUDA backend)",
                   tensor_name(i, name, sizeof name), (int)d);
@@ -158,7 +159,7 @@ static ein_status resolve_backend(ein_ctx *ctx, const ein_options *o,
       gpu = t->device.device_id;
     } else if (t->device.device_id != gpu) {
       char other[32];
-      return fail(ctx, EIN_ERR_DEVICE,
+      return fail(me, EIN_ERR_DEVICE,
                   "%s is on CUDA device %d but %s is on device %d; einc "
                   "evaluates on one device",
                   tensor_name(i, name, sizeof name), t->device.device_id,
@@ -168,53 +169,61 @@ static ein_status resolve_backend(ein_ctx *ctx, const ein_options *o,
   bool want_cuda = o->backend == EIN_BACKEND_CUDA ||
                    (o->backend == EIN_BACKEND_AUTO && first_gpu != -2);
   if (want_cuda && !ein_cuda_built())
-    return fail(ctx, EIN_ERR_DEVICE,
+    return fail(me, EIN_ERR_DEVICE,
                 "the CUDA backend is not available in this build of einc "
                 "(built without the CUDA toolkit or with -Dcuda=disabled); "
                 "use the CPU backend");
   if (want_cuda && first_host != -2)
-    return fail(ctx, EIN_ERR_DEVICE,
+    return fail(me, EIN_ERR_DEVICE,
                 "%s is in host memory but %s; copy it to the GPU first "
                 "(cudaMemcpy) or use the CPU backend",
                 tensor_name(first_host, name, sizeof name),
                 first_gpu != -2 ? "other tensors are on a CUDA device"
                                 : "the CUDA backend reads device memory only");
   if (!want_cuda && first_gpu != -2)
-    return fail(ctx, EIN_ERR_DEVICE,
+    return fail(me, EIN_ERR_DEVICE,
                 "%s lives on CUDA device %d; the CPU backend reads host "
                 "memory only",
                 tensor_name(first_gpu, name, sizeof name), gpu);
   if (first_gpu != -2 && (gpu < 0 || gpu >= EIN_MAX_CUDA_DEVICES))
-    return fail(ctx, EIN_ERR_DEVICE, "CUDA device id %d is out of range",
+    return fail(me, EIN_ERR_DEVICE, "CUDA device id %d is out of range",
                 gpu);
   *out = want_cuda ? EIN_BACKEND_CUDA : EIN_BACKEND_CPU;
   *device = gpu < 0 ? 0 : gpu;
   return EIN_OK;
 }
 
-/* The context's reusable key buffer, emptied: keys and layout checks on
- * the hot path allocate nothing once it has grown. */
-static ein_strbuf *scratch_key(ein_ctx *ctx) {
-  ctx->key.len = 0;
-  ctx->key.failed = false;
-  return &ctx->key;
+/* The calling thread's reusable key buffer, emptied: keys and layout
+ * checks on the hot path allocate nothing once it has grown. */
+static ein_strbuf *scratch_key(ein_thread_rec *me) {
+  me->key.len = 0;
+  me->key.failed = false;
+  return &me->key;
 }
 
-/* The context's backend for kind (created on first use); NULL with the
- * error on ctx when it cannot be created. */
-static ein_backend *backend_for(ein_ctx *ctx, ein_backend_kind kind,
+/* The context's backend for kind (created on first use, under the
+ * context's lock); NULL with the caller's error set when it cannot be
+ * created. */
+static ein_backend *backend_for(ein_thread_rec *me, ein_backend_kind kind,
                                 int device) {
+  ein_ctx *ctx = me->ctx;
+  pthread_mutex_lock(&ctx->lock);
+  ein_backend *be;
   if (kind == EIN_BACKEND_CUDA) {
     if (!ctx->cuda[device]) {
-      ctx->cuda[device] = ein_cuda_backend_create(device, &ctx->err);
+      ctx->cuda[device] = ein_cuda_backend_create(device, &me->err);
       if (ctx->cuda[device] && ctx->cuda_stream)
         ein_cuda_backend_set_stream(ctx->cuda[device], ctx->cuda_stream);
     }
-    return ctx->cuda[device];
+    be = ctx->cuda[device];
+  } else {
+    if (!ctx->cpu) ctx->cpu = ein_cpu_backend_create();
+    be = ctx->cpu;
   }
-  if (!ctx->cpu) ctx->cpu = ein_cpu_backend_create();
-  if (!ctx->cpu) fail(ctx, EIN_ERR_NO_MEMORY, "out of memory creating a backend");
-  return ctx->cpu;
+  pthread_mutex_unlock(&ctx->lock);
+  if (!be && kind != EIN_BACKEND_CUDA)
+    fail(me, EIN_ERR_NO_MEMORY, "out of memory creating a backend");
+  return be;
 }
 
 /* True when two dims of t share an address (writes would collide). */
@@ -259,13 +268,13 @@ static void byte_range(const DLTensor *t, uintptr_t *lo, uintptr_t *hi) {
   *hi = base + (uintptr_t)((max + 1) * esz);
 }
 
-static ein_status build_plan(ein_ctx *ctx, const char *expr,
+static ein_status build_plan(ein_thread_rec *me, const char *expr,
                              const DLTensor *const *inputs, int n,
                              const DLTensor *output, const ein_options *o,
                              ein_backend_kind kind, int device,
                              ein_plan **out) {
   ein_binding *b;
-  ein_status st = ein_bind(ctx, expr, inputs, n, o, &b);
+  ein_status st = ein_bind(me->ctx, expr, inputs, n, o, &b);
   if (st) return st;
   const ein_problem *p = ein_binding_problem(b);
   int ndim = ein_binding_output_ndim(b);
@@ -295,13 +304,13 @@ static ein_status build_plan(ein_ctx *ctx, const char *expr,
         w += snprintf(got + w, sizeof got - (size_t)w, "%s%lld",
                       d ? "x" : "", (long long)output->shape[d]);
       ein_binding_destroy(b);
-      return fail(ctx, EIN_ERR_BAD_SHAPE,
+      return fail(me, EIN_ERR_BAD_SHAPE,
                   "the output tensor has shape %s but the expression gives %s",
                   got, want);
     }
     if (self_overlapping(output)) {
       ein_binding_destroy(b);
-      return fail(ctx, EIN_ERR_BAD_SHAPE,
+      return fail(me, EIN_ERR_BAD_SHAPE,
                   "the output's strides make two elements share an address; "
                   "einc writes every output element once");
     }
@@ -310,18 +319,18 @@ static ein_status build_plan(ein_ctx *ctx, const char *expr,
   }
   /* CUDA plans need no device: the backend's caps are static. */
   const ein_backend_caps *caps =
-      ctx->cuda_caps_set ? &ctx->cuda_caps : ein_cuda_caps();
+      me->ctx->cuda_caps_set ? &me->ctx->cuda_caps : ein_cuda_caps();
   if (kind == EIN_BACKEND_CPU) {
-    ein_backend *be = backend_for(ctx, kind, 0);
+    ein_backend *be = backend_for(me, kind, 0);
     if (!be) {
       ein_binding_destroy(b);
-      return ctx->err.pub.status;
+      return me->err.pub.status;
     }
     caps = &be->caps;
   }
   ein_plan_limits limits = {o->memory_limit};
   ein_plan_ir *ir;
-  st = ein_plan_build(p, descs, &od, caps, &limits, &ctx->err, &ir);
+  st = ein_plan_build(p, descs, &od, caps, &limits, &me->err, &ir);
   ein_binding_destroy(b);
   if (st) return st;
   ir->allow_tf32 = o->allow_tf32 != 0;
@@ -329,7 +338,7 @@ static ein_status build_plan(ein_ctx *ctx, const char *expr,
   if (kind == EIN_BACKEND_CUDA &&
       (st = ein_cuda_program_build(ir, &cuda)) != EIN_OK) {
     ein_plan_ir_destroy(ir);
-    return fail(ctx, st,
+    return fail(me, st,
                 st == EIN_ERR_NO_MEMORY
                     ? "out of memory generating CUDA kernels"
                     : "a step has more axes than a generated kernel takes");
@@ -352,11 +361,12 @@ static ein_status build_plan(ein_ctx *ctx, const char *expr,
     ein_strbuf_free(&lk);
     ein_cuda_program_free(cuda);
     ein_plan_ir_destroy(ir);
-    return fail(ctx, EIN_ERR_NO_MEMORY, "out of memory while planning");
+    return fail(me, EIN_ERR_NO_MEMORY, "out of memory while planning");
   }
   memcpy(layout, lk.data ? lk.data : "", lk.len);
   ein_strbuf_free(&lk);
   plan->ir = ir;
+  atomic_init(&plan->refs, 1);
   plan->expr = copy;
   plan->backend = kind;
   plan->device = device;
@@ -370,24 +380,24 @@ static ein_status build_plan(ein_ctx *ctx, const char *expr,
 
 static const ein_options default_options;
 
-static ein_status check_inputs(ein_ctx *ctx, const DLTensor *const *inputs,
+static ein_status check_inputs(ein_thread_rec *me, const DLTensor *const *inputs,
                                int n, bool needs_data) {
   if (n < 0 || n > EIN_MAX_OPERANDS)
-    return fail(ctx, n < 0 ? EIN_ERR_INVALID_ARGUMENT : EIN_ERR_LIMIT,
+    return fail(me, n < 0 ? EIN_ERR_INVALID_ARGUMENT : EIN_ERR_LIMIT,
                 "%d tensors given; einc takes 1 to %d", n, EIN_MAX_OPERANDS);
   if (n > 0 && !inputs)
-    return fail(ctx, EIN_ERR_INVALID_ARGUMENT,
+    return fail(me, EIN_ERR_INVALID_ARGUMENT,
                 "%d inputs but the tensor array is NULL", n);
   ein_dtype dt;
   for (int i = 0; i < n; i++) {
-    ein_status st = check_tensor(ctx, inputs[i], i, needs_data, &dt);
+    ein_status st = check_tensor(me, inputs[i], i, needs_data, &dt);
     if (st) return st;
   }
   return EIN_OK;
 }
 
 /* Runs a plan whose layouts are known to match the tensors. */
-static ein_status run_plan(ein_ctx *ctx, const ein_plan *plan,
+static ein_status run_plan(ein_thread_rec *me, const ein_plan *plan,
                            const DLTensor *const *inputs, int n,
                            DLTensor *output) {
   uintptr_t olo, ohi;
@@ -397,16 +407,16 @@ static ein_status run_plan(ein_ctx *ctx, const ein_plan *plan,
     uintptr_t lo, hi;
     byte_range(inputs[i], &lo, &hi);
     if (lo < ohi && olo < hi)
-      return fail(ctx, EIN_ERR_INVALID_ARGUMENT,
+      return fail(me, EIN_ERR_INVALID_ARGUMENT,
                   "the output overlaps input %d in memory; einc does not "
                   "evaluate in place",
                   i + 1);
     ptrs[i] = (char *)inputs[i]->data + inputs[i]->byte_offset;
   }
-  ein_backend *be = backend_for(ctx, plan->backend, plan->device);
-  if (!be) return ctx->err.pub.status;
+  ein_backend *be = backend_for(me, plan->backend, plan->device);
+  if (!be) return me->err.pub.status;
   return be->run(be, plan->ir, plan->cuda, ptrs,
-                 (char *)output->data + output->byte_offset, &ctx->err);
+                 (char *)output->data + output->byte_offset, &me->err);
 }
 
 ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
@@ -414,38 +424,39 @@ ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
                            const DLTensor *output, const ein_options *options,
                            ein_plan **out) {
   if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
-  ein_error_clear(&ctx->err);
+  ein_thread_rec *me = ein_ctx_enter(ctx);
+  if (!me) return EIN_ERR_NO_MEMORY;
   if (!out || !expr)
-    return fail(ctx, EIN_ERR_INVALID_ARGUMENT, "ein_plan_create: %s is NULL",
+    return fail(me, EIN_ERR_INVALID_ARGUMENT, "ein_plan_create: %s is NULL",
                 !out ? "the result pointer" : "the expression");
   *out = NULL;
   const ein_options *o = options ? options : &default_options;
-  ein_status st = check_inputs(ctx, inputs, ninputs, false);
+  ein_status st = check_inputs(me, inputs, ninputs, false);
   ein_dtype dt;
-  if (!st && output) st = check_tensor(ctx, output, -1, false, &dt);
+  if (!st && output) st = check_tensor(me, output, -1, false, &dt);
   ein_backend_kind kind;
   int device;
   if (!st)
-    st = resolve_backend(ctx, o, inputs, ninputs, output, &kind, &device);
+    st = resolve_backend(me, o, inputs, ninputs, output, &kind, &device);
   if (!st)
-    st = build_plan(ctx, expr, inputs, ninputs, output, o, kind, device, out);
+    st = build_plan(me, expr, inputs, ninputs, output, o, kind, device, out);
   return st;
 }
 
 /* Compares a tensor with the layout the plan was made for. */
-static ein_status check_layout(ein_ctx *ctx, const ein_plan *plan, int slot,
+static ein_status check_layout(ein_thread_rec *me, const ein_plan *plan, int slot,
                                const DLTensor *t, int index) {
-  ein_strbuf *k = scratch_key(ctx);
+  ein_strbuf *k = scratch_key(me);
   ein_dtype dt;
   ein_dtype_from_dl(t->dtype, &dt);
   key_tensor(k, t, dt);
-  if (k->failed) return fail(ctx, EIN_ERR_NO_MEMORY, "out of memory");
+  if (k->failed) return fail(me, EIN_ERR_NO_MEMORY, "out of memory");
   size_t lo = plan->offset[slot], hi = plan->offset[slot + 1];
   bool same = k->len == hi - lo &&
               memcmp(k->data ? k->data : "", plan->layout + lo, k->len) == 0;
   if (same) return EIN_OK;
   char name[32];
-  return fail(ctx, EIN_ERR_BAD_SHAPE,
+  return fail(me, EIN_ERR_BAD_SHAPE,
               "%s has another dtype, shape or strides than the plan was made "
               "for; make a plan for this layout (or call ein_eval)",
               tensor_name(index, name, sizeof name));
@@ -455,21 +466,22 @@ ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
                             const DLTensor *const *inputs, int ninputs,
                             DLTensor *output) {
   if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
-  ein_error_clear(&ctx->err);
-  if (!plan) return fail(ctx, EIN_ERR_INVALID_ARGUMENT, "the plan is NULL");
+  ein_thread_rec *me = ein_ctx_enter(ctx);
+  if (!me) return EIN_ERR_NO_MEMORY;
+  if (!plan) return fail(me, EIN_ERR_INVALID_ARGUMENT, "the plan is NULL");
   if (ninputs != plan->ninputs)
-    return fail(ctx, EIN_ERR_OPERAND_COUNT,
+    return fail(me, EIN_ERR_OPERAND_COUNT,
                 "the plan takes %d inputs but %d were given", plan->ninputs,
                 ninputs);
-  ein_status st = check_inputs(ctx, inputs, ninputs, true);
+  ein_status st = check_inputs(me, inputs, ninputs, true);
   ein_dtype dt;
-  if (!st) st = check_tensor(ctx, output, -1, true, &dt);
+  if (!st) st = check_tensor(me, output, -1, true, &dt);
   if (st) return st;
   for (int i = 0; i < ninputs && !st; i++)
-    st = check_layout(ctx, plan, i, inputs[i], i);
+    st = check_layout(me, plan, i, inputs[i], i);
   if (st) return st;
   if (plan->offset[ninputs + 1] > plan->offset[ninputs]) {
-    if ((st = check_layout(ctx, plan, ninputs, output, -1))) return st;
+    if ((st = check_layout(me, plan, ninputs, output, -1))) return st;
   } else {
     /* Made for a contiguous output: the output must be one. */
     const ein_plan_ir *ir = plan->ir;
@@ -481,7 +493,7 @@ ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
     for (int d = 0; same && d < output->ndim; d++)
       same = effective_stride(output, d) == effective_stride(&compact, d);
     if (!same)
-      return fail(ctx, EIN_ERR_BAD_SHAPE,
+      return fail(me, EIN_ERR_BAD_SHAPE,
                   "the output is not the C-contiguous %s tensor of the "
                   "plan's output shape",
                   ein_dtype_name(ir->dtype));
@@ -489,35 +501,36 @@ ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
   ein_backend_kind kind;
   int device;
   const ein_options o = {.backend = plan->backend};
-  if ((st = resolve_backend(ctx, &o, inputs, ninputs, output, &kind,
+  if ((st = resolve_backend(me, &o, inputs, ninputs, output, &kind,
                             &device)))
     return st;
   if (kind == EIN_BACKEND_CUDA && device != plan->device)
-    return fail(ctx, EIN_ERR_DEVICE,
+    return fail(me, EIN_ERR_DEVICE,
                 "the tensors are on CUDA device %d but the plan was made "
                 "for device %d",
                 device, plan->device);
-  return run_plan(ctx, plan, inputs, ninputs, output);
+  return run_plan(me, plan, inputs, ninputs, output);
 }
 
 ein_status ein_eval(ein_ctx *ctx, const char *expr,
                     const DLTensor *const *inputs, int ninputs,
                     DLTensor *output, const ein_options *options) {
   if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
-  ein_error_clear(&ctx->err);
-  if (!expr) return fail(ctx, EIN_ERR_INVALID_ARGUMENT, "ein_eval: the expression is NULL");
+  ein_thread_rec *me = ein_ctx_enter(ctx);
+  if (!me) return EIN_ERR_NO_MEMORY;
+  if (!expr) return fail(me, EIN_ERR_INVALID_ARGUMENT, "ein_eval: the expression is NULL");
   const ein_options *o = options ? options : &default_options;
-  ein_status st = check_inputs(ctx, inputs, ninputs, true);
+  ein_status st = check_inputs(me, inputs, ninputs, true);
   ein_dtype dt;
-  if (!st) st = check_tensor(ctx, output, -1, true, &dt);
+  if (!st) st = check_tensor(me, output, -1, true, &dt);
   ein_backend_kind kind;
   int device;
   if (!st)
-    st = resolve_backend(ctx, o, inputs, ninputs, output, &kind, &device);
+    st = resolve_backend(me, o, inputs, ninputs, output, &kind, &device);
   if (st) return st;
   size_t len = strnlen(expr, (size_t)EIN_MAX_EXPR_BYTES + 1);
   ein_plan *plan = NULL;
-  ein_strbuf *k = scratch_key(ctx);
+  ein_strbuf *k = scratch_key(me);
   bool cacheable = len <= EIN_MAX_EXPR_BYTES;
   if (cacheable) {
     key_options(k, expr, len, o, kind, device);
@@ -528,25 +541,35 @@ ein_status ein_eval(ein_ctx *ctx, const char *expr,
     ein_dtype_from_dl(output->dtype, &dt);
     key_tensor(k, output, dt);
     cacheable = !k->failed;
-    if (cacheable) plan = ein_plan_cache_find(&ctx->cache, k->data, k->len);
+    if (cacheable) plan = ein_plan_cache_find(&me->ctx->cache, k->data, k->len);
   }
-  bool owned = false;
   if (!plan) {
-    st = build_plan(ctx, expr, inputs, ninputs, output, o, kind, device,
+    st = build_plan(me, expr, inputs, ninputs, output, o, kind, device,
                     &plan);
     if (st) return st;
-    owned = !cacheable || !ein_plan_cache_put(&ctx->cache, k->data, k->len, plan);
+    if (cacheable) ein_plan_cache_put(&me->ctx->cache, k->data, k->len, plan);
   }
-  st = run_plan(ctx, plan, inputs, ninputs, output);
-  if (owned) ein_plan_destroy(plan);
+  /* Our reference keeps the plan alive even if another thread evicts it
+   * from the cache meanwhile. */
+  st = run_plan(me, plan, inputs, ninputs, output);
+  ein_plan_release(plan);
   return st;
 }
 
-void ein_plan_destroy(ein_plan *plan) {
+void ein_plan_retain(ein_plan *plan) {
+  atomic_fetch_add_explicit(&plan->refs, 1, memory_order_relaxed);
+}
+
+void ein_plan_release(ein_plan *plan) {
   if (!plan) return;
+  /* acq_rel: the thread that frees sees every other thread's last use. */
+  if (atomic_fetch_sub_explicit(&plan->refs, 1, memory_order_acq_rel) != 1)
+    return;
   ein_cuda_program_free(plan->cuda);
   ein_plan_ir_destroy(plan->ir);
 }
+
+void ein_plan_destroy(ein_plan *plan) { ein_plan_release(plan); }
 
 const struct ein_plan_ir *ein_plan_ir_of(const ein_plan *plan) {
   return plan ? plan->ir : NULL;

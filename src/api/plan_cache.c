@@ -1,7 +1,9 @@
 /*
  * plan_cache.c - a small LRU cache of plans on a context, so a repeated
  * ein_eval skips parsing, binding and planning. Keys are byte strings built
- * by eval.c; lookups compare a 64-bit hash first, then the bytes.
+ * by eval.c; lookups compare a 64-bit hash first, then the bytes. One lock
+ * guards the table; plans leave it by reference count (ein_plan_release),
+ * so a thread still running an evicted plan keeps it alive.
  */
 #include <string.h>
 
@@ -18,26 +20,53 @@ uint64_t ein_hash_bytes(const void *data, size_t len) {
   return h;
 }
 
+void ein_plan_cache_init(ein_plan_cache *c) {
+  pthread_mutex_init(&c->lock, NULL);
+}
+
+/* The entry under key, or NULL; with the lock held. */
+static ein_cache_entry *lookup(ein_plan_cache *c, uint64_t h, const char *key,
+                               size_t len) {
+  for (int i = 0; i < c->n; i++) {
+    ein_cache_entry *e = &c->entries[i];
+    if (e->hash == h && e->key_len == len && memcmp(e->key, key, len) == 0)
+      return e;
+  }
+  return NULL;
+}
+
 ein_plan *ein_plan_cache_find(ein_plan_cache *c, const char *key,
                               size_t len) {
   uint64_t h = ein_hash_bytes(key, len);
-  for (int i = 0; i < c->n; i++) {
-    ein_cache_entry *e = &c->entries[i];
-    if (e->hash == h && e->key_len == len && memcmp(e->key, key, len) == 0) {
-      e->last_use = ++c->clock;
-      c->hits++;
-      return e->plan;
-    }
+  pthread_mutex_lock(&c->lock);
+  ein_cache_entry *e = lookup(c, h, key, len);
+  ein_plan *plan = NULL;
+  if (e) {
+    e->last_use = ++c->clock;
+    c->hits++;
+    plan = e->plan;
+    ein_plan_retain(plan);
+  } else {
+    c->misses++;
   }
-  c->misses++;
-  return NULL;
+  pthread_mutex_unlock(&c->lock);
+  return plan;
 }
 
 bool ein_plan_cache_put(ein_plan_cache *c, const char *key, size_t len,
                         ein_plan *plan) {
+  uint64_t h = ein_hash_bytes(key, len);
   char *copy = ein_malloc(len ? len : 1);
   if (!copy) return false;
   memcpy(copy, key, len);
+  ein_plan *evicted = NULL;
+  char *evicted_key = NULL;
+  pthread_mutex_lock(&c->lock);
+  if (lookup(c, h, key, len)) { /* another thread planned it first */
+    pthread_mutex_unlock(&c->lock);
+    ein_free(copy);
+    return false;
+  }
   ein_cache_entry *e;
   if (c->n < EIN_PLAN_CACHE_SIZE) {
     e = &c->entries[c->n++];
@@ -45,21 +74,27 @@ bool ein_plan_cache_put(ein_plan_cache *c, const char *key, size_t len,
     e = &c->entries[0];
     for (int i = 1; i < c->n; i++)
       if (c->entries[i].last_use < e->last_use) e = &c->entries[i];
-    ein_plan_destroy(e->plan);
-    ein_free(e->key);
+    evicted = e->plan;
+    evicted_key = e->key;
   }
-  e->hash = ein_hash_bytes(key, len);
+  e->hash = h;
   e->key = copy;
   e->key_len = len;
   e->plan = plan;
   e->last_use = ++c->clock;
+  ein_plan_retain(plan);
+  pthread_mutex_unlock(&c->lock);
+  /* Outside the lock: destroying a plan can take a while (CUDA modules). */
+  ein_plan_release(evicted);
+  ein_free(evicted_key);
   return true;
 }
 
-void ein_plan_cache_clear(ein_plan_cache *c) {
+void ein_plan_cache_destroy(ein_plan_cache *c) {
   for (int i = 0; i < c->n; i++) {
-    ein_plan_destroy(c->entries[i].plan);
+    ein_plan_release(c->entries[i].plan);
     ein_free(c->entries[i].key);
   }
   c->n = 0;
+  pthread_mutex_destroy(&c->lock);
 }
