@@ -54,6 +54,42 @@ static bool host_device(DLDeviceType d) {
   return d == kDLCPU || d == kDLCUDAHost || d == kDLROCMHost;
 }
 
+/* The bytes a non-empty tensor's strides reach, below and above its first
+ * element, must fit in int64 (every offset einc computes does) and, with
+ * a data pointer, in the address space: a stride that wraps around
+ * address 0 is a caller's bug that would otherwise read wild memory. */
+static ein_status check_extent(ein_thread_rec *me, const DLTensor *t,
+                               const char *name, ein_dtype dt) {
+  int64_t esz = (int64_t)ein_dtype_size(dt), lo = 0, hi = 0, compact = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    int64_t stride = t->strides ? t->strides[d] : compact, reach;
+    if (!t->strides) compact *= t->shape[d];
+    if (__builtin_mul_overflow(stride, t->shape[d] - 1, &reach) ||
+        __builtin_mul_overflow(reach, esz, &reach) ||
+        __builtin_add_overflow(reach < 0 ? lo : hi, reach,
+                               reach < 0 ? &lo : &hi))
+      return fail(me, EIN_ERR_OVERFLOW,
+                  "%s's strides reach past what int64 can count in bytes "
+                  "(dim %d: stride %lld, size %lld)",
+                  name, d, (long long)stride, (long long)t->shape[d]);
+  }
+  if (__builtin_add_overflow(hi, esz, &hi))
+    return fail(me, EIN_ERR_OVERFLOW,
+                "%s's strides reach past what int64 can count in bytes",
+                name);
+  if (!t->data) return EIN_OK;
+  uintptr_t base = (uintptr_t)t->data, first;
+  if (__builtin_add_overflow(base, (uintptr_t)t->byte_offset, &first) ||
+      (uintptr_t)(-lo) > first || UINTPTR_MAX - first < (uintptr_t)hi)
+    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+                "%s's data pointer %p, byte offset %llu and strides reach "
+                "from %lld to %lld bytes around its first element, past the "
+                "ends of the address space",
+                name, t->data, (unsigned long long)t->byte_offset,
+                (long long)lo, (long long)hi);
+  return EIN_OK;
+}
+
 /* Checks what every tensor must satisfy; index -1 is the output. */
 static ein_status check_tensor(ein_thread_rec *me, const DLTensor *t, int index,
                                bool needs_data, ein_dtype *dt) {
@@ -85,7 +121,7 @@ static ein_status check_tensor(ein_thread_rec *me, const DLTensor *t, int index,
     return fail(me, EIN_ERR_INVALID_ARGUMENT,
                 "%s has %lld elements but a NULL data pointer", name,
                 (long long)numel);
-  return EIN_OK;
+  return numel > 0 ? check_extent(me, t, name, *dt) : EIN_OK;
 }
 
 /* The stride of dim d as the plan sees it: compact when strides is NULL,
@@ -117,12 +153,29 @@ static void key_options(ein_strbuf *k, const char *expr, size_t len,
   ein_strbuf_append(k, head, sizeof head);
   ein_strbuf_append(k, &o->memory_limit, sizeof o->memory_limit);
   for (int i = 0; i < o->nlengths; i++) {
-    const char *name = o->lengths && o->lengths[i].name ? o->lengths[i].name : "";
+    const char *name = o->lengths[i].name; /* check_options: not NULL */
     size_t n = strlen(name);
     ein_strbuf_append(k, &n, sizeof n);
     ein_strbuf_append(k, name, n);
     ein_strbuf_append(k, &o->lengths[i].size, sizeof(int64_t));
   }
+}
+
+/* What the cache key reads from the options must be well formed before it
+ * is read; the binder checks the rest (dialect, reduction, names). */
+static ein_status check_options(ein_thread_rec *me, const ein_options *o) {
+  if (o->nlengths < 0 || (o->nlengths > 0 && !o->lengths))
+    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+                "options give %d length bindings but no array", o->nlengths);
+  for (int i = 0; i < o->nlengths; i++)
+    if (!o->lengths[i].name)
+      return fail(me, EIN_ERR_INVALID_ARGUMENT,
+                  "length binding %d has no name", i + 1);
+  if (o->memory_limit < 0)
+    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+                "memory_limit is %lld; give 0 (no limit) or a number of bytes",
+                (long long)o->memory_limit);
+  return EIN_OK;
 }
 
 static bool cuda_device(DLDeviceType d) {
@@ -139,6 +192,8 @@ static ein_status resolve_backend(ein_thread_rec *me, const ein_options *o,
       o->backend != EIN_BACKEND_CUDA)
     return fail(me, EIN_ERR_INVALID_ARGUMENT, "unknown backend %d",
                 (int)o->backend);
+  ein_status st = check_options(me, o);
+  if (st) return st;
   int first_host = -2, first_gpu = -2, gpu = -1;
   char name[32];
   for (int i = -1; i < n; i++) {

@@ -42,6 +42,12 @@ static const char *dict_value(const char *header, const char *key) {
 static bool parse_header(const char *h, ein_dtype *dt, bool *fortran,
                          int *ndim, int64_t *shape, char *why, size_t cap) {
   const char *v = dict_value(h, "descr");
+  if (v && *v == '[') {
+    snprintf(why, cap,
+             "the dtype is structured (a list of fields); einc reads plain "
+             "numeric arrays");
+    return false;
+  }
   if (!v || *v != '\'') {
     snprintf(why, cap, "no 'descr' in the header");
     return false;
@@ -73,8 +79,12 @@ static bool parse_header(const char *h, ein_dtype *dt, bool *fortran,
     return false;
   }
   v = dict_value(h, "fortran_order");
-  if (!v || (strncmp(v, "True", 4) != 0 && strncmp(v, "False", 5) != 0)) {
+  if (!v) {
     snprintf(why, cap, "no 'fortran_order' in the header");
+    return false;
+  }
+  if (strncmp(v, "True", 4) != 0 && strncmp(v, "False", 5) != 0) {
+    snprintf(why, cap, "'fortran_order' is neither True nor False");
     return false;
   }
   *fortran = v[0] == 'T';
@@ -91,8 +101,16 @@ static bool parse_header(const char *h, ein_dtype *dt, bool *fortran,
     char *e;
     errno = 0;
     long long s = strtoll(v, &e, 10);
-    if (e == v || s < 0 || errno) {
-      snprintf(why, cap, "malformed 'shape' in the header");
+    if (e == v) {
+      snprintf(why, cap, "'shape' holds something other than sizes");
+      return false;
+    }
+    if (errno == ERANGE) {
+      snprintf(why, cap, "a size in 'shape' does not fit in int64");
+      return false;
+    }
+    if (s < 0) {
+      snprintf(why, cap, "'shape' has the negative size %lld", s);
       return false;
     }
     if (*ndim == EIN_MAX_DIMS) {
@@ -105,16 +123,40 @@ static bool parse_header(const char *h, ein_dtype *dt, bool *fortran,
   return true;
 }
 
+/* Bytes from the current position to the end of f, or -1 when f cannot
+ * seek (a pipe). */
+static int64_t bytes_left(FILE *f) {
+  long here = ftell(f);
+  if (here < 0 || fseek(f, 0, SEEK_END) != 0) return -1;
+  long end = ftell(f);
+  if (end < 0 || fseek(f, here, SEEK_SET) != 0) return -1;
+  return (int64_t)end - here;
+}
+
 bool npy_read(const char *path, npy_array *out, char *msg, size_t cap) {
   memset(out, 0, sizeof *out);
   FILE *f = fopen(path, "rb");
   if (!f) return fail(msg, cap, "cannot open '%s': %s", path, strerror(errno));
+  bool ok = npy_read_stream(f, path, out, msg, cap);
+  fclose(f);
+  return ok;
+}
+
+bool npy_read_stream(FILE *f, const char *path, npy_array *out, char *msg,
+                     size_t cap) {
+  memset(out, 0, sizeof *out);
   unsigned char pre[12];
   char why[160];
   char *header = NULL;
   bool ok = false;
-  if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) {
-    fail(msg, cap, "'%s' is not a .npy file (%s)", path, "bad magic");
+  size_t got = fread(pre, 1, 10, f);
+  if (got < 6 || memcmp(pre, "\x93NUMPY", 6) != 0) {
+    fail(msg, cap, "'%s' is not a .npy file (%s)", path,
+         "it does not begin with \\x93NUMPY");
+    goto done;
+  }
+  if (got < 10) {
+    fail(msg, cap, "'%s' is truncated (%s)", path, "in the preamble");
     goto done;
   }
   size_t hlen;
@@ -162,6 +204,16 @@ bool npy_read(const char *path, npy_array *out, char *msg, size_t cap) {
     fail(msg, cap, "'%s': %s", path, "shape overflows int64");
     goto done;
   }
+  /* Check the promise against the file before allocating what it says. */
+  int64_t left = bytes_left(f);
+  if (left >= 0 && left != bytes) {
+    snprintf(why, sizeof why,
+             "the header promises %lld bytes of data but %lld follow it",
+             (long long)bytes, (long long)left);
+    fail(msg, cap, left < bytes ? "'%s' is truncated: %s" : "'%s': %s", path,
+         why);
+    goto done;
+  }
   out->data = malloc(bytes ? (size_t)bytes : 1);
   if (!out->data) {
     fail(msg, cap, "'%s': %s", path, "out of memory");
@@ -188,7 +240,6 @@ bool npy_read(const char *path, npy_array *out, char *msg, size_t cap) {
   ok = true;
 done:
   free(header);
-  fclose(f);
   if (!ok) npy_free(out);
   return ok;
 }

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "ein.h"
 
@@ -20,8 +21,15 @@ typedef struct npy_array {
 } npy_array;
 
 /* Reads path into *out. On failure writes a message to msg and returns
- * false; *out then owns nothing. */
+ * false; *out then owns nothing. The data must be exactly what the header
+ * promises: fewer bytes are a truncated file, more are an error too. */
 bool npy_read(const char *path, npy_array *out, char *msg, size_t cap);
+
+/* The same from an open stream positioned at the file's start (the fuzz
+ * target reads from memory); `path` names it in messages. A stream that
+ * cannot seek skips the size check before allocating. */
+bool npy_read_stream(FILE *f, const char *path, npy_array *out, char *msg,
+                     size_t cap);
 
 /* Writes a C-contiguous tensor to path atomically: on failure no file is
  * left (an older file at path stays as it was). */
