@@ -2,7 +2,7 @@
  * fuzz_parser.c - libFuzzer target for the lexer, parser, binder and shape
  * checker. The first input byte picks the dialect and a few shapes; the
  * rest is the text. Build with -Dfuzz=true (clang), run e.g.
- *   build-fuzz/fuzz/fuzz_parser fuzz/corpus -max_total_time=600
+ *   build-fuzz/fuzz/fuzz_parser fuzz/corpus-parser -max_total_time=600
  */
 #include <stdint.h>
 #include <stdlib.h>

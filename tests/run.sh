@@ -3,12 +3,12 @@
 #
 # Builds einc three times (-Werror; ASan+UBSan; ThreadSanitizer), runs the
 # whole suite in the first two and the shared-context thread test in the
-# third, runs the libFuzzer target for a bounded time when clang can build
-# it, and ends with one line "N passed, N failed[, N skipped]" that adds up
+# third, runs the three libFuzzer targets (their regressions, then a
+# bounded time each) when clang can build them, and ends with one line "N passed, N failed[, N skipped]" that adds up
 # the cases of every test program (a program that dies without its summary
 # line counts as one failure).
 #
-# Environment: EINC_FUZZ_SECONDS (default 30; 0 skips fuzzing).
+# Environment: EINC_FUZZ_SECONDS per target (default 30; 0 skips fuzzing).
 set -u
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -62,29 +62,41 @@ else
   echo "tsan build failed"; status=1
 fi
 
-fuzz_result=""
+# Fuzzing: each libFuzzer target replays its regressions (inputs that once
+# crashed it), then runs for a bounded time from its seed corpus.
+fuzz_pass=0 fuzz_fail=0 fuzz_skip=0
 if [ "$fuzz_seconds" != 0 ] && command -v clang >/dev/null; then
-  echo "== fuzz: fuzz_parser for ${fuzz_seconds}s"
-  if CC=clang build build-fuzz -Dfuzz=true -Dtests=false -Dbuildtype=debug; then
-    corpus=$(mktemp -d)
-    if build-fuzz/fuzz/fuzz_parser "$corpus" fuzz/corpus \
-        -max_total_time="$fuzz_seconds" -max_len=512 >build-fuzz/fuzz.log 2>&1; then
-      fuzz_result=pass
-      tail -n 1 build-fuzz/fuzz.log
-    else
-      fuzz_result=fail
-      tail -n 40 build-fuzz/fuzz.log
-    fi
-    rm -rf "$corpus"
+  if CC=clang build build-fuzz -Dfuzz=true -Dtests=false -Dbuildtype=debug \
+      -Db_lundef=false; then
+    for target in parser bind npy; do
+      echo "== fuzz: fuzz_$target for ${fuzz_seconds}s"
+      seeds=fuzz/corpus-$target
+      corpus=$(mktemp -d)
+      log=build-fuzz/fuzz-$target.log
+      regressions=$(ls fuzz/regressions/$target/* 2>/dev/null || true)
+      if { [ -z "$regressions" ] ||
+           build-fuzz/fuzz/fuzz_$target $regressions >"$log" 2>&1; } &&
+         build-fuzz/fuzz/fuzz_$target "$corpus" "$seeds" \
+           -max_total_time="$fuzz_seconds" -max_len=2048 \
+           -artifact_prefix="build-fuzz/$target-" >>"$log" 2>&1; then
+        fuzz_pass=$((fuzz_pass + 1))
+        tail -n 1 "$log"
+      else
+        fuzz_fail=$((fuzz_fail + 1))
+        tail -n 40 "$log"
+      fi
+      rm -rf "$corpus"
+    done
   else
-    echo "fuzz target did not build (clang without libFuzzer runtime?)"
-    fuzz_result=skip
+    echo "fuzz targets did not build (clang without libFuzzer runtime?)"
+    fuzz_skip=3
   fi
 fi
 
-python3 - "$root" "$fuzz_result" "$status" <<'PY'
+python3 - "$root" "$fuzz_pass" "$fuzz_fail" "$fuzz_skip" "$status" <<'PY'
 import json, re, sys, os
-root, fuzz, build_status = sys.argv[1], sys.argv[2], int(sys.argv[3])
+root = sys.argv[1]
+fuzz_pass, fuzz_fail, fuzz_skip, build_status = map(int, sys.argv[2:6])
 passed = failed = skipped = 0
 pat = re.compile(r'^ein-test-summary: (\S+): (\d+) passed, (\d+) failed', re.M)
 for d in ('build-ci', 'build-asan', 'build-tsan'):
@@ -108,9 +120,9 @@ for d in ('build-ci', 'build-asan', 'build-tsan'):
             passed += 1
         else:
             failed += 1
-if fuzz == 'pass': passed += 1
-elif fuzz == 'fail': failed += 1
-elif fuzz == 'skip': skipped += 1
+passed += fuzz_pass
+failed += fuzz_fail
+skipped += fuzz_skip
 failed += build_status
 line = f"{passed} passed, {failed} failed"
 if skipped: line += f", {skipped} skipped"

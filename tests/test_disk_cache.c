@@ -2,9 +2,14 @@
  * test_disk_cache.c - the on-disk kernel cache (runtime/disk_cache.h):
  * round trips, the directory chosen from the environment, and damaged
  * entries (truncated, a flipped byte, a tail, another key under the same
- * name) read as misses; an unwritable directory makes stores fail without
- * leaving files. Plain files, no GPU.
+ * name) read as misses; an unwritable directory, or one where a write
+ * fails midway (a full disk, simulated with RLIMIT_FSIZE), makes stores
+ * fail without leaving files; processes storing and loading one entry at
+ * the same time never read half a file. Plain files, no GPU.
  */
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +34,69 @@ static size_t read_file(const char *path, char *buf, size_t cap) {
   size_t n = fread(buf, 1, cap, f);
   fclose(f);
   return n;
+}
+
+/* No "*.tmp*" file is left in dir. */
+static bool no_temporaries(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "ls -a %s | grep -q tmp", dir);
+  return system(cmd) != 0;
+}
+
+/* A payload big enough that a write takes many system calls. */
+enum { BIG = 1 << 20 };
+
+static char *big_payload(void) {
+  char *p = malloc(BIG);
+  for (int i = 0; i < BIG; i++) p[i] = (char)(i * 7 + (i >> 9));
+  return p;
+}
+
+/* In a child: a write limit of 4 KiB makes the store fail midway (EFBIG,
+ * as ENOSPC would on a full disk). Exit 0 when the store reports failure
+ * and leaves nothing. */
+static int store_on_full_disk(const char *dir) {
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit lim = {4096, 4096};
+  if (setrlimit(RLIMIT_FSIZE, &lim) != 0) return 2;
+  char *p = big_payload();
+  bool stored = ein_disk_cache_store(dir, "full", 4, p, BIG);
+  free(p);
+  return stored ? 1 : 0;
+}
+
+/* In a child: store and load one entry 100 times while other children do
+ * the same. Exit 0 when every load missed or returned the whole payload. */
+static int store_and_load_racing(const char *dir) {
+  char *p = big_payload();
+  int bad = 0;
+  for (int i = 0; i < 100; i++) {
+    ein_disk_cache_store(dir, "shared", 6, p, BIG);
+    char *got;
+    size_t n;
+    if (ein_disk_cache_load(dir, "shared", 6, &got, &n)) {
+      bad += n != BIG || memcmp(got, p, BIG) != 0;
+      free(got);
+    }
+  }
+  free(p);
+  return bad ? 1 : 0;
+}
+
+/* Runs fn(dir) in `n` children at once; true when all exit 0. */
+static bool in_children(int n, int (*fn)(const char *), const char *dir) {
+  pid_t pids[8];
+  for (int i = 0; i < n; i++) {
+    pids[i] = fork();
+    if (pids[i] == 0) _exit(fn(dir));
+  }
+  bool ok = true;
+  for (int i = 0; i < n; i++) {
+    int st;
+    ok &= pids[i] > 0 && waitpid(pids[i], &st, 0) == pids[i] &&
+          WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  }
+  return ok;
 }
 
 static bool loads(const char *dir, const char *key, const char *want) {
@@ -125,6 +193,30 @@ int main(void) {
   snprintf(dir, sizeof dir, "%s/file/sub", root);
   CHECK(!ein_disk_cache_store(dir, key, strlen(key), payload, strlen(payload)),
         "store under a regular file succeeded");
+
+  /* a missing directory: a miss, then the store creates it */
+  snprintf(dir, sizeof dir, "%s/missing/deeper", root);
+  CHECK(!loads(dir, key, payload), "a missing directory has an entry");
+  CHECK(ein_disk_cache_store(dir, key, strlen(key), payload, strlen(payload)) &&
+            loads(dir, key, payload),
+        "store into a missing directory");
+
+  /* a write that fails midway: no entry, no temporary file */
+  snprintf(dir, sizeof dir, "%s/full", root);
+  mkdir(dir, 0700);
+  CHECK(in_children(1, store_on_full_disk, dir),
+        "a store that could not be written reported success");
+  char *got;
+  size_t got_n;
+  CHECK(!ein_disk_cache_load(dir, "full", 4, &got, &got_n),
+        "a half-written entry was read");
+  CHECK(no_temporaries(dir), "a failed store left a temporary file");
+
+  /* four processes store and load one 1 MiB entry at the same time */
+  snprintf(dir, sizeof dir, "%s/shared", root);
+  CHECK(in_children(4, store_and_load_racing, dir),
+        "a process read a damaged entry while others stored it");
+  CHECK(no_temporaries(dir), "racing stores left a temporary file");
 
   snprintf(buf, sizeof buf, "rm -rf %s", root);
   if (system(buf) != 0)

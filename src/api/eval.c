@@ -103,15 +103,24 @@ static ein_status check_tensor(ein_thread_rec *me, const DLTensor *t, int index,
   if (t->ndim > 0 && !t->shape)
     return fail(me, EIN_ERR_INVALID_ARGUMENT,
                 "%s has %d dims but no shape array", name, t->ndim);
-  int64_t numel = 1;
+  bool empty = false;
   for (int d = 0; d < t->ndim; d++) {
     if (t->shape[d] < 0)
       return fail(me, EIN_ERR_BAD_SHAPE, "%s has size %lld in dim %d", name,
                   (long long)t->shape[d], d);
-    if (__builtin_mul_overflow(numel, t->shape[d], &numel))
-      return fail(me, EIN_ERR_OVERFLOW,
-                  "%s has more elements than int64 can count", name);
+    empty |= t->shape[d] == 0;
   }
+  /* The sizes other than 0 must multiply within int64 even when a 0 makes
+   * the tensor empty: compact strides are products of them. */
+  int64_t span = 1;
+  for (int d = 0; d < t->ndim; d++)
+    if (__builtin_mul_overflow(span, t->shape[d] ? t->shape[d] : 1, &span))
+      return fail(me, EIN_ERR_OVERFLOW,
+                  empty ? "%s's sizes other than 0 multiply past what int64 "
+                          "can count"
+                        : "%s has more elements than int64 can count",
+                  name);
+  int64_t numel = empty ? 0 : span;
   if (!ein_dtype_from_dl(t->dtype, dt))
     return fail(me, EIN_ERR_DTYPE,
                 "%s has a dtype einc does not support (DLPack code %u, %u "

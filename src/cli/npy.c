@@ -192,12 +192,18 @@ bool npy_read_stream(FILE *f, const char *path, npy_array *out, char *msg,
     fail(msg, cap, "'%s': %s", path, why);
     goto done;
   }
-  int64_t numel = 1;
-  for (int d = 0; d < ndim; d++)
-    if (__builtin_mul_overflow(numel, out->shape[d], &numel)) {
+  /* The sizes other than 0 must multiply within int64 too: the strides
+   * are their products even when a 0 empties the array. */
+  int64_t numel = 1, span = 1;
+  for (int d = 0; d < ndim; d++) {
+    int64_t size = out->shape[d];
+    numel = size ? numel : 0;
+    if (__builtin_mul_overflow(span, size ? size : 1, &span)) {
       fail(msg, cap, "'%s': %s", path, "shape overflows int64");
       goto done;
     }
+  }
+  numel = numel ? span : 0;
   size_t esz = ein_dtype_size(dt);
   int64_t bytes;
   if (__builtin_mul_overflow(numel, (int64_t)esz, &bytes)) {

@@ -68,6 +68,19 @@ static ein_span span_of(size_t offset, size_t length) {
   return (ein_span){offset, length};
 }
 
+/* True when the sizes other than 0 multiply within int64, as compact
+ * strides need even for an empty tensor; *empty says whether one is 0. */
+static bool sizes_countable(int nd, const int64_t *shape, bool *empty) {
+  int64_t span = 1;
+  bool fits = true;
+  *empty = false;
+  for (int d = 0; d < nd; d++) {
+    *empty |= shape[d] == 0;
+    fits = fits && ein_mul_i64(span, shape[d] ? shape[d] : 1, &span);
+  }
+  return fits;
+}
+
 static ein_status fail(binder *b, ein_status status, const ein_span *spans,
                        int nspans, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -163,22 +176,23 @@ static ein_status check_counts(binder *b, int ninputs) {
     if (nd > 0 && !b->shapes[i])
       return fail(b, EIN_ERR_INVALID_ARGUMENT, NULL, 0,
                   "tensor %d has %d dims but no shape array", i + 1, nd);
-    int64_t numel = 1;
-    for (int d = 0; d < nd; d++) {
+    for (int d = 0; d < nd; d++)
       if (b->shapes[i][d] < 0) {
         ein_span at = operand_span(op);
         return fail(b, EIN_ERR_BAD_SHAPE, &at, 1,
                     "dim %d of tensor %d is %lld; sizes must be 0 or more",
                     d, i + 1, (long long)b->shapes[i][d]);
       }
-      if (!ein_mul_i64(numel, b->shapes[i][d], &numel)) {
-        format_shape(shape, sizeof shape, nd, b->shapes[i]);
-        ein_span at = operand_span(op);
-        return fail(b, EIN_ERR_OVERFLOW, &at, 1,
-                    "tensor %d (shape %s) has more elements than int64 "
-                    "can count",
-                    i + 1, shape);
-      }
+    bool empty;
+    if (!sizes_countable(nd, b->shapes[i], &empty)) {
+      format_shape(shape, sizeof shape, nd, b->shapes[i]);
+      ein_span at = operand_span(op);
+      return fail(b, EIN_ERR_OVERFLOW, &at, 1,
+                  empty ? "tensor %d (shape %s): its sizes other than 0 "
+                          "multiply past what int64 can count"
+                        : "tensor %d (shape %s) has more elements than "
+                          "int64 can count",
+                  i + 1, shape);
     }
     int named = named_dims(op);
     bool has_ellipsis = op->ellipsis_term >= 0;
@@ -788,11 +802,14 @@ static ein_status check_output(binder *b) {
                     "the size of output dim %d overflows int64", d);
     dim->size = size;
   }
-  int64_t numel = 1;
-  for (int d = 0; d < bo->ndim; d++)
-    if (!ein_mul_i64(numel, bo->dims[d].size, &numel))
-      return fail(b, EIN_ERR_OVERFLOW, NULL, 0,
-                  "the output has more elements than int64 can count");
+  int64_t out_shape[EIN_MAX_DIMS];
+  for (int d = 0; d < bo->ndim; d++) out_shape[d] = bo->dims[d].size;
+  bool empty;
+  if (!sizes_countable(bo->ndim, out_shape, &empty))
+    return fail(b, EIN_ERR_OVERFLOW, NULL, 0,
+                empty ? "the output's sizes other than 0 multiply past what "
+                        "int64 can count"
+                      : "the output has more elements than int64 can count");
   return EIN_OK;
 }
 

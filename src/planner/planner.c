@@ -184,12 +184,25 @@ static int add_buffer(planner *pl, ein_buffer_kind kind, int input,
 static ein_status temp_view(planner *pl, const int *axes, int n,
                             ein_dtype dt, pview *v) {
   if (!view_alloc(pl, v, n)) return no_memory(pl);
-  int64_t elems = 1;
+  /* Sizes other than 0 multiply into strides, so check those; the
+   * workspace must stay countable in bytes too. */
+  int64_t elems = 1, stride = 1, bytes, end;
+  bool overflow = false;
   for (int i = n - 1; i >= 0; i--) {
+    int64_t size = pl->size[axes[i]];
     v->ax[i] = axes[i];
-    v->st[i] = elems;
-    elems *= pl->size[axes[i]];
+    v->st[i] = stride;
+    overflow |= __builtin_mul_overflow(stride, size ? size : 1, &stride);
+    elems = size ? elems : 0;
   }
+  elems = elems ? stride : 0;
+  overflow |= __builtin_mul_overflow(stride, (int64_t)ein_dtype_size(dt),
+                                     &bytes) ||
+              __builtin_add_overflow(pl->ir->workspace_bytes + 64, bytes, &end);
+  if (overflow)
+    return ein_error_set(pl->err, EIN_ERR_OVERFLOW, NULL, 0, NULL, 0,
+                         "an intermediate of this contraction order would "
+                         "hold more bytes than int64 can count");
   v->n = n;
   v->buf = add_buffer(pl, EIN_BUF_TEMP, -1, dt, elems);
   return v->buf < 0 ? internal(pl, "too many buffers") : EIN_OK;
