@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # tests/run.sh - the test command of the README and of CI.
 #
-# Builds einc three times (-Werror; ASan+UBSan; ThreadSanitizer), runs the
-# whole suite in the first two and the shared-context thread test in the
-# third, runs the three libFuzzer targets (their regressions, then a
-# bounded time each) when clang can build them, and ends with one line "N passed, N failed[, N skipped]" that adds up
-# the cases of every test program (a program that dies without its summary
-# line counts as one failure).
+# Builds einc three times (-Werror; ASan+UBSan; ThreadSanitizer) and runs
+# the whole suite in the first two and the shared-context thread test in
+# the third. Then runs the CPU test programs under valgrind when it is
+# installed, and the three libFuzzer targets (their regressions, then a
+# bounded time each) when clang can build them. Ends with one line
+# "N passed, N failed[, N skipped]" that adds up the cases of every test
+# program (a program that dies without its summary line counts as one
+# failure).
 #
-# Environment: EINC_FUZZ_SECONDS per target (default 30; 0 skips fuzzing).
+# Environment: EINC_FUZZ_SECONDS per target (default 30; 0 skips fuzzing);
+# EINC_VALGRIND=0 skips the valgrind run.
 set -u
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -60,6 +63,17 @@ if build build-tsan -Dwerror=true -Dbuildtype=debug -Db_sanitize=thread \
     suite build-tsan "8 threads on one context under TSan" threads
 else
   echo "tsan build failed"; status=1
+fi
+
+# valgrind memcheck over the CPU test programs (one case per program).
+rm -f build-ci/valgrind.log
+if [ "${EINC_VALGRIND:-1}" != 0 ] && command -v valgrind >/dev/null &&
+   [ -x build-ci/tests/test_plan ]; then
+  echo "== valgrind memcheck (CPU test programs and examples)"
+  bash scripts/valgrind.sh build-ci >build-ci/valgrind.log 2>&1
+  grep -E '^(ok|FAIL) ' build-ci/valgrind.log | grep -c '^ok' |
+    sed 's/$/ programs clean/'
+  grep -A40 '^FAIL ' build-ci/valgrind.log || true
 fi
 
 # Fuzzing: each libFuzzer target replays its regressions (inputs that once
@@ -120,6 +134,13 @@ for d in ('build-ci', 'build-asan', 'build-tsan'):
             passed += 1
         else:
             failed += 1
+vg = os.path.join(root, 'build-ci', 'valgrind.log')
+if os.path.exists(vg):
+    m = pat.findall(open(vg).read())
+    if m:
+        passed += int(m[-1][1]); failed += int(m[-1][2])
+    else:
+        failed += 1  # valgrind.sh died before its summary
 passed += fuzz_pass
 failed += fuzz_fail
 skipped += fuzz_skip

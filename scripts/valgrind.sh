@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# scripts/valgrind.sh [BUILD_DIR] - the CPU test programs and the examples
+# under valgrind memcheck: any memory error or definite/indirect leak fails.
+# (Leaks of libgomp's and OpenBLAS's thread pools are "possibly lost" or
+# "still reachable" and are not einc's.) Prints one summary line in the
+# format of the test programs, "ein-test-summary: valgrind: N passed, N
+# failed", with one case per program.
+set -u
+dir=${1:-build-ci}
+cd "$(dirname "$0")/.."
+if ! command -v valgrind >/dev/null; then
+  echo "valgrind is not installed"
+  exit 77
+fi
+programs="test_lexer test_parser test_errors test_shapes test_shape_check
+  test_random test_eval_random test_plan test_disk_cache test_alloc_fail
+  test_threads test_bad_inputs"
+examples=$(ls "$dir"/examples/ 2>/dev/null | grep -v '\.p$' || true)
+passed=0 failed=0
+run() { # LABEL PROGRAM ARGS...
+  local label=$1 log
+  shift
+  log=$(mktemp)
+  if valgrind -q --error-exitcode=99 --leak-check=full \
+      --show-leak-kinds=definite,indirect \
+      --errors-for-leak-kinds=definite,indirect \
+      --suppressions=scripts/valgrind.supp "$@" >"$log" 2>&1; then
+    passed=$((passed + 1))
+    echo "ok    $label"
+  else
+    failed=$((failed + 1))
+    echo "FAIL  $label"
+    tail -n 40 "$log"
+  fi
+  rm -f "$log"
+}
+for p in $programs; do
+  [ -x "$dir/tests/$p" ] && run "$p" "$dir/tests/$p"
+done
+for e in $examples; do
+  [ -x "$dir/examples/$e" ] && run "examples/$e" "$dir/examples/$e"
+done
+echo "ein-test-summary: valgrind: $passed passed, $failed failed"
+[ "$failed" = 0 ]
