@@ -135,7 +135,8 @@ static void eval_case(thread_state *t, const shape_case *c) {
 static void eval_new(thread_state *t) {
   shape_case c = shared_cases[next(t) % NSHARED];
   for (int i = 0; i < c.n; i++)
-    for (int d = 0; d < c.ndims[i]; d++) c.shapes[i][d] += (int64_t)(next(t) % 5);
+    for (int d = 0; d < c.ndims[i]; d++)
+      c.shapes[i][d] += (int64_t)(next(t) % 5);
   /* Keep what the expression ties together consistent. */
   if (strcmp(c.expr, "b i k, b k j -> b i j") == 0) {
     c.shapes[1][0] = c.shapes[0][0];
@@ -180,7 +181,8 @@ static void run_plan(thread_state *t) {
   for (int i = 0; i < 6; i++)
     for (int j = 0; j < 5; j++) {
       want[i * 5 + j] = 0;
-      for (int k = 0; k < 4; k++) want[i * 5 + j] += a[i * 4 + k] * b[k * 5 + j];
+      for (int k = 0; k < 4; k++)
+        want[i * 5 + j] += a[i * 4 + k] * b[k * 5 + j];
     }
   DLTensor x, y, o;
   make(&x, a, 2, as);

@@ -180,9 +180,9 @@ ein_status ein_bind_shapes(ein_ctx *ctx, const char *expr,
 }
 
 /* Gathers the ranks and shapes of DLTensors for ein_bind_shapes. */
-static ein_status tensor_shapes(ein_thread_rec *me, const DLTensor *const *inputs,
-                                int ninputs, const int64_t **shapes,
-                                int *ndims) {
+static ein_status tensor_shapes(ein_thread_rec *me,
+                                const DLTensor *const *inputs, int ninputs,
+                                const int64_t **shapes, int *ndims) {
   if (ninputs < 0 || ninputs > EIN_MAX_OPERANDS)
     return ein_error_set(&me->err,
                          ninputs < 0 ? EIN_ERR_INVALID_ARGUMENT

@@ -33,7 +33,8 @@ struct ein_plan {
 static ein_status fail(ein_thread_rec *me, ein_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static ein_status fail(ein_thread_rec *me, ein_status st, const char *fmt, ...) {
+static ein_status fail(ein_thread_rec *me, ein_status st, const char *fmt,
+                       ...) {
   va_list ap;
   va_start(ap, fmt);
   ein_error_vset(&me->err, st, NULL, 0, NULL, 0, fmt, ap);
@@ -80,7 +81,8 @@ static ein_status check_extent(ein_thread_rec *me, const DLTensor *t,
   if (!t->data) return EIN_OK;
   uintptr_t base = (uintptr_t)t->data, first;
   if (__builtin_add_overflow(base, (uintptr_t)t->byte_offset, &first) ||
-      (uintptr_t)(-lo) > first || UINTPTR_MAX - first < (uintptr_t)hi)
+      (uintptr_t)0 - (uintptr_t)lo > first ||
+      UINTPTR_MAX - first < (uintptr_t)hi)
     return fail(me, EIN_ERR_INVALID_ARGUMENT,
                 "%s's data pointer %p, byte offset %llu and strides reach "
                 "from %lld to %lld bytes around its first element, past the "
@@ -91,8 +93,8 @@ static ein_status check_extent(ein_thread_rec *me, const DLTensor *t,
 }
 
 /* Checks what every tensor must satisfy; index -1 is the output. */
-static ein_status check_tensor(ein_thread_rec *me, const DLTensor *t, int index,
-                               bool needs_data, ein_dtype *dt) {
+static ein_status check_tensor(ein_thread_rec *me, const DLTensor *t,
+                               int index, bool needs_data, ein_dtype *dt) {
   char name[32];
   tensor_name(index, name, sizeof name);
   if (!t) return fail(me, EIN_ERR_INVALID_ARGUMENT, "%s is NULL", name);
@@ -444,8 +446,9 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
 
 static const ein_options default_options;
 
-static ein_status check_inputs(ein_thread_rec *me, const DLTensor *const *inputs,
-                               int n, bool needs_data) {
+static ein_status check_inputs(ein_thread_rec *me,
+                               const DLTensor *const *inputs, int n,
+                               bool needs_data) {
   if (n < 0 || n > EIN_MAX_OPERANDS)
     return fail(me, n < 0 ? EIN_ERR_INVALID_ARGUMENT : EIN_ERR_LIMIT,
                 "%d tensors given; einc takes 1 to %d", n, EIN_MAX_OPERANDS);
@@ -508,8 +511,8 @@ ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
 }
 
 /* Compares a tensor with the layout the plan was made for. */
-static ein_status check_layout(ein_thread_rec *me, const ein_plan *plan, int slot,
-                               const DLTensor *t, int index) {
+static ein_status check_layout(ein_thread_rec *me, const ein_plan *plan,
+                               int slot, const DLTensor *t, int index) {
   ein_strbuf *k = scratch_key(me);
   ein_dtype dt;
   ein_dtype_from_dl(t->dtype, &dt);
@@ -582,7 +585,9 @@ ein_status ein_eval(ein_ctx *ctx, const char *expr,
   if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
   ein_thread_rec *me = ein_ctx_enter(ctx);
   if (!me) return EIN_ERR_NO_MEMORY;
-  if (!expr) return fail(me, EIN_ERR_INVALID_ARGUMENT, "ein_eval: the expression is NULL");
+  if (!expr)
+    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+                "ein_eval: the expression is NULL");
   const ein_options *o = options ? options : &default_options;
   ein_status st = check_inputs(me, inputs, ninputs, true);
   ein_dtype dt;
