@@ -59,7 +59,7 @@ static const struct {
     {"opaque", {kDLOpaqueHandle, 64, 1}},
 };
 
-/* Parses "f32:2x3/s=3,1/null/dev=2:0/off=8/nd=70/noshape/lowaddr" into t.
+/* Parses "f32:2x3/s=3,1/null/dev=2:0/off=8/nd=70/noshape/lowaddr" into x.
  * Data is allocated (and filled with random bytes, or the sentinel for an
  * output) when the view spans a sane number of elements; otherwise the
  * data pointer is a fake address that a correct einc never reads. */
