@@ -356,6 +356,9 @@ EIN_API size_t ein_plan_describe(const ein_plan *plan,
  *   n+1, 2*h   an integer expression (+ - *) of bound names, no spaces
  *   (h d)      a product; at most one factor may be unknown and is solved
  * At most one run (*name or ...) per spec.
+ *
+ * A memo has no lock: it belongs to one thread at a time (like the call
+ * stack a jaxtyping memo follows). Different memos are independent.
  */
 typedef struct ein_shape_memo ein_shape_memo;
 
