@@ -33,6 +33,7 @@ ninja -C build-gpu >/tmp/gpu_check.build.log 2>&1 ||
 export EINC_CACHE_DIR=$(mktemp -d)
 check suite meson test -C build-gpu --print-errorlogs --no-rebuild
 check cuda_faults build-gpu/tests/test_cuda_faults
+check threads_cuda build-gpu/tests/test_threads_cuda --cuda 400
 check random_cuda env EIN_CASES="${EIN_CASES:-3000}" \
   build-gpu/tests/test_eval_random_cuda --cuda
 if command -v compute-sanitizer >/dev/null; then

@@ -12,7 +12,9 @@
  * keep their own tallies and the main thread CHECKs them, because the
  * harness counters are plain globals.
  *
- * Arguments: [iterations per thread] (default 200).
+ * Arguments: [--cuda] [iterations per thread] (default 200). With --cuda the
+ * shape cases run on GPU 0 (exit 77 without one) while plan runs stay on
+ * the CPU, so one context drives both backends from eight threads.
  */
 #include <math.h>
 #include <pthread.h>
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 
 #include "ctx_internal.h"
+#include "cuda_backend.h"
 #include "harness.h"
 #include "reference.h"
 
@@ -93,6 +96,42 @@ static bool close_to(const double *got, const double *want, int64_t n) {
   return sqrt(err) <= 1e-12 * (sqrt(norm) > 1 ? sqrt(norm) : 1);
 }
 
+/* --cuda: the shapes' evaluations run on GPU 0 (plan runs and errors stay
+ * on the host, so one context serves both backends at once). */
+static bool on_gpu;
+
+/* Evaluates on the GPU: the host tensors copied to device buffers, the
+ * result copied back into o's data. */
+static ein_status eval_on_gpu(thread_state *t, const char *expr,
+                              const DLTensor *x, int n, DLTensor *o) {
+  DLTensor dx[3], dout = *o;
+  const DLTensor *dxs[3];
+  void *buf[4] = {NULL, NULL, NULL, NULL};
+  ein_error_rec err;
+  ein_error_init(&err);
+  ein_status st = EIN_OK;
+  for (int i = 0; i <= n && !st; i++) {
+    const DLTensor *h = i < n ? &x[i] : o;
+    size_t bytes = (size_t)count(h->ndim, h->shape) * sizeof(double);
+    st = ein_cuda_malloc(0, &buf[i], bytes ? bytes : 8, &err);
+    if (!st && i < n) st = ein_cuda_copy_to_device(buf[i], h->data, bytes, &err);
+    DLTensor *d = i < n ? &dx[i] : &dout;
+    *d = *h;
+    d->data = buf[i];
+    d->device = (DLDevice){kDLCUDA, 0};
+    if (i < n) dxs[i] = &dx[i];
+  }
+  if (!st) st = ein_eval(t->ctx, expr, dxs, n, &dout, NULL);
+  if (!st) st = ein_ctx_synchronize(t->ctx);
+  if (!st)
+    st = ein_cuda_copy_to_host(
+        o->data, buf[n], (size_t)count(o->ndim, o->shape) * sizeof(double),
+        &err);
+  for (int i = 0; i <= n; i++) ein_cuda_free(buf[i]);
+  ein_error_clear(&err);
+  return st;
+}
+
 /* Evaluates c on ctx with fresh random inputs and checks the result. */
 static void eval_case(thread_state *t, const shape_case *c) {
   static _Thread_local double in[3][MAX_ELEMS], out[MAX_ELEMS],
@@ -122,7 +161,9 @@ static void eval_case(thread_state *t, const shape_case *c) {
   ein_binding_destroy(b);
   DLTensor o;
   make(&o, out, ondim, oshape);
-  if (ein_eval(t->ctx, c->expr, xs, c->n, &o, NULL) != EIN_OK) {
+  ein_status st = on_gpu ? eval_on_gpu(t, c->expr, x, c->n, &o)
+                         : ein_eval(t->ctx, c->expr, xs, c->n, &o, NULL);
+  if (st != EIN_OK) {
     fail(t, "eval", c->expr);
     return;
   }
@@ -210,6 +251,15 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
+  on_gpu = argc > 1 && strcmp(argv[1], "--cuda") == 0;
+  if (on_gpu) {
+    argc--;
+    argv++;
+    if (ein_cuda_device_count() == 0) {
+      printf("no GPU: skipped\n");
+      return 77;
+    }
+  }
   int iterations = argc > 1 ? atoi(argv[1]) : 200;
   ein_ctx *ctx;
   CHECK(ein_ctx_create(&ctx) == EIN_OK, "context");
