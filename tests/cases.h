@@ -14,6 +14,19 @@
 
 #include "ein.h"
 
+/* One entry of error_cases.inc (test_errors and test_bad_inputs): the
+ * inputs, the status, the culprit's span, the other span (-1: none), and
+ * the exact message. */
+typedef struct err_case {
+  const char *expr, *shapes, *opts;
+  ein_status status;
+  int off, len;   /* spans[0]; -1: no span */
+  int off2, len2; /* spans[1]; -1: none */
+  const char *message;
+} err_case;
+
+#define SYN EIN_ERR_SYNTAX /* shorthand used by error_cases.inc */
+
 typedef struct case_input {
   int n;
   int ndims[EIN_MAX_OPERANDS];

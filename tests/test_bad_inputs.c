@@ -349,14 +349,6 @@ static void run_tensor_case(ein_ctx *ctx, const tensor_case *c) {
 
 /* The catalogue of test_errors, evaluated: the same status and message,
  * and an untouched output. */
-typedef struct err_case {
-  const char *expr, *shapes, *opts;
-  ein_status status;
-  int off, len, off2, len2;
-  const char *message;
-} err_case;
-
-#define SYN EIN_ERR_SYNTAX
 static const err_case expr_cases[] = {
 #include "error_cases.inc"
 };

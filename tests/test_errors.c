@@ -11,15 +11,6 @@
 #include "cases.h"
 #include "harness.h"
 
-typedef struct err_case {
-  const char *expr, *shapes, *opts;
-  ein_status status;
-  int off, len;   /* spans[0]; -1: no span */
-  int off2, len2; /* spans[1]; -1: none */
-  const char *message;
-} err_case;
-
-#define SYN EIN_ERR_SYNTAX
 static const err_case cases[] = {
 #include "error_cases.inc"
 };

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "checked.h"
 #include "codegen.h"
 #include "ctx_internal.h"
 #include "cuda_backend.h"
@@ -55,29 +56,55 @@ static bool host_device(DLDeviceType d) {
   return d == kDLCPU || d == kDLCUDAHost || d == kDLROCMHost;
 }
 
-/* The bytes a non-empty tensor's strides reach, below and above its first
- * element, must fit in int64 (every offset einc computes does) and, with
- * a data pointer, in the address space: a stride that wraps around
- * address 0 is a caller's bug that would otherwise read wild memory. */
+/* The stride of dim d as the plan sees it: compact when strides is NULL,
+ * and 0 for size-1 dims, whose stride never matters. */
+static int64_t effective_stride(const DLTensor *t, int d) {
+  if (t->shape[d] == 1) return 0;
+  if (t->strides) return t->strides[d];
+  int64_t s = 1;
+  for (int e = t->ndim - 1; e > d; e--) s *= t->shape[e] > 0 ? t->shape[e] : 1;
+  return s;
+}
+
+/* The bytes a non-empty tensor touches, as [lo, hi) around the start of
+ * its first element (lo <= 0 < hi). False when they pass int64, with *dim
+ * the dim whose stride did it (-1: the last element's own size). */
+static bool byte_reach(const DLTensor *t, int64_t esz, int64_t *lo,
+                       int64_t *hi, int *dim) {
+  *lo = 0;
+  *hi = 0;
+  for (int d = 0; d < t->ndim; d++) {
+    int64_t reach;
+    *dim = d;
+    if (__builtin_mul_overflow(effective_stride(t, d), t->shape[d] - 1,
+                               &reach) ||
+        __builtin_mul_overflow(reach, esz, &reach) ||
+        __builtin_add_overflow(reach < 0 ? *lo : *hi, reach,
+                               reach < 0 ? lo : hi))
+      return false;
+  }
+  *dim = -1;
+  return !__builtin_add_overflow(*hi, esz, hi);
+}
+
+/* A non-empty tensor's byte reach must fit in int64 (every offset einc
+ * computes does) and, with a data pointer, in the address space: a stride
+ * that wraps around address 0 is a caller's bug that would otherwise read
+ * wild memory. */
 static ein_status check_extent(ein_thread_rec *me, const DLTensor *t,
                                const char *name, ein_dtype dt) {
-  int64_t esz = (int64_t)ein_dtype_size(dt), lo = 0, hi = 0, compact = 1;
-  for (int d = t->ndim - 1; d >= 0; d--) {
-    int64_t stride = t->strides ? t->strides[d] : compact, reach;
-    if (!t->strides) compact *= t->shape[d];
-    if (__builtin_mul_overflow(stride, t->shape[d] - 1, &reach) ||
-        __builtin_mul_overflow(reach, esz, &reach) ||
-        __builtin_add_overflow(reach < 0 ? lo : hi, reach,
-                               reach < 0 ? &lo : &hi))
-      return fail(me, EIN_ERR_OVERFLOW,
-                  "%s's strides reach past what int64 can count in bytes "
-                  "(dim %d: stride %lld, size %lld)",
-                  name, d, (long long)stride, (long long)t->shape[d]);
-  }
-  if (__builtin_add_overflow(hi, esz, &hi))
-    return fail(me, EIN_ERR_OVERFLOW,
-                "%s's strides reach past what int64 can count in bytes",
-                name);
+  int64_t lo, hi;
+  int d;
+  if (!byte_reach(t, (int64_t)ein_dtype_size(dt), &lo, &hi, &d))
+    return d < 0 ? fail(me, EIN_ERR_OVERFLOW,
+                        "%s's strides reach past what int64 can count in "
+                        "bytes",
+                        name)
+                 : fail(me, EIN_ERR_OVERFLOW,
+                        "%s's strides reach past what int64 can count in "
+                        "bytes (dim %d: stride %lld, size %lld)",
+                        name, d, (long long)effective_stride(t, d),
+                        (long long)t->shape[d]);
   if (!t->data) return EIN_OK;
   uintptr_t base = (uintptr_t)t->data, first;
   if (__builtin_add_overflow(base, (uintptr_t)t->byte_offset, &first) ||
@@ -105,23 +132,18 @@ static ein_status check_tensor(ein_thread_rec *me, const DLTensor *t,
   if (t->ndim > 0 && !t->shape)
     return fail(me, EIN_ERR_INVALID_ARGUMENT,
                 "%s has %d dims but no shape array", name, t->ndim);
-  bool empty = false;
-  for (int d = 0; d < t->ndim; d++) {
+  for (int d = 0; d < t->ndim; d++)
     if (t->shape[d] < 0)
       return fail(me, EIN_ERR_BAD_SHAPE, "%s has size %lld in dim %d", name,
                   (long long)t->shape[d], d);
-    empty |= t->shape[d] == 0;
-  }
-  /* The sizes other than 0 must multiply within int64 even when a 0 makes
-   * the tensor empty: compact strides are products of them. */
-  int64_t span = 1;
-  for (int d = 0; d < t->ndim; d++)
-    if (__builtin_mul_overflow(span, t->shape[d] ? t->shape[d] : 1, &span))
-      return fail(me, EIN_ERR_OVERFLOW,
-                  empty ? "%s's sizes other than 0 multiply past what int64 "
-                          "can count"
-                        : "%s has more elements than int64 can count",
-                  name);
+  int64_t span;
+  bool empty;
+  if (!ein_nonzero_span(t->ndim, t->shape, &span, &empty))
+    return fail(me, EIN_ERR_OVERFLOW,
+                empty ? "%s's sizes other than 0 multiply past what int64 "
+                        "can count"
+                      : "%s has more elements than int64 can count",
+                name);
   int64_t numel = empty ? 0 : span;
   if (!ein_dtype_from_dl(t->dtype, dt))
     return fail(me, EIN_ERR_DTYPE,
@@ -133,16 +155,6 @@ static ein_status check_tensor(ein_thread_rec *me, const DLTensor *t,
                 "%s has %lld elements but a NULL data pointer", name,
                 (long long)numel);
   return numel > 0 ? check_extent(me, t, name, *dt) : EIN_OK;
-}
-
-/* The stride of dim d as the plan sees it: compact when strides is NULL,
- * and 0 for size-1 dims, whose stride never matters. */
-static int64_t effective_stride(const DLTensor *t, int d) {
-  if (t->shape[d] == 1) return 0;
-  if (t->strides) return t->strides[d];
-  int64_t s = 1;
-  for (int e = t->ndim - 1; e > d; e--) s *= t->shape[e] > 0 ? t->shape[e] : 1;
-  return s;
 }
 
 static void key_tensor(ein_strbuf *k, const DLTensor *t, ein_dtype dt) {
@@ -319,19 +331,18 @@ static bool self_overlapping(const DLTensor *t) {
 static void byte_range(const DLTensor *t, uintptr_t *lo, uintptr_t *hi) {
   ein_dtype dt = EIN_DT_U8;
   ein_dtype_from_dl(t->dtype, &dt);
-  int64_t min = 0, max = 0;
-  for (int d = 0; d < t->ndim; d++) {
-    if (t->shape[d] == 0) {
-      *lo = *hi = 0;
-      return;
-    }
-    int64_t s = effective_stride(t, d) * (t->shape[d] - 1);
-    if (s < 0) min += s; else max += s;
+  int64_t span, min, max;
+  int d;
+  bool empty;
+  /* check_tensor made sure the sizes and the reach fit. */
+  if (!ein_nonzero_span(t->ndim, t->shape, &span, &empty) || empty ||
+      !byte_reach(t, (int64_t)ein_dtype_size(dt), &min, &max, &d)) {
+    *lo = *hi = 0;
+    return;
   }
-  int64_t esz = (int64_t)ein_dtype_size(dt);
   uintptr_t base = (uintptr_t)t->data + t->byte_offset;
-  *lo = base + (uintptr_t)(min * esz);
-  *hi = base + (uintptr_t)((max + 1) * esz);
+  *lo = base + (uintptr_t)min;
+  *hi = base + (uintptr_t)max;
 }
 
 static ein_status build_plan(ein_thread_rec *me, const char *expr,

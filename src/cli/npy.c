@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checked.h"
 #include "dtype.h"
 
 static const struct {
@@ -192,18 +193,13 @@ bool npy_read_stream(FILE *f, const char *path, npy_array *out, char *msg,
     fail(msg, cap, "'%s': %s", path, why);
     goto done;
   }
-  /* The sizes other than 0 must multiply within int64 too: the strides
-   * are their products even when a 0 empties the array. */
-  int64_t numel = 1, span = 1;
-  for (int d = 0; d < ndim; d++) {
-    int64_t size = out->shape[d];
-    numel = size ? numel : 0;
-    if (__builtin_mul_overflow(span, size ? size : 1, &span)) {
-      fail(msg, cap, "'%s': %s", path, "shape overflows int64");
-      goto done;
-    }
+  int64_t span;
+  bool empty;
+  if (!ein_nonzero_span(ndim, out->shape, &span, &empty)) {
+    fail(msg, cap, "'%s': %s", path, "shape overflows int64");
+    goto done;
   }
-  numel = numel ? span : 0;
+  int64_t numel = empty ? 0 : span;
   size_t esz = ein_dtype_size(dt);
   int64_t bytes;
   if (__builtin_mul_overflow(numel, (int64_t)esz, &bytes)) {

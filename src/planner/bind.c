@@ -68,19 +68,6 @@ static ein_span span_of(size_t offset, size_t length) {
   return (ein_span){offset, length};
 }
 
-/* True when the sizes other than 0 multiply within int64, as compact
- * strides need even for an empty tensor; *empty says whether one is 0. */
-static bool sizes_countable(int nd, const int64_t *shape, bool *empty) {
-  int64_t span = 1;
-  bool fits = true;
-  *empty = false;
-  for (int d = 0; d < nd; d++) {
-    *empty |= shape[d] == 0;
-    fits = fits && ein_mul_i64(span, shape[d] ? shape[d] : 1, &span);
-  }
-  return fits;
-}
-
 static ein_status fail(binder *b, ein_status status, const ein_span *spans,
                        int nspans, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -183,8 +170,9 @@ static ein_status check_counts(binder *b, int ninputs) {
                     "dim %d of tensor %d is %lld; sizes must be 0 or more",
                     d, i + 1, (long long)b->shapes[i][d]);
       }
+    int64_t span;
     bool empty;
-    if (!sizes_countable(nd, b->shapes[i], &empty)) {
+    if (!ein_nonzero_span(nd, b->shapes[i], &span, &empty)) {
       format_shape(shape, sizeof shape, nd, b->shapes[i]);
       ein_span at = operand_span(op);
       return fail(b, EIN_ERR_OVERFLOW, &at, 1,
@@ -804,8 +792,9 @@ static ein_status check_output(binder *b) {
   }
   int64_t out_shape[EIN_MAX_DIMS];
   for (int d = 0; d < bo->ndim; d++) out_shape[d] = bo->dims[d].size;
+  int64_t span;
   bool empty;
-  if (!sizes_countable(bo->ndim, out_shape, &empty))
+  if (!ein_nonzero_span(bo->ndim, out_shape, &span, &empty))
     return fail(b, EIN_ERR_OVERFLOW, NULL, 0,
                 empty ? "the output's sizes other than 0 multiply past what "
                         "int64 can count"

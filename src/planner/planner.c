@@ -186,16 +186,16 @@ static ein_status temp_view(planner *pl, const int *axes, int n,
   if (!view_alloc(pl, v, n)) return no_memory(pl);
   /* Sizes other than 0 multiply into strides, so check those; the
    * workspace must stay countable in bytes too. */
-  int64_t elems = 1, stride = 1, bytes, end;
-  bool overflow = false;
+  int64_t stride = 1, bytes, end;
+  bool empty = false, overflow = false;
   for (int i = n - 1; i >= 0; i--) {
     int64_t size = pl->size[axes[i]];
     v->ax[i] = axes[i];
     v->st[i] = stride;
+    empty |= size == 0;
     overflow |= __builtin_mul_overflow(stride, size ? size : 1, &stride);
-    elems = size ? elems : 0;
   }
-  elems = elems ? stride : 0;
+  int64_t elems = empty ? 0 : stride;
   overflow |= __builtin_mul_overflow(stride, (int64_t)ein_dtype_size(dt),
                                      &bytes) ||
               __builtin_add_overflow(pl->ir->workspace_bytes + 64, bytes, &end);
