@@ -133,10 +133,15 @@ ein_status ein_kcache_get(ein_kcache *c, const ein_kernel_src *k,
                          "out of memory caching a kernel");
   memcpy(fresh.source, k->source, k->len + 1);
 
-  /* Disk key: everything that changes the cubin. */
+  /* Disk key: everything that changes the cubin, the prelude NVRTC
+   * compiles before the source included. */
   ein_strbuf key = {0};
-  ein_strbuf_printf(&key, "einc kernel v1\nsm_%d\nnvrtc %d\n%s\n", c->arch,
+  const char *prelude = ein_codegen_prelude(false);
+  ein_strbuf_printf(&key, "einc kernel v2\nsm_%d\nnvrtc %d\n%s\n", c->arch,
                     ein_nvrtc_version(), ein_nvrtc_options());
+  ein_strbuf_printf(&key, "prelude %016llx\n",
+                    (unsigned long long)ein_fnv1a(prelude, strlen(prelude),
+                                                  EIN_FNV_SEED));
   ein_strbuf_append(&key, k->source, k->len);
   ein_status st = EIN_OK;
   char *img = NULL;

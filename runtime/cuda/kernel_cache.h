@@ -6,8 +6,8 @@
  * (cudaLibraryLoadData + cudaLibraryGetKernel, the runtime API, so einc
  * never links the driver library). A lookup tries memory, then disk, then
  * NVRTC; a compiled cubin is written to disk for the next process. The
- * disk key is the source, the architecture, the NVRTC version and the
- * compile options.
+ * disk key is the source, the architecture, the NVRTC version, the
+ * compile options and a hash of the NVRTC prelude.
  */
 #ifndef EIN_KERNEL_CACHE_H
 #define EIN_KERNEL_CACHE_H

@@ -2,7 +2,9 @@
  * nvrtc_compile.c - CUDA C to cubin through NVRTC (nvrtc_compile.h).
  *
  * Kernels use no headers (f16/bf16 conversions are inline PTX and bit
- * operations), so -minimal keeps a compile near NVRTC's fixed cost.
+ * operations), so -minimal keeps a compile near NVRTC's fixed cost. The
+ * NVRTC prelude (codegen.h) goes before every source; a #line directive
+ * keeps the compile log's line numbers those of the kernel's own source.
  */
 #include "nvrtc_compile.h"
 
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "codegen.h"
 
 /* -1: read EINC_FAULT_NVRTC on first use. Atomic because contexts on
  * several threads may compile at once. */
@@ -49,13 +52,18 @@ ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
                          "NVRTC_ERROR_COMPILATION (injected by "
                          "EINC_FAULT_NVRTC)\ncompile log:\n"
                          "einc_kernel.cu: error: fault injection");
-  /* NVRTC wants a NUL-terminated string. */
-  char *text = ein_malloc(len + 1);
+  /* NVRTC wants one NUL-terminated string. */
+  static const char LINE[] = "#line 1 \"einc_kernel.cu\"\n";
+  const char *prelude = ein_codegen_prelude(false);
+  size_t plen = strlen(prelude), llen = sizeof LINE - 1;
+  char *text = ein_malloc(plen + llen + len + 1);
   if (!text)
     return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
                          "out of memory copying a kernel's source");
-  memcpy(text, source, len);
-  text[len] = 0;
+  memcpy(text, prelude, plen);
+  memcpy(text + plen, LINE, llen);
+  memcpy(text + plen + llen, source, len);
+  text[plen + llen + len] = 0;
   nvrtcProgram prog;
   nvrtcResult r =
       nvrtcCreateProgram(&prog, text, "einc_kernel.cu", 0, NULL, NULL);

@@ -10,7 +10,8 @@
 
 #include "error.h"
 
-/* Compiles source (len bytes) for sm_<arch> (e.g. 90). On success *cubin
+/* Compiles the NVRTC prelude (ein_codegen_prelude(false)) followed by
+ * source (len bytes) for sm_<arch> (e.g. 90). On success *cubin
  * is a malloc'd image of *size bytes. On failure err holds NVRTC's message
  * and the compile log, and the status is EIN_ERR_BACKEND. */
 ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,

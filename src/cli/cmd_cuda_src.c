@@ -11,6 +11,7 @@
 #include "args.h"
 #include "commands.h"
 #include "ctx_internal.h"
+#include "codegen.h"
 #include "cuda_program.h"
 #include "dtype.h"
 #include "plan.h"
@@ -102,7 +103,8 @@ int cmd_cuda_src(int argc, char **argv) {
       if (k->has_vec)
         printf("; ein_vec<<<(%u,%u,%u), same>>> when 16-byte aligned",
                k->grid_vec[0], k->grid_vec[1], k->grid_vec[2]);
-      printf("\n%s", k->source);
+      /* the prelude NVRTC compiles before it, so each step compiles alone */
+      printf("\n%s%s", ein_codegen_prelude(false), k->source);
     }
   }
   ein_plan_destroy(plan);

@@ -144,27 +144,12 @@ static void emit_constant(ein_strbuf *sb, double v, acc_kind acc) {
 
 /* -------------------------------------------------------- the prelude */
 
-static const char PRELUDE[] =
-    "typedef unsigned long long ein_u64;\n"
-    "static __device__ __forceinline__ float ein_h2f(unsigned short h) {\n"
-    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return "
-    "f;\n"
-    "}\n"
-    "static __device__ __forceinline__ unsigned short ein_f2h(float f) {\n"
-    "  unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : "
-    "\"f\"(f));\n"
-    "  return h;\n"
-    "}\n"
-    "static __device__ __forceinline__ float ein_b2f(unsigned short h) {\n"
-    "  return __uint_as_float((unsigned)h << 16);\n"
-    "}\n"
-    "/* round to nearest even; NaN stays NaN */\n"
-    "static __device__ __forceinline__ unsigned short ein_f2b(float f) {\n"
-    "  unsigned u = __float_as_uint(f);\n"
-    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) "
-    "| 0x40);\n"
-    "  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
-    "}\n";
+/* src/codegen/prelude_*.h, embedded by scripts/embed.py at build time. */
+extern const char ein_prelude_nvrtc[], ein_prelude_host[];
+
+const char *ein_codegen_prelude(bool host) {
+  return host ? ein_prelude_host : ein_prelude_nvrtc;
+}
 
 /* The combine function of a reduction, named ein_comb. Integer sums and
  * products wrap (computed unsigned); max and min let NaN win, as numpy. */
@@ -624,7 +609,7 @@ ein_status ein_codegen_step(const ein_step *s, ein_kernel_src *out) {
   if (g.red.n)
     ein_strbuf_printf(&sb, ", %s over %lld", ein_reduction_name(s->op),
                       (long long)ein_loop_axes_volume(&g.red));
-  ein_strbuf_printf(&sb, " */\n%s", PRELUDE);
+  ein_strbuf_printf(&sb, " */\n");
   if (s->nsrc == 2) {
     const char *t = acc_type(g.acc);
     ein_strbuf_printf(

@@ -7,6 +7,12 @@
  * source with NVRTC, `einc cuda-src` prints it, and the CI tests compile it
  * for sm_80 and sm_90 on machines without a GPU.
  *
+ * A kernel's source starts with a comment line and assumes a prelude
+ * (ein_codegen_prelude) before it: the f16/bf16 conversions ein_h2f,
+ * ein_f2h, ein_b2f, ein_f2b and the ein_u64 type, in one flavour for NVRTC
+ * (inline PTX) and one for the emulated device's host compiler, which
+ * also defines the CUDA built-ins the kernels use.
+ *
  * Every kernel takes three pointers (dst, src0, src1; unused ones are NULL)
  * already offset to the step's first element, and is launched as
  * ein_main<<<grid, block>>>. A kernel that can move 16 bytes per access
@@ -64,6 +70,11 @@ typedef struct ein_kernel_src {
 ein_status ein_codegen_step(const ein_step *step, ein_kernel_src *out);
 
 void ein_kernel_src_free(ein_kernel_src *k);
+
+/* The text to put before every kernel source: for NVRTC
+ * (src/codegen/prelude_nvrtc.cuh) or, when host, for the emulated device
+ * (src/codegen/prelude_host.h). Static storage. */
+const char *ein_codegen_prelude(bool host);
 
 /* "map", "transpose", ...; "none" for EIN_KERNEL_NONE. */
 const char *ein_kernel_kind_name(ein_kernel_kind kind);

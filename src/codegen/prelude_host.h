@@ -1,0 +1,418 @@
+/*
+ * prelude_host.h - the host flavour of the kernel prelude: what the CUDA C
+ * of codegen.c needs to compile as C++17 for the emulated CUDA device
+ * (runtime/emu/emu_device.h), which runs each GPU thread as a fiber on the
+ * host CPU.
+ *
+ * Two parts. The first, plain C, is the interface between a compiled
+ * kernel and the emulator: emu_device.c includes this file with
+ * EIN_EMU_ABI_ONLY defined to get it, so both sides share one definition.
+ * The second, C++, defines the CUDA built-ins the kernels use, written so
+ * that mistakes a GPU punishes are punished here too: __syncthreads really
+ * waits for the whole block, shuffles exchange only among the lanes their
+ * mask names, and both report what went wrong instead of hanging.
+ *
+ * A thread finds itself from its stack pointer: every fiber stack is an
+ * EIN_EMU_STACK_BYTES-aligned region whose lowest bytes hold that thread's
+ * ein_emu_thread, so threadIdx costs a mask and a load and needs no
+ * thread-local lookup. `__shared__` variables are `static thread_local`:
+ * a worker thread runs one block at a time, so each block sees its own.
+ *
+ * No system header is included (every helper is a compiler built-in):
+ * the emulator compiles one translation unit per plan, and a header like
+ * <cmath> would cost more than the kernels themselves.
+ */
+#ifndef EIN_PRELUDE_HOST_ABI
+#define EIN_PRELUDE_HOST_ABI
+
+/* --------------------------------------------- the emulator's interface */
+
+/* Size and alignment of a fiber's stack region (a power of two). */
+#define EIN_EMU_STACK_BYTES (256u * 1024u)
+
+typedef struct ein_emu_uint3 {
+  unsigned x, y, z;
+} ein_emu_uint3;
+
+typedef struct ein_emu_thread ein_emu_thread;
+
+enum { EIN_EMU_SYNC_BLOCK, EIN_EMU_SYNC_WARP };
+enum { EIN_EMU_SHFL_IDX, EIN_EMU_SHFL_UP, EIN_EMU_SHFL_DOWN, EIN_EMU_SHFL_XOR };
+
+/* What a block's threads share; filled by the emulator per block. The
+ * calls may switch to another fiber and come back; on an error they never
+ * return (the block is abandoned). */
+typedef struct ein_emu_block_abi {
+  ein_emu_uint3 block_idx, block_dim, grid_dim;
+  /* __syncthreads (EIN_EMU_SYNC_BLOCK) or __syncwarp(mask) */
+  void (*sync)(ein_emu_thread *self, int kind, unsigned mask, int line);
+  /* a shuffle of a `size`-byte value held in the low bytes of `bits` */
+  unsigned long long (*shfl)(ein_emu_thread *self, int kind, unsigned mask,
+                             unsigned long long bits, int size, int arg,
+                             int width, int line);
+} ein_emu_block_abi;
+
+/* At the lowest address of the thread's stack region. */
+struct ein_emu_thread {
+  ein_emu_uint3 thread_idx;
+  const ein_emu_block_abi *block;
+};
+
+#endif /* EIN_PRELUDE_HOST_ABI */
+
+#if !defined(EIN_EMU_ABI_ONLY) && !defined(EIN_PRELUDE_HOST_CXX)
+#define EIN_PRELUDE_HOST_CXX
+
+/* ------------------------------------------------ qualifiers and types */
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#ifdef EIN_EMU_SHARED_GLOBAL /* see ein_emu_shared_range */
+#define __shared__ static __attribute__((section("ein_emu_shared"), used))
+#else
+#define __shared__ static thread_local
+#endif
+#define __constant__ static
+#define warpSize 32
+
+typedef unsigned long long ein_u64;
+typedef ein_emu_uint3 uint3;
+
+struct dim3 {
+  unsigned x, y, z;
+  dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1)
+      : x(x_), y(y_), z(z_) {}
+  dim3(ein_emu_uint3 v) : x(v.x), y(v.y), z(v.z) {}
+};
+
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(8) int2 { int x, y; };
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) double2 { double x, y; };
+struct alignas(16) longlong2 { long long x, y; };
+struct alignas(16) ulonglong2 { unsigned long long x, y; };
+struct int3 { int x, y, z; };
+struct float3 { float x, y, z; };
+
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z,
+                               unsigned w) { return uint4{x, y, z, w}; }
+static inline float4 make_float4(float x, float y, float z, float w) {
+  return float4{x, y, z, w};
+}
+static inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
+static inline float2 make_float2(float x, float y) { return float2{x, y}; }
+static inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) {
+  return uint3{x, y, z};
+}
+
+/* --------------------------------------------------- the current thread */
+
+static inline __attribute__((always_inline)) ein_emu_thread *ein_self() {
+#if defined(__x86_64__)
+  unsigned long sp;
+  __asm__("movq %%rsp, %0" : "=r"(sp));
+#else
+  unsigned long sp = (unsigned long)__builtin_frame_address(0);
+#endif
+  return (ein_emu_thread *)(sp & ~(unsigned long)(EIN_EMU_STACK_BYTES - 1));
+}
+
+#define threadIdx (*(const uint3 *)&ein_self()->thread_idx)
+#define blockIdx (*(const uint3 *)&ein_self()->block->block_idx)
+#define blockDim (*(const uint3 *)&ein_self()->block->block_dim)
+#define gridDim (*(const uint3 *)&ein_self()->block->grid_dim)
+
+/* ---------------------------------------------- barriers and shuffles */
+
+static inline void ein_sync_at(int line, int kind, unsigned mask) {
+  ein_emu_thread *t = ein_self();
+  t->block->sync(t, kind, mask, line);
+}
+#define __syncthreads() ein_sync_at(__LINE__, EIN_EMU_SYNC_BLOCK, 0xffffffffu)
+#define __syncwarp(...) ein_syncwarp_at(__LINE__, ##__VA_ARGS__)
+static inline void ein_syncwarp_at(int line, unsigned mask = 0xffffffffu) {
+  ein_sync_at(line, EIN_EMU_SYNC_WARP, mask);
+}
+
+/* Values travel as their bits, so float, double and the integer types
+ * share one exchange. */
+template <class T>
+static inline T ein_shfl_at(int line, int kind, unsigned mask, T v, int arg,
+                            int width = 32) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8,
+                "the emulated shuffles take 4- and 8-byte values");
+  unsigned long long bits = 0;
+  __builtin_memcpy(&bits, &v, sizeof v);
+  ein_emu_thread *t = ein_self();
+  bits = t->block->shfl(t, kind, mask, bits, (int)sizeof(T), arg, width,
+                        line);
+  T r;
+  __builtin_memcpy(&r, &bits, sizeof r);
+  return r;
+}
+#define __shfl_sync(...) ein_shfl_at(__LINE__, EIN_EMU_SHFL_IDX, __VA_ARGS__)
+#define __shfl_up_sync(...) ein_shfl_at(__LINE__, EIN_EMU_SHFL_UP, __VA_ARGS__)
+#define __shfl_down_sync(...)                                                \
+  ein_shfl_at(__LINE__, EIN_EMU_SHFL_DOWN, __VA_ARGS__)
+#define __shfl_xor_sync(...)                                                 \
+  ein_shfl_at(__LINE__, EIN_EMU_SHFL_XOR, __VA_ARGS__)
+
+/* -------------------------------------------------- bit reinterpretation */
+
+template <class To, class From> static inline To ein_bits_as(From v) {
+  static_assert(sizeof(To) == sizeof(From), "same size");
+  To r;
+  __builtin_memcpy(&r, &v, sizeof r);
+  return r;
+}
+static inline float __int_as_float(int x) { return ein_bits_as<float>(x); }
+static inline int __float_as_int(float x) { return ein_bits_as<int>(x); }
+static inline float __uint_as_float(unsigned x) {
+  return ein_bits_as<float>(x);
+}
+static inline unsigned __float_as_uint(float x) {
+  return ein_bits_as<unsigned>(x);
+}
+static inline double __longlong_as_double(long long x) {
+  return ein_bits_as<double>(x);
+}
+static inline long long __double_as_longlong(double x) {
+  return ein_bits_as<long long>(x);
+}
+
+/* ------------------------------------------------ f16 and bf16 storage */
+
+/* Exact: every f16 is an f32. Subnormals are normalised by shifting. */
+static inline float ein_h2f(unsigned short h) {
+  unsigned sign = (unsigned)(h & 0x8000u) << 16;
+  unsigned e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1f)
+    return __uint_as_float(sign | 0x7f800000u | (m << 13));
+  if (e != 0)
+    return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
+  if (m == 0)
+    return __uint_as_float(sign);
+  unsigned shift = 0;
+  while (!(m & 0x400u)) {
+    m <<= 1;
+    shift++;
+  }
+  return __uint_as_float(sign | ((113u - shift) << 23) | ((m & 0x3ffu) << 13));
+}
+
+/* Round to nearest even; NaN stays NaN (quiet), overflow gives Inf, and
+ * results below f16's normal range are rounded as subnormals. */
+static inline unsigned short ein_f2h(float f) {
+  unsigned u = __float_as_uint(f);
+  unsigned short sign = (unsigned short)((u >> 16) & 0x8000u);
+  unsigned a = u & 0x7fffffffu;
+  if (a > 0x7f800000u)
+    return sign | 0x7e00u;
+  if (a >= 0x477ff000u) /* 65520 and up round to Inf */
+    return sign | 0x7c00u;
+  if (a >= 0x38800000u) { /* normal: drop 13 mantissa bits, rebias */
+    unsigned r = a + 0xfffu + ((a >> 13) & 1u);
+    return sign | (unsigned short)((r - 0x38000000u) >> 13);
+  }
+  if (a < 0x33000000u) /* below half the smallest subnormal */
+    return sign;
+  /* subnormal: the 24-bit significand shifted to units of 2^-24 */
+  unsigned m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23);
+  unsigned q = m >> shift, rest = m & ((1u << shift) - 1u);
+  unsigned half = 1u << (shift - 1u);
+  if (rest > half || (rest == half && (q & 1u)))
+    q++;
+  return sign | (unsigned short)q;
+}
+
+static inline float ein_b2f(unsigned short h) {
+  return __uint_as_float((unsigned)h << 16);
+}
+
+/* round to nearest even; NaN stays NaN */
+static inline unsigned short ein_f2b(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (unsigned short)((u >> 16) | 0x40u);
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* ------------------------------------------------------------- memory */
+
+template <class T> static inline T __ldg(const T *p) { return *p; }
+static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void __threadfence_block() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* CUDA's atomics are relaxed; blocks on other worker threads make them
+ * real atomics here. Read-modify-writes without a built-in loop on a
+ * compare-and-swap of the object's bytes. */
+template <class T, class F> static inline T ein_atomic_update(T *p, F f) {
+  T old;
+  __atomic_load(p, &old, __ATOMIC_RELAXED);
+  for (;;) {
+    T next = f(old);
+    if (__atomic_compare_exchange(p, &old, &next, true, __ATOMIC_RELAXED,
+                                  __ATOMIC_RELAXED))
+      return old;
+  }
+}
+
+#define EIN_ATOMIC_INT_OPS(T)                                                \
+  static inline T atomicAdd(T *p, T v) {                                     \
+    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);                       \
+  }                                                                          \
+  static inline T atomicSub(T *p, T v) {                                     \
+    return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);                       \
+  }                                                                          \
+  static inline T atomicAnd(T *p, T v) {                                     \
+    return __atomic_fetch_and(p, v, __ATOMIC_RELAXED);                       \
+  }                                                                          \
+  static inline T atomicOr(T *p, T v) {                                      \
+    return __atomic_fetch_or(p, v, __ATOMIC_RELAXED);                        \
+  }                                                                          \
+  static inline T atomicXor(T *p, T v) {                                     \
+    return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED);                       \
+  }                                                                          \
+  static inline T atomicMax(T *p, T v) {                                     \
+    return ein_atomic_update(p, [v](T o) { return v > o ? v : o; });         \
+  }                                                                          \
+  static inline T atomicMin(T *p, T v) {                                     \
+    return ein_atomic_update(p, [v](T o) { return v < o ? v : o; });         \
+  }
+EIN_ATOMIC_INT_OPS(int)
+EIN_ATOMIC_INT_OPS(unsigned)
+EIN_ATOMIC_INT_OPS(long long)
+EIN_ATOMIC_INT_OPS(unsigned long long)
+#undef EIN_ATOMIC_INT_OPS
+
+static inline float atomicAdd(float *p, float v) {
+  return ein_atomic_update(p, [v](float o) { return o + v; });
+}
+static inline double atomicAdd(double *p, double v) {
+  return ein_atomic_update(p, [v](double o) { return o + v; });
+}
+/* NaN wins, as in the kernels' own max and min */
+static inline float atomicMax(float *p, float v) {
+  return ein_atomic_update(p, [v](float o) { return v > o || v != v ? v : o; });
+}
+static inline double atomicMax(double *p, double v) {
+  return ein_atomic_update(p,
+                           [v](double o) { return v > o || v != v ? v : o; });
+}
+static inline float atomicMin(float *p, float v) {
+  return ein_atomic_update(p, [v](float o) { return v < o || v != v ? v : o; });
+}
+static inline double atomicMin(double *p, double v) {
+  return ein_atomic_update(p,
+                           [v](double o) { return v < o || v != v ? v : o; });
+}
+
+template <class T> static inline T ein_atomic_cas(T *p, T expect, T value) {
+  __atomic_compare_exchange(p, &expect, &value, false, __ATOMIC_RELAXED,
+                            __ATOMIC_RELAXED);
+  return expect; /* the old value either way */
+}
+static inline int atomicCAS(int *p, int c, int v) {
+  return ein_atomic_cas(p, c, v);
+}
+static inline unsigned atomicCAS(unsigned *p, unsigned c, unsigned v) {
+  return ein_atomic_cas(p, c, v);
+}
+static inline long long atomicCAS(long long *p, long long c, long long v) {
+  return ein_atomic_cas(p, c, v);
+}
+static inline unsigned long long atomicCAS(unsigned long long *p,
+                                           unsigned long long c,
+                                           unsigned long long v) {
+  return ein_atomic_cas(p, c, v);
+}
+static inline unsigned short atomicCAS(unsigned short *p, unsigned short c,
+                                       unsigned short v) {
+  return ein_atomic_cas(p, c, v);
+}
+
+template <class T> static inline T atomicExch(T *p, T v) {
+  T old;
+  __atomic_exchange(p, &v, &old, __ATOMIC_RELAXED);
+  return old;
+}
+
+/* --------------------------------------------------------------- math */
+
+template <class A, class B>
+static inline auto min(A a, B b) -> decltype(a + b) {
+  typedef decltype(a + b) T;
+  return (T)b < (T)a ? (T)b : (T)a;
+}
+template <class A, class B>
+static inline auto max(A a, B b) -> decltype(a + b) {
+  typedef decltype(a + b) T;
+  return (T)b > (T)a ? (T)b : (T)a;
+}
+/* as fminf/fmaxf: a NaN loses to a number */
+static inline float min(float a, float b) { return __builtin_fminf(a, b); }
+static inline float max(float a, float b) { return __builtin_fmaxf(a, b); }
+static inline double min(double a, double b) { return __builtin_fmin(a, b); }
+static inline double max(double a, double b) { return __builtin_fmax(a, b); }
+
+#define sqrtf(x) __builtin_sqrtf(x)
+#define expf(x) __builtin_expf(x)
+#define logf(x) __builtin_logf(x)
+#define fabsf(x) __builtin_fabsf(x)
+#define fminf(x, y) __builtin_fminf(x, y)
+#define fmaxf(x, y) __builtin_fmaxf(x, y)
+#define floorf(x) __builtin_floorf(x)
+#define ceilf(x) __builtin_ceilf(x)
+#define tanhf(x) __builtin_tanhf(x)
+#define powf(x, y) __builtin_powf(x, y)
+#define fmaf(x, y, z) __builtin_fmaf(x, y, z)
+#define sqrt(x) __builtin_sqrt(x)
+#define exp(x) __builtin_exp(x)
+#define log(x) __builtin_log(x)
+#define fabs(x) __builtin_fabs(x)
+#define fma(x, y, z) __builtin_fma(x, y, z)
+static inline float rsqrtf(float x) { return 1.0f / __builtin_sqrtf(x); }
+
+/* -------------------------------------------------------- entry points */
+
+/* The emulator calls every kernel through void pointers; this restores
+ * the kernel's own parameter types. */
+template <class D, class S0, class S1>
+static inline void ein_emu_call(void (*f)(D *, const S0 *, const S1 *),
+                                void *d, const void *s0, const void *s1) {
+  f((D *)d, (const S0 *)s0, (const S1 *)s1);
+}
+
+/* Where the emulator finds the __shared__ variables to fill with a poison
+ * pattern before each block. Thread-locals by default: touching one makes
+ * the loader give the calling worker its block of this module's
+ * thread-locals, which the emulator finds with dlinfo. Under sanitizers
+ * they are globals in one section instead and a single worker runs every
+ * block (GCC 12's ASan misreads the bounds of dynamically loaded
+ * thread-locals, and LeakSanitizer then faults scanning them). */
+extern "C" __attribute__((visibility("default"))) void *ein_emu_tls_touch() {
+#ifdef EIN_EMU_SHARED_GLOBAL
+  return 0;
+#else
+  static thread_local char anchor;
+  return &anchor;
+#endif
+}
+extern "C" char __start_ein_emu_shared[] __attribute__((weak));
+extern "C" char __stop_ein_emu_shared[] __attribute__((weak));
+extern "C" __attribute__((visibility("default"))) char *
+ein_emu_shared_range(char **end) {
+  *end = __stop_ein_emu_shared;
+  return __start_ein_emu_shared;
+}
+
+#endif /* EIN_PRELUDE_HOST_CXX */
