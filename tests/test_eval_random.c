@@ -44,7 +44,9 @@ typedef struct tensor {
   size_t alloc_bytes;
 } tensor;
 
-static bool on_gpu; /* --cuda */
+/* --backend cuda|emu (or --cuda): the cases run on that backend's device
+ * 0; CPU otherwise. */
+static ein_backend_kind device_kind = EIN_BACKEND_CPU;
 
 /* A tensor of `shape` whose layout is random: dims stored in a permuted
  * order, some dims with a gap (a slice with step 2), a random offset. */
@@ -303,38 +305,37 @@ static double tolerance(ein_dtype dt) {
   }
 }
 
-/* The case on GPU 0: every tensor copied into a device buffer with the
- * same layout, evaluated, and the output's buffer copied back. */
-static ein_status eval_on_gpu(ein_ctx *ctx, const gen_case *c, tensor *in,
-                              tensor *out) {
+/* The case on the device backend: every tensor copied into a device
+ * buffer with the same layout, evaluated, and the output's buffer copied
+ * back. */
+static ein_status eval_on_device(ein_ctx *ctx, const gen_case *c, tensor *in,
+                                 tensor *out) {
   DLTensor dev[EIN_MAX_OPERANDS + 1];
   const DLTensor *ptrs[EIN_MAX_OPERANDS];
   void *buf[EIN_MAX_OPERANDS + 1] = {0};
-  ein_error_rec err;
-  ein_error_init(&err);
+  ein_backend_kind k = device_kind;
   ein_status st = EIN_OK;
   for (int i = 0; i <= c->n && !st; i++) {
     tensor *x = i < c->n ? &in[i] : out;
-    st = ein_cuda_malloc(0, &buf[i], x->alloc_bytes, &err);
-    if (!st) st = ein_cuda_copy_to_device(buf[i], x->alloc, x->alloc_bytes, &err);
+    st = ein_device_alloc(ctx, k, 0, x->alloc_bytes, &buf[i]);
+    if (!st)
+      st = ein_device_copy(ctx, k, 0, buf[i], x->alloc, x->alloc_bytes,
+                           EIN_COPY_HOST_TO_DEVICE);
     dev[i] = x->t;
     dev[i].data = buf[i];
-    dev[i].device = (DLDevice){kDLCUDA, 0};
+    dev[i].device = ein_backend_dl_device(k, 0);
     if (i < c->n) ptrs[i] = &dev[i];
   }
+  if (!st) st = ein_eval(ctx, c->expr, ptrs, c->n, &dev[c->n], &c->opt);
+  if (!st)
+    st = ein_device_copy(ctx, k, 0, out->alloc, buf[c->n], out->alloc_bytes,
+                         EIN_COPY_DEVICE_TO_HOST);
   if (st) {
-    fprintf(stderr, "device buffers: %s\n", err.message);
-  } else {
-    st = ein_eval(ctx, c->expr, ptrs, c->n, &dev[c->n], &c->opt);
-    if (!st) st = ein_ctx_synchronize(ctx);
-    if (!st &&
-        ein_cuda_copy_to_host(out->alloc, buf[c->n], out->alloc_bytes, &err)) {
-      fprintf(stderr, "copy back: %s\n", err.message);
-      st = EIN_ERR_BACKEND;
-    }
+    char msg[1024];
+    ein_error_format(ein_last_error(ctx), msg, sizeof msg);
+    fprintf(stderr, "%s: %s\n", ein_backend_name(k), msg);
   }
-  for (int i = 0; i <= c->n; i++) ein_cuda_free(buf[i]);
-  ein_error_clear(&err);
+  for (int i = 0; i <= c->n; i++) ein_device_free(ctx, k, 0, buf[i]);
   return st;
 }
 
@@ -372,7 +373,7 @@ static int run_case(ein_ctx *ctx, uint64_t seed, int *skipped) {
   int64_t on = numel(&out);
   double *want = malloc(sizeof(double) * (size_t)(on ? on : 1));
   int ref = ref_eval(p, ins, want, on);
-  ein_status st = on_gpu ? eval_on_gpu(ctx, &c, in, &out)
+  ein_status st = device_kind != EIN_BACKEND_CPU ? eval_on_device(ctx, &c, in, &out)
                         : ein_eval(ctx, c.expr, ins, c.n, &out.t, &c.opt);
   int failed = 0;
   if (ref < 0) {
@@ -461,10 +462,25 @@ static int run_cases(ein_ctx *const ctxs[2], uint64_t seed0, uint64_t offset,
 }
 
 int main(int argc, char **argv) {
-  on_gpu = argc > 1 && strcmp(argv[1], "--cuda") == 0;
-  if (on_gpu && ein_cuda_device_count() == 0) {
-    printf("no CUDA device (or no CUDA in this build): skipped\n");
-    return 77;
+  if (argc > 1 && strcmp(argv[1], "--cuda") == 0)
+    device_kind = EIN_BACKEND_CUDA;
+  else if (argc > 2 && strcmp(argv[1], "--backend") == 0 &&
+           ein_backend_parse(argv[2], &device_kind) != EIN_OK) {
+    fprintf(stderr, "unknown backend %s\n", argv[2]);
+    return 2;
+  }
+  if (device_kind != EIN_BACKEND_CPU) {
+    ein_ctx *probe;
+    ein_ctx_create(&probe);
+    ein_status st = ein_backend_check(probe, device_kind, 0);
+    if (st) {
+      char msg[1024];
+      ein_error_format(ein_last_error(probe), msg, sizeof msg);
+      printf("%s backend unavailable: %s: skipped\n",
+             ein_backend_name(device_kind), msg);
+    }
+    ein_ctx_destroy(probe);
+    if (st) return 77;
   }
   const char *env = getenv("EIN_SEED");
   uint64_t seed0 = env ? strtoull(env, NULL, 10) : 20261122;
@@ -479,11 +495,13 @@ int main(int argc, char **argv) {
   ein_ctx *ctx, *gemm_ctx;
   ein_ctx_create(&ctx);
   ein_ctx_create(&gemm_ctx);
-  gemm_ctx->cpu = ein_cpu_backend_create();
-  gemm_ctx->cpu->caps.gemm_min_flops = 0;
-  gemm_ctx->cuda_caps = *ein_cuda_caps();
-  gemm_ctx->cuda_caps.gemm_min_flops = 0;
-  gemm_ctx->cuda_caps_set = true;
+  for (int k = EIN_BACKEND_CPU; k < EIN_BACKEND_KINDS; k++) {
+    const ein_backend_entry *e = ein_backend_find((ein_backend_kind)k);
+    if (!e) continue;
+    gemm_ctx->caps[k] = *e->caps();
+    gemm_ctx->caps[k].gemm_min_flops = 0;
+    gemm_ctx->caps_set[k] = true;
+  }
   ein_ctx *const ctxs[2] = {ctx, gemm_ctx};
   int skipped = 0;
   int compared = run_cases(ctxs, seed0, 0, cases, "case",
@@ -502,5 +520,9 @@ int main(int argc, char **argv) {
         "only %d large cases compared", large_compared);
   ein_ctx_destroy(ctx);
   ein_ctx_destroy(gemm_ctx);
-  return test_summary(on_gpu ? "eval_random_cuda" : "eval_random");
+  char name[64];
+  snprintf(name, sizeof name, "eval_random%s%s",
+           device_kind != EIN_BACKEND_CPU ? "_" : "",
+           device_kind != EIN_BACKEND_CPU ? ein_backend_name(device_kind) : "");
+  return test_summary(name);
 }

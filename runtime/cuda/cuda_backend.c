@@ -346,6 +346,30 @@ static void cuda_destroy(ein_backend *self) {
   ein_free(cb);
 }
 
+/* Device memory of the backend's device, for ein_device_alloc. */
+static ein_status cuda_alloc(ein_backend *self, size_t bytes, void **ptr,
+                             ein_error_rec *err) {
+  return ein_cuda_malloc(((cuda_backend *)self)->device, ptr, bytes, err);
+}
+
+static void cuda_free(ein_backend *self, void *ptr) {
+  (void)self;
+  ein_cuda_free(ptr);
+}
+
+static ein_status cuda_copy(ein_backend *self, void *dst, const void *src,
+                            size_t bytes, ein_copy_dir dir,
+                            ein_error_rec *err) {
+  (void)self;
+  return dir == EIN_COPY_TO_DEVICE ? ein_cuda_copy_to_device(dst, src, bytes, err)
+                                   : ein_cuda_copy_to_host(dst, src, bytes, err);
+}
+
+static void cuda_stats(ein_backend *self, ein_backend_stats *out) {
+  ein_cuda_backend_stats(self, &out->memory_hits, &out->disk_hits,
+                         &out->compiles);
+}
+
 static ein_status setup(cuda_backend *cb, ein_error_rec *err) {
   int major = 0, minor = 0;
   CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
@@ -406,9 +430,15 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
   pthread_mutex_init(&cb->lock, NULL);
   cb->device = device;
   snprintf(cb->name, sizeof cb->name, "cuda:%d", device);
-  cb->base.name = "cuda";
+  cb->base.entry = &ein_cuda_entry;
   cb->base.caps = *ein_cuda_caps();
   cb->base.run = cuda_run;
+  cb->base.alloc = cuda_alloc;
+  cb->base.free = cuda_free;
+  cb->base.copy = cuda_copy;
+  cb->base.sync = ein_cuda_backend_sync;
+  cb->base.set_stream = ein_cuda_backend_set_stream;
+  cb->base.stats = cuda_stats;
   cb->base.destroy = cuda_destroy;
   int prev;
   ein_status st = enter(device, &prev, err);
@@ -502,3 +532,20 @@ ein_status ein_cuda_copy_to_host(void *dst, const void *src, size_t bytes,
     CU(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
   return EIN_OK;
 }
+
+static bool cuda_memory(DLDeviceType t) {
+  return t == kDLCUDA || t == kDLCUDAManaged;
+}
+
+const ein_backend_entry ein_cuda_entry = {
+    .name = "cuda",
+    .kind = EIN_BACKEND_CUDA,
+    .memory = kDLCUDA,
+    .accepts = cuda_memory,
+    .caps = ein_cuda_caps,
+    .prepare = ein_cuda_prepare,
+    .program_free = ein_cuda_program_free,
+    .describe = ein_cuda_describe,
+    .device_count = ein_cuda_device_count,
+    .open = ein_cuda_backend_create,
+};

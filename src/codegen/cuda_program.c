@@ -169,3 +169,21 @@ void ein_cuda_program_describe(const ein_cuda_program *prog,
     }
   }
 }
+
+ein_status ein_cuda_prepare(const ein_plan_ir *plan, void **program,
+                            ein_error_rec *err) {
+  ein_cuda_program *prog;
+  ein_status st = ein_cuda_program_build(plan, &prog);
+  *program = st ? NULL : prog;
+  if (st)
+    ein_error_set(err, st, NULL, 0, NULL, 0,
+                  st == EIN_ERR_NO_MEMORY
+                      ? "out of memory generating CUDA kernels"
+                      : "a step has more axes than a generated kernel takes");
+  return st;
+}
+
+void ein_cuda_describe(const ein_plan_ir *plan, const void *program,
+                       ein_strbuf *sb) {
+  ein_cuda_program_describe(program, plan, sb);
+}

@@ -62,6 +62,16 @@ ein_status ein_cuda_program_build(const ein_plan_ir *plan,
 /* Frees a program (takes void * so plans can hold it opaquely). */
 void ein_cuda_program_free(void *program);
 
+/* ein_cuda_program_build for a backend table entry (backend.h): the CUDA
+ * backend's and the emulated device's prepare, with the message on err. */
+ein_status ein_cuda_prepare(const ein_plan_ir *plan, void **program,
+                            ein_error_rec *err);
+
+/* The caps and the plan-report lines of CUDA programs, for the entries of
+ * both backends that run them. */
+void ein_cuda_describe(const ein_plan_ir *plan, const void *program,
+                       ein_strbuf *sb);
+
 /* One line per step naming the cuBLAS call or the kernel and its launch
  * geometry, for `einc plan --backend cuda`. */
 void ein_cuda_program_describe(const ein_cuda_program *prog,
