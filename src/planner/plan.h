@@ -126,6 +126,13 @@ typedef struct ein_step {
   int result;        /* path operand number written, or -1 */
   double flops;      /* opt_einsum's count: 0 for pure data movement */
   double bytes_read, bytes_written;
+  /* Numerics, decided once here for every backend: values are combined
+   * in acc_dtype (f32 for f16/bf16/f32, f64 when f64 is read or written,
+   * i64 for integers and bool); a plain copy moves bytes unchanged (one
+   * source of dst's dtype, no scale, no 0/1 normalisation, nothing
+   * reduced). */
+  ein_dtype acc_dtype;
+  bool plain_copy;
 } ein_step;
 
 /* What a backend can do; the planner shapes the plan to it. */

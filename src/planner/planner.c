@@ -886,6 +886,22 @@ static double compulsory_bytes(const ein_problem *p,
   return total + out_elems * (double)ein_dtype_size(output->dtype);
 }
 
+/* The accumulator and plain-copy rules of ein_step (plan.h). */
+static void decide_numerics(ein_step *s) {
+  ein_dtype in = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
+  if (in == EIN_DT_F64 || s->dst_dtype == EIN_DT_F64)
+    s->acc_dtype = ein_dtype_is_float(in) ? EIN_DT_F64 : EIN_DT_I64;
+  else
+    s->acc_dtype = ein_dtype_is_float(in) ? EIN_DT_F32 : EIN_DT_I64;
+  bool reduces = false;
+  for (int i = 0; i < s->naxes; i++)
+    reduces |= s->axes[i].stride[0] == 0 && s->axes[i].size > 1;
+  s->plain_copy = s->kind == EIN_STEP_LOOP && s->nsrc == 1 &&
+                  s->src_dtype[0] == s->dst_dtype && s->alpha == 1 &&
+                  s->op != EIN_REDUCE_ANY && s->op != EIN_REDUCE_ALL &&
+                  !reduces;
+}
+
 ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
                           const ein_tensor_desc *output,
                           const ein_backend_caps *caps,
@@ -996,6 +1012,7 @@ ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
   }
   if (st) goto fail;
   for (int i = 0; i < ir->nsteps; i++) {
+    decide_numerics(&ir->steps[i]);
     ir->flops += ir->steps[i].flops;
     ir->bytes_moved += ir->steps[i].bytes_read + ir->steps[i].bytes_written;
   }
