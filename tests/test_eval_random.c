@@ -303,7 +303,11 @@ int main(int argc, char **argv) {
                            "EIN_CASES=1 EIN_LARGE_CASES=0", &skipped);
   printf("compared %d cases with the reference, skipped %d unbindable\n",
          compared, skipped);
-  CHECK(compared >= 1000, "only %d cases compared", compared);
+  /* Most generated cases bind (about 94%); a run where far fewer do has
+   * stopped testing much. Relative, so short runs (EIN_CASES=100 under a
+   * sanitizer) pass too. */
+  CHECK(compared >= cases * 4 / 5, "only %d of %d cases compared", compared,
+        cases);
   const char *lenv = getenv("EIN_LARGE_CASES");
   int large = lenv ? atoi(lenv) : 120;
   large_cases = true;
