@@ -98,43 +98,45 @@ static cudaDataType_t data_type(ein_dtype dt) {
   }
 }
 
-/* alpha and beta in the compute type's precision. */
+/* alpha and beta in the compute type's precision: f64 for 64F, f32 for
+ * the 32F kinds. */
 typedef struct scalars {
   float af, bf;
   double ad, bd;
   const void *alpha, *beta;
 } scalars;
 
-/* f64 computes in f64; f32 in f32, or TF32 when the caller allows it;
- * f16 and bf16 accumulate in f32. */
-static cublasComputeType_t compute_of(const ein_step *s, bool tf32,
-                                      scalars *sc) {
-  bool f64 = s->dst_dtype == EIN_DT_F64;
+/* The compute type the program recorded (cuda_program.c decides it). */
+static cublasComputeType_t compute_of(const ein_cublas_gemm *g,
+                                      const ein_step *s, scalars *sc) {
+  bool f64 = g->compute == EIN_GEMM_COMPUTE_64F;
   sc->af = (float)s->alpha;
   sc->ad = s->alpha;
   sc->bf = 0;
   sc->bd = 0;
   sc->alpha = f64 ? (const void *)&sc->ad : (const void *)&sc->af;
   sc->beta = f64 ? (const void *)&sc->bd : (const void *)&sc->bf;
-  if (f64)
-    return CUBLAS_COMPUTE_64F;
-  return tf32 && s->dst_dtype == EIN_DT_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                            : CUBLAS_COMPUTE_32F;
+  switch (g->compute) {
+  case EIN_GEMM_COMPUTE_64F: return CUBLAS_COMPUTE_64F;
+  case EIN_GEMM_COMPUTE_32F_TF32: return CUBLAS_COMPUTE_32F_FAST_TF32;
+  case EIN_GEMM_COMPUTE_32F: break;
+  }
+  return CUBLAS_COMPUTE_32F;
 }
 
 /* One strided-batched call (or a plain GEMM for a batch of 1). */
 static ein_status gemm_call(cuda_backend *cb, const ein_step *s,
                             const ein_cublas_gemm *g, char *c, const char *a,
-                            const char *b, bool tf32, ein_error_rec *err) {
-  cudaDataType_t t = data_type(s->dst_dtype);
+                            const char *b, ein_error_rec *err) {
+  cudaDataType_t tab = data_type(g->ab_dtype), tc = data_type(g->c_dtype);
   scalars sc;
-  cublasComputeType_t ct = compute_of(s, tf32, &sc);
+  cublasComputeType_t ct = compute_of(g, s, &sc);
   cublasStatus_t r = cublasGemmStridedBatchedEx(
       cb->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
       g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->m, (int)g->n, (int)g->k,
-      sc.alpha, a, t, (int)g->lda, g->stride_a, b, t, (int)g->ldb, g->stride_b,
-      sc.beta, c, t, (int)g->ldc, g->stride_c, (int)g->count, ct,
-      CUBLAS_GEMM_DEFAULT);
+      sc.alpha, a, tab, (int)g->lda, g->stride_a, b, tab, (int)g->ldb,
+      g->stride_b, sc.beta, c, tc, (int)g->ldc, g->stride_c, (int)g->count,
+      ct, CUBLAS_GEMM_DEFAULT);
   if (r != CUBLAS_STATUS_SUCCESS)
     return blas_fail(err, "cublasGemmStridedBatchedEx", r);
   return EIN_OK;
@@ -144,7 +146,7 @@ static ein_status gemm_call(cuda_backend *cb, const ein_step *s,
  * live in stream-ordered device memory. */
 static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
                                      const ein_cublas_gemm *g, char *c,
-                                     const char *a, const char *b, bool tf32,
+                                     const char *a, const char *b,
                                      ein_error_rec *err) {
   int64_t outer = ein_loop_axes_volume(&g->loops), total = outer * g->count;
   if (total > INT32_MAX)
@@ -157,14 +159,15 @@ static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
     return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
                          "out of memory for %lld GEMM pointers",
                          (long long)total);
-  int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype), n = 0;
+  int64_t csz = (int64_t)ein_dtype_size(g->c_dtype),
+          absz = (int64_t)ein_dtype_size(g->ab_dtype), n = 0;
   for (int64_t i = 0; i < outer; i++) {
     int64_t off[3];
     ein_loop_axes_offsets(&g->loops, i, off);
     for (int64_t j = 0; j < g->count; j++, n++) {
-      host[n] = c + (off[0] + j * g->stride_c) * esz;
-      host[total + n] = a + (off[1] + j * g->stride_a) * esz;
-      host[2 * total + n] = b + (off[2] + j * g->stride_b) * esz;
+      host[n] = c + (off[0] + j * g->stride_c) * csz;
+      host[total + n] = a + (off[1] + j * g->stride_a) * absz;
+      host[2 * total + n] = b + (off[2] + j * g->stride_b) * absz;
     }
   }
   void *dev = NULL;
@@ -180,15 +183,15 @@ static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
     return cuda_fail(err, "cudaMemcpyAsync (GEMM pointer arrays)", e);
   }
   void **pc = dev, **pa = pc + total, **pb = pa + total;
-  cudaDataType_t t = data_type(s->dst_dtype);
+  cudaDataType_t tab = data_type(g->ab_dtype), tc = data_type(g->c_dtype);
   scalars sc;
-  cublasComputeType_t ct = compute_of(s, tf32, &sc);
+  cublasComputeType_t ct = compute_of(g, s, &sc);
   cublasStatus_t r = cublasGemmBatchedEx(
       cb->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
       g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->m, (int)g->n, (int)g->k,
-      sc.alpha, (const void *const *)pa, t, (int)g->lda,
-      (const void *const *)pb, t, (int)g->ldb, sc.beta, (void *const *)pc, t,
-      (int)g->ldc, (int)total, ct, CUBLAS_GEMM_DEFAULT);
+      sc.alpha, (const void *const *)pa, tab, (int)g->lda,
+      (const void *const *)pb, tab, (int)g->ldb, sc.beta, (void *const *)pc,
+      tc, (int)g->ldc, (int)total, ct, CUBLAS_GEMM_DEFAULT);
   cudaFreeAsync(dev, cb->stream);
   if (r != CUBLAS_STATUS_SUCCESS)
     return blas_fail(err, "cublasGemmBatchedEx", r);
@@ -197,19 +200,20 @@ static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
 
 static ein_status run_gemm(cuda_backend *cb, const ein_step *s,
                            const ein_cublas_gemm *g, char *c,
-                           const char *step_a, const char *step_b, bool tf32,
+                           const char *step_a, const char *step_b,
                            ein_error_rec *err) {
   const char *a = g->a_is_step_a ? step_a : step_b;
   const char *b = g->a_is_step_a ? step_b : step_a;
   if (ein_cublas_pointer_array(g))
-    return gemm_pointer_array(cb, s, g, c, a, b, tf32, err);
-  int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype);
+    return gemm_pointer_array(cb, s, g, c, a, b, err);
+  int64_t csz = (int64_t)ein_dtype_size(g->c_dtype),
+          absz = (int64_t)ein_dtype_size(g->ab_dtype);
   int64_t outer = ein_loop_axes_volume(&g->loops);
   for (int64_t i = 0; i < outer; i++) {
     int64_t off[3];
     ein_loop_axes_offsets(&g->loops, i, off);
-    ein_status st = gemm_call(cb, s, g, c + off[0] * esz, a + off[1] * esz,
-                              b + off[2] * esz, tf32, err);
+    ein_status st = gemm_call(cb, s, g, c + off[0] * csz, a + off[1] * absz,
+                              b + off[2] * absz, err);
     if (st)
       return st;
   }
@@ -287,8 +291,7 @@ static ein_status run_steps(cuda_backend *cb, const ein_plan_ir *plan,
           ein_buffer_base(plan, s->src[k].buffer, inputs, output, workspace) +
           s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
     ein_status st = cs->cublas
-                        ? run_gemm(cb, s, &cs->gemm, dst, src[0], src[1],
-                                   plan->allow_tf32, err)
+                        ? run_gemm(cb, s, &cs->gemm, dst, src[0], src[1], err)
                         : run_kernel(cb, &cs->kernel, dst, src[0], src[1], err);
     if (st)
       return st;

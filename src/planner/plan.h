@@ -15,7 +15,10 @@
  *            m, n, k are single (size, stride) pairs per operand; the batch
  *            is a list of axes with a stride per operand (stride 0 in A or B
  *            broadcasts). Strides are in elements; row-major or transposed
- *            layouts follow from them (ein_matrix_layout below).
+ *            layouts follow from them (ein_matrix_layout below). A and B
+ *            share one dtype (the compute dtype, or f16/bf16 itself where
+ *            caps.gemm_half); C is theirs or the compute dtype. Products
+ *            accumulate in the compute dtype.
  *     LOOP   dst[..] = alpha * OP over reduced axes of (src0 [* src1])
  *            over an iteration space of axes, each with a stride per operand.
  *            An axis whose dst stride is 0 is reduced with `op`; an axis
@@ -138,7 +141,9 @@ typedef struct ein_step {
 /* What a backend can do; the planner shapes the plan to it. */
 typedef struct ein_backend_caps {
   const char *device;     /* "cpu", "cuda:0", part of the plan cache key */
-  bool gemm_half;         /* GEMM reads and writes f16/bf16 natively */
+  bool gemm_half;         /* GEMM reads f16/bf16 natively (A and B in the
+                             half dtype, C half or f32): intermediates a
+                             GEMM reads are then stored in the half dtype */
   bool gemm_int;          /* GEMM on integer types (no backend yet) */
   int64_t gemm_min_flops; /* below this a contraction is a LOOP step */
 } ein_backend_caps;
