@@ -314,9 +314,9 @@ int main(int argc, char **argv) {
   ein_ctx *ctx, *gemm_ctx;
   ein_ctx_create(&ctx);
   ein_ctx_create(&gemm_ctx);
-  gemm_ctx->cuda_caps = *ein_cuda_caps();
-  gemm_ctx->cuda_caps.gemm_min_flops = 0;
-  gemm_ctx->cuda_caps_set = true;
+  gemm_ctx->caps[EIN_BACKEND_CUDA] = *ein_cuda_caps();
+  gemm_ctx->caps[EIN_BACKEND_CUDA].gemm_min_flops = 0;
+  gemm_ctx->caps_set[EIN_BACKEND_CUDA] = true;
   ein_ctx *const ctxs[2] = {ctx, gemm_ctx};
   int rows = bench_cases(ctxs, path);
   printf("bench cases: %d rows of %s\n", rows, path);
