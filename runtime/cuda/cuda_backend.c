@@ -7,7 +7,9 @@
  * are cuBLAS calls, the others launches of generated kernels, all queued
  * on the stream; the workspace is allocated and freed in stream order.
  * Every CUDA and cuBLAS call is checked and a failure names the call and
- * the library's message. The caller's current device is restored.
+ * the library's message. The caller's current device is restored. The
+ * libraries are opened at run time (cuda_libs.h): creating a backend or
+ * allocating device memory first checks that they are there.
  */
 #include "cuda_backend.h"
 
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "cuda_libs.h"
 #include "cuda_program.h"
 #include "kernel_cache.h"
 
@@ -65,6 +68,7 @@ static ein_status blas_fail(ein_error_rec *err, const char *call,
 
 bool ein_cuda_built(void) { return true; }
 
+/* Without the runtime library the forwarders fail, so this is 0. */
 int ein_cuda_device_count(void) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -409,6 +413,8 @@ static ein_status setup(cuda_backend *cb, ein_error_rec *err) {
 }
 
 ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
+  if (ein_cuda_libs_require_all(err))
+    return NULL;
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || device < 0 || device >= count) {
@@ -496,6 +502,9 @@ void ein_cuda_backend_stats(ein_backend *be, unsigned long long *memory_hits,
 ein_status ein_cuda_malloc(int device, void **ptr, size_t bytes,
                            ein_error_rec *err) {
   *ptr = NULL;
+  ein_status st = ein_cuda_lib_require(EIN_LIB_CUDART, err);
+  if (st)
+    return st;
   int count = ein_cuda_device_count();
   if (count <= device)
     return ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
@@ -504,7 +513,7 @@ ein_status ein_cuda_malloc(int device, void **ptr, size_t bytes,
                          "backend",
                          device, count, count == 1 ? "" : "s");
   int prev;
-  ein_status st = enter(device, &prev, err);
+  st = enter(device, &prev, err);
   if (st)
     return st;
   cudaError_t e = cudaMalloc(ptr, bytes ? bytes : 1);

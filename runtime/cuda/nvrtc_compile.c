@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "cuda_libs.h"
 
 /* -1: read EINC_FAULT_NVRTC on first use. Atomic because contexts on
  * several threads may compile at once. */
@@ -49,6 +50,9 @@ ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
                          "NVRTC_ERROR_COMPILATION (injected by "
                          "EINC_FAULT_NVRTC)\ncompile log:\n"
                          "einc_kernel.cu: error: fault injection");
+  ein_status loaded = ein_cuda_lib_require(EIN_LIB_NVRTC, err);
+  if (loaded)
+    return loaded;
   /* NVRTC wants a NUL-terminated string. */
   char *text = ein_malloc(len + 1);
   if (!text)
