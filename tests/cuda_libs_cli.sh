@@ -53,7 +53,7 @@ EINC_CUDA_LIBS_DISABLE=1 check "CPU eval without libraries" 0 "" \
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   check "GPU eval" 0 "" -- "${eval_cuda[@]}"
 else
-  check "no GPU" 2 "^einc: error: no CUDA device 0: the CUDA runtime sees 0 devices" \
+  check "no GPU" 2 "^einc: error: (no usable CUDA device|CUDA device 0 does not exist)" \
     -- "${eval_cuda[@]}"
 fi
 
