@@ -277,12 +277,39 @@ static ein_status workspace_alloc(cuda_backend *cb, int64_t bytes, void **out,
   return EIN_OK;
 }
 
+/* The cuBLAS handle and its 32 MiB workspace, made by the first plan that
+ * has a GEMM (about 20 ms and the memory, which a plan of kernels alone
+ * never needs); then set to the run's stream. With cb->lock held. */
+static ein_status blas_ready(cuda_backend *cb, const ein_cuda_program *prog,
+                             ein_error_rec *err) {
+  bool gemm = false;
+  for (int i = 0; i < prog->nsteps && !gemm; i++) gemm = prog->steps[i].cublas;
+  if (!gemm) return EIN_OK;
+  cublasStatus_t r;
+  if (!cb->blas) {
+    if (!cb->blas_workspace)
+      CU(cudaMalloc(&cb->blas_workspace, CUBLAS_WORKSPACE));
+    if ((r = cublasCreate(&cb->blas)) != CUBLAS_STATUS_SUCCESS) {
+      cb->blas = NULL;
+      return blas_fail(err, "cublasCreate", r);
+    }
+    r = cublasSetWorkspace(cb->blas, cb->blas_workspace, CUBLAS_WORKSPACE);
+    if (r != CUBLAS_STATUS_SUCCESS) {
+      cublasDestroy(cb->blas);
+      cb->blas = NULL;
+      return blas_fail(err, "cublasSetWorkspace", r);
+    }
+  }
+  if ((r = cublasSetStream(cb->blas, cb->stream)) != CUBLAS_STATUS_SUCCESS)
+    return blas_fail(err, "cublasSetStream", r);
+  return EIN_OK;
+}
+
 static ein_status run_steps(cuda_backend *cb, const ein_plan_ir *plan,
                             const ein_cuda_program *prog, char *const *inputs,
                             char *output, char *workspace, ein_error_rec *err) {
-  cublasStatus_t r = cublasSetStream(cb->blas, cb->stream);
-  if (r != CUBLAS_STATUS_SUCCESS)
-    return blas_fail(err, "cublasSetStream", r);
+  ein_status bst = blas_ready(cb, prog, err);
+  if (bst) return bst;
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
     const ein_cuda_step *cs = &prog->steps[i];
@@ -396,15 +423,6 @@ static ein_status setup(cuda_backend *cb, ein_error_rec *err) {
    * every synchronisation. */
   uint64_t keep = UINT64_MAX;
   CU(cudaMemPoolSetAttribute(cb->pool, cudaMemPoolAttrReleaseThreshold, &keep));
-  cublasStatus_t r = cublasCreate(&cb->blas);
-  if (r != CUBLAS_STATUS_SUCCESS) {
-    cb->blas = NULL;
-    return blas_fail(err, "cublasCreate", r);
-  }
-  CU(cudaMalloc(&cb->blas_workspace, CUBLAS_WORKSPACE));
-  r = cublasSetWorkspace(cb->blas, cb->blas_workspace, CUBLAS_WORKSPACE);
-  if (r != CUBLAS_STATUS_SUCCESS)
-    return blas_fail(err, "cublasSetWorkspace", r);
   cb->kernels = ein_kcache_create(cb->arch);
   if (!cb->kernels)
     return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
