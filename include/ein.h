@@ -172,22 +172,27 @@ typedef struct ein_length {
   int64_t size;
 } ein_length;
 
-/* Where a plan runs. AUTO picks the device the tensors live on (the CPU
- * backend for host memory). */
+/* Where a plan runs. AUTO picks the backend whose memory the tensors live
+ * in (the CPU backend for host memory). EMU is the emulated CUDA device:
+ * it runs exactly what the CUDA backend would (the same generated kernels,
+ * compiled for the host, and a reference cuBLAS) on the CPU, on tensors in
+ * its own memory (kDLExtDev, from ein_device_alloc), so the GPU path can
+ * be tested and debugged on a machine without a GPU. */
 typedef enum ein_backend_kind {
   EIN_BACKEND_AUTO = 0,
   EIN_BACKEND_CPU = 1,
-  EIN_BACKEND_CUDA = 2
+  EIN_BACKEND_CUDA = 2,
+  EIN_BACKEND_EMU = 3
 } ein_backend_kind;
 
 /* CUDA tensors (kDLCUDA, kDLCUDAManaged) are evaluated by the CUDA
  * backend on the device they live on, asynchronously on the context's
  * stream (ein_ctx_set_cuda_stream); host tensors (kDLCPU, kDLCUDAHost)
- * by the CPU backend. EIN_BACKEND_CUDA with host tensors, or tensors on
- * two devices, fail with EIN_ERR_DEVICE; so does any CUDA evaluation on a
- * machine without a usable GPU or driver, or in a build without CUDA.
- * Plans (ein_plan_create) for the CUDA backend can be made without a GPU:
- * only executing them needs one. */
+ * by the CPU backend; kDLExtDev tensors by the emulated device. A backend
+ * given tensors outside its memory, or tensors on two devices, fail with
+ * EIN_ERR_DEVICE; so does any CUDA evaluation on a machine without a
+ * usable GPU, driver or CUDA libraries. Plans (ein_plan_create) for the
+ * CUDA backend can be made without a GPU: only executing them needs one. */
 typedef struct ein_options {
   ein_dialect dialect;
   ein_reduction reduction;
@@ -197,6 +202,50 @@ typedef struct ein_options {
   int allow_tf32;       /* nonzero: f32 GEMMs may use TF32 (CUDA only) */
   int64_t memory_limit; /* bytes one intermediate may take; 0: no limit */
 } ein_options;
+
+/* ------------------------------------------------------------ backends */
+
+/* "auto", "cpu", "cuda" or "emu"; NULL for an unknown value. */
+EIN_API const char *ein_backend_name(int kind);
+
+/* Parses a backend name ("auto", "cpu", "cuda", "emu");
+ * EIN_ERR_INVALID_ARGUMENT for others. */
+EIN_API ein_status ein_backend_parse(const char *name, ein_backend_kind *out);
+
+/* The backend AUTO means for data that can be put anywhere (the CLI's
+ * .npy files): CUDA when its libraries load and GPU 0 exists, else the
+ * CPU. */
+EIN_API ein_backend_kind ein_backend_default(void);
+
+/* Checks that backend `kind` can run on `device` here: EIN_OK, or
+ * EIN_ERR_DEVICE with the reason (what is missing, how to get it) in
+ * ein_last_error(ctx). Opens the device on success. */
+EIN_API ein_status ein_backend_check(ein_ctx *ctx, ein_backend_kind kind,
+                                     int device);
+
+/* The DLPack device of tensors in backend `kind`'s memory on `device`. */
+EIN_API DLDevice ein_backend_dl_device(ein_backend_kind kind, int device);
+
+typedef enum ein_copy_kind {
+  EIN_COPY_HOST_TO_DEVICE = 0,
+  EIN_COPY_DEVICE_TO_HOST = 1
+} ein_copy_kind;
+
+/* Memory of backend `kind` on `device` (host memory for the CPU). bytes
+ * may be 0. EIN_ERR_DEVICE when the backend cannot run here,
+ * EIN_ERR_DEVICE_MEMORY when the allocation fails. */
+EIN_API ein_status ein_device_alloc(ein_ctx *ctx, ein_backend_kind kind,
+                                    int device, size_t bytes, void **ptr);
+
+/* Frees what ein_device_alloc gave; NULL is allowed. */
+EIN_API void ein_device_free(ein_ctx *ctx, ein_backend_kind kind, int device,
+                             void *ptr);
+
+/* Copies between host memory and backend `kind`'s memory, synchronously
+ * and after the work already queued on the context. */
+EIN_API ein_status ein_device_copy(ein_ctx *ctx, ein_backend_kind kind,
+                                   int device, void *dst, const void *src,
+                                   size_t bytes, ein_copy_kind dir);
 
 /* ------------------------------------------------------ shape binding */
 

@@ -1,31 +1,102 @@
 /*
- * backend.h - the interface every backend implements (CPU, CUDA).
+ * backend.h - the interface every backend implements (CPU, CUDA, the
+ * emulated device), and the table that names them.
  *
- * Takes: a plan (plan.h), what the backend compiled of it, and the data
- * pointers of its inputs and output (already offset by
- * DLTensor.byte_offset).
- * Gives: the output written; on failure an error on err and an output whose
- * contents are unspecified (the caller's buffer; nothing else is touched).
+ * Two levels, as ggml's backend registry and backend interface:
+ *   ein_backend_entry  one per kind of backend, static, needs no device:
+ *                      where its tensors live, the caps the planner plans
+ *                      with, how a plan becomes the backend's program (so
+ *                      CUDA plans are made and shown without a GPU), how
+ *                      that program is described, and how to open a device;
+ *   ein_backend        one opened device (what the context caches): run a
+ *                      plan with its program, device memory, synchronise.
+ * The planner decides dtypes, accumulators and kernel kinds (plan.h,
+ * cuda_program.h); a backend executes what it is given and decides
+ * nothing that another backend would have to decide again.
+ *
+ * Code above this header (src/api, the CLI) finds backends only through
+ * ein_backend_find / ein_backend_for_memory and names none of them.
  */
 #ifndef EIN_BACKEND_H
 #define EIN_BACKEND_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ein.h"
 #include "error.h"
 #include "plan.h"
+#include "strbuf.h"
 
 typedef struct ein_backend ein_backend;
 
+/* Cache counters of a backend that compiles kernels (zeros otherwise). */
+typedef struct ein_backend_stats {
+  unsigned long long memory_hits, disk_hits, compiles;
+} ein_backend_stats;
+
+typedef struct ein_backend_entry {
+  const char *name;      /* "cpu", "cuda", "emu" */
+  ein_backend_kind kind; /* its value in the public enum */
+  DLDeviceType memory;   /* where its tensors live */
+  /* Whether a tensor on DLPack device type t is this backend's memory. */
+  bool (*accepts)(DLDeviceType t);
+  /* What the planner may ask of it; static, no device needed. */
+  const ein_backend_caps *(*caps)(void);
+  /* The backend's program for a plan (NULL: it runs the plan IR itself).
+   * Pure: no device. EIN_ERR_NO_MEMORY or EIN_ERR_LIMIT, message on err. */
+  ein_status (*prepare)(const ein_plan_ir *plan, void **program,
+                        ein_error_rec *err);
+  void (*program_free)(void *program);
+  /* Appends what the program runs per step to a plan report; optional. */
+  void (*describe)(const ein_plan_ir *plan, const void *program,
+                   ein_strbuf *sb);
+  /* The CUDA program inside a program, for backends that run one (CUDA
+   * and the emulated device): `einc cuda-src` and the tests read it. */
+  const struct ein_cuda_program *(*cuda_program)(const void *program);
+  /* Devices usable now (0 when the backend cannot run here). */
+  int (*device_count)(void);
+  /* Opens device `device`; NULL with the reason on err (EIN_ERR_DEVICE
+   * names what is missing). */
+  ein_backend *(*open)(int device, ein_error_rec *err);
+} ein_backend_entry;
+
+typedef enum ein_copy_dir {
+  EIN_COPY_TO_DEVICE,
+  EIN_COPY_TO_HOST
+} ein_copy_dir;
+
 struct ein_backend {
-  const char *name;         /* "cpu", "cuda" */
-  ein_backend_caps caps;    /* what the planner may ask of it */
-  /* Runs every step of plan. inputs[i] is operand i's first element.
-   * `program` is what the backend's compiler made of the plan when it was
-   * created (the CUDA program, cuda_program.h), or NULL (CPU). */
+  const ein_backend_entry *entry;
+  ein_backend_caps caps; /* entry->caps() unless a test changed them */
+  /* Runs every step of plan. inputs[i] is operand i's first element (in
+   * the backend's memory); `program` is entry->prepare's result. */
   ein_status (*run)(ein_backend *self, const ein_plan_ir *plan,
                     const void *program, char *const *inputs, char *output,
                     ein_error_rec *err);
+  /* Device memory: bytes may be 0 (a valid, unique pointer comes back). */
+  ein_status (*alloc)(ein_backend *self, size_t bytes, void **ptr,
+                      ein_error_rec *err);
+  void (*free)(ein_backend *self, void *ptr);
+  /* Synchronous copy between host memory and the backend's memory. */
+  ein_status (*copy)(ein_backend *self, void *dst, const void *src,
+                     size_t bytes, ein_copy_dir dir, ein_error_rec *err);
+  /* Waits for queued work and reports its errors; NULL: runs are
+   * synchronous. */
+  ein_status (*sync)(ein_backend *self, ein_error_rec *err);
+  /* Queues later runs on a caller's stream (NULL: own); optional. */
+  void (*set_stream)(ein_backend *self, void *stream);
+  /* Kernel cache counters; optional. */
+  void (*stats)(ein_backend *self, ein_backend_stats *out);
   void (*destroy)(ein_backend *self);
 };
+
+/* The entry of a public backend kind (never AUTO), or NULL. */
+const ein_backend_entry *ein_backend_find(ein_backend_kind kind);
+
+/* The entry whose memory holds tensors of DLPack device type t, or NULL
+ * (host memory maps to the CPU backend). */
+const ein_backend_entry *ein_backend_for_memory(DLDeviceType t);
 
 /* The first byte of plan buffer `buf` given the run's pointers. */
 static inline char *ein_buffer_base(const ein_plan_ir *plan, int buf,
@@ -40,8 +111,7 @@ static inline char *ein_buffer_base(const ein_plan_ir *plan, int buf,
   return NULL;
 }
 
-/* The CPU backend (BLAS for GEMMs, C loops otherwise). NULL when out of
- * memory. */
-ein_backend *ein_cpu_backend_create(void);
+/* The table's entries; each backend's file defines its own. */
+extern const ein_backend_entry ein_cpu_entry, ein_cuda_entry, ein_emu_entry;
 
 #endif

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 [ -x .device/re2c ] && export PATH="$root/.device:$PATH"
 dl=()
-[ -f /usr/include/dlpack/dlpack.h ] || dl=(-Ddlpack_include="$root/.device/include")
+[ -f /usr/include/dlpack/dlpack.h ] || dl=(-Ddlpack_include=.device/include) # relative: Meson refuses absolute paths inside the tree
 nvidia-smi -L || true
 meson setup build-bench -Dbuildtype=release -Dtests=false "${dl[@]}" \
   >/tmp/gpu_bench.setup.log 2>&1 || { cat /tmp/gpu_bench.setup.log; exit 1; }

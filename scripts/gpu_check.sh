@@ -1,59 +1,115 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh - the CUDA backend's checks on a machine with a GPU:
-# builds einc (release, -Werror), runs the whole test suite including the
-# GPU suite, a longer random-expression run on the GPU, the same under
-# compute-sanitizer memcheck, and a CLI round trip CPU vs CUDA. Prints one
-# line per check and ends with "gpu_check: N passed, N failed".
+# builds einc (release, -Werror) outside the source tree, runs the test
+# suite, the GPU tests (device faults, threads, a random-expression run on
+# the GPU), the random run under compute-sanitizer memcheck and racecheck,
+# and a CLI round trip CPU vs CUDA. Prints one line per step with its
+# elapsed seconds and ends with "gpu_check: N passed, N failed".
+#
+# It must finish within one device-tool command (10 minutes): every step
+# runs under `timeout`, no step gets more than the time left of
+# GPU_CHECK_BUDGET seconds (default 560), and a step that times out or is
+# not reached counts as failed. Each step's log is $OUT/gpu_check.NAME.log
+# when OUT is set (the device tool brings back 8 files: there are 8
+# steps), else in a temporary directory named at the start.
 #
 # The device tool's machine has no re2c and no libdlpack-dev: put the
 # re2c binary in .device/re2c and the DLPack header in
 # .device/include/dlpack/dlpack.h (git-ignored), and name .device in carry.
-# Environment: EIN_CASES (default 3000), SANITIZER_CASES (default 300).
+# Meson takes that include directory only as a path relative to the
+# source tree (it refuses absolute paths inside it).
+# Environment: EIN_CASES (default 1100: about 1000 compared),
+# SANITIZER_CASES (default 100), RACECHECK_CASES (default 40),
+# GPU_CHECK_BUILD (default /tmp/einc-gpu-check).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$(pwd)
 [ -x .device/re2c ] && export PATH="$root/.device:$PATH"
-dl=()
-[ -f /usr/include/dlpack/dlpack.h ] || dl=(-Ddlpack_include="$root/.device/include")
+dl=
+[ -f /usr/include/dlpack/dlpack.h ] || dl=-Ddlpack_include=.device/include
+build=${GPU_CHECK_BUILD:-/tmp/einc-gpu-check}
+export dl build
+budget=${GPU_CHECK_BUDGET:-560}
+if [ -n "${OUT:-}" ]; then logs=$OUT; else logs=$(mktemp -d); fi
+echo "gpu_check: build in $build, logs in $logs"
 pass=0 fail=0
-check() { # NAME CMD...
-  local name=$1; shift
-  if "$@" >"/tmp/gpu_check.$name.log" 2>&1; then
-    pass=$((pass + 1)); echo "PASS $name"
-  else
-    fail=$((fail + 1)); echo "FAIL $name"; tail -n 30 "/tmp/gpu_check.$name.log"
+
+# step NAME LIMIT CMD...: CMD (a program; the functions below run through
+# bash -c) under a timeout of LIMIT seconds, less if less of the budget is
+# left, its output in $logs/gpu_check.NAME.log.
+step() {
+  local name=$1 limit=$2; shift 2
+  local log="$logs/gpu_check.$name.log" left=$((budget - SECONDS))
+  [ "$limit" -gt "$left" ] && limit=$left
+  if [ "$limit" -lt 5 ]; then
+    fail=$((fail + 1)); echo "FAIL $name (not run: the time budget is spent)"
+    return 1
   fi
-  grep -E "ein-test-summary|compared|skipped|ERROR SUMMARY" "/tmp/gpu_check.$name.log" | tail -n 4
+  local t0=$SECONDS rc=0
+  timeout -k 10 "$limit" "$@" >"$log" 2>&1 || rc=$?
+  local took=$((SECONDS - t0))
+  if [ "$rc" = 0 ]; then
+    pass=$((pass + 1)); echo "PASS $name (${took} s)"
+    grep -E "ein-test-summary|compared|skipped|ERROR SUMMARY|^Ok:|^Fail:" \
+      "$log" | tail -n 4
+  else
+    fail=$((fail + 1))
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+      echo "FAIL $name (${took} s: timed out after ${limit} s)"
+    else
+      echo "FAIL $name (${took} s, exit $rc)"
+    fi
+    tail -n 30 "$log"
+  fi
+  return "$rc"
 }
-nvidia-smi -L || true
-meson setup build-gpu -Dbuildtype=release -Dwerror=true "${dl[@]}" \
-  >/tmp/gpu_check.setup.log 2>&1 || { cat /tmp/gpu_check.setup.log; exit 1; }
-ninja -C build-gpu >/tmp/gpu_check.build.log 2>&1 ||
-  { tail -n 40 /tmp/gpu_check.build.log; exit 1; }
-export EINC_CACHE_DIR=$(mktemp -d)
-check suite meson test -C build-gpu --print-errorlogs --no-rebuild
-check cuda_faults build-gpu/tests/test_cuda_faults
-check threads_cuda build-gpu/tests/test_threads_cuda --cuda 400
-check random_cuda env EIN_CASES="${EIN_CASES:-3000}" \
-  build-gpu/tests/test_eval_random_cuda --cuda
-if command -v compute-sanitizer >/dev/null; then
-  check memcheck env EIN_CASES="${SANITIZER_CASES:-300}" compute-sanitizer \
-    --tool memcheck --error-exitcode 1 build-gpu/tests/test_eval_random_cuda --cuda
-  check racecheck env EIN_CASES=100 compute-sanitizer --tool racecheck \
-    --error-exitcode 1 build-gpu/tests/test_eval_random_cuda --cuda
-fi
-# CLI round trip: CPU and CUDA give the same result on random .npy files
-tmp=$(mktemp -d)
-python3 scripts/random_npy.py "$tmp/q.npy" 4x8x64x32 f4 1 &&
-python3 scripts/random_npy.py "$tmp/k.npy" 4x8x64x32 f4 2 &&
-check cli_cpu build-gpu/einc eval 'b h i d, b h j d -> b h i j' "$tmp/q.npy" "$tmp/k.npy" -o "$tmp/cpu.npy" &&
-check cli_cuda build-gpu/einc eval -v --backend cuda 'b h i d, b h j d -> b h i j' "$tmp/q.npy" "$tmp/k.npy" -o "$tmp/cuda.npy" &&
-check cli_same python3 - "$tmp/cpu.npy" "$tmp/cuda.npy" <<'PY'
+
+configure_and_build() {
+  local reconf=()
+  [ -d "$build/meson-private" ] && reconf=(--reconfigure)
+  meson setup "${reconf[@]}" "$build" -Dbuildtype=release -Dwerror=true \
+    ${dl:+"$dl"} && ninja -C "$build"
+}
+
+# CLI round trip: CPU and CUDA give the same result on random .npy files.
+cli_round_trip() {
+  local tmp e='b h i d, b h j d -> b h i j'
+  tmp=$(mktemp -d)
+  python3 scripts/random_npy.py "$tmp/q.npy" 4x8x64x32 f4 1 &&
+    python3 scripts/random_npy.py "$tmp/k.npy" 4x8x64x32 f4 2 &&
+    "$build/einc" eval "$e" "$tmp/q.npy" "$tmp/k.npy" -o "$tmp/cpu.npy" &&
+    "$build/einc" eval -v --backend cuda "$e" "$tmp/q.npy" "$tmp/k.npy" \
+      -o "$tmp/cuda.npy" &&
+    python3 - "$tmp/cpu.npy" "$tmp/cuda.npy" <<'PY'
 import sys, numpy as np
 a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
 err = np.linalg.norm(a - b) / np.linalg.norm(a)
 print("relative difference", err)
 sys.exit(0 if err < 1e-5 else 1)
 PY
-echo "gpu_check: $pass passed, $fail failed"
+}
+export -f configure_and_build cli_round_trip
+
+nvidia-smi -L || true
+step build 300 bash -c configure_and_build || {
+  echo "gpu_check: $pass passed, $fail failed in $SECONDS s"; exit 1; }
+EINC_CACHE_DIR=$(mktemp -d)
+export EINC_CACHE_DIR
+# The GPU suite's tests run below with their own arguments, once each.
+step suite 180 meson test -C "$build" --print-errorlogs --no-rebuild \
+  --no-suite gpu
+step cuda_faults 60 "$build/tests/test_cuda_faults"
+step threads_cuda 90 "$build/tests/test_threads_cuda" --cuda 400
+step random_cuda 150 env EIN_CASES="${EIN_CASES:-1100}" \
+  "$build/tests/test_eval_random_cuda" --cuda
+if command -v compute-sanitizer >/dev/null; then
+  step memcheck 150 env EIN_CASES="${SANITIZER_CASES:-100}" \
+    EIN_LARGE_CASES=8 compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$build/tests/test_eval_random_cuda" --cuda
+  step racecheck 100 env EIN_CASES="${RACECHECK_CASES:-40}" \
+    EIN_LARGE_CASES=4 compute-sanitizer --tool racecheck --error-exitcode 1 \
+    "$build/tests/test_eval_random_cuda" --cuda
+fi
+step cli 60 bash -c cli_round_trip
+echo "gpu_check: $pass passed, $fail failed in $SECONDS s"
 [ "$fail" = 0 ]

@@ -222,7 +222,7 @@ check(r.returncode == 0 and "speed-up" in r.stdout and "gemm" in r.stdout
 # --- the CUDA backend's plans and generated source (no GPU needed) ---
 r = einc("plan", "--backend", "cuda", "b h i d, b h j d -> b h i j",
          "2x4x128x64", "2x4x128x64", "--dtype", "bf16")
-check(r.returncode == 0 and "cublasGemmStridedBatchedEx bf16 TN" in r.stdout,
+check(r.returncode == 0 and "cublasGemmStridedBatchedEx bf16,bf16->bf16 compute 32F TN" in r.stdout,
       "plan --backend cuda names the cuBLAS call: " + r.stdout + r.stderr)
 r = einc("cuda-src", "b s d -> b s", "4x8x64", "--reduce", "max", "--dtype",
          "f16")

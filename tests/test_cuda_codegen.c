@@ -190,6 +190,9 @@ static void test_cublas_map(ein_ctx *ctx) {
   const ein_cublas_gemm *g = &prog->steps[0].gemm;
   /* column-major: C^T[j,i] = K[j,d] Q^T[d,i]: A = K transposed, B = Q */
   CHECK(!g->a_is_step_a && g->trans_a && !g->trans_b, "attention ops");
+  CHECK(g->ab_dtype == EIN_DT_BF16 && g->c_dtype == EIN_DT_BF16 &&
+            g->compute == EIN_GEMM_COMPUTE_32F,
+        "attention types: bf16,bf16->bf16 compute 32F");
   CHECK(g->m == 128 && g->n == 256 && g->k == 64,
         "attention m n k %lld %lld %lld", (long long)g->m, (long long)g->n,
         (long long)g->k);

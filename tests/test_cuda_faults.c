@@ -207,9 +207,9 @@ static void damage_entries(const char *dir, bool truncate) {
 }
 
 static unsigned long long compiles_of(ein_ctx *ctx) {
-  unsigned long long mem = 0, disk = 0, comp = 0;
-  if (ctx->cuda[0]) ein_cuda_backend_stats(ctx->cuda[0], &mem, &disk, &comp);
-  return comp;
+  ein_backend_stats bs;
+  ein_ctx_backend_stats(ctx, EIN_BACKEND_CUDA, 0, &bs);
+  return bs.compiles;
 }
 
 static void cache_directory_faults(const char *root) {

@@ -199,17 +199,58 @@ static void cpu_destroy(ein_backend *self) {
   ein_free(cb);
 }
 
-ein_backend *ein_cpu_backend_create(void) {
-  cpu_backend *cb = ein_calloc(1, sizeof *cb);
-  if (!cb) return NULL;
-  pthread_mutex_init(&cb->lock, NULL);
-  cb->base.name = "cpu";
-  cb->base.caps.device = "cpu";
-  cb->base.caps.gemm_half = false;
-  cb->base.caps.gemm_int = false;
+/* Host memory: the CPU backend's "device" is the host. */
+static ein_status cpu_alloc(ein_backend *self, size_t bytes, void **ptr,
+                            ein_error_rec *err) {
+  (void)self;
+  *ptr = ein_malloc(bytes ? bytes : 1);
+  if (!*ptr)
+    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                         "out of memory allocating %zu bytes", bytes);
+  return EIN_OK;
+}
+
+static void cpu_free(ein_backend *self, void *ptr) {
+  (void)self;
+  ein_free(ptr);
+}
+
+static ein_status cpu_copy(ein_backend *self, void *dst, const void *src,
+                           size_t bytes, ein_copy_dir dir,
+                           ein_error_rec *err) {
+  (void)self, (void)dir, (void)err;
+  if (bytes) memcpy(dst, src, bytes);
+  return EIN_OK;
+}
+
+static const ein_backend_caps *cpu_caps(void) {
   /* Below ~16^3 multiply-adds a BLAS call costs more than a loop. */
-  cb->base.caps.gemm_min_flops = 2 * 16 * 16 * 16;
+  static const ein_backend_caps caps = {.device = "cpu",
+                                        .gemm_half = false,
+                                        .gemm_int = false,
+                                        .gemm_min_flops = 2 * 16 * 16 * 16};
+  return &caps;
+}
+
+static ein_backend *cpu_open(int device, ein_error_rec *err) {
+  if (device != 0) {
+    ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
+                  "the CPU backend has one device, 0, not %d", device);
+    return NULL;
+  }
+  cpu_backend *cb = ein_calloc(1, sizeof *cb);
+  if (!cb) {
+    ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                  "out of memory creating the CPU backend");
+    return NULL;
+  }
+  pthread_mutex_init(&cb->lock, NULL);
+  cb->base.entry = &ein_cpu_entry;
+  cb->base.caps = *cpu_caps();
   cb->base.run = cpu_run;
+  cb->base.alloc = cpu_alloc;
+  cb->base.free = cpu_free;
+  cb->base.copy = cpu_copy;
   cb->base.destroy = cpu_destroy;
 #ifdef _OPENMP
   cb->threads = omp_get_max_threads();
@@ -220,3 +261,19 @@ ein_backend *ein_cpu_backend_create(void) {
   if (env && atoi(env) > 0) cb->threads = atoi(env);
   return &cb->base;
 }
+
+static bool host_memory(DLDeviceType t) {
+  return t == kDLCPU || t == kDLCUDAHost || t == kDLROCMHost;
+}
+
+static int one_device(void) { return 1; }
+
+const ein_backend_entry ein_cpu_entry = {
+    .name = "cpu",
+    .kind = EIN_BACKEND_CPU,
+    .memory = kDLCPU,
+    .accepts = host_memory,
+    .caps = cpu_caps,
+    .device_count = one_device,
+    .open = cpu_open,
+};

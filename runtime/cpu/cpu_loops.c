@@ -37,10 +37,9 @@ enum { ROW = 512 };
 
 typedef enum acc_kind { ACC_F32, ACC_F64, ACC_I64 } acc_kind;
 
+/* The planner's accumulator (ein_step.acc_dtype) as a loop family. */
 static acc_kind acc_of(ein_dtype dt) {
-  if (dt == EIN_DT_F64) return ACC_F64;
-  if (ein_dtype_is_float(dt)) return ACC_F32;
-  return ACC_I64;
+  return dt == EIN_DT_F64 ? ACC_F64 : dt == EIN_DT_F32 ? ACC_F32 : ACC_I64;
 }
 
 /* --------------------------------------------------- row conversion */
@@ -443,9 +442,7 @@ static bool try_copy(const ein_step *s, ein_loop_axes *kept,
                      const ein_loop_axes *red, char *dst, const char *src,
                      int threads) {
   size_t w = ein_dtype_size(s->dst_dtype);
-  if (s->kind != EIN_STEP_LOOP || s->nsrc != 1 ||
-      s->src_dtype[0] != s->dst_dtype || s->alpha != 1 ||
-      s->op == EIN_REDUCE_ANY || s->op == EIN_REDUCE_ALL || red->n != 0 ||
+  if (!s->plain_copy || red->n != 0 ||
       !(w == 1 || w == 2 || w == 4 || w == 8))
     return false;
   int64_t na = 1, nb = 1, sta[3] = {0}, stb[3] = {0};
@@ -496,8 +493,7 @@ ein_status ein_cpu_loop(const ein_step *s, char *dst, const char *src0,
   j.esz[0] = ein_dtype_size(s->dst_dtype);
   j.esz[1] = s->nsrc > 0 ? ein_dtype_size(s->src_dtype[0]) : 1;
   j.esz[2] = s->nsrc > 1 ? ein_dtype_size(s->src_dtype[1]) : 1;
-  j.acc = acc_of(s->nsrc ? s->src_dtype[0] : s->dst_dtype);
-  if (j.acc == ACC_F32 && s->dst_dtype == EIN_DT_F64) j.acc = ACC_F64;
+  j.acc = acc_of(s->acc_dtype);
   ein_loop_axes kept, red;
   bool empty;
   if (!ein_loop_axes_split(s, &kept, &red, &empty)) return EIN_ERR_LIMIT;

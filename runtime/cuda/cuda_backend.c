@@ -7,7 +7,9 @@
  * are cuBLAS calls, the others launches of generated kernels, all queued
  * on the stream; the workspace is allocated and freed in stream order.
  * Every CUDA and cuBLAS call is checked and a failure names the call and
- * the library's message. The caller's current device is restored.
+ * the library's message. The caller's current device is restored. The
+ * libraries are opened at run time (cuda_libs.h): creating a backend or
+ * allocating device memory first checks that they are there.
  */
 #include "cuda_backend.h"
 
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "cuda_libs.h"
 #include "cuda_program.h"
 #include "kernel_cache.h"
 
@@ -65,6 +68,7 @@ static ein_status blas_fail(ein_error_rec *err, const char *call,
 
 bool ein_cuda_built(void) { return true; }
 
+/* Without the runtime library the forwarders fail, so this is 0. */
 int ein_cuda_device_count(void) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -98,43 +102,45 @@ static cudaDataType_t data_type(ein_dtype dt) {
   }
 }
 
-/* alpha and beta in the compute type's precision. */
+/* alpha and beta in the compute type's precision: f64 for 64F, f32 for
+ * the 32F kinds. */
 typedef struct scalars {
   float af, bf;
   double ad, bd;
   const void *alpha, *beta;
 } scalars;
 
-/* f64 computes in f64; f32 in f32, or TF32 when the caller allows it;
- * f16 and bf16 accumulate in f32. */
-static cublasComputeType_t compute_of(const ein_step *s, bool tf32,
-                                      scalars *sc) {
-  bool f64 = s->dst_dtype == EIN_DT_F64;
+/* The compute type the program recorded (cuda_program.c decides it). */
+static cublasComputeType_t compute_of(const ein_cublas_gemm *g,
+                                      const ein_step *s, scalars *sc) {
+  bool f64 = g->compute == EIN_GEMM_COMPUTE_64F;
   sc->af = (float)s->alpha;
   sc->ad = s->alpha;
   sc->bf = 0;
   sc->bd = 0;
   sc->alpha = f64 ? (const void *)&sc->ad : (const void *)&sc->af;
   sc->beta = f64 ? (const void *)&sc->bd : (const void *)&sc->bf;
-  if (f64)
-    return CUBLAS_COMPUTE_64F;
-  return tf32 && s->dst_dtype == EIN_DT_F32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                            : CUBLAS_COMPUTE_32F;
+  switch (g->compute) {
+  case EIN_GEMM_COMPUTE_64F: return CUBLAS_COMPUTE_64F;
+  case EIN_GEMM_COMPUTE_32F_TF32: return CUBLAS_COMPUTE_32F_FAST_TF32;
+  case EIN_GEMM_COMPUTE_32F: break;
+  }
+  return CUBLAS_COMPUTE_32F;
 }
 
 /* One strided-batched call (or a plain GEMM for a batch of 1). */
 static ein_status gemm_call(cuda_backend *cb, const ein_step *s,
                             const ein_cublas_gemm *g, char *c, const char *a,
-                            const char *b, bool tf32, ein_error_rec *err) {
-  cudaDataType_t t = data_type(s->dst_dtype);
+                            const char *b, ein_error_rec *err) {
+  cudaDataType_t tab = data_type(g->ab_dtype), tc = data_type(g->c_dtype);
   scalars sc;
-  cublasComputeType_t ct = compute_of(s, tf32, &sc);
+  cublasComputeType_t ct = compute_of(g, s, &sc);
   cublasStatus_t r = cublasGemmStridedBatchedEx(
       cb->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
       g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->m, (int)g->n, (int)g->k,
-      sc.alpha, a, t, (int)g->lda, g->stride_a, b, t, (int)g->ldb, g->stride_b,
-      sc.beta, c, t, (int)g->ldc, g->stride_c, (int)g->count, ct,
-      CUBLAS_GEMM_DEFAULT);
+      sc.alpha, a, tab, (int)g->lda, g->stride_a, b, tab, (int)g->ldb,
+      g->stride_b, sc.beta, c, tc, (int)g->ldc, g->stride_c, (int)g->count,
+      ct, CUBLAS_GEMM_DEFAULT);
   if (r != CUBLAS_STATUS_SUCCESS)
     return blas_fail(err, "cublasGemmStridedBatchedEx", r);
   return EIN_OK;
@@ -144,7 +150,7 @@ static ein_status gemm_call(cuda_backend *cb, const ein_step *s,
  * live in stream-ordered device memory. */
 static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
                                      const ein_cublas_gemm *g, char *c,
-                                     const char *a, const char *b, bool tf32,
+                                     const char *a, const char *b,
                                      ein_error_rec *err) {
   int64_t outer = ein_loop_axes_volume(&g->loops), total = outer * g->count;
   if (total > INT32_MAX)
@@ -157,14 +163,15 @@ static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
     return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
                          "out of memory for %lld GEMM pointers",
                          (long long)total);
-  int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype), n = 0;
+  int64_t csz = (int64_t)ein_dtype_size(g->c_dtype),
+          absz = (int64_t)ein_dtype_size(g->ab_dtype), n = 0;
   for (int64_t i = 0; i < outer; i++) {
     int64_t off[3];
     ein_loop_axes_offsets(&g->loops, i, off);
     for (int64_t j = 0; j < g->count; j++, n++) {
-      host[n] = c + (off[0] + j * g->stride_c) * esz;
-      host[total + n] = a + (off[1] + j * g->stride_a) * esz;
-      host[2 * total + n] = b + (off[2] + j * g->stride_b) * esz;
+      host[n] = c + (off[0] + j * g->stride_c) * csz;
+      host[total + n] = a + (off[1] + j * g->stride_a) * absz;
+      host[2 * total + n] = b + (off[2] + j * g->stride_b) * absz;
     }
   }
   void *dev = NULL;
@@ -180,15 +187,15 @@ static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
     return cuda_fail(err, "cudaMemcpyAsync (GEMM pointer arrays)", e);
   }
   void **pc = dev, **pa = pc + total, **pb = pa + total;
-  cudaDataType_t t = data_type(s->dst_dtype);
+  cudaDataType_t tab = data_type(g->ab_dtype), tc = data_type(g->c_dtype);
   scalars sc;
-  cublasComputeType_t ct = compute_of(s, tf32, &sc);
+  cublasComputeType_t ct = compute_of(g, s, &sc);
   cublasStatus_t r = cublasGemmBatchedEx(
       cb->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
       g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->m, (int)g->n, (int)g->k,
-      sc.alpha, (const void *const *)pa, t, (int)g->lda,
-      (const void *const *)pb, t, (int)g->ldb, sc.beta, (void *const *)pc, t,
-      (int)g->ldc, (int)total, ct, CUBLAS_GEMM_DEFAULT);
+      sc.alpha, (const void *const *)pa, tab, (int)g->lda,
+      (const void *const *)pb, tab, (int)g->ldb, sc.beta, (void *const *)pc,
+      tc, (int)g->ldc, (int)total, ct, CUBLAS_GEMM_DEFAULT);
   cudaFreeAsync(dev, cb->stream);
   if (r != CUBLAS_STATUS_SUCCESS)
     return blas_fail(err, "cublasGemmBatchedEx", r);
@@ -197,19 +204,20 @@ static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
 
 static ein_status run_gemm(cuda_backend *cb, const ein_step *s,
                            const ein_cublas_gemm *g, char *c,
-                           const char *step_a, const char *step_b, bool tf32,
+                           const char *step_a, const char *step_b,
                            ein_error_rec *err) {
   const char *a = g->a_is_step_a ? step_a : step_b;
   const char *b = g->a_is_step_a ? step_b : step_a;
   if (ein_cublas_pointer_array(g))
-    return gemm_pointer_array(cb, s, g, c, a, b, tf32, err);
-  int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype);
+    return gemm_pointer_array(cb, s, g, c, a, b, err);
+  int64_t csz = (int64_t)ein_dtype_size(g->c_dtype),
+          absz = (int64_t)ein_dtype_size(g->ab_dtype);
   int64_t outer = ein_loop_axes_volume(&g->loops);
   for (int64_t i = 0; i < outer; i++) {
     int64_t off[3];
     ein_loop_axes_offsets(&g->loops, i, off);
-    ein_status st = gemm_call(cb, s, g, c + off[0] * esz, a + off[1] * esz,
-                              b + off[2] * esz, tf32, err);
+    ein_status st = gemm_call(cb, s, g, c + off[0] * csz, a + off[1] * absz,
+                              b + off[2] * absz, err);
     if (st)
       return st;
   }
@@ -269,12 +277,39 @@ static ein_status workspace_alloc(cuda_backend *cb, int64_t bytes, void **out,
   return EIN_OK;
 }
 
+/* The cuBLAS handle and its 32 MiB workspace, made by the first plan that
+ * has a GEMM (about 20 ms and the memory, which a plan of kernels alone
+ * never needs); then set to the run's stream. With cb->lock held. */
+static ein_status blas_ready(cuda_backend *cb, const ein_cuda_program *prog,
+                             ein_error_rec *err) {
+  bool gemm = false;
+  for (int i = 0; i < prog->nsteps && !gemm; i++) gemm = prog->steps[i].cublas;
+  if (!gemm) return EIN_OK;
+  cublasStatus_t r;
+  if (!cb->blas) {
+    if (!cb->blas_workspace)
+      CU(cudaMalloc(&cb->blas_workspace, CUBLAS_WORKSPACE));
+    if ((r = cublasCreate(&cb->blas)) != CUBLAS_STATUS_SUCCESS) {
+      cb->blas = NULL;
+      return blas_fail(err, "cublasCreate", r);
+    }
+    r = cublasSetWorkspace(cb->blas, cb->blas_workspace, CUBLAS_WORKSPACE);
+    if (r != CUBLAS_STATUS_SUCCESS) {
+      cublasDestroy(cb->blas);
+      cb->blas = NULL;
+      return blas_fail(err, "cublasSetWorkspace", r);
+    }
+  }
+  if ((r = cublasSetStream(cb->blas, cb->stream)) != CUBLAS_STATUS_SUCCESS)
+    return blas_fail(err, "cublasSetStream", r);
+  return EIN_OK;
+}
+
 static ein_status run_steps(cuda_backend *cb, const ein_plan_ir *plan,
                             const ein_cuda_program *prog, char *const *inputs,
                             char *output, char *workspace, ein_error_rec *err) {
-  cublasStatus_t r = cublasSetStream(cb->blas, cb->stream);
-  if (r != CUBLAS_STATUS_SUCCESS)
-    return blas_fail(err, "cublasSetStream", r);
+  ein_status bst = blas_ready(cb, prog, err);
+  if (bst) return bst;
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
     const ein_cuda_step *cs = &prog->steps[i];
@@ -287,8 +322,7 @@ static ein_status run_steps(cuda_backend *cb, const ein_plan_ir *plan,
           ein_buffer_base(plan, s->src[k].buffer, inputs, output, workspace) +
           s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
     ein_status st = cs->cublas
-                        ? run_gemm(cb, s, &cs->gemm, dst, src[0], src[1],
-                                   plan->allow_tf32, err)
+                        ? run_gemm(cb, s, &cs->gemm, dst, src[0], src[1], err)
                         : run_kernel(cb, &cs->kernel, dst, src[0], src[1], err);
     if (st)
       return st;
@@ -346,6 +380,30 @@ static void cuda_destroy(ein_backend *self) {
   ein_free(cb);
 }
 
+/* Device memory of the backend's device, for ein_device_alloc. */
+static ein_status cuda_alloc(ein_backend *self, size_t bytes, void **ptr,
+                             ein_error_rec *err) {
+  return ein_cuda_malloc(((cuda_backend *)self)->device, ptr, bytes, err);
+}
+
+static void cuda_free(ein_backend *self, void *ptr) {
+  (void)self;
+  ein_cuda_free(ptr);
+}
+
+static ein_status cuda_copy(ein_backend *self, void *dst, const void *src,
+                            size_t bytes, ein_copy_dir dir,
+                            ein_error_rec *err) {
+  (void)self;
+  return dir == EIN_COPY_TO_DEVICE ? ein_cuda_copy_to_device(dst, src, bytes, err)
+                                   : ein_cuda_copy_to_host(dst, src, bytes, err);
+}
+
+static void cuda_stats(ein_backend *self, ein_backend_stats *out) {
+  ein_cuda_backend_stats(self, &out->memory_hits, &out->disk_hits,
+                         &out->compiles);
+}
+
 static ein_status setup(cuda_backend *cb, ein_error_rec *err) {
   int major = 0, minor = 0;
   CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
@@ -365,15 +423,6 @@ static ein_status setup(cuda_backend *cb, ein_error_rec *err) {
    * every synchronisation. */
   uint64_t keep = UINT64_MAX;
   CU(cudaMemPoolSetAttribute(cb->pool, cudaMemPoolAttrReleaseThreshold, &keep));
-  cublasStatus_t r = cublasCreate(&cb->blas);
-  if (r != CUBLAS_STATUS_SUCCESS) {
-    cb->blas = NULL;
-    return blas_fail(err, "cublasCreate", r);
-  }
-  CU(cudaMalloc(&cb->blas_workspace, CUBLAS_WORKSPACE));
-  r = cublasSetWorkspace(cb->blas, cb->blas_workspace, CUBLAS_WORKSPACE);
-  if (r != CUBLAS_STATUS_SUCCESS)
-    return blas_fail(err, "cublasSetWorkspace", r);
   cb->kernels = ein_kcache_create(cb->arch);
   if (!cb->kernels)
     return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
@@ -382,6 +431,8 @@ static ein_status setup(cuda_backend *cb, ein_error_rec *err) {
 }
 
 ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
+  if (ein_cuda_libs_require_all(err))
+    return NULL;
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || device < 0 || device >= count) {
@@ -406,9 +457,15 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
   pthread_mutex_init(&cb->lock, NULL);
   cb->device = device;
   snprintf(cb->name, sizeof cb->name, "cuda:%d", device);
-  cb->base.name = "cuda";
+  cb->base.entry = &ein_cuda_entry;
   cb->base.caps = *ein_cuda_caps();
   cb->base.run = cuda_run;
+  cb->base.alloc = cuda_alloc;
+  cb->base.free = cuda_free;
+  cb->base.copy = cuda_copy;
+  cb->base.sync = ein_cuda_backend_sync;
+  cb->base.set_stream = ein_cuda_backend_set_stream;
+  cb->base.stats = cuda_stats;
   cb->base.destroy = cuda_destroy;
   int prev;
   ein_status st = enter(device, &prev, err);
@@ -463,6 +520,9 @@ void ein_cuda_backend_stats(ein_backend *be, unsigned long long *memory_hits,
 ein_status ein_cuda_malloc(int device, void **ptr, size_t bytes,
                            ein_error_rec *err) {
   *ptr = NULL;
+  ein_status st = ein_cuda_lib_require(EIN_LIB_CUDART, err);
+  if (st)
+    return st;
   int count = ein_cuda_device_count();
   if (count <= device)
     return ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
@@ -471,7 +531,7 @@ ein_status ein_cuda_malloc(int device, void **ptr, size_t bytes,
                          "backend",
                          device, count, count == 1 ? "" : "s");
   int prev;
-  ein_status st = enter(device, &prev, err);
+  st = enter(device, &prev, err);
   if (st)
     return st;
   cudaError_t e = cudaMalloc(ptr, bytes ? bytes : 1);
@@ -502,3 +562,21 @@ ein_status ein_cuda_copy_to_host(void *dst, const void *src, size_t bytes,
     CU(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
   return EIN_OK;
 }
+
+static bool cuda_memory(DLDeviceType t) {
+  return t == kDLCUDA || t == kDLCUDAManaged;
+}
+
+const ein_backend_entry ein_cuda_entry = {
+    .name = "cuda",
+    .kind = EIN_BACKEND_CUDA,
+    .memory = kDLCUDA,
+    .accepts = cuda_memory,
+    .caps = ein_cuda_caps,
+    .prepare = ein_cuda_prepare,
+    .program_free = ein_cuda_program_free,
+    .describe = ein_cuda_describe,
+    .cuda_program = ein_cuda_program_of,
+    .device_count = ein_cuda_device_count,
+    .open = ein_cuda_backend_create,
+};

@@ -21,11 +21,13 @@
 /* True when this build has the CUDA backend. */
 bool ein_cuda_built(void);
 
-/* Devices the runtime sees: 0 without a driver, a GPU, or CUDA support. */
+/* Devices the runtime sees: 0 without a driver, a GPU, the CUDA runtime
+ * library, or CUDA support in this build. */
 int ein_cuda_device_count(void);
 
 /* A backend for device `device`. On failure NULL and the reason on err
- * (EIN_ERR_DEVICE: no driver or device; EIN_ERR_BACKEND: a CUDA or cuBLAS
+ * (EIN_ERR_DEVICE: no driver or device, or a CUDA library that cannot be
+ * loaded, named with how to install it; EIN_ERR_BACKEND: a CUDA or cuBLAS
  * call failed; EIN_ERR_NO_MEMORY). */
 ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err);
 

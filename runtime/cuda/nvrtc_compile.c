@@ -16,6 +16,7 @@
 
 #include "alloc.h"
 #include "codegen.h"
+#include "cuda_libs.h"
 
 /* -1: read EINC_FAULT_NVRTC on first use. Atomic because contexts on
  * several threads may compile at once. */
@@ -52,6 +53,9 @@ ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
                          "NVRTC_ERROR_COMPILATION (injected by "
                          "EINC_FAULT_NVRTC)\ncompile log:\n"
                          "einc_kernel.cu: error: fault injection");
+  ein_status loaded = ein_cuda_lib_require(EIN_LIB_NVRTC, err);
+  if (loaded)
+    return loaded;
   /* NVRTC wants one NUL-terminated string. */
   static const char LINE[] = "#line 1 \"einc_kernel.cu\"\n";
   const char *prelude = ein_codegen_prelude(false);

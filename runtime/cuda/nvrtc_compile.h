@@ -13,7 +13,8 @@
 /* Compiles the NVRTC prelude (ein_codegen_prelude(false)) followed by
  * source (len bytes) for sm_<arch> (e.g. 90). On success *cubin
  * is a malloc'd image of *size bytes. On failure err holds NVRTC's message
- * and the compile log, and the status is EIN_ERR_BACKEND. */
+ * and the compile log, and the status is EIN_ERR_BACKEND; EIN_ERR_DEVICE
+ * when the NVRTC library cannot be loaded (cuda_libs.h). */
 ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
                              char **cubin, size_t *size, ein_error_rec *err);
 

@@ -10,7 +10,6 @@
 #include "arena.h"
 #include "bind.h"
 #include "ctx_internal.h"
-#include "cuda_backend.h"
 #include "error.h"
 #include "parser.h"
 
@@ -83,9 +82,7 @@ ein_status ein_ctx_create(ein_ctx **out) {
 void ein_ctx_destroy(ein_ctx *ctx) {
   if (!ctx) return;
   ein_plan_cache_destroy(&ctx->cache);
-  if (ctx->cpu) ctx->cpu->destroy(ctx->cpu);
-  for (int d = 0; d < EIN_MAX_CUDA_DEVICES; d++)
-    if (ctx->cuda[d]) ctx->cuda[d]->destroy(ctx->cuda[d]);
+  ein_ctx_close_backends(ctx);
   for (ein_thread_rec *t = ctx->threads, *next; t; t = next) {
     next = t->next;
     ein_strbuf_free(&t->key);
@@ -271,27 +268,3 @@ ein_status ein_output_shape(ein_ctx *ctx, const char *expr,
   return EIN_OK;
 }
 
-void ein_ctx_set_cuda_stream(ein_ctx *ctx, void *stream) {
-  if (!ctx) return;
-  pthread_mutex_lock(&ctx->lock);
-  ctx->cuda_stream = stream;
-  for (int d = 0; d < EIN_MAX_CUDA_DEVICES; d++)
-    if (ctx->cuda[d]) ein_cuda_backend_set_stream(ctx->cuda[d], stream);
-  pthread_mutex_unlock(&ctx->lock);
-}
-
-ein_status ein_ctx_synchronize(ein_ctx *ctx) {
-  if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
-  ein_thread_rec *me = ein_ctx_enter(ctx);
-  if (!me) return EIN_ERR_NO_MEMORY;
-  ein_backend *cuda[EIN_MAX_CUDA_DEVICES];
-  pthread_mutex_lock(&ctx->lock);
-  memcpy(cuda, ctx->cuda, sizeof cuda);
-  pthread_mutex_unlock(&ctx->lock);
-  for (int d = 0; d < EIN_MAX_CUDA_DEVICES; d++) {
-    if (!cuda[d]) continue;
-    ein_status st = ein_cuda_backend_sync(cuda[d], &me->err);
-    if (st) return st;
-  }
-  return EIN_OK;
-}

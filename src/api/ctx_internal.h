@@ -31,7 +31,11 @@ typedef struct ein_cache_entry {
   uint64_t last_use;
 } ein_cache_entry;
 
-enum { EIN_PLAN_CACHE_SIZE = 128, EIN_MAX_CUDA_DEVICES = 16 };
+enum {
+  EIN_PLAN_CACHE_SIZE = 128,
+  EIN_MAX_DEVICES = 16,   /* device ids 0..15 per backend */
+  EIN_BACKEND_KINDS = 4   /* public kinds, AUTO included */
+};
 
 typedef struct ein_plan_cache {
   pthread_mutex_t lock; /* guards everything below */
@@ -52,15 +56,16 @@ typedef struct ein_thread_rec {
 } ein_thread_rec;
 
 struct ein_ctx {
-  pthread_mutex_t lock;    /* guards threads, cpu, cuda[] and cuda_stream */
+  pthread_mutex_t lock;    /* guards threads, backends and stream */
   ein_thread_rec *threads; /* one per thread that has called; freed at
                               ein_ctx_destroy */
-  ein_backend *cpu; /* created on first use */
-  ein_backend *cuda[EIN_MAX_CUDA_DEVICES]; /* per device, on first use */
-  void *cuda_stream; /* the caller's cudaStream_t, or NULL: own streams */
-  /* Tests: plan CUDA steps with these caps instead of ein_cuda_caps(). */
-  bool cuda_caps_set;
-  ein_backend_caps cuda_caps;
+  /* Opened devices per backend kind, made on first use. */
+  ein_backend *backends[EIN_BACKEND_KINDS][EIN_MAX_DEVICES];
+  void *stream; /* the caller's cudaStream_t, or NULL: own streams */
+  /* Tests: plan for backend kind k with caps[k] when caps_set[k] (e.g. a
+   * GEMM threshold of 0, so small cases reach cuBLAS). */
+  bool caps_set[EIN_BACKEND_KINDS];
+  ein_backend_caps caps[EIN_BACKEND_KINDS];
   ein_plan_cache cache;
 };
 
@@ -69,12 +74,30 @@ struct ein_ctx {
  * EIN_ERR_NO_MEMORY and ein_last_error reports it). */
 ein_thread_rec *ein_ctx_enter(ein_ctx *ctx);
 
-/* The plan IR behind a public plan, and its CUDA program (NULL for CPU
- * plans); for the CLI's plan and cuda-src commands. */
+/* The plan IR behind a public plan, and the program its backend made of
+ * it (NULL for the CPU; a CUDA program for CUDA and the emulated device);
+ * for the CLI's plan and cuda-src commands. */
 struct ein_plan_ir;
 struct ein_cuda_program;
 const struct ein_plan_ir *ein_plan_ir_of(const ein_plan *plan);
 const struct ein_cuda_program *ein_plan_cuda_program(const ein_plan *plan);
+
+/* The context's open device of backend kind (opened under the context's
+ * lock on first use); NULL with the error on me->err when it cannot be. */
+ein_backend *ein_ctx_backend(ein_thread_rec *me, ein_backend_kind kind,
+                             int device);
+
+/* The caps plans for kind are made with (a test's override, or the
+ * backend's own). */
+const ein_backend_caps *ein_ctx_caps(const ein_ctx *ctx,
+                                     const ein_backend_entry *entry);
+
+/* Destroys every device the context opened. */
+void ein_ctx_close_backends(ein_ctx *ctx);
+
+/* Kernel cache counters of an opened device (zeros if not opened). */
+void ein_ctx_backend_stats(ein_ctx *ctx, ein_backend_kind kind, int device,
+                           ein_backend_stats *out);
 
 /* The bound problem behind a public binding. */
 const ein_problem *ein_binding_problem(const ein_binding *binding);

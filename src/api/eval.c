@@ -10,10 +10,7 @@
 
 #include "alloc.h"
 #include "checked.h"
-#include "codegen.h"
 #include "ctx_internal.h"
-#include "cuda_backend.h"
-#include "cuda_program.h"
 #include "plan.h"
 #include "report.h"
 
@@ -21,9 +18,9 @@ struct ein_plan {
   ein_plan_ir *ir; /* owns the arena this struct lives in */
   atomic_int refs; /* ein_plan_retain / ein_plan_release */
   const char *expr;
-  ein_backend_kind backend; /* CPU or CUDA, never AUTO */
-  int device;               /* CUDA device id */
-  ein_cuda_program *cuda;   /* CUDA plans: kernels and cuBLAS calls */
+  const ein_backend_entry *backend; /* where it runs */
+  int device;                       /* the backend's device id */
+  void *program; /* backend->prepare's result (NULL for the CPU) */
   int ninputs;
   /* The layouts the plan was made for, as cache-key bytes: tensor i's
    * part is layout[offset[i] .. offset[i+1]), the output last. */
@@ -50,10 +47,6 @@ static const char *tensor_name(int index, char *buf, size_t cap) {
   else
     snprintf(buf, cap, "input %d", index + 1);
   return buf;
-}
-
-static bool host_device(DLDeviceType d) {
-  return d == kDLCPU || d == kDLCUDAHost || d == kDLROCMHost;
 }
 
 /* The stride of dim d as the plan sees it: compact when strides is NULL,
@@ -167,11 +160,11 @@ static void key_tensor(ein_strbuf *k, const DLTensor *t, ein_dtype dt) {
 }
 
 static void key_options(ein_strbuf *k, const char *expr, size_t len,
-                        const ein_options *o, ein_backend_kind backend,
-                        int device) {
+                        const ein_options *o,
+                        const ein_backend_entry *backend, int device) {
   ein_strbuf_append(k, &len, sizeof len);
   ein_strbuf_append(k, expr, len);
-  int32_t head[6] = {o->dialect, o->reduction, o->nlengths, backend,
+  int32_t head[6] = {o->dialect, o->reduction, o->nlengths, backend->kind,
                      o->allow_tf32 != 0, device};
   ein_strbuf_append(k, head, sizeof head);
   ein_strbuf_append(k, &o->memory_limit, sizeof o->memory_limit);
@@ -201,73 +194,90 @@ static ein_status check_options(ein_thread_rec *me, const ein_options *o) {
   return EIN_OK;
 }
 
-static bool cuda_device(DLDeviceType d) {
-  return d == kDLCUDA || d == kDLCUDAManaged;
+/* What a backend's memory is called in messages. */
+static const char *memory_name(const ein_backend_entry *e) {
+  switch (e->kind) {
+  case EIN_BACKEND_CPU: return "host memory";
+  case EIN_BACKEND_EMU: return "emulated-device memory";
+  default: return "CUDA device memory";
+  }
 }
 
-/* Chooses the backend (and CUDA device) from the options and where the
- * tensors live: all on the host, or all on one CUDA device. */
+/* Each tensor's backend by where it lives: all must share one backend and
+ * one device. *first is the first tensor found (-2: none). */
+static ein_status tensors_backend(ein_thread_rec *me,
+                                  const DLTensor *const *inputs, int n,
+                                  const DLTensor *output,
+                                  const ein_backend_entry **entry, int *first,
+                                  int *device) {
+  char name[32], other[32];
+  *entry = NULL;
+  *first = -2;
+  *device = 0;
+  for (int i = -1; i < n; i++) {
+    const DLTensor *t = i < 0 ? output : inputs[i];
+    if (!t) continue;
+    const ein_backend_entry *e = ein_backend_for_memory(t->device.device_type);
+    int id = e && e->kind != EIN_BACKEND_CPU ? t->device.device_id : 0;
+    if (!e)
+      return fail(me, EIN_ERR_DEVICE,
+                  "%s lives on DLPack device type %d; einc reads host memory "
+                  "(CPU backend), CUDA memory (CUDA backend) and kDLExtDev "
+                  "memory (emulated device)",
+                  tensor_name(i, name, sizeof name),
+                  (int)t->device.device_type);
+    if (!*entry) {
+      *entry = e;
+      *first = i;
+      *device = id;
+    } else if (e != *entry) {
+      return fail(me, EIN_ERR_DEVICE,
+                  "%s is in %s but %s is in %s; einc evaluates on one "
+                  "device: copy the tensors to one first (ein_device_copy)",
+                  tensor_name(i, name, sizeof name), memory_name(e),
+                  tensor_name(*first, other, sizeof other),
+                  memory_name(*entry));
+    } else if (id != *device) {
+      return fail(me, EIN_ERR_DEVICE,
+                  "%s is on %s device %d but %s is on device %d; einc "
+                  "evaluates on one device",
+                  tensor_name(i, name, sizeof name), e->name, id,
+                  tensor_name(*first, other, sizeof other), *device);
+    }
+  }
+  return EIN_OK;
+}
+
+/* Chooses the backend (and device) from the options and where the
+ * tensors live. */
 static ein_status resolve_backend(ein_thread_rec *me, const ein_options *o,
                                   const DLTensor *const *inputs, int n,
                                   const DLTensor *output,
-                                  ein_backend_kind *out, int *device) {
-  if (o->backend != EIN_BACKEND_AUTO && o->backend != EIN_BACKEND_CPU &&
-      o->backend != EIN_BACKEND_CUDA)
+                                  const ein_backend_entry **out,
+                                  int *device) {
+  const ein_backend_entry *want = ein_backend_find(o->backend);
+  if (o->backend != EIN_BACKEND_AUTO && !want)
     return fail(me, EIN_ERR_INVALID_ARGUMENT, "unknown backend %d",
                 (int)o->backend);
   ein_status st = check_options(me, o);
   if (st) return st;
-  int first_host = -2, first_gpu = -2, gpu = -1;
-  char name[32];
-  for (int i = -1; i < n; i++) {
-    const DLTensor *t = i < 0 ? output : inputs[i];
-    if (!t) continue;
-    DLDeviceType d = t->device.device_type;
-    if (host_device(d)) {
-      if (first_host == -2) first_host = i;
-      continue;
-    }
-    if (!cuda_device(d))
-      return fail(me, EIN_ERR_DEVICE,
-                  "%s lives on DLPack device type %d; einc reads host "
-                  "memory (CPU backend) and CUDA memory (CUDA backend)",
-                  tensor_name(i, name, sizeof name), (int)d);
-    if (first_gpu == -2) {
-      first_gpu = i;
-      gpu = t->device.device_id;
-    } else if (t->device.device_id != gpu) {
-      char other[32];
-      return fail(me, EIN_ERR_DEVICE,
-                  "%s is on CUDA device %d but %s is on device %d; einc "
-                  "evaluates on one device",
-                  tensor_name(i, name, sizeof name), t->device.device_id,
-                  tensor_name(first_gpu, other, sizeof other), gpu);
-    }
+  const ein_backend_entry *have;
+  int first;
+  st = tensors_backend(me, inputs, n, output, &have, &first, device);
+  if (st) return st;
+  if (!have) have = ein_backend_find(EIN_BACKEND_CPU); /* no tensors */
+  if (want && want != have) {
+    char name[32];
+    return fail(me, EIN_ERR_DEVICE,
+                "%s is in %s but the %s backend reads %s only; copy it "
+                "there first (ein_device_copy) or use the %s backend",
+                tensor_name(first, name, sizeof name), memory_name(have),
+                want->name, memory_name(want), have->name);
   }
-  bool want_cuda = o->backend == EIN_BACKEND_CUDA ||
-                   (o->backend == EIN_BACKEND_AUTO && first_gpu != -2);
-  if (want_cuda && !ein_cuda_built())
-    return fail(me, EIN_ERR_DEVICE,
-                "the CUDA backend is not available in this build of einc "
-                "(built without the CUDA toolkit or with -Dcuda=disabled); "
-                "use the CPU backend");
-  if (want_cuda && first_host != -2)
-    return fail(me, EIN_ERR_DEVICE,
-                "%s is in host memory but %s; copy it to the GPU first "
-                "(cudaMemcpy) or use the CPU backend",
-                tensor_name(first_host, name, sizeof name),
-                first_gpu != -2 ? "other tensors are on a CUDA device"
-                                : "the CUDA backend reads device memory only");
-  if (!want_cuda && first_gpu != -2)
-    return fail(me, EIN_ERR_DEVICE,
-                "%s lives on CUDA device %d; the CPU backend reads host "
-                "memory only",
-                tensor_name(first_gpu, name, sizeof name), gpu);
-  if (first_gpu != -2 && (gpu < 0 || gpu >= EIN_MAX_CUDA_DEVICES))
-    return fail(me, EIN_ERR_DEVICE, "CUDA device id %d is out of range",
-                gpu);
-  *out = want_cuda ? EIN_BACKEND_CUDA : EIN_BACKEND_CPU;
-  *device = gpu < 0 ? 0 : gpu;
+  if (*device < 0 || *device >= EIN_MAX_DEVICES)
+    return fail(me, EIN_ERR_DEVICE, "%s device id %d is out of range",
+                have->name, *device);
+  *out = have;
   return EIN_OK;
 }
 
@@ -277,31 +287,6 @@ static ein_strbuf *scratch_key(ein_thread_rec *me) {
   me->key.len = 0;
   me->key.failed = false;
   return &me->key;
-}
-
-/* The context's backend for kind (created on first use, under the
- * context's lock); NULL with the caller's error set when it cannot be
- * created. */
-static ein_backend *backend_for(ein_thread_rec *me, ein_backend_kind kind,
-                                int device) {
-  ein_ctx *ctx = me->ctx;
-  pthread_mutex_lock(&ctx->lock);
-  ein_backend *be;
-  if (kind == EIN_BACKEND_CUDA) {
-    if (!ctx->cuda[device]) {
-      ctx->cuda[device] = ein_cuda_backend_create(device, &me->err);
-      if (ctx->cuda[device] && ctx->cuda_stream)
-        ein_cuda_backend_set_stream(ctx->cuda[device], ctx->cuda_stream);
-    }
-    be = ctx->cuda[device];
-  } else {
-    if (!ctx->cpu) ctx->cpu = ein_cpu_backend_create();
-    be = ctx->cpu;
-  }
-  pthread_mutex_unlock(&ctx->lock);
-  if (!be && kind != EIN_BACKEND_CUDA)
-    fail(me, EIN_ERR_NO_MEMORY, "out of memory creating a backend");
-  return be;
 }
 
 /* True when two dims of t share an address (writes would collide). */
@@ -348,7 +333,7 @@ static void byte_range(const DLTensor *t, uintptr_t *lo, uintptr_t *hi) {
 static ein_status build_plan(ein_thread_rec *me, const char *expr,
                              const DLTensor *const *inputs, int n,
                              const DLTensor *output, const ein_options *o,
-                             ein_backend_kind kind, int device,
+                             const ein_backend_entry *backend, int device,
                              ein_plan **out) {
   ein_binding *b;
   ein_status st = ein_bind(me->ctx, expr, inputs, n, o, &b);
@@ -394,31 +379,19 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
     ein_dtype_from_dl(output->dtype, &od.dtype);
     od.strides = output->strides;
   }
-  /* CUDA plans need no device: the backend's caps are static. */
-  const ein_backend_caps *caps =
-      me->ctx->cuda_caps_set ? &me->ctx->cuda_caps : ein_cuda_caps();
-  if (kind == EIN_BACKEND_CPU) {
-    ein_backend *be = backend_for(me, kind, 0);
-    if (!be) {
-      ein_binding_destroy(b);
-      return me->err.pub.status;
-    }
-    caps = &be->caps;
-  }
+  /* Plans need no device: a backend's caps are static. */
+  const ein_backend_caps *caps = ein_ctx_caps(me->ctx, backend);
   ein_plan_limits limits = {o->memory_limit};
   ein_plan_ir *ir;
   st = ein_plan_build(p, descs, &od, caps, &limits, &me->err, &ir);
   ein_binding_destroy(b);
   if (st) return st;
   ir->allow_tf32 = o->allow_tf32 != 0;
-  ein_cuda_program *cuda = NULL;
-  if (kind == EIN_BACKEND_CUDA &&
-      (st = ein_cuda_program_build(ir, &cuda)) != EIN_OK) {
+  void *program = NULL;
+  if (backend->prepare &&
+      (st = backend->prepare(ir, &program, &me->err)) != EIN_OK) {
     ein_plan_ir_destroy(ir);
-    return fail(me, st,
-                st == EIN_ERR_NO_MEMORY
-                    ? "out of memory generating CUDA kernels"
-                    : "a step has more axes than a generated kernel takes");
+    return st;
   }
   ein_plan *plan = ein_arena_alloc(&ir->arena, 1, sizeof *plan);
   size_t len = strlen(expr);
@@ -436,7 +409,7 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
                  : ein_arena_alloc(&ir->arena, lk.len + 1, 1);
   if (!plan || !copy || !offset || !layout) {
     ein_strbuf_free(&lk);
-    ein_cuda_program_free(cuda);
+    if (program) backend->program_free(program);
     ein_plan_ir_destroy(ir);
     return fail(me, EIN_ERR_NO_MEMORY, "out of memory while planning");
   }
@@ -445,9 +418,9 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
   plan->ir = ir;
   atomic_init(&plan->refs, 1);
   plan->expr = copy;
-  plan->backend = kind;
+  plan->backend = backend;
   plan->device = device;
-  plan->cuda = cuda;
+  plan->program = program;
   plan->ninputs = n;
   plan->layout = layout;
   plan->offset = offset;
@@ -491,9 +464,9 @@ static ein_status run_plan(ein_thread_rec *me, const ein_plan *plan,
                   i + 1);
     ptrs[i] = (char *)inputs[i]->data + inputs[i]->byte_offset;
   }
-  ein_backend *be = backend_for(me, plan->backend, plan->device);
+  ein_backend *be = ein_ctx_backend(me, plan->backend->kind, plan->device);
   if (!be) return me->err.pub.status;
-  return be->run(be, plan->ir, plan->cuda, ptrs,
+  return be->run(be, plan->ir, plan->program, ptrs,
                  (char *)output->data + output->byte_offset, &me->err);
 }
 
@@ -512,7 +485,7 @@ ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
   ein_status st = check_inputs(me, inputs, ninputs, false);
   ein_dtype dt;
   if (!st && output) st = check_tensor(me, output, -1, false, &dt);
-  ein_backend_kind kind;
+  const ein_backend_entry *kind;
   int device;
   if (!st)
     st = resolve_backend(me, o, inputs, ninputs, output, &kind, &device);
@@ -576,17 +549,17 @@ ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
                   "plan's output shape",
                   ein_dtype_name(ir->dtype));
   }
-  ein_backend_kind kind;
+  const ein_backend_entry *kind;
   int device;
-  const ein_options o = {.backend = plan->backend};
+  const ein_options o = {.backend = plan->backend->kind};
   if ((st = resolve_backend(me, &o, inputs, ninputs, output, &kind,
                             &device)))
     return st;
-  if (kind == EIN_BACKEND_CUDA && device != plan->device)
+  if (device != plan->device)
     return fail(me, EIN_ERR_DEVICE,
-                "the tensors are on CUDA device %d but the plan was made "
+                "the tensors are on %s device %d but the plan was made "
                 "for device %d",
-                device, plan->device);
+                kind->name, device, plan->device);
   return run_plan(me, plan, inputs, ninputs, output);
 }
 
@@ -603,7 +576,7 @@ ein_status ein_eval(ein_ctx *ctx, const char *expr,
   ein_status st = check_inputs(me, inputs, ninputs, true);
   ein_dtype dt;
   if (!st) st = check_tensor(me, output, -1, true, &dt);
-  ein_backend_kind kind;
+  const ein_backend_entry *kind;
   int device;
   if (!st)
     st = resolve_backend(me, o, inputs, ninputs, output, &kind, &device);
@@ -645,7 +618,7 @@ void ein_plan_release(ein_plan *plan) {
   /* acq_rel: the thread that frees sees every other thread's last use. */
   if (atomic_fetch_sub_explicit(&plan->refs, 1, memory_order_acq_rel) != 1)
     return;
-  ein_cuda_program_free(plan->cuda);
+  if (plan->program) plan->backend->program_free(plan->program);
   ein_plan_ir_destroy(plan->ir);
 }
 
@@ -656,7 +629,9 @@ const struct ein_plan_ir *ein_plan_ir_of(const ein_plan *plan) {
 }
 
 const struct ein_cuda_program *ein_plan_cuda_program(const ein_plan *plan) {
-  return plan ? plan->cuda : NULL;
+  return plan && plan->backend->cuda_program
+             ? plan->backend->cuda_program(plan->program)
+             : NULL;
 }
 
 int ein_plan_output_ndim(const ein_plan *plan) {
@@ -710,10 +685,11 @@ size_t ein_plan_describe(const ein_plan *plan, ein_describe_format format,
   if (!m) m = ein_device_model_find(NULL);
   ein_strbuf sb = {0};
   ein_plan_report(plan->ir, plan->expr,
-                  plan->backend == EIN_BACKEND_CUDA ? "cuda" : "cpu",
+                  plan->backend->name,
                   format == EIN_DESCRIBE_JSON, m, &sb);
-  if (plan->cuda && format != EIN_DESCRIBE_JSON)
-    ein_cuda_program_describe(plan->cuda, plan->ir, &sb);
+  if (plan->program && plan->backend->describe &&
+      format != EIN_DESCRIBE_JSON)
+    plan->backend->describe(plan->ir, plan->program, &sb);
   size_t len = sb.failed ? 0 : sb.len;
   if (buf && cap > 0) {
     size_t n = len < cap - 1 ? len : cap - 1;

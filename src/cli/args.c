@@ -205,17 +205,9 @@ bool cli_expr_and_shapes(const char *command, const char *const *pos,
 }
 
 bool cli_parse_backend(const char *v, ein_backend_kind *out) {
-  if (strcmp(v, "auto") == 0)
-    *out = EIN_BACKEND_AUTO;
-  else if (strcmp(v, "cpu") == 0)
-    *out = EIN_BACKEND_CPU;
-  else if (strcmp(v, "cuda") == 0)
-    *out = EIN_BACKEND_CUDA;
-  else {
-    cli_errorf("unknown backend '%.40s' (auto, cpu, cuda)", v);
-    return false;
-  }
-  return true;
+  if (ein_backend_parse(v, out) == EIN_OK) return true;
+  cli_errorf("unknown backend '%.40s' (auto, cpu, cuda, emu)", v);
+  return false;
 }
 
 bool cli_parse_dtype(const char *v, ein_dtype *out) {

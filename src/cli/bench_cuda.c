@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bench_device.h"
+#include "cuda_libs.h"
 
 typedef struct cuda_bench {
   bench_device base;
@@ -185,6 +186,13 @@ static void cuda_close(bench_device *dev) {
 
 bench_device *bench_cuda_open(int device, ein_ctx *ctx, char *msg,
                               size_t cap) {
+  ein_error_rec err;
+  ein_error_init(&err);
+  if (ein_cuda_libs_require_all(&err)) {
+    snprintf(msg, cap, "%s", err.message);
+    ein_error_clear(&err);
+    return NULL;
+  }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || device >= count) {
     snprintf(msg, cap, "no CUDA device %d on this machine", device);

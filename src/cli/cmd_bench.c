@@ -183,8 +183,7 @@ int cmd_bench(int argc, char **argv) {
   const char *expr = pos[0];
   ein_options *opt = &common.options;
   if (opt->backend == EIN_BACKEND_AUTO)
-    opt->backend =
-        ein_cuda_device_count() > 0 ? EIN_BACKEND_CUDA : EIN_BACKEND_CPU;
+    opt->backend = ein_backend_default();
 
   int rc = EXIT_OK;
   char msg[512] = "";

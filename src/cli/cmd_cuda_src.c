@@ -87,13 +87,14 @@ int cmd_cuda_src(int argc, char **argv) {
       const ein_cublas_gemm *g = &cs->gemm;
       printf("// cublasGemmStridedBatchedEx(%s, %s, m=%lld, n=%lld, k=%lld, "
              "lda=%lld, ldb=%lld, ldc=%lld, strides %lld/%lld/%lld, "
-             "batch=%lld) x %lld, %s\n",
+             "batch=%lld) x %lld, %s,%s->%s compute %s\n",
              g->trans_a ? "T" : "N", g->trans_b ? "T" : "N", (long long)g->m,
              (long long)g->n, (long long)g->k, (long long)g->lda,
              (long long)g->ldb, (long long)g->ldc, (long long)g->stride_a,
              (long long)g->stride_b, (long long)g->stride_c,
              (long long)g->count, (long long)ein_loop_axes_volume(&g->loops),
-             ein_dtype_name(s->dst_dtype));
+             ein_dtype_name(g->ab_dtype), ein_dtype_name(g->ab_dtype),
+             ein_dtype_name(g->c_dtype), ein_gemm_compute_name(g->compute));
     } else if (cs->kernel.kind == EIN_KERNEL_NONE) {
       printf("// nothing to run: an axis has size 0\n");
     } else {

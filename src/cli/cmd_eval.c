@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "args.h"
-#include "cuda_backend.h"
 #include "error.h"
 #include "commands.h"
 #include "ctx_internal.h"
@@ -18,7 +17,7 @@
 
 void cmd_eval_help(void) {
   puts(
-      "usage: einc eval EXPR IN.npy... -o OUT.npy [--backend auto|cpu|cuda]\n"
+      "usage: einc eval EXPR IN.npy... -o OUT.npy [--backend B]\n"
       "                 [-D NAME=SIZE]... [--reduce R] [--numpy]\n"
       "\n"
       "Evaluates EXPR on NumPy .npy files (format 1-3, C or Fortran order,\n"
@@ -27,9 +26,13 @@ void cmd_eval_help(void) {
       "atomically, and only when the evaluation succeeded.\n"
       "\n"
       "  -o, --output F  the file to write (required)\n"
-      "  --backend B     auto (default: cpu for files), cpu or cuda; cuda\n"
-      "                  copies the inputs to GPU 0 and the result back\n"
-      "  -v, --verbose   print the output file's shape and dtype\n"
+      "  --backend B     auto (default: cuda when GPU 0 and the CUDA\n"
+      "                  libraries load, else cpu), cpu, cuda, or emu (the\n"
+      "                  emulated CUDA device: the GPU path run on the CPU,\n"
+      "                  for testing); cuda and emu copy the inputs to\n"
+      "                  device 0 and the result back\n"
+      "  -v, --verbose   print the output file's shape and dtype, and the\n"
+      "                  kernel cache's counters\n"
       "  (see einc check --help for -D, --reduce, --numpy)\n"
       "\n"
       "example:\n"
@@ -68,51 +71,59 @@ static size_t buffer_bytes(const DLTensor *t) {
   return ein_dtype_from_dl(t->dtype, &dt) ? n * ein_dtype_size(dt) : 0;
 }
 
-/* --backend cuda: inputs copied to GPU 0, the result copied back into
- * out->data. An einc error comes back in *st (exit status from it); a
- * failed copy or allocation is reported here. */
-static int eval_on_gpu(ein_ctx *ctx, const char *expr,
-                       const DLTensor *const *ins, int n, DLTensor *out,
-                       const ein_options *o, size_t out_bytes,
-                       ein_status *st) {
+/* A device backend (cuda, emu): inputs copied to its device 0, the
+ * result copied back into out->data. An einc error comes back in *st
+ * (the exit status follows from it). */
+static void eval_on_device(ein_ctx *ctx, const char *expr,
+                           const DLTensor *const *ins, int n, DLTensor *out,
+                           const ein_options *o, size_t out_bytes,
+                           ein_status *st) {
+  ein_backend_kind kind = o->backend;
   DLTensor dev_in[EIN_MAX_OPERANDS], dev_out = *out;
   const DLTensor *dev_ptrs[EIN_MAX_OPERANDS];
   void *bufs[EIN_MAX_OPERANDS + 1] = {0};
-  ein_error_rec err;
-  ein_error_init(&err);
-  int nbuf = 0, rc = EXIT_OK;
+  DLDevice where = ein_backend_dl_device(kind, 0);
   *st = EIN_OK;
-  ein_status cst = EIN_OK;
-  for (int i = 0; i < n && !cst; i++, nbuf++) {
+  for (int i = 0; i < n && !*st; i++) {
     size_t bytes = buffer_bytes(ins[i]);
-    cst = ein_cuda_malloc(0, &bufs[i], bytes, &err);
-    if (!cst)
-      cst = ein_cuda_copy_to_device(bufs[i],
-                                    (const char *)ins[i]->data +
-                                        ins[i]->byte_offset,
-                                    bytes, &err);
+    *st = ein_device_alloc(ctx, kind, 0, bytes, &bufs[i]);
+    if (!*st)
+      *st = ein_device_copy(ctx, kind, 0, bufs[i],
+                            (const char *)ins[i]->data + ins[i]->byte_offset,
+                            bytes, EIN_COPY_HOST_TO_DEVICE);
     dev_in[i] = *ins[i];
     dev_in[i].data = bufs[i];
     dev_in[i].byte_offset = 0;
-    dev_in[i].device = (DLDevice){kDLCUDA, 0};
+    dev_in[i].device = where;
     dev_ptrs[i] = &dev_in[i];
   }
-  if (!cst) cst = ein_cuda_malloc(0, &bufs[n], out_bytes, &err);
-  if (!cst) {
+  if (!*st) *st = ein_device_alloc(ctx, kind, 0, out_bytes, &bufs[n]);
+  if (!*st) {
     dev_out.data = bufs[n];
-    dev_out.device = (DLDevice){kDLCUDA, 0};
+    dev_out.device = where;
     *st = ein_eval(ctx, expr, dev_ptrs, n, &dev_out, o);
-    if (!*st) *st = ein_ctx_synchronize(ctx);
-    if (!*st) cst = ein_cuda_copy_to_host(out->data, bufs[n], out_bytes, &err);
   }
-  if (cst) {
-    cli_errorf("%s", err.message);
-    rc = cli_exit_status(cst);
-  }
-  for (int i = 0; i <= n; i++) ein_cuda_free(bufs[i]);
-  (void)nbuf;
-  ein_error_clear(&err);
-  return rc;
+  if (!*st)
+    *st = ein_device_copy(ctx, kind, 0, out->data, bufs[n], out_bytes,
+                          EIN_COPY_DEVICE_TO_HOST);
+  for (int i = 0; i <= n; i++) ein_device_free(ctx, kind, 0, bufs[i]);
+}
+
+/* -v: the output, and what the kernel cache did. */
+static void print_verbose(ein_ctx *ctx, const ein_options *o,
+                          const char *out_path, const int64_t *shape,
+                          int ndim, ein_dtype dt) {
+  printf("wrote %s: ", out_path);
+  if (ndim == 0) printf("scalar");
+  for (int d = 0; d < ndim; d++)
+    printf("%s%lld", d ? "x" : "", (long long)shape[d]);
+  printf(" %s\n", ein_dtype_name(dt));
+  ein_backend_stats bs;
+  ein_ctx_backend_stats(ctx, o->backend, 0, &bs);
+  if (o->backend != EIN_BACKEND_CPU)
+    printf("kernel cache: %llu compiled, %llu from disk, %llu from "
+           "memory\n",
+           bs.compiles, bs.disk_hits, bs.memory_hits);
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -171,11 +182,12 @@ int cmd_eval(int argc, char **argv) {
     goto done;
   }
   out.data = out_data;
-  if (common.options.backend == EIN_BACKEND_CUDA) {
-    rc = eval_on_gpu(ctx, expr, ins, n, &out, &common.options,
-                     (size_t)numel * ein_dtype_size(dt), &st);
+  if (common.options.backend == EIN_BACKEND_AUTO)
+    common.options.backend = ein_backend_default();
+  if (common.options.backend != EIN_BACKEND_CPU) {
+    eval_on_device(ctx, expr, ins, n, &out, &common.options,
+                   (size_t)numel * ein_dtype_size(dt), &st);
     if (st) goto failed;
-    if (rc != EXIT_OK) goto done;
   } else {
     st = ein_eval(ctx, expr, ins, n, &out, &common.options);
     if (st) goto failed;
@@ -184,18 +196,7 @@ int cmd_eval(int argc, char **argv) {
     cli_errorf("%s", msg);
     rc = EXIT_INTERNAL;
   } else if (common.verbose) {
-    printf("wrote %s: ", out_path);
-    if (ndim == 0) printf("scalar");
-    for (int d = 0; d < ndim; d++)
-      printf("%s%lld", d ? "x" : "", (long long)shape[d]);
-    printf(" %s\n", ein_dtype_name(dt));
-    if (ctx->cuda[0]) {
-      unsigned long long mem, disk, compiled;
-      ein_cuda_backend_stats(ctx->cuda[0], &mem, &disk, &compiled);
-      printf("kernel cache: %llu compiled, %llu from disk, %llu from "
-             "memory\n",
-             compiled, disk, mem);
-    }
+    print_verbose(ctx, &common.options, out_path, shape, ndim, dt);
   }
   goto done;
 failed:

@@ -110,8 +110,8 @@ int cmd_plan(int argc, char **argv) {
   DLTensor tensors[EIN_MAX_OPERANDS];
   const DLTensor *ins[EIN_MAX_OPERANDS];
   cli_shape_tensors(shapes, nshapes, ein_dtype_to_dl(dt),
-                    common.options.backend == EIN_BACKEND_CUDA ? kDLCUDA
-                                                               : kDLCPU,
+                    ein_backend_dl_device(common.options.backend, 0)
+                        .device_type,
                     tensors, ins);
   ein_plan *plan;
   ein_status st = ein_plan_create(ctx, expr, ins, nshapes, NULL,

@@ -83,12 +83,9 @@ static const char *storage_type(ein_dtype dt) {
   }
 }
 
+/* The planner's accumulator (ein_step.acc_dtype) as a C type family. */
 static acc_kind acc_of(ein_dtype dt) {
-  if (dt == EIN_DT_F64)
-    return ACC_F64;
-  if (ein_dtype_is_float(dt))
-    return ACC_F32;
-  return ACC_I64;
+  return dt == EIN_DT_F64 ? ACC_F64 : dt == EIN_DT_F32 ? ACC_F32 : ACC_I64;
 }
 
 static const char *acc_type(acc_kind a) {
@@ -347,10 +344,7 @@ static void gen_map(gen *g, const char *name, const ein_loop_axes *kept,
  * the axes in vector units. */
 static bool vector_axes(const gen *g, ein_loop_axes *out) {
   const ein_step *s = g->s;
-  if (s->kind != EIN_STEP_LOOP || s->nsrc != 1 ||
-      s->src_dtype[0] != s->dst_dtype || s->alpha != 1 ||
-      s->op == EIN_REDUCE_ANY || s->op == EIN_REDUCE_ALL || g->red.n != 0 ||
-      g->kept.n == 0)
+  if (!s->plain_copy || g->red.n != 0 || g->kept.n == 0)
     return false;
   int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype);
   if (esz > 8)
@@ -577,9 +571,7 @@ ein_status ein_codegen_step(const ein_step *s, ein_kernel_src *out) {
     return EIN_ERR_LIMIT;
   if (empty)
     return EIN_OK; /* EIN_KERNEL_NONE */
-  g.acc = acc_of(s->nsrc ? s->src_dtype[0] : s->dst_dtype);
-  if (g.acc == ACC_F32 && s->dst_dtype == EIN_DT_F64)
-    g.acc = ACC_F64;
+  g.acc = acc_of(s->acc_dtype);
   g.wide = needs_wide(&g);
   g.idx = g.wide ? "long long" : "int";
   ein_strbuf sb = {0};

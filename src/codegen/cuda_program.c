@@ -12,12 +12,50 @@
 
 static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-bool ein_cublas_map(const ein_step *s, ein_cublas_gemm *out) {
+bool ein_cublas_types_legal(ein_dtype ab, ein_dtype c,
+                            ein_gemm_compute compute) {
+  switch (ab) {
+  case EIN_DT_F16:
+  case EIN_DT_BF16:
+    return (c == ab || c == EIN_DT_F32) && compute == EIN_GEMM_COMPUTE_32F;
+  case EIN_DT_F32:
+    return c == EIN_DT_F32 && (compute == EIN_GEMM_COMPUTE_32F ||
+                               compute == EIN_GEMM_COMPUTE_32F_TF32);
+  case EIN_DT_F64:
+    return c == EIN_DT_F64 && compute == EIN_GEMM_COMPUTE_64F;
+  default:
+    return false;
+  }
+}
+
+const char *ein_gemm_compute_name(ein_gemm_compute compute) {
+  switch (compute) {
+  case EIN_GEMM_COMPUTE_32F: return "32F";
+  case EIN_GEMM_COMPUTE_32F_TF32: return "32F_TF32";
+  case EIN_GEMM_COMPUTE_64F: return "64F";
+  }
+  return "?";
+}
+
+/* The step's types and the compute type cuBLAS runs them with: f64 in
+ * f64, f32 in f32 or TF32 when allowed, f16/bf16 accumulated in f32.
+ * False when A and B differ or the row is not legal. */
+static bool cublas_types(const ein_step *s, bool allow_tf32,
+                         ein_cublas_gemm *out) {
+  if (s->src_dtype[0] != s->src_dtype[1])
+    return false;
+  out->ab_dtype = s->src_dtype[0];
+  out->c_dtype = s->dst_dtype;
+  out->compute = out->ab_dtype == EIN_DT_F64 ? EIN_GEMM_COMPUTE_64F
+                 : allow_tf32 && out->ab_dtype == EIN_DT_F32
+                     ? EIN_GEMM_COMPUTE_32F_TF32
+                     : EIN_GEMM_COMPUTE_32F;
+  return ein_cublas_types_legal(out->ab_dtype, out->c_dtype, out->compute);
+}
+
+bool ein_cublas_map(const ein_step *s, bool allow_tf32, ein_cublas_gemm *out) {
   memset(out, 0, sizeof *out);
-  ein_dtype dt = s->dst_dtype;
-  if (s->src_dtype[0] != dt || s->src_dtype[1] != dt ||
-      !(dt == EIN_DT_F16 || dt == EIN_DT_BF16 || dt == EIN_DT_F32 ||
-        dt == EIN_DT_F64))
+  if (!cublas_types(s, allow_tf32, out))
     return false;
   const ein_gemm *g = &s->gemm;
   ein_gemm_call call;
@@ -108,7 +146,7 @@ ein_status ein_cuda_program_build(const ein_plan_ir *plan,
     if (s->kind == EIN_STEP_GEMM) {
       if (s->gemm.m == 0 || s->gemm.n == 0)
         continue; /* nothing to write */
-      cs->cublas = ein_cublas_map(s, &cs->gemm);
+      cs->cublas = ein_cublas_map(s, plan->allow_tf32, &cs->gemm);
       if (!cs->cublas) {
         ein_loop_axis *axes =
             ein_malloc(sizeof *axes * (size_t)(s->gemm.nbatch + 3));
@@ -143,9 +181,13 @@ void ein_cuda_program_describe(const ein_cuda_program *prog,
     if (cs->cublas) {
       const ein_cublas_gemm *g = &cs->gemm;
       ein_strbuf_printf(sb,
-                        "cublasGemmStridedBatchedEx %s %s%s m=%lld n=%lld "
-                        "k=%lld lda=%lld ldb=%lld ldc=%lld batch=%lld",
-                        ein_dtype_name(s->dst_dtype), g->trans_a ? "T" : "N",
+                        "cublasGemmStridedBatchedEx %s,%s->%s compute %s "
+                        "%s%s m=%lld n=%lld k=%lld lda=%lld ldb=%lld "
+                        "ldc=%lld batch=%lld",
+                        ein_dtype_name(g->ab_dtype), ein_dtype_name(g->ab_dtype),
+                        ein_dtype_name(g->c_dtype),
+                        ein_gemm_compute_name(g->compute),
+                        g->trans_a ? "T" : "N",
                         g->trans_b ? "T" : "N", (long long)g->m,
                         (long long)g->n, (long long)g->k, (long long)g->lda,
                         (long long)g->ldb, (long long)g->ldc,
@@ -168,4 +210,26 @@ void ein_cuda_program_describe(const ein_cuda_program *prog,
                         k->has_vec ? ", 16-byte variant" : "");
     }
   }
+}
+
+ein_status ein_cuda_prepare(const ein_plan_ir *plan, void **program,
+                            ein_error_rec *err) {
+  ein_cuda_program *prog;
+  ein_status st = ein_cuda_program_build(plan, &prog);
+  *program = st ? NULL : prog;
+  if (st)
+    ein_error_set(err, st, NULL, 0, NULL, 0,
+                  st == EIN_ERR_NO_MEMORY
+                      ? "out of memory generating CUDA kernels"
+                      : "a step has more axes than a generated kernel takes");
+  return st;
+}
+
+void ein_cuda_describe(const ein_plan_ir *plan, const void *program,
+                       ein_strbuf *sb) {
+  ein_cuda_program_describe(program, plan, sb);
+}
+
+const struct ein_cuda_program *ein_cuda_program_of(const void *program) {
+  return program;
 }

@@ -4,7 +4,8 @@
  *
  * Takes: a plan (plan.h). Gives: per step either a cuBLAS call (GEMM steps
  * whose matrices cuBLAS can address: transposes, leading dims, a batch
- * that collapses to one stride or loops over the rest) or a generated
+ * that collapses to one stride or loops over the rest; with its A/B, C and
+ * compute types, a legal cublasGemmEx row) or a generated
  * kernel (codegen.h) for LOOP and FILL steps and for GEMMs cuBLAS cannot
  * express. The runtime (runtime/cuda) only looks kernels up and launches.
  */
@@ -23,11 +24,27 @@
  * pointer-array call (cublasGemmBatchedEx) instead of a host loop. */
 enum { EIN_CUBLAS_POINTER_ARRAY_MIN = 64 };
 
+/* cuBLAS's compute type (cublasComputeType_t without the CUDA header):
+ * 32F for f16/bf16 (accumulation in f32, whatever C's dtype) and f32,
+ * 32F_TF32 (CUBLAS_COMPUTE_32F_FAST_TF32) for f32 when the plan allows
+ * TF32, 64F for f64. alpha and beta are f32 for the 32F kinds, f64 for
+ * 64F. */
+typedef enum ein_gemm_compute {
+  EIN_GEMM_COMPUTE_32F,
+  EIN_GEMM_COMPUTE_32F_TF32,
+  EIN_GEMM_COMPUTE_64F
+} ein_gemm_compute;
+
 /* One column-major cuBLAS GEMM (cublasGemmStridedBatchedEx):
  * C = alpha op(A) op(B), batched `count` times with element strides, and
  * repeated over the outer batch axes `loops` (strides of cuBLAS's C, A, B;
- * none when the batch collapsed to one stride). */
+ * none when the batch collapsed to one stride). The types are one of
+ * cublasGemmEx's rows (ein_cublas_types_legal), fixed when the program is
+ * built; the runtime passes them on as they are. */
 typedef struct ein_cublas_gemm {
+  ein_dtype ab_dtype;       /* A's and B's element type */
+  ein_dtype c_dtype;        /* C's */
+  ein_gemm_compute compute;
   bool a_is_step_a;      /* cuBLAS's A is the step's A (else its B) */
   bool trans_a, trans_b; /* op(A), op(B) are transposes */
   int64_t m, n, k, lda, ldb, ldc;
@@ -50,10 +67,22 @@ typedef struct ein_cuda_program {
   ein_cuda_step *steps;
 } ein_cuda_program;
 
-/* Maps a GEMM step onto cuBLAS; false when it cannot (a dtype cuBLAS does
- * not take, strides without a unit dimension, a batch C stride of 0, or a
- * size past cuBLAS's 32-bit arguments). */
-bool ein_cublas_map(const ein_step *step, ein_cublas_gemm *out);
+/* Is (ab, c, compute) a row of cublasGemmEx's type table that einc uses?
+ *   bf16, bf16 -> bf16 or f32   32F
+ *   f16,  f16  -> f16 or f32    32F
+ *   f32,  f32  -> f32           32F or 32F_TF32
+ *   f64,  f64  -> f64           64F */
+bool ein_cublas_types_legal(ein_dtype ab, ein_dtype c, ein_gemm_compute compute);
+
+/* "32F", "32F_TF32", "64F". */
+const char *ein_gemm_compute_name(ein_gemm_compute compute);
+
+/* Maps a GEMM step onto cuBLAS; false when it cannot (A and B of two
+ * dtypes, or types that are no legal row, strides without a unit
+ * dimension, a batch C stride of 0, or a size past cuBLAS's 32-bit
+ * arguments). allow_tf32: the plan lets f32 GEMMs use TF32. */
+bool ein_cublas_map(const ein_step *step, bool allow_tf32,
+                    ein_cublas_gemm *out);
 
 /* Builds the program of a plan. EIN_ERR_NO_MEMORY or EIN_ERR_LIMIT. */
 ein_status ein_cuda_program_build(const ein_plan_ir *plan,
@@ -61,6 +90,19 @@ ein_status ein_cuda_program_build(const ein_plan_ir *plan,
 
 /* Frees a program (takes void * so plans can hold it opaquely). */
 void ein_cuda_program_free(void *program);
+
+/* ein_cuda_program_build for a backend table entry (backend.h): the CUDA
+ * backend's and the emulated device's prepare, with the message on err. */
+ein_status ein_cuda_prepare(const ein_plan_ir *plan, void **program,
+                            ein_error_rec *err);
+
+/* The caps and the plan-report lines of CUDA programs, for the entries of
+ * both backends that run them. */
+void ein_cuda_describe(const ein_plan_ir *plan, const void *program,
+                       ein_strbuf *sb);
+
+/* The program itself (the CUDA entry's cuda_program accessor). */
+const struct ein_cuda_program *ein_cuda_program_of(const void *program);
 
 /* One line per step naming the cuBLAS call or the kernel and its launch
  * geometry, for `einc plan --backend cuda`. */

@@ -474,7 +474,7 @@ static ein_status parse_sx_mul(parser *p, ein_sexpr **out) {
       return fail_at(p, EIN_ERR_SYNTAX, tok_span(p->tok),
                      "expected a name or a number right after '*' (size "
                      "expressions have no spaces, like 2*h)");
-    ein_sexpr *rhs;
+    ein_sexpr *rhs = NULL; /* set on success; -O3 cannot tell */
     st = parse_sx_atom(p, &rhs);
     if (st) return st;
     ein_sexpr *e = new_sexpr(p, SEXPR_MUL, (*out)->offset,
@@ -498,7 +498,7 @@ static ein_status parse_sx_add(parser *p, ein_sexpr **out) {
       return fail_at(p, EIN_ERR_SYNTAX, tok_span(p->tok),
                      "expected a name or a number right after the operator "
                      "(size expressions have no spaces, like n+1)");
-    ein_sexpr *rhs;
+    ein_sexpr *rhs = NULL; /* set on success; -O3 cannot tell */
     st = parse_sx_mul(p, &rhs);
     if (st) return st;
     ein_sexpr *e = new_sexpr(p, kind, (*out)->offset,

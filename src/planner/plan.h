@@ -15,7 +15,10 @@
  *            m, n, k are single (size, stride) pairs per operand; the batch
  *            is a list of axes with a stride per operand (stride 0 in A or B
  *            broadcasts). Strides are in elements; row-major or transposed
- *            layouts follow from them (ein_matrix_layout below).
+ *            layouts follow from them (ein_matrix_layout below). A and B
+ *            share one dtype (the compute dtype, or f16/bf16 itself where
+ *            caps.gemm_half); C is theirs or the compute dtype. Products
+ *            accumulate in the compute dtype.
  *     LOOP   dst[..] = alpha * OP over reduced axes of (src0 [* src1])
  *            over an iteration space of axes, each with a stride per operand.
  *            An axis whose dst stride is 0 is reduced with `op`; an axis
@@ -126,12 +129,21 @@ typedef struct ein_step {
   int result;        /* path operand number written, or -1 */
   double flops;      /* opt_einsum's count: 0 for pure data movement */
   double bytes_read, bytes_written;
+  /* Numerics, decided once here for every backend: values are combined
+   * in acc_dtype (f32 for f16/bf16/f32, f64 when f64 is read or written,
+   * i64 for integers and bool); a plain copy moves bytes unchanged (one
+   * source of dst's dtype, no scale, no 0/1 normalisation, nothing
+   * reduced). */
+  ein_dtype acc_dtype;
+  bool plain_copy;
 } ein_step;
 
 /* What a backend can do; the planner shapes the plan to it. */
 typedef struct ein_backend_caps {
   const char *device;     /* "cpu", "cuda:0", part of the plan cache key */
-  bool gemm_half;         /* GEMM reads and writes f16/bf16 natively */
+  bool gemm_half;         /* GEMM reads f16/bf16 natively (A and B in the
+                             half dtype, C half or f32): intermediates a
+                             GEMM reads are then stored in the half dtype */
   bool gemm_int;          /* GEMM on integer types (no backend yet) */
   int64_t gemm_min_flops; /* below this a contraction is a LOOP step */
 } ein_backend_caps;

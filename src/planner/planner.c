@@ -12,6 +12,10 @@
  *    intermediates are chosen by their consumer, top-down, so that the
  *    producing GEMM writes them in the layout the next one wants; the root
  *    writes straight into the caller's output whenever strides allow.
+ * 4. Intermediates are stored in the compute dtype (f32 for f16/bf16),
+ *    except that on backends whose GEMM reads f16/bf16 those a GEMM reads
+ *    are stored in the half dtype, since A and B must share one type
+ *    (gemm_ab_dtype; docs/design.md, "Half precision on cuBLAS").
  */
 #include <math.h>
 #include <stdlib.h>
@@ -471,14 +475,49 @@ static bool gemm_dtype_ok(const planner *pl, ein_dtype dt) {
   return pl->caps->gemm_int && dt != EIN_DT_BOOL;
 }
 
-/* A GEMM operand's dtype: the compute dtype, or the half dtype itself on
- * backends whose GEMM reads it. */
+/* Storage dtypes (docs/design.md, "Half precision on cuBLAS"). A GEMM's A
+ * and B share one dtype: the half dtype itself on backends whose GEMM
+ * reads it (cuBLAS takes no f32 operand beside a bf16 one, and an f32 GEMM
+ * runs at a fifteenth of the half rate), else the compute dtype. So an
+ * intermediate a GEMM reads is stored in gemm_ab_dtype; one only LOOP
+ * steps read (a store, a permute, a reduction, a LOOP contraction) stays
+ * in the compute dtype, f32 for f16/bf16. */
+static ein_dtype gemm_ab_dtype(const planner *pl) {
+  return pl->caps->gemm_half ? pl->dtype : pl->cdtype;
+}
+
 static bool gemm_operand_dtype(const planner *pl, ein_dtype dt) {
-  return dt == pl->cdtype || (pl->caps->gemm_half && dt == pl->dtype);
+  return dt == gemm_ab_dtype(pl);
+}
+
+/* C may be the operands' dtype or the compute dtype: a half GEMM writes
+ * f32 (f32 accumulation either way) when a LOOP reads the result. */
+static bool gemm_result_dtype(const planner *pl, ein_dtype dt) {
+  return dt == gemm_ab_dtype(pl) || dt == pl->cdtype;
+}
+
+/* Is node idx (not a leaf) a GEMM? Degenerate pairs (no K, M = N = 1,
+ * integers without integer GEMMs, too few FLOPs, a dim past int32) are
+ * LOOP steps. */
+static bool node_gemm(const planner *pl, int idx) {
+  const node *nd = &pl->nodes[idx];
+  ein_axset sl = pl->nodes[nd->left].set, sr = pl->nodes[nd->right].set;
+  ein_axset both = ein_axset_and(sl, sr);
+  ein_axset gb = ein_axset_and(both, nd->set);
+  ein_axset gk = ein_axset_minus(both, nd->set);
+  ein_axset gm = ein_axset_and(ein_axset_minus(sl, sr), nd->set);
+  ein_axset gn = ein_axset_and(ein_axset_minus(sr, sl), nd->set);
+  double vb = ein_axset_volume(gb, pl->size), vm = ein_axset_volume(gm, pl->size),
+         vn = ein_axset_volume(gn, pl->size), vk = ein_axset_volume(gk, pl->size);
+  return gemm_dtype_ok(pl, pl->cdtype) && !ein_axset_empty(gk) &&
+         !(vm == 1 && vn == 1) &&
+         2 * vb * vm * vn * vk >= (double)pl->caps->gemm_min_flops &&
+         vm <= INT32_MAX && vn <= INT32_MAX && vk <= INT32_MAX;
 }
 
 /* The natural layout of a LOOP result: axes in the order of the left
- * operand, then the right one's others. */
+ * operand, then the right one's others. Only a LOOP reads it (a GEMM
+ * parent asks for its own layout), so it is in the compute dtype. */
 static ein_status natural_temp(planner *pl, ein_axset set, const pview *l,
                                const pview *r, pview *v) {
   int axes[EIN_MAX_AXES], n = group_order(l, set, axes);
@@ -519,13 +558,14 @@ static ein_status fill_group(planner *pl, ein_gemm *g, int which,
   return EIN_OK;
 }
 
-/* Copies v into a new temp laid out as [a, b, c] in the compute dtype. */
+/* Copies GEMM operand v into a new temp laid out as [a, b, c] in the
+ * GEMM's operand dtype. */
 static ein_status relayout(planner *pl, const pview *v, const gorder *a,
                            const gorder *b, const gorder *c, pview *out) {
-  ein_status st = concat_temp(pl, a, b, c, pl->cdtype, out);
+  ein_status st = concat_temp(pl, a, b, c, gemm_ab_dtype(pl), out);
   if (st) return st;
   const pview *src[1] = {v};
-  ein_step_role role = buffer_dtype(pl, v->buf) != pl->cdtype
+  ein_step_role role = buffer_dtype(pl, v->buf) != gemm_ab_dtype(pl)
                            ? EIN_ROLE_CONVERT
                            : EIN_ROLE_LAYOUT;
   return emit_loop(pl, role, out, 1, src, EIN_REDUCE_SUM, 1);
@@ -558,11 +598,13 @@ static ein_status emit_gemm_node(planner *pl, const node *nd,
   ein_status st;
   const pview *lw = NULL, *rw = NULL;
   if (!lfix) {
-    if ((st = concat_temp(pl, &ob, &om, &ok, pl->cdtype, &lwant))) return st;
+    if ((st = concat_temp(pl, &ob, &om, &ok, gemm_ab_dtype(pl), &lwant)))
+      return st;
     lw = &lwant;
   }
   if (!rfix) {
-    if ((st = concat_temp(pl, &ob, &ok, &on, pl->cdtype, &rwant))) return st;
+    if ((st = concat_temp(pl, &ob, &ok, &on, gemm_ab_dtype(pl), &rwant)))
+      return st;
     rw = &rwant;
   }
   if ((st = emit_node(pl, nd->left, lw, &lv))) return st;
@@ -585,10 +627,10 @@ static ein_status emit_gemm_node(planner *pl, const node *nd,
   }
   pview cv;
   bool store = false;
-  if (want && gemm_operand_dtype(pl, buffer_dtype(pl, want->buf)) &&
+  if (want && gemm_result_dtype(pl, buffer_dtype(pl, want->buf)) &&
       fits_matrix(pl, want, &om, &on, &c_ms, &c_ns)) {
     cv = *want;
-  } else {
+  } else { /* a LOOP reads the result: it stays in the compute dtype */
     if ((st = concat_temp(pl, &ob, &om, &on, pl->cdtype, &cv))) return st;
     fits_matrix(pl, &cv, &om, &on, &c_ms, &c_ns);
     store = want != NULL;
@@ -672,20 +714,13 @@ static ein_status emit_node(planner *pl, int idx, const pview *want,
     *out = nd->view;
     return EIN_OK;
   }
+  if (!node_gemm(pl, idx)) return emit_loop_node(pl, nd, want, out);
   ein_axset sl = pl->nodes[nd->left].set, sr = pl->nodes[nd->right].set;
   ein_axset both = ein_axset_and(sl, sr);
-  ein_axset gb = ein_axset_and(both, nd->set);
-  ein_axset gk = ein_axset_minus(both, nd->set);
-  ein_axset gm = ein_axset_and(ein_axset_minus(sl, sr), nd->set);
-  ein_axset gn = ein_axset_and(ein_axset_minus(sr, sl), nd->set);
-  double vb = ein_axset_volume(gb, pl->size), vm = ein_axset_volume(gm, pl->size),
-         vn = ein_axset_volume(gn, pl->size), vk = ein_axset_volume(gk, pl->size);
-  bool gemm = gemm_dtype_ok(pl, pl->cdtype) && !ein_axset_empty(gk) &&
-              !(vm == 1 && vn == 1) &&
-              2 * vb * vm * vn * vk >= (double)pl->caps->gemm_min_flops &&
-              vm <= INT32_MAX && vn <= INT32_MAX && vk <= INT32_MAX;
-  if (!gemm) return emit_loop_node(pl, nd, want, out);
-  return emit_gemm_node(pl, nd, want, out, gb, gm, gn, gk);
+  return emit_gemm_node(pl, nd, want, out, ein_axset_and(both, nd->set),
+                        ein_axset_and(ein_axset_minus(sl, sr), nd->set),
+                        ein_axset_and(ein_axset_minus(sr, sl), nd->set),
+                        ein_axset_minus(both, nd->set));
 }
 
 /* ------------------------------------------------------------- plans */
@@ -775,22 +810,13 @@ static double reduced_count(const planner *pl) {
   return c;
 }
 
-static ein_status plan_contraction(planner *pl, pview *inv,
-                                   const pview *outv) {
-  const ein_problem *p = pl->p;
-  int n = p->ninputs;
-  ein_axset outset = view_set(outv), in_any = {{0}};
-  ein_axset sets[EIN_MAX_OPERANDS];
-  for (int i = 0; i < n; i++) {
-    sets[i] = view_set(&inv[i]);
-    in_any = ein_axset_or(in_any, sets[i]);
-  }
-  outset = ein_axset_and(outset, in_any); /* repeats come last */
-
+/* The leaves of the tree: each operand keeps the axes the output or
+ * another operand has; the others are summed away by reduce_leaf. */
+static ein_status make_leaves(planner *pl, const pview *inv, ein_axset outset,
+                              ein_axset *sets) {
+  int n = pl->p->ninputs;
   pl->nodes = ein_arena_alloc(pl->arena, (size_t)(2 * n), sizeof *pl->nodes);
   if (!pl->nodes) return no_memory(pl);
-  ein_status st;
-  /* Leaves: axes private to one operand are summed away first. */
   for (int i = 0; i < n; i++) {
     ein_axset others = outset;
     for (int j = 0; j < n; j++)
@@ -799,22 +825,16 @@ static ein_status plan_contraction(planner *pl, pview *inv,
     nd->left = nd->right = -1;
     nd->opnum = i;
     nd->view = inv[i];
-    ein_axset keep = ein_axset_and(sets[i], others);
-    if (!ein_axset_empty(ein_axset_minus(sets[i], keep))) {
-      int axes[EIN_MAX_AXES], na = group_order(&inv[i], keep, axes);
-      pview t;
-      if ((st = temp_view(pl, axes, na, pl->cdtype, &t))) return st;
-      const pview *src[1] = {&inv[i]};
-      if ((st = emit_loop(pl, EIN_ROLE_REDUCE, &t, 1, src, EIN_REDUCE_SUM, 1)))
-        return st;
-      pl->ir->steps[pl->ir->nsteps - 1].operand[0] = i;
-      pl->ir->steps[pl->ir->nsteps - 1].result = i;
-      nd->view = t;
-    }
-    nd->set = keep;
-    sets[i] = keep;
+    nd->set = ein_axset_and(sets[i], others);
   }
+  for (int i = 0; i < n; i++) sets[i] = pl->nodes[i].set;
+  return EIN_OK;
+}
 
+/* The contraction tree from the path: SSA id k >= n is node n + (k - n). */
+static ein_status build_tree(planner *pl, ein_axset outset,
+                             const ein_axset *sets) {
+  int n = pl->p->ninputs;
   ein_path_query q = {n, sets, outset, pl->size, pl->memory_limit};
   int (*pairs)[2] = ein_arena_alloc(pl->arena, (size_t)n, sizeof *pairs);
   if (!pairs) return no_memory(pl);
@@ -822,7 +842,6 @@ static ein_status plan_contraction(planner *pl, pview *inv,
     return no_memory(pl);
   pl->ir->path = pairs;
   pl->ir->npath = n - 1;
-  /* Build the tree: SSA id k >= n is node n + (k - n). */
   for (int k = 0; k < n - 1; k++) {
     node *nd = &pl->nodes[pl->nnodes++];
     nd->left = pairs[k][0];
@@ -838,14 +857,54 @@ static ein_status plan_contraction(planner *pl, pview *inv,
       if (!used[j]) others = ein_axset_or(others, pl->nodes[j].set);
     nd->set = ein_axset_and(merged, others);
   }
-  int root = pl->nnodes - 1;
+  return EIN_OK;
+}
 
-  bool repeats = !ein_axset_empty(ein_axset_minus(view_set(outv), outset));
-  if (!repeats) {
-    pview r;
-    return emit_node(pl, root, outv, &r);
+/* Sums leaf i's private axes into a temporary, stored in the dtype of
+ * its reader: the GEMM operand dtype when its parent is a GEMM, else the
+ * compute dtype. Runs after build_tree so the parent is known; the steps
+ * still come first in the plan. */
+static ein_status reduce_leaf(planner *pl, int i, const pview *in) {
+  node *nd = &pl->nodes[i];
+  if (ein_axset_empty(ein_axset_minus(view_set(in), nd->set))) return EIN_OK;
+  int parent = -1;
+  for (int k = pl->p->ninputs; k < pl->nnodes; k++)
+    if (pl->nodes[k].left == i || pl->nodes[k].right == i) parent = k;
+  ein_dtype dt = parent >= 0 && node_gemm(pl, parent) ? gemm_ab_dtype(pl)
+                                                      : pl->cdtype;
+  int axes[EIN_MAX_AXES], na = group_order(in, nd->set, axes);
+  pview t;
+  ein_status st = temp_view(pl, axes, na, dt, &t);
+  if (st) return st;
+  const pview *src[1] = {in};
+  if ((st = emit_loop(pl, EIN_ROLE_REDUCE, &t, 1, src, EIN_REDUCE_SUM, 1)))
+    return st;
+  pl->ir->steps[pl->ir->nsteps - 1].operand[0] = i;
+  pl->ir->steps[pl->ir->nsteps - 1].result = i;
+  nd->view = t;
+  return EIN_OK;
+}
+
+static ein_status plan_contraction(planner *pl, pview *inv,
+                                   const pview *outv) {
+  int n = pl->p->ninputs;
+  ein_axset outset = view_set(outv), in_any = {{0}};
+  ein_axset sets[EIN_MAX_OPERANDS];
+  for (int i = 0; i < n; i++) {
+    sets[i] = view_set(&inv[i]);
+    in_any = ein_axset_or(in_any, sets[i]);
   }
+  outset = ein_axset_and(outset, in_any); /* repeats come last */
+  ein_status st;
+  if ((st = make_leaves(pl, inv, outset, sets)) ||
+      (st = build_tree(pl, outset, sets)))
+    return st;
+  for (int i = 0; i < n; i++)
+    if ((st = reduce_leaf(pl, i, &inv[i]))) return st;
+  int root = pl->nnodes - 1;
   pview r;
+  bool repeats = !ein_axset_empty(ein_axset_minus(view_set(outv), outset));
+  if (!repeats) return emit_node(pl, root, outv, &r);
   if ((st = emit_node(pl, root, NULL, &r))) return st;
   const pview *src[1] = {&r};
   return emit_loop(pl, EIN_ROLE_REPEAT, outv, 1, src, EIN_REDUCE_SUM, 1);
@@ -884,6 +943,22 @@ static double compulsory_bytes(const ein_problem *p,
   for (int d = 0; d < p->output.ndim; d++)
     out_elems *= (double)p->output.dims[d].size;
   return total + out_elems * (double)ein_dtype_size(output->dtype);
+}
+
+/* The accumulator and plain-copy rules of ein_step (plan.h). */
+static void decide_numerics(ein_step *s) {
+  ein_dtype in = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
+  if (in == EIN_DT_F64 || s->dst_dtype == EIN_DT_F64)
+    s->acc_dtype = ein_dtype_is_float(in) ? EIN_DT_F64 : EIN_DT_I64;
+  else
+    s->acc_dtype = ein_dtype_is_float(in) ? EIN_DT_F32 : EIN_DT_I64;
+  bool reduces = false;
+  for (int i = 0; i < s->naxes; i++)
+    reduces |= s->axes[i].stride[0] == 0 && s->axes[i].size > 1;
+  s->plain_copy = s->kind == EIN_STEP_LOOP && s->nsrc == 1 &&
+                  s->src_dtype[0] == s->dst_dtype && s->alpha == 1 &&
+                  s->op != EIN_REDUCE_ANY && s->op != EIN_REDUCE_ALL &&
+                  !reduces;
 }
 
 ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
@@ -996,6 +1071,7 @@ ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
   }
   if (st) goto fail;
   for (int i = 0; i < ir->nsteps; i++) {
+    decide_numerics(&ir->steps[i]);
     ir->flops += ir->steps[i].flops;
     ir->bytes_moved += ir->steps[i].bytes_read + ir->steps[i].bytes_written;
   }

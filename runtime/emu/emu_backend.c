@@ -1,0 +1,366 @@
+/*
+ * emu_backend.c - the emulated CUDA device as a backend (backend.h).
+ *
+ * It runs exactly what the CUDA backend runs: the same CUDA program
+ * (cuda_program.h: per step a cuBLAS call or a generated kernel, decided
+ * by the planner's side without a device), with the kernels compiled for
+ * the host and executed by the emulated device (emu_device.h: a block's
+ * threads as fibers, real barriers and warp shuffles) and the cuBLAS calls
+ * made against the reference cuBLAS (emu_blas.h) with the same arguments.
+ * Its memory is host memory kept apart (kDLExtDev tensors from
+ * ein_device_alloc): a host pointer handed to a kernel is an error, and
+ * under ASan every out-of-bounds kernel access and every host read of
+ * device memory is reported.
+ *
+ * A plan's kernels are compiled into one shared object on its first run
+ * (cached on disk, so later processes load it); runs are synchronous.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "backend.h"
+#include "cuda_program.h"
+#include "emu_blas.h"
+#include "emu_device.h"
+
+/* A plan's CUDA program and, once loaded, the module of its kernels. */
+typedef struct emu_program {
+  ein_cuda_program *cuda;
+  pthread_mutex_t lock; /* guards module and index on first load */
+  ein_emu_module *module;
+  int *index; /* step -> kernel index in module, -1: none */
+} emu_program;
+
+typedef struct emu_backend {
+  ein_backend base;
+  pthread_mutex_t lock; /* guards the counters */
+  ein_backend_stats stats;
+} emu_backend;
+
+/* ------------------------------------------------------------ program */
+
+static void emu_program_free(void *program) {
+  emu_program *p = program;
+  if (!p) return;
+  ein_emu_module_free(p->module);
+  ein_cuda_program_free(p->cuda);
+  ein_free(p->index);
+  pthread_mutex_destroy(&p->lock);
+  ein_free(p);
+}
+
+static ein_status emu_prepare(const ein_plan_ir *plan, void **program,
+                              ein_error_rec *err) {
+  *program = NULL;
+  emu_program *p = ein_calloc(1, sizeof *p);
+  if (!p)
+    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                         "out of memory preparing an emulated-device plan");
+  void *cuda;
+  ein_status st = ein_cuda_prepare(plan, &cuda, err);
+  if (st) {
+    ein_free(p);
+    return st;
+  }
+  p->cuda = cuda;
+  pthread_mutex_init(&p->lock, NULL);
+  *program = p;
+  return EIN_OK;
+}
+
+static void emu_describe(const ein_plan_ir *plan, const void *program,
+                         ein_strbuf *sb) {
+  const emu_program *p = program;
+  ein_cuda_describe(plan, p->cuda, sb);
+  ein_strbuf_printf(sb, "emu: the steps above run on the emulated device "
+                        "(kernels compiled for the host, reference "
+                        "cuBLAS)\n");
+}
+
+static const ein_cuda_program *emu_cuda_program(const void *program) {
+  return ((const emu_program *)program)->cuda;
+}
+
+/* Compiles the program's kernels into one module on first use. */
+static ein_status load_module(emu_backend *eb, emu_program *p,
+                              ein_error_rec *err) {
+  pthread_mutex_lock(&p->lock);
+  ein_status st = EIN_OK;
+  if (!p->module) {
+    const ein_cuda_program *c = p->cuda;
+    const char **src = ein_calloc((size_t)c->nsteps + 1, sizeof *src);
+    int *index = ein_calloc((size_t)c->nsteps + 1, sizeof *index);
+    int n = 0;
+    if (!src || !index) {
+      st = ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                         "out of memory loading emulated kernels");
+    } else {
+      for (int i = 0; i < c->nsteps; i++) {
+        const ein_cuda_step *cs = &c->steps[i];
+        bool kernel = !cs->cublas && cs->kernel.kind != EIN_KERNEL_NONE;
+        index[i] = kernel ? n : -1;
+        if (kernel) src[n++] = cs->kernel.source;
+      }
+      st = ein_emu_module_load(src, n, &p->module, err);
+    }
+    ein_free(src);
+    if (st)
+      ein_free(index);
+    else
+      p->index = index;
+    pthread_mutex_lock(&eb->lock);
+    eb->stats.compiles += !st;
+    pthread_mutex_unlock(&eb->lock);
+  } else {
+    pthread_mutex_lock(&eb->lock);
+    eb->stats.memory_hits++;
+    pthread_mutex_unlock(&eb->lock);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return st;
+}
+
+/* ------------------------------------------------------------- GEMMs */
+
+static int blas_type(ein_dtype dt) {
+  switch (dt) {
+  case EIN_DT_F16: return EIN_EMU_R_16F;
+  case EIN_DT_BF16: return EIN_EMU_R_16BF;
+  case EIN_DT_F64: return EIN_EMU_R_64F;
+  default: return EIN_EMU_R_32F;
+  }
+}
+
+/* The arguments of one cuBLAS call as the CUDA backend makes it. */
+typedef struct blas_args {
+  int atype, ctype, compute;
+  float af, bf;
+  double ad, bd;
+  const void *alpha, *beta;
+  int64_t asz, csz; /* element bytes of A/B and of C */
+} blas_args;
+
+static void blas_args_of(const ein_step *s, const ein_cublas_gemm *g,
+                         blas_args *b) {
+  b->atype = blas_type(g->ab_dtype);
+  b->ctype = blas_type(g->c_dtype);
+  b->compute = g->compute == EIN_GEMM_COMPUTE_64F ? EIN_EMU_COMPUTE_64F
+               : g->compute == EIN_GEMM_COMPUTE_32F_TF32
+                   ? EIN_EMU_COMPUTE_32F_FAST_TF32
+                   : EIN_EMU_COMPUTE_32F;
+  b->af = (float)s->alpha;
+  b->ad = s->alpha;
+  b->bf = 0;
+  b->bd = 0;
+  bool f64 = b->compute == EIN_EMU_COMPUTE_64F;
+  b->alpha = f64 ? (const void *)&b->ad : (const void *)&b->af;
+  b->beta = f64 ? (const void *)&b->bd : (const void *)&b->bf;
+  b->asz = (int64_t)ein_dtype_size(g->ab_dtype);
+  b->csz = (int64_t)ein_dtype_size(g->c_dtype);
+}
+
+static ein_status blas_status(int r, const char *call, ein_error_rec *err) {
+  if (r == EIN_EMU_BLAS_SUCCESS) return EIN_OK;
+  return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
+                       "%s failed: %s (emulated cuBLAS)", call,
+                       ein_emu_blas_status_name(r));
+}
+
+/* Many outer iterations: one pointer-array call, as the CUDA backend. */
+static ein_status gemm_pointer_array(const ein_cublas_gemm *g,
+                                     const blas_args *b, char *c,
+                                     const char *a, const char *bm,
+                                     ein_error_rec *err) {
+  int64_t outer = ein_loop_axes_volume(&g->loops), total = outer * g->count;
+  if (total > INT32_MAX)
+    return ein_error_set(err, EIN_ERR_LIMIT, NULL, 0, NULL, 0,
+                         "a GEMM batch of %lld exceeds cuBLAS's int count",
+                         (long long)total);
+  const void **ptr = ein_malloc((size_t)total * 3 * sizeof *ptr);
+  if (!ptr)
+    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                         "out of memory for %lld GEMM pointers",
+                         (long long)total);
+  int64_t n = 0;
+  for (int64_t i = 0; i < outer; i++) {
+    int64_t off[3];
+    ein_loop_axes_offsets(&g->loops, i, off);
+    for (int64_t j = 0; j < g->count; j++, n++) {
+      ptr[n] = c + (off[0] + j * g->stride_c) * b->csz;
+      ptr[total + n] = a + (off[1] + j * g->stride_a) * b->asz;
+      ptr[2 * total + n] = bm + (off[2] + j * g->stride_b) * b->asz;
+    }
+  }
+  int r = ein_emu_gemm_batched(
+      g->trans_a ? EIN_EMU_OP_T : EIN_EMU_OP_N,
+      g->trans_b ? EIN_EMU_OP_T : EIN_EMU_OP_N, (int)g->m, (int)g->n,
+      (int)g->k, b->alpha, ptr + total, b->atype, (int)g->lda,
+      ptr + 2 * total, b->atype, (int)g->ldb, b->beta, (void *const *)ptr,
+      b->ctype, (int)g->ldc, (int)total, b->compute);
+  ein_free(ptr);
+  return blas_status(r, "cublasGemmBatchedEx", err);
+}
+
+static ein_status run_gemm(const ein_step *s, const ein_cublas_gemm *g,
+                           char *c, const char *step_a, const char *step_b,
+                           ein_error_rec *err) {
+  const char *a = g->a_is_step_a ? step_a : step_b;
+  const char *bm = g->a_is_step_a ? step_b : step_a;
+  blas_args b;
+  blas_args_of(s, g, &b);
+  if (ein_cublas_pointer_array(g))
+    return gemm_pointer_array(g, &b, c, a, bm, err);
+  int64_t outer = ein_loop_axes_volume(&g->loops);
+  for (int64_t i = 0; i < outer; i++) {
+    int64_t off[3];
+    ein_loop_axes_offsets(&g->loops, i, off);
+    int r = ein_emu_gemm_strided_batched(
+        g->trans_a ? EIN_EMU_OP_T : EIN_EMU_OP_N,
+        g->trans_b ? EIN_EMU_OP_T : EIN_EMU_OP_N, (int)g->m, (int)g->n,
+        (int)g->k, b.alpha, a + off[1] * b.asz, b.atype, (int)g->lda,
+        g->stride_a, bm + off[2] * b.asz, b.atype, (int)g->ldb, g->stride_b,
+        b.beta, c + off[0] * b.csz, b.ctype, (int)g->ldc, g->stride_c,
+        (int)g->count, b.compute);
+    ein_status st = blas_status(r, "cublasGemmStridedBatchedEx", err);
+    if (st) return st;
+  }
+  return EIN_OK;
+}
+
+/* ---------------------------------------------------------------- run */
+
+static ein_status run_kernel(emu_program *p, int step,
+                             const ein_kernel_src *k, char *dst,
+                             const char *s0, const char *s1,
+                             ein_error_rec *err) {
+  if (p->index[step] < 0) return EIN_OK;
+  /* The same choice as the CUDA backend: the 16-byte variant when every
+   * pointer it takes is 16-byte aligned. */
+  bool vec =
+      k->has_vec && ((uintptr_t)dst % 16) == 0 && ((uintptr_t)s0 % 16) == 0;
+  return ein_emu_launch(p->module, p->index[step], vec,
+                        vec ? k->grid_vec : k->grid, k->block, dst, s0, s1,
+                        err);
+}
+
+static ein_status run_steps(emu_program *p, const ein_plan_ir *plan,
+                            char *const *inputs, char *output, char *ws,
+                            ein_error_rec *err) {
+  for (int i = 0; i < plan->nsteps; i++) {
+    const ein_step *s = &plan->steps[i];
+    const ein_cuda_step *cs = &p->cuda->steps[i];
+    char *dst = ein_buffer_base(plan, s->dst.buffer, inputs, output, ws) +
+                s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
+    const char *src[2] = {NULL, NULL};
+    for (int k = 0; k < s->nsrc; k++)
+      src[k] = ein_buffer_base(plan, s->src[k].buffer, inputs, output, ws) +
+               s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
+    ein_status st =
+        cs->cublas ? run_gemm(s, &cs->gemm, dst, src[0], src[1], err)
+                   : run_kernel(p, i, &cs->kernel, dst, src[0], src[1], err);
+    if (st) return st;
+  }
+  return EIN_OK;
+}
+
+static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
+                          const void *program, char *const *inputs,
+                          char *output, ein_error_rec *err) {
+  emu_program *p = (emu_program *)program;
+  if (!p || p->cuda->nsteps != plan->nsteps)
+    return ein_error_set(err, EIN_ERR_INTERNAL, NULL, 0, NULL, 0,
+                         "emu backend: the plan has no CUDA program");
+  ein_status st = load_module((emu_backend *)self, p, err);
+  if (st) return st;
+  void *ws = NULL;
+  if (plan->workspace_bytes > 0 &&
+      (st = ein_emu_malloc(&ws, (size_t)plan->workspace_bytes, err)))
+    return st;
+  ein_emu_device_begin();
+  st = run_steps(p, plan, inputs, output, ws, err);
+  ein_emu_device_end();
+  ein_emu_free(ws);
+  return st;
+}
+
+/* ------------------------------------------------------------ memory */
+
+static ein_status emu_alloc(ein_backend *self, size_t bytes, void **ptr,
+                            ein_error_rec *err) {
+  (void)self;
+  return ein_emu_malloc(ptr, bytes, err);
+}
+
+static void emu_free(ein_backend *self, void *ptr) {
+  (void)self;
+  ein_emu_free(ptr);
+}
+
+static ein_status emu_copy(ein_backend *self, void *dst, const void *src,
+                           size_t bytes, ein_copy_dir dir,
+                           ein_error_rec *err) {
+  (void)self;
+  return ein_emu_copy(dst, src, bytes,
+                      dir == EIN_COPY_TO_DEVICE ? EIN_EMU_H2D : EIN_EMU_D2H,
+                      err);
+}
+
+static void emu_stats(ein_backend *self, ein_backend_stats *out) {
+  emu_backend *eb = (emu_backend *)self;
+  pthread_mutex_lock(&eb->lock);
+  *out = eb->stats;
+  pthread_mutex_unlock(&eb->lock);
+}
+
+/* ---------------------------------------------------------- lifecycle */
+
+static void emu_destroy(ein_backend *self) {
+  emu_backend *eb = (emu_backend *)self;
+  pthread_mutex_destroy(&eb->lock);
+  ein_free(eb);
+}
+
+static ein_backend *emu_open(int device, ein_error_rec *err) {
+  if (device != 0) {
+    ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
+                  "the emulated device has one device, 0, not %d", device);
+    return NULL;
+  }
+  emu_backend *eb = ein_calloc(1, sizeof *eb);
+  if (!eb) {
+    ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                  "out of memory creating the emulated device");
+    return NULL;
+  }
+  pthread_mutex_init(&eb->lock, NULL);
+  eb->base.entry = &ein_emu_entry;
+  eb->base.caps = *ein_cuda_caps();
+  eb->base.run = emu_run;
+  eb->base.alloc = emu_alloc;
+  eb->base.free = emu_free;
+  eb->base.copy = emu_copy;
+  eb->base.stats = emu_stats;
+  eb->base.destroy = emu_destroy;
+  return &eb->base;
+}
+
+static bool emu_memory(DLDeviceType t) { return t == kDLExtDev; }
+
+static int one_device(void) { return 1; }
+
+const ein_backend_entry ein_emu_entry = {
+    .name = "emu",
+    .kind = EIN_BACKEND_EMU,
+    .memory = kDLExtDev,
+    .accepts = emu_memory,
+    .caps = ein_cuda_caps, /* it plans exactly as the CUDA backend */
+    .prepare = emu_prepare,
+    .program_free = emu_program_free,
+    .describe = emu_describe,
+    .cuda_program = emu_cuda_program,
+    .device_count = one_device,
+    .open = emu_open,
+};
