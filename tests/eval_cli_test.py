@@ -195,6 +195,21 @@ if has_gpu():
 else:
     check(r.returncode == 2 and "CUDA" in r.stderr and
           not os.path.exists(P("e.npy")), "cuda unavailable: " + r.stderr)
+# The emulated device runs the CUDA path on every machine: the same
+# results as the CPU (a transpose exactly; a contraction within f32's).
+write_npy(P("a4.npy"), "<f4", (4, 3), [0.5 * i - 2 for i in range(12)])
+for expr, files in (("i j -> j i", ["a.npy"]),
+                    ("i j, j k -> i k", ["a.npy", "a4.npy"])):
+    r = einc("eval", expr, *[P(f) for f in files], "-o", P("e.npy"),
+             "--backend", "emu", "-v")
+    ref = einc("eval", expr, *[P(f) for f in files], "-o", P("ref.npy"))
+    (gshape, got), (wshape, want) = read_npy(P("e.npy")), read_npy(P("ref.npy"))
+    close = gshape == wshape and len(got) == len(want) and all(
+        abs(x - y) <= 1e-5 * (1 + abs(y)) for x, y in zip(got, want))
+    check(r.returncode == 0 and ref.returncode == 0 and close and
+          "kernel cache" in r.stdout, "emu %s equals cpu: %s" % (expr, r.stderr))
+    for name in ("e.npy", "ref.npy"):
+        os.remove(P(name))
 r = einc("eval", "i j -> j i", P("a.npy"), "-o",
          os.path.join(tmp, "no-such-dir", "e.npy"))
 check(r.returncode == 1 and "cannot write" in r.stderr, "unwritable output")

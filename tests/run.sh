@@ -2,8 +2,10 @@
 # tests/run.sh - the test command of the README and of CI.
 #
 # Builds einc three times (-Werror; ASan+UBSan; ThreadSanitizer) and runs
-# the whole suite in the first two and the shared-context thread test in
-# the third. Then runs the CPU test programs under valgrind when it is
+# the whole suite in the first two (the CUDA path included, on the
+# emulated device) and the shared-context thread test in the third; checks
+# that the emulated-device suite catches deliberate bugs in the CUDA path
+# (scripts/mutation_test.sh). Then runs the CPU test programs under valgrind when it is
 # installed, and the three libFuzzer targets (their regressions, then a
 # bounded time each) when clang can build them. Ends with one line
 # "N passed, N failed[, N skipped]" that adds up the cases of every test
@@ -41,6 +43,15 @@ if build build-ci -Dwerror=true -Dbuildtype=debugoptimized; then
   suite build-ci "tests"
 else
   echo "build failed"; status=1
+fi
+
+# Mutation test: the emulated-device suite must catch deliberate bugs in
+# the CUDA path (scripts/mutation_test.sh).
+rm -f build-ci/mutation.log
+if [ -x build-ci/tests/test_eval_random_emu ]; then
+  echo "== mutants of the CUDA path against the emulated-device suite"
+  bash scripts/mutation_test.sh build-ci/mutation >build-ci/mutation.log 2>&1
+  grep -E '^(ok|FAIL) ' build-ci/mutation.log
 fi
 
 echo "== build: ASan + UBSan"
@@ -137,13 +148,14 @@ for d in ('build-ci', 'build-asan', 'build-tsan'):
             passed += 1
         else:
             failed += 1
-vg = os.path.join(root, 'build-ci', 'valgrind.log')
-if os.path.exists(vg):
-    m = pat.findall(open(vg).read())
-    if m:
-        passed += int(m[-1][1]); failed += int(m[-1][2])
-    else:
-        failed += 1  # valgrind.sh died before its summary
+for extra in ('valgrind.log', 'mutation.log'):
+    path = os.path.join(root, 'build-ci', extra)
+    if os.path.exists(path):
+        m = pat.findall(open(path).read())
+        if m:
+            passed += int(m[-1][1]); failed += int(m[-1][2])
+        else:
+            failed += 1  # the script died before its summary
 passed += fuzz_pass
 failed += fuzz_fail
 skipped += fuzz_skip

@@ -184,6 +184,11 @@ int cmd_bench(int argc, char **argv) {
   ein_options *opt = &common.options;
   if (opt->backend == EIN_BACKEND_AUTO)
     opt->backend = ein_backend_default();
+  if (opt->backend == EIN_BACKEND_EMU) {
+    cli_errorf("the emulated device (emu) runs the CUDA path on the CPU "
+               "for testing; its times mean nothing: bench cpu or cuda");
+    return EXIT_INVALID;
+  }
 
   int rc = EXIT_OK;
   char msg[512] = "";
