@@ -152,28 +152,11 @@ static ein_status gemm_pointer_array(cuda_backend *cb, const ein_step *s,
                                      const ein_cublas_gemm *g, char *c,
                                      const char *a, const char *b,
                                      ein_error_rec *err) {
-  int64_t outer = ein_loop_axes_volume(&g->loops), total = outer * g->count;
-  if (total > INT32_MAX)
-    return ein_error_set(err, EIN_ERR_LIMIT, NULL, 0, NULL, 0,
-                         "a GEMM batch of %lld exceeds cuBLAS's int count",
-                         (long long)total);
-  size_t bytes = (size_t)total * 3 * sizeof(void *);
-  const void **host = ein_malloc(bytes);
+  int64_t total;
+  const void **host = ein_cublas_pointer_arrays(g, c, a, b, &total, err);
   if (!host)
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory for %lld GEMM pointers",
-                         (long long)total);
-  int64_t csz = (int64_t)ein_dtype_size(g->c_dtype),
-          absz = (int64_t)ein_dtype_size(g->ab_dtype), n = 0;
-  for (int64_t i = 0; i < outer; i++) {
-    int64_t off[3];
-    ein_loop_axes_offsets(&g->loops, i, off);
-    for (int64_t j = 0; j < g->count; j++, n++) {
-      host[n] = c + (off[0] + j * g->stride_c) * csz;
-      host[total + n] = a + (off[1] + j * g->stride_a) * absz;
-      host[2 * total + n] = b + (off[2] + j * g->stride_b) * absz;
-    }
-  }
+    return err->pub.status;
+  size_t bytes = (size_t)total * 3 * sizeof(void *);
   void *dev = NULL;
   cudaError_t e = cudaMallocFromPoolAsync(&dev, bytes, cb->pool, cb->stream);
   /* A pageable source is staged before cudaMemcpyAsync returns, so the

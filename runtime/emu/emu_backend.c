@@ -174,26 +174,9 @@ static ein_status gemm_pointer_array(const ein_cublas_gemm *g,
                                      const blas_args *b, char *c,
                                      const char *a, const char *bm,
                                      ein_error_rec *err) {
-  int64_t outer = ein_loop_axes_volume(&g->loops), total = outer * g->count;
-  if (total > INT32_MAX)
-    return ein_error_set(err, EIN_ERR_LIMIT, NULL, 0, NULL, 0,
-                         "a GEMM batch of %lld exceeds cuBLAS's int count",
-                         (long long)total);
-  const void **ptr = ein_malloc((size_t)total * 3 * sizeof *ptr);
-  if (!ptr)
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory for %lld GEMM pointers",
-                         (long long)total);
-  int64_t n = 0;
-  for (int64_t i = 0; i < outer; i++) {
-    int64_t off[3];
-    ein_loop_axes_offsets(&g->loops, i, off);
-    for (int64_t j = 0; j < g->count; j++, n++) {
-      ptr[n] = c + (off[0] + j * g->stride_c) * b->csz;
-      ptr[total + n] = a + (off[1] + j * g->stride_a) * b->asz;
-      ptr[2 * total + n] = bm + (off[2] + j * g->stride_b) * b->asz;
-    }
-  }
+  int64_t total;
+  const void **ptr = ein_cublas_pointer_arrays(g, c, a, bm, &total, err);
+  if (!ptr) return err->pub.status;
   int r = ein_emu_gemm_batched(
       g->trans_a ? EIN_EMU_OP_T : EIN_EMU_OP_N,
       g->trans_b ? EIN_EMU_OP_T : EIN_EMU_OP_N, (int)g->m, (int)g->n,

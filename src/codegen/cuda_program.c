@@ -116,6 +116,37 @@ bool ein_cublas_pointer_array(const ein_cublas_gemm *g) {
          ein_loop_axes_volume(&g->loops) >= EIN_CUBLAS_POINTER_ARRAY_MIN;
 }
 
+const void **ein_cublas_pointer_arrays(const ein_cublas_gemm *g, char *c,
+                                       const char *a, const char *b,
+                                       int64_t *total, ein_error_rec *err) {
+  int64_t outer = ein_loop_axes_volume(&g->loops);
+  *total = outer * g->count;
+  if (*total > INT32_MAX) {
+    ein_error_set(err, EIN_ERR_LIMIT, NULL, 0, NULL, 0,
+                  "a GEMM batch of %lld exceeds cuBLAS's int count",
+                  (long long)*total);
+    return NULL;
+  }
+  const void **ptr = ein_malloc((size_t)*total * 3 * sizeof *ptr);
+  if (!ptr) {
+    ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
+                  "out of memory for %lld GEMM pointers", (long long)*total);
+    return NULL;
+  }
+  int64_t csz = (int64_t)ein_dtype_size(g->c_dtype),
+          absz = (int64_t)ein_dtype_size(g->ab_dtype), n = 0, t = *total;
+  for (int64_t i = 0; i < outer; i++) {
+    int64_t off[3];
+    ein_loop_axes_offsets(&g->loops, i, off);
+    for (int64_t j = 0; j < g->count; j++, n++) {
+      ptr[n] = c + (off[0] + j * g->stride_c) * csz;
+      ptr[t + n] = a + (off[1] + j * g->stride_a) * absz;
+      ptr[2 * t + n] = b + (off[2] + j * g->stride_b) * absz;
+    }
+  }
+  return ptr;
+}
+
 void ein_cuda_program_free(void *program) {
   ein_cuda_program *p = program;
   if (!p)

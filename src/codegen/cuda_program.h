@@ -56,6 +56,15 @@ typedef struct ein_cublas_gemm {
 /* True when the outer batch loops run as one pointer-array call. */
 bool ein_cublas_pointer_array(const ein_cublas_gemm *g);
 
+/* The host arrays of that call, for the matrices at c, a and b (cuBLAS's
+ * C, A, B): C's pointers, then A's, then B's, *total of each (the outer
+ * loops times count). Both backends that run CUDA programs make them
+ * here. NULL with EIN_ERR_LIMIT (past cuBLAS's int count) or
+ * EIN_ERR_NO_MEMORY on err; the caller frees with ein_free. */
+const void **ein_cublas_pointer_arrays(const ein_cublas_gemm *g, char *c,
+                                       const char *a, const char *b,
+                                       int64_t *total, ein_error_rec *err);
+
 typedef struct ein_cuda_step {
   bool cublas;            /* a cuBLAS call; otherwise `kernel` */
   ein_cublas_gemm gemm;
