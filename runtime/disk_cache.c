@@ -119,8 +119,7 @@ done:
   return ok;
 }
 
-/* mkdir -p, 0700 for what it creates: kernels are code the process runs. */
-static bool make_dirs(const char *dir) {
+bool ein_make_dirs(const char *dir) {
   char tmp[4096];
   if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp)
     return false;
@@ -137,7 +136,7 @@ static bool make_dirs(const char *dir) {
 
 bool ein_disk_cache_store(const char *dir, const void *key, size_t keylen,
                           const void *payload, size_t size) {
-  if (!make_dirs(dir))
+  if (!ein_make_dirs(dir))
     return false;
   char path[4096], tmp[4200];
   ein_disk_cache_path(dir, key, keylen, path, sizeof path);

@@ -33,4 +33,8 @@ bool ein_disk_cache_store(const char *dir, const void *key, size_t keylen,
 void ein_disk_cache_path(const char *dir, const void *key, size_t keylen,
                          char *buf, size_t cap);
 
+/* mkdir -p, 0700 for what it creates (kernels are code the process
+ * runs). False when a directory cannot be made. */
+bool ein_make_dirs(const char *dir);
+
 #endif

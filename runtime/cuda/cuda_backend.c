@@ -545,21 +545,3 @@ ein_status ein_cuda_copy_to_host(void *dst, const void *src, size_t bytes,
     CU(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
   return EIN_OK;
 }
-
-static bool cuda_memory(DLDeviceType t) {
-  return t == kDLCUDA || t == kDLCUDAManaged;
-}
-
-const ein_backend_entry ein_cuda_entry = {
-    .name = "cuda",
-    .kind = EIN_BACKEND_CUDA,
-    .memory = kDLCUDA,
-    .accepts = cuda_memory,
-    .caps = ein_cuda_caps,
-    .prepare = ein_cuda_prepare,
-    .program_free = ein_cuda_program_free,
-    .describe = ein_cuda_describe,
-    .cuda_program = ein_cuda_program_of,
-    .device_count = ein_cuda_device_count,
-    .open = ein_cuda_backend_create,
-};

@@ -4,7 +4,6 @@
  */
 #include "cuda_backend.h"
 
-#include "cuda_program.h"
 
 static ein_status unavailable(ein_error_rec *err) {
   return ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
@@ -63,22 +62,3 @@ ein_status ein_cuda_copy_to_host(void *dst, const void *src, size_t bytes,
   (void)bytes;
   return unavailable(err);
 }
-
-static bool cuda_memory(DLDeviceType t) {
-  return t == kDLCUDA || t == kDLCUDAManaged;
-}
-
-/* Plans for CUDA are still made and shown (cuda_program.c is pure C). */
-const ein_backend_entry ein_cuda_entry = {
-    .name = "cuda",
-    .kind = EIN_BACKEND_CUDA,
-    .memory = kDLCUDA,
-    .accepts = cuda_memory,
-    .caps = ein_cuda_caps,
-    .prepare = ein_cuda_prepare,
-    .program_free = ein_cuda_program_free,
-    .describe = ein_cuda_describe,
-    .cuda_program = ein_cuda_program_of,
-    .device_count = ein_cuda_device_count,
-    .open = ein_cuda_backend_create,
-};

@@ -135,28 +135,13 @@ static void append_kernel(ein_strbuf *tu, const char *src, int i, bool vec) {
 
 /* -------------------------------------------------------- the compiler */
 
-static bool make_dirs(const char *dir) {
-  char tmp[4096];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp)
-    return false;
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = 0;
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-      return false;
-    *p = '/';
-  }
-  return mkdir(tmp, 0700) == 0 || errno == EEXIST;
-}
-
 /* <cache dir>/emu, else a private directory made once per process. */
 static bool module_dir(char *buf, size_t cap) {
   static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
   static char private_dir[512];
   char base[4096];
   if (ein_disk_cache_dir(base, sizeof base) &&
-      (size_t)snprintf(buf, cap, "%s/emu", base) < cap && make_dirs(buf))
+      (size_t)snprintf(buf, cap, "%s/emu", base) < cap && ein_make_dirs(buf))
     return true;
   pthread_mutex_lock(&mu);
   if (!private_dir[0]) {
