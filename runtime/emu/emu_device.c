@@ -47,6 +47,9 @@
 #define EMU_TSAN 1
 #endif
 #endif
+#ifndef EMU_TSAN
+#define EMU_TSAN 0
+#endif
 
 enum { DEVICE_ALIGN = 256, MAX_WORKERS = 64 };
 
@@ -420,14 +423,11 @@ ein_status ein_emu_launch(ein_emu_module *m, int index, bool vec,
                           const unsigned grid[3], const unsigned block[3],
                           void *d, const void *s0, const void *s1,
                           ein_error_rec *err) {
-#ifdef EMU_TSAN
-  (void)m, (void)index, (void)vec, (void)grid, (void)block, (void)d;
-  (void)s0, (void)s1;
-  return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                       "emulated device: kernels do not run under "
-                       "ThreadSanitizer (their fiber switches are not "
-                       "annotated for it)");
-#else
+  if (EMU_TSAN)
+    return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
+                         "emulated device: kernels do not run under "
+                         "ThreadSanitizer (their fiber switches are not "
+                         "annotated for it)");
   if (!in_bracket())
     return ein_error_set(err, EIN_ERR_INTERNAL, NULL, 0, NULL, 0,
                          "emulated device: a launch outside "
@@ -454,5 +454,4 @@ ein_status ein_emu_launch(ein_emu_module *m, int index, bool vec,
   st = run_job(&j, err);
   pthread_mutex_destroy(&j.mu);
   return st;
-#endif
 }
