@@ -19,7 +19,8 @@
 #include "nvrtc_compile.h"
 #include "plan.h"
 
-static int kinds_seen[8], vec_seen, wide_seen, compiled, fallback_seen;
+static int kinds_seen[EIN_KERNEL_KINDS], vec_seen, wide_seen, compiled,
+    fallback_seen, half_map_seen, half_transpose_seen;
 
 static void compile_both(const ein_kernel_src *k, const char *what) {
   static const int archs[2] = {80, 90};
@@ -83,21 +84,31 @@ static void cover(ein_ctx *ctx, const char *expr, const char *shapes,
       ein_loop_axis axes[EIN_MAX_AXES + 3];
       ein_step loop;
       ein_gemm_as_loop(&ir->steps[i], &loop, axes);
-      ein_kernel_src k;
+      ein_step_kernels k;
       CHECK(ein_codegen_step(&loop, &k) == EIN_OK, "%s: gemm as loop", what);
-      if (k.source)
-        compile_both(&k, what);
+      if (k.main.source)
+        compile_both(&k.main, what);
+      if (k.finish.source)
+        compile_both(&k.finish, what);
       fallback_seen++;
-      ein_kernel_src_free(&k);
+      ein_step_kernels_free(&k);
       continue;
     }
-    const ein_kernel_src *k = &cs->kernel;
-    kinds_seen[k->kind]++;
-    if (!k->source)
-      continue;
-    vec_seen += k->has_vec;
-    wide_seen += strstr(k->source, "long long t_") != NULL;
-    compile_both(k, what);
+    const ein_kernel_src *ks[2] = {&cs->kernel, &cs->finish};
+    for (int j = 0; j < 2; j++) {
+      const ein_kernel_src *k = ks[j];
+      if (j == 1 && k->kind == EIN_KERNEL_NONE)
+        continue;
+      kinds_seen[k->kind]++;
+      if (!k->source)
+        continue;
+      vec_seen += k->has_vec;
+      half_map_seen += strstr(k->source, "unsigned short h[") != NULL;
+      half_transpose_seen +=
+          strstr(k->source, "__shared__ unsigned short tile[64]") != NULL;
+      wide_seen += strstr(k->source, "long long t_") != NULL;
+      compile_both(k, what);
+    }
   }
   ein_plan_destroy(plan);
 }
@@ -126,6 +137,11 @@ static void test_kernels(ein_ctx *ctx) {
     cover(ctx, "b s d -> b s", "4x6x40", "reduce=prod", dt, 'f');
     cover(ctx, "i j, j k -> i k", "5x6 6x7", NULL, dt, 'c');
     cover(ctx, "b i, b j -> b i j", "3x5 3x9", NULL, dt, 'c');
+    /* split reductions (outer and inner layout), 2-byte vector variants */
+    cover(ctx, "b s d -> d", "4x300x16", "reduce=max", dt, 'c');
+    cover(ctx, "a b ->", "300x200", "reduce=sum", dt, 'c');
+    cover(ctx, "b i, b j -> b i j", "3x5 3x16", NULL, dt, 'c');
+    cover(ctx, "b c h w -> b h w c", "2x32x8x8", NULL, dt, 'c');
   }
   for (size_t d = 0; d < sizeof FLOATS / sizeof FLOATS[0]; d++) {
     ein_dtype dt = FLOATS[d];
@@ -150,16 +166,26 @@ static void test_kernels(ein_ctx *ctx) {
   CHECK(kinds_seen[EIN_KERNEL_TRANSPOSE] > 0, "no transpose kernel");
   CHECK(kinds_seen[EIN_KERNEL_REDUCE_INNER] > 0, "no reduce_inner kernel");
   CHECK(kinds_seen[EIN_KERNEL_REDUCE_OUTER] > 0, "no reduce_outer kernel");
+  CHECK(kinds_seen[EIN_KERNEL_REDUCE_THREAD] > 0, "no reduce_thread kernel");
+  CHECK(kinds_seen[EIN_KERNEL_REDUCE_SPLIT] > 0, "no reduce_split kernel");
+  CHECK(kinds_seen[EIN_KERNEL_REDUCE_FINISH] ==
+            kinds_seen[EIN_KERNEL_REDUCE_SPLIT],
+        "a reduce_split without its reduce_finish");
   CHECK(vec_seen > 0, "no 16-byte copy variant");
+  CHECK(half_map_seen > 0, "no 2-byte map variant");
+  CHECK(half_transpose_seen > 0, "no 2-byte transpose variant");
   CHECK(wide_seen > 0, "no 64-bit indexed kernel");
   CHECK(fallback_seen > 0, "no cuBLAS step (and its fallback) planned");
-  printf("compiled %d kernels (sm_80 and sm_90): fill %d, map %d, transpose "
-         "%d, reduce_inner %d, reduce_outer %d; 16-byte %d, 64-bit %d, "
-         "GEMM fallbacks %d\n",
-         compiled, kinds_seen[EIN_KERNEL_FILL], kinds_seen[EIN_KERNEL_MAP],
-         kinds_seen[EIN_KERNEL_TRANSPOSE], kinds_seen[EIN_KERNEL_REDUCE_INNER],
-         kinds_seen[EIN_KERNEL_REDUCE_OUTER], vec_seen, wide_seen,
-         fallback_seen);
+  printf(
+      "compiled %d kernels (sm_80 and sm_90): fill %d, map %d, transpose "
+      "%d, reduce_inner %d, reduce_outer %d, reduce_thread %d, "
+      "reduce_split %d, reduce_finish %d; vector variants %d (2-byte map "
+      "%d, 2-byte transpose %d), 64-bit %d, GEMM fallbacks %d\n",
+      compiled, kinds_seen[EIN_KERNEL_FILL], kinds_seen[EIN_KERNEL_MAP],
+      kinds_seen[EIN_KERNEL_TRANSPOSE], kinds_seen[EIN_KERNEL_REDUCE_INNER],
+      kinds_seen[EIN_KERNEL_REDUCE_OUTER], kinds_seen[EIN_KERNEL_REDUCE_THREAD],
+      kinds_seen[EIN_KERNEL_REDUCE_SPLIT], kinds_seen[EIN_KERNEL_REDUCE_FINISH],
+      vec_seen, half_map_seen, half_transpose_seen, wide_seen, fallback_seen);
 }
 
 /* cuBLAS mapping of the attention GEMM: scores = Q K^T per (b, h). */

@@ -572,23 +572,50 @@ static void fill_input(void *data, ein_dtype dt, int64_t n, int seed) {
   }
 }
 
-/* The plan's kernels, all in one module, launched step by step on
- * emulated memory as the CUDA backend would; *secs: the launches' time. */
+enum { KIND_VEC = EIN_KERNEL_KINDS }; /* kinds[]: vector variants ran */
+
+/* One kernel of a step, its vector variant when the pointers allow. */
+static ein_status launch_one(ein_emu_module *m, int index,
+                             const ein_kernel_src *k, char *dst, const char *s0,
+                             const char *s1, int *kinds) {
+  bool vec = k->has_vec && (uintptr_t)dst % 16 == 0 &&
+             (uintptr_t)s0 % 16 == 0 && (uintptr_t)s1 % 16 == 0;
+  kinds[KIND_VEC] += vec;
+  ein_status st = ein_emu_launch(m, index, vec, vec ? k->grid_vec : k->grid,
+                                 k->block, dst, s0, s1, &err);
+  CHECK(st == EIN_OK, "%s: %s", ein_kernel_kind_name(k->kind), err.message);
+  return st;
+}
+
+/* The plan's kernels (a split reduction's two passes as two), all in one
+ * module; index[2i], index[2i+1]: step i's. */
+static int list_kernels(const ein_cuda_program *prog, const char **srcs,
+                        int *index, int *kinds) {
+  int n = 0;
+  for (int i = 0; i < prog->nsteps; i++) {
+    const ein_cuda_step *cs = &prog->steps[i];
+    const ein_kernel_src *k[2] = {&cs->kernel, &cs->finish};
+    CHECK(!cs->cublas, "a cuBLAS step in a kernel-only case");
+    for (int j = 0; j < 2; j++) {
+      index[2 * i + j] = k[j]->source ? n : -1;
+      if (k[j]->source)
+        srcs[n++] = k[j]->source;
+      kinds[k[j]->kind]++;
+    }
+  }
+  return n;
+}
+
+/* The plan's kernels launched step by step on emulated memory as the
+ * CUDA backend would; *secs: the launches' time. */
 static bool run_on_emu(const ein_plan *plan, char *const *inputs_h,
                        const int64_t *in_bytes, int nin, void *out_h,
-                       int64_t out_bytes, int kinds[8], double *secs) {
+                       int64_t out_bytes, int *kinds, double *secs) {
   const ein_plan_ir *ir = ein_plan_ir_of(plan);
   const ein_cuda_program *prog = ein_plan_cuda_program(plan);
-  const char *srcs[64];
-  int index[64], n = 0;
-  for (int i = 0; i < prog->nsteps; i++) {
-    const ein_kernel_src *k = &prog->steps[i].kernel;
-    CHECK(!prog->steps[i].cublas, "a cuBLAS step in a kernel-only case");
-    index[i] = k->source ? n : -1;
-    if (k->source)
-      srcs[n++] = k->source;
-    kinds[k->kind]++;
-  }
+  const char *srcs[128];
+  int index[128];
+  int n = list_kernels(prog, srcs, index, kinds);
   ein_emu_module *m;
   if (ein_emu_module_load(srcs, n, &m, &err) != EIN_OK) {
     CHECK(0, "load the plan's kernels: %s", err.message);
@@ -596,6 +623,7 @@ static bool run_on_emu(const ein_plan *plan, char *const *inputs_h,
   }
   char *inputs[EIN_MAX_OPERANDS], *output = dev_alloc((size_t)out_bytes);
   char *ws = dev_alloc((size_t)ir->workspace_bytes);
+  char *scratch = dev_alloc((size_t)prog->scratch_bytes);
   for (int i = 0; i < nin; i++) {
     inputs[i] = dev_alloc((size_t)in_bytes[i]);
     to_dev(inputs[i], inputs_h[i], (size_t)in_bytes[i]);
@@ -605,8 +633,8 @@ static bool run_on_emu(const ein_plan *plan, char *const *inputs_h,
   ein_emu_device_begin();
   for (int i = 0; i < ir->nsteps && !st; i++) {
     const ein_step *s = &ir->steps[i];
-    const ein_kernel_src *k = &prog->steps[i].kernel;
-    if (index[i] < 0)
+    const ein_cuda_step *cs = &prog->steps[i];
+    if (index[2 * i] < 0)
       continue;
     char *dst = ein_buffer_base(ir, s->dst.buffer, inputs, output, ws) +
                 s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
@@ -614,13 +642,12 @@ static bool run_on_emu(const ein_plan *plan, char *const *inputs_h,
     for (int j = 0; j < s->nsrc; j++)
       src[j] = ein_buffer_base(ir, s->src[j].buffer, inputs, output, ws) +
                s->src[j].offset * (int64_t)ein_dtype_size(s->src_dtype[j]);
-    bool vec = k->has_vec && (uintptr_t)dst % 16 == 0 &&
-               (uintptr_t)src[0] % 16 == 0;
-    kinds[7] += vec;
-    st = ein_emu_launch(m, index[i], vec, vec ? k->grid_vec : k->grid,
-                        k->block, dst, src[0], src[1], &err);
-    CHECK(st == EIN_OK, "step %d (%s): %s", i, ein_kernel_kind_name(k->kind),
-          err.message);
+    bool split = index[2 * i + 1] >= 0;
+    st = launch_one(m, index[2 * i], &cs->kernel, split ? scratch : dst, src[0],
+                    src[1], kinds);
+    if (!st && split)
+      st = launch_one(m, index[2 * i + 1], &cs->finish, dst, scratch, NULL,
+                      kinds);
   }
   ein_emu_device_end();
   *secs = now() - t0;
@@ -629,6 +656,7 @@ static bool run_on_emu(const ein_plan *plan, char *const *inputs_h,
     ein_emu_free(inputs[i]);
   ein_emu_free(output);
   ein_emu_free(ws);
+  ein_emu_free(scratch);
   ein_emu_module_free(m);
   return st == EIN_OK;
 }
@@ -665,7 +693,7 @@ static void check_real(ein_ctx *ctx, const real_case *c) {
   for (int d = 0; d < ein_plan_output_ndim(plan); d++)
     on *= ein_plan_output_shape(plan)[d];
   char *got = calloc(1, (size_t)on * esz + 1), *want = calloc(1, (size_t)on * esz + 1);
-  int kinds[8] = {0};
+  int kinds[EIN_KERNEL_KINDS + 1] = {0};
   double secs = 0;
   bool ran = run_on_emu(plan, data, bytes, in.n, got, on * (int64_t)esz, kinds,
                         &secs);
@@ -686,7 +714,7 @@ static void check_real(ein_ctx *ctx, const real_case *c) {
         ein_kernel_kind_name(c->kind));
   printf("  %-28s %-16s %-4s %-12s %7.2f ms%s\n", c->expr, c->shapes,
          ein_dtype_name(c->dt), ein_kernel_kind_name(c->kind), secs * 1e3,
-         kinds[7] ? " (16-byte variant)" : "");
+         kinds[KIND_VEC] ? " (vector variant)" : "");
   ein_plan_destroy(plan);
   for (int i = 0; i < in.n; i++)
     free(data[i]);
@@ -697,9 +725,14 @@ static void check_real(ein_ctx *ctx, const real_case *c) {
 static void test_real_kernels(void) {
   static const real_case cases[] = {
       {"a b, b -> a b", "100x1000 1000", NULL, EIN_DT_F32, EIN_KERNEL_MAP},
-      {"a b -> a", "10x10000", NULL, EIN_DT_F32, EIN_KERNEL_REDUCE_INNER},
+      {"a b -> a", "10x10000", NULL, EIN_DT_F32, EIN_KERNEL_REDUCE_SPLIT},
+      {"a b -> a", "10x10000", NULL, EIN_DT_F32, EIN_KERNEL_REDUCE_FINISH},
+      {"a b -> b", "1000x16", "reduce=max", EIN_DT_BF16,
+       EIN_KERNEL_REDUCE_SPLIT},
+      {"b c (h h2) (w w2) -> b c h w", "2x3x8x8", "reduce=mean,h2=2,w2=2",
+       EIN_DT_F16, EIN_KERNEL_REDUCE_THREAD},
       {"a b -> a", "100x1000", NULL, EIN_DT_F32, EIN_KERNEL_REDUCE_INNER},
-      {"a b -> b", "1000x100", NULL, EIN_DT_F32, EIN_KERNEL_REDUCE_OUTER},
+      {"a b -> b", "200x100", NULL, EIN_DT_F32, EIN_KERNEL_REDUCE_OUTER},
       {"a b -> b a", "70x45", NULL, EIN_DT_F32, EIN_KERNEL_TRANSPOSE},
       {"a b -> b a", "64x48", NULL, EIN_DT_F16, EIN_KERNEL_TRANSPOSE},
       {"b h s d -> b (h r) s d", "2x3x5x32", "r=4", EIN_DT_F32,
@@ -711,7 +744,11 @@ static void test_real_kernels(void) {
       {"b s d -> b s", "4x6x40", "reduce=prod", EIN_DT_I32,
        EIN_KERNEL_REDUCE_INNER},
       {"i k, k j -> i j", "7x5 5x3", NULL, EIN_DT_F16,
-       EIN_KERNEL_REDUCE_OUTER},
+       EIN_KERNEL_REDUCE_THREAD},
+      {"i k, k j -> i j", "7x9 9x3", NULL, EIN_DT_F16, EIN_KERNEL_REDUCE_OUTER},
+      {"b i, b j -> b i j", "3x5 3x16", NULL, EIN_DT_BF16, EIN_KERNEL_MAP},
+      {"b c h w -> b h w c", "2x32x8x8", NULL, EIN_DT_BF16,
+       EIN_KERNEL_TRANSPOSE},
       {"b i, b j -> b i j", "3x5 3x9", NULL, EIN_DT_F64, EIN_KERNEL_MAP},
       {"a b -> a", "4x0", "reduce=mean", EIN_DT_F32, EIN_KERNEL_FILL},
   };

@@ -40,7 +40,7 @@ static ein_backend_kind device_kind = EIN_BACKEND_CPU;
 /* What the device runs, counted over every evaluation (CUDA-program
  * backends): kernels by kind, their 16-byte variants, cuBLAS calls by
  * form and by (A/B, C) type. The emulated device must see each. */
-enum { COV_KINDS = EIN_KERNEL_REDUCE_OUTER + 1 };
+enum { COV_KINDS = EIN_KERNEL_KINDS };
 static struct {
   long kernel[COV_KINDS], vec, strided, host_loop, pointer_array;
   long gemm_type[EIN_DT_COUNT][EIN_DT_COUNT];
@@ -68,6 +68,7 @@ static void count_program(ein_ctx *ctx, const char *expr,
         cov.strided++;
     } else {
       cov.kernel[cs->kernel.kind]++;
+      cov.kernel[cs->finish.kind]++;
       cov.vec += cs->kernel.has_vec;
     }
   }
@@ -361,6 +362,12 @@ static const struct named_case {
     {"colmax", "b s d -> d", "4x300x16", "", "max"},
     {"diag", "b i i -> b i", "4x32x32", "", NULL},
     {"repeat_kv", "b h s d -> b (h r) s d", "2x2x8x16", "r=4", NULL},
+    /* the kernel paths of issue 16: a split reduction in the inner layout
+     * (to a scalar, and a mean over few long rows), the 2-byte vector map
+     * (the outer product's inner axis a multiple of 8) */
+    {"sum_all", "a b ->", "300x200", "", "sum"},
+    {"long_rows_mean", "a b -> a", "3x20000", "", "mean"},
+    {"outer_vec", "b i, b j -> b i j", "4x33 4x64", "", NULL},
     {"pointer_array", "a b c i k, c b a k j -> a b c i j",
      "9x9x10x5x7 10x9x9x7x6", "", NULL},
 };

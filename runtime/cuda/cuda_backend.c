@@ -209,17 +209,16 @@ static ein_status run_gemm(cuda_backend *cb, const ein_step *s,
 
 /* ----------------------------------------------------------- kernels */
 
-static ein_status run_kernel(cuda_backend *cb, const ein_kernel_src *k,
-                             char *dst, const char *s0, const char *s1,
-                             ein_error_rec *err) {
-  if (k->kind == EIN_KERNEL_NONE)
-    return EIN_OK;
+/* One kernel; its vector variant when every pointer it takes is 16-byte
+ * aligned (as the emulated device checks). */
+static ein_status launch(cuda_backend *cb, const ein_kernel_src *k, char *dst,
+                         const char *s0, const char *s1, ein_error_rec *err) {
   cudaKernel_t main_k, vec_k;
   ein_status st = ein_kcache_get(cb->kernels, k, &main_k, &vec_k, err);
   if (st)
     return st;
-  bool vec =
-      k->has_vec && ((uintptr_t)dst % 16) == 0 && ((uintptr_t)s0 % 16) == 0;
+  bool vec = k->has_vec && ((uintptr_t)dst % 16) == 0 &&
+             ((uintptr_t)s0 % 16) == 0 && ((uintptr_t)s1 % 16) == 0;
   void *args[3] = {&dst, &s0, &s1};
   const unsigned *grid = vec ? k->grid_vec : k->grid;
   dim3 g = {grid[0], grid[1], grid[2]};
@@ -227,6 +226,21 @@ static ein_status run_kernel(cuda_backend *cb, const ein_kernel_src *k,
   CU(cudaLaunchKernel((const void *)(vec ? vec_k : main_k), g, b, args, 0,
                       cb->stream));
   return EIN_OK;
+}
+
+/* A step's kernel; a split reduction's pass 1 into the scratch buffer,
+ * then its pass 2 from there into dst (stream order separates them). */
+static ein_status run_kernel(cuda_backend *cb, const ein_cuda_step *cs,
+                             char *dst, const char *s0, const char *s1,
+                             char *scratch, ein_error_rec *err) {
+  if (cs->kernel.kind == EIN_KERNEL_NONE)
+    return EIN_OK;
+  if (cs->finish.kind == EIN_KERNEL_NONE)
+    return launch(cb, &cs->kernel, dst, s0, s1, err);
+  ein_status st = launch(cb, &cs->kernel, scratch, s0, s1, err);
+  if (st)
+    return st;
+  return launch(cb, &cs->finish, dst, scratch, NULL, err);
 }
 
 /* -------------------------------------------------------------- run */
@@ -290,7 +304,8 @@ static ein_status blas_ready(cuda_backend *cb, const ein_cuda_program *prog,
 
 static ein_status run_steps(cuda_backend *cb, const ein_plan_ir *plan,
                             const ein_cuda_program *prog, char *const *inputs,
-                            char *output, char *workspace, ein_error_rec *err) {
+                            char *output, char *workspace, char *scratch,
+                            ein_error_rec *err) {
   ein_status bst = blas_ready(cb, prog, err);
   if (bst) return bst;
   for (int i = 0; i < plan->nsteps; i++) {
@@ -306,7 +321,7 @@ static ein_status run_steps(cuda_backend *cb, const ein_plan_ir *plan,
           s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
     ein_status st = cs->cublas
                         ? run_gemm(cb, s, &cs->gemm, dst, src[0], src[1], err)
-                        : run_kernel(cb, &cs->kernel, dst, src[0], src[1], err);
+                        : run_kernel(cb, cs, dst, src[0], src[1], scratch, err);
     if (st)
       return st;
   }
@@ -325,11 +340,18 @@ static ein_status cuda_run(ein_backend *self, const ein_plan_ir *plan,
   ein_status st = enter(cb->device, &prev, err);
   if (st)
     return st;
+  /* The temporaries, then split reductions' partials, in one allocation
+   * from the stream-ordered pool. */
+  int64_t scratch_at = (plan->workspace_bytes + 255) / 256 * 256;
   void *ws = NULL;
   pthread_mutex_lock(&cb->lock);
-  st = workspace_alloc(cb, plan->workspace_bytes, &ws, err);
+  st = workspace_alloc(cb,
+                       prog->scratch_bytes ? scratch_at + prog->scratch_bytes
+                                           : plan->workspace_bytes,
+                       &ws, err);
   if (!st)
-    st = run_steps(cb, plan, prog, inputs, output, ws, err);
+    st = run_steps(cb, plan, prog, inputs, output, ws,
+                   prog->scratch_bytes ? (char *)ws + scratch_at : NULL, err);
   if (ws)
     cudaFreeAsync(ws, cb->stream);
   pthread_mutex_unlock(&cb->lock);

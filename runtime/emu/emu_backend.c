@@ -31,7 +31,9 @@ typedef struct emu_program {
   ein_cuda_program *cuda;
   pthread_mutex_t lock; /* guards module and index on first load */
   ein_emu_module *module;
-  int *index; /* step -> kernel index in module, -1: none */
+  /* step i's kernel at index[2i], its split pass 2 at index[2i+1], as
+   * indices into module; -1: none */
+  int *index;
 } emu_program;
 
 typedef struct emu_backend {
@@ -84,6 +86,24 @@ static const ein_cuda_program *emu_cuda_program(const void *program) {
   return ((const emu_program *)program)->cuda;
 }
 
+/* The sources of the program's kernels, each step's pass 1 then pass 2,
+ * with their places in index (see emu_program). Returns how many. */
+static int list_kernels(const ein_cuda_program *c, const char **src,
+                        int *index) {
+  int n = 0;
+  for (int i = 0; i < c->nsteps; i++) {
+    const ein_cuda_step *cs = &c->steps[i];
+    const ein_kernel_src *k[2] = {&cs->kernel, &cs->finish};
+    for (int j = 0; j < 2; j++) {
+      bool kernel = !cs->cublas && k[j]->kind != EIN_KERNEL_NONE;
+      index[2 * i + j] = kernel ? n : -1;
+      if (kernel)
+        src[n++] = k[j]->source;
+    }
+  }
+  return n;
+}
+
 /* Compiles the program's kernels into one module on first use. */
 static ein_status load_module(emu_backend *eb, emu_program *p,
                               ein_error_rec *err) {
@@ -91,19 +111,13 @@ static ein_status load_module(emu_backend *eb, emu_program *p,
   ein_status st = EIN_OK;
   if (!p->module) {
     const ein_cuda_program *c = p->cuda;
-    const char **src = ein_calloc((size_t)c->nsteps + 1, sizeof *src);
-    int *index = ein_calloc((size_t)c->nsteps + 1, sizeof *index);
-    int n = 0;
+    const char **src = ein_calloc(2 * (size_t)c->nsteps + 1, sizeof *src);
+    int *index = ein_calloc(2 * (size_t)c->nsteps + 1, sizeof *index);
     if (!src || !index) {
       st = ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
                          "out of memory loading emulated kernels");
     } else {
-      for (int i = 0; i < c->nsteps; i++) {
-        const ein_cuda_step *cs = &c->steps[i];
-        bool kernel = !cs->cublas && cs->kernel.kind != EIN_KERNEL_NONE;
-        index[i] = kernel ? n : -1;
-        if (kernel) src[n++] = cs->kernel.source;
-      }
+      int n = list_kernels(c, src, index);
       st = ein_emu_module_load(src, n, &p->module, err);
     }
     ein_free(src);
@@ -215,23 +229,36 @@ static ein_status run_gemm(const ein_step *s, const ein_cublas_gemm *g,
 
 /* ---------------------------------------------------------------- run */
 
-static ein_status run_kernel(emu_program *p, int step,
-                             const ein_kernel_src *k, char *dst,
-                             const char *s0, const char *s1,
-                             ein_error_rec *err) {
-  if (p->index[step] < 0) return EIN_OK;
-  /* The same choice as the CUDA backend: the 16-byte variant when every
-   * pointer it takes is 16-byte aligned. */
-  bool vec =
-      k->has_vec && ((uintptr_t)dst % 16) == 0 && ((uintptr_t)s0 % 16) == 0;
-  return ein_emu_launch(p->module, p->index[step], vec,
-                        vec ? k->grid_vec : k->grid, k->block, dst, s0, s1,
-                        err);
+/* The same choice as the CUDA backend: the vector variant when every
+ * pointer it takes is 16-byte aligned. */
+static ein_status launch(emu_program *p, int index, const ein_kernel_src *k,
+                         char *dst, const char *s0, const char *s1,
+                         ein_error_rec *err) {
+  bool vec = k->has_vec && ((uintptr_t)dst % 16) == 0 &&
+             ((uintptr_t)s0 % 16) == 0 && ((uintptr_t)s1 % 16) == 0;
+  return ein_emu_launch(p->module, index, vec, vec ? k->grid_vec : k->grid,
+                        k->block, dst, s0, s1, err);
+}
+
+/* A step's kernel; a split reduction's pass 1 into the scratch buffer,
+ * then its pass 2 from there into dst. */
+static ein_status run_kernel(emu_program *p, int step, const ein_cuda_step *cs,
+                             char *dst, const char *s0, const char *s1,
+                             char *scratch, ein_error_rec *err) {
+  int first = p->index[2 * step], second = p->index[2 * step + 1];
+  if (first < 0)
+    return EIN_OK;
+  if (second < 0)
+    return launch(p, first, &cs->kernel, dst, s0, s1, err);
+  ein_status st = launch(p, first, &cs->kernel, scratch, s0, s1, err);
+  if (st)
+    return st;
+  return launch(p, second, &cs->finish, dst, scratch, NULL, err);
 }
 
 static ein_status run_steps(emu_program *p, const ein_plan_ir *plan,
                             char *const *inputs, char *output, char *ws,
-                            ein_error_rec *err) {
+                            char *scratch, ein_error_rec *err) {
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
     const ein_cuda_step *cs = &p->cuda->steps[i];
@@ -243,7 +270,7 @@ static ein_status run_steps(emu_program *p, const ein_plan_ir *plan,
                s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
     ein_status st =
         cs->cublas ? run_gemm(s, &cs->gemm, dst, src[0], src[1], err)
-                   : run_kernel(p, i, &cs->kernel, dst, src[0], src[1], err);
+                   : run_kernel(p, i, cs, dst, src[0], src[1], scratch, err);
     if (st) return st;
   }
   return EIN_OK;
@@ -258,13 +285,20 @@ static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
                          "emu backend: the plan has no CUDA program");
   ein_status st = load_module((emu_backend *)self, p, err);
   if (st) return st;
-  void *ws = NULL;
+  void *ws = NULL, *scratch = NULL;
   if (plan->workspace_bytes > 0 &&
       (st = ein_emu_malloc(&ws, (size_t)plan->workspace_bytes, err)))
     return st;
+  /* split reductions' partials: device memory, so kernels accept it */
+  if (p->cuda->scratch_bytes > 0 &&
+      (st = ein_emu_malloc(&scratch, (size_t)p->cuda->scratch_bytes, err))) {
+    ein_emu_free(ws);
+    return st;
+  }
   ein_emu_device_begin();
-  st = run_steps(p, plan, inputs, output, ws, err);
+  st = run_steps(p, plan, inputs, output, ws, scratch, err);
   ein_emu_device_end();
+  ein_emu_free(scratch);
   ein_emu_free(ws);
   return st;
 }

@@ -106,6 +106,13 @@ int cmd_cuda_src(int argc, char **argv) {
                k->grid_vec[0], k->grid_vec[1], k->grid_vec[2]);
       /* the prelude NVRTC compiles before it, so each step compiles alone */
       printf("\n%s%s", ein_codegen_prelude(false), k->source);
+      const ein_kernel_src *f = &cs->finish;
+      if (f->kind != EIN_KERNEL_NONE)
+        printf("\n// pass 2: ein_main<<<(%u,%u,%u), (%u,%u,%u)>>>(dst, "
+               "scratch of %lld bytes, NULL)\n%s%s",
+               f->grid[0], f->grid[1], f->grid[2], f->block[0], f->block[1],
+               f->block[2], (long long)cs->scratch_bytes,
+               ein_codegen_prelude(false), f->source);
     }
   }
   ein_plan_destroy(plan);

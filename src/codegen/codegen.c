@@ -22,9 +22,17 @@
 
 enum {
   MAP_BLOCK = 256,
-  TILE = 32,        /* transpose tile edge */
-  TILE_ROWS = 8,    /* threads per tile column */
-  RED_OUT_LANES = 8 /* reduce_outer: lanes per output element */
+  TILE = 32,         /* transpose tile edge */
+  TILE_ROWS = 8,     /* threads per tile column */
+  TILE2 = 64,        /* 2-byte transpose tile edge, moved in pairs */
+  HALF_VEC = 8,      /* 2-byte map variant: elements per thread */
+  RED_OUT_LANES = 8, /* reduce_outer: lanes per output element */
+  SHORT_RED = 8,     /* fewer terms: a thread per output (Inductor) */
+  /* A split's pass 1 aims at two waves of 132 SMs, 8 blocks of 256
+   * threads each (the H100; PyTorch's rule gives ~2100 blocks too). */
+  SPLIT_TARGET = 2 * 132 * 8,
+  SPLIT_MIN_TERMS = 16, /* per lane in each chunk: less is launch-bound */
+  FINISH_BLOCK = 256
 };
 
 /* Grid-stride loops make any grid correct; this bounds the grid. */
@@ -40,6 +48,9 @@ const char *ein_kernel_kind_name(ein_kernel_kind kind) {
   case EIN_KERNEL_TRANSPOSE: return "transpose";
   case EIN_KERNEL_REDUCE_INNER: return "reduce_inner";
   case EIN_KERNEL_REDUCE_OUTER: return "reduce_outer";
+  case EIN_KERNEL_REDUCE_THREAD: return "reduce_thread";
+  case EIN_KERNEL_REDUCE_SPLIT: return "reduce_split";
+  case EIN_KERNEL_REDUCE_FINISH: return "reduce_finish";
   }
   return "none";
 }
@@ -60,6 +71,13 @@ void ein_kernel_src_free(ein_kernel_src *k) {
   ein_free(k->source);
   k->source = NULL;
   k->len = 0;
+}
+
+void ein_step_kernels_free(ein_step_kernels *k) {
+  if (!k)
+    return;
+  ein_kernel_src_free(&k->main);
+  ein_kernel_src_free(&k->finish);
 }
 
 /* ------------------------------------------------------------ types */
@@ -249,20 +267,26 @@ static void emit_decompose(gen *g, const ein_loop_axes *la, const char *var,
   ein_strbuf_printf(sb, "    }\n");
 }
 
-/* The accumulator-typed value of the step at offsets o1 (and o2). */
-static void emit_value(gen *g, const char *o1, const char *o2) {
+/* The accumulator-typed value of the step from stored values x0 (and
+ * x1), each an expression. */
+static void emit_value_of(gen *g, const char *x0, const char *x1) {
   const ein_step *s = g->s;
-  char x[192];
-  snprintf(x, sizeof x, "s0[%s]", o1);
   if (s->nsrc == 2)
     ein_strbuf_printf(g->sb, "ein_mul(");
-  emit_load(g->sb, s->src_dtype[0], g->acc, x);
+  emit_load(g->sb, s->src_dtype[0], g->acc, x0);
   if (s->nsrc == 2) {
-    snprintf(x, sizeof x, "s1[%s]", o2);
     ein_strbuf_printf(g->sb, ", ");
-    emit_load(g->sb, s->src_dtype[1], g->acc, x);
+    emit_load(g->sb, s->src_dtype[1], g->acc, x1);
     ein_strbuf_printf(g->sb, ")");
   }
+}
+
+/* The accumulator-typed value of the step at offsets o1 (and o2). */
+static void emit_value(gen *g, const char *o1, const char *o2) {
+  char x0[192], x1[192];
+  snprintf(x0, sizeof x0, "s0[%s]", o1);
+  snprintf(x1, sizeof x1, "s1[%s]", o2);
+  emit_value_of(g, x0, x1);
 }
 
 /* "acc = alpha * acc" and the 0/1 normalisation of any/all, in place. */
@@ -367,6 +391,147 @@ static bool vector_axes(const gen *g, ein_loop_axes *out) {
   return true;
 }
 
+/* Whether a 2-byte map (not a plain copy: outer products, scaled or
+ * converted repeats) can take HALF_VEC elements a thread: the innermost
+ * kept axis is contiguous in dst and contiguous or broadcast in each
+ * source, and every offset of a contiguous operand stays a multiple of
+ * HALF_VEC. Fills in the axes in vector units (inner strides scaled). */
+static bool half_vector_axes(const gen *g, ein_loop_axes *out) {
+  const ein_step *s = g->s;
+  const ein_loop_axes *k = &g->kept;
+  if (s->kind != EIN_STEP_LOOP || s->plain_copy || g->red.n != 0 || k->n == 0)
+    return false;
+  if (ein_dtype_size(s->dst_dtype) != 2)
+    return false;
+  for (int j = 0; j < s->nsrc; j++)
+    if (ein_dtype_size(s->src_dtype[j]) != 2)
+      return false;
+  int in = k->n - 1;
+  if (k->st[in][0] != 1 || k->size[in] % HALF_VEC)
+    return false;
+  for (int j = 1; j <= s->nsrc; j++)
+    if (k->st[in][j] != 0 && k->st[in][j] != 1)
+      return false;
+  for (int i = 0; i < in; i++)
+    for (int j = 0; j <= s->nsrc; j++)
+      if (k->st[in][j] == 1 && k->st[i][j] % HALF_VEC)
+        return false;
+  *out = *k;
+  out->size[in] /= HALF_VEC;
+  for (int j = 0; j < 3; j++)
+    out->st[in][j] *= HALF_VEC;
+  return true;
+}
+
+/* The 2-byte map variant: each thread loads HALF_VEC elements of every
+ * contiguous source as one 16-byte vector (a broadcast source as one
+ * element), computes HALF_VEC values and stores them as one vector. */
+static void gen_map_half_vec(gen *g, const ein_loop_axes *vec) {
+  ein_strbuf *sb = g->sb;
+  const ein_step *s = g->s;
+  int in = vec->n - 1;
+  emit_signature(g, "ein_vec", MAP_BLOCK, "unsigned short", src_type(s, 0),
+                 src_type(s, 1));
+  ein_strbuf_printf(sb, "  for (%s i = (%s)blockIdx.x * %d + threadIdx.x; i < ",
+                    g->idx, g->idx, MAP_BLOCK);
+  emit_int(g, ein_loop_axes_volume(vec));
+  ein_strbuf_printf(sb, "; i += (%s)gridDim.x * %d) {\n", g->idx, MAP_BLOCK);
+  ein_strbuf_printf(sb, "    %s o0 = 0, o1 = 0, o2 = 0;\n", g->idx);
+  emit_decompose(g, vec, "i", "o", 7u);
+  ein_strbuf_printf(sb,
+                    "    union { uint4 v; unsigned short h[%d]; } w0_, "
+                    "w1_, w2_;\n    (void)w1_; (void)w2_; (void)o2;\n",
+                    HALF_VEC);
+  char x[2][32];
+  for (int j = 0; j < s->nsrc; j++) {
+    bool contiguous = vec->st[in][j + 1] != 0;
+    if (contiguous)
+      ein_strbuf_printf(sb, "    w%d_.v = *(const uint4 *)(s%d + o%d);\n",
+                        j + 1, j, j + 1);
+    snprintf(x[j], sizeof x[j], contiguous ? "w%d_.h[e_]" : "s%d[o%d]",
+             contiguous ? j + 1 : j, j + 1);
+  }
+  ein_strbuf_printf(sb,
+                    "    for (int e_ = 0; e_ < %d; e_++) {\n"
+                    "    %s v_ = ",
+                    HALF_VEC, acc_type(g->acc));
+  emit_value_of(g, x[0], s->nsrc == 2 ? x[1] : "");
+  ein_strbuf_printf(sb, ";\n");
+  emit_post(g, "v_", true);
+  ein_strbuf_printf(sb, "    w0_.h[e_] = ");
+  emit_store_value(sb, s->dst_dtype, "v_");
+  ein_strbuf_printf(sb, ";\n    }\n    *(uint4 *)(d + o0) = w0_.v;\n  }\n}\n");
+}
+
+/* Whether a 2-byte plain copy's transpose can move pairs: both tile
+ * edges even and every other stride even, so that each pair lies in one
+ * aligned 4-byte word on both sides. */
+static bool half_transpose_ok(const gen *g, const ein_loop_axes *rest,
+                              int64_t sa, int64_t sb_, const int64_t sta[3],
+                              const int64_t stb[3]) {
+  const ein_step *s = g->s;
+  if (!s->plain_copy || ein_dtype_size(s->dst_dtype) != 2)
+    return false;
+  if (sa % 2 || sb_ % 2 || sta[1] % 2 || stb[0] % 2)
+    return false;
+  for (int i = 0; i < rest->n; i++)
+    if (rest->st[i][0] % 2 || rest->st[i][1] % 2)
+      return false;
+  return true;
+}
+
+/* The 2-byte transpose variant: a TILE2 x TILE2 tile (padded to an odd
+ * pitch, so both phases are free of bank conflicts) read in pairs along
+ * the source's contiguous axis b and written in pairs along dst's a. */
+static void gen_transpose_half(gen *g, const ein_loop_axes *rest, int64_t sa,
+                               int64_t sb_, const int64_t sta[3],
+                               const int64_t stb[3]) {
+  ein_strbuf *sb = g->sb;
+  int64_t ta = (sa + TILE2 - 1) / TILE2;
+  emit_signature(g, "ein_vec", TILE * TILE_ROWS, "unsigned short",
+                 "unsigned short", "void");
+  ein_strbuf_printf(sb, "  __shared__ unsigned short tile[%d][%d];\n", TILE2,
+                    TILE2 + 1);
+  ein_strbuf_printf(sb, "  const %s a0 = (%s)(blockIdx.x %% %lld) * %d;\n",
+                    g->idx, g->idx, (long long)ta, TILE2);
+  ein_strbuf_printf(sb, "  const %s b0 = (%s)(blockIdx.x / %lld) * %d;\n",
+                    g->idx, g->idx, (long long)ta, TILE2);
+  ein_strbuf_printf(sb, "  const int x2 = 2 * threadIdx.x;\n");
+  ein_strbuf_printf(sb, "  for (%s r = blockIdx.y; r < ", g->idx);
+  emit_int(g, ein_loop_axes_volume(rest));
+  ein_strbuf_printf(sb, "; r += gridDim.y) {\n");
+  ein_strbuf_printf(sb, "    %s o0 = 0, o1 = 0, o2 = 0;\n    (void)o2;\n",
+                    g->idx);
+  emit_decompose(g, rest, "r", "o", 3u);
+  ein_strbuf_printf(sb,
+                    "    for (int j = threadIdx.y; j < %d; j += %d) {\n"
+                    "      %s a = a0 + j, b = b0 + x2;\n      if (a < ",
+                    TILE2, TILE_ROWS, g->idx);
+  emit_int(g, sa);
+  ein_strbuf_printf(sb, " && b < ");
+  emit_int(g, sb_);
+  ein_strbuf_printf(sb, ") {\n        unsigned int p_ = *(const unsigned int "
+                        "*)(s0 + o1 + a * ");
+  emit_int(g, sta[1]);
+  ein_strbuf_printf(sb,
+                    " + b);\n"
+                    "        tile[j][x2] = (unsigned short)(p_ & 0xffffu);\n"
+                    "        tile[j][x2 + 1] = (unsigned short)(p_ >> 16);\n"
+                    "      }\n    }\n    __syncthreads();\n");
+  ein_strbuf_printf(sb,
+                    "    for (int j = threadIdx.y; j < %d; j += %d) {\n"
+                    "      %s b = b0 + j, a = a0 + x2;\n      if (a < ",
+                    TILE2, TILE_ROWS, g->idx);
+  emit_int(g, sa);
+  ein_strbuf_printf(sb, " && b < ");
+  emit_int(g, sb_);
+  ein_strbuf_printf(sb, ")\n        *(unsigned int *)(d + o0 + a + b * ");
+  emit_int(g, stb[0]);
+  ein_strbuf_printf(sb, ") = (unsigned int)tile[x2][j] | "
+                        "((unsigned int)tile[x2 + 1][j] << 16);\n"
+                        "    }\n    __syncthreads();\n  }\n}\n");
+}
+
 /* Permuting copy through a shared-memory tile. Axis a is dst's contiguous
  * axis, b the source's; `rest` holds the others. */
 static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
@@ -437,56 +602,120 @@ static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
   k->block[0] = TILE;
   k->block[1] = TILE_ROWS;
   k->block[2] = 1;
+  if (half_transpose_ok(g, &rest, sa, sb_, sta, stb)) {
+    gen_transpose_half(g, &rest, sa, sb_, sta, stb);
+    k->has_vec = true;
+    k->grid_vec[0] =
+        (unsigned)(((sa + TILE2 - 1) / TILE2) * ((sb_ + TILE2 - 1) / TILE2));
+    k->grid_vec[1] = k->grid[1];
+    k->grid_vec[2] = 1;
+  }
 }
 
-/* Reductions: lanes of a block cooperate on each output element. In the
- * inner form lanes run along x (a warp, or 256 threads, per element) and
- * combine with shuffles; in the outer form outputs run along x and
- * RED_OUT_LANES lanes along y combine through shared memory. */
-static void gen_reduce(gen *g, ein_kernel_src *k, bool inner) {
+/* ---------------------------------------------------------- reductions */
+
+/* How a reduction spreads over the machine, chosen from the sizes alone
+ * (choose_reduction): the rule of PyTorch's Reduce.cuh and Inductor,
+ * written once. */
+typedef struct red_shape {
+  ein_kernel_kind kind; /* REDUCE_THREAD, _INNER, _OUTER or _SPLIT */
+  bool inner;           /* lanes along x share an output */
+  int lanes, per_block; /* lanes per output, outputs per block */
+  int64_t nout, nred;
+  int64_t blocks;        /* along x */
+  int64_t splits, chunk; /* split: blocks along y, terms of each */
+} red_shape;
+
+/* A contiguous reduced axis keeps a warp (or, for long rows and not too
+ * many of them, 256 threads) per output; a strided one a thread per
+ * output with 8 lanes along the reduction. Fewer than SHORT_RED terms
+ * are unrolled in one thread. When the outputs give less than one wave
+ * of blocks and the reduction is long, the reduced range is cut into
+ * chunks of at least SPLIT_MIN_TERMS per lane so that pass 1 has about
+ * SPLIT_TARGET blocks. */
+static red_shape choose_reduction(const gen *g, bool inner) {
+  red_shape r = {.inner = inner,
+                 .nout = ein_loop_axes_volume(&g->kept),
+                 .nred = ein_loop_axes_volume(&g->red),
+                 .splits = 1};
+  r.chunk = r.nred;
+  if (r.nred < SHORT_RED) {
+    r.kind = EIN_KERNEL_REDUCE_THREAD;
+    r.lanes = 1;
+    r.per_block = MAP_BLOCK;
+    r.blocks = blocks_for(r.nout, MAP_BLOCK);
+    return r;
+  }
+  r.kind = inner ? EIN_KERNEL_REDUCE_INNER : EIN_KERNEL_REDUCE_OUTER;
+  r.lanes = !inner                             ? RED_OUT_LANES
+            : r.nred >= 4096 && r.nout < 16384 ? 256
+                                               : 32;
+  r.per_block = inner ? 256 / r.lanes : 32;
+  r.blocks = blocks_for(r.nout, r.per_block);
+  int64_t most = r.nred / ((int64_t)r.lanes * SPLIT_MIN_TERMS);
+  int64_t want = (SPLIT_TARGET + r.blocks - 1) / r.blocks;
+  if (r.blocks >= SPLIT_TARGET / 2 || most < 2 || want < 2)
+    return r;
+  int64_t splits = want < most ? want : most;
+  r.chunk = (r.nred + splits - 1) / splits;
+  r.chunk = (r.chunk + r.lanes - 1) / r.lanes * r.lanes;
+  r.splits = (r.nred + r.chunk - 1) / r.chunk;
+  r.kind = EIN_KERNEL_REDUCE_SPLIT;
+  return r;
+}
+
+/* Each lane's share of its output's terms (a split's block covers only
+ * its chunk) combined into acc_; b0/b1/b2 are the output's offsets. */
+static void emit_reduce_terms(gen *g, const red_shape *r) {
   ein_strbuf *sb = g->sb;
-  const ein_step *s = g->s;
-  int64_t nout = ein_loop_axes_volume(&g->kept);
-  int64_t nred = ein_loop_axes_volume(&g->red);
-  int lanes = inner ? (nred >= 4096 && nout < 16384 ? 256 : 32) : RED_OUT_LANES;
-  int per_block = inner ? 256 / lanes : 32; /* outputs per block */
-  const char *at = acc_type(g->acc);
-  emit_combine(sb, s->op, g->acc);
-  emit_signature(g, "ein_main", 256, storage_type(s->dst_dtype), src_type(s, 0),
-                 src_type(s, 1));
-  const char *olane = inner ? "threadIdx.y" : "threadIdx.x";
-  const char *rlane = inner ? "threadIdx.x" : "threadIdx.y";
-  if (inner && lanes > 32)
-    ein_strbuf_printf(sb, "  __shared__ %s part_[%d];\n", at, lanes / 32);
-  if (!inner)
-    ein_strbuf_printf(sb, "  __shared__ %s part_[%d][33];\n", at, lanes);
-  ein_strbuf_printf(sb, "  for (%s ob = (%s)blockIdx.x * %d; ob < ", g->idx,
-                    g->idx, per_block);
-  emit_int(g, nout);
-  ein_strbuf_printf(sb, "; ob += (%s)gridDim.x * %d) {\n", g->idx, per_block);
+  const char *olane = r->inner ? "threadIdx.y" : "threadIdx.x";
+  const char *rlane = r->inner ? "threadIdx.x" : "threadIdx.y";
   ein_strbuf_printf(sb, "    %s o = ob + %s;\n    %s acc_ = ", g->idx, olane,
-                    at);
-  emit_identity(sb, s->op, g->acc);
+                    acc_type(g->acc));
+  emit_identity(sb, g->s->op, g->acc);
   ein_strbuf_printf(sb, ";\n    %s b0 = 0, b1 = 0, b2 = 0;\n    if (o < ",
                     g->idx);
-  emit_int(g, nout);
+  emit_int(g, r->nout);
   ein_strbuf_printf(sb, ") {\n");
   emit_decompose(g, &g->kept, "o", "b", 7u);
-  ein_strbuf_printf(sb, "    for (%s r = %s; r < ", g->idx, rlane);
-  emit_int(g, nred);
-  ein_strbuf_printf(sb, "; r += %d) {\n", lanes);
+  if (r->kind == EIN_KERNEL_REDUCE_SPLIT) {
+    ein_strbuf_printf(sb, "    const %s r0_ = (%s)blockIdx.y * ", g->idx,
+                      g->idx);
+    emit_int(g, r->chunk);
+    ein_strbuf_printf(sb, ", r1_ = r0_ + ");
+    emit_int(g, r->chunk);
+    ein_strbuf_printf(sb, " < ");
+    emit_int(g, r->nred);
+    ein_strbuf_printf(sb, " ? r0_ + ");
+    emit_int(g, r->chunk);
+    ein_strbuf_printf(sb, " : ");
+    emit_int(g, r->nred);
+    ein_strbuf_printf(sb, ";\n    for (%s r = r0_ + %s; r < r1_", g->idx,
+                      rlane);
+  } else {
+    ein_strbuf_printf(sb, "    for (%s r = %s; r < ", g->idx, rlane);
+    emit_int(g, r->nred);
+  }
+  ein_strbuf_printf(sb, "; r += %d) {\n", r->lanes);
   ein_strbuf_printf(sb, "    %s o0 = 0, o1 = b1, o2 = b2;\n    (void)o0;\n",
                     g->idx);
   emit_decompose(g, &g->red, "r", "o", 6u);
-  ein_strbuf_printf(sb, "    %s v_ = ", at);
+  ein_strbuf_printf(sb, "    %s v_ = ", acc_type(g->acc));
   emit_value(g, "o1", "o2");
   ein_strbuf_printf(sb, ";\n    acc_ = ein_comb(acc_, v_);\n    }\n    }\n");
-  if (inner) {
+}
+
+/* The lanes of each output combine: shuffles (and, past a warp, shared
+ * memory) in the inner layout, shared memory in the outer one. Leaves the
+ * total in the lane that stores and opens "if (that lane && o < nout)". */
+static void emit_reduce_lanes(gen *g, const red_shape *r) {
+  ein_strbuf *sb = g->sb;
+  if (r->inner) {
     ein_strbuf_printf(
         sb, "    for (int off = 16; off > 0; off >>= 1)\n"
             "      acc_ = ein_comb(acc_, __shfl_down_sync(0xffffffffu, "
             "acc_, off));\n");
-    if (lanes > 32)
+    if (r->lanes > 32)
       ein_strbuf_printf(
           sb,
           "    if ((threadIdx.x & 31) == 0) part_[threadIdx.x >> 5] "
@@ -496,7 +725,7 @@ static void gen_reduce(gen *g, ein_kernel_src *k, bool inner) {
           "      for (int w = 1; w < %d; w++) acc_ = ein_comb(acc_, "
           "part_[w]);\n"
           "    __syncthreads();\n",
-          lanes / 32);
+          r->lanes / 32);
     ein_strbuf_printf(sb, "    if (threadIdx.x == 0 && o < ");
   } else {
     ein_strbuf_printf(
@@ -508,18 +737,118 @@ static void gen_reduce(gen *g, ein_kernel_src *k, bool inner) {
         "part_[y][threadIdx.x]);\n"
         "    __syncthreads();\n"
         "    if (threadIdx.y == 0 && o < ",
-        lanes);
+        r->lanes);
   }
-  emit_int(g, nout);
+  emit_int(g, r->nout);
   ein_strbuf_printf(sb, ") {\n");
+}
+
+/* Reductions: lanes of a block cooperate on each output element. In the
+ * inner form lanes run along x (a warp, or 256 threads, per element) and
+ * combine with shuffles; in the outer form outputs run along x and
+ * RED_OUT_LANES lanes along y combine through shared memory. A split's
+ * pass 1 stores its partial, unscaled, at [blockIdx.y][o] of d. */
+static void gen_reduce(gen *g, ein_kernel_src *k, const red_shape *r) {
+  ein_strbuf *sb = g->sb;
+  const ein_step *s = g->s;
+  bool split = r->kind == EIN_KERNEL_REDUCE_SPLIT;
+  const char *at = acc_type(g->acc);
+  emit_combine(sb, s->op, g->acc);
+  emit_signature(g, "ein_main", 256, split ? at : storage_type(s->dst_dtype),
+                 src_type(s, 0), src_type(s, 1));
+  if (r->inner && r->lanes > 32)
+    ein_strbuf_printf(sb, "  __shared__ %s part_[%d];\n", at, r->lanes / 32);
+  if (!r->inner)
+    ein_strbuf_printf(sb, "  __shared__ %s part_[%d][33];\n", at, r->lanes);
+  ein_strbuf_printf(sb, "  for (%s ob = (%s)blockIdx.x * %d; ob < ", g->idx,
+                    g->idx, r->per_block);
+  emit_int(g, r->nout);
+  ein_strbuf_printf(sb, "; ob += (%s)gridDim.x * %d) {\n", g->idx,
+                    r->per_block);
+  emit_reduce_terms(g, r);
+  emit_reduce_lanes(g, r);
+  if (split) {
+    ein_strbuf_printf(sb, "    d[(%s)blockIdx.y * ", g->idx);
+    emit_int(g, r->nout);
+    ein_strbuf_printf(sb, " + o] = acc_;\n");
+  } else {
+    emit_post(g, "acc_", false);
+    emit_store(g, "b0", "acc_");
+  }
+  ein_strbuf_printf(sb, "    }\n  }\n}\n");
+  k->grid[0] = (unsigned)r->blocks;
+  k->grid[1] = (unsigned)r->splits;
+  k->grid[2] = 1;
+  k->block[0] = r->inner ? (unsigned)r->lanes : 32;
+  k->block[1] = r->inner ? (unsigned)r->per_block : (unsigned)r->lanes;
+  k->block[2] = 1;
+}
+
+/* A thread per output with its few terms unrolled at offsets fixed at
+ * generation time: neighbouring threads read neighbouring elements. */
+static void gen_reduce_thread(gen *g, ein_kernel_src *k, const red_shape *r) {
+  ein_strbuf *sb = g->sb;
+  const ein_step *s = g->s;
+  emit_combine(sb, s->op, g->acc);
+  emit_signature(g, "ein_main", MAP_BLOCK, storage_type(s->dst_dtype),
+                 src_type(s, 0), src_type(s, 1));
+  ein_strbuf_printf(sb, "  for (%s i = (%s)blockIdx.x * %d + threadIdx.x; i < ",
+                    g->idx, g->idx, MAP_BLOCK);
+  emit_int(g, r->nout);
+  ein_strbuf_printf(sb, "; i += (%s)gridDim.x * %d) {\n", g->idx, MAP_BLOCK);
+  ein_strbuf_printf(sb, "    %s o0 = 0, o1 = 0, o2 = 0;\n", g->idx);
+  emit_decompose(g, &g->kept, "i", "o", 7u);
+  ein_strbuf_printf(sb, "    %s acc_ = ", acc_type(g->acc));
+  emit_identity(sb, s->op, g->acc);
+  ein_strbuf_printf(sb, ";\n");
+  for (int64_t t = 0; t < r->nred; t++) {
+    int64_t off[3];
+    ein_loop_axes_offsets(&g->red, t, off);
+    char o1[64], o2[64];
+    snprintf(o1, sizeof o1, "o1 + %lld", (long long)off[1]);
+    snprintf(o2, sizeof o2, "o2 + %lld", (long long)off[2]);
+    ein_strbuf_printf(sb, "    acc_ = ein_comb(acc_, ");
+    emit_value(g, o1, o2);
+    ein_strbuf_printf(sb, ");\n");
+  }
+  ein_strbuf_printf(sb, "    (void)o2;\n");
+  emit_post(g, "acc_", false);
+  emit_store(g, "o0", "acc_");
+  ein_strbuf_printf(sb, "  }\n}\n");
+  k->grid[0] = (unsigned)r->blocks;
+  k->grid[1] = k->grid[2] = 1;
+  k->block[0] = MAP_BLOCK;
+  k->block[1] = k->block[2] = 1;
+}
+
+/* A split's pass 2: a thread per output combines the partials at
+ * [c][o] of s0 in chunk order (so every run gives the same bits), then
+ * scales and stores as an unsplit kernel would. */
+static void gen_finish(gen *g, ein_kernel_src *k, const red_shape *r) {
+  ein_strbuf *sb = g->sb;
+  const ein_step *s = g->s;
+  emit_combine(sb, s->op, g->acc);
+  emit_signature(g, "ein_main", FINISH_BLOCK, storage_type(s->dst_dtype),
+                 acc_type(g->acc), "void");
+  ein_strbuf_printf(sb, "  for (%s o = (%s)blockIdx.x * %d + threadIdx.x; o < ",
+                    g->idx, g->idx, FINISH_BLOCK);
+  emit_int(g, r->nout);
+  ein_strbuf_printf(sb, "; o += (%s)gridDim.x * %d) {\n", g->idx, FINISH_BLOCK);
+  ein_strbuf_printf(sb, "    %s acc_ = s0[o];\n", acc_type(g->acc));
+  ein_strbuf_printf(sb,
+                    "    for (int c = 1; c < %lld; c++)\n"
+                    "      acc_ = ein_comb(acc_, s0[(%s)c * ",
+                    (long long)r->splits, g->idx);
+  emit_int(g, r->nout);
+  ein_strbuf_printf(sb, " + o]);\n    %s b0 = 0;\n", g->idx);
+  emit_decompose(g, &g->kept, "o", "b", 1u);
   emit_post(g, "acc_", false);
   emit_store(g, "b0", "acc_");
-  ein_strbuf_printf(sb, "    }\n  }\n}\n");
-  k->grid[0] = (unsigned)blocks_for(nout, per_block);
+  ein_strbuf_printf(sb, "  }\n}\n");
+  k->grid[0] = (unsigned)blocks_for(r->nout, FINISH_BLOCK);
   k->grid[1] = k->grid[2] = 1;
-  k->block[0] = inner ? (unsigned)lanes : 32;
-  k->block[1] = inner ? (unsigned)per_block : (unsigned)lanes;
-  k->block[2] = 1;
+  k->block[0] = FINISH_BLOCK;
+  k->block[1] = k->block[2] = 1;
 }
 
 /* Largest |offset| any operand reaches, and the largest count: decides
@@ -561,8 +890,116 @@ static bool transpose_axes(const gen *g, int *a, int *b) {
   return true;
 }
 
-ein_status ein_codegen_step(const ein_step *s, ein_kernel_src *out) {
-  memset(out, 0, sizeof *out);
+/* The comment line (what the kernel does, for `einc cuda-src`) and the
+ * helpers every kernel of the step uses. */
+static void emit_header(gen *g, ein_kernel_kind kind, const red_shape *r) {
+  const ein_step *s = g->s;
+  ein_strbuf *sb = g->sb;
+  ein_strbuf_printf(sb, "/* einc %s: %s", ein_kernel_kind_name(kind),
+                    ein_dtype_name(s->dst_dtype));
+  if (kind == EIN_KERNEL_REDUCE_FINISH) {
+    ein_strbuf_printf(sb,
+                      " <- %s partials; %lld outputs, %s over %lld "
+                      "chunks */\n",
+                      acc_type(g->acc), (long long)r->nout,
+                      ein_reduction_name(s->op), (long long)r->splits);
+    return;
+  }
+  for (int i = 0; i < s->nsrc; i++)
+    ein_strbuf_printf(sb, "%s%s", i ? ", " : " <- ",
+                      ein_dtype_name(s->src_dtype[i]));
+  ein_strbuf_printf(sb, "; %lld outputs",
+                    (long long)ein_loop_axes_volume(&g->kept));
+  if (g->red.n)
+    ein_strbuf_printf(sb, ", %s over %lld", ein_reduction_name(s->op),
+                      (long long)ein_loop_axes_volume(&g->red));
+  if (kind == EIN_KERNEL_REDUCE_SPLIT)
+    ein_strbuf_printf(sb,
+                      " (%s layout) in %lld chunks of %lld, partials "
+                      "to scratch",
+                      r->inner ? "inner" : "outer", (long long)r->splits,
+                      (long long)r->chunk);
+  ein_strbuf_printf(sb, " */\n");
+  if (s->nsrc == 2) {
+    const char *t = acc_type(g->acc);
+    ein_strbuf_printf(
+        sb,
+        "static __device__ __forceinline__ %s ein_mul(%s a, %s b) "
+        "{ return %s; }\n",
+        t, t, t,
+        g->acc == ACC_I64 ? "(long long)((ein_u64)a * (ein_u64)b)" : "a * b");
+  }
+}
+
+/* Which kernel runs the step: fill, map or transpose without reduced
+ * axes; otherwise the reduction rule, given whether the reduced axes hold
+ * the source's smallest stride. */
+static ein_kernel_kind choose_kind(const gen *g, int *ta, int *tb,
+                                   red_shape *r) {
+  if (g->s->kind == EIN_STEP_FILL)
+    return EIN_KERNEL_FILL;
+  if (g->red.n == 0)
+    return transpose_axes(g, ta, tb) ? EIN_KERNEL_TRANSPOSE : EIN_KERNEL_MAP;
+  int64_t kept_min =
+      g->kept.n ? llabs(g->kept.st[g->kept.n - 1][1]) : INT64_MAX;
+  int64_t red_min = llabs(g->red.st[g->red.n - 1][1]);
+  *r = choose_reduction(g, red_min < kept_min || !g->kept.n);
+  return r->kind;
+}
+
+/* A fill or map, with its vector variant where one applies. */
+static void gen_map_kernels(gen *g, ein_kernel_src *out) {
+  const ein_step *s = g->s;
+  ein_loop_axes vec;
+  gen_map(g, "ein_main", &g->kept, storage_type(s->dst_dtype), src_type(s, 0),
+          src_type(s, 1), false);
+  out->grid[0] =
+      (unsigned)blocks_for(ein_loop_axes_volume(&g->kept), MAP_BLOCK);
+  out->grid[1] = out->grid[2] = 1;
+  out->block[0] = MAP_BLOCK;
+  out->block[1] = out->block[2] = 1;
+  if (out->kind != EIN_KERNEL_MAP)
+    return;
+  if (vector_axes(g, &vec))
+    gen_map(g, "ein_vec", &vec, "uint4", "uint4", "void", true);
+  else if (half_vector_axes(g, &vec))
+    gen_map_half_vec(g, &vec);
+  else
+    return;
+  out->has_vec = true;
+  out->grid_vec[0] =
+      (unsigned)blocks_for(ein_loop_axes_volume(&vec), MAP_BLOCK);
+  out->grid_vec[1] = out->grid_vec[2] = 1;
+}
+
+/* Hands a finished buffer to k (source, length, hash). */
+static ein_status take_source(ein_strbuf *sb, ein_kernel_src *k) {
+  if (sb->failed) {
+    ein_strbuf_free(sb);
+    return EIN_ERR_NO_MEMORY;
+  }
+  k->source = sb->data;
+  k->len = sb->len;
+  k->hash = ein_fnv1a(sb->data, sb->len, EIN_FNV_SEED);
+  return EIN_OK;
+}
+
+/* A split reduction's pass 2 and the scratch the passes share. */
+static ein_status gen_split_finish(gen *g, const red_shape *r,
+                                   ein_step_kernels *out) {
+  ein_strbuf sb = {0};
+  g->sb = &sb;
+  out->finish.kind = EIN_KERNEL_REDUCE_FINISH;
+  emit_header(g, EIN_KERNEL_REDUCE_FINISH, r);
+  gen_finish(g, &out->finish, r);
+  size_t asz = g->acc == ACC_F32 ? 4 : 8;
+  out->scratch_bytes = r->splits * r->nout * (int64_t)asz;
+  return take_source(&sb, &out->finish);
+}
+
+ein_status ein_codegen_step(const ein_step *s, ein_step_kernels *kernels) {
+  memset(kernels, 0, sizeof *kernels);
+  ein_kernel_src *out = &kernels->main;
   if (s->kind == EIN_STEP_GEMM)
     return EIN_ERR_INTERNAL;
   gen g = {.s = s};
@@ -576,74 +1013,33 @@ ein_status ein_codegen_step(const ein_step *s, ein_kernel_src *out) {
   g.idx = g.wide ? "long long" : "int";
   ein_strbuf sb = {0};
   g.sb = &sb;
-
-  /* Which kernel; the comment line says what it does for `einc cuda-src`. */
   int ta = -1, tb = -1;
-  ein_loop_axes vec;
-  if (s->kind == EIN_STEP_FILL)
-    out->kind = EIN_KERNEL_FILL;
-  else if (g.red.n == 0)
-    out->kind =
-        transpose_axes(&g, &ta, &tb) ? EIN_KERNEL_TRANSPOSE : EIN_KERNEL_MAP;
-  else {
-    int64_t kept_min = g.kept.n ? llabs(g.kept.st[g.kept.n - 1][1]) : INT64_MAX;
-    int64_t red_min = llabs(g.red.st[g.red.n - 1][1]);
-    out->kind = red_min < kept_min || !g.kept.n ? EIN_KERNEL_REDUCE_INNER
-                                                : EIN_KERNEL_REDUCE_OUTER;
-  }
-  ein_strbuf_printf(&sb, "/* einc %s: %s", ein_kernel_kind_name(out->kind),
-                    ein_dtype_name(s->dst_dtype));
-  for (int i = 0; i < s->nsrc; i++)
-    ein_strbuf_printf(&sb, "%s%s", i ? ", " : " <- ",
-                      ein_dtype_name(s->src_dtype[i]));
-  ein_strbuf_printf(&sb, "; %lld outputs",
-                    (long long)ein_loop_axes_volume(&g.kept));
-  if (g.red.n)
-    ein_strbuf_printf(&sb, ", %s over %lld", ein_reduction_name(s->op),
-                      (long long)ein_loop_axes_volume(&g.red));
-  ein_strbuf_printf(&sb, " */\n");
-  if (s->nsrc == 2) {
-    const char *t = acc_type(g.acc);
-    ein_strbuf_printf(
-        &sb,
-        "static __device__ __forceinline__ %s ein_mul(%s a, %s b) "
-        "{ return %s; }\n",
-        t, t, t,
-        g.acc == ACC_I64 ? "(long long)((ein_u64)a * (ein_u64)b)" : "a * b");
-  }
-
+  red_shape r = {0};
+  out->kind = choose_kind(&g, &ta, &tb, &r);
+  emit_header(&g, out->kind, &r);
   switch (out->kind) {
   case EIN_KERNEL_FILL:
-  case EIN_KERNEL_MAP: {
-    int64_t n = ein_loop_axes_volume(&g.kept);
-    gen_map(&g, "ein_main", &g.kept, storage_type(s->dst_dtype), src_type(s, 0),
-            src_type(s, 1), false);
-    out->grid[0] = (unsigned)blocks_for(n, MAP_BLOCK);
-    out->grid[1] = out->grid[2] = 1;
-    out->block[0] = MAP_BLOCK;
-    out->block[1] = out->block[2] = 1;
-    if (out->kind == EIN_KERNEL_MAP && vector_axes(&g, &vec)) {
-      gen_map(&g, "ein_vec", &vec, "uint4", "uint4", "void", true);
-      out->has_vec = true;
-      out->grid_vec[0] =
-          (unsigned)blocks_for(ein_loop_axes_volume(&vec), MAP_BLOCK);
-      out->grid_vec[1] = out->grid_vec[2] = 1;
-    }
+  case EIN_KERNEL_MAP:
+    gen_map_kernels(&g, out);
+    break;
+  case EIN_KERNEL_TRANSPOSE: gen_transpose(&g, out, ta, tb); break;
+  case EIN_KERNEL_REDUCE_THREAD:
+    gen_reduce_thread(&g, out, &r);
+    break;
+  case EIN_KERNEL_REDUCE_INNER:
+  case EIN_KERNEL_REDUCE_OUTER:
+  case EIN_KERNEL_REDUCE_SPLIT:
+    gen_reduce(&g, out, &r);
+    break;
+  default:
     break;
   }
-  case EIN_KERNEL_TRANSPOSE: gen_transpose(&g, out, ta, tb); break;
-  case EIN_KERNEL_REDUCE_INNER: gen_reduce(&g, out, true); break;
-  case EIN_KERNEL_REDUCE_OUTER: gen_reduce(&g, out, false); break;
-  case EIN_KERNEL_NONE: break;
-  }
-  if (sb.failed) {
-    ein_strbuf_free(&sb);
-    return EIN_ERR_NO_MEMORY;
-  }
-  out->source = sb.data;
-  out->len = sb.len;
-  out->hash = ein_fnv1a(sb.data, sb.len, EIN_FNV_SEED);
-  return EIN_OK;
+  ein_status st = take_source(&sb, out);
+  if (!st && out->kind == EIN_KERNEL_REDUCE_SPLIT)
+    st = gen_split_finish(&g, &r, kernels);
+  if (st)
+    ein_step_kernels_free(kernels);
+  return st;
 }
 
 const ein_backend_caps *ein_cuda_caps(void) {

@@ -24,14 +24,31 @@
  *   map           one thread per output element: copies, permutes with a
  *                 contiguous side, repeats, conversions, elementwise and
  *                 outer products; 16-byte variant for plain copies whose
- *                 innermost axis is contiguous on both sides
+ *                 innermost axis is contiguous on both sides, and for
+ *                 2-byte maps (outer products, repeats) whose innermost
+ *                 axis is contiguous in dst and contiguous or broadcast
+ *                 in each source (8 elements a thread)
  *   transpose     permuting copy through a 32x33 shared-memory tile when
- *                 dst's and the source's contiguous axes differ
+ *                 dst's and the source's contiguous axes differ; 2-byte
+ *                 plain copies also get a 64x65 tile moved in pairs
+ *                 (4-byte accesses on both sides)
+ *   reduce_thread a thread per output element with the reduction (fewer
+ *                 than 8 terms) unrolled: pooling, tiny contractions
  *   reduce_inner  a warp (or 256 threads) per output element, lanes along
  *                 the reduced axes: reductions of the innermost axis, dots
  *   reduce_outer  a thread per output element (coalesced writes), 8 lanes
  *                 per element along the reduced axes, combined in shared
  *                 memory: column sums, small contractions
+ *   reduce_split  pass 1 of a reduction whose outputs are too few to fill
+ *                 the machine: the inner or outer layout above with the
+ *                 reduced range cut into chunks along gridDim.y, each
+ *                 block writing one partial per output (in the
+ *                 accumulator type) to a scratch buffer
+ *   reduce_finish pass 2: a thread per output combines its partials in
+ *                 chunk order (deterministic, no atomics), then applies
+ *                 the scale and the dtype conversion
+ * Which reduction kernel runs is decided here, once, from the sizes
+ * (choose_reduction in codegen.c).
  * Accumulation is in f32 for f16/bf16/f32, f64 for f64 and int64 for
  * integers and bool, exactly as the CPU backend does; the mean's scale and
  * the dtype conversion happen in the kernel that touches the data.
@@ -47,13 +64,18 @@
 #include "plan.h"
 
 typedef enum ein_kernel_kind {
-  EIN_KERNEL_NONE,  /* nothing to do (an empty iteration space) */
+  EIN_KERNEL_NONE, /* nothing to do (an empty iteration space) */
   EIN_KERNEL_FILL,
   EIN_KERNEL_MAP,
   EIN_KERNEL_TRANSPOSE,
   EIN_KERNEL_REDUCE_INNER,
-  EIN_KERNEL_REDUCE_OUTER
+  EIN_KERNEL_REDUCE_OUTER,
+  EIN_KERNEL_REDUCE_THREAD,
+  EIN_KERNEL_REDUCE_SPLIT, /* pass 1; its pass 2 is a REDUCE_FINISH */
+  EIN_KERNEL_REDUCE_FINISH
 } ein_kernel_kind;
+
+enum { EIN_KERNEL_KINDS = EIN_KERNEL_REDUCE_FINISH + 1 };
 
 typedef struct ein_kernel_src {
   ein_kernel_kind kind;
@@ -64,10 +86,21 @@ typedef struct ein_kernel_src {
   unsigned grid[3], block[3], grid_vec[3];
 } ein_kernel_src;
 
-/* Generates the kernel of a LOOP or FILL step. On success *out owns a
- * heap source (free with ein_kernel_src_free). EIN_ERR_NO_MEMORY or
+/* What runs one step: a kernel, or a split reduction's two passes with
+ * the scratch buffer of partials between them (pass 1 writes it as its
+ * `d`, pass 2 reads it as its `s0`). */
+typedef struct ein_step_kernels {
+  ein_kernel_src main;   /* the kernel, or pass 1 */
+  ein_kernel_src finish; /* pass 2; kind EIN_KERNEL_NONE when none */
+  int64_t scratch_bytes; /* device scratch the two passes share */
+} ein_step_kernels;
+
+/* Generates the kernels of a LOOP or FILL step. On success *out owns heap
+ * sources (free with ein_step_kernels_free). EIN_ERR_NO_MEMORY or
  * EIN_ERR_LIMIT (more axes than a kernel takes) on failure. */
-ein_status ein_codegen_step(const ein_step *step, ein_kernel_src *out);
+ein_status ein_codegen_step(const ein_step *step, ein_step_kernels *out);
+
+void ein_step_kernels_free(ein_step_kernels *k);
 
 void ein_kernel_src_free(ein_kernel_src *k);
 

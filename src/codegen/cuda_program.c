@@ -151,10 +151,37 @@ void ein_cuda_program_free(void *program) {
   ein_cuda_program *p = program;
   if (!p)
     return;
-  for (int i = 0; i < p->nsteps; i++)
+  for (int i = 0; i < p->nsteps; i++) {
     ein_kernel_src_free(&p->steps[i].kernel);
+    ein_kernel_src_free(&p->steps[i].finish);
+  }
   ein_free(p->steps);
   ein_free(p);
+}
+
+/* The kernels of a LOOP or FILL step, or of a GEMM step cuBLAS cannot
+ * express (as the equivalent direct contraction). */
+static ein_status step_kernels(const ein_step *s, ein_cuda_step *cs) {
+  ein_step_kernels k;
+  ein_status st;
+  if (s->kind == EIN_STEP_GEMM) {
+    ein_loop_axis *axes =
+        ein_malloc(sizeof *axes * (size_t)(s->gemm.nbatch + 3));
+    if (!axes)
+      return EIN_ERR_NO_MEMORY;
+    ein_step loop;
+    ein_gemm_as_loop(s, &loop, axes);
+    st = ein_codegen_step(&loop, &k);
+    ein_free(axes);
+  } else {
+    st = ein_codegen_step(s, &k);
+  }
+  if (st)
+    return st;
+  cs->kernel = k.main;
+  cs->finish = k.finish;
+  cs->scratch_bytes = k.scratch_bytes;
+  return EIN_OK;
 }
 
 ein_status ein_cuda_program_build(const ein_plan_ir *plan,
@@ -174,32 +201,49 @@ ein_status ein_cuda_program_build(const ein_plan_ir *plan,
     const ein_step *s = &plan->steps[i];
     ein_cuda_step *cs = &p->steps[i];
     ein_status st = EIN_OK;
-    if (s->kind == EIN_STEP_GEMM) {
-      if (s->gemm.m == 0 || s->gemm.n == 0)
-        continue; /* nothing to write */
+    if (s->kind == EIN_STEP_GEMM && (s->gemm.m == 0 || s->gemm.n == 0))
+      continue; /* nothing to write */
+    if (s->kind == EIN_STEP_GEMM)
       cs->cublas = ein_cublas_map(s, plan->allow_tf32, &cs->gemm);
-      if (!cs->cublas) {
-        ein_loop_axis *axes =
-            ein_malloc(sizeof *axes * (size_t)(s->gemm.nbatch + 3));
-        if (!axes)
-          st = EIN_ERR_NO_MEMORY;
-        else {
-          ein_step loop;
-          ein_gemm_as_loop(s, &loop, axes);
-          st = ein_codegen_step(&loop, &cs->kernel);
-          ein_free(axes);
-        }
-      }
-    } else {
-      st = ein_codegen_step(s, &cs->kernel);
-    }
+    if (!cs->cublas)
+      st = step_kernels(s, cs);
     if (st) {
       ein_cuda_program_free(p);
       return st;
     }
+    if (cs->scratch_bytes > p->scratch_bytes)
+      p->scratch_bytes = cs->scratch_bytes;
   }
   *out = p;
   return EIN_OK;
+}
+
+/* "kernel map grid (...) block (...)", with the vector variant and a
+ * split reduction's pass 2. */
+static void describe_kernels(const ein_cuda_step *cs, const ein_step *s,
+                             ein_strbuf *sb) {
+  const ein_kernel_src *k = &cs->kernel;
+  bool split = cs->finish.kind != EIN_KERNEL_NONE;
+  ein_strbuf_printf(sb, "kernel %s%s%s grid (%u,%u,%u) block (%u,%u,%u)",
+                    ein_kernel_kind_name(k->kind),
+                    s->kind == EIN_STEP_GEMM ? " (direct contraction)" : "",
+                    split ? " pass 1" : "", k->grid[0], k->grid[1], k->grid[2],
+                    k->block[0], k->block[1], k->block[2]);
+  if (k->has_vec)
+    ein_strbuf_printf(sb, ", %s variant grid (%u,%u,%u)",
+                      k->kind == EIN_KERNEL_TRANSPOSE ? "2-byte pairs"
+                                                      : "16-byte",
+                      k->grid_vec[0], k->grid_vec[1], k->grid_vec[2]);
+  if (split) {
+    const ein_kernel_src *f = &cs->finish;
+    ein_strbuf_printf(sb,
+                      " + pass 2 %s grid (%u,%u,%u) block (%u,%u,%u), "
+                      "scratch %lld bytes",
+                      ein_kernel_kind_name(f->kind), f->grid[0], f->grid[1],
+                      f->grid[2], f->block[0], f->block[1], f->block[2],
+                      (long long)cs->scratch_bytes);
+  }
+  ein_strbuf_printf(sb, "\n");
 }
 
 void ein_cuda_program_describe(const ein_cuda_program *prog,
@@ -232,13 +276,7 @@ void ein_cuda_program_describe(const ein_cuda_program *prog,
     } else if (cs->kernel.kind == EIN_KERNEL_NONE) {
       ein_strbuf_printf(sb, "(nothing to do: empty)\n");
     } else {
-      const ein_kernel_src *k = &cs->kernel;
-      ein_strbuf_printf(sb, "kernel %s%s grid (%u,%u,%u) block (%u,%u,%u)%s\n",
-                        ein_kernel_kind_name(k->kind),
-                        s->kind == EIN_STEP_GEMM ? " (direct contraction)" : "",
-                        k->grid[0], k->grid[1], k->grid[2], k->block[0],
-                        k->block[1], k->block[2],
-                        k->has_vec ? ", 16-byte variant" : "");
+      describe_kernels(cs, s, sb);
     }
   }
 }

@@ -66,14 +66,22 @@ const void **ein_cublas_pointer_arrays(const ein_cublas_gemm *g, char *c,
                                        int64_t *total, ein_error_rec *err);
 
 typedef struct ein_cuda_step {
-  bool cublas;            /* a cuBLAS call; otherwise `kernel` */
+  bool cublas; /* a cuBLAS call; otherwise the kernels */
   ein_cublas_gemm gemm;
   ein_kernel_src kernel;  /* kind EIN_KERNEL_NONE: nothing to run */
+  /* A split reduction's pass 2 (kind EIN_KERNEL_NONE when none): the
+   * runtime launches `kernel` with d = the scratch buffer, then `finish`
+   * with d = the step's dst, s0 = the scratch buffer, s1 = NULL. */
+  ein_kernel_src finish;
+  int64_t scratch_bytes;
 } ein_cuda_step;
 
 typedef struct ein_cuda_program {
   int nsteps;
   ein_cuda_step *steps;
+  /* The largest scratch_bytes of any step: the runtime allocates one
+   * buffer of this size per run, beside the plan's workspace. */
+  int64_t scratch_bytes;
 } ein_cuda_program;
 
 /* Is (ab, c, compute) a row of cublasGemmEx's type table that einc uses?
