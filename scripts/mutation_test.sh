@@ -78,10 +78,10 @@ mutant removed-barrier src/codegen/codegen.c \
         "    __syncthreads();\n"' \
   '        "    part_[threadIdx.y][threadIdx.x] = acc_;\n"'
 mutant off-by-one-bound src/codegen/codegen.c \
-  '  ein_strbuf_printf(sb, "    for (%s r = %s; r < ", g->idx, rlane);
-  emit_int(g, nred);' \
-  '  ein_strbuf_printf(sb, "    for (%s r = %s; r < ", g->idx, rlane);
-  emit_int(g, nred - 1);'
+  '    ein_strbuf_printf(sb, "    for (%s r = %s; r < ", g->idx, rlane);
+    emit_int(g, r->nred);' \
+  '    ein_strbuf_printf(sb, "    for (%s r = %s; r < ", g->idx, rlane);
+    emit_int(g, r->nred - 1);'
 mutant wrong-shuffle-mask src/codegen/codegen.c \
   '__shfl_down_sync(0xffffffffu, ' '__shfl_down_sync(0x0000ffffu, '
 
