@@ -39,6 +39,7 @@ typedef struct ein_backend_entry {
   const char *name;      /* "cpu", "cuda", "emu" */
   ein_backend_kind kind; /* its value in the public enum */
   DLDeviceType memory;   /* where its tensors live */
+  const char *memory_name; /* that memory in messages: "host memory" */
   /* Whether a tensor on DLPack device type t is this backend's memory. */
   bool (*accepts)(DLDeviceType t);
   /* What the planner may ask of it; static, no device needed. */

@@ -272,6 +272,7 @@ const ein_backend_entry ein_cpu_entry = {
     .name = "cpu",
     .kind = EIN_BACKEND_CPU,
     .memory = kDLCPU,
+    .memory_name = "host memory",
     .accepts = host_memory,
     .caps = cpu_caps,
     .device_count = one_device,

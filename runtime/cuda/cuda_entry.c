@@ -17,6 +17,7 @@ const ein_backend_entry ein_cuda_entry = {
     .name = "cuda",
     .kind = EIN_BACKEND_CUDA,
     .memory = kDLCUDA,
+    .memory_name = "CUDA device memory",
     .accepts = cuda_memory,
     .caps = ein_cuda_caps,
     .prepare = ein_cuda_prepare,

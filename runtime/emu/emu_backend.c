@@ -372,6 +372,7 @@ const ein_backend_entry ein_emu_entry = {
     .name = "emu",
     .kind = EIN_BACKEND_EMU,
     .memory = kDLExtDev,
+    .memory_name = "emulated-device memory",
     .accepts = emu_memory,
     .caps = ein_cuda_caps, /* it plans exactly as the CUDA backend */
     .prepare = emu_prepare,

@@ -194,15 +194,6 @@ static ein_status check_options(ein_thread_rec *me, const ein_options *o) {
   return EIN_OK;
 }
 
-/* What a backend's memory is called in messages. */
-static const char *memory_name(const ein_backend_entry *e) {
-  switch (e->kind) {
-  case EIN_BACKEND_CPU: return "host memory";
-  case EIN_BACKEND_EMU: return "emulated-device memory";
-  default: return "CUDA device memory";
-  }
-}
-
 /* Each tensor's backend by where it lives: all must share one backend and
  * one device. *first is the first tensor found (-2: none). */
 static ein_status tensors_backend(ein_thread_rec *me,
@@ -234,9 +225,9 @@ static ein_status tensors_backend(ein_thread_rec *me,
       return fail(me, EIN_ERR_DEVICE,
                   "%s is in %s but %s is in %s; einc evaluates on one "
                   "device: copy the tensors to one first (ein_device_copy)",
-                  tensor_name(i, name, sizeof name), memory_name(e),
+                  tensor_name(i, name, sizeof name), e->memory_name,
                   tensor_name(*first, other, sizeof other),
-                  memory_name(*entry));
+                  (*entry)->memory_name);
     } else if (id != *device) {
       return fail(me, EIN_ERR_DEVICE,
                   "%s is on %s device %d but %s is on device %d; einc "
@@ -271,8 +262,8 @@ static ein_status resolve_backend(ein_thread_rec *me, const ein_options *o,
     return fail(me, EIN_ERR_DEVICE,
                 "%s is in %s but the %s backend reads %s only; copy it "
                 "there first (ein_device_copy) or use the %s backend",
-                tensor_name(first, name, sizeof name), memory_name(have),
-                want->name, memory_name(want), have->name);
+                tensor_name(first, name, sizeof name), have->memory_name,
+                want->name, want->memory_name, have->name);
   }
   if (*device < 0 || *device >= EIN_MAX_DEVICES)
     return fail(me, EIN_ERR_DEVICE, "%s device id %d is out of range",

@@ -120,7 +120,7 @@ static void print_verbose(ein_ctx *ctx, const ein_options *o,
   printf(" %s\n", ein_dtype_name(dt));
   ein_backend_stats bs;
   ein_ctx_backend_stats(ctx, o->backend, 0, &bs);
-  if (o->backend != EIN_BACKEND_CPU)
+  if (bs.compiles + bs.disk_hits + bs.memory_hits > 0)
     printf("kernel cache: %llu compiled, %llu from disk, %llu from "
            "memory\n",
            bs.compiles, bs.disk_hits, bs.memory_hits);
@@ -184,7 +184,10 @@ int cmd_eval(int argc, char **argv) {
   out.data = out_data;
   if (common.options.backend == EIN_BACKEND_AUTO)
     common.options.backend = ein_backend_default();
-  if (common.options.backend != EIN_BACKEND_CPU) {
+  /* Files are in host memory: a backend with memory of its own gets
+   * copies. */
+  if (ein_backend_dl_device(common.options.backend, 0).device_type !=
+      kDLCPU) {
     eval_on_device(ctx, expr, ins, n, &out, &common.options,
                    (size_t)numel * ein_dtype_size(dt), &st);
     if (st) goto failed;
