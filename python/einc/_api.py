@@ -40,10 +40,10 @@ _NUMPY_TERM = re.compile(r"^[A-Za-z]*(\.\.\.)?[A-Za-z]*$")
 
 def numpy_dialect(expr: str, ranks) -> bool:
     """Whether an expression with no numpy= is numpy's: no whitespace or
-    parentheses, every term letters (and at most one '...'), and the
-    letters of each input term as many as its tensor's dims while some
-    term has two letters or more (so the einops reading, one name per term,
-    would not fit)."""
+    parentheses, every term letters (and at most one '...'), and either no
+    '->' (only numpy infers the output) or the letters of each input term
+    as many as its tensor's dims while some term has two letters or more
+    (so the einops reading, one name per term, would not fit)."""
     if any(c.isspace() or c in "()" for c in expr):
         return False
     lhs, _, rhs = expr.partition("->")
@@ -51,6 +51,8 @@ def numpy_dialect(expr: str, ranks) -> bool:
     if not all(_NUMPY_TERM.match(t) for t in terms + [rhs]):
         return False
     letters = [len(t.replace("...", "")) for t in terms]
+    if "->" not in expr:
+        return True  # only numpy infers the output
     if all(n <= 1 for n in letters + [len(rhs.replace("...", ""))]):
         return False  # one letter per term reads the same either way
     if ranks is None:

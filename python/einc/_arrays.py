@@ -47,7 +47,11 @@ def as_tensor(x):
     (lists, Python and numpy scalars)."""
     if hasattr(x, "__dlpack__") and not isinstance(x, (list, tuple)):
         return x
-    return _numpy().asarray(x)
+    a = _numpy().asarray(x)
+    if a.dtype.kind in "OSUVMm":
+        raise TypeError(f"einc takes numeric arrays (anything with "
+                        f"__dlpack__), not {type(x).__name__}")
+    return a
 
 
 def stack(tensors):
@@ -148,8 +152,18 @@ def allocator_like(x):
         xp = namespace()
         return lambda shape: xp.empty(shape, dtype=x.dtype,
                                       device=getattr(x, "device", None))
-    raise TypeError(
-        f"einc cannot allocate a result like {type(x).__name__}: pass out=")
+    return lambda shape: _numpy_like(x, shape)
+
+
+def _numpy_like(x, shape):
+    """A numpy result for another DLPack producer on the CPU."""
+    np = _numpy()
+    try:
+        dtype = np.from_dlpack(x).dtype
+    except (BufferError, RuntimeError, TypeError) as e:
+        raise TypeError(f"einc cannot allocate a result like "
+                        f"{type(x).__name__}: pass out=") from e
+    return np.empty(shape, dtype)
 
 
 def dtype_code(dtype) -> tuple:

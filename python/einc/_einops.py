@@ -8,6 +8,7 @@ EinopsError is.
 from __future__ import annotations
 
 import math
+import re
 
 from . import _einc
 from ._api import EincError, _lengths, _shape_of, evaluate
@@ -68,10 +69,11 @@ def parse_shape(x, pattern: str) -> dict:
         >>> einc.parse_shape(np.zeros((2, 3, 5, 7)), 'batch _ h w')
         {'batch': 2, 'h': 5, 'w': 7}
     """
-    if "(" in pattern:
+    spec = re.sub(r"\(\s*\)", " 1 ", pattern)  # '()' is a dim of 1
+    if "(" in spec:
         raise EincError(f"parse_shape takes no composite axes: {pattern!r}")
     memo = _einc.ShapeMemo()
-    memo.check(pattern, _shape_of(x), "x")
+    memo.check(spec, _shape_of(x), "x")
     names = [t for t in pattern.split() if t.isidentifier() and t != "_"]
     return {name: memo.size(name) for name in names}
 
