@@ -21,7 +21,7 @@ def einc_cli():
     """The einc CLI of a build of this checkout (EINC_CLI, else the first
     build*/einc found), or None."""
     env = os.environ.get("EINC_CLI")
-    if env:
+    if env and os.access(env, os.X_OK):
         return env
     for d in sorted(ROOT.glob("build*/einc")):
         if d.is_file() and os.access(d, os.X_OK):
