@@ -3,17 +3,20 @@
 # plan of an attention block (steps, FLOPs, predicted H100 time) and its
 # evaluation on random .npy inputs, on the CPU when there is no GPU and
 # also on GPU 0 (CUDA backend, checked against the CPU result) when there
-# is one.
+# is one. Also installs the Python package einc into the virtual
+# environment build/venv (scripts/python_env.sh) and runs it once.
 set -eu
 cd "$(dirname "$0")/.."
 if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
   apt-get install -y -qq --no-install-recommends meson ninja-build \
-    pkg-config cmake re2c libdlpack-dev libopenblas-dev python3 >/dev/null
+    pkg-config cmake re2c libdlpack-dev libopenblas-dev python3 \
+    python3-dev python3-venv >/dev/null
 fi
 [ -f build/build.ninja ] || meson setup build >/dev/null
 ninja -C build >/dev/null
+bash scripts/python_env.sh build/venv
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for t in q k v; do
@@ -27,6 +30,12 @@ build/einc eval -v 'b h i d, b h j d -> b h i j' "$work/q.npy" "$work/k.npy" -o 
 build/einc eval -v 'b h i j, b h j d -> b i (h d)' "$work/s.npy" "$work/v.npy" -o "$work/o.npy"
 build/einc eval -v 'b i (h d) -> b h' "$work/o.npy" -D h=8 --reduce max -o "$work/m.npy"
 build/examples/example_attention
+build/venv/bin/python - <<'PY'
+import numpy as np, einc
+q = k = np.ones((4, 8, 256, 64), np.float32)
+s = einc.einsum('b h i d, b h j d -> b h i j', q, k)
+print('einc.einsum from Python:', s.shape, s.dtype, float(s[0, 0, 0, 0]))
+PY
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   build/einc eval -v --backend cuda 'b h i d, b h j d -> b h i j' "$work/q.npy" "$work/k.npy" -o "$work/s_gpu.npy"
   python3 - "$work/s.npy" "$work/s_gpu.npy" <<'PY'

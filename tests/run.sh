@@ -7,7 +7,9 @@
 # that the emulated-device suite catches deliberate bugs in the CUDA path
 # (scripts/mutation_test.sh). Then runs the CPU test programs under valgrind when it is
 # installed, and the three libFuzzer targets (their regressions, then a
-# bounded time each) when clang can build them. Ends with one line
+# bounded time each) when clang can build them, and the Python package's
+# pytest suite (tests/python) on einc installed by pip into the venv
+# build-ci/venv (scripts/python_env.sh). Ends with one line
 # "N passed, N failed[, N skipped]" that adds up the cases of every test
 # program (a program that dies without its summary line counts as one
 # failure).
@@ -121,8 +123,23 @@ if [ "$fuzz_seconds" != 0 ] && command -v clang >/dev/null; then
   fi
 fi
 
+# The Python package: pip install . into a venv, then its pytest suite
+# (its report plans are compared with build-ci's einc CLI).
+rm -f build-ci/pytest.xml
+echo "== Python package: pip install . and pytest tests/python"
+if bash scripts/python_env.sh build-ci/venv --test >build-ci/python-env.log 2>&1; then
+  EINC_CLI=$root/build-ci/einc build-ci/venv/bin/python -m pytest -q \
+    -p no:cacheprovider --junitxml=build-ci/pytest.xml tests/python \
+    >build-ci/pytest.log 2>&1
+  tail -n 1 build-ci/pytest.log
+  grep -E '^(FAILED|ERROR) ' build-ci/pytest.log || true
+else
+  echo "the Python package did not install:"; tail -n 30 build-ci/python-env.log
+fi
+
 python3 - "$root" "$fuzz_pass" "$fuzz_fail" "$fuzz_skip" "$status" <<'PY'
 import json, re, sys, os
+import xml.etree.ElementTree as ET
 root = sys.argv[1]
 fuzz_pass, fuzz_fail, fuzz_skip, build_status = map(int, sys.argv[2:6])
 passed = failed = skipped = 0
@@ -156,6 +173,16 @@ for extra in ('valgrind.log', 'mutation.log'):
             passed += int(m[-1][1]); failed += int(m[-1][2])
         else:
             failed += 1  # the script died before its summary
+junit = os.path.join(root, 'build-ci', 'pytest.xml')
+if os.path.exists(junit):  # pytest's counts, case by case
+    for suite in ET.parse(junit).getroot().iter('testsuite'):
+        n, s = int(suite.get('tests')), int(suite.get('skipped'))
+        f = int(suite.get('failures')) + int(suite.get('errors'))
+        passed += n - s - f
+        failed += f
+        skipped += s
+else:
+    failed += 1  # the package did not install, or pytest did not run
 passed += fuzz_pass
 failed += fuzz_fail
 skipped += fuzz_skip

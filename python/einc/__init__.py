@@ -1,0 +1,41 @@
+"""einc: einsum and einops expressions compiled for CPUs and NVIDIA GPUs.
+
+    >>> import numpy as np, einc
+    >>> a, b = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32)
+    >>> einc.einsum('i j, j k -> i k', a, b).shape
+    (3, 5)
+    >>> einc.rearrange(np.zeros((2, 6)), 'b (h d) -> b h d', h=3).shape
+    (2, 3, 2)
+
+Tensors are taken through DLPack without copies (numpy, torch, ...) and the
+result is an array of the same library. einsum, rearrange, reduce, repeat,
+pack, unpack and parse_shape follow einops' signatures; plan() shows what
+einc will do (`einc plan`'s report), compile() keeps one plan for a hot
+loop, check() gives an output shape, ShapeMemo checks shapes across
+arguments. Every error is einc.EincError, whose message points a caret at
+the culprit in the expression.
+
+One einc context serves the process: threads may call einc at once (the
+GIL is released while a plan runs) and share the compiled plans.
+"""
+
+from . import _einc
+from ._api import EincError, ShapeMemo, check, einsum
+from ._einops import pack, parse_shape, rearrange, reduce, repeat, unpack
+from ._plan import Plan, compile, plan
+
+EinError = EincError  # the name issue 17 gave it
+
+__version__ = "0.1.0"
+
+
+def backend_available(name: str = "cuda", device: int = 0):
+    """None when backend `name` can run here, else the reason it cannot."""
+    return _einc.backend_check(name, device)
+
+
+__all__ = [
+    "EincError", "EinError", "Plan", "ShapeMemo", "backend_available",
+    "check", "compile", "einsum", "pack", "parse_shape", "plan",
+    "rearrange", "reduce", "repeat", "unpack",
+]

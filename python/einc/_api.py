@@ -1,0 +1,187 @@
+"""einc.einsum, einc.check, einc.ShapeMemo and the one path every
+evaluation takes (``evaluate``): options sorted out here, everything else in
+the C library through the extension ``einc._einc``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import _einc
+from ._arrays import prepare
+
+EincError = _einc.EincError
+
+_DEFAULT_REDUCTION = "sum"
+
+
+def _lengths(axis_sizes) -> tuple:
+    """{'h': 8} -> (('h', 8),), sizes checked to be ints."""
+    out = []
+    for name, size in axis_sizes.items():
+        if isinstance(size, bool) or not hasattr(size, "__index__"):
+            raise TypeError(f"axis length {name}={size!r} must be an int")
+        out.append((name, int(size)))
+    return tuple(out)
+
+
+def _reduction_name(reduce) -> str:
+    if reduce is None:
+        return _DEFAULT_REDUCTION
+    if callable(reduce):
+        raise EincError(
+            "einc compiles its reductions (sum, mean, max, min, prod, any, "
+            "all): a callable cannot be compiled")
+    return str(reduce)
+
+
+_NUMPY_TERM = re.compile(r"^[A-Za-z]*(\.\.\.)?[A-Za-z]*$")
+
+
+def numpy_dialect(expr: str, ranks) -> bool:
+    """Whether an expression with no numpy= is numpy's: no whitespace or
+    parentheses, every term letters (and at most one '...'), and either no
+    '->' (only numpy infers the output) or the letters of each input term
+    as many as its tensor's dims while some term has two letters or more
+    (so the einops reading, one name per term, would not fit)."""
+    if any(c.isspace() or c in "()" for c in expr):
+        return False
+    lhs, _, rhs = expr.partition("->")
+    terms = lhs.split(",")
+    if not all(_NUMPY_TERM.match(t) for t in terms + [rhs]):
+        return False
+    letters = [len(t.replace("...", "")) for t in terms]
+    if "->" not in expr:
+        return True  # only numpy infers the output
+    if all(n <= 1 for n in letters + [len(rhs.replace("...", ""))]):
+        return False  # one letter per term reads the same either way
+    if ranks is None:
+        return True
+    return len(ranks) == len(terms) and all(
+        n == r or ("..." in t and n <= r)
+        for t, n, r in zip(terms, letters, ranks))
+
+
+def split_expr(args):
+    """(expr, tensors) from einc's order (expr first) or einops' (last)."""
+    if args and isinstance(args[0], str):
+        return args[0], args[1:]
+    if args and isinstance(args[-1], str):
+        return args[-1], args[:-1]
+    raise TypeError("einsum needs an expression (a str), first or last")
+
+
+def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
+             numpy=None, lengths=()):
+    """Runs expr on tensors through ein_eval and returns the result, an
+    array of the inputs' library (or out)."""
+    prepared = prepare(tensors)
+    if numpy is None:
+        numpy = numpy_dialect(expr, [len(t.shape) for t in prepared.tensors])
+    out_arg = None if out is None else prepared.wrap_out(out)
+    code, bits = prepared.retype
+    result = _einc.evaluate(expr, prepared.tensors, out_arg, prepared.alloc,
+                            bool(numpy), _reduction_name(reduce),
+                            str(backend), lengths, code, bits)
+    return out if out is not None else prepared.unwrap(result)
+
+
+def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
+           **axis_sizes):
+    """Evaluates an einsum or einops expression on tensors.
+
+    The expression comes first (``einsum(expr, a, b)``) or last, as in
+    einops (``einsum(a, b, expr)``). It names axes with words separated by
+    spaces, splits and merges with parentheses, and may use ``...``::
+
+        >>> import numpy as np, einc
+        >>> q = np.ones((2, 4, 8, 16), np.float32)
+        >>> k = np.ones((2, 4, 8, 16), np.float32)
+        >>> einc.einsum('b h i d, b h j d -> b h i j', q, k).shape
+        (2, 4, 8, 8)
+        >>> einc.einsum('ij,jk->ik', np.eye(2), np.eye(2)).shape  # numpy's
+        (2, 2)
+
+    numpy's dialect (one letter per axis, implicit output) is used with
+    ``numpy=True``, or when the expression can only be read that way.
+    ``reduce`` says how axes missing from the output are reduced ('sum',
+    'mean', 'max', 'min', 'prod', 'any', 'all'; only 'sum' for several
+    tensors). Keywords such as ``h=8`` give axis lengths. ``backend`` is
+    'auto' (where the tensors live), 'cpu', 'cuda' or 'emu'. ``out``
+    receives the result in place.
+
+    Tensors are anything with ``__dlpack__`` (numpy, torch, ...), taken
+    without copies; the result is an array of the same library. Errors
+    raise einc.EincError with the expression and a caret under the culprit.
+    """
+    expr, tensors = split_expr(args)
+    return evaluate(expr, tensors, reduce=reduce, backend=backend, out=out,
+                    numpy=numpy, lengths=_lengths(axis_sizes))
+
+
+def _shape_of(x) -> tuple:
+    if isinstance(x, (tuple, list)):
+        return tuple(int(d) for d in x)
+    return tuple(int(d) for d in x.shape)
+
+
+def bind(expr, shapes, *, reduce=None, numpy=None, **axis_sizes):
+    """(output shape, [(axis, size, role), ...]) of expr on these shapes."""
+    shapes = tuple(_shape_of(s) for s in shapes)
+    if numpy is None:
+        numpy = numpy_dialect(expr, [len(s) for s in shapes])
+    return _einc.bind(expr, shapes, bool(numpy), _reduction_name(reduce),
+                      "auto", _lengths(axis_sizes))
+
+
+def check(expr, *shapes, reduce=None, numpy=None, **axis_sizes) -> tuple:
+    """The output shape of expr for inputs of these shapes (tuples, or
+    arrays whose .shape is read), or EincError with a caret under the
+    culprit::
+
+        >>> einc.check('b h i d, b h j d -> b h i j', (8, 16, 64, 32),
+        ...            (8, 16, 64, 32))
+        (8, 16, 64, 64)
+    """
+    return bind(expr, shapes, reduce=reduce, numpy=numpy, **axis_sizes)[0]
+
+
+class ShapeMemo:
+    """jaxtyping-style shape checks across arguments: each check binds the
+    names it sees first and checks the ones it has seen::
+
+        >>> memo = einc.ShapeMemo()
+        >>> memo.check('batch seq (heads d)', x, heads=8)
+        >>> memo.check('batch heads seq d', q)   # EincError on a mismatch
+        >>> memo['d']
+
+    A spec is whitespace-separated dims: a name, a number, ``_`` (any one
+    dim), ``*name`` or ``...`` (any run of dims), ``#name`` (the size or 1),
+    ``n+1``/``2*h`` (expressions of bound names), ``(h d)`` (a product).
+    A memo belongs to one thread at a time.
+    """
+
+    def __init__(self, **sizes):
+        self._memo = _einc.ShapeMemo()
+        for name, size in sizes.items():
+            self._memo.check(name, (int(size),), name)
+
+    def check(self, spec: str, x, what: str | None = None, **sizes):
+        """Checks x (an array or a shape) against spec; returns x."""
+        for name, size in sizes.items():
+            self._memo.check(name, (int(size),), name)
+        self._memo.check(spec, _shape_of(x), what)
+        return x
+
+    def __getitem__(self, name: str) -> int:
+        size = self._memo.size(name)
+        if size is None:
+            raise KeyError(name)
+        return size
+
+    def get(self, name: str, default=None):
+        size = self._memo.size(name)
+        return default if size is None else size
+
+    def clear(self) -> None:
+        self._memo.clear()

@@ -1,0 +1,193 @@
+"""Arrays in and out: which library an input comes from, how to allocate
+the result with that same library, and the few inputs DLPack cannot carry.
+
+einc takes every tensor through DLPack, zero-copy. The result is allocated
+by the inputs' own library (``numpy.empty`` for numpy, ``torch.empty`` on the
+inputs' device for torch, ``xp.empty`` for array-API libraries) and passed to
+the C library as the output, so numpy in gives numpy out with nothing copied.
+
+Three numpy cases need help before DLPack: non-arrays (lists, scalars) are
+turned into arrays; mixed dtypes are promoted as numpy.einsum promotes them
+(the C library wants one dtype); and ml_dtypes' bfloat16, which NumPy up to
+2.4 refuses to export, travels as uint16 and is typed bfloat16 by the C
+layer.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# DLPack's type code for bfloat16 (kDLBfloat) and its width.
+_BF16 = (4, 16)
+_NO_RETYPE = (-1, 0)
+
+
+def _numpy():
+    import numpy
+
+    return numpy
+
+
+def _is_numpy(x) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.ndarray)
+
+
+def _is_torch(x) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _is_bf16_numpy(x) -> bool:
+    return _is_numpy(x) and x.dtype.name == "bfloat16"
+
+
+def as_tensor(x):
+    """x itself when DLPack can take it; a numpy array for anything else
+    (lists, Python and numpy scalars)."""
+    if hasattr(x, "__dlpack__") and not isinstance(x, (list, tuple)):
+        return x
+    a = _numpy().asarray(x)
+    if a.dtype.kind in "OSUVMm":
+        raise TypeError(f"einc takes numeric arrays (anything with "
+                        f"__dlpack__), not {type(x).__name__}")
+    return a
+
+
+def stack(tensors):
+    """einops' rule: a list of tensors is stacked along a new first axis."""
+    first = tensors[0] if len(tensors) else None
+    if _is_torch(first):
+        import torch
+
+        return torch.stack(list(tensors))
+    np = _numpy()
+    return np.stack([np.asarray(t) for t in tensors])
+
+
+def _numpy_ready(tensors):
+    """numpy inputs in one native-order dtype (numpy.einsum's promotion)."""
+    np = _numpy()
+    dtypes = {t.dtype for t in tensors}
+    target = dtypes.pop() if len(dtypes) == 1 else np.result_type(*tensors)
+    if not target.isnative:
+        target = target.newbyteorder("=")
+    return tuple(t if t.dtype == target else t.astype(target) for t in tensors)
+
+
+class Prepared:
+    """Inputs ready for the C layer, with the allocator of the result.
+
+    tensors: what goes through DLPack; retype: (code, bits) the C layer
+    gives them, or (-1, 0); alloc(shape) makes the result; wrap(out) turns
+    what the C layer wrote into what the caller gets back.
+    """
+
+    __slots__ = ("tensors", "retype", "alloc", "wrap_out", "unwrap")
+
+    def __init__(self, tensors, retype, alloc, wrap_out, unwrap):
+        self.tensors = tensors
+        self.retype = retype
+        self.alloc = alloc
+        self.wrap_out = wrap_out  # the caller's out= -> what DLPack takes
+        self.unwrap = unwrap  # what the C layer wrote -> the result
+
+
+def _identity(x):
+    return x
+
+
+def prepare(tensors) -> Prepared:
+    tensors = tuple(as_tensor(t) for t in tensors)
+    if tensors and all(_is_numpy(t) for t in tensors):
+        return _prepare_numpy(tensors)
+    first = tensors[0] if tensors else None
+    return Prepared(tensors, _NO_RETYPE, allocator_like(first), _identity,
+                    _identity)
+
+
+def _prepare_numpy(tensors) -> Prepared:
+    np = _numpy()
+    if any(_is_bf16_numpy(t) for t in tensors):
+        return _prepare_bf16(tensors)
+    tensors = _numpy_ready(tensors)
+    dtype = tensors[0].dtype
+    return Prepared(tensors, _NO_RETYPE, lambda shape: np.empty(shape, dtype),
+                    _identity, _identity)
+
+
+def _prepare_bf16(tensors) -> Prepared:
+    """ml_dtypes.bfloat16 arrays as their uint16 bits, typed bf16 in C."""
+    np = _numpy()
+    bf16 = next(t.dtype for t in tensors if _is_bf16_numpy(t))
+    tensors = tuple(t if t.dtype == bf16 else t.astype(bf16) for t in tensors)
+    views = tuple(t.view(np.uint16) for t in tensors)
+
+    def alloc(shape):
+        return np.empty(shape, np.uint16)
+
+    def wrap_out(out):
+        if not _is_bf16_numpy(out):
+            raise TypeError("out= must be bfloat16 like the inputs")
+        return out.view(np.uint16)
+
+    def unwrap(result):
+        return result.view(bf16)
+
+    return Prepared(views, _BF16, alloc, wrap_out, unwrap)
+
+
+def allocator_like(x):
+    """shape -> an empty array of x's library, dtype and device."""
+    if _is_numpy(x) or x is None:
+        np = _numpy()
+        dtype = x.dtype if x is not None else np.float32
+        return lambda shape: np.empty(shape, dtype)
+    if _is_torch(x):
+        import torch
+
+        return lambda shape: torch.empty(shape, dtype=x.dtype, device=x.device)
+    namespace = getattr(x, "__array_namespace__", None)
+    if namespace is not None:
+        xp = namespace()
+        return lambda shape: xp.empty(shape, dtype=x.dtype,
+                                      device=getattr(x, "device", None))
+    return lambda shape: _numpy_like(x, shape)
+
+
+def _numpy_like(x, shape):
+    """A numpy result for another DLPack producer on the CPU."""
+    np = _numpy()
+    try:
+        dtype = np.from_dlpack(x).dtype
+    except (BufferError, RuntimeError, TypeError) as e:
+        raise TypeError(f"einc cannot allocate a result like "
+                        f"{type(x).__name__}: pass out=") from e
+    return np.empty(shape, dtype)
+
+
+def dtype_code(dtype) -> tuple:
+    """(DLPack code, bits) for a dtype given as numpy/torch dtype or name."""
+    name = _dtype_name(dtype)
+    table = {
+        "float16": (2, 16), "float32": (2, 32), "float64": (2, 64),
+        "bfloat16": (4, 16), "int8": (0, 8), "int16": (0, 16),
+        "int32": (0, 32), "int64": (0, 64), "uint8": (1, 8),
+        "uint16": (1, 16), "uint32": (1, 32), "uint64": (1, 64),
+        "bool": (6, 8), "f16": (2, 16), "f32": (2, 32), "f64": (2, 64),
+        "bf16": (4, 16), "i8": (0, 8), "i16": (0, 16), "i32": (0, 32),
+        "i64": (0, 64), "u8": (1, 8), "u16": (1, 16), "u32": (1, 32),
+        "u64": (1, 64),
+    }
+    if name not in table:
+        raise TypeError(f"einc has no dtype {dtype!r}")
+    return table[name]
+
+
+def _dtype_name(dtype) -> str:
+    if isinstance(dtype, str):
+        return dtype.replace("torch.", "")
+    name = getattr(dtype, "name", None)  # numpy dtypes and scalar types
+    if name is None and isinstance(dtype, type):
+        name = _numpy().dtype(dtype).name
+    return str(name if name is not None else dtype).replace("torch.", "")

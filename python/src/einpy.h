@@ -1,0 +1,103 @@
+/*
+ * einpy.h - the pieces of the extension einc._einc and what each owns.
+ *
+ * The extension is a thin layer over include/ein.h, written against
+ * Python's limited API 3.9 (Meson defines Py_LIMITED_API): it turns
+ * DLPack capsules into DLTensors (tensors.c), Python option values into an
+ * ein_options (options.c), einc's errors into einc.EincError with the
+ * caret text (errors.c), and wraps ein_plan and ein_shape_memo as Python
+ * types (plan_type.c, memo_type.c). module.c holds the one ein_ctx of the
+ * process and the module's functions. Everything friendly (einops'
+ * signatures, picking the array library of the result) is Python, in
+ * python/einc/.
+ *
+ * Every function that can fail returns -1 (or NULL) with a Python
+ * exception set, and 0 (or an object) otherwise.
+ */
+#ifndef EINPY_H
+#define EINPY_H
+
+#include <Python.h>
+
+#include "ein.h"
+
+/* ------------------------------------------------------------ module.c */
+
+/* The process's context: contexts are thread-safe and keep errors per
+ * thread, so one serves every Python thread. Valid while the module is. */
+ein_ctx *einpy_ctx(void);
+
+/* ------------------------------------------------------------ errors.c */
+
+/* Creates einc._einc.EincError (a RuntimeError and a ValueError) and adds
+ * it to the module. */
+int einpy_errors_init(PyObject *module);
+
+/* Raises EincError for a failed call: the caret text of `err` (ein.h's
+ * ein_error_format) with .code, .status, .message, .span, .spans, .expr.
+ * Returns NULL for `return einpy_raise(...)`. */
+PyObject *einpy_raise(const ein_error *err);
+
+/* Raises EincError with a plain message (no expression to point into). */
+PyObject *einpy_raise_status(ein_status status, const char *fmt, ...);
+
+/* ----------------------------------------------------------- tensors.c */
+
+/* A tensor taken from a DLPack producer. `t` points into the managed
+ * struct, which this owns until einpy_tensor_release (the producer's
+ * deleter). `dtype_code`/`bits` below 0 in einpy_tensor_import leave the
+ * dtype as the producer gave it. */
+typedef struct einpy_tensor {
+  DLTensor *t;
+  void *managed; /* DLManagedTensor or its versioned form; NULL: empty */
+  int versioned;
+  int read_only;
+} einpy_tensor;
+
+/* Takes `obj` (anything with __dlpack__, or a "dltensor" capsule)
+ * zero-copy. */
+int einpy_tensor_import(PyObject *obj, einpy_tensor *out);
+
+/* Calls the producer's deleter (needs the GIL) and empties *t. Safe on an
+ * empty tensor. */
+void einpy_tensor_release(einpy_tensor *t);
+
+/* Imports every item of a tuple into ts[0..n) (at most EIN_MAX_OPERANDS);
+ * on failure releases what it took. */
+int einpy_tensors_import(PyObject *tuple, einpy_tensor *ts, int *n);
+void einpy_tensors_release(einpy_tensor *ts, int n);
+
+/* Gives tensors the dtype (code, bits) when code >= 0: numpy's bfloat16
+ * travels as uint16 (NumPy refuses to export it) and is typed here. */
+void einpy_tensors_retype(einpy_tensor *ts, int n, int code, int bits);
+
+/* ----------------------------------------------------------- options.c */
+
+/* An ein_options that owns its length names. */
+typedef struct einpy_options {
+  ein_options opt;
+  ein_length *lengths;
+  char **names;
+  int nlengths;
+} einpy_options;
+
+/* Fills *o from Python values: numpy (truthy: the numpy dialect),
+ * reduction ("sum", ...), backend ("auto", "cpu", ...), and lengths (a
+ * tuple of (name, size) pairs). Release with einpy_options_free. */
+int einpy_options_parse(PyObject *numpy, const char *reduction,
+                        const char *backend, PyObject *lengths,
+                        einpy_options *o);
+void einpy_options_free(einpy_options *o);
+
+/* Reads a tuple of ints into shape[0..*ndim) (at most EIN_MAX_DIMS). */
+int einpy_shape_parse(PyObject *tuple, int64_t *shape, int *ndim);
+
+/* A tuple of Python ints from n int64s. */
+PyObject *einpy_shape_tuple(const int64_t *shape, int n);
+
+/* ------------------------------------------------- plan_type.c, memo.c */
+
+int einpy_plan_type_init(PyObject *module);
+int einpy_memo_type_init(PyObject *module);
+
+#endif

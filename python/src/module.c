@@ -1,0 +1,248 @@
+/*
+ * module.c - the module einc._einc: its context and its functions.
+ *
+ * One ein_ctx serves the whole process. ein.h lets threads share a context
+ * (its plan cache is locked, errors are kept per thread), so every Python
+ * thread uses the same one, and the plans one thread compiled are found by
+ * the others. The context lives as long as the module.
+ *
+ * evaluate() is the one path of einsum, rearrange, reduce and repeat: it
+ * takes the tensors through DLPack, asks the caller's allocator for the
+ * output when none was given (the Python layer allocates it with the
+ * inputs' own library, so numpy in gives numpy out), and runs ein_eval
+ * with the GIL released so other threads go on meanwhile.
+ */
+#include <string.h>
+
+#include "einpy.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+/* libein's version, "0.1.0", from ein.h. */
+#define C_VERSION                                                \
+  STR(EIN_VERSION_MAJOR) "." STR(EIN_VERSION_MINOR) "." STR( \
+      EIN_VERSION_PATCH)
+
+static ein_ctx *the_ctx;
+
+ein_ctx *einpy_ctx(void) { return the_ctx; }
+
+/* What one evaluate() call holds; call_release gives all of it back. */
+typedef struct call {
+  einpy_options options;
+  einpy_tensor in[EIN_MAX_OPERANDS];
+  int nin;
+  einpy_tensor out;
+  PyObject *out_obj; /* owned */
+} call;
+
+static void call_release(call *c) {
+  einpy_tensors_release(c->in, c->nin);
+  einpy_tensor_release(&c->out);
+  einpy_options_free(&c->options);
+  Py_CLEAR(c->out_obj);
+}
+
+/* The output: the caller's, or alloc(shape) for the shape einc works out. */
+static int obtain_output(call *c, const char *expr, PyObject *out,
+                         PyObject *alloc) {
+  if (out != Py_None) {
+    Py_INCREF(out);
+    c->out_obj = out;
+    return 0;
+  }
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  for (int i = 0; i < c->nin; i++) ins[i] = c->in[i].t;
+  int64_t shape[EIN_MAX_DIMS];
+  int ndim;
+  if (ein_output_shape(the_ctx, expr, ins, c->nin, &c->options.opt, shape,
+                       &ndim) != EIN_OK) {
+    einpy_raise(ein_last_error(the_ctx));
+    return -1;
+  }
+  PyObject *shape_tuple = einpy_shape_tuple(shape, ndim);
+  if (!shape_tuple) return -1;
+  c->out_obj = PyObject_CallFunctionObjArgs(alloc, shape_tuple, NULL);
+  Py_DECREF(shape_tuple);
+  return c->out_obj ? 0 : -1;
+}
+
+/* Takes the output through DLPack; it must be writable. */
+static int import_output(call *c) {
+  if (einpy_tensor_import(c->out_obj, &c->out) < 0) return -1;
+  if (c->out.read_only) {
+    PyErr_SetString(PyExc_ValueError, "out= is read-only");
+    return -1;
+  }
+  return 0;
+}
+
+/* ein_eval without the GIL: the tensors' memory is held by the capsules'
+ * owners, not by Python objects this thread could lose meanwhile. */
+static int run_eval(call *c, const char *expr) {
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  for (int i = 0; i < c->nin; i++) ins[i] = c->in[i].t;
+  ein_status st;
+  Py_BEGIN_ALLOW_THREADS st =
+      ein_eval(the_ctx, expr, ins, c->nin, c->out.t, &c->options.opt);
+  Py_END_ALLOW_THREADS if (st == EIN_OK) return 0;
+  einpy_raise(ein_last_error(the_ctx));
+  return -1;
+}
+
+/* evaluate(expr, tensors, out, alloc, numpy, reduction, backend, lengths,
+ *          dtype_code, dtype_bits) -> out
+ * dtype_code >= 0 retypes every tensor (numpy bfloat16 as uint16). */
+static PyObject *py_evaluate(PyObject *self, PyObject *args) {
+  (void)self;
+  const char *expr, *reduction, *backend;
+  PyObject *tensors, *out, *alloc, *numpy, *lengths;
+  int code, bits;
+  if (!PyArg_ParseTuple(args, "sOOOOssOii:evaluate", &expr, &tensors, &out,
+                        &alloc, &numpy, &reduction, &backend, &lengths, &code,
+                        &bits))
+    return NULL;
+  call c;
+  memset(&c, 0, sizeof c);
+  if (einpy_options_parse(numpy, reduction, backend, lengths, &c.options) < 0)
+    return NULL;
+  int ok = einpy_tensors_import(tensors, c.in, &c.nin) == 0;
+  einpy_tensors_retype(c.in, c.nin, code, bits);
+  ok = ok && obtain_output(&c, expr, out, alloc) == 0 && import_output(&c) == 0;
+  if (ok) einpy_tensors_retype(&c.out, 1, code, bits);
+  ok = ok && run_eval(&c, expr) == 0;
+  PyObject *result = ok ? c.out_obj : NULL;
+  Py_XINCREF(result);
+  call_release(&c);
+  return result;
+}
+
+/* The axes of a binding as [(name, size, role), ...]. */
+static PyObject *axis_list(const ein_binding *b) {
+  static const char *roles[] = {"kept", "reduced", "repeated"};
+  int n = ein_binding_naxes(b);
+  PyObject *list = PyList_New(0);
+  for (int i = 0; list && i < n; i++) {
+    ein_axis_info a = ein_binding_axis(b, i);
+    const char *role = a.role <= EIN_AXIS_REPEATED ? roles[a.role] : "?";
+    PyObject *item = Py_BuildValue("(sLs)", a.name, (long long)a.size, role);
+    if (!item || PyList_Append(list, item) < 0) Py_CLEAR(list);
+    Py_XDECREF(item);
+  }
+  return list;
+}
+
+/* Reads a tuple of shapes for ein_bind_shapes. */
+static int parse_shapes(PyObject *shapes, int64_t (*dims)[EIN_MAX_DIMS],
+                        int *ndims, int *n) {
+  if (!PyTuple_Check(shapes)) {
+    PyErr_SetString(PyExc_TypeError, "shapes must come as a tuple");
+    return -1;
+  }
+  Py_ssize_t count = PyTuple_Size(shapes);
+  if (count > EIN_MAX_OPERANDS) {
+    einpy_raise_status(EIN_ERR_LIMIT, "%zd shapes: einc takes at most %d",
+                       count, EIN_MAX_OPERANDS);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < count; i++)
+    if (einpy_shape_parse(PyTuple_GetItem(shapes, i), dims[i], &ndims[i]) < 0)
+      return -1;
+  *n = (int)count;
+  return 0;
+}
+
+/* bind(expr, shapes, numpy, reduction, backend, lengths)
+ *   -> (output_shape, [(axis, size, role), ...]) */
+static PyObject *py_bind(PyObject *self, PyObject *args) {
+  (void)self;
+  const char *expr, *reduction, *backend;
+  PyObject *shapes, *numpy, *lengths;
+  if (!PyArg_ParseTuple(args, "sOOssO:bind", &expr, &shapes, &numpy, &reduction,
+                        &backend, &lengths))
+    return NULL;
+  static int64_t dims[EIN_MAX_OPERANDS][EIN_MAX_DIMS]; /* GIL-protected */
+  int ndims[EIN_MAX_OPERANDS], n;
+  const int64_t *shape_ptrs[EIN_MAX_OPERANDS];
+  if (parse_shapes(shapes, dims, ndims, &n) < 0) return NULL;
+  for (int i = 0; i < n; i++) shape_ptrs[i] = dims[i];
+  einpy_options o;
+  if (einpy_options_parse(numpy, reduction, backend, lengths, &o) < 0)
+    return NULL;
+  ein_binding *b = NULL;
+  ein_status st =
+      ein_bind_shapes(the_ctx, expr, shape_ptrs, ndims, n, &o.opt, &b);
+  einpy_options_free(&o);
+  if (st != EIN_OK) return einpy_raise(ein_last_error(the_ctx));
+  PyObject *out_shape = einpy_shape_tuple(ein_binding_output_shape(b),
+                                          ein_binding_output_ndim(b));
+  PyObject *axes = axis_list(b);
+  ein_binding_destroy(b);
+  PyObject *result =
+      out_shape && axes ? PyTuple_Pack(2, out_shape, axes) : NULL;
+  Py_XDECREF(out_shape);
+  Py_XDECREF(axes);
+  return result;
+}
+
+/* cuda_available() -> None, or the reason the CUDA backend cannot run. */
+static PyObject *py_backend_check(PyObject *self, PyObject *args) {
+  (void)self;
+  const char *name;
+  int device = 0;
+  ein_backend_kind kind;
+  if (!PyArg_ParseTuple(args, "s|i:backend_check", &name, &device)) return NULL;
+  if (ein_backend_parse(name, &kind) != EIN_OK)
+    return einpy_raise_status(EIN_ERR_INVALID_ARGUMENT,
+                              "unknown backend '%.40s'", name);
+  if (ein_backend_check(the_ctx, kind, device) == EIN_OK) Py_RETURN_NONE;
+  return PyUnicode_FromString(ein_last_error(the_ctx)->message);
+}
+
+static PyMethodDef methods[] = {
+    {"evaluate", py_evaluate, METH_VARARGS,
+     "evaluate(expr, tensors, out, alloc, numpy, reduction, backend, "
+     "lengths, dtype_code, dtype_bits) -> out"},
+    {"bind", py_bind, METH_VARARGS,
+     "bind(expr, shapes, numpy, reduction, backend, lengths) -> "
+     "(output_shape, [(axis, size, role), ...])"},
+    {"backend_check", py_backend_check, METH_VARARGS,
+     "backend_check(name, device=0) -> None, or why it cannot run here"},
+    {NULL, NULL, 0, NULL}};
+
+static void module_free(void *module) {
+  (void)module;
+  ein_ctx_destroy(the_ctx);
+  the_ctx = NULL;
+}
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    "einc._einc",
+    "The C layer of einc over libein (see the package einc).",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    module_free};
+
+static int add_constants(PyObject *m) {
+  return PyModule_AddIntConstant(m, "MAX_OPERANDS", EIN_MAX_OPERANDS) < 0 ||
+                 PyModule_AddIntConstant(m, "MAX_DIMS", EIN_MAX_DIMS) < 0 ||
+                 PyModule_AddStringConstant(m, "C_VERSION", C_VERSION) < 0
+             ? -1
+             : 0;
+}
+
+PyMODINIT_FUNC PyInit__einc(void) {
+  if (!the_ctx && ein_ctx_create(&the_ctx) != EIN_OK) return PyErr_NoMemory();
+  PyObject *m = PyModule_Create(&module_def);
+  if (!m) return NULL;
+  if (einpy_errors_init(m) < 0 || einpy_plan_type_init(m) < 0 ||
+      einpy_memo_type_init(m) < 0 || add_constants(m) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

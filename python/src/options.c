@@ -1,0 +1,140 @@
+/*
+ * options.c - Python values into an ein_options, and shapes both ways.
+ *
+ * Options come from the Python layer already sorted out (keywords checked,
+ * einops' names mapped): the dialect flag, the reduction and backend by
+ * name, and the axis lengths as (name, size) pairs. The names are copied,
+ * so an einpy_options outlives the call that made it (a Plan keeps one).
+ */
+#include <string.h>
+
+#include "einpy.h"
+
+/* A PyMem copy of a str's UTF-8 bytes, NUL-terminated; NULL on failure. */
+static char *copy_utf8(PyObject *str) {
+  PyObject *bytes = PyUnicode_AsUTF8String(str);
+  if (!bytes) return NULL;
+  char *data;
+  Py_ssize_t len;
+  char *copy = NULL;
+  if (PyBytes_AsStringAndSize(bytes, &data, &len) == 0) {
+    copy = PyMem_Malloc((size_t)len + 1);
+    if (copy)
+      memcpy(copy, data, (size_t)len + 1);
+    else
+      PyErr_NoMemory();
+  }
+  Py_DECREF(bytes);
+  return copy;
+}
+
+/* One (name, size) pair into lengths[i] / names[i]. */
+static int parse_length(PyObject *pair, einpy_options *o, int i) {
+  PyObject *name, *size;
+  if (!PyTuple_Check(pair) ||
+      !PyArg_ParseTuple(pair, "UO:axis length", &name, &size)) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_TypeError, "axis lengths are (name, size) pairs");
+    return -1;
+  }
+  long long n = PyLong_AsLongLong(size);
+  if (n == -1 && PyErr_Occurred()) return -1;
+  o->names[i] = copy_utf8(name);
+  if (!o->names[i]) return -1;
+  o->lengths[i].name = o->names[i];
+  o->lengths[i].size = n;
+  o->nlengths = i + 1;
+  return 0;
+}
+
+static int parse_lengths(PyObject *lengths, einpy_options *o) {
+  if (!PyTuple_Check(lengths)) {
+    PyErr_SetString(PyExc_TypeError, "axis lengths must come as a tuple");
+    return -1;
+  }
+  Py_ssize_t n = PyTuple_Size(lengths);
+  if (n == 0) return 0;
+  if (n > EIN_MAX_AXES) {
+    einpy_raise_status(EIN_ERR_LIMIT, "%zd axis lengths: at most %d", n,
+                       EIN_MAX_AXES);
+    return -1;
+  }
+  o->lengths = PyMem_Calloc((size_t)n, sizeof *o->lengths);
+  o->names = PyMem_Calloc((size_t)n, sizeof *o->names);
+  if (!o->lengths || !o->names) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (parse_length(PyTuple_GetItem(lengths, i), o, (int)i) < 0) return -1;
+  o->opt.lengths = o->lengths;
+  o->opt.nlengths = (int)n;
+  return 0;
+}
+
+int einpy_options_parse(PyObject *numpy, const char *reduction,
+                        const char *backend, PyObject *lengths,
+                        einpy_options *o) {
+  memset(o, 0, sizeof *o);
+  int is_numpy = PyObject_IsTrue(numpy);
+  if (is_numpy < 0) return -1;
+  o->opt.dialect = is_numpy ? EIN_DIALECT_NUMPY : EIN_DIALECT_EINOPS;
+  if (ein_reduction_parse(reduction, &o->opt.reduction) != EIN_OK) {
+    einpy_raise_status(EIN_ERR_BAD_REDUCTION,
+                       "unknown reduction '%.40s' (sum, mean, max, "
+                       "min, prod, any, all)",
+                       reduction);
+    return -1;
+  }
+  if (ein_backend_parse(backend, &o->opt.backend) != EIN_OK) {
+    einpy_raise_status(EIN_ERR_INVALID_ARGUMENT,
+                       "unknown backend '%.40s' (auto, cpu, cuda, emu)",
+                       backend);
+    return -1;
+  }
+  if (parse_lengths(lengths, o) < 0) {
+    einpy_options_free(o);
+    return -1;
+  }
+  return 0;
+}
+
+void einpy_options_free(einpy_options *o) {
+  for (int i = 0; o->names && i < o->nlengths; i++) PyMem_Free(o->names[i]);
+  PyMem_Free(o->names);
+  PyMem_Free(o->lengths);
+  memset(o, 0, sizeof *o);
+}
+
+int einpy_shape_parse(PyObject *tuple, int64_t *shape, int *ndim) {
+  if (!PyTuple_Check(tuple)) {
+    PyErr_SetString(PyExc_TypeError, "a shape must be a tuple of ints");
+    return -1;
+  }
+  Py_ssize_t n = PyTuple_Size(tuple);
+  if (n > EIN_MAX_DIMS) {
+    einpy_raise_status(EIN_ERR_LIMIT, "a shape of %zd dims: at most %d", n,
+                       EIN_MAX_DIMS);
+    return -1;
+  }
+  for (Py_ssize_t d = 0; d < n; d++) {
+    long long v = PyLong_AsLongLong(PyTuple_GetItem(tuple, d));
+    if (v == -1 && PyErr_Occurred()) return -1;
+    shape[d] = v;
+  }
+  *ndim = (int)n;
+  return 0;
+}
+
+PyObject *einpy_shape_tuple(const int64_t *shape, int n) {
+  PyObject *t = PyTuple_New(n);
+  for (int d = 0; t && d < n; d++) {
+    PyObject *v = PyLong_FromLongLong(shape[d]);
+    if (!v) {
+      Py_CLEAR(t);
+      break;
+    }
+    PyTuple_SetItem(t, d, v);
+  }
+  return t;
+}

@@ -1,0 +1,266 @@
+/*
+ * plan_type.c - einc._einc.Plan: one ein_plan, compiled once for a dtype
+ * and C-contiguous inputs of given shapes (what opt_einsum's
+ * contract_expression is for a hot loop).
+ *
+ * Python's einc.plan() reads its report (ein_plan_describe, the same text
+ * and JSON as `einc plan`) and numbers; einc.compile() calls execute().
+ * A plan runs only tensors of the layout it was compiled for, so execute()
+ * uses it when the tensors have that layout and otherwise hands the same
+ * expression to ein_eval, whose cache keeps a plan per layout: a compiled
+ * expression accepts any array of the right shape, as opt_einsum's does.
+ */
+#include <string.h>
+
+#include "einpy.h"
+
+typedef struct plan_object {
+  PyObject_HEAD
+  ein_plan *plan;
+  char *expr; /* owned copy, for the ein_eval fallback */
+  einpy_options options;
+  DLDataType dtype;
+  DLDevice device; /* where the compiled shapes live */
+  int ninputs;
+  int ndims[EIN_MAX_OPERANDS];
+  int64_t shapes[EIN_MAX_OPERANDS][EIN_MAX_DIMS];
+} plan_object;
+
+/* DLTensors without data for the compiled shapes. */
+static void shape_tensors(plan_object *p, DLTensor *ts, const DLTensor **ins) {
+  p->device = ein_backend_dl_device(p->options.opt.backend, 0);
+  for (int i = 0; i < p->ninputs; i++) {
+    ts[i] = (DLTensor){NULL, p->device, p->ndims[i], p->dtype, p->shapes[i],
+                       NULL, 0};
+    ins[i] = &ts[i];
+  }
+}
+
+static int read_shapes(plan_object *p, PyObject *shapes) {
+  if (!PyTuple_Check(shapes)) {
+    PyErr_SetString(PyExc_TypeError, "shapes must come as a tuple");
+    return -1;
+  }
+  Py_ssize_t n = PyTuple_Size(shapes);
+  if (n > EIN_MAX_OPERANDS) {
+    einpy_raise_status(EIN_ERR_LIMIT, "%zd shapes: einc takes at most %d", n,
+                       EIN_MAX_OPERANDS);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (einpy_shape_parse(PyTuple_GetItem(shapes, i), p->shapes[i],
+                          &p->ndims[i]) < 0)
+      return -1;
+  p->ninputs = (int)n;
+  return 0;
+}
+
+static int copy_expr(plan_object *p, const char *expr) {
+  size_t len = strlen(expr);
+  p->expr = PyMem_Malloc(len + 1);
+  if (!p->expr) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  memcpy(p->expr, expr, len + 1);
+  return 0;
+}
+
+/* Plan(expr, shapes, dtype_code, dtype_bits, numpy, reduction, backend,
+ *      lengths) */
+static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
+  plan_object *p = (plan_object *)self;
+  const char *expr, *reduction, *backend;
+  PyObject *shapes, *numpy, *lengths;
+  int code, bits;
+  if (p->plan) {
+    PyErr_SetString(PyExc_RuntimeError, "a Plan is initialised once");
+    return -1;
+  }
+  if ((kwargs && PyObject_IsTrue(kwargs)) ||
+      !PyArg_ParseTuple(args, "sOiiOssO:Plan", &expr, &shapes, &code, &bits,
+                        &numpy, &reduction, &backend, &lengths)) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_TypeError, "Plan takes no keyword arguments");
+    return -1;
+  }
+  p->dtype = (DLDataType){(uint8_t)code, (uint8_t)bits, 1};
+  if (read_shapes(p, shapes) < 0 || copy_expr(p, expr) < 0 ||
+      einpy_options_parse(numpy, reduction, backend, lengths, &p->options) < 0)
+    return -1;
+  DLTensor ts[EIN_MAX_OPERANDS];
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  shape_tensors(p, ts, ins);
+  if (ein_plan_create(einpy_ctx(), p->expr, ins, p->ninputs, NULL,
+                      &p->options.opt, &p->plan) != EIN_OK) {
+    einpy_raise(ein_last_error(einpy_ctx()));
+    return -1;
+  }
+  return 0;
+}
+
+static void plan_dealloc(PyObject *self) {
+  plan_object *p = (plan_object *)self;
+  PyTypeObject *type = Py_TYPE(self);
+  ein_plan_destroy(p->plan);
+  PyMem_Free(p->expr);
+  einpy_options_free(&p->options);
+  freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
+  tp_free(self);
+  Py_DECREF(type);
+}
+
+static int check_ready(plan_object *p) {
+  if (p->plan) return 0;
+  PyErr_SetString(PyExc_RuntimeError, "the Plan was not initialised");
+  return -1;
+}
+
+/* describe(json, device_model) -> str: `einc plan`'s text or JSON. */
+static PyObject *plan_describe(PyObject *self, PyObject *args) {
+  plan_object *p = (plan_object *)self;
+  int json = 0;
+  const char *model = NULL;
+  if (!PyArg_ParseTuple(args, "|pz:describe", &json, &model) ||
+      check_ready(p) < 0)
+    return NULL;
+  ein_describe_format fmt = json ? EIN_DESCRIBE_JSON : EIN_DESCRIBE_TEXT;
+  size_t len = ein_plan_describe(p->plan, fmt, model, NULL, 0);
+  char *buf = PyMem_Malloc(len + 1);
+  if (!buf) return PyErr_NoMemory();
+  ein_plan_describe(p->plan, fmt, model, buf, len + 1);
+  PyObject *s = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "replace");
+  PyMem_Free(buf);
+  return s;
+}
+
+/* stats() -> dict of the plan's numbers. */
+static PyObject *plan_stats(PyObject *self, PyObject *unused) {
+  (void)unused;
+  plan_object *p = (plan_object *)self;
+  if (check_ready(p) < 0) return NULL;
+  PyObject *shape = einpy_shape_tuple(ein_plan_output_shape(p->plan),
+                                      ein_plan_output_ndim(p->plan));
+  if (!shape) return NULL;
+  PyObject *d = Py_BuildValue(
+      "{s:d,s:d,s:d,s:L,s:L,s:i,s:O}", "flops", ein_plan_flops(p->plan),
+      "naive_flops", ein_plan_naive_flops(p->plan), "min_bytes",
+      ein_plan_min_bytes(p->plan), "largest_intermediate",
+      (long long)ein_plan_largest_intermediate(p->plan), "workspace_bytes",
+      (long long)ein_plan_workspace_bytes(p->plan), "nsteps",
+      ein_plan_nsteps(p->plan), "output_shape", shape);
+  Py_DECREF(shape);
+  return d;
+}
+
+/* Whether t has the layout the plan was compiled for: its dtype, shape,
+ * and C-contiguous strides (a size-1 dim's stride never matters). */
+static int has_layout(const DLTensor *t, DLDevice device, DLDataType dtype,
+                      int ndim, const int64_t *shape) {
+  if (t->device.device_type != device.device_type ||
+      t->device.device_id != device.device_id || t->dtype.code != dtype.code ||
+      t->dtype.bits != dtype.bits || t->dtype.lanes != 1 || t->ndim != ndim)
+    return 0;
+  int64_t compact = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    if (t->shape[d] != shape[d]) return 0;
+    if (t->strides && shape[d] != 1 && t->strides[d] != compact) return 0;
+    compact *= shape[d];
+  }
+  return 1;
+}
+
+static int fits_plan(plan_object *p, einpy_tensor *in, int nin,
+                     einpy_tensor *out) {
+  if (nin != p->ninputs) return 0;
+  for (int i = 0; i < nin; i++)
+    if (!has_layout(in[i].t, p->device, p->dtype, p->ndims[i], p->shapes[i]))
+      return 0;
+  return has_layout(out->t, p->device, p->dtype, ein_plan_output_ndim(p->plan),
+                    ein_plan_output_shape(p->plan));
+}
+
+/* The plan, or ein_eval for other layouts; without the GIL. */
+static int run(plan_object *p, einpy_tensor *in, int nin, einpy_tensor *out) {
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  for (int i = 0; i < nin; i++) ins[i] = in[i].t;
+  int fits = fits_plan(p, in, nin, out);
+  ein_status st;
+  Py_BEGIN_ALLOW_THREADS st =
+      fits ? ein_plan_execute(einpy_ctx(), p->plan, ins, nin, out->t)
+           : ein_eval(einpy_ctx(), p->expr, ins, nin, out->t, &p->options.opt);
+  Py_END_ALLOW_THREADS if (st == EIN_OK) return 0;
+  einpy_raise(ein_last_error(einpy_ctx()));
+  return -1;
+}
+
+static PyObject *output_object(plan_object *p, PyObject *out, PyObject *alloc) {
+  if (out != Py_None) {
+    Py_INCREF(out);
+    return out;
+  }
+  PyObject *shape = einpy_shape_tuple(ein_plan_output_shape(p->plan),
+                                      ein_plan_output_ndim(p->plan));
+  if (!shape) return NULL;
+  PyObject *o = PyObject_CallFunctionObjArgs(alloc, shape, NULL);
+  Py_DECREF(shape);
+  return o;
+}
+
+/* execute(tensors, out, alloc, dtype_code, dtype_bits) -> out */
+static PyObject *plan_execute(PyObject *self, PyObject *args) {
+  plan_object *p = (plan_object *)self;
+  PyObject *tensors, *out, *alloc;
+  int code, bits;
+  if (!PyArg_ParseTuple(args, "OOOii:execute", &tensors, &out, &alloc, &code,
+                        &bits) ||
+      check_ready(p) < 0)
+    return NULL;
+  einpy_tensor in[EIN_MAX_OPERANDS], o = {0};
+  int nin = 0;
+  if (einpy_tensors_import(tensors, in, &nin) < 0) return NULL;
+  PyObject *out_obj = output_object(p, out, alloc);
+  int ok = out_obj && einpy_tensor_import(out_obj, &o) == 0;
+  if (ok && o.read_only) {
+    PyErr_SetString(PyExc_ValueError, "out= is read-only");
+    ok = 0;
+  }
+  if (ok) {
+    einpy_tensors_retype(in, nin, code, bits);
+    einpy_tensors_retype(&o, 1, code, bits);
+    ok = run(p, in, nin, &o) == 0;
+  }
+  einpy_tensors_release(in, nin);
+  einpy_tensor_release(&o);
+  if (!ok) Py_CLEAR(out_obj);
+  return out_obj;
+}
+
+static PyMethodDef plan_methods[] = {
+    {"describe", plan_describe, METH_VARARGS,
+     "describe(json=False, device=None) -> `einc plan`'s report"},
+    {"stats", plan_stats, METH_NOARGS, "stats() -> dict of the plan's numbers"},
+    {"execute", plan_execute, METH_VARARGS,
+     "execute(tensors, out, alloc, dtype_code, dtype_bits) -> out"},
+    {NULL, NULL, 0, NULL}};
+
+static PyType_Slot plan_slots[] = {
+    {Py_tp_doc, "A compiled einc plan (see einc.plan and einc.compile)."},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_init, plan_init},
+    {Py_tp_dealloc, plan_dealloc},
+    {Py_tp_methods, plan_methods},
+    {0, NULL}};
+
+static PyType_Spec plan_spec = {"einc._einc.Plan", sizeof(plan_object), 0,
+                                Py_TPFLAGS_DEFAULT, plan_slots};
+
+int einpy_plan_type_init(PyObject *module) {
+  PyObject *type = PyType_FromSpec(&plan_spec);
+  if (!type) return -1;
+  if (PyModule_AddObject(module, "Plan", type) < 0) {
+    Py_DECREF(type);
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,157 @@
+/*
+ * tensors.c - taking arrays from their producers through DLPack.
+ *
+ * An array's __dlpack__() hands over a capsule holding a managed tensor:
+ * the DLTensor (data, shape, strides, byte offset, dtype, device) and a
+ * deleter. einc asks for the versioned form (DLPack 1.0, which also says
+ * whether the array is read-only) and falls back to the legacy form for
+ * producers that do not know max_version. Taking the tensor renames the
+ * capsule to "used_..." so its destructor leaves the tensor alone; from
+ * then on einc owns it and calls its deleter when the call is over, with
+ * the GIL held (deleters may touch Python objects). Nothing is copied.
+ *
+ * Debian's dlpack.h predates DLPack 1.0, so the versioned struct is
+ * spelled out here as the standard lays it out.
+ */
+#include <string.h>
+
+#include "einpy.h"
+
+typedef struct einpy_dlpack_version {
+  uint32_t major;
+  uint32_t minor;
+} einpy_dlpack_version;
+
+typedef struct einpy_managed_versioned {
+  einpy_dlpack_version version;
+  void *manager_ctx;
+  void (*deleter)(struct einpy_managed_versioned *self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} einpy_managed_versioned;
+
+enum { EINPY_FLAG_READ_ONLY = 1 };
+
+static const char VERSIONED[] = "dltensor_versioned";
+static const char LEGACY[] = "dltensor";
+
+/* obj.__dlpack__(max_version=(1, 0)), or obj.__dlpack__() when the
+ * producer predates the keyword (TypeError). A capsule passes through. */
+static PyObject *ask_capsule(PyObject *obj) {
+  if (PyCapsule_CheckExact(obj)) {
+    Py_INCREF(obj);
+    return obj;
+  }
+  PyObject *method = PyObject_GetAttrString(obj, "__dlpack__");
+  if (!method) {
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError,
+                 "einc takes arrays that have __dlpack__ (numpy, torch, "
+                 "CuPy, JAX, ...), not %R",
+                 (PyObject *)Py_TYPE(obj));
+    return NULL;
+  }
+  PyObject *kwargs = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
+  PyObject *empty = PyTuple_New(0);
+  PyObject *capsule = NULL;
+  if (kwargs && empty) {
+    capsule = PyObject_Call(method, empty, kwargs);
+    if (!capsule && PyErr_ExceptionMatches(PyExc_TypeError)) {
+      PyErr_Clear();
+      capsule = PyObject_Call(method, empty, NULL);
+    }
+  }
+  Py_XDECREF(kwargs);
+  Py_XDECREF(empty);
+  Py_DECREF(method);
+  return capsule;
+}
+
+/* Takes the managed tensor out of a capsule and marks the capsule used. */
+static int take_from_capsule(PyObject *capsule, einpy_tensor *out) {
+  int versioned = PyCapsule_IsValid(capsule, VERSIONED);
+  if (!versioned && !PyCapsule_IsValid(capsule, LEGACY)) {
+    PyErr_SetString(PyExc_BufferError,
+                    "__dlpack__ gave a capsule that is neither "
+                    "'dltensor_versioned' nor 'dltensor' (used twice?)");
+    return -1;
+  }
+  void *managed = PyCapsule_GetPointer(capsule, versioned ? VERSIONED : LEGACY);
+  if (!managed) return -1;
+  if (versioned && ((einpy_managed_versioned *)managed)->version.major != 1) {
+    /* Left in the capsule: its destructor frees it. */
+    PyErr_Format(PyExc_BufferError, "the array speaks DLPack %u, einc speaks 1",
+                 (unsigned)((einpy_managed_versioned *)managed)->version.major);
+    return -1;
+  }
+  if (PyCapsule_SetName(
+          capsule, versioned ? "used_dltensor_versioned" : "used_dltensor") < 0)
+    return -1;
+  out->managed = managed;
+  out->versioned = versioned;
+  if (versioned) {
+    einpy_managed_versioned *m = managed;
+    out->t = &m->dl_tensor;
+    out->read_only = (m->flags & EINPY_FLAG_READ_ONLY) != 0;
+  } else {
+    out->t = &((DLManagedTensor *)managed)->dl_tensor;
+    out->read_only = 0;
+  }
+  return 0;
+}
+
+int einpy_tensor_import(PyObject *obj, einpy_tensor *out) {
+  memset(out, 0, sizeof *out);
+  PyObject *capsule = ask_capsule(obj);
+  if (!capsule) return -1;
+  int r = take_from_capsule(capsule, out);
+  Py_DECREF(capsule);
+  return r;
+}
+
+void einpy_tensor_release(einpy_tensor *t) {
+  if (!t->managed) return;
+  if (t->versioned) {
+    einpy_managed_versioned *m = t->managed;
+    if (m->deleter) m->deleter(m);
+  } else {
+    DLManagedTensor *m = t->managed;
+    if (m->deleter) m->deleter(m);
+  }
+  memset(t, 0, sizeof *t);
+}
+
+int einpy_tensors_import(PyObject *tuple, einpy_tensor *ts, int *n) {
+  *n = 0;
+  if (!PyTuple_Check(tuple)) {
+    PyErr_SetString(PyExc_TypeError, "tensors must come as a tuple");
+    return -1;
+  }
+  Py_ssize_t count = PyTuple_Size(tuple);
+  if (count < 0) return -1;
+  if (count > EIN_MAX_OPERANDS) {
+    einpy_raise_status(EIN_ERR_LIMIT, "%zd tensors: einc takes at most %d",
+                       count, EIN_MAX_OPERANDS);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < count; i++) {
+    if (einpy_tensor_import(PyTuple_GetItem(tuple, i), &ts[i]) < 0) {
+      einpy_tensors_release(ts, (int)i);
+      return -1;
+    }
+  }
+  *n = (int)count;
+  return 0;
+}
+
+void einpy_tensors_release(einpy_tensor *ts, int n) {
+  for (int i = 0; i < n; i++) einpy_tensor_release(&ts[i]);
+}
+
+void einpy_tensors_retype(einpy_tensor *ts, int n, int code, int bits) {
+  if (code < 0) return;
+  for (int i = 0; i < n; i++) {
+    ts[i].t->dtype.code = (uint8_t)code;
+    ts[i].t->dtype.bits = (uint8_t)bits;
+  }
+}

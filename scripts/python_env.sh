@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# python_env.sh VENV [--test] - a virtual environment with the Python
+# package einc installed from this checkout (pip install ., built by
+# meson-python from the same meson.build), plus numpy; --test adds what
+# tests/python needs (pytest, einops, opt_einsum, ml_dtypes).
+#
+# A venv, not the system Python: Debian's python3 refuses pip installs
+# (PEP 668), and the build stays out of the user's site-packages. Use it
+# with VENV/bin/python, or `. VENV/bin/activate`. Needs python3-venv and
+# python3-dev (Python.h) and PyPI (or a pip mirror) for the build tools.
+set -eu
+cd "$(dirname "$0")/.."
+venv=$1
+test_deps=${2:-}
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
+"${pip[@]}" numpy
+[ "$test_deps" = --test ] &&
+  "${pip[@]}" pytest einops opt_einsum ml_dtypes
+"${pip[@]}" .

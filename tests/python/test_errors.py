@@ -1,0 +1,141 @@
+"""Every error class raises einc.EincError with the CLI's caret text: the
+C library's error catalogue (tests/error_cases.inc: expression, shapes,
+options, status, spans and exact message) driven through einc.check, and
+the errors only evaluation meets (dtypes, output, backend)."""
+import ast
+import re
+
+import numpy as np
+import pytest
+
+import einc
+from conftest import ROOT
+
+STR = r'"(?:[^"\\]|\\.)*"'
+ENTRY = re.compile(
+    r"\{(" + STR + r"), (" + STR + r"), (" + STR + r"), EIN_ERR_(\w+), "
+    r"(-?\d+), (-?\d+), (-?\d+), (-?\d+),\s*((?:" + STR + r"\s*)+)\}")
+
+
+def c_string(lit):
+    """A C string literal (or adjacent ones) as bytes."""
+    return b"".join(ast.literal_eval("b" + part)
+                    for part in re.findall(STR, lit))
+
+
+# ein.h's statuses by name: "SIZE_MISMATCH" -> -3
+STATUS = {m.group(1): int(m.group(2)) for m in re.finditer(
+    r"EIN_ERR_(\w+) = (-\d+)", (ROOT / "include" / "ein.h").read_text())}
+
+
+def catalogue():
+    text = (ROOT / "tests" / "error_cases.inc").read_text()
+    cases = []
+    for m in ENTRY.finditer(text):
+        expr, shapes, opts = (c_string(m.group(i)) for i in (1, 2, 3))
+        cases.append(pytest.param(
+            expr, shapes.decode(), opts.decode(), STATUS[m.group(4)],
+            int(m.group(5)), int(m.group(6)),
+            c_string(m.group(9)).decode("utf-8", "replace"),
+            id=expr.decode("utf-8", "replace")[:40]))
+    assert len(cases) >= 75, "the catalogue's format changed"
+    return cases
+
+
+def parse_shapes(text):
+    return [() if s == "scalar" else tuple(int(d) for d in s.split("x"))
+            for s in text.split()]
+
+
+def parse_opts(text):
+    kw = {"numpy": False}
+    for item in filter(None, text.split(",")):
+        if item == "numpy":
+            kw["numpy"] = True
+        else:
+            name, value = item.split("=")
+            if name in kw:
+                return None  # a name given twice: not expressible in Python
+            kw[name] = value if name == "reduce" else int(value)
+    return kw
+
+
+@pytest.mark.parametrize("expr,shapes,opts,status,off,length,message",
+                         catalogue())
+def test_catalogue(expr, shapes, opts, status, off, length, message):
+    kw = parse_opts(opts)
+    try:
+        expr = expr.decode("utf-8")
+    except UnicodeDecodeError:
+        pytest.skip("not UTF-8: a Python str cannot carry it")
+    if kw is None:
+        pytest.skip("an option given twice")
+    with pytest.raises(einc.EincError) as info:
+        einc.check(expr, *parse_shapes(shapes), **kw)
+    e = info.value
+    assert e.message == message
+    assert e.status == status and e.code
+    assert isinstance(e, RuntimeError) and isinstance(e, ValueError)
+    assert str(e).startswith(message)
+    if off >= 0:
+        assert e.span == (off, length)
+        # the expression, then a caret line under the culprit
+        assert str(e).split("\n")[2].strip().startswith("^")
+    else:
+        assert e.span is None
+
+
+def test_caret_text_is_the_clis():
+    with pytest.raises(einc.EincError) as info:
+        einc.check("b h i d, b h j d -> b h i j", (8, 16, 64, 32),
+                   (8, 8, 64, 32))
+    assert str(info.value) == (
+        "axis 'h' is 8 in operand 2 but 16 in operand 1\n"
+        "  b h i d, b h j d -> b h i j\n"
+        "    ^        ^")
+    e = info.value
+    assert (e.code, e.span, e.spans) == ("size mismatch", (11, 1),
+                                        [(11, 1), (2, 1)])
+    assert e.expr == "b h i d, b h j d -> b h i j"
+
+
+def test_evaluation_errors():
+    a = np.ones((2, 3))
+    with pytest.raises(einc.EincError, match="operand"):
+        einc.einsum("a b, b c -> a c", a)
+    with pytest.raises(einc.EincError) as info:
+        einc.einsum("a b -> a", a, backend="nope")
+    assert info.value.code == "invalid argument"
+    with pytest.raises(einc.EincError) as info:
+        einc.reduce(a, "a b -> a", "median")
+    with pytest.raises(einc.EincError):
+        einc.einsum("a b -> a", a, reduce="median")
+    with pytest.raises(einc.EincError):
+        einc.einsum("a b, b -> a", a, np.ones(3), reduce="max")
+    with pytest.raises(einc.EincError):
+        einc.rearrange(np.ones((2, 3), np.complex128), "a b -> b a")
+    with pytest.raises(TypeError):
+        einc.einsum(a, a)
+    with pytest.raises(TypeError):
+        einc.rearrange(a, "a b -> a b c", c="3")
+
+
+def test_device_errors():
+    reason = einc.backend_available("cuda")
+    if reason is None:
+        pytest.skip("a GPU is here")
+    assert isinstance(reason, str) and reason
+    with pytest.raises(einc.EincError) as info:
+        einc.einsum("a b -> b a", np.ones((2, 3)), backend="cuda")
+    assert info.value.status == STATUS["DEVICE"]
+
+
+def test_bad_input_never_crashes():
+    r = np.random.default_rng(9)
+    alphabet = list("ab c()->.,_1 2") + ["...", "->", " ", "x"]
+    for _ in range(2000):
+        expr = "".join(r.choice(alphabet, size=int(r.integers(0, 12))))
+        try:
+            einc.einsum(expr, np.ones((2, 2)))
+        except einc.EincError:
+            pass

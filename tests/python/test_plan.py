@@ -1,0 +1,136 @@
+"""einc.plan and einc.compile: the report is `einc plan`'s (text and JSON),
+the path is opt_einsum's linear form (opt_einsum, given it, counts the same
+FLOPs), and a compiled expression gives einsum's results for any layout."""
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import einc
+from conftest import einc_cli
+
+PLANS = [
+    ("i j, j k, k l -> i l", [(1000, 10), (10, 1000), (1000, 10)], "f32"),
+    ("b h i d, b h j d -> b h i j", [(8, 16, 2048, 128)] * 2, "bf16"),
+    ("b s d -> b s", [(32, 4096, 1024)], "f16"),
+    ("b i, i j k, b j -> b k", [(4096, 256), (256, 256, 256), (4096, 256)],
+     "f64"),
+]
+
+
+@pytest.mark.parametrize("expr,shapes,dtype", PLANS)
+def test_report_equals_the_clis(expr, shapes, dtype):
+    cli = einc_cli()
+    if cli is None:
+        pytest.skip("no einc CLI built in this checkout")
+    args = [cli, "plan", expr] + ["x".join(map(str, s)) for s in shapes]
+    args += ["--dtype", dtype]
+    p = einc.plan(expr, *shapes, dtype=dtype)
+    text = subprocess.run(args, capture_output=True, text=True, check=True)
+    assert str(p) == text.stdout
+    js = subprocess.run(args + ["--json"], capture_output=True, text=True,
+                        check=True)
+    assert p.to_dict() == json.loads(js.stdout)
+    h200 = subprocess.run(args + ["--device", "h200"], capture_output=True,
+                          text=True, check=True)
+    assert p.describe(device="h200") == h200.stdout
+
+
+def test_plan_numbers():
+    p = einc.plan("i j, j k, k l -> i l", (1000, 10), (10, 1000), (1000, 10))
+    assert p.flops == 4e5 and p.naive_flops == 3e8
+    assert p.ssa_path == [(1, 2), (0, 3)]
+    assert p.path == [(1, 2), (0, 1)]
+    assert p.output_shape == (1000, 10)
+    assert [s["kind"] for s in p.steps] == ["gemm", "gemm"]
+    assert "plan FLOPs   4e+05" in str(p)
+    a = np.ones((3, 4), np.float32)
+    assert einc.plan("i j -> j", a).to_dict()["dtype"] == "f32"
+
+
+def random_chain(r):
+    """A network where every summed letter is in two operands or more, so
+    that einc has nothing to reduce before contracting (it would, and
+    count fewer FLOPs than opt_einsum does on the same path)."""
+    letters = "abcdefgh"
+    while True:
+        n = int(r.integers(2, 6))
+        terms = ["".join(r.choice(list(letters), size=int(r.integers(1, 4)),
+                                  replace=False)) for _ in range(n)]
+        used = sorted(set("".join(terms)))
+        out = "".join(c for c in used if r.random() < 0.3)
+        if all(out.count(c) or sum(c in t for t in terms) >= 2 for c in used):
+            break
+    sizes = {c: int(r.integers(2, 9)) for c in letters}
+    shapes = [tuple(sizes[c] for c in t) for t in terms]
+    return ",".join(terms) + "->" + out, shapes
+
+
+@pytest.mark.parametrize("expr,shapes", [random_chain(np.random.default_rng(s))
+                                         for s in range(60)])
+def test_path_in_opt_einsums_form(expr, shapes):
+    oe = pytest.importorskip("opt_einsum")
+    p = einc.plan(expr, *shapes)
+    _, info = oe.contract_path(expr, *shapes, shapes=True)
+    lhs, out = expr.split("->")
+    if set(lhs) - set(out) - {","}:  # (without a sum opt_einsum counts 2
+        # FLOPs per product of shared axes, einc 1: see the report)
+        assert p.naive_flops == pytest.approx(float(info.naive_cost))
+    # replaying the linear path gives einc's own pairs back
+    alive, ssa = list(range(len(shapes))), []
+    for step in p.path:
+        ssa.append(tuple(sorted(alive[i] for i in step)))
+        alive = [a for i, a in enumerate(alive) if i not in step]
+        alive.append(len(shapes) + len(ssa) - 1)
+    assert ssa == [tuple(sorted(x)) for x in p.ssa_path]
+    # opt_einsum takes it, and where every step sums an axis (opt_einsum
+    # counts a product without a sum as 2 FLOPs an element, einc as 1)
+    # counts einc's FLOPs
+    path, mine = oe.contract_path(expr, *shapes, shapes=True,
+                                  optimize=p.path)
+    assert len(path) == len(shapes) - 1
+    if all(step[1] for step in mine.contraction_list):
+        assert p.flops == pytest.approx(float(mine.opt_cost))
+
+
+def test_compile_reuses_one_plan():
+    r = np.random.default_rng(3)
+    f = einc.compile("b i j, b j k -> b i k", (4, 6, 5), (4, 5, 3))
+    for _ in range(3):
+        a = r.standard_normal((4, 6, 5)).astype(np.float32)
+        b = r.standard_normal((4, 5, 3)).astype(np.float32)
+        np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-5)
+    out = np.empty((4, 6, 3), np.float32)
+    assert f(a, b, out=out) is out
+    # other layouts and dtypes still work (ein_eval's cache)
+    a64 = r.standard_normal((4, 5, 6)).transpose(0, 2, 1)
+    b64 = r.standard_normal((4, 5, 3))
+    np.testing.assert_allclose(f(a64, b64), a64 @ b64, rtol=1e-12)
+    with pytest.raises(einc.EincError):
+        f(np.ones((4, 6, 5), np.float32), np.ones((4, 6, 3), np.float32))
+
+
+def test_compile_like_contract_expression():
+    oe = pytest.importorskip("opt_einsum")
+    shapes = [(10, 20), (20, 30), (30, 5)]
+    ours = einc.compile("ij,jk,kl->il", *shapes, dtype=np.float64)
+    theirs = oe.contract_expression("ij,jk,kl->il", *shapes)
+    r = np.random.default_rng(4)
+    ts = [r.standard_normal(s) for s in shapes]
+    np.testing.assert_allclose(ours(*ts), theirs(*ts), rtol=1e-12)
+
+
+def test_check_and_memo():
+    assert einc.check("b (h d) -> b h d", (2, 12), h=3) == (2, 3, 4)
+    assert einc.check("ij,jk", (2, 3), (3, 4)) == (2, 4)
+    m = einc.ShapeMemo()
+    x = np.zeros((2, 7, 24))
+    assert m.check("batch seq (heads d)", x, heads=8) is x
+    m.check("batch heads seq d", (2, 8, 7, 3))
+    assert (m["batch"], m["d"], m.get("nope")) == (2, 3, None)
+    with pytest.raises(einc.EincError) as info:
+        m.check("batch heads seq d", (2, 8, 7, 4), "q")
+    assert "d" in str(info.value) and "^" in str(info.value)
+    m.clear()
+    m.check("batch heads seq d", (2, 8, 7, 4))
