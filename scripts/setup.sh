@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # setup.sh - install what einc needs, build it, and run the main job: the
 # plan of an attention block (steps, FLOPs, predicted H100 time) and its
-# evaluation on random .npy inputs, on the CPU when there is no GPU and
-# also on GPU 0 (CUDA backend, checked against the CPU result) when there
-# is one. Also installs the Python package einc into the virtual
-# environment build/venv (scripts/python_env.sh) and runs it once.
+# evaluation on random .npy inputs on the CPU, on the emulated CUDA device,
+# and on GPU 0 when there is one (each checked against the CPU result).
+# Also installs the Python package einc into the virtual environment
+# build/venv (scripts/python_env.sh) and runs it once.
 set -eu
 cd "$(dirname "$0")/.."
 if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
@@ -36,9 +36,16 @@ q = k = np.ones((4, 8, 256, 64), np.float32)
 s = einc.einsum('b h i d, b h j d -> b h i j', q, k)
 print('einc.einsum from Python:', s.shape, s.dtype, float(s[0, 0, 0, 0]))
 PY
+# The CUDA path: on the emulated device always (the generated kernels and
+# cuBLAS calls run on the CPU), on GPU 0 when there is one; each result is
+# checked against the CPU's.
+devices=emu
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
-  build/einc eval -v --backend cuda 'b h i d, b h j d -> b h i j' "$work/q.npy" "$work/k.npy" -o "$work/s_gpu.npy"
-  python3 - "$work/s.npy" "$work/s_gpu.npy" <<'PY'
+  devices="emu cuda"
+fi
+for dev in $devices; do
+  build/einc eval -v --backend "$dev" 'b h i d, b h j d -> b h i j' "$work/q.npy" "$work/k.npy" -o "$work/s_$dev.npy"
+  python3 - "$work/s.npy" "$work/s_$dev.npy" "$dev" <<'PY'
 import array, math, sys
 def load(p):  # C-order little-endian f4, as einc writes it
     data = open(p, "rb").read()
@@ -47,7 +54,7 @@ def load(p):  # C-order little-endian f4, as einc writes it
 a, b = load(sys.argv[1]), load(sys.argv[2])
 diff = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
 norm = math.sqrt(sum(x * x for x in a))
-print("CUDA vs CPU relative difference: %.3g" % (diff / norm))
+print("%s vs CPU relative difference: %.3g" % (sys.argv[3], diff / norm))
 sys.exit(0 if len(a) == len(b) and diff <= 1e-5 * norm else 1)
 PY
-fi
+done
