@@ -270,6 +270,63 @@ static const ein_term *ellipsis_in(const ein_term *t) {
   return NULL;
 }
 
+/* The token at a term's start must begin one (an atom or '('); the
+ * numpy dialect refuses what it cannot spell. */
+static ein_status check_term_start(parser *p, bool is_output) {
+  ein_tok_kind k = p->tok.kind;
+  if (p->lx.dialect == EIN_DIALECT_NUMPY) {
+    ein_status st = numpy_dialect_error(p);
+    if (st) return st;
+  }
+  if (k == TOK_RPAREN)
+    return fail_at(p, EIN_ERR_SYNTAX, tok_span(p->tok),
+                   "unbalanced ')': no group is open");
+  if (starts_atom(k) || k == TOK_LPAREN) return EIN_OK;
+  if (k == TOK_STAR || k == TOK_HASH || k == TOK_PLUS)
+    return fail_at(p, EIN_ERR_SYNTAX, tok_span(p->tok),
+                   "'%c' belongs to shape specs, not expressions; "
+                   "expected an axis name, a number, '...' or '('",
+                   p->lx.src[p->tok.offset]);
+  return unexpected(p, is_output ? "an axis name, a number, '...', '(' "
+                                   "or the end of the expression"
+                                 : "an axis name, a number, '...', '(', "
+                                   "',' or '->'");
+}
+
+/* '...' at most once per operand, and inside a group only on the output;
+ * *ellipsis is the one seen so far, and becomes term's when it has one. */
+static ein_status check_term_ellipsis(parser *p, const ein_term *term,
+                                      bool is_output,
+                                      const ein_term **ellipsis) {
+  const ein_term *e = ellipsis_in(term);
+  if (!e) return EIN_OK;
+  const char *whose = is_output ? "the output" : "an operand";
+  if (term->kind == TERM_GROUP) /* a second '...' inside the same group */
+    for (int f = 0; f < term->nfactors; f++) {
+      const ein_term *g = &term->factors[f];
+      if (g->kind == TERM_ELLIPSIS && g != e)
+        return fail_at2(p, EIN_ERR_BAD_ELLIPSIS, span_of(g->offset, 3),
+                        span_of(e->offset, 3),
+                        "'...' appears twice in %s; it may appear at most "
+                        "once",
+                        whose);
+    }
+  if (*ellipsis)
+    return fail_at2(p, EIN_ERR_BAD_ELLIPSIS, span_of(e->offset, 3),
+                    span_of((*ellipsis)->offset, 3),
+                    "'...' appears twice in %s; it may appear at most "
+                    "once",
+                    whose);
+  if (!is_output && term->kind == TERM_GROUP)
+    return fail_at2(p, EIN_ERR_BAD_ELLIPSIS, span_of(e->offset, 3),
+                    span_of(term->offset, term->length),
+                    "'...' inside a group on an input is not allowed: "
+                    "its size cannot be split; write it outside the "
+                    "group");
+  *ellipsis = e;
+  return EIN_OK;
+}
+
 /* operand := term*
  * Stops at ',', '->', or the end. `is_output` only changes messages. */
 static ein_status parse_operand(parser *p, ein_operand *op, int index,
@@ -288,58 +345,16 @@ static ein_status parse_operand(parser *p, ein_operand *op, int index,
   for (;;) {
     ein_tok_kind k = p->tok.kind;
     if (k == TOK_COMMA || k == TOK_ARROW || k == TOK_EOF) break;
-    if (p->lx.dialect == EIN_DIALECT_NUMPY) {
-      ein_status st = numpy_dialect_error(p);
-      if (st) return st;
-    }
-    if (k == TOK_RPAREN)
-      return fail_at(p, EIN_ERR_SYNTAX, tok_span(p->tok),
-                     "unbalanced ')': no group is open");
-    if (!starts_atom(k) && k != TOK_LPAREN) {
-      if (k == TOK_STAR || k == TOK_HASH || k == TOK_PLUS)
-        return fail_at(p, EIN_ERR_SYNTAX, tok_span(p->tok),
-                       "'%c' belongs to shape specs, not expressions; "
-                       "expected an axis name, a number, '...' or '('",
-                       p->lx.src[p->tok.offset]);
-      return unexpected(p, is_output ? "an axis name, a number, '...', '(' "
-                                       "or the end of the expression"
-                                     : "an axis name, a number, '...', '(', "
-                                       "',' or '->'");
-    }
+    ein_status st = check_term_start(p, is_output);
+    if (st) return st;
     if (n == EIN_MAX_DIMS + 1)
       return fail_at(p, EIN_ERR_LIMIT, tok_span(p->tok),
                      "%s has more than %d dims", what, EIN_MAX_DIMS);
-    ein_status st = parse_term(p, &terms[n]);
-    if (st) return st;
-    const ein_term *e = ellipsis_in(&terms[n]);
-    if (e && terms[n].kind == TERM_GROUP) {
-      /* a second '...' inside the same group */
-      for (int f = 0; f < terms[n].nfactors; f++) {
-        const ein_term *g = &terms[n].factors[f];
-        if (g->kind == TERM_ELLIPSIS && g != e)
-          return fail_at2(p, EIN_ERR_BAD_ELLIPSIS, span_of(g->offset, 3),
-                          span_of(e->offset, 3),
-                          "'...' appears twice in %s; it may appear at most "
-                          "once",
-                          is_output ? "the output" : "an operand");
-      }
-    }
-    if (e) {
-      if (ellipsis)
-        return fail_at2(p, EIN_ERR_BAD_ELLIPSIS, span_of(e->offset, 3),
-                        span_of(ellipsis->offset, 3),
-                        "'...' appears twice in %s; it may appear at most "
-                        "once",
-                        is_output ? "the output" : "an operand");
-      if (!is_output && terms[n].kind == TERM_GROUP)
-        return fail_at2(p, EIN_ERR_BAD_ELLIPSIS, span_of(e->offset, 3),
-                        span_of(terms[n].offset, terms[n].length),
-                        "'...' inside a group on an input is not allowed: "
-                        "its size cannot be split; write it outside the "
-                        "group");
-      ellipsis = e;
-      op->ellipsis_term = n;
-    }
+    if ((st = parse_term(p, &terms[n]))) return st;
+    const ein_term *before = ellipsis;
+    if ((st = check_term_ellipsis(p, &terms[n], is_output, &ellipsis)))
+      return st;
+    if (ellipsis != before) op->ellipsis_term = n;
     n++;
   }
   /* 65 terms fit only when one of them is the ellipsis */
@@ -537,6 +552,74 @@ static bool is_underscore(const parser *p, ein_token t) {
   return t.kind == TOK_NAME && t.length == 1 && p->lx.src[t.offset] == '_';
 }
 
+/* '*name', '#name', '*#name' or '#*name' (the prefixes glued), and '*_',
+ * an anonymous run. */
+static ein_status parse_spec_prefixed(parser *p, ein_token first,
+                                      ein_spec_dim *d) {
+  bool run = first.kind == TOK_STAR, bcast = first.kind == TOK_HASH;
+  advance(p);
+  if (glued(p) && (p->tok.kind == TOK_STAR || p->tok.kind == TOK_HASH) &&
+      p->tok.kind != first.kind) {
+    run = bcast = true;
+    advance(p);
+  }
+  if (p->tok.kind != TOK_NAME || !glued(p))
+    return unexpected(p, "a name right after the '*' or '#' prefix");
+  d->length = p->tok.offset + p->tok.length - first.offset;
+  if (is_underscore(p, p->tok)) {
+    if (!run || bcast)
+      return fail_at(p, EIN_ERR_SYNTAX, span_of(d->offset, d->length),
+                     "'#_' means nothing: '_' already matches any size");
+    d->kind = SPEC_RUN; /* *_ : an anonymous run */
+  } else {
+    d->kind = run ? SPEC_RUN : SPEC_BCAST;
+    d->name = p->lx.src + p->tok.offset;
+    d->name_len = p->tok.length;
+  }
+  d->broadcast = run && bcast;
+  advance(p);
+  return EIN_OK;
+}
+
+/* '(' size* ')': a group of names and numbers, one level deep. */
+static ein_status parse_spec_group(parser *p, ein_token first,
+                                   ein_spec_dim *d) {
+  ein_spec_dim factors[EIN_MAX_DIMS];
+  int n = 0;
+  advance(p);
+  while (p->tok.kind != TOK_RPAREN) {
+    if (p->tok.kind == TOK_EOF)
+      return fail_at(p, EIN_ERR_SYNTAX, tok_span(first),
+                     "unclosed '(': expected ')' before the end");
+    if (p->tok.kind == TOK_LPAREN)
+      return fail_at2(p, EIN_ERR_SYNTAX, tok_span(p->tok), tok_span(first),
+                      "nested parentheses are not allowed: a group is one "
+                      "level deep");
+    if (p->tok.kind != TOK_NAME && p->tok.kind != TOK_INT)
+      return unexpected(p, "a name, a number or ')' in a group");
+    if (is_underscore(p, p->tok))
+      return fail_at(p, EIN_ERR_SYNTAX, tok_span(p->tok),
+                     "'_' cannot be a factor of a group: a product of an "
+                     "unknown size checks nothing");
+    if (n == EIN_MAX_DIMS)
+      return fail_at(p, EIN_ERR_LIMIT, tok_span(p->tok),
+                     "a group has more than %d factors", EIN_MAX_DIMS);
+    ein_status st = parse_size(p, &factors[n]);
+    if (st) return st;
+    n++;
+  }
+  d->kind = SPEC_GROUP;
+  d->length = p->tok.offset + 1 - first.offset;
+  d->nfactors = n;
+  if (n) {
+    d->factors = ein_arena_alloc(p->arena, (size_t)n, sizeof *factors);
+    if (!d->factors) return no_memory(p);
+    memcpy(d->factors, factors, (size_t)n * sizeof *factors);
+  }
+  advance(p);
+  return EIN_OK;
+}
+
 /* dim := '_' | '...' | '*' ['#'] NAME | '#' ['*'] NAME | '#' NAME | size
  *      | '(' size* ')' */
 static ein_status parse_spec_dim(parser *p, ein_spec_dim *d) {
@@ -556,67 +639,9 @@ static ein_status parse_spec_dim(parser *p, ein_spec_dim *d) {
     advance(p);
     return EIN_OK;
   }
-  if (first.kind == TOK_STAR || first.kind == TOK_HASH) {
-    bool run = first.kind == TOK_STAR, bcast = first.kind == TOK_HASH;
-    advance(p);
-    if (glued(p) && (p->tok.kind == TOK_STAR || p->tok.kind == TOK_HASH) &&
-        p->tok.kind != first.kind) {
-      run = bcast = true;
-      advance(p);
-    }
-    if (p->tok.kind != TOK_NAME || !glued(p))
-      return unexpected(p, "a name right after the '*' or '#' prefix");
-    d->length = p->tok.offset + p->tok.length - first.offset;
-    if (is_underscore(p, p->tok)) {
-      if (!run || bcast)
-        return fail_at(p, EIN_ERR_SYNTAX, span_of(d->offset, d->length),
-                       "'#_' means nothing: '_' already matches any size");
-      d->kind = SPEC_RUN; /* *_ : an anonymous run */
-    } else {
-      d->kind = run ? SPEC_RUN : SPEC_BCAST;
-      d->name = p->lx.src + p->tok.offset;
-      d->name_len = p->tok.length;
-    }
-    d->broadcast = run && bcast;
-    advance(p);
-    return EIN_OK;
-  }
-  if (first.kind == TOK_LPAREN) {
-    ein_spec_dim factors[EIN_MAX_DIMS];
-    int n = 0;
-    advance(p);
-    while (p->tok.kind != TOK_RPAREN) {
-      if (p->tok.kind == TOK_EOF)
-        return fail_at(p, EIN_ERR_SYNTAX, tok_span(first),
-                       "unclosed '(': expected ')' before the end");
-      if (p->tok.kind == TOK_LPAREN)
-        return fail_at2(p, EIN_ERR_SYNTAX, tok_span(p->tok), tok_span(first),
-                        "nested parentheses are not allowed: a group is one "
-                        "level deep");
-      if (p->tok.kind != TOK_NAME && p->tok.kind != TOK_INT)
-        return unexpected(p, "a name, a number or ')' in a group");
-      if (is_underscore(p, p->tok))
-        return fail_at(p, EIN_ERR_SYNTAX, tok_span(p->tok),
-                       "'_' cannot be a factor of a group: a product of an "
-                       "unknown size checks nothing");
-      if (n == EIN_MAX_DIMS)
-        return fail_at(p, EIN_ERR_LIMIT, tok_span(p->tok),
-                       "a group has more than %d factors", EIN_MAX_DIMS);
-      ein_status st = parse_size(p, &factors[n]);
-      if (st) return st;
-      n++;
-    }
-    d->kind = SPEC_GROUP;
-    d->length = p->tok.offset + 1 - first.offset;
-    d->nfactors = n;
-    if (n) {
-      d->factors = ein_arena_alloc(p->arena, (size_t)n, sizeof *factors);
-      if (!d->factors) return no_memory(p);
-      memcpy(d->factors, factors, (size_t)n * sizeof *factors);
-    }
-    advance(p);
-    return EIN_OK;
-  }
+  if (first.kind == TOK_STAR || first.kind == TOK_HASH)
+    return parse_spec_prefixed(p, first, d);
+  if (first.kind == TOK_LPAREN) return parse_spec_group(p, first, d);
   if (first.kind == TOK_NAME || first.kind == TOK_INT) return parse_size(p, d);
   return unexpected(p, "a dim: a name, a number, '_', '...', '*name', "
                        "'#name' or '('");
