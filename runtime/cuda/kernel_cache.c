@@ -88,9 +88,8 @@ static bool grow(ein_kcache *c) {
 
 static ein_status cuda_fail(ein_error_rec *err, const char *call,
                             cudaError_t e) {
-  return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                       "%s failed: %s (%s)", call, cudaGetErrorName(e),
-                       cudaGetErrorString(e));
+  return ein_fail_backend(err, "%s failed: %s (%s)", call, cudaGetErrorName(e),
+                          cudaGetErrorString(e));
 }
 
 /* Loads a cubin and finds its entry points. */
@@ -122,15 +121,13 @@ ein_status ein_kcache_get(ein_kcache *c, const ein_kernel_src *k,
   }
   if ((c->n + 1) * 2 > c->cap) {
     if (!grow(c))
-      return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                           "out of memory growing the kernel cache");
+      return ein_fail_memory(err, "out of memory growing the kernel cache");
     e = find_slot(c->slots, c->cap, k->hash, k->source, k->len);
   }
   kentry fresh = {.hash = k->hash, .len = k->len};
   fresh.source = ein_malloc(k->len + 1);
   if (!fresh.source)
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory caching a kernel");
+    return ein_fail_memory(err, "out of memory caching a kernel");
   memcpy(fresh.source, k->source, k->len + 1);
 
   /* Disk key: everything that changes the cubin, the prelude NVRTC

@@ -48,11 +48,10 @@ ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
   *cubin = NULL;
   *size = 0;
   if (faulty())
-    return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                         "nvrtcCompileProgram failed: "
-                         "NVRTC_ERROR_COMPILATION (injected by "
-                         "EINC_FAULT_NVRTC)\ncompile log:\n"
-                         "einc_kernel.cu: error: fault injection");
+    return ein_fail_backend(err, "nvrtcCompileProgram failed: "
+                                 "NVRTC_ERROR_COMPILATION (injected by "
+                                 "EINC_FAULT_NVRTC)\ncompile log:\n"
+                                 "einc_kernel.cu: error: fault injection");
   ein_status loaded = ein_cuda_lib_require(EIN_LIB_NVRTC, err);
   if (loaded)
     return loaded;
@@ -62,8 +61,7 @@ ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
   size_t plen = strlen(prelude), llen = sizeof LINE - 1;
   char *text = ein_malloc(plen + llen + len + 1);
   if (!text)
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory copying a kernel's source");
+    return ein_fail_memory(err, "out of memory copying a kernel's source");
   memcpy(text, prelude, plen);
   memcpy(text + plen, LINE, llen);
   memcpy(text + plen + llen, source, len);
@@ -73,9 +71,8 @@ ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
       nvrtcCreateProgram(&prog, text, "einc_kernel.cu", 0, NULL, NULL);
   ein_free(text);
   if (r != NVRTC_SUCCESS)
-    return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                         "nvrtcCreateProgram failed: %s",
-                         nvrtcGetErrorString(r));
+    return ein_fail_backend(err, "nvrtcCreateProgram failed: %s",
+                            nvrtcGetErrorString(r));
   char archopt[32];
   snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d", arch);
   const char *opts[] = {archopt, "-minimal", "-default-device"};
@@ -88,23 +85,22 @@ ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
       log = ein_malloc(loglen);
     if (log && nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS)
       log[0] = 0;
-    st = ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                       "nvrtcCompileProgram failed for sm_%d: %s\n"
-                       "compile log:\n%s",
-                       arch, nvrtcGetErrorString(r), log ? log : "(none)");
+    st = ein_fail_backend(err,
+                          "nvrtcCompileProgram failed for sm_%d: %s\n"
+                          "compile log:\n%s",
+                          arch, nvrtcGetErrorString(r), log ? log : "(none)");
     ein_free(log);
   } else {
     size_t n = 0;
     r = nvrtcGetCUBINSize(prog, &n);
     char *img = r == NVRTC_SUCCESS && n ? ein_malloc(n) : NULL;
     if (r == NVRTC_SUCCESS && n && !img)
-      st = ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory holding a %zu-byte cubin", n);
+      st = ein_fail_memory(err, "out of memory holding a %zu-byte cubin", n);
     else if (r != NVRTC_SUCCESS || !n ||
              (r = nvrtcGetCUBIN(prog, img)) != NVRTC_SUCCESS) {
       ein_free(img);
-      st = ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                         "nvrtcGetCUBIN failed: %s", nvrtcGetErrorString(r));
+      st = ein_fail_backend(err, "nvrtcGetCUBIN failed: %s",
+                            nvrtcGetErrorString(r));
     } else {
       *cubin = img;
       *size = n;

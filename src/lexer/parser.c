@@ -63,8 +63,7 @@ static ein_status fail_at2(parser *p, ein_status status, ein_span at,
 }
 
 static ein_status no_memory(parser *p) {
-  return ein_error_set(p->err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                       "out of memory while parsing");
+  return ein_fail_memory(p->err, "out of memory while parsing");
 }
 
 /* Describes the lookahead for "found ..." in messages. */
@@ -380,12 +379,11 @@ ein_status ein_parse_expr(const char *src, size_t len, ein_dialect dialect,
   parser p = {.arena = arena, .err = err};
   memset(out, 0, sizeof *out);
   if (len > EIN_MAX_EXPR_BYTES)
-    return ein_error_set(err, EIN_ERR_LIMIT, NULL, 0, NULL, 0,
-                         "the expression is %zu bytes long; the limit is %u",
-                         len, EIN_MAX_EXPR_BYTES);
+    return ein_fail_limit(err,
+                          "the expression is %zu bytes long; the limit is %u",
+                          len, EIN_MAX_EXPR_BYTES);
   if (dialect != EIN_DIALECT_EINOPS && dialect != EIN_DIALECT_NUMPY)
-    return ein_error_set(err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL, 0,
-                         "unknown dialect %d", (int)dialect);
+    return ein_fail_argument(err, "unknown dialect %d", (int)dialect);
   ein_lexer_init(&p.lx, src, len, dialect);
   advance(&p);
   out->src = src;
@@ -654,9 +652,9 @@ ein_status ein_parse_spec(const char *src, size_t len, ein_arena *arena,
   memset(out, 0, sizeof *out);
   out->run_index = -1;
   if (len > EIN_MAX_EXPR_BYTES)
-    return ein_error_set(err, EIN_ERR_LIMIT, NULL, 0, NULL, 0,
-                         "the shape spec is %zu bytes long; the limit is %u",
-                         len, EIN_MAX_EXPR_BYTES);
+    return ein_fail_limit(err,
+                          "the shape spec is %zu bytes long; the limit is %u",
+                          len, EIN_MAX_EXPR_BYTES);
   ein_lexer_init(&p.lx, src, len, EIN_DIALECT_EINOPS);
   advance(&p);
   out->src = src;

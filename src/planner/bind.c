@@ -83,8 +83,7 @@ static ein_status fail(binder *b, ein_status status, const ein_span *spans,
 }
 
 static ein_status no_memory(binder *b) {
-  return ein_error_set(b->err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                       "out of memory while binding shapes");
+  return ein_fail_memory(b->err, "out of memory while binding shapes");
 }
 
 /* The axis's name for messages: 'h', '3' or "dim 0 of '...'". */
@@ -955,16 +954,14 @@ ein_status ein_bind_problem(const ein_ast *ast, int ninputs, const int *ndims,
   static const ein_options defaults = {0};
   memset(out, 0, sizeof *out);
   if (ninputs < 0 || ninputs > EIN_MAX_OPERANDS || (ninputs > 0 && !ndims))
-    return ein_error_set(err,
-                         ninputs > EIN_MAX_OPERANDS ? EIN_ERR_LIMIT
-                                                    : EIN_ERR_INVALID_ARGUMENT,
-                         NULL, 0, NULL, 0,
-                         "%d tensors given; einc takes 0 to %d with shapes",
-                         ninputs, EIN_MAX_OPERANDS);
+    return ein_fail(err,
+                    ninputs > EIN_MAX_OPERANDS ? EIN_ERR_LIMIT
+                                               : EIN_ERR_INVALID_ARGUMENT,
+                    "%d tensors given; einc takes 0 to %d with shapes", ninputs,
+                    EIN_MAX_OPERANDS);
   binder *b = ein_calloc(1, sizeof *b);
   if (!b)
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory while binding shapes");
+    return ein_fail_memory(err, "out of memory while binding shapes");
   b->ast = ast;
   b->opt = options ? options : &defaults;
   b->ndims = ndims;

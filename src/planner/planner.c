@@ -58,13 +58,11 @@ typedef struct planner {
 } planner;
 
 static ein_status no_memory(planner *pl) {
-  return ein_error_set(pl->err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                       "out of memory while planning");
+  return ein_fail_memory(pl->err, "out of memory while planning");
 }
 
 static ein_status internal(planner *pl, const char *what) {
-  return ein_error_set(pl->err, EIN_ERR_INTERNAL, NULL, 0, NULL, 0,
-                       "planner: %s", what);
+  return ein_fail_internal(pl->err, "planner: %s", what);
 }
 
 /* ------------------------------------------------------------- views */
@@ -143,8 +141,7 @@ static ein_status operand_view(planner *pl, const ein_bound_operand *op,
       int a = op->factors[dim->first + j];
       view_add(pl, v, a, s);
       if (__builtin_mul_overflow(s, pl->size[a], &s))
-        return ein_error_set(pl->err, EIN_ERR_BAD_SHAPE, NULL, 0, NULL, 0,
-                             "strides of dim %d overflow int64", d);
+        return ein_fail_shape(pl->err, "strides of dim %d overflow int64", d);
     }
   }
   return EIN_OK;
@@ -204,9 +201,9 @@ static ein_status temp_view(planner *pl, const int *axes, int n,
                                      &bytes) ||
               __builtin_add_overflow(pl->ir->workspace_bytes + 64, bytes, &end);
   if (overflow)
-    return ein_error_set(pl->err, EIN_ERR_OVERFLOW, NULL, 0, NULL, 0,
-                         "an intermediate of this contraction order would "
-                         "hold more bytes than int64 can count");
+    return ein_fail(pl->err, EIN_ERR_OVERFLOW,
+                    "an intermediate of this contraction order would "
+                    "hold more bytes than int64 can count");
   v->n = n;
   v->buf = add_buffer(pl, EIN_BUF_TEMP, -1, dt, elems);
   return v->buf < 0 ? internal(pl, "too many buffers") : EIN_OK;
@@ -795,37 +792,36 @@ static ein_status check_dtypes(planner *pl, const ein_tensor_desc *inputs,
   const ein_problem *p = pl->p;
   for (int i = 1; i < p->ninputs; i++)
     if (inputs[i].dtype != inputs[0].dtype)
-      return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
-                           "operand %d is %s but operand 1 is %s; einc "
-                           "needs one dtype for all operands",
-                           i + 1, ein_dtype_name(inputs[i].dtype),
-                           ein_dtype_name(inputs[0].dtype));
+      return ein_fail_dtype(pl->err,
+                            "operand %d is %s but operand 1 is %s; einc "
+                            "needs one dtype for all operands",
+                            i + 1, ein_dtype_name(inputs[i].dtype),
+                            ein_dtype_name(inputs[0].dtype));
   ein_dtype dt = inputs[0].dtype;
   if (output->dtype != dt)
-    return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
-                         "the output is %s but the operands are %s",
-                         ein_dtype_name(output->dtype), ein_dtype_name(dt));
+    return ein_fail_dtype(pl->err, "the output is %s but the operands are %s",
+                          ein_dtype_name(output->dtype), ein_dtype_name(dt));
   bool reduces = false;
   for (int a = 0; a < p->naxes; a++)
     reduces |= ein_axis_reduced(p, a) && p->axes[a].size != 1;
   ein_reduction r = p->reduction;
   if (dt == EIN_DT_BOOL) {
     if (p->ninputs > 1)
-      return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
-                           "bool operands cannot be multiplied and summed; "
-                           "contractions need a numeric dtype");
+      return ein_fail_dtype(pl->err,
+                            "bool operands cannot be multiplied and summed; "
+                            "contractions need a numeric dtype");
     if (reduces && (r == EIN_REDUCE_SUM || r == EIN_REDUCE_MEAN ||
                     r == EIN_REDUCE_PROD))
-      return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
-                           "the reduction '%s' needs a numeric dtype, not "
-                           "bool; use any, all, max or min",
-                           ein_reduction_name(r));
+      return ein_fail_dtype(pl->err,
+                            "the reduction '%s' needs a numeric dtype, not "
+                            "bool; use any, all, max or min",
+                            ein_reduction_name(r));
   }
   if (r == EIN_REDUCE_MEAN && reduces && !ein_dtype_is_float(dt))
-    return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
-                         "the reduction 'mean' needs a floating-point "
-                         "dtype, not %s",
-                         ein_dtype_name(dt));
+    return ein_fail_dtype(pl->err,
+                          "the reduction 'mean' needs a floating-point "
+                          "dtype, not %s",
+                          ein_dtype_name(dt));
   return EIN_OK;
 }
 
@@ -837,10 +833,10 @@ static ein_status empty_value(planner *pl, double *v) {
   case EIN_REDUCE_MEAN: *v = NAN; return EIN_OK;
   case EIN_REDUCE_MAX: case EIN_REDUCE_MIN: break;
   }
-  return ein_error_set(pl->err, EIN_ERR_BAD_REDUCTION, NULL, 0, NULL, 0,
-                       "the reduction '%s' over an empty axis has no "
-                       "value (no identity); einc refuses, as numpy does",
-                       ein_reduction_name(pl->p->reduction));
+  return ein_fail(pl->err, EIN_ERR_BAD_REDUCTION,
+                  "the reduction '%s' over an empty axis has no "
+                  "value (no identity); einc refuses, as numpy does",
+                  ein_reduction_name(pl->p->reduction));
 }
 
 static ein_status plan_empty(planner *pl, const pview *outv) {
@@ -1137,8 +1133,8 @@ static ein_status planner_init(planner *pl, const ein_tensor_desc *inputs,
   const ein_problem *p = pl->p;
   ein_plan_ir *ir = pl->ir;
   if (p->ninputs < 1)
-    return ein_error_set(pl->err, EIN_ERR_OPERAND_COUNT, NULL, 0, NULL, 0,
-                         "an expression needs at least one input to evaluate");
+    return ein_fail(pl->err, EIN_ERR_OPERAND_COUNT,
+                    "an expression needs at least one input to evaluate");
   pl->dtype = inputs[0].dtype;
   ein_status st = check_dtypes(pl, inputs, output);
   if (st) return st;
@@ -1163,8 +1159,7 @@ ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
   ein_plan_ir *ir = ein_arena_alloc(&arena, 1, sizeof *ir);
   if (!ir) {
     ein_arena_destroy(&arena);
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory while planning");
+    return ein_fail_memory(err, "out of memory while planning");
   }
   ir->arena = arena;
   planner pl = {.p = p, .caps = caps, .ir = ir, .arena = &ir->arena,
