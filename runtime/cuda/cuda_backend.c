@@ -66,6 +66,16 @@ static ein_status blas_fail(ein_error_rec *err, const char *call,
       return cuda_fail(err, #call, e_);                                        \
   } while (0)
 
+/* The same for a cuBLAS call, written BLAS(cublasFoo, (args)) so that a
+ * failure names the function: EIN_ERR_DEVICE_MEMORY when cuBLAS could not
+ * allocate, else EIN_ERR_BACKEND, with cuBLAS's name and text for it. */
+#define BLAS(fn, args)                                                         \
+  do {                                                                         \
+    cublasStatus_t s_ = fn args;                                               \
+    if (s_ != CUBLAS_STATUS_SUCCESS)                                           \
+      return blas_fail(err, #fn, s_);                                          \
+  } while (0)
+
 bool ein_cuda_built(void) { return true; }
 
 /* Without the runtime library the forwarders fail, so this is 0. */
@@ -135,14 +145,12 @@ static ein_status gemm_call(cuda_backend *cb, const ein_step *s,
   cudaDataType_t tab = data_type(g->ab_dtype), tc = data_type(g->c_dtype);
   scalars sc;
   cublasComputeType_t ct = compute_of(g, s, &sc);
-  cublasStatus_t r = cublasGemmStridedBatchedEx(
-      cb->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-      g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->m, (int)g->n, (int)g->k,
-      sc.alpha, a, tab, (int)g->lda, g->stride_a, b, tab, (int)g->ldb,
-      g->stride_b, sc.beta, c, tc, (int)g->ldc, g->stride_c, (int)g->count,
-      ct, CUBLAS_GEMM_DEFAULT);
-  if (r != CUBLAS_STATUS_SUCCESS)
-    return blas_fail(err, "cublasGemmStridedBatchedEx", r);
+  BLAS(cublasGemmStridedBatchedEx,
+       (cb->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+        g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->m, (int)g->n,
+        (int)g->k, sc.alpha, a, tab, (int)g->lda, g->stride_a, b, tab,
+        (int)g->ldb, g->stride_b, sc.beta, c, tc, (int)g->ldc, g->stride_c,
+        (int)g->count, ct, CUBLAS_GEMM_DEFAULT));
   return EIN_OK;
 }
 
@@ -281,23 +289,20 @@ static ein_status blas_ready(cuda_backend *cb, const ein_cuda_program *prog,
   bool gemm = false;
   for (int i = 0; i < prog->nsteps && !gemm; i++) gemm = prog->steps[i].cublas;
   if (!gemm) return EIN_OK;
-  cublasStatus_t r;
   if (!cb->blas) {
     if (!cb->blas_workspace)
       CU(cudaMalloc(&cb->blas_workspace, CUBLAS_WORKSPACE));
-    if ((r = cublasCreate(&cb->blas)) != CUBLAS_STATUS_SUCCESS) {
-      cb->blas = NULL;
-      return blas_fail(err, "cublasCreate", r);
-    }
-    r = cublasSetWorkspace(cb->blas, cb->blas_workspace, CUBLAS_WORKSPACE);
-    if (r != CUBLAS_STATUS_SUCCESS) {
-      cublasDestroy(cb->blas);
-      cb->blas = NULL;
+    cublasHandle_t h = NULL;
+    BLAS(cublasCreate, (&h));
+    cublasStatus_t r = cublasSetWorkspace(h, cb->blas_workspace,
+                                          CUBLAS_WORKSPACE);
+    if (r != CUBLAS_STATUS_SUCCESS) { /* the handle goes with the failure */
+      cublasDestroy(h);
       return blas_fail(err, "cublasSetWorkspace", r);
     }
+    cb->blas = h;
   }
-  if ((r = cublasSetStream(cb->blas, cb->stream)) != CUBLAS_STATUS_SUCCESS)
-    return blas_fail(err, "cublasSetStream", r);
+  BLAS(cublasSetStream, (cb->blas, cb->stream));
   return EIN_OK;
 }
 
