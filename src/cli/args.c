@@ -230,3 +230,21 @@ void cli_shape_tensors(const cli_shape *shapes, int n, DLDataType dt,
     ptrs[i] = &tensors[i];
   }
 }
+
+int cli_plan_shapes(const char *expr, const cli_shape *shapes, int n,
+                    ein_dtype dt, DLDeviceType device, const ein_options *o,
+                    ein_ctx **ctx, ein_plan **plan) {
+  if (ein_ctx_create(ctx) != EIN_OK) {
+    cli_errorf("out of memory");
+    return EXIT_INTERNAL;
+  }
+  DLTensor tensors[EIN_MAX_OPERANDS];
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  cli_shape_tensors(shapes, n, ein_dtype_to_dl(dt), device, tensors, ins);
+  ein_status st = ein_plan_create(*ctx, expr, ins, n, NULL, o, plan);
+  if (!st) return EXIT_OK;
+  cli_print_error(ein_last_error(*ctx));
+  ein_ctx_destroy(*ctx);
+  *ctx = NULL;
+  return cli_exit_status(st);
+}

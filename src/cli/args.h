@@ -84,4 +84,12 @@ void cli_shape_tensors(const cli_shape *shapes, int n, DLDataType dt,
                        DLDeviceType device, DLTensor *tensors,
                        const DLTensor **ptrs);
 
+/* Plans expr for the shapes alone (cli_shape_tensors' tensors of dtype dt
+ * on `device`) in a new context. EXIT_OK with *ctx and *plan the caller's
+ * to destroy; else the exit status, with the message printed and nothing
+ * left to destroy. */
+int cli_plan_shapes(const char *expr, const cli_shape *shapes, int n,
+                    ein_dtype dt, DLDeviceType device, const ein_options *o,
+                    ein_ctx **ctx, ein_plan **plan);
+
 #endif

@@ -104,28 +104,15 @@ int cmd_plan(int argc, char **argv) {
   ein_dtype dt = po.dtype;
   bool json = po.json;
   ein_ctx *ctx;
-  if (ein_ctx_create(&ctx) != EIN_OK) {
-    cli_errorf("out of memory");
-    return EXIT_INTERNAL;
-  }
-  DLTensor tensors[EIN_MAX_OPERANDS];
-  const DLTensor *ins[EIN_MAX_OPERANDS];
-  cli_shape_tensors(shapes, nshapes, ein_dtype_to_dl(dt),
-                    ein_backend_dl_device(common.options.backend, 0)
-                        .device_type,
-                    tensors, ins);
   ein_plan *plan;
-  ein_status st = ein_plan_create(ctx, expr, ins, nshapes, NULL,
-                                  &common.options, &plan);
-  if (st) {
-    cli_print_error(ein_last_error(ctx));
-    ein_ctx_destroy(ctx);
-    return cli_exit_status(st);
-  }
+  int rc = cli_plan_shapes(
+      expr, shapes, nshapes, dt,
+      ein_backend_dl_device(common.options.backend, 0).device_type,
+      &common.options, &ctx, &plan);
+  if (rc != EXIT_OK) return rc;
   ein_describe_format fmt = json ? EIN_DESCRIBE_JSON : EIN_DESCRIBE_TEXT;
   size_t len = ein_plan_describe(plan, fmt, model, NULL, 0);
   char *text = malloc(len + 1);
-  int rc = EXIT_OK;
   if (!text || len == 0) {
     cli_errorf("out of memory");
     rc = EXIT_INTERNAL;
