@@ -529,70 +529,88 @@ static void describe_split(const binder *b, const ein_bound_operand *bo,
 
 /* Tries to settle one split dim. *progress is set when it solved an axis;
  * *settled when every factor is known and checked. */
-static ein_status solve_split(binder *b, int i, int d, bool *progress,
-                              bool *settled) {
-  const ein_bound_operand *bo = &b->out->inputs[i];
-  const ein_bound_dim *dim = &bo->dims[d];
-  ein_span at = b->work[i].dim_span[d];
-  int64_t known = 1;
-  int unknown = -1, nunknown = 0;
-  bool overflow = false;
+/* The product of the split's known factors (false when it overflows), its
+ * unknown factor and how many unknown factors it has (a name twice in one
+ * split counts twice: it is not linear). */
+static bool split_factors(const binder *b, const ein_bound_operand *bo,
+                          const ein_bound_dim *dim, int64_t *known,
+                          int *unknown, int *nunknown) {
+  bool fits = true;
+  *known = 1;
+  *unknown = -1;
+  *nunknown = 0;
   for (int k = 0; k < dim->count; k++) {
     int a = bo->factors[dim->first + k];
     if (b->ax[a].size >= 0) {
-      if (!ein_mul_i64(known, b->ax[a].size, &known)) overflow = true;
-    } else if (a != unknown) {
-      nunknown++; /* a name twice in one split counts twice: not linear */
-      unknown = a;
+      if (!ein_mul_i64(*known, b->ax[a].size, known)) fits = false;
     } else {
-      nunknown++;
+      (*nunknown)++;
+      *unknown = a;
     }
   }
-  *settled = false;
-  if (nunknown > 1) return EIN_OK; /* maybe later */
-  char parts[256];
-  if (overflow) {
-    describe_split(b, bo, d, parts, sizeof parts);
-    return fail(b, EIN_ERR_OVERFLOW, &at, 1,
-                "the split %s at dim %d of operand %d overflows int64", parts,
-                d, i + 1);
-  }
-  if (nunknown == 0) {
-    if (known != dim->size) {
-      describe_split(b, bo, d, parts, sizeof parts);
-      return fail(b, EIN_ERR_SIZE_MISMATCH, &at, 1,
-                  "the split %s at dim %d of operand %d has size %lld but "
-                  "the dim is %lld",
-                  parts, d, i + 1, (long long)known, (long long)dim->size);
-    }
-    *settled = true;
-    return EIN_OK;
-  }
-  char name[64];
+  return fits;
+}
+
+/* The one unknown factor of the split at dim d of operand i is the dim's
+ * size over `known`, when that divides exactly. */
+static ein_status solve_unknown(binder *b, int i, int d, int64_t known,
+                                int unknown) {
+  const ein_bound_operand *bo = &b->out->inputs[i];
+  const ein_bound_dim *dim = &bo->dims[d];
+  ein_span at = b->work[i].dim_span[d];
+  char parts[256], name[64];
   axis_name(b, unknown, name, sizeof name);
-  if (known == 0) {
-    describe_split(b, bo, d, parts, sizeof parts);
-    if (dim->size == 0)
-      return fail(b, EIN_ERR_AMBIGUOUS_SPLIT, &at, 1,
-                  "cannot solve %s from the split %s at dim %d of operand "
-                  "%d: the other factors multiply to 0, so any size fits; "
-                  "give it with a length binding",
-                  name, parts, d, i + 1);
+  describe_split(b, bo, d, parts, sizeof parts);
+  if (known == 0 && dim->size == 0)
+    return fail(b, EIN_ERR_AMBIGUOUS_SPLIT, &at, 1,
+                "cannot solve %s from the split %s at dim %d of operand "
+                "%d: the other factors multiply to 0, so any size fits; "
+                "give it with a length binding",
+                name, parts, d, i + 1);
+  if (known == 0)
     return fail(b, EIN_ERR_INDIVISIBLE, &at, 1,
                 "cannot split dim %d of operand %d (size %lld) into %s: the "
                 "known factors multiply to 0",
                 d, i + 1, (long long)dim->size, parts);
-  }
-  if (dim->size % known != 0) {
-    describe_split(b, bo, d, parts, sizeof parts);
+  if (dim->size % known != 0)
     return fail(b, EIN_ERR_INDIVISIBLE, &at, 1,
                 "cannot split dim %d of operand %d (size %lld) into %s: "
                 "%lld is not divisible by %lld",
                 d, i + 1, (long long)dim->size, parts, (long long)dim->size,
                 (long long)known);
-  }
   set_size(&b->ax[unknown], dim->size / known, FROM_SPLIT, at, i, d);
-  *progress = true;
+  return EIN_OK;
+}
+
+static ein_status solve_split(binder *b, int i, int d, bool *progress,
+                              bool *settled) {
+  const ein_bound_operand *bo = &b->out->inputs[i];
+  const ein_bound_dim *dim = &bo->dims[d];
+  ein_span at = b->work[i].dim_span[d];
+  int64_t known;
+  int unknown, nunknown;
+  bool fits = split_factors(b, bo, dim, &known, &unknown, &nunknown);
+  *settled = false;
+  if (nunknown > 1) return EIN_OK; /* maybe later */
+  char parts[256];
+  if (!fits) {
+    describe_split(b, bo, d, parts, sizeof parts);
+    return fail(b, EIN_ERR_OVERFLOW, &at, 1,
+                "the split %s at dim %d of operand %d overflows int64", parts,
+                d, i + 1);
+  }
+  if (nunknown == 0 && known != dim->size) {
+    describe_split(b, bo, d, parts, sizeof parts);
+    return fail(b, EIN_ERR_SIZE_MISMATCH, &at, 1,
+                "the split %s at dim %d of operand %d has size %lld but "
+                "the dim is %lld",
+                parts, d, i + 1, (long long)known, (long long)dim->size);
+  }
+  if (nunknown == 1) {
+    ein_status st = solve_unknown(b, i, d, known, unknown);
+    if (st) return st;
+    *progress = true;
+  }
   *settled = true;
   return EIN_OK;
 }
