@@ -371,6 +371,28 @@ static ein_status parse_operand(parser *p, ein_operand *op, int index,
   return EIN_OK;
 }
 
+/* operand (',' operand)*: the inputs, into the AST's arena. */
+static ein_status parse_inputs(parser *p, ein_ast *out) {
+  ein_operand inputs[EIN_MAX_OPERANDS];
+  int n = 0;
+  for (;;) {
+    ein_status st = parse_operand(p, &inputs[n], n, false);
+    if (st) return st;
+    n++;
+    if (p->tok.kind != TOK_COMMA) break;
+    if (n == EIN_MAX_OPERANDS)
+      return fail_at(p, EIN_ERR_LIMIT, tok_span(p->tok),
+                     "more than %d operands; einc takes at most %d",
+                     EIN_MAX_OPERANDS, EIN_MAX_OPERANDS);
+    advance(p);
+  }
+  out->ninputs = n;
+  out->inputs = ein_arena_alloc(p->arena, (size_t)n, sizeof *out->inputs);
+  if (!out->inputs) return no_memory(p);
+  memcpy(out->inputs, inputs, (size_t)n * sizeof *inputs);
+  return EIN_OK;
+}
+
 /* expression := operand (',' operand)* ['->' operand] EOF
  * ('->' is required in the einops dialect.) */
 ein_status ein_parse_expr(const char *src, size_t len, ein_dialect dialect,
@@ -391,24 +413,8 @@ ein_status ein_parse_expr(const char *src, size_t len, ein_dialect dialect,
   out->dialect = dialect;
   out->output.ellipsis_term = -1; /* an implicit output has none */
 
-  ein_operand inputs[EIN_MAX_OPERANDS];
-  int n = 0;
-  for (;;) {
-    ein_status st = parse_operand(&p, &inputs[n], n, false);
-    if (st) return st;
-    n++;
-    if (p.tok.kind != TOK_COMMA) break;
-    if (n == EIN_MAX_OPERANDS)
-      return fail_at(&p, EIN_ERR_LIMIT, tok_span(p.tok),
-                     "more than %d operands; einc takes at most %d",
-                     EIN_MAX_OPERANDS, EIN_MAX_OPERANDS);
-    advance(&p);
-  }
-  out->ninputs = n;
-  out->inputs = ein_arena_alloc(arena, (size_t)n, sizeof *out->inputs);
-  if (!out->inputs) return no_memory(&p);
-  memcpy(out->inputs, inputs, (size_t)n * sizeof *inputs);
-
+  ein_status st = parse_inputs(&p, out);
+  if (st) return st;
   if (p.tok.kind == TOK_EOF) {
     if (dialect == EIN_DIALECT_EINOPS)
       return fail_at(&p, EIN_ERR_SYNTAX, tok_span(p.tok),
@@ -423,8 +429,7 @@ ein_status ein_parse_expr(const char *src, size_t len, ein_dialect dialect,
   out->arrow_offset = p.tok.offset;
   ein_token arrow = p.tok;
   advance(&p);
-  ein_status st = parse_operand(&p, &out->output, n, true);
-  if (st) return st;
+  if ((st = parse_operand(&p, &out->output, out->ninputs, true))) return st;
   if (p.tok.kind == TOK_ARROW)
     return fail_at2(&p, EIN_ERR_SYNTAX, tok_span(p.tok), tok_span(arrow),
                     "a second '->': an expression has exactly one output");
