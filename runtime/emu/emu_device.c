@@ -27,16 +27,10 @@
 
 #include "alloc.h"
 #include "emu_block.h"
+#include "emu_fiber.h"
 #include "emu_module.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define EMU_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define EMU_ASAN 1
-#endif
-#endif
-#ifdef EMU_ASAN
+#ifdef EIN_EMU_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
 
@@ -83,7 +77,7 @@ static void lock(void) {
 static void unlock(void) { pthread_mutex_unlock(&dev_mu); }
 
 static void poison(const dev_alloc *a, bool on) {
-#ifdef EMU_ASAN
+#ifdef EIN_EMU_ASAN
   if (on)
     ASAN_POISON_MEMORY_REGION((void *)a->lo, a->size);
   else

@@ -218,6 +218,14 @@ bool cli_parse_dtype(const char *v, ein_dtype *out) {
   return false;
 }
 
+const char *cli_option_value(int argc, char **argv, int *i) {
+  if (*i + 1 >= argc) {
+    cli_errorf("%s needs a value", argv[*i]);
+    return NULL;
+  }
+  return argv[++*i];
+}
+
 void cli_shape_tensors(const cli_shape *shapes, int n, DLDataType dt,
                        DLDeviceType device, DLTensor *tensors,
                        const DLTensor **ptrs) {

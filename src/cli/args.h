@@ -70,6 +70,11 @@ enum {
 /* The exit status for a library status. */
 int cli_exit_status(ein_status status);
 
+/* The value after the option at argv[*i] of a command's own options,
+ * advancing *i past it; NULL, with "<option> needs a value" printed, when
+ * the option is the last argument. */
+const char *cli_option_value(int argc, char **argv, int *i);
+
 /* Parses "auto", "cpu" or "cuda" into *out; prints an error and returns
  * false for anything else. */
 bool cli_parse_backend(const char *v, ein_backend_kind *out);

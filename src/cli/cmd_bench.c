@@ -80,11 +80,8 @@ static int bench_option(int argc, char **argv, int *i, void *state) {
   if (strcmp(arg, "--dtype") != 0 && strcmp(arg, "--backend") != 0 &&
       strcmp(arg, "--runs") != 0 && strcmp(arg, "--warmup") != 0)
     return 0;
-  if (*i + 1 >= argc) {
-    cli_errorf("%s needs a value", arg);
-    return -1;
-  }
-  const char *v = argv[++*i];
+  const char *v = cli_option_value(argc, argv, i);
+  if (!v) return -1;
   if (strcmp(arg, "--backend") == 0)
     return cli_parse_backend(v, &bo->common->options.backend) ? 1 : -1;
   if (strcmp(arg, "--runs") == 0)

@@ -35,11 +35,8 @@ static int src_option(int argc, char **argv, int *i, void *state) {
   ein_dtype *dt = state;
   if (strcmp(argv[*i], "--dtype") != 0)
     return 0;
-  if (*i + 1 >= argc) {
-    cli_errorf("--dtype needs a value");
-    return -1;
-  }
-  const char *v = argv[++*i];
+  const char *v = cli_option_value(argc, argv, i);
+  if (!v) return -1;
   return cli_parse_dtype(v, dt) ? 1 : -1;
 }
 

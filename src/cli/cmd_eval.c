@@ -51,11 +51,8 @@ static int eval_option(int argc, char **argv, int *i, void *state) {
   const char *arg = argv[*i];
   bool out = strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0;
   if (!out && strcmp(arg, "--backend") != 0) return 0;
-  if (*i + 1 >= argc) {
-    cli_errorf("%s needs a value", arg);
-    return -1;
-  }
-  const char *v = argv[++*i];
+  const char *v = cli_option_value(argc, argv, i);
+  if (!v) return -1;
   if (out) {
     eo->out_path = v;
     return 1;
