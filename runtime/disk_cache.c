@@ -50,10 +50,11 @@ void ein_disk_cache_path(const char *dir, const void *key, size_t keylen,
            (unsigned long long)h2);
 }
 
-static bool read_all(int fd, void *buf, size_t n) {
-  char *p = buf;
+/* Reads (writing false) or writes all n bytes at p, resuming after
+ * signals; false on an error or an early end of file. */
+static bool transfer_all(int fd, char *p, size_t n, bool writing) {
   while (n > 0) {
-    ssize_t r = read(fd, p, n);
+    ssize_t r = writing ? write(fd, p, n) : read(fd, p, n);
     if (r < 0 && errno == EINTR)
       continue;
     if (r <= 0)
@@ -64,18 +65,13 @@ static bool read_all(int fd, void *buf, size_t n) {
   return true;
 }
 
+static bool read_all(int fd, void *buf, size_t n) {
+  return transfer_all(fd, buf, n, false);
+}
+
+/* write() never writes through its buffer: the cast only shares the loop. */
 static bool write_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n > 0) {
-    ssize_t r = write(fd, p, n);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return false;
-    p += r;
-    n -= (size_t)r;
-  }
-  return true;
+  return transfer_all(fd, (char *)(uintptr_t)buf, n, true);
 }
 
 bool ein_disk_cache_load(const char *dir, const void *key, size_t keylen,

@@ -131,11 +131,11 @@ static ein_status run_gemm(const ein_step *s, char *c, const char *a,
   if (s->dst_dtype != s->src_dtype[0] || s->dst_dtype != s->src_dtype[1] ||
       (s->dst_dtype != EIN_DT_F32 && s->dst_dtype != EIN_DT_F64) ||
       !ein_gemm_rowmajor(g, &call))
-    return ein_error_set(err, EIN_ERR_INTERNAL, NULL, 0, NULL, 0,
-                         "cpu backend: a GEMM step it cannot run "
-                         "(%s, m %lld n %lld k %lld)",
-                         ein_dtype_name(s->dst_dtype), (long long)g->m,
-                         (long long)g->n, (long long)g->k);
+    return ein_fail_internal(err,
+                             "cpu backend: a GEMM step it cannot run "
+                             "(%s, m %lld n %lld k %lld)",
+                             ein_dtype_name(s->dst_dtype), (long long)g->m,
+                             (long long)g->n, (long long)g->k);
   int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype);
   int64_t nb = 1;
   for (int i = 0; i < g->nbatch; i++) nb *= g->batch[i].size;
@@ -163,9 +163,8 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
   cpu_backend *cb = (cpu_backend *)self;
   workspace ws;
   if (!workspace_take(cb, plan->workspace_bytes, &ws))
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "cannot allocate %lld bytes of workspace",
-                         (long long)plan->workspace_bytes);
+    return ein_fail_memory(err, "cannot allocate %lld bytes of workspace",
+                           (long long)plan->workspace_bytes);
   ein_status st = EIN_OK;
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
@@ -182,9 +181,8 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
     else {
       st = ein_cpu_loop(s, dst, src[0], src[1], cb->threads);
       if (st)
-        ein_error_set(err, st, NULL, 0, NULL, 0,
-                      "cpu backend: step %d has more axes than it handles",
-                      i + 1);
+        ein_fail(err, st, "cpu backend: step %d has more axes than it handles",
+                 i + 1);
     }
     if (st) break;
   }
@@ -205,8 +203,7 @@ static ein_status cpu_alloc(ein_backend *self, size_t bytes, void **ptr,
   (void)self;
   *ptr = ein_malloc(bytes ? bytes : 1);
   if (!*ptr)
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory allocating %zu bytes", bytes);
+    return ein_fail_memory(err, "out of memory allocating %zu bytes", bytes);
   return EIN_OK;
 }
 
@@ -234,14 +231,12 @@ static const ein_backend_caps *cpu_caps(void) {
 
 static ein_backend *cpu_open(int device, ein_error_rec *err) {
   if (device != 0) {
-    ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
-                  "the CPU backend has one device, 0, not %d", device);
+    ein_fail_device(err, "the CPU backend has one device, 0, not %d", device);
     return NULL;
   }
   cpu_backend *cb = ein_calloc(1, sizeof *cb);
   if (!cb) {
-    ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                  "out of memory creating the CPU backend");
+    ein_fail_memory(err, "out of memory creating the CPU backend");
     return NULL;
   }
   pthread_mutex_init(&cb->lock, NULL);

@@ -482,6 +482,76 @@ static bool try_copy(const ein_step *s, ein_loop_axes *kept,
   return true;
 }
 
+/* The row axis: the source's fastest axis if it is reduced and long
+ * enough to be worth folding as a row (short ones, like the 2x2 window
+ * of a pooling, are better folded element-wise along a kept row). */
+static void choose_row(loop_job *j, ein_loop_axes *kept, ein_loop_axes *red) {
+  int64_t kept_min = kept->n ? llabs(kept->st[kept->n - 1][1]) : INT64_MAX;
+  int64_t red_min = red->n ? llabs(red->st[red->n - 1][1]) : INT64_MAX;
+  if (j->s->kind == EIN_STEP_FILL) {
+    j->row_n = 1;
+  } else if (red->n && (!kept->n || (red_min < kept_min &&
+                                     red->size[red->n - 1] >= 16))) {
+    j->row_reduced = true;
+    take_row(j, red, red->n - 1);
+  } else if (kept->n) {
+    take_row(j, kept, kept->n - 1);
+  } else {
+    j->row_n = 1; /* a scalar copy */
+  }
+  j->outer = *kept;
+  j->red = *red;
+}
+
+/* Fill: store the value through the row kernel's store. */
+static void run_fill(const loop_job *j) {
+  const ein_step *s = j->s;
+  int64_t n = ein_loop_axes_volume(&j->outer);
+  ein_loop_cursor c;
+  ein_loop_cursor_start(&j->outer, 0, &c);
+  for (int64_t o = 0; o < n; o++, ein_loop_cursor_next(&j->outer, &c)) {
+    char *p = j->dst + c.off[0] * (int64_t)j->esz[0];
+    if (j->acc == ACC_I64) {
+      int64_t v = (int64_t)s->fill;
+      store_i64(s->dst_dtype, p, 1, 1, &v);
+    } else if (j->acc == ACC_F64 || s->dst_dtype == EIN_DT_F64) {
+      double v = s->fill;
+      store_f64(s->dst_dtype, p, 1, 1, &v);
+    } else {
+      float v = (float)s->fill;
+      store_f32(s->dst_dtype, p, 1, 1, &v);
+    }
+  }
+}
+
+/* Runs the job over its outer rows, across threads when the work is
+ * large; few outer rows but a long reduction split the reduction. */
+static void run_job(loop_job *j, int threads) {
+  int64_t nouter = ein_loop_axes_volume(&j->outer);
+  int64_t nred = ein_loop_axes_volume(&j->red);
+  double work = (double)nouter * (double)nred * (double)j->row_n;
+#ifdef _OPENMP
+  if (threads > 1 && work > 1 << 16) {
+    if (!j->row_reduced && nouter < 4 * threads && nred >= 8 * threads &&
+        (double)nouter * (double)j->row_n <= 1 << 20 && run_split(j, threads))
+      return;
+    if (nouter > 1) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t t = 0; t < threads; t++) {
+        int64_t lo = nouter * t / threads, hi = nouter * (t + 1) / threads;
+        run_range(j, lo, hi);
+      }
+      return;
+    }
+  }
+#else
+  (void)threads;
+  (void)work;
+  (void)run_split;
+#endif
+  run_range(j, 0, nouter);
+}
+
 ein_status ein_cpu_loop(const ein_step *s, char *dst, const char *src0,
                         const char *src1, int threads) {
   loop_job j;
@@ -499,69 +569,10 @@ ein_status ein_cpu_loop(const ein_step *s, char *dst, const char *src0,
   if (!ein_loop_axes_split(s, &kept, &red, &empty)) return EIN_ERR_LIMIT;
   if (empty) return EIN_OK;
   if (try_copy(s, &kept, &red, dst, src0, threads)) return EIN_OK;
-  /* The row axis: the source's fastest axis if it is reduced and long
-   * enough to be worth folding as a row (short ones, like the 2x2 window
-   * of a pooling, are better folded element-wise along a kept row). */
-  int64_t kept_min = kept.n ? llabs(kept.st[kept.n - 1][1]) : INT64_MAX;
-  int64_t red_min = red.n ? llabs(red.st[red.n - 1][1]) : INT64_MAX;
-  if (s->kind == EIN_STEP_FILL) {
-    j.row_n = 1;
-  } else if (red.n && (!kept.n || (red_min < kept_min &&
-                                   red.size[red.n - 1] >= 16))) {
-    j.row_reduced = true;
-    take_row(&j, &red, red.n - 1);
-  } else if (kept.n) {
-    take_row(&j, &kept, kept.n - 1);
-  } else {
-    j.row_n = 1; /* a scalar copy */
-  }
-  j.outer = kept;
-  j.red = red;
-
-  if (s->kind == EIN_STEP_FILL) {
-    /* Fill: store the value through the row kernel's store. */
-    int64_t n = ein_loop_axes_volume(&kept);
-    ein_loop_cursor c;
-    ein_loop_cursor_start(&kept, 0, &c);
-    for (int64_t o = 0; o < n; o++, ein_loop_cursor_next(&kept, &c)) {
-      char *p = dst + c.off[0] * (int64_t)j.esz[0];
-      if (j.acc == ACC_I64) {
-        int64_t v = (int64_t)s->fill;
-        store_i64(s->dst_dtype, p, 1, 1, &v);
-      } else if (j.acc == ACC_F64 || s->dst_dtype == EIN_DT_F64) {
-        double v = s->fill;
-        store_f64(s->dst_dtype, p, 1, 1, &v);
-      } else {
-        float v = (float)s->fill;
-        store_f32(s->dst_dtype, p, 1, 1, &v);
-      }
-    }
-    return EIN_OK;
-  }
-
-  int64_t nouter = ein_loop_axes_volume(&j.outer);
-  int64_t nred = ein_loop_axes_volume(&j.red);
-  double work = (double)nouter * (double)nred * (double)j.row_n;
-#ifdef _OPENMP
-  if (threads > 1 && work > 1 << 16) {
-    /* Few outer rows but a long reduction: split the reduction. */
-    if (!j.row_reduced && nouter < 4 * threads && nred >= 8 * threads &&
-        (double)nouter * (double)j.row_n <= 1 << 20 && run_split(&j, threads))
-      return EIN_OK;
-    if (nouter > 1) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t t = 0; t < threads; t++) {
-        int64_t lo = nouter * t / threads, hi = nouter * (t + 1) / threads;
-        run_range(&j, lo, hi);
-      }
-      return EIN_OK;
-    }
-  }
-#else
-  (void)threads;
-  (void)work;
-  (void)run_split;
-#endif
-  run_range(&j, 0, nouter);
+  choose_row(&j, &kept, &red);
+  if (s->kind == EIN_STEP_FILL)
+    run_fill(&j);
+  else
+    run_job(&j, threads);
   return EIN_OK;
 }

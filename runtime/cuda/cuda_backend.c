@@ -47,16 +47,16 @@ static ein_status cuda_fail(ein_error_rec *err, const char *call,
                             cudaError_t e) {
   ein_status st =
       e == cudaErrorMemoryAllocation ? EIN_ERR_DEVICE_MEMORY : EIN_ERR_BACKEND;
-  return ein_error_set(err, st, NULL, 0, NULL, 0, "%s failed: %s (%s)", call,
-                       cudaGetErrorName(e), cudaGetErrorString(e));
+  return ein_fail(err, st, "%s failed: %s (%s)", call, cudaGetErrorName(e),
+                  cudaGetErrorString(e));
 }
 
 static ein_status blas_fail(ein_error_rec *err, const char *call,
                             cublasStatus_t s) {
   ein_status st =
       s == CUBLAS_STATUS_ALLOC_FAILED ? EIN_ERR_DEVICE_MEMORY : EIN_ERR_BACKEND;
-  return ein_error_set(err, st, NULL, 0, NULL, 0, "%s failed: %s (%s)", call,
-                       cublasGetStatusName(s), cublasGetStatusString(s));
+  return ein_fail(err, st, "%s failed: %s (%s)", call, cublasGetStatusName(s),
+                  cublasGetStatusString(s));
 }
 
 #define CU(call)                                                               \
@@ -64,6 +64,16 @@ static ein_status blas_fail(ein_error_rec *err, const char *call,
     cudaError_t e_ = (call);                                                   \
     if (e_ != cudaSuccess)                                                     \
       return cuda_fail(err, #call, e_);                                        \
+  } while (0)
+
+/* The same for a cuBLAS call, written BLAS(cublasFoo, (args)) so that a
+ * failure names the function: EIN_ERR_DEVICE_MEMORY when cuBLAS could not
+ * allocate, else EIN_ERR_BACKEND, with cuBLAS's name and text for it. */
+#define BLAS(fn, args)                                                         \
+  do {                                                                         \
+    cublasStatus_t s_ = fn args;                                               \
+    if (s_ != CUBLAS_STATUS_SUCCESS)                                           \
+      return blas_fail(err, #fn, s_);                                          \
   } while (0)
 
 bool ein_cuda_built(void) { return true; }
@@ -135,14 +145,12 @@ static ein_status gemm_call(cuda_backend *cb, const ein_step *s,
   cudaDataType_t tab = data_type(g->ab_dtype), tc = data_type(g->c_dtype);
   scalars sc;
   cublasComputeType_t ct = compute_of(g, s, &sc);
-  cublasStatus_t r = cublasGemmStridedBatchedEx(
-      cb->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-      g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->m, (int)g->n, (int)g->k,
-      sc.alpha, a, tab, (int)g->lda, g->stride_a, b, tab, (int)g->ldb,
-      g->stride_b, sc.beta, c, tc, (int)g->ldc, g->stride_c, (int)g->count,
-      ct, CUBLAS_GEMM_DEFAULT);
-  if (r != CUBLAS_STATUS_SUCCESS)
-    return blas_fail(err, "cublasGemmStridedBatchedEx", r);
+  BLAS(cublasGemmStridedBatchedEx,
+       (cb->blas, g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+        g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->m, (int)g->n,
+        (int)g->k, sc.alpha, a, tab, (int)g->lda, g->stride_a, b, tab,
+        (int)g->ldb, g->stride_b, sc.beta, c, tc, (int)g->ldc, g->stride_c,
+        (int)g->count, ct, CUBLAS_GEMM_DEFAULT));
   return EIN_OK;
 }
 
@@ -263,13 +271,12 @@ static ein_status workspace_alloc(cuda_backend *cb, int64_t bytes, void **out,
   if (e != cudaSuccess) {
     cudaGetLastError();
     *out = NULL;
-    return ein_error_set(err,
-                         e == cudaErrorMemoryAllocation ? EIN_ERR_DEVICE_MEMORY
-                                                        : EIN_ERR_BACKEND,
-                         NULL, 0, NULL, 0,
-                         "cannot allocate %lld bytes of device workspace for "
-                         "the plan's temporaries: %s",
-                         (long long)bytes, cudaGetErrorString(e));
+    return ein_fail(err,
+                    e == cudaErrorMemoryAllocation ? EIN_ERR_DEVICE_MEMORY
+                                                   : EIN_ERR_BACKEND,
+                    "cannot allocate %lld bytes of device workspace for "
+                    "the plan's temporaries: %s",
+                    (long long)bytes, cudaGetErrorString(e));
   }
   return EIN_OK;
 }
@@ -282,23 +289,20 @@ static ein_status blas_ready(cuda_backend *cb, const ein_cuda_program *prog,
   bool gemm = false;
   for (int i = 0; i < prog->nsteps && !gemm; i++) gemm = prog->steps[i].cublas;
   if (!gemm) return EIN_OK;
-  cublasStatus_t r;
   if (!cb->blas) {
     if (!cb->blas_workspace)
       CU(cudaMalloc(&cb->blas_workspace, CUBLAS_WORKSPACE));
-    if ((r = cublasCreate(&cb->blas)) != CUBLAS_STATUS_SUCCESS) {
-      cb->blas = NULL;
-      return blas_fail(err, "cublasCreate", r);
-    }
-    r = cublasSetWorkspace(cb->blas, cb->blas_workspace, CUBLAS_WORKSPACE);
-    if (r != CUBLAS_STATUS_SUCCESS) {
-      cublasDestroy(cb->blas);
-      cb->blas = NULL;
+    cublasHandle_t h = NULL;
+    BLAS(cublasCreate, (&h));
+    cublasStatus_t r = cublasSetWorkspace(h, cb->blas_workspace,
+                                          CUBLAS_WORKSPACE);
+    if (r != CUBLAS_STATUS_SUCCESS) { /* the handle goes with the failure */
+      cublasDestroy(h);
       return blas_fail(err, "cublasSetWorkspace", r);
     }
+    cb->blas = h;
   }
-  if ((r = cublasSetStream(cb->blas, cb->stream)) != CUBLAS_STATUS_SUCCESS)
-    return blas_fail(err, "cublasSetStream", r);
+  BLAS(cublasSetStream, (cb->blas, cb->stream));
   return EIN_OK;
 }
 
@@ -334,8 +338,7 @@ static ein_status cuda_run(ein_backend *self, const ein_plan_ir *plan,
   cuda_backend *cb = (cuda_backend *)self;
   const ein_cuda_program *prog = program;
   if (!prog || prog->nsteps != plan->nsteps)
-    return ein_error_set(err, EIN_ERR_INTERNAL, NULL, 0, NULL, 0,
-                         "cuda backend: the plan has no CUDA program");
+    return ein_fail_internal(err, "cuda backend: the plan has no CUDA program");
   int prev;
   ein_status st = enter(cb->device, &prev, err);
   if (st)
@@ -430,8 +433,7 @@ static ein_status setup(cuda_backend *cb, ein_error_rec *err) {
   CU(cudaMemPoolSetAttribute(cb->pool, cudaMemPoolAttrReleaseThreshold, &keep));
   cb->kernels = ein_kcache_create(cb->arch);
   if (!cb->kernels)
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory creating the kernel cache");
+    return ein_fail_memory(err, "out of memory creating the kernel cache");
   return EIN_OK;
 }
 
@@ -443,20 +445,19 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
   if (e != cudaSuccess || device < 0 || device >= count) {
     cudaGetLastError();
     if (e != cudaSuccess)
-      ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
-                    "no usable CUDA device: cudaGetDeviceCount failed: %s "
-                    "(%s)",
-                    cudaGetErrorName(e), cudaGetErrorString(e));
+      ein_fail_device(err,
+                      "no usable CUDA device: cudaGetDeviceCount failed: %s "
+                      "(%s)",
+                      cudaGetErrorName(e), cudaGetErrorString(e));
     else
-      ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
-                    "CUDA device %d does not exist (%d device%s visible)",
-                    device, count, count == 1 ? "" : "s");
+      ein_fail_device(err,
+                      "CUDA device %d does not exist (%d device%s visible)",
+                      device, count, count == 1 ? "" : "s");
     return NULL;
   }
   cuda_backend *cb = ein_calloc(1, sizeof *cb);
   if (!cb) {
-    ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                  "out of memory creating the CUDA backend");
+    ein_fail_memory(err, "out of memory creating the CUDA backend");
     return NULL;
   }
   pthread_mutex_init(&cb->lock, NULL);
@@ -530,11 +531,11 @@ ein_status ein_cuda_malloc(int device, void **ptr, size_t bytes,
     return st;
   int count = ein_cuda_device_count();
   if (count <= device)
-    return ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
-                         "no CUDA device %d: the CUDA runtime sees %d "
-                         "device%s (no GPU, or no driver); use the CPU "
-                         "backend",
-                         device, count, count == 1 ? "" : "s");
+    return ein_fail_device(err,
+                           "no CUDA device %d: the CUDA runtime sees %d "
+                           "device%s (no GPU, or no driver); use the CPU "
+                           "backend",
+                           device, count, count == 1 ? "" : "s");
   int prev;
   st = enter(device, &prev, err);
   if (st)

@@ -328,8 +328,8 @@ ein_status ein_cuda_lib_require(ein_cuda_lib lib, ein_error_rec *err) {
     snprintf(wheel, sizeof wheel, "'%s==%d.*'", li->wheel, EIN_CUDA_MAJOR);
   else
     snprintf(wheel, sizeof wheel, "%s-cu%d", li->wheel, EIN_CUDA_MAJOR);
-  return ein_error_set(
-      err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
+  return ein_fail_device(
+      err,
       "the CUDA backend needs %s (%s, from CUDA %d), which could not be "
       "loaded: %s; install the CUDA %d toolkit, or `pip install %s` and "
       "add its lib directory to LD_LIBRARY_PATH (or name the file in %s)",

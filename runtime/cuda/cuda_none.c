@@ -6,9 +6,9 @@
 
 
 static ein_status unavailable(ein_error_rec *err) {
-  return ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
-                       "this build of einc has no CUDA backend (built "
-                       "without the CUDA toolkit or with -Dcuda=disabled)");
+  return ein_fail_device(err,
+                         "this build of einc has no CUDA backend (built "
+                         "without the CUDA toolkit or with -Dcuda=disabled)");
 }
 
 bool ein_cuda_built(void) { return false; }

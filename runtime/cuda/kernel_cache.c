@@ -88,9 +88,8 @@ static bool grow(ein_kcache *c) {
 
 static ein_status cuda_fail(ein_error_rec *err, const char *call,
                             cudaError_t e) {
-  return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                       "%s failed: %s (%s)", call, cudaGetErrorName(e),
-                       cudaGetErrorString(e));
+  return ein_fail_backend(err, "%s failed: %s (%s)", call, cudaGetErrorName(e),
+                          cudaGetErrorString(e));
 }
 
 /* Loads a cubin and finds its entry points. */
@@ -110,6 +109,54 @@ static ein_status load(const char *img, const ein_kernel_src *k, kentry *e,
   return EIN_OK;
 }
 
+/* The disk key of a kernel: everything that changes the cubin, the
+ * prelude NVRTC compiles before the source included. */
+static void disk_key(const ein_kcache *c, const ein_kernel_src *k,
+                     ein_strbuf *key) {
+  const char *prelude = ein_codegen_prelude(false);
+  ein_strbuf_printf(key, "einc kernel v2\nsm_%d\nnvrtc %d\n%s\n", c->arch,
+                    ein_nvrtc_version(), ein_nvrtc_options());
+  ein_strbuf_printf(key, "prelude %016llx\n",
+                    (unsigned long long)ein_fnv1a(prelude, strlen(prelude),
+                                                  EIN_FNV_SEED));
+  ein_strbuf_append(key, k->source, k->len);
+}
+
+/* Loads the kernel from the disk cache, or compiles it (and stores the
+ * cubin there), into e. */
+static ein_status load_or_compile(ein_kcache *c, const ein_kernel_src *k,
+                                  const ein_strbuf *key, kentry *e,
+                                  ein_error_rec *err) {
+  char *img = NULL;
+  size_t size = 0;
+  if (!key->failed && c->disk &&
+      ein_disk_cache_load(c->dir, key->data, key->len, &img, &size)) {
+    /* A damaged cubin that still passed the checksum is recompiled. */
+    ein_error_rec ignored = {0};
+    bool loaded = load(img, k, e, &ignored) == EIN_OK;
+    ein_free(img);
+    img = NULL;
+    if (loaded) {
+      c->stats.disk_hits++;
+      return EIN_OK;
+    }
+  }
+  ein_status st = ein_nvrtc_compile(k->source, k->len, c->arch, &img, &size,
+                                    err);
+  if (!st) {
+    c->stats.compiles++;
+    st = load(img, k, e, err);
+  }
+  if (!st && c->disk && !key->failed) {
+    if (ein_disk_cache_store(c->dir, key->data, key->len, img, size))
+      c->stats.disk_writes++;
+    else
+      c->stats.disk_write_failures++;
+  }
+  ein_free(img);
+  return st;
+}
+
 ein_status ein_kcache_get(ein_kcache *c, const ein_kernel_src *k,
                           cudaKernel_t *main, cudaKernel_t *vec,
                           ein_error_rec *err) {
@@ -122,55 +169,17 @@ ein_status ein_kcache_get(ein_kcache *c, const ein_kernel_src *k,
   }
   if ((c->n + 1) * 2 > c->cap) {
     if (!grow(c))
-      return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                           "out of memory growing the kernel cache");
+      return ein_fail_memory(err, "out of memory growing the kernel cache");
     e = find_slot(c->slots, c->cap, k->hash, k->source, k->len);
   }
   kentry fresh = {.hash = k->hash, .len = k->len};
   fresh.source = ein_malloc(k->len + 1);
   if (!fresh.source)
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory caching a kernel");
+    return ein_fail_memory(err, "out of memory caching a kernel");
   memcpy(fresh.source, k->source, k->len + 1);
-
-  /* Disk key: everything that changes the cubin, the prelude NVRTC
-   * compiles before the source included. */
   ein_strbuf key = {0};
-  const char *prelude = ein_codegen_prelude(false);
-  ein_strbuf_printf(&key, "einc kernel v2\nsm_%d\nnvrtc %d\n%s\n", c->arch,
-                    ein_nvrtc_version(), ein_nvrtc_options());
-  ein_strbuf_printf(&key, "prelude %016llx\n",
-                    (unsigned long long)ein_fnv1a(prelude, strlen(prelude),
-                                                  EIN_FNV_SEED));
-  ein_strbuf_append(&key, k->source, k->len);
-  ein_status st = EIN_OK;
-  char *img = NULL;
-  size_t size = 0;
-  bool loaded = false;
-  if (!key.failed && c->disk &&
-      ein_disk_cache_load(c->dir, key.data, key.len, &img, &size)) {
-    /* A damaged cubin that still passed the checksum is recompiled. */
-    ein_error_rec ignored = {0};
-    loaded = load(img, k, &fresh, &ignored) == EIN_OK;
-    if (loaded)
-      c->stats.disk_hits++;
-    ein_free(img);
-    img = NULL;
-  }
-  if (!loaded) {
-    st = ein_nvrtc_compile(k->source, k->len, c->arch, &img, &size, err);
-    if (!st) {
-      c->stats.compiles++;
-      st = load(img, k, &fresh, err);
-    }
-    if (!st && c->disk && !key.failed) {
-      if (ein_disk_cache_store(c->dir, key.data, key.len, img, size))
-        c->stats.disk_writes++;
-      else
-        c->stats.disk_write_failures++;
-    }
-    ein_free(img);
-  }
+  disk_key(c, k, &key);
+  ein_status st = load_or_compile(c, k, &key, &fresh, err);
   ein_strbuf_free(&key);
   if (st) {
     ein_free(fresh.source);

@@ -43,73 +43,103 @@ int ein_nvrtc_version(void) {
   return major * 1000 + minor * 10;
 }
 
+/* A failed NVRTC call, named, with NVRTC's own text for its result. */
+static ein_status nvrtc_fail(ein_error_rec *err, const char *call,
+                             nvrtcResult r) {
+  return ein_fail_backend(err, "%s failed: %s", call, nvrtcGetErrorString(r));
+}
+
+/* Checks an NVRTC call in the manner of CU in cuda_backend.c: on failure
+ * records "<function> failed: <NVRTC's text>" in err and returns
+ * EIN_ERR_BACKEND from the calling function. */
+#define NVRTC(fn, args)                                                        \
+  do {                                                                         \
+    nvrtcResult r_ = fn args;                                                  \
+    if (r_ != NVRTC_SUCCESS) return nvrtc_fail(err, #fn, r_);                  \
+  } while (0)
+
+/* The prelude, a #line directive that keeps the compile log's line
+ * numbers those of the kernel's own source, and the source: NVRTC wants
+ * one NUL-terminated string. NULL when out of memory. */
+static char *kernel_text(const char *source, size_t len) {
+  static const char LINE[] = "#line 1 \"einc_kernel.cu\"\n";
+  const char *prelude = ein_codegen_prelude(false);
+  size_t plen = strlen(prelude), llen = sizeof LINE - 1;
+  char *text = ein_malloc(plen + llen + len + 1);
+  if (!text) return NULL;
+  memcpy(text, prelude, plen);
+  memcpy(text + plen, LINE, llen);
+  memcpy(text + plen + llen, source, len);
+  text[plen + llen + len] = 0;
+  return text;
+}
+
+/* A failed compile, with NVRTC's log in the message. */
+static ein_status compile_failed(nvrtcProgram prog, int arch, nvrtcResult r,
+                                 ein_error_rec *err) {
+  size_t loglen = 0;
+  char *log = NULL;
+  if (nvrtcGetProgramLogSize(prog, &loglen) == NVRTC_SUCCESS && loglen > 1)
+    log = ein_malloc(loglen);
+  if (log && nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS)
+    log[0] = 0;
+  ein_status st = ein_fail_backend(err,
+                                   "nvrtcCompileProgram failed for sm_%d: %s\n"
+                                   "compile log:\n%s",
+                                   arch, nvrtcGetErrorString(r),
+                                   log ? log : "(none)");
+  ein_free(log);
+  return st;
+}
+
+/* The compiled cubin, in memory the caller frees with ein_free. */
+static ein_status take_cubin(nvrtcProgram prog, char **cubin, size_t *size,
+                             ein_error_rec *err) {
+  size_t n = 0;
+  nvrtcResult r = nvrtcGetCUBINSize(prog, &n);
+  if (r != NVRTC_SUCCESS || !n) return nvrtc_fail(err, "nvrtcGetCUBIN", r);
+  char *img = ein_malloc(n);
+  if (!img)
+    return ein_fail_memory(err, "out of memory holding a %zu-byte cubin", n);
+  if ((r = nvrtcGetCUBIN(prog, img)) != NVRTC_SUCCESS) {
+    ein_free(img);
+    return nvrtc_fail(err, "nvrtcGetCUBIN", r);
+  }
+  *cubin = img;
+  *size = n;
+  return EIN_OK;
+}
+
+/* Compiles the whole text for sm_<arch>. */
+static ein_status compile_text(const char *text, int arch, char **cubin,
+                               size_t *size, ein_error_rec *err) {
+  nvrtcProgram prog;
+  NVRTC(nvrtcCreateProgram, (&prog, text, "einc_kernel.cu", 0, NULL, NULL));
+  char archopt[32];
+  snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d", arch);
+  const char *opts[] = {archopt, "-minimal", "-default-device"};
+  nvrtcResult r = nvrtcCompileProgram(prog, 3, opts);
+  ein_status st = r != NVRTC_SUCCESS ? compile_failed(prog, arch, r, err)
+                                     : take_cubin(prog, cubin, size, err);
+  nvrtcDestroyProgram(&prog);
+  return st;
+}
+
 ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
                              char **cubin, size_t *size, ein_error_rec *err) {
   *cubin = NULL;
   *size = 0;
   if (faulty())
-    return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                         "nvrtcCompileProgram failed: "
-                         "NVRTC_ERROR_COMPILATION (injected by "
-                         "EINC_FAULT_NVRTC)\ncompile log:\n"
-                         "einc_kernel.cu: error: fault injection");
-  ein_status loaded = ein_cuda_lib_require(EIN_LIB_NVRTC, err);
-  if (loaded)
-    return loaded;
-  /* NVRTC wants one NUL-terminated string. */
-  static const char LINE[] = "#line 1 \"einc_kernel.cu\"\n";
-  const char *prelude = ein_codegen_prelude(false);
-  size_t plen = strlen(prelude), llen = sizeof LINE - 1;
-  char *text = ein_malloc(plen + llen + len + 1);
+    return ein_fail_backend(err, "nvrtcCompileProgram failed: "
+                                 "NVRTC_ERROR_COMPILATION (injected by "
+                                 "EINC_FAULT_NVRTC)\ncompile log:\n"
+                                 "einc_kernel.cu: error: fault injection");
+  ein_status st = ein_cuda_lib_require(EIN_LIB_NVRTC, err);
+  if (st) return st;
+  char *text = kernel_text(source, len);
   if (!text)
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory copying a kernel's source");
-  memcpy(text, prelude, plen);
-  memcpy(text + plen, LINE, llen);
-  memcpy(text + plen + llen, source, len);
-  text[plen + llen + len] = 0;
-  nvrtcProgram prog;
-  nvrtcResult r =
-      nvrtcCreateProgram(&prog, text, "einc_kernel.cu", 0, NULL, NULL);
+    return ein_fail_memory(err, "out of memory copying a kernel's source");
+  st = compile_text(text, arch, cubin, size, err);
   ein_free(text);
-  if (r != NVRTC_SUCCESS)
-    return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                         "nvrtcCreateProgram failed: %s",
-                         nvrtcGetErrorString(r));
-  char archopt[32];
-  snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d", arch);
-  const char *opts[] = {archopt, "-minimal", "-default-device"};
-  r = nvrtcCompileProgram(prog, 3, opts);
-  ein_status st = EIN_OK;
-  if (r != NVRTC_SUCCESS) {
-    size_t loglen = 0;
-    char *log = NULL;
-    if (nvrtcGetProgramLogSize(prog, &loglen) == NVRTC_SUCCESS && loglen > 1)
-      log = ein_malloc(loglen);
-    if (log && nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS)
-      log[0] = 0;
-    st = ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                       "nvrtcCompileProgram failed for sm_%d: %s\n"
-                       "compile log:\n%s",
-                       arch, nvrtcGetErrorString(r), log ? log : "(none)");
-    ein_free(log);
-  } else {
-    size_t n = 0;
-    r = nvrtcGetCUBINSize(prog, &n);
-    char *img = r == NVRTC_SUCCESS && n ? ein_malloc(n) : NULL;
-    if (r == NVRTC_SUCCESS && n && !img)
-      st = ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory holding a %zu-byte cubin", n);
-    else if (r != NVRTC_SUCCESS || !n ||
-             (r = nvrtcGetCUBIN(prog, img)) != NVRTC_SUCCESS) {
-      ein_free(img);
-      st = ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                         "nvrtcGetCUBIN failed: %s", nvrtcGetErrorString(r));
-    } else {
-      *cubin = img;
-      *size = n;
-    }
-  }
-  nvrtcDestroyProgram(&prog);
   return st;
 }

@@ -59,8 +59,8 @@ static ein_status emu_prepare(const ein_plan_ir *plan, void **program,
   *program = NULL;
   emu_program *p = ein_calloc(1, sizeof *p);
   if (!p)
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory preparing an emulated-device plan");
+    return ein_fail_memory(err,
+                           "out of memory preparing an emulated-device plan");
   void *cuda;
   ein_status st = ein_cuda_prepare(plan, &cuda, err);
   if (st) {
@@ -114,8 +114,7 @@ static ein_status load_module(emu_backend *eb, emu_program *p,
     const char **src = ein_calloc(2 * (size_t)c->nsteps + 1, sizeof *src);
     int *index = ein_calloc(2 * (size_t)c->nsteps + 1, sizeof *index);
     if (!src || !index) {
-      st = ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory loading emulated kernels");
+      st = ein_fail_memory(err, "out of memory loading emulated kernels");
     } else {
       int n = list_kernels(c, src, index);
       st = ein_emu_module_load(src, n, &p->module, err);
@@ -178,9 +177,8 @@ static void blas_args_of(const ein_step *s, const ein_cublas_gemm *g,
 
 static ein_status blas_status(int r, const char *call, ein_error_rec *err) {
   if (r == EIN_EMU_BLAS_SUCCESS) return EIN_OK;
-  return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                       "%s failed: %s (emulated cuBLAS)", call,
-                       ein_emu_blas_status_name(r));
+  return ein_fail_backend(err, "%s failed: %s (emulated cuBLAS)", call,
+                          ein_emu_blas_status_name(r));
 }
 
 /* Many outer iterations: one pointer-array call, as the CUDA backend. */
@@ -281,8 +279,7 @@ static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
                           char *output, ein_error_rec *err) {
   emu_program *p = (emu_program *)program;
   if (!p || p->cuda->nsteps != plan->nsteps)
-    return ein_error_set(err, EIN_ERR_INTERNAL, NULL, 0, NULL, 0,
-                         "emu backend: the plan has no CUDA program");
+    return ein_fail_internal(err, "emu backend: the plan has no CUDA program");
   ein_status st = load_module((emu_backend *)self, p, err);
   if (st) return st;
   void *ws = NULL, *scratch = NULL;
@@ -342,14 +339,13 @@ static void emu_destroy(ein_backend *self) {
 
 static ein_backend *emu_open(int device, ein_error_rec *err) {
   if (device != 0) {
-    ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
-                  "the emulated device has one device, 0, not %d", device);
+    ein_fail_device(err, "the emulated device has one device, 0, not %d",
+                    device);
     return NULL;
   }
   emu_backend *eb = ein_calloc(1, sizeof *eb);
   if (!eb) {
-    ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                  "out of memory creating the emulated device");
+    ein_fail_memory(err, "out of memory creating the emulated device");
     return NULL;
   }
   pthread_mutex_init(&eb->lock, NULL);

@@ -27,16 +27,10 @@
 
 #include "alloc.h"
 #include "emu_block.h"
+#include "emu_fiber.h"
 #include "emu_module.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define EMU_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define EMU_ASAN 1
-#endif
-#endif
-#ifdef EMU_ASAN
+#ifdef EIN_EMU_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
 
@@ -83,7 +77,7 @@ static void lock(void) {
 static void unlock(void) { pthread_mutex_unlock(&dev_mu); }
 
 static void poison(const dev_alloc *a, bool on) {
-#ifdef EMU_ASAN
+#ifdef EIN_EMU_ASAN
   if (on)
     ASAN_POISON_MEMORY_REGION((void *)a->lo, a->size);
   else
@@ -156,10 +150,11 @@ ein_status ein_emu_malloc(void **ptr, size_t bytes, ein_error_rec *err) {
   *ptr = NULL;
   void *p = NULL;
   if (posix_memalign(&p, DEVICE_ALIGN, bytes ? bytes : 1) != 0)
-    return ein_error_set(err, EIN_ERR_DEVICE_MEMORY, NULL, 0, NULL, 0,
-                         "emulated device: out of memory allocating %zu "
-                         "bytes",
-                         bytes);
+    return ein_fail_device_memory(
+        err,
+        "emulated device: out of memory allocating %zu "
+        "bytes",
+        bytes);
   memset(p, 0xff, bytes); /* never-written device memory reads as NaN */
   lock();
   if (nallocs == cap_allocs) {
@@ -168,8 +163,8 @@ ein_status ein_emu_malloc(void **ptr, size_t bytes, ein_error_rec *err) {
     if (!a) {
       unlock();
       free(p);
-      return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                           "out of memory recording a device allocation");
+      return ein_fail_memory(err,
+                             "out of memory recording a device allocation");
     }
     allocs = a;
     cap_allocs = cap;
@@ -203,15 +198,15 @@ static ein_status copy_side(const void *p, size_t bytes, bool device,
                             const char *side, const char *what,
                             ein_error_rec *err) {
   if (device && !ein_emu_is_device(p, bytes))
-    return ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
-                         "emulated device: %s copy: the %s %p is not device "
-                         "memory (or its %zu bytes run past its allocation)",
-                         what, side, p, bytes);
+    return ein_fail_device(err,
+                           "emulated device: %s copy: the %s %p is not device "
+                           "memory (or its %zu bytes run past its allocation)",
+                           what, side, p, bytes);
   if (!device && touches_device(p, bytes))
-    return ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
-                         "emulated device: %s copy: the %s %p is device "
-                         "memory, where host memory was expected",
-                         what, side, p);
+    return ein_fail_device(err,
+                           "emulated device: %s copy: the %s %p is device "
+                           "memory, where host memory was expected",
+                           what, side, p);
   return EIN_OK;
 }
 
@@ -220,8 +215,8 @@ ein_status ein_emu_copy(void *dst, const void *src, size_t bytes,
   static const char *const names[] = {"host-to-device", "device-to-host",
                                       "device-to-device"};
   if ((unsigned)kind > EIN_EMU_D2D)
-    return ein_error_set(err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL, 0,
-                         "emulated device: unknown copy kind %d", (int)kind);
+    return ein_fail_argument(err, "emulated device: unknown copy kind %d",
+                             (int)kind);
   bool dst_dev = kind != EIN_EMU_D2H, src_dev = kind != EIN_EMU_H2D;
   ein_status st =
       copy_side(dst, bytes, dst_dev, "destination", names[kind], err);
@@ -346,8 +341,7 @@ static ein_emu_worker *caller_worker(void) {
 static ein_status run_job(job *j, ein_error_rec *err) {
   ein_emu_worker *w = caller_worker();
   if (!w)
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory starting an emulated launch");
+    return ein_fail_memory(err, "out of memory starting an emulated launch");
   start_helpers();
   bool helped = j->nblocks > 1 && pool.helpers > 0;
   if (helped) {
@@ -366,8 +360,7 @@ static ein_status run_job(job *j, ein_error_rec *err) {
     pthread_mutex_unlock(&pool.mu);
   }
   if (atomic_load(&j->failed))
-    return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                         "emulated device: %s", j->msg);
+    return ein_fail_backend(err, "emulated device: %s", j->msg);
   return EIN_OK;
 }
 
@@ -382,18 +375,18 @@ static ein_status check_geometry(const ein_emu_run *l, unsigned bound,
   if (!g[0] || !g[1] || !g[2] || !b[0] || !b[1] || !b[2] || b[0] > 1024 ||
       b[1] > 1024 || b[2] > 64 || threads > 1024 || g[0] > 0x7fffffffu ||
       g[1] > 65535 || g[2] > 65535)
-    return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                         "emulated device: %s<<<(%u,%u,%u), (%u,%u,%u)>>>: "
-                         "invalid configuration argument (block at most "
-                         "1024x1024x64 and 1024 threads, grid at most "
-                         "2^31-1 x 65535 x 65535, none 0)",
-                         l->kernel, g[0], g[1], g[2], b[0], b[1], b[2]);
+    return ein_fail_backend(err,
+                            "emulated device: %s<<<(%u,%u,%u), (%u,%u,%u)>>>: "
+                            "invalid configuration argument (block at most "
+                            "1024x1024x64 and 1024 threads, grid at most "
+                            "2^31-1 x 65535 x 65535, none 0)",
+                            l->kernel, g[0], g[1], g[2], b[0], b[1], b[2]);
   if (threads > bound)
-    return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                         "emulated device: %s: a block of %llu threads is "
-                         "more than its __launch_bounds__(%u): too many "
-                         "resources requested for launch",
-                         l->kernel, (unsigned long long)threads, bound);
+    return ein_fail_backend(err,
+                            "emulated device: %s: a block of %llu threads is "
+                            "more than its __launch_bounds__(%u): too many "
+                            "resources requested for launch",
+                            l->kernel, (unsigned long long)threads, bound);
   return EIN_OK;
 }
 
@@ -405,16 +398,16 @@ static ein_status check_args(const ein_emu_run *l, bool vec,
     if (!args[i])
       continue;
     if (!ein_emu_is_device(args[i], 0))
-      return ein_error_set(err, EIN_ERR_DEVICE, NULL, 0, NULL, 0,
-                           "emulated device: a host pointer handed to a "
-                           "kernel: argument %s (%p) of %s is not device "
-                           "memory",
-                           names[i], args[i], l->kernel);
+      return ein_fail_device(err,
+                             "emulated device: a host pointer handed to a "
+                             "kernel: argument %s (%p) of %s is not device "
+                             "memory",
+                             names[i], args[i], l->kernel);
     if (vec && (uintptr_t)args[i] % 16)
-      return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                           "emulated device: %s: argument %s (%p) is not "
-                           "16-byte aligned: misaligned address",
-                           l->kernel, names[i], args[i]);
+      return ein_fail_backend(err,
+                              "emulated device: %s: argument %s (%p) is not "
+                              "16-byte aligned: misaligned address",
+                              l->kernel, names[i], args[i]);
   }
   return EIN_OK;
 }
@@ -424,14 +417,13 @@ ein_status ein_emu_launch(ein_emu_module *m, int index, bool vec,
                           void *d, const void *s0, const void *s1,
                           ein_error_rec *err) {
   if (EMU_TSAN)
-    return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                         "emulated device: kernels do not run under "
-                         "ThreadSanitizer (their fiber switches are not "
-                         "annotated for it)");
+    return ein_fail_backend(err,
+                            "emulated device: kernels do not run under "
+                            "ThreadSanitizer (their fiber switches are not "
+                            "annotated for it)");
   if (!in_bracket())
-    return ein_error_set(err, EIN_ERR_INTERNAL, NULL, 0, NULL, 0,
-                         "emulated device: a launch outside "
-                         "ein_emu_device_begin/end");
+    return ein_fail_internal(err, "emulated device: a launch outside "
+                                  "ein_emu_device_begin/end");
   ein_emu_run l = {.d = d, .s0 = s0, .s1 = s1};
   memcpy(l.grid, grid, sizeof l.grid);
   memcpy(l.block, block, sizeof l.block);
@@ -439,8 +431,8 @@ ein_status ein_emu_launch(ein_emu_module *m, int index, bool vec,
            vec ? "ein_vec" : "ein_main");
   unsigned bound;
   if (!m || !ein_emu_module_kernel(m, index, vec, &l.entry, &bound))
-    return ein_error_set(err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL, 0,
-                         "emulated device: the module has no %s", l.kernel);
+    return ein_fail_argument(err, "emulated device: the module has no %s",
+                             l.kernel);
   ein_status st = check_geometry(&l, bound, err);
   if (!st)
     st = check_args(&l, vec, err);

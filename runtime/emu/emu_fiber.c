@@ -15,14 +15,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define EMU_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define EMU_ASAN 1
-#endif
-#endif
-#ifdef EMU_ASAN
+#ifdef EIN_EMU_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
@@ -31,7 +24,7 @@
  * that the switch happened; a context leaving for good passes no place to
  * save its fake stack, which lets ASan free it. */
 static inline void asan_leave(void **fake, const ein_emu_ctx *to) {
-#ifdef EMU_ASAN
+#ifdef EIN_EMU_ASAN
   __sanitizer_start_switch_fiber(fake, to->stack_lo, to->stack_size);
 #else
   (void)fake;
@@ -40,7 +33,7 @@ static inline void asan_leave(void **fake, const ein_emu_ctx *to) {
 }
 
 static inline void asan_arrive(void *fake) {
-#ifdef EMU_ASAN
+#ifdef EIN_EMU_ASAN
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #else
   (void)fake;
@@ -50,7 +43,7 @@ static inline void asan_arrive(void *fake) {
 void ein_emu_ctx_started(void) { asan_arrive(NULL); }
 
 void ein_emu_stack_reset(void *lo, size_t size) {
-#ifdef EMU_ASAN
+#ifdef EIN_EMU_ASAN
   ASAN_UNPOISON_MEMORY_REGION(lo, size);
 #else
   (void)lo;

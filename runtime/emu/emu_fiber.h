@@ -16,6 +16,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* EIN_EMU_ASAN: built with AddressSanitizer (GCC's macro or Clang's
+ * feature test), for the annotations here and the device's poisoning. */
+#if defined(__SANITIZE_ADDRESS__)
+#define EIN_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EIN_EMU_ASAN 1
+#endif
+#endif
+
 #if !defined(__x86_64__) || !defined(__ELF__)
 #define EIN_EMU_UCONTEXT 1
 #endif

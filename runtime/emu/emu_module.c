@@ -243,15 +243,15 @@ static ein_status compile(const char *cc, const char *so, int nkernels,
   if (rc == 0)
     return EIN_OK;
   if (rc < 0)
-    return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                         "emulated device: cannot run the host C++ compiler "
-                         "'%s' (set EINC_EMU_CXX): %s",
-                         argv[0], strerror(errno));
-  return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                       "emulated device: the host C++ compiler failed on %d "
-                       "kernel%s (exit status %d): %s %s -o %s %s\n%s",
-                       nkernels, nkernels == 1 ? "" : "s", rc, compiler(),
-                       FLAGS, so, cc, out);
+    return ein_fail_backend(err,
+                            "emulated device: cannot run the host C++ compiler "
+                            "'%s' (set EINC_EMU_CXX): %s",
+                            argv[0], strerror(errno));
+  return ein_fail_backend(err,
+                          "emulated device: the host C++ compiler failed on %d "
+                          "kernel%s (exit status %d): %s %s -o %s %s\n%s",
+                          nkernels, nkernels == 1 ? "" : "s", rc, compiler(),
+                          FLAGS, so, cc, out);
 }
 
 /* ------------------------------------------------------------- loading */
@@ -308,16 +308,15 @@ static ein_status load_or_compile(ein_emu_module *m, const ein_strbuf *tu,
                                   ein_error_rec *err) {
   char dir[4096], path[4400], cc[4500], so[4500];
   if (!module_dir(dir, sizeof dir))
-    return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                         "emulated device: no directory to compile kernels "
-                         "in (set EINC_CACHE_DIR)");
+    return ein_fail_backend(err,
+                            "emulated device: no directory to compile kernels "
+                            "in (set EINC_CACHE_DIR)");
   ein_strbuf key = {0};
   ein_strbuf_printf(&key, "einc emu v1\n%s\n%s\n", compiler(), FLAGS);
   ein_strbuf_append(&key, tu->data, tu->len);
   if (key.failed) {
     ein_strbuf_free(&key);
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory hashing emulated kernels");
+    return ein_fail_memory(err, "out of memory hashing emulated kernels");
   }
   uint64_t h1 = ein_fnv1a(key.data, key.len, EIN_FNV_SEED);
   uint64_t h2 = ein_fnv1a(key.data, key.len, 0x84222325cbf29ce4ull ^ key.len);
@@ -331,21 +330,19 @@ static ein_status load_or_compile(ein_emu_module *m, const ein_strbuf *tu,
   snprintf(cc, sizeof cc, "%s.%ld.%u.tmp.cc", path, (long)getpid(), c);
   snprintf(so, sizeof so, "%s.%ld.%u.tmp.so", path, (long)getpid(), c);
   if (!write_file(cc, tu->data, tu->len))
-    return ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                         "emulated device: cannot write %s: %s", cc,
-                         strerror(errno));
+    return ein_fail_backend(err, "emulated device: cannot write %s: %s", cc,
+                            strerror(errno));
   ein_status st = compile(cc, so, m->n, err);
   unlink(cc);
   /* loaded under its final name, which sanitizer reports then show */
   if (!st && rename(so, path) != 0)
-    st = ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                       "emulated device: cannot rename %s: %s", so,
-                       strerror(errno));
+    st = ein_fail_backend(err, "emulated device: cannot rename %s: %s", so,
+                          strerror(errno));
   if (!st && !open_module(m, path))
-    st = ein_error_set(err, EIN_ERR_BACKEND, NULL, 0, NULL, 0,
-                       "emulated device: the compiled kernels do not load: "
-                       "%s",
-                       dlerror());
+    st = ein_fail_backend(err,
+                          "emulated device: the compiled kernels do not load: "
+                          "%s",
+                          dlerror());
   unlink(so); /* after a failure; a no-op once renamed */
   return st;
 }
@@ -359,8 +356,7 @@ ein_status ein_emu_module_load(const char *const *sources, int n,
   if (!m || (n > 0 && !k)) {
     ein_free(m);
     ein_free(k);
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory loading emulated kernels");
+    return ein_fail_memory(err, "out of memory loading emulated kernels");
   }
   m->n = n;
   m->k = k;
@@ -371,11 +367,10 @@ ein_status ein_emu_module_load(const char *const *sources, int n,
     k[i].bound_vec = launch_bound(sources[i], "ein_vec");
     append_kernel(&tu, sources[i], i, k[i].has_vec);
   }
-  ein_status st = tu.failed ? ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0,
-                                            NULL, 0,
-                                            "out of memory writing emulated "
-                                            "kernels")
-                            : load_or_compile(m, &tu, err);
+  ein_status st = tu.failed
+                      ? ein_fail_memory(err, "out of memory writing emulated "
+                                             "kernels")
+                      : load_or_compile(m, &tu, err);
   ein_strbuf_free(&tu);
   if (st) {
     ein_free(k);

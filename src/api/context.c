@@ -145,19 +145,16 @@ ein_status ein_bind_shapes(ein_ctx *ctx, const char *expr,
   ein_thread_rec *me = ein_ctx_enter(ctx);
   if (!me) return EIN_ERR_NO_MEMORY;
   if (!out || !expr)
-    return ein_error_set(&me->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
-                         0, "ein_bind: %s is NULL",
-                         !out ? "the result pointer" : "the expression");
+    return ein_fail_argument(&me->err, "ein_bind: %s is NULL",
+                             !out ? "the result pointer" : "the expression");
   *out = NULL;
   if (ninputs > 0 && (!shapes || !ndims))
-    return ein_error_set(&me->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
-                         0, "ein_bind: %d inputs but no shape arrays",
-                         ninputs);
+    return ein_fail_argument(
+        &me->err, "ein_bind: %d inputs but no shape arrays", ninputs);
   ein_dialect dialect = options ? options->dialect : EIN_DIALECT_EINOPS;
   ein_binding *b = ein_calloc(1, sizeof *b);
   if (!b)
-    return ein_error_set(&me->err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory");
+    return ein_fail_memory(&me->err, "out of memory");
   ein_arena_init(&b->arena);
   ein_ast ast;
   size_t len = strnlen(expr, (size_t)EIN_MAX_EXPR_BYTES + 1);
@@ -181,20 +178,15 @@ static ein_status tensor_shapes(ein_thread_rec *me,
                                 const DLTensor *const *inputs, int ninputs,
                                 const int64_t **shapes, int *ndims) {
   if (ninputs < 0 || ninputs > EIN_MAX_OPERANDS)
-    return ein_error_set(&me->err,
-                         ninputs < 0 ? EIN_ERR_INVALID_ARGUMENT
-                                     : EIN_ERR_LIMIT,
-                         NULL, 0, NULL, 0,
-                         "%d tensors given; einc takes 0 to %d", ninputs,
-                         EIN_MAX_OPERANDS);
+    return ein_fail(
+        &me->err, ninputs < 0 ? EIN_ERR_INVALID_ARGUMENT : EIN_ERR_LIMIT,
+        "%d tensors given; einc takes 0 to %d", ninputs, EIN_MAX_OPERANDS);
   if (ninputs > 0 && !inputs)
-    return ein_error_set(&me->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
-                         0, "%d inputs but the tensor array is NULL",
-                         ninputs);
+    return ein_fail_argument(&me->err, "%d inputs but the tensor array is NULL",
+                             ninputs);
   for (int i = 0; i < ninputs; i++) {
     if (!inputs[i])
-      return ein_error_set(&me->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0,
-                           NULL, 0, "tensor %d is NULL", i + 1);
+      return ein_fail_argument(&me->err, "tensor %d is NULL", i + 1);
     shapes[i] = inputs[i]->shape;
     ndims[i] = inputs[i]->ndim;
   }
@@ -256,8 +248,7 @@ ein_status ein_output_shape(ein_ctx *ctx, const char *expr,
   if (!out_shape || !out_ndim) {
     ein_thread_rec *me = ein_ctx_enter(ctx);
     if (!me) return EIN_ERR_NO_MEMORY;
-    return ein_error_set(&me->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
-                         0, "ein_output_shape: NULL result pointer");
+    return ein_fail_argument(&me->err, "ein_output_shape: NULL result pointer");
   }
   ein_binding *b;
   ein_status st = ein_bind(ctx, expr, inputs, ninputs, options, &b);

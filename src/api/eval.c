@@ -13,6 +13,7 @@
 #include "ctx_internal.h"
 #include "plan.h"
 #include "report.h"
+#include "shape_text.h"
 
 struct ein_plan {
   ein_plan_ir *ir; /* owns the arena this struct lives in */
@@ -321,19 +322,14 @@ static void byte_range(const DLTensor *t, uintptr_t *lo, uintptr_t *hi) {
   *hi = base + (uintptr_t)max;
 }
 
-static ein_status build_plan(ein_thread_rec *me, const char *expr,
-                             const DLTensor *const *inputs, int n,
-                             const DLTensor *output, const ein_options *o,
-                             const ein_backend_entry *backend, int device,
-                             ein_plan **out) {
-  ein_binding *b;
-  ein_status st = ein_bind(me->ctx, expr, inputs, n, o, &b);
-  if (st) return st;
-  const ein_problem *p = ein_binding_problem(b);
-  int ndim = ein_binding_output_ndim(b);
-  const int64_t *shape = ein_binding_output_shape(b);
+/* The planner's view of the operands: dtype, shape and strides of each
+ * input, and of the output (the expression's shape, in the output
+ * tensor's dtype and strides when one is given, else the inputs'). */
+static void describe_operands(const DLTensor *const *inputs, int n,
+                              const DLTensor *output, int ndim,
+                              const int64_t *shape, ein_tensor_desc *descs,
+                              ein_tensor_desc *od) {
   ein_dtype in_dt = EIN_DT_F32;
-  ein_tensor_desc descs[EIN_MAX_OPERANDS], od;
   for (int i = 0; i < n; i++) {
     ein_dtype_from_dl(inputs[i]->dtype, &descs[i].dtype);
     descs[i].ndim = inputs[i]->ndim;
@@ -341,41 +337,99 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
     descs[i].strides = inputs[i]->strides;
     in_dt = descs[0].dtype;
   }
-  od.dtype = in_dt;
-  od.ndim = ndim;
-  od.shape = shape;
-  od.strides = NULL;
+  od->dtype = in_dt;
+  od->ndim = ndim;
+  od->shape = shape;
+  od->strides = NULL;
   if (output) {
-    bool same = output->ndim == ndim;
-    for (int d = 0; same && d < ndim; d++) same = output->shape[d] == shape[d];
-    if (!same) {
-      char want[256] = "scalar", got[256] = "scalar";
-      for (int d = 0, w = 0; d < ndim && w < 200; d++)
-        w += snprintf(want + w, sizeof want - (size_t)w, "%s%lld",
-                      d ? "x" : "", (long long)shape[d]);
-      for (int d = 0, w = 0; d < output->ndim && w < 200; d++)
-        w += snprintf(got + w, sizeof got - (size_t)w, "%s%lld",
-                      d ? "x" : "", (long long)output->shape[d]);
-      ein_binding_destroy(b);
-      return fail(me, EIN_ERR_BAD_SHAPE,
-                  "the output tensor has shape %s but the expression gives %s",
-                  got, want);
-    }
-    if (self_overlapping(output)) {
-      ein_binding_destroy(b);
-      return fail(me, EIN_ERR_BAD_SHAPE,
-                  "the output's strides make two elements share an address; "
-                  "einc writes every output element once");
-    }
-    ein_dtype_from_dl(output->dtype, &od.dtype);
-    od.strides = output->strides;
+    ein_dtype_from_dl(output->dtype, &od->dtype);
+    od->strides = output->strides;
   }
-  /* Plans need no device: a backend's caps are static. */
+}
+
+/* A given output tensor must have the expression's shape, and strides
+ * that give each element its own address. */
+static ein_status check_output_tensor(ein_thread_rec *me,
+                                      const DLTensor *output, int ndim,
+                                      const int64_t *shape) {
+  bool same = output->ndim == ndim;
+  for (int d = 0; same && d < ndim; d++) same = output->shape[d] == shape[d];
+  if (!same) {
+    char want[EIN_SHAPE_TEXT_CAP], got[EIN_SHAPE_TEXT_CAP];
+    return fail(me, EIN_ERR_BAD_SHAPE,
+                "the output tensor has shape %s but the expression gives %s",
+                ein_format_shape(got, sizeof got, output->shape, output->ndim),
+                ein_format_shape(want, sizeof want, shape, ndim));
+  }
+  if (self_overlapping(output))
+    return fail(me, EIN_ERR_BAD_SHAPE,
+                "the output's strides make two elements share an address; "
+                "einc writes every output element once");
+  return EIN_OK;
+}
+
+/* Binds the expression to the tensors and plans it for the backend. Plans
+ * need no device: a backend's caps are static. */
+static ein_status bind_and_plan(ein_thread_rec *me, const char *expr,
+                                const DLTensor *const *inputs, int n,
+                                const DLTensor *output, const ein_options *o,
+                                const ein_backend_entry *backend,
+                                ein_tensor_desc *descs, ein_tensor_desc *od,
+                                ein_plan_ir **ir) {
+  ein_binding *b;
+  ein_status st = ein_bind(me->ctx, expr, inputs, n, o, &b);
+  if (st) return st;
+  int ndim = ein_binding_output_ndim(b);
+  const int64_t *shape = ein_binding_output_shape(b);
+  describe_operands(inputs, n, output, ndim, shape, descs, od);
+  if (output && (st = check_output_tensor(me, output, ndim, shape))) {
+    ein_binding_destroy(b);
+    return st;
+  }
   const ein_backend_caps *caps = ein_ctx_caps(me->ctx, backend);
   ein_plan_limits limits = {o->memory_limit};
-  ein_plan_ir *ir;
-  st = ein_plan_build(p, descs, &od, caps, &limits, &me->err, &ir);
+  st = ein_plan_build(ein_binding_problem(b), descs, od, caps, &limits,
+                      &me->err, ir);
   ein_binding_destroy(b);
+  return st;
+}
+
+/* The layout key of the call (each tensor's dtype, shape and strides) in
+ * the plan's arena, with the offset where each tensor's part starts;
+ * NULL when out of memory. */
+static char *layout_key(ein_plan_ir *ir, const DLTensor *const *inputs,
+                        int n, const DLTensor *output,
+                        const ein_tensor_desc *descs,
+                        const ein_tensor_desc *od, size_t **offset) {
+  *offset = ein_arena_alloc(&ir->arena, (size_t)n + 2, sizeof(size_t));
+  ein_strbuf lk = {0};
+  for (int i = 0; i < n; i++) {
+    if (*offset) (*offset)[i] = lk.len;
+    key_tensor(&lk, inputs[i], descs[i].dtype);
+  }
+  if (*offset) (*offset)[n] = lk.len;
+  if (output) key_tensor(&lk, output, od->dtype);
+  if (*offset) (*offset)[n + 1] = lk.len;
+  char *layout = lk.failed || !*offset
+                     ? NULL
+                     : ein_arena_alloc(&ir->arena, lk.len + 1, 1);
+  if (layout) memcpy(layout, lk.data ? lk.data : "", lk.len);
+  ein_strbuf_free(&lk);
+  return layout;
+}
+
+/* Binds, plans and prepares the backend's program; the plan owns the IR,
+ * the program, a copy of the expression and the layout key it was made
+ * for. */
+static ein_status build_plan(ein_thread_rec *me, const char *expr,
+                             const DLTensor *const *inputs, int n,
+                             const DLTensor *output, const ein_options *o,
+                             const ein_backend_entry *backend, int device,
+                             ein_plan **out) {
+  ein_tensor_desc descs[EIN_MAX_OPERANDS], od;
+  ein_plan_ir *ir;
+  ein_status st = bind_and_plan(me, expr, inputs, n, output, o, backend,
+                                descs, &od, &ir);
   if (st) return st;
   ir->allow_tf32 = o->allow_tf32 != 0;
   void *program = NULL;
@@ -385,27 +439,15 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
     return st;
   }
   ein_plan *plan = ein_arena_alloc(&ir->arena, 1, sizeof *plan);
-  size_t len = strlen(expr);
-  char *copy = plan ? ein_arena_strndup(&ir->arena, expr, len) : NULL;
-  size_t *offset = ein_arena_alloc(&ir->arena, (size_t)n + 2, sizeof(size_t));
-  ein_strbuf lk = {0};
-  for (int i = 0; i < n; i++) {
-    if (offset) offset[i] = lk.len;
-    key_tensor(&lk, inputs[i], descs[i].dtype);
-  }
-  if (offset) offset[n] = lk.len;
-  if (output) key_tensor(&lk, output, od.dtype);
-  if (offset) offset[n + 1] = lk.len;
-  char *layout = lk.failed || !plan ? NULL
-                 : ein_arena_alloc(&ir->arena, lk.len + 1, 1);
-  if (!plan || !copy || !offset || !layout) {
-    ein_strbuf_free(&lk);
+  char *copy = plan ? ein_arena_strndup(&ir->arena, expr, strlen(expr)) : NULL;
+  size_t *offset = NULL;
+  char *layout =
+      copy ? layout_key(ir, inputs, n, output, descs, &od, &offset) : NULL;
+  if (!layout) {
     if (program) backend->program_free(program);
     ein_plan_ir_destroy(ir);
     return fail(me, EIN_ERR_NO_MEMORY, "out of memory while planning");
   }
-  memcpy(layout, lk.data ? lk.data : "", lk.len);
-  ein_strbuf_free(&lk);
   plan->ir = ir;
   atomic_init(&plan->refs, 1);
   plan->expr = copy;

@@ -218,6 +218,14 @@ bool cli_parse_dtype(const char *v, ein_dtype *out) {
   return false;
 }
 
+const char *cli_option_value(int argc, char **argv, int *i) {
+  if (*i + 1 >= argc) {
+    cli_errorf("%s needs a value", argv[*i]);
+    return NULL;
+  }
+  return argv[++*i];
+}
+
 void cli_shape_tensors(const cli_shape *shapes, int n, DLDataType dt,
                        DLDeviceType device, DLTensor *tensors,
                        const DLTensor **ptrs) {
@@ -229,4 +237,22 @@ void cli_shape_tensors(const cli_shape *shapes, int n, DLDataType dt,
     tensors[i].dtype = dt;
     ptrs[i] = &tensors[i];
   }
+}
+
+int cli_plan_shapes(const char *expr, const cli_shape *shapes, int n,
+                    ein_dtype dt, DLDeviceType device, const ein_options *o,
+                    ein_ctx **ctx, ein_plan **plan) {
+  if (ein_ctx_create(ctx) != EIN_OK) {
+    cli_errorf("out of memory");
+    return EXIT_INTERNAL;
+  }
+  DLTensor tensors[EIN_MAX_OPERANDS];
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  cli_shape_tensors(shapes, n, ein_dtype_to_dl(dt), device, tensors, ins);
+  ein_status st = ein_plan_create(*ctx, expr, ins, n, NULL, o, plan);
+  if (!st) return EXIT_OK;
+  cli_print_error(ein_last_error(*ctx));
+  ein_ctx_destroy(*ctx);
+  *ctx = NULL;
+  return cli_exit_status(st);
 }

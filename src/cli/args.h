@@ -70,6 +70,11 @@ enum {
 /* The exit status for a library status. */
 int cli_exit_status(ein_status status);
 
+/* The value after the option at argv[*i] of a command's own options,
+ * advancing *i past it; NULL, with "<option> needs a value" printed, when
+ * the option is the last argument. */
+const char *cli_option_value(int argc, char **argv, int *i);
+
 /* Parses "auto", "cpu" or "cuda" into *out; prints an error and returns
  * false for anything else. */
 bool cli_parse_backend(const char *v, ein_backend_kind *out);
@@ -83,5 +88,13 @@ bool cli_parse_dtype(const char *v, ein_dtype *out);
 void cli_shape_tensors(const cli_shape *shapes, int n, DLDataType dt,
                        DLDeviceType device, DLTensor *tensors,
                        const DLTensor **ptrs);
+
+/* Plans expr for the shapes alone (cli_shape_tensors' tensors of dtype dt
+ * on `device`) in a new context. EXIT_OK with *ctx and *plan the caller's
+ * to destroy; else the exit status, with the message printed and nothing
+ * left to destroy. */
+int cli_plan_shapes(const char *expr, const cli_shape *shapes, int n,
+                    ein_dtype dt, DLDeviceType device, const ein_options *o,
+                    ein_ctx **ctx, ein_plan **plan);
 
 #endif

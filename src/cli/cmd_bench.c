@@ -80,11 +80,8 @@ static int bench_option(int argc, char **argv, int *i, void *state) {
   if (strcmp(arg, "--dtype") != 0 && strcmp(arg, "--backend") != 0 &&
       strcmp(arg, "--runs") != 0 && strcmp(arg, "--warmup") != 0)
     return 0;
-  if (*i + 1 >= argc) {
-    cli_errorf("%s needs a value", arg);
-    return -1;
-  }
-  const char *v = argv[++*i];
+  const char *v = cli_option_value(argc, argv, i);
+  if (!v) return -1;
   if (strcmp(arg, "--backend") == 0)
     return cli_parse_backend(v, &bo->common->options.backend) ? 1 : -1;
   if (strcmp(arg, "--runs") == 0)
@@ -168,10 +165,186 @@ static void report(const char *expr, const bench_opts *bo,
            r->median_ms / floor_ms);
 }
 
+/* Everything one benchmark holds, released by bench_release. */
+typedef struct bench_state {
+  ein_ctx *ctx;
+  bench_device *dev;
+  ein_plan *plan;
+  bench_run br;
+  DLTensor shape_only[EIN_MAX_OPERANDS]; /* the inputs' shapes, no data */
+  DLTensor out;
+  double *ms; /* one time per timed run */
+  void *bufs[32 * EIN_MAX_OPERANDS + 1];
+  int nbufs;
+  char msg[512];
+} bench_state;
+
+/* Plans the case from the shapes alone (the plan says how big the output
+ * is); *plan_ms is how long that took. */
+static int bench_plan(bench_state *bs, const char *expr,
+                      const cli_shape *shapes, int nin, ein_dtype dtype,
+                      const ein_options *opt, double *plan_ms) {
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  cli_shape_tensors(shapes, nin, ein_dtype_to_dl(dtype),
+                    bs->dev->dl.device_type, bs->shape_only, ins);
+  double t0 = bench_now_ms();
+  ein_status st = ein_plan_create(bs->ctx, expr, ins, nin, NULL, opt,
+                                  &bs->plan);
+  *plan_ms = bench_now_ms() - t0;
+  if (!st) return EXIT_OK;
+  cli_print_error(ein_last_error(bs->ctx));
+  return cli_exit_status(st);
+}
+
+/* How many copies of the inputs the runs rotate through: enough that
+ * they do not fit the last-level cache twice over (at most 32). */
+static int input_copies(const bench_device *dev, size_t in_bytes) {
+  if (in_bytes == 0 || (double)in_bytes >= 2.0 * (double)dev->cache_bytes)
+    return 1;
+  double want = ceil(4.0 * (double)dev->cache_bytes / (double)in_bytes);
+  return want > 32 ? 32 : (int)want;
+}
+
+/* Inputs: one random host copy each, uploaded `copies` times. */
+static int upload_inputs(bench_state *bs, const cli_shape *shapes, int nin,
+                         ein_dtype dtype, int copies) {
+  size_t esize = ein_dtype_size(dtype);
+  for (int i = 0; i < nin; i++) {
+    size_t elems = 1;
+    for (int d = 0; d < shapes[i].ndim; d++) elems *= (size_t)shapes[i].dims[d];
+    void *host = bench_random_data(dtype, elems, 0x9E3779B97F4A7C15ull + i);
+    if (!host) {
+      cli_errorf("out of host memory for input %d", i + 1);
+      return EXIT_INTERNAL;
+    }
+    for (int c = 0; c < copies; c++) {
+      void *p = bs->dev->upload(bs->dev, host, elems * esize, bs->msg,
+                                sizeof bs->msg);
+      if (!p) {
+        free(host);
+        cli_errorf("input %d: %s", i + 1, bs->msg);
+        return EXIT_INTERNAL;
+      }
+      bs->bufs[bs->nbufs++] = p;
+      bs->br.inputs[c][i] = bs->shape_only[i];
+      bs->br.inputs[c][i].data = p;
+    }
+    free(host);
+  }
+  return EXIT_OK;
+}
+
+/* The output buffer on the device, of the plan's shape. */
+static int upload_output(bench_state *bs, ein_dtype dtype) {
+  int out_ndim = ein_plan_output_ndim(bs->plan);
+  const int64_t *out_shape = ein_plan_output_shape(bs->plan);
+  size_t out_elems = 1;
+  for (int d = 0; d < out_ndim; d++) out_elems *= (size_t)out_shape[d];
+  void *op = bs->dev->upload(bs->dev, NULL, out_elems * ein_dtype_size(dtype),
+                             bs->msg, sizeof bs->msg);
+  if (!op) {
+    cli_errorf("output: %s", bs->msg);
+    return EXIT_INTERNAL;
+  }
+  bs->bufs[bs->nbufs++] = op;
+  bs->out.data = op;
+  bs->out.device = bs->dev->dl;
+  bs->out.ndim = out_ndim;
+  bs->out.shape = (int64_t *)out_shape;
+  bs->out.dtype = ein_dtype_to_dl(dtype);
+  return EXIT_OK;
+}
+
+/* Allocates the rotation of input copies and uploads inputs and output. */
+static int bench_buffers(bench_state *bs, const cli_shape *shapes, int nin,
+                         const bench_opts *bo, int *copies) {
+  size_t in_bytes = 0;
+  for (int i = 0; i < nin; i++) {
+    size_t elems = 1;
+    for (int d = 0; d < shapes[i].ndim; d++) elems *= (size_t)shapes[i].dims[d];
+    in_bytes += elems * ein_dtype_size(bo->dtype);
+  }
+  *copies = input_copies(bs->dev, in_bytes);
+  bs->br.inputs = calloc((size_t)*copies, sizeof *bs->br.inputs);
+  bs->ms = calloc((size_t)bo->runs, sizeof *bs->ms);
+  if (!bs->br.inputs || !bs->ms) {
+    cli_errorf("out of memory");
+    return EXIT_INTERNAL;
+  }
+  int rc = upload_inputs(bs, shapes, nin, bo->dtype, *copies);
+  if (rc == EXIT_OK) rc = upload_output(bs, bo->dtype);
+  bs->br = (bench_run){bs->ctx, bs->plan, nin, *copies, bs->br.inputs,
+                       &bs->out};
+  return rc;
+}
+
+/* The first run alone (it compiles kernels or reads them from cache),
+ * then the warm-up and timed runs, then the floor's rates. */
+static int bench_measure(bench_state *bs, const bench_opts *bo,
+                         bench_result *res) {
+  bench_device *dev = bs->dev;
+  double first[1];
+  if (!dev->time(dev, run_once, &bs->br, 0, 1, first, bs->msg,
+                 sizeof bs->msg) ||
+      !dev->time(dev, run_once, &bs->br, bo->warmup, bo->runs, bs->ms,
+                 bs->msg, sizeof bs->msg)) {
+    if (*bs->msg) cli_errorf("%s", bs->msg);
+    return EXIT_INTERNAL;
+  }
+  res->flops = ein_plan_flops(bs->plan);
+  res->min_bytes = ein_plan_min_bytes(bs->plan);
+  res->first_ms = first[0];
+  res->median_ms = bench_median(bs->ms, bo->runs);
+  res->min_ms = bs->ms[0];
+  res->max_ms = bs->ms[bo->runs - 1];
+  if (bo->floor &&
+      (!dev->gemm_rate(dev, bo->dtype, &res->gemm_rate, bs->msg,
+                       sizeof bs->msg) ||
+       !dev->copy_rate(dev, &res->copy_rate, bs->msg, sizeof bs->msg))) {
+    cli_errorf("floor: %s", bs->msg);
+    return EXIT_INTERNAL;
+  }
+  return EXIT_OK;
+}
+
+static void bench_release(bench_state *bs) {
+  ein_plan_destroy(bs->plan);
+  if (bs->dev) {
+    ein_ctx_synchronize(bs->ctx); /* before the bench's stream goes away */
+    ein_ctx_set_cuda_stream(bs->ctx, NULL);
+    for (int i = 0; i < bs->nbufs; i++) bs->dev->release(bs->dev, bs->bufs[i]);
+    bs->dev->close(bs->dev);
+  }
+  free(bs->br.inputs);
+  free(bs->ms);
+  ein_ctx_destroy(bs->ctx);
+}
+
+/* Opens the device, plans, uploads, measures and reports one case. */
+static int bench_case(bench_state *bs, const char *expr,
+                      const cli_shape *shapes, int nin, const bench_opts *bo,
+                      const ein_options *opt) {
+  bs->dev = opt->backend == EIN_BACKEND_CUDA
+                ? bench_cuda_open(0, bs->ctx, bs->msg, sizeof bs->msg)
+                : bench_cpu_open(bs->msg, sizeof bs->msg);
+  if (!bs->dev) {
+    cli_errorf("%s", bs->msg);
+    return EXIT_INVALID;
+  }
+  bench_result res = {0};
+  int rc = bench_plan(bs, expr, shapes, nin, bo->dtype, opt, &res.plan_ms);
+  if (rc == EXIT_OK) rc = bench_buffers(bs, shapes, nin, bo, &res.copies);
+  if (rc == EXIT_OK) rc = bench_measure(bs, bo, &res);
+  if (rc == EXIT_OK) report(expr, bo, bs->dev, &res);
+  return rc;
+}
+
 int cmd_bench(int argc, char **argv) {
   static cli_common common;
   static cli_shape shapes[EIN_MAX_OPERANDS];
+  static bench_state bs;
   memset(&common, 0, sizeof common);
+  memset(&bs, 0, sizeof bs);
   bench_opts bo = {EIN_DT_F32, 20, 3, false, true, &common};
   const char *pos[EIN_MAX_OPERANDS + 1];
   int npos, nin;
@@ -180,7 +353,6 @@ int cmd_bench(int argc, char **argv) {
   if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
   if (!cli_expr_and_shapes("bench", pos, npos, shapes, &nin))
     return EXIT_INVALID;
-  const char *expr = pos[0];
   ein_options *opt = &common.options;
   if (opt->backend == EIN_BACKEND_AUTO)
     opt->backend = ein_backend_default();
@@ -189,140 +361,11 @@ int cmd_bench(int argc, char **argv) {
                "for testing; its times mean nothing: bench cpu or cuda");
     return EXIT_INVALID;
   }
-
-  int rc = EXIT_OK;
-  char msg[512] = "";
-  ein_ctx *ctx = NULL;
-  bench_device *dev = NULL;
-  ein_plan *plan = NULL;
-  bench_run br = {0};
-  DLTensor out = {0};
-  double *ms = NULL;
-  void *bufs[32 * EIN_MAX_OPERANDS + 1] = {0};
-  int nbufs = 0;
-  if (ein_ctx_create(&ctx) != EIN_OK) {
+  if (ein_ctx_create(&bs.ctx) != EIN_OK) {
     cli_errorf("out of memory");
     return EXIT_INTERNAL;
   }
-  dev = opt->backend == EIN_BACKEND_CUDA ? bench_cuda_open(0, ctx, msg,
-                                                           sizeof msg)
-                                         : bench_cpu_open(msg, sizeof msg);
-  if (!dev) {
-    cli_errorf("%s", msg);
-    rc = EXIT_INVALID;
-    goto done;
-  }
-
-  /* Shapes first: the plan says how big the output is. */
-  DLTensor shape_only[EIN_MAX_OPERANDS];
-  const DLTensor *ins[EIN_MAX_OPERANDS];
-  cli_shape_tensors(shapes, nin, ein_dtype_to_dl(bo.dtype), dev->dl.device_type,
-                    shape_only, ins);
-  double t0 = bench_now_ms();
-  ein_status st = ein_plan_create(ctx, expr, ins, nin, NULL, opt, &plan);
-  double plan_ms = bench_now_ms() - t0;
-  if (st) {
-    cli_print_error(ein_last_error(ctx));
-    rc = cli_exit_status(st);
-    goto done;
-  }
-
-  /* Inputs: one random host copy each, uploaded `copies` times. */
-  size_t esize = ein_dtype_size(bo.dtype), in_bytes = 0, elems[EIN_MAX_OPERANDS];
-  for (int i = 0; i < nin; i++) {
-    elems[i] = 1;
-    for (int d = 0; d < shapes[i].ndim; d++)
-      elems[i] *= (size_t)shapes[i].dims[d];
-    in_bytes += elems[i] * esize;
-  }
-  int copies = 1;
-  if (in_bytes > 0 && (double)in_bytes < 2.0 * (double)dev->cache_bytes) {
-    double want = ceil(4.0 * (double)dev->cache_bytes / (double)in_bytes);
-    copies = want > 32 ? 32 : (int)want;
-  }
-  br.inputs = calloc((size_t)copies, sizeof *br.inputs);
-  ms = calloc((size_t)bo.runs, sizeof *ms);
-  if (!br.inputs || !ms) {
-    cli_errorf("out of memory");
-    rc = EXIT_INTERNAL;
-    goto done;
-  }
-  for (int i = 0; i < nin; i++) {
-    void *host = bench_random_data(bo.dtype, elems[i], 0x9E3779B97F4A7C15ull + i);
-    if (!host) {
-      cli_errorf("out of host memory for input %d", i + 1);
-      rc = EXIT_INTERNAL;
-      goto done;
-    }
-    for (int c = 0; c < copies; c++) {
-      void *p = dev->upload(dev, host, elems[i] * esize, msg, sizeof msg);
-      if (!p) {
-        free(host);
-        cli_errorf("input %d: %s", i + 1, msg);
-        rc = EXIT_INTERNAL;
-        goto done;
-      }
-      bufs[nbufs++] = p;
-      br.inputs[c][i] = shape_only[i];
-      br.inputs[c][i].data = p;
-    }
-    free(host);
-  }
-  int out_ndim = ein_plan_output_ndim(plan);
-  const int64_t *out_shape = ein_plan_output_shape(plan);
-  size_t out_elems = 1;
-  for (int d = 0; d < out_ndim; d++) out_elems *= (size_t)out_shape[d];
-  void *op = dev->upload(dev, NULL, out_elems * esize, msg, sizeof msg);
-  if (!op) {
-    cli_errorf("output: %s", msg);
-    rc = EXIT_INTERNAL;
-    goto done;
-  }
-  bufs[nbufs++] = op;
-  out.data = op;
-  out.device = dev->dl;
-  out.ndim = out_ndim;
-  out.shape = (int64_t *)out_shape;
-  out.dtype = ein_dtype_to_dl(bo.dtype);
-  br = (bench_run){ctx, plan, nin, copies, br.inputs, &out};
-
-  bench_result res = {0};
-  res.plan_ms = plan_ms;
-  res.copies = copies;
-  res.flops = ein_plan_flops(plan);
-  res.min_bytes = ein_plan_min_bytes(plan);
-  double first[1];
-  /* The first run alone: it compiles kernels (or reads them from cache). */
-  if (!dev->time(dev, run_once, &br, 0, 1, first, msg, sizeof msg) ||
-      !dev->time(dev, run_once, &br, bo.warmup, bo.runs, ms, msg,
-                 sizeof msg)) {
-    if (*msg) cli_errorf("%s", msg);
-    rc = EXIT_INTERNAL;
-    goto done;
-  }
-  res.first_ms = first[0];
-  res.median_ms = bench_median(ms, bo.runs);
-  res.min_ms = ms[0];
-  res.max_ms = ms[bo.runs - 1];
-  if (bo.floor &&
-      (!dev->gemm_rate(dev, bo.dtype, &res.gemm_rate, msg, sizeof msg) ||
-       !dev->copy_rate(dev, &res.copy_rate, msg, sizeof msg))) {
-    cli_errorf("floor: %s", msg);
-    rc = EXIT_INTERNAL;
-    goto done;
-  }
-  report(expr, &bo, dev, &res);
-
-done:
-  ein_plan_destroy(plan);
-  if (dev) {
-    ein_ctx_synchronize(ctx); /* before the bench's stream goes away */
-    ein_ctx_set_cuda_stream(ctx, NULL);
-    for (int i = 0; i < nbufs; i++) dev->release(dev, bufs[i]);
-    dev->close(dev);
-  }
-  free(br.inputs);
-  free(ms);
-  ein_ctx_destroy(ctx);
+  int rc = bench_case(&bs, pos[0], shapes, nin, &bo, opt);
+  bench_release(&bs);
   return rc;
 }

@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "shape_text.h"
 
 void cmd_check_help(void) {
   puts(
@@ -39,13 +40,8 @@ void cmd_check_help(void) {
 }
 
 static void print_shape(int ndim, const int64_t *shape) {
-  if (ndim == 0) {
-    puts("scalar");
-    return;
-  }
-  for (int d = 0; d < ndim; d++)
-    printf("%s%lld", d ? "x" : "", (long long)shape[d]);
-  putchar('\n');
+  char text[EIN_SHAPE_TEXT_CAP];
+  puts(ein_format_shape(text, sizeof text, shape, ndim));
 }
 
 static void print_axes(const ein_binding *b) {

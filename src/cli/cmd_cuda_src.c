@@ -35,12 +35,62 @@ static int src_option(int argc, char **argv, int *i, void *state) {
   ein_dtype *dt = state;
   if (strcmp(argv[*i], "--dtype") != 0)
     return 0;
-  if (*i + 1 >= argc) {
-    cli_errorf("--dtype needs a value");
-    return -1;
-  }
-  const char *v = argv[++*i];
+  const char *v = cli_option_value(argc, argv, i);
+  if (!v) return -1;
   return cli_parse_dtype(v, dt) ? 1 : -1;
+}
+
+/* A GEMM step: the cuBLAS call it makes. */
+static void print_cublas(const ein_cublas_gemm *g) {
+  printf("// cublasGemmStridedBatchedEx(%s, %s, m=%lld, n=%lld, k=%lld, "
+         "lda=%lld, ldb=%lld, ldc=%lld, strides %lld/%lld/%lld, "
+         "batch=%lld) x %lld, %s,%s->%s compute %s\n",
+         g->trans_a ? "T" : "N", g->trans_b ? "T" : "N", (long long)g->m,
+         (long long)g->n, (long long)g->k, (long long)g->lda,
+         (long long)g->ldb, (long long)g->ldc, (long long)g->stride_a,
+         (long long)g->stride_b, (long long)g->stride_c,
+         (long long)g->count, (long long)ein_loop_axes_volume(&g->loops),
+         ein_dtype_name(g->ab_dtype), ein_dtype_name(g->ab_dtype),
+         ein_dtype_name(g->c_dtype), ein_gemm_compute_name(g->compute));
+}
+
+/* A kernel step: launch geometry and source, each source after the
+ * prelude NVRTC compiles before it, so each step compiles alone. */
+static void print_kernels(const ein_cuda_step *cs) {
+  const ein_kernel_src *k = &cs->kernel;
+  printf("// ein_main<<<(%u,%u,%u), (%u,%u,%u)>>>", k->grid[0], k->grid[1],
+         k->grid[2], k->block[0], k->block[1], k->block[2]);
+  if (k->has_vec)
+    printf("; ein_vec<<<(%u,%u,%u), same>>> when 16-byte aligned",
+           k->grid_vec[0], k->grid_vec[1], k->grid_vec[2]);
+  printf("\n%s%s", ein_codegen_prelude(false), k->source);
+  const ein_kernel_src *f = &cs->finish;
+  if (f->kind != EIN_KERNEL_NONE)
+    printf("\n// pass 2: ein_main<<<(%u,%u,%u), (%u,%u,%u)>>>(dst, "
+           "scratch of %lld bytes, NULL)\n%s%s",
+           f->grid[0], f->grid[1], f->grid[2], f->block[0], f->block[1],
+           f->block[2], (long long)cs->scratch_bytes,
+           ein_codegen_prelude(false), f->source);
+}
+
+static void print_program(const char *expr, ein_dtype dt,
+                          const ein_plan *plan) {
+  const ein_plan_ir *ir = ein_plan_ir_of(plan);
+  const ein_cuda_program *prog = ein_plan_cuda_program(plan);
+  printf("// einc cuda-src: %s (%s), %d step%s\n", expr, ein_dtype_name(dt),
+         ir->nsteps, ir->nsteps == 1 ? "" : "s");
+  for (int i = 0; i < prog->nsteps; i++) {
+    const ein_cuda_step *cs = &prog->steps[i];
+    const ein_step *s = &ir->steps[i];
+    printf("\n// ---- step %d: %s (%s)\n", i + 1, ein_step_name(s),
+           ein_step_role_name(s->role));
+    if (cs->cublas)
+      print_cublas(&cs->gemm);
+    else if (cs->kernel.kind == EIN_KERNEL_NONE)
+      printf("// nothing to run: an axis has size 0\n");
+    else
+      print_kernels(cs);
+  }
 }
 
 int cmd_cuda_src(int argc, char **argv) {
@@ -56,65 +106,13 @@ int cmd_cuda_src(int argc, char **argv) {
     return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
   if (!cli_expr_and_shapes("cuda-src", pos, npos, shapes, &nshapes))
     return EXIT_INVALID;
-  ein_ctx *ctx;
-  if (ein_ctx_create(&ctx) != EIN_OK) {
-    cli_errorf("out of memory");
-    return EXIT_INTERNAL;
-  }
-  DLTensor tensors[EIN_MAX_OPERANDS];
-  const DLTensor *ins[EIN_MAX_OPERANDS];
-  cli_shape_tensors(shapes, nshapes, ein_dtype_to_dl(dt), kDLCUDA, tensors,
-                    ins);
   common.options.backend = EIN_BACKEND_CUDA;
+  ein_ctx *ctx;
   ein_plan *plan;
-  ein_status st =
-      ein_plan_create(ctx, pos[0], ins, nshapes, NULL, &common.options, &plan);
-  if (st) {
-    cli_print_error(ein_last_error(ctx));
-    ein_ctx_destroy(ctx);
-    return cli_exit_status(st);
-  }
-  const ein_plan_ir *ir = ein_plan_ir_of(plan);
-  const ein_cuda_program *prog = ein_plan_cuda_program(plan);
-  printf("// einc cuda-src: %s (%s), %d step%s\n", pos[0], ein_dtype_name(dt),
-         ir->nsteps, ir->nsteps == 1 ? "" : "s");
-  for (int i = 0; i < prog->nsteps; i++) {
-    const ein_cuda_step *cs = &prog->steps[i];
-    const ein_step *s = &ir->steps[i];
-    printf("\n// ---- step %d: %s (%s)\n", i + 1, ein_step_name(s),
-           ein_step_role_name(s->role));
-    if (cs->cublas) {
-      const ein_cublas_gemm *g = &cs->gemm;
-      printf("// cublasGemmStridedBatchedEx(%s, %s, m=%lld, n=%lld, k=%lld, "
-             "lda=%lld, ldb=%lld, ldc=%lld, strides %lld/%lld/%lld, "
-             "batch=%lld) x %lld, %s,%s->%s compute %s\n",
-             g->trans_a ? "T" : "N", g->trans_b ? "T" : "N", (long long)g->m,
-             (long long)g->n, (long long)g->k, (long long)g->lda,
-             (long long)g->ldb, (long long)g->ldc, (long long)g->stride_a,
-             (long long)g->stride_b, (long long)g->stride_c,
-             (long long)g->count, (long long)ein_loop_axes_volume(&g->loops),
-             ein_dtype_name(g->ab_dtype), ein_dtype_name(g->ab_dtype),
-             ein_dtype_name(g->c_dtype), ein_gemm_compute_name(g->compute));
-    } else if (cs->kernel.kind == EIN_KERNEL_NONE) {
-      printf("// nothing to run: an axis has size 0\n");
-    } else {
-      const ein_kernel_src *k = &cs->kernel;
-      printf("// ein_main<<<(%u,%u,%u), (%u,%u,%u)>>>", k->grid[0], k->grid[1],
-             k->grid[2], k->block[0], k->block[1], k->block[2]);
-      if (k->has_vec)
-        printf("; ein_vec<<<(%u,%u,%u), same>>> when 16-byte aligned",
-               k->grid_vec[0], k->grid_vec[1], k->grid_vec[2]);
-      /* the prelude NVRTC compiles before it, so each step compiles alone */
-      printf("\n%s%s", ein_codegen_prelude(false), k->source);
-      const ein_kernel_src *f = &cs->finish;
-      if (f->kind != EIN_KERNEL_NONE)
-        printf("\n// pass 2: ein_main<<<(%u,%u,%u), (%u,%u,%u)>>>(dst, "
-               "scratch of %lld bytes, NULL)\n%s%s",
-               f->grid[0], f->grid[1], f->grid[2], f->block[0], f->block[1],
-               f->block[2], (long long)cs->scratch_bytes,
-               ein_codegen_prelude(false), f->source);
-    }
-  }
+  int rc = cli_plan_shapes(pos[0], shapes, nshapes, dt, kDLCUDA,
+                           &common.options, &ctx, &plan);
+  if (rc != EXIT_OK) return rc;
+  print_program(pos[0], dt, plan);
   ein_plan_destroy(plan);
   ein_ctx_destroy(ctx);
   return EXIT_OK;

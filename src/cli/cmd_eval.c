@@ -14,6 +14,7 @@
 #include "ctx_internal.h"
 #include "dtype.h"
 #include "npy.h"
+#include "shape_text.h"
 
 void cmd_eval_help(void) {
   puts(
@@ -50,11 +51,8 @@ static int eval_option(int argc, char **argv, int *i, void *state) {
   const char *arg = argv[*i];
   bool out = strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0;
   if (!out && strcmp(arg, "--backend") != 0) return 0;
-  if (*i + 1 >= argc) {
-    cli_errorf("%s needs a value", arg);
-    return -1;
-  }
-  const char *v = argv[++*i];
+  const char *v = cli_option_value(argc, argv, i);
+  if (!v) return -1;
   if (out) {
     eo->out_path = v;
     return 1;
@@ -113,17 +111,100 @@ static void eval_on_device(ein_ctx *ctx, const char *expr,
 static void print_verbose(ein_ctx *ctx, const ein_options *o,
                           const char *out_path, const int64_t *shape,
                           int ndim, ein_dtype dt) {
-  printf("wrote %s: ", out_path);
-  if (ndim == 0) printf("scalar");
-  for (int d = 0; d < ndim; d++)
-    printf("%s%lld", d ? "x" : "", (long long)shape[d]);
-  printf(" %s\n", ein_dtype_name(dt));
+  char text[EIN_SHAPE_TEXT_CAP];
+  printf("wrote %s: %s %s\n", out_path,
+         ein_format_shape(text, sizeof text, shape, ndim), ein_dtype_name(dt));
   ein_backend_stats bs;
   ein_ctx_backend_stats(ctx, o->backend, 0, &bs);
   if (bs.compiles + bs.disk_hits + bs.memory_hits > 0)
     printf("kernel cache: %llu compiled, %llu from disk, %llu from "
            "memory\n",
            bs.compiles, bs.disk_hits, bs.memory_hits);
+}
+
+/* Reads the n input files; *loaded counts those read (to free). */
+static int load_inputs(const char **paths, int n, npy_array *inputs,
+                       int *loaded) {
+  char msg[1024];
+  for (*loaded = 0; *loaded < n; (*loaded)++)
+    if (!npy_read(paths[*loaded], &inputs[*loaded], msg, sizeof msg)) {
+      cli_errorf("%s", msg);
+      return EXIT_INVALID;
+    }
+  return EXIT_OK;
+}
+
+/* The output tensor on the host (shape in shape[], dtype the first
+ * input's); its data is not yet allocated. */
+static ein_status describe_output(ein_ctx *ctx, const char *expr,
+                                  const DLTensor *const *ins, int n,
+                                  const ein_options *o, int64_t *shape,
+                                  DLTensor *out, ein_dtype *dt) {
+  int ndim;
+  ein_status st = ein_output_shape(ctx, expr, ins, n, o, shape, &ndim);
+  if (st) return st;
+  memset(out, 0, sizeof *out);
+  out->device = (DLDevice){kDLCPU, 0};
+  out->ndim = ndim;
+  out->shape = shape;
+  out->dtype = n ? ins[0]->dtype : ein_dtype_to_dl(EIN_DT_F32);
+  if (!ein_dtype_from_dl(out->dtype, dt)) *dt = EIN_DT_F32;
+  return EIN_OK;
+}
+
+/* Evaluates on the backend chosen (a device one through device buffers)
+ * into out, whose data holds `bytes`. */
+static ein_status run_eval(ein_ctx *ctx, const char *expr,
+                           const DLTensor *const *ins, int n, DLTensor *out,
+                           ein_options *o, size_t bytes) {
+  if (o->backend == EIN_BACKEND_AUTO) o->backend = ein_backend_default();
+  /* Files are in host memory: a backend with memory of its own gets
+   * copies. */
+  if (ein_backend_dl_device(o->backend, 0).device_type == kDLCPU)
+    return ein_eval(ctx, expr, ins, n, out, o);
+  ein_status st = EIN_OK;
+  eval_on_device(ctx, expr, ins, n, out, o, bytes, &st);
+  return st;
+}
+
+/* Evaluates expr over the inputs loaded and writes OUT.npy. */
+static int eval_to_file(ein_ctx *ctx, const char *expr,
+                        const npy_array *inputs, int n, cli_common *common,
+                        const char *out_path) {
+  const DLTensor *ins[EIN_MAX_OPERANDS] = {NULL};
+  for (int i = 0; i < n; i++) ins[i] = &inputs[i].t;
+  int64_t shape[EIN_MAX_DIMS];
+  DLTensor out;
+  ein_dtype dt;
+  ein_status st = describe_output(ctx, expr, ins, n, &common->options, shape,
+                                  &out, &dt);
+  if (st) goto failed;
+  int64_t numel = 1;
+  for (int d = 0; d < out.ndim; d++) numel *= shape[d];
+  out.data = malloc((size_t)(numel ? numel : 1) * ein_dtype_size(dt));
+  if (!out.data) {
+    cli_errorf("out of memory for the %lld-element output", (long long)numel);
+    return EXIT_INTERNAL;
+  }
+  st = run_eval(ctx, expr, ins, n, &out, &common->options,
+                (size_t)numel * ein_dtype_size(dt));
+  if (st) {
+    free(out.data);
+    goto failed;
+  }
+  char msg[1024];
+  int rc = EXIT_OK;
+  if (!npy_write(out_path, &out, msg, sizeof msg)) {
+    cli_errorf("%s", msg);
+    rc = EXIT_INTERNAL;
+  } else if (common->verbose) {
+    print_verbose(ctx, &common->options, out_path, shape, out.ndim, dt);
+  }
+  free(out.data);
+  return rc;
+failed:
+  cli_print_error(ein_last_error(ctx));
+  return cli_exit_status(st);
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -137,76 +218,20 @@ int cmd_eval(int argc, char **argv) {
                          eval_option, &eo, pos, EIN_MAX_OPERANDS + 1, &npos);
   if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
   const char *expr = npos ? pos[0] : NULL, *out_path = eo.out_path;
-  const char **paths = pos + 1;
   int n = npos ? npos - 1 : 0;
   if (!expr || !out_path) {
     cli_errorf("eval needs an expression, input files and -o OUT.npy (see "
                "einc eval --help)");
     return EXIT_INVALID;
   }
-  char msg[1024];
-  int loaded = 0, rc = EXIT_OK;
+  int loaded, rc = load_inputs(pos + 1, n, inputs, &loaded);
   ein_ctx *ctx = NULL;
-  void *out_data = NULL;
-  for (; loaded < n; loaded++)
-    if (!npy_read(paths[loaded], &inputs[loaded], msg, sizeof msg)) {
-      cli_errorf("%s", msg);
-      rc = EXIT_INVALID;
-      goto done;
-    }
-  if (ein_ctx_create(&ctx) != EIN_OK) {
+  if (rc == EXIT_OK && ein_ctx_create(&ctx) != EIN_OK) {
     cli_errorf("out of memory");
     rc = EXIT_INTERNAL;
-    goto done;
   }
-  const DLTensor *ins[EIN_MAX_OPERANDS];
-  for (int i = 0; i < n; i++) ins[i] = &inputs[i].t;
-  int64_t shape[EIN_MAX_DIMS];
-  int ndim;
-  ein_status st =
-      ein_output_shape(ctx, expr, ins, n, &common.options, shape, &ndim);
-  if (st) goto failed;
-  DLTensor out = {0};
-  out.device = (DLDevice){kDLCPU, 0};
-  out.ndim = ndim;
-  out.shape = shape;
-  out.dtype = n ? inputs[0].t.dtype : ein_dtype_to_dl(EIN_DT_F32);
-  ein_dtype dt;
-  if (!ein_dtype_from_dl(out.dtype, &dt)) dt = EIN_DT_F32;
-  int64_t numel = 1;
-  for (int d = 0; d < ndim; d++) numel *= shape[d];
-  out_data = malloc((size_t)(numel ? numel : 1) * ein_dtype_size(dt));
-  if (!out_data) {
-    cli_errorf("out of memory for the %lld-element output", (long long)numel);
-    rc = EXIT_INTERNAL;
-    goto done;
-  }
-  out.data = out_data;
-  if (common.options.backend == EIN_BACKEND_AUTO)
-    common.options.backend = ein_backend_default();
-  /* Files are in host memory: a backend with memory of its own gets
-   * copies. */
-  if (ein_backend_dl_device(common.options.backend, 0).device_type !=
-      kDLCPU) {
-    eval_on_device(ctx, expr, ins, n, &out, &common.options,
-                   (size_t)numel * ein_dtype_size(dt), &st);
-    if (st) goto failed;
-  } else {
-    st = ein_eval(ctx, expr, ins, n, &out, &common.options);
-    if (st) goto failed;
-  }
-  if (!npy_write(out_path, &out, msg, sizeof msg)) {
-    cli_errorf("%s", msg);
-    rc = EXIT_INTERNAL;
-  } else if (common.verbose) {
-    print_verbose(ctx, &common.options, out_path, shape, ndim, dt);
-  }
-  goto done;
-failed:
-  cli_print_error(ein_last_error(ctx));
-  rc = cli_exit_status(st);
-done:
-  free(out_data);
+  if (rc == EXIT_OK)
+    rc = eval_to_file(ctx, expr, inputs, n, &common, out_path);
   for (int i = 0; i < loaded; i++) npy_free(&inputs[i]);
   ein_ctx_destroy(ctx);
   return rc;

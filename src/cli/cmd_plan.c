@@ -60,11 +60,8 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
   if (strcmp(arg, "--dtype") != 0 && strcmp(arg, "--device") != 0 &&
       strcmp(arg, "--memory-limit") != 0 && strcmp(arg, "--backend") != 0)
     return 0;
-  if (*i + 1 >= argc) {
-    cli_errorf("%s needs a value", arg);
-    return -1;
-  }
-  const char *v = argv[++*i];
+  const char *v = cli_option_value(argc, argv, i);
+  if (!v) return -1;
   if (strcmp(arg, "--backend") == 0)
     return cli_parse_backend(v, &po->common->options.backend) ? 1 : -1;
   if (strcmp(arg, "--dtype") == 0) {
@@ -104,28 +101,15 @@ int cmd_plan(int argc, char **argv) {
   ein_dtype dt = po.dtype;
   bool json = po.json;
   ein_ctx *ctx;
-  if (ein_ctx_create(&ctx) != EIN_OK) {
-    cli_errorf("out of memory");
-    return EXIT_INTERNAL;
-  }
-  DLTensor tensors[EIN_MAX_OPERANDS];
-  const DLTensor *ins[EIN_MAX_OPERANDS];
-  cli_shape_tensors(shapes, nshapes, ein_dtype_to_dl(dt),
-                    ein_backend_dl_device(common.options.backend, 0)
-                        .device_type,
-                    tensors, ins);
   ein_plan *plan;
-  ein_status st = ein_plan_create(ctx, expr, ins, nshapes, NULL,
-                                  &common.options, &plan);
-  if (st) {
-    cli_print_error(ein_last_error(ctx));
-    ein_ctx_destroy(ctx);
-    return cli_exit_status(st);
-  }
+  int rc = cli_plan_shapes(
+      expr, shapes, nshapes, dt,
+      ein_backend_dl_device(common.options.backend, 0).device_type,
+      &common.options, &ctx, &plan);
+  if (rc != EXIT_OK) return rc;
   ein_describe_format fmt = json ? EIN_DESCRIBE_JSON : EIN_DESCRIBE_TEXT;
   size_t len = ein_plan_describe(plan, fmt, model, NULL, 0);
   char *text = malloc(len + 1);
-  int rc = EXIT_OK;
   if (!text || len == 0) {
     cli_errorf("out of memory");
     rc = EXIT_INTERNAL;

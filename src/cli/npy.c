@@ -40,8 +40,8 @@ static const char *dict_value(const char *header, const char *key) {
   return p;
 }
 
-static bool parse_header(const char *h, ein_dtype *dt, bool *fortran,
-                         int *ndim, int64_t *shape, char *why, size_t cap) {
+/* The 'descr' entry: one of the plain numeric dtypes in descrs. */
+static bool parse_descr(const char *h, ein_dtype *dt, char *why, size_t cap) {
   const char *v = dict_value(h, "descr");
   if (v && *v == '[') {
     snprintf(why, cap,
@@ -59,7 +59,6 @@ static bool parse_header(const char *h, ein_dtype *dt, bool *fortran,
     return false;
   }
   size_t n = (size_t)(end - v - 1);
-  bool found = false;
   for (size_t i = 0; i < sizeof descrs / sizeof *descrs; i++) {
     const char *d = descrs[i].descr;
     /* one-byte types may say '|', '<' or '>' */
@@ -68,28 +67,20 @@ static bool parse_header(const char *h, ein_dtype *dt, bool *fortran,
                    (one && memcmp(v + 2, d + 1, 2) == 0 &&
                     (v[1] == '<' || v[1] == '>' || v[1] == '|')))) {
       *dt = descrs[i].dt;
-      found = true;
-      break;
+      return true;
     }
   }
-  if (!found) {
-    snprintf(why, cap,
-             "dtype '%.*s' is not supported (little-endian f2, f4, f8, "
-             "i1-i8, u1-u8 or b1)",
-             (int)(n < 40 ? n : 40), v + 1);
-    return false;
-  }
-  v = dict_value(h, "fortran_order");
-  if (!v) {
-    snprintf(why, cap, "no 'fortran_order' in the header");
-    return false;
-  }
-  if (strncmp(v, "True", 4) != 0 && strncmp(v, "False", 5) != 0) {
-    snprintf(why, cap, "'fortran_order' is neither True nor False");
-    return false;
-  }
-  *fortran = v[0] == 'T';
-  v = dict_value(h, "shape");
+  snprintf(why, cap,
+           "dtype '%.*s' is not supported (little-endian f2, f4, f8, "
+           "i1-i8, u1-u8 or b1)",
+           (int)(n < 40 ? n : 40), v + 1);
+  return false;
+}
+
+/* The 'shape' tuple: sizes of 0 or more, at most EIN_MAX_DIMS of them. */
+static bool parse_shape_tuple(const char *h, int *ndim, int64_t *shape,
+                              char *why, size_t cap) {
+  const char *v = dict_value(h, "shape");
   if (!v || *v != '(') {
     snprintf(why, cap, "no 'shape' tuple in the header");
     return false;
@@ -124,6 +115,22 @@ static bool parse_header(const char *h, ein_dtype *dt, bool *fortran,
   return true;
 }
 
+static bool parse_header(const char *h, ein_dtype *dt, bool *fortran,
+                         int *ndim, int64_t *shape, char *why, size_t cap) {
+  if (!parse_descr(h, dt, why, cap)) return false;
+  const char *v = dict_value(h, "fortran_order");
+  if (!v) {
+    snprintf(why, cap, "no 'fortran_order' in the header");
+    return false;
+  }
+  if (strncmp(v, "True", 4) != 0 && strncmp(v, "False", 5) != 0) {
+    snprintf(why, cap, "'fortran_order' is neither True nor False");
+    return false;
+  }
+  *fortran = v[0] == 'T';
+  return parse_shape_tuple(h, ndim, shape, why, cap);
+}
+
 /* Bytes from the current position to the end of f, or -1 when f cannot
  * seek (a pipe). */
 static int64_t bytes_left(FILE *f) {
@@ -143,90 +150,77 @@ bool npy_read(const char *path, npy_array *out, char *msg, size_t cap) {
   return ok;
 }
 
-bool npy_read_stream(FILE *f, const char *path, npy_array *out, char *msg,
-                     size_t cap) {
-  memset(out, 0, sizeof *out);
+/* The magic string and version, and from them the header's length. */
+static bool read_preamble(FILE *f, const char *path, size_t *hlen, char *msg,
+                          size_t cap) {
   unsigned char pre[12];
-  char why[160];
-  char *header = NULL;
-  bool ok = false;
   size_t got = fread(pre, 1, 10, f);
-  if (got < 6 || memcmp(pre, "\x93NUMPY", 6) != 0) {
-    fail(msg, cap, "'%s' is not a .npy file (%s)", path,
-         "it does not begin with \\x93NUMPY");
-    goto done;
-  }
-  if (got < 10) {
-    fail(msg, cap, "'%s' is truncated (%s)", path, "in the preamble");
-    goto done;
-  }
-  size_t hlen;
+  if (got < 6 || memcmp(pre, "\x93NUMPY", 6) != 0)
+    return fail(msg, cap, "'%s' is not a .npy file (%s)", path,
+                "it does not begin with \\x93NUMPY");
+  if (got < 10)
+    return fail(msg, cap, "'%s' is truncated (%s)", path, "in the preamble");
   if (pre[6] == 1) {
-    hlen = (size_t)pre[8] | (size_t)pre[9] << 8;
+    *hlen = (size_t)pre[8] | (size_t)pre[9] << 8;
   } else if (pre[6] == 2 || pre[6] == 3) {
-    if (fread(pre + 10, 1, 2, f) != 2) {
-      fail(msg, cap, "'%s' is truncated (%s)", path, "in the preamble");
-      goto done;
-    }
-    hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 |
-           (size_t)pre[11] << 24;
+    if (fread(pre + 10, 1, 2, f) != 2)
+      return fail(msg, cap, "'%s' is truncated (%s)", path, "in the preamble");
+    *hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 |
+            (size_t)pre[11] << 24;
   } else {
+    char why[160];
     snprintf(why, sizeof why, "format version %d is unknown", pre[6]);
-    fail(msg, cap, "'%s': %s", path, why);
-    goto done;
+    return fail(msg, cap, "'%s': %s", path, why);
   }
-  if (hlen > (1u << 20)) {
-    fail(msg, cap, "'%s': %s", path, "header longer than 1 MiB");
-    goto done;
-  }
-  header = malloc(hlen + 1);
-  if (!header || fread(header, 1, hlen, f) != hlen) {
-    fail(msg, cap, "'%s' is truncated (%s)", path, "in the header");
-    goto done;
+  if (*hlen > (1u << 20))
+    return fail(msg, cap, "'%s': %s", path, "header longer than 1 MiB");
+  return true;
+}
+
+/* Reads and parses the header dict of hlen bytes. */
+static bool read_header(FILE *f, const char *path, size_t hlen, ein_dtype *dt,
+                        bool *fortran, int *ndim, int64_t *shape, char *msg,
+                        size_t cap) {
+  char why[160];
+  char *header = malloc(hlen + 1);
+  bool ok = header && fread(header, 1, hlen, f) == hlen;
+  if (!ok) {
+    free(header);
+    return fail(msg, cap, "'%s' is truncated (%s)", path, "in the header");
   }
   header[hlen] = 0;
-  ein_dtype dt;
-  bool fortran;
-  int ndim;
-  if (!parse_header(header, &dt, &fortran, &ndim, out->shape, why,
-                    sizeof why)) {
-    fail(msg, cap, "'%s': %s", path, why);
-    goto done;
-  }
+  ok = parse_header(header, dt, fortran, ndim, shape, why, sizeof why);
+  free(header);
+  if (!ok) return fail(msg, cap, "'%s': %s", path, why);
+  return true;
+}
+
+/* The data's size in bytes, checked against what follows the header in
+ * the file before anything that large is allocated. */
+static bool data_bytes(FILE *f, const char *path, ein_dtype dt, int ndim,
+                       const int64_t *shape, int64_t *bytes, char *msg,
+                       size_t cap) {
   int64_t span;
   bool empty;
-  if (!ein_nonzero_span(ndim, out->shape, &span, &empty)) {
-    fail(msg, cap, "'%s': %s", path, "shape overflows int64");
-    goto done;
-  }
+  if (!ein_nonzero_span(ndim, shape, &span, &empty))
+    return fail(msg, cap, "'%s': %s", path, "shape overflows int64");
   int64_t numel = empty ? 0 : span;
-  size_t esz = ein_dtype_size(dt);
-  int64_t bytes;
-  if (__builtin_mul_overflow(numel, (int64_t)esz, &bytes)) {
-    fail(msg, cap, "'%s': %s", path, "shape overflows int64");
-    goto done;
-  }
-  /* Check the promise against the file before allocating what it says. */
+  if (__builtin_mul_overflow(numel, (int64_t)ein_dtype_size(dt), bytes))
+    return fail(msg, cap, "'%s': %s", path, "shape overflows int64");
   int64_t left = bytes_left(f);
-  if (left >= 0 && left != bytes) {
+  if (left >= 0 && left != *bytes) {
+    char why[160];
     snprintf(why, sizeof why,
              "the header promises %lld bytes of data but %lld follow it",
-             (long long)bytes, (long long)left);
-    fail(msg, cap, left < bytes ? "'%s' is truncated: %s" : "'%s': %s", path,
-         why);
-    goto done;
+             (long long)*bytes, (long long)left);
+    return fail(msg, cap, left < *bytes ? "'%s' is truncated: %s" : "'%s': %s",
+                path, why);
   }
-  out->data = malloc(bytes ? (size_t)bytes : 1);
-  if (!out->data) {
-    fail(msg, cap, "'%s': %s", path, "out of memory");
-    goto done;
-  }
-  if (fread(out->data, 1, (size_t)bytes, f) != (size_t)bytes) {
-    snprintf(why, sizeof why, "the header promises %lld bytes of data",
-             (long long)bytes);
-    fail(msg, cap, "'%s' is truncated: %s", path, why);
-    goto done;
-  }
+  return true;
+}
+
+/* Points out->t at the data read: C or Fortran order, dense. */
+static void set_tensor(npy_array *out, ein_dtype dt, int ndim, bool fortran) {
   int64_t s = 1;
   for (int k = 0; k < ndim; k++) { /* Fortran order: first dim fastest */
     int d = fortran ? k : ndim - 1 - k;
@@ -239,11 +233,38 @@ bool npy_read_stream(FILE *f, const char *path, npy_array *out, char *msg,
   out->t.dtype = ein_dtype_to_dl(dt);
   out->t.shape = out->shape;
   out->t.strides = out->strides;
-  ok = true;
-done:
-  free(header);
-  if (!ok) npy_free(out);
-  return ok;
+}
+
+bool npy_read_stream(FILE *f, const char *path, npy_array *out, char *msg,
+                     size_t cap) {
+  memset(out, 0, sizeof *out);
+  size_t hlen;
+  ein_dtype dt;
+  bool fortran;
+  int ndim;
+  int64_t bytes;
+  if (!read_preamble(f, path, &hlen, msg, cap) ||
+      !read_header(f, path, hlen, &dt, &fortran, &ndim, out->shape, msg,
+                   cap) ||
+      !data_bytes(f, path, dt, ndim, out->shape, &bytes, msg, cap))
+    goto fail;
+  out->data = malloc(bytes ? (size_t)bytes : 1);
+  if (!out->data) {
+    fail(msg, cap, "'%s': %s", path, "out of memory");
+    goto fail;
+  }
+  if (fread(out->data, 1, (size_t)bytes, f) != (size_t)bytes) {
+    char why[160];
+    snprintf(why, sizeof why, "the header promises %lld bytes of data",
+             (long long)bytes);
+    fail(msg, cap, "'%s' is truncated: %s", path, why);
+    goto fail;
+  }
+  set_tensor(out, dt, ndim, fortran);
+  return true;
+fail:
+  npy_free(out);
+  return false;
 }
 
 bool npy_write(const char *path, const DLTensor *t, char *msg, size_t cap) {

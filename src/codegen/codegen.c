@@ -480,6 +480,30 @@ static bool half_transpose_ok(const gen *g, const ein_loop_axes *rest,
   return true;
 }
 
+/* The tile's corner for this block: blockIdx.x counts ta tiles along a,
+ * then rows of them along b. */
+static void emit_tile_origin(gen *g, int64_t ta, int tile) {
+  ein_strbuf_printf(g->sb, "  const %s a0 = (%s)(blockIdx.x %% %lld) * %d;\n",
+                    g->idx, g->idx, (long long)ta, tile);
+  ein_strbuf_printf(g->sb, "  const %s b0 = (%s)(blockIdx.x / %lld) * %d;\n",
+                    g->idx, g->idx, (long long)ta, tile);
+}
+
+/* One pass over a tile: rows j of `tile` along `row` ("a" or "b"), the
+ * other axis at column `col`, up to the bounds check on both, which the
+ * caller closes. */
+static void emit_tile_pass(gen *g, int tile, const char *row, const char *col,
+                           int64_t sa, int64_t sb_) {
+  const char *other = row[0] == 'a' ? "b" : "a";
+  ein_strbuf_printf(g->sb,
+                    "    for (int j = threadIdx.y; j < %d; j += %d) {\n"
+                    "      %s %s = %s0 + j, %s = %s0 + %s;\n      if (a < ",
+                    tile, TILE_ROWS, g->idx, row, row, other, other, col);
+  emit_int(g, sa);
+  ein_strbuf_printf(g->sb, " && b < ");
+  emit_int(g, sb_);
+}
+
 /* The 2-byte transpose variant: a TILE2 x TILE2 tile (padded to an odd
  * pitch, so both phases are free of bank conflicts) read in pairs along
  * the source's contiguous axis b and written in pairs along dst's a. */
@@ -492,10 +516,7 @@ static void gen_transpose_half(gen *g, const ein_loop_axes *rest, int64_t sa,
                  "unsigned short", "void");
   ein_strbuf_printf(sb, "  __shared__ unsigned short tile[%d][%d];\n", TILE2,
                     TILE2 + 1);
-  ein_strbuf_printf(sb, "  const %s a0 = (%s)(blockIdx.x %% %lld) * %d;\n",
-                    g->idx, g->idx, (long long)ta, TILE2);
-  ein_strbuf_printf(sb, "  const %s b0 = (%s)(blockIdx.x / %lld) * %d;\n",
-                    g->idx, g->idx, (long long)ta, TILE2);
+  emit_tile_origin(g, ta, TILE2);
   ein_strbuf_printf(sb, "  const int x2 = 2 * threadIdx.x;\n");
   ein_strbuf_printf(sb, "  for (%s r = blockIdx.y; r < ", g->idx);
   emit_int(g, ein_loop_axes_volume(rest));
@@ -503,13 +524,7 @@ static void gen_transpose_half(gen *g, const ein_loop_axes *rest, int64_t sa,
   ein_strbuf_printf(sb, "    %s o0 = 0, o1 = 0, o2 = 0;\n    (void)o2;\n",
                     g->idx);
   emit_decompose(g, rest, "r", "o", 3u);
-  ein_strbuf_printf(sb,
-                    "    for (int j = threadIdx.y; j < %d; j += %d) {\n"
-                    "      %s a = a0 + j, b = b0 + x2;\n      if (a < ",
-                    TILE2, TILE_ROWS, g->idx);
-  emit_int(g, sa);
-  ein_strbuf_printf(sb, " && b < ");
-  emit_int(g, sb_);
+  emit_tile_pass(g, TILE2, "a", "x2", sa, sb_);
   ein_strbuf_printf(sb, ") {\n        unsigned int p_ = *(const unsigned int "
                         "*)(s0 + o1 + a * ");
   emit_int(g, sta[1]);
@@ -518,13 +533,7 @@ static void gen_transpose_half(gen *g, const ein_loop_axes *rest, int64_t sa,
                     "        tile[j][x2] = (unsigned short)(p_ & 0xffffu);\n"
                     "        tile[j][x2 + 1] = (unsigned short)(p_ >> 16);\n"
                     "      }\n    }\n    __syncthreads();\n");
-  ein_strbuf_printf(sb,
-                    "    for (int j = threadIdx.y; j < %d; j += %d) {\n"
-                    "      %s b = b0 + j, a = a0 + x2;\n      if (a < ",
-                    TILE2, TILE_ROWS, g->idx);
-  emit_int(g, sa);
-  ein_strbuf_printf(sb, " && b < ");
-  emit_int(g, sb_);
+  emit_tile_pass(g, TILE2, "b", "x2", sa, sb_);
   ein_strbuf_printf(sb, ")\n        *(unsigned int *)(d + o0 + a + b * ");
   emit_int(g, stb[0]);
   ein_strbuf_printf(sb, ") = (unsigned int)tile[x2][j] | "
@@ -552,10 +561,7 @@ static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
   const char *dt = storage_type(s->dst_dtype);
   emit_signature(g, "ein_main", TILE * TILE_ROWS, dt, src_type(s, 0), "void");
   ein_strbuf_printf(sb, "  __shared__ %s tile[%d][%d];\n", dt, TILE, TILE + 1);
-  ein_strbuf_printf(sb, "  const %s a0 = (%s)(blockIdx.x %% %lld) * %d;\n",
-                    g->idx, g->idx, (long long)ta, TILE);
-  ein_strbuf_printf(sb, "  const %s b0 = (%s)(blockIdx.x / %lld) * %d;\n",
-                    g->idx, g->idx, (long long)ta, TILE);
+  emit_tile_origin(g, ta, TILE);
   ein_strbuf_printf(sb, "  for (%s r = blockIdx.y; r < ", g->idx);
   emit_int(g, nrest);
   ein_strbuf_printf(sb, "; r += gridDim.y) {\n");
@@ -563,14 +569,7 @@ static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
   emit_decompose(g, &rest, "r", "o", 3u);
   ein_strbuf_printf(sb, "    (void)o2;\n");
   /* read rows along a, threads along b (the source's contiguous axis) */
-  ein_strbuf_printf(sb,
-                    "    for (int j = threadIdx.y; j < %d; j += %d) {\n"
-                    "      %s a = a0 + j, b = b0 + threadIdx.x;\n"
-                    "      if (a < ",
-                    TILE, TILE_ROWS, g->idx);
-  emit_int(g, sa);
-  ein_strbuf_printf(sb, " && b < ");
-  emit_int(g, sb_);
+  emit_tile_pass(g, TILE, "a", "threadIdx.x", sa, sb_);
   ein_strbuf_printf(sb, ") {\n        %s v_ = ", acc_type(g->acc));
   char at[160];
   snprintf(at, sizeof at, "o1 + a * %lld%s + b * %lld%s", (long long)sta[1],
@@ -582,14 +581,7 @@ static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
   emit_store_value(sb, s->dst_dtype, "v_");
   ein_strbuf_printf(sb, ";\n      }\n    }\n    __syncthreads();\n");
   /* write rows along b, threads along a (dst's contiguous axis) */
-  ein_strbuf_printf(sb,
-                    "    for (int j = threadIdx.y; j < %d; j += %d) {\n"
-                    "      %s b = b0 + j, a = a0 + threadIdx.x;\n"
-                    "      if (a < ",
-                    TILE, TILE_ROWS, g->idx);
-  emit_int(g, sa);
-  ein_strbuf_printf(sb, " && b < ");
-  emit_int(g, sb_);
+  emit_tile_pass(g, TILE, "b", "threadIdx.x", sa, sb_);
   ein_strbuf_printf(sb, ")\n        d[o0 + a * ");
   emit_int(g, sta[0]);
   ein_strbuf_printf(sb, " + b * ");

@@ -122,15 +122,14 @@ const void **ein_cublas_pointer_arrays(const ein_cublas_gemm *g, char *c,
   int64_t outer = ein_loop_axes_volume(&g->loops);
   *total = outer * g->count;
   if (*total > INT32_MAX) {
-    ein_error_set(err, EIN_ERR_LIMIT, NULL, 0, NULL, 0,
-                  "a GEMM batch of %lld exceeds cuBLAS's int count",
-                  (long long)*total);
+    ein_fail_limit(err, "a GEMM batch of %lld exceeds cuBLAS's int count",
+                   (long long)*total);
     return NULL;
   }
   const void **ptr = ein_malloc((size_t)*total * 3 * sizeof *ptr);
   if (!ptr) {
-    ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                  "out of memory for %lld GEMM pointers", (long long)*total);
+    ein_fail_memory(err, "out of memory for %lld GEMM pointers",
+                    (long long)*total);
     return NULL;
   }
   int64_t csz = (int64_t)ein_dtype_size(g->c_dtype),
@@ -287,10 +286,10 @@ ein_status ein_cuda_prepare(const ein_plan_ir *plan, void **program,
   ein_status st = ein_cuda_program_build(plan, &prog);
   *program = st ? NULL : prog;
   if (st)
-    ein_error_set(err, st, NULL, 0, NULL, 0,
-                  st == EIN_ERR_NO_MEMORY
-                      ? "out of memory generating CUDA kernels"
-                      : "a step has more axes than a generated kernel takes");
+    ein_fail(err, st,
+             st == EIN_ERR_NO_MEMORY
+                 ? "out of memory generating CUDA kernels"
+                 : "a step has more axes than a generated kernel takes");
   return st;
 }
 

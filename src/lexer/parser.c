@@ -63,8 +63,7 @@ static ein_status fail_at2(parser *p, ein_status status, ein_span at,
 }
 
 static ein_status no_memory(parser *p) {
-  return ein_error_set(p->err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                       "out of memory while parsing");
+  return ein_fail_memory(p->err, "out of memory while parsing");
 }
 
 /* Describes the lookahead for "found ..." in messages. */
@@ -270,6 +269,63 @@ static const ein_term *ellipsis_in(const ein_term *t) {
   return NULL;
 }
 
+/* The token at a term's start must begin one (an atom or '('); the
+ * numpy dialect refuses what it cannot spell. */
+static ein_status check_term_start(parser *p, bool is_output) {
+  ein_tok_kind k = p->tok.kind;
+  if (p->lx.dialect == EIN_DIALECT_NUMPY) {
+    ein_status st = numpy_dialect_error(p);
+    if (st) return st;
+  }
+  if (k == TOK_RPAREN)
+    return fail_at(p, EIN_ERR_SYNTAX, tok_span(p->tok),
+                   "unbalanced ')': no group is open");
+  if (starts_atom(k) || k == TOK_LPAREN) return EIN_OK;
+  if (k == TOK_STAR || k == TOK_HASH || k == TOK_PLUS)
+    return fail_at(p, EIN_ERR_SYNTAX, tok_span(p->tok),
+                   "'%c' belongs to shape specs, not expressions; "
+                   "expected an axis name, a number, '...' or '('",
+                   p->lx.src[p->tok.offset]);
+  return unexpected(p, is_output ? "an axis name, a number, '...', '(' "
+                                   "or the end of the expression"
+                                 : "an axis name, a number, '...', '(', "
+                                   "',' or '->'");
+}
+
+/* '...' at most once per operand, and inside a group only on the output;
+ * *ellipsis is the one seen so far, and becomes term's when it has one. */
+static ein_status check_term_ellipsis(parser *p, const ein_term *term,
+                                      bool is_output,
+                                      const ein_term **ellipsis) {
+  const ein_term *e = ellipsis_in(term);
+  if (!e) return EIN_OK;
+  const char *whose = is_output ? "the output" : "an operand";
+  if (term->kind == TERM_GROUP) /* a second '...' inside the same group */
+    for (int f = 0; f < term->nfactors; f++) {
+      const ein_term *g = &term->factors[f];
+      if (g->kind == TERM_ELLIPSIS && g != e)
+        return fail_at2(p, EIN_ERR_BAD_ELLIPSIS, span_of(g->offset, 3),
+                        span_of(e->offset, 3),
+                        "'...' appears twice in %s; it may appear at most "
+                        "once",
+                        whose);
+    }
+  if (*ellipsis)
+    return fail_at2(p, EIN_ERR_BAD_ELLIPSIS, span_of(e->offset, 3),
+                    span_of((*ellipsis)->offset, 3),
+                    "'...' appears twice in %s; it may appear at most "
+                    "once",
+                    whose);
+  if (!is_output && term->kind == TERM_GROUP)
+    return fail_at2(p, EIN_ERR_BAD_ELLIPSIS, span_of(e->offset, 3),
+                    span_of(term->offset, term->length),
+                    "'...' inside a group on an input is not allowed: "
+                    "its size cannot be split; write it outside the "
+                    "group");
+  *ellipsis = e;
+  return EIN_OK;
+}
+
 /* operand := term*
  * Stops at ',', '->', or the end. `is_output` only changes messages. */
 static ein_status parse_operand(parser *p, ein_operand *op, int index,
@@ -288,58 +344,16 @@ static ein_status parse_operand(parser *p, ein_operand *op, int index,
   for (;;) {
     ein_tok_kind k = p->tok.kind;
     if (k == TOK_COMMA || k == TOK_ARROW || k == TOK_EOF) break;
-    if (p->lx.dialect == EIN_DIALECT_NUMPY) {
-      ein_status st = numpy_dialect_error(p);
-      if (st) return st;
-    }
-    if (k == TOK_RPAREN)
-      return fail_at(p, EIN_ERR_SYNTAX, tok_span(p->tok),
-                     "unbalanced ')': no group is open");
-    if (!starts_atom(k) && k != TOK_LPAREN) {
-      if (k == TOK_STAR || k == TOK_HASH || k == TOK_PLUS)
-        return fail_at(p, EIN_ERR_SYNTAX, tok_span(p->tok),
-                       "'%c' belongs to shape specs, not expressions; "
-                       "expected an axis name, a number, '...' or '('",
-                       p->lx.src[p->tok.offset]);
-      return unexpected(p, is_output ? "an axis name, a number, '...', '(' "
-                                       "or the end of the expression"
-                                     : "an axis name, a number, '...', '(', "
-                                       "',' or '->'");
-    }
+    ein_status st = check_term_start(p, is_output);
+    if (st) return st;
     if (n == EIN_MAX_DIMS + 1)
       return fail_at(p, EIN_ERR_LIMIT, tok_span(p->tok),
                      "%s has more than %d dims", what, EIN_MAX_DIMS);
-    ein_status st = parse_term(p, &terms[n]);
-    if (st) return st;
-    const ein_term *e = ellipsis_in(&terms[n]);
-    if (e && terms[n].kind == TERM_GROUP) {
-      /* a second '...' inside the same group */
-      for (int f = 0; f < terms[n].nfactors; f++) {
-        const ein_term *g = &terms[n].factors[f];
-        if (g->kind == TERM_ELLIPSIS && g != e)
-          return fail_at2(p, EIN_ERR_BAD_ELLIPSIS, span_of(g->offset, 3),
-                          span_of(e->offset, 3),
-                          "'...' appears twice in %s; it may appear at most "
-                          "once",
-                          is_output ? "the output" : "an operand");
-      }
-    }
-    if (e) {
-      if (ellipsis)
-        return fail_at2(p, EIN_ERR_BAD_ELLIPSIS, span_of(e->offset, 3),
-                        span_of(ellipsis->offset, 3),
-                        "'...' appears twice in %s; it may appear at most "
-                        "once",
-                        is_output ? "the output" : "an operand");
-      if (!is_output && terms[n].kind == TERM_GROUP)
-        return fail_at2(p, EIN_ERR_BAD_ELLIPSIS, span_of(e->offset, 3),
-                        span_of(terms[n].offset, terms[n].length),
-                        "'...' inside a group on an input is not allowed: "
-                        "its size cannot be split; write it outside the "
-                        "group");
-      ellipsis = e;
-      op->ellipsis_term = n;
-    }
+    if ((st = parse_term(p, &terms[n]))) return st;
+    const ein_term *before = ellipsis;
+    if ((st = check_term_ellipsis(p, &terms[n], is_output, &ellipsis)))
+      return st;
+    if (ellipsis != before) op->ellipsis_term = n;
     n++;
   }
   /* 65 terms fit only when one of them is the ellipsis */
@@ -357,6 +371,28 @@ static ein_status parse_operand(parser *p, ein_operand *op, int index,
   return EIN_OK;
 }
 
+/* operand (',' operand)*: the inputs, into the AST's arena. */
+static ein_status parse_inputs(parser *p, ein_ast *out) {
+  ein_operand inputs[EIN_MAX_OPERANDS];
+  int n = 0;
+  for (;;) {
+    ein_status st = parse_operand(p, &inputs[n], n, false);
+    if (st) return st;
+    n++;
+    if (p->tok.kind != TOK_COMMA) break;
+    if (n == EIN_MAX_OPERANDS)
+      return fail_at(p, EIN_ERR_LIMIT, tok_span(p->tok),
+                     "more than %d operands; einc takes at most %d",
+                     EIN_MAX_OPERANDS, EIN_MAX_OPERANDS);
+    advance(p);
+  }
+  out->ninputs = n;
+  out->inputs = ein_arena_alloc(p->arena, (size_t)n, sizeof *out->inputs);
+  if (!out->inputs) return no_memory(p);
+  memcpy(out->inputs, inputs, (size_t)n * sizeof *inputs);
+  return EIN_OK;
+}
+
 /* expression := operand (',' operand)* ['->' operand] EOF
  * ('->' is required in the einops dialect.) */
 ein_status ein_parse_expr(const char *src, size_t len, ein_dialect dialect,
@@ -365,12 +401,11 @@ ein_status ein_parse_expr(const char *src, size_t len, ein_dialect dialect,
   parser p = {.arena = arena, .err = err};
   memset(out, 0, sizeof *out);
   if (len > EIN_MAX_EXPR_BYTES)
-    return ein_error_set(err, EIN_ERR_LIMIT, NULL, 0, NULL, 0,
-                         "the expression is %zu bytes long; the limit is %u",
-                         len, EIN_MAX_EXPR_BYTES);
+    return ein_fail_limit(err,
+                          "the expression is %zu bytes long; the limit is %u",
+                          len, EIN_MAX_EXPR_BYTES);
   if (dialect != EIN_DIALECT_EINOPS && dialect != EIN_DIALECT_NUMPY)
-    return ein_error_set(err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL, 0,
-                         "unknown dialect %d", (int)dialect);
+    return ein_fail_argument(err, "unknown dialect %d", (int)dialect);
   ein_lexer_init(&p.lx, src, len, dialect);
   advance(&p);
   out->src = src;
@@ -378,24 +413,8 @@ ein_status ein_parse_expr(const char *src, size_t len, ein_dialect dialect,
   out->dialect = dialect;
   out->output.ellipsis_term = -1; /* an implicit output has none */
 
-  ein_operand inputs[EIN_MAX_OPERANDS];
-  int n = 0;
-  for (;;) {
-    ein_status st = parse_operand(&p, &inputs[n], n, false);
-    if (st) return st;
-    n++;
-    if (p.tok.kind != TOK_COMMA) break;
-    if (n == EIN_MAX_OPERANDS)
-      return fail_at(&p, EIN_ERR_LIMIT, tok_span(p.tok),
-                     "more than %d operands; einc takes at most %d",
-                     EIN_MAX_OPERANDS, EIN_MAX_OPERANDS);
-    advance(&p);
-  }
-  out->ninputs = n;
-  out->inputs = ein_arena_alloc(arena, (size_t)n, sizeof *out->inputs);
-  if (!out->inputs) return no_memory(&p);
-  memcpy(out->inputs, inputs, (size_t)n * sizeof *inputs);
-
+  ein_status st = parse_inputs(&p, out);
+  if (st) return st;
   if (p.tok.kind == TOK_EOF) {
     if (dialect == EIN_DIALECT_EINOPS)
       return fail_at(&p, EIN_ERR_SYNTAX, tok_span(p.tok),
@@ -410,8 +429,7 @@ ein_status ein_parse_expr(const char *src, size_t len, ein_dialect dialect,
   out->arrow_offset = p.tok.offset;
   ein_token arrow = p.tok;
   advance(&p);
-  ein_status st = parse_operand(&p, &out->output, n, true);
-  if (st) return st;
+  if ((st = parse_operand(&p, &out->output, out->ninputs, true))) return st;
   if (p.tok.kind == TOK_ARROW)
     return fail_at2(&p, EIN_ERR_SYNTAX, tok_span(p.tok), tok_span(arrow),
                     "a second '->': an expression has exactly one output");
@@ -537,6 +555,74 @@ static bool is_underscore(const parser *p, ein_token t) {
   return t.kind == TOK_NAME && t.length == 1 && p->lx.src[t.offset] == '_';
 }
 
+/* '*name', '#name', '*#name' or '#*name' (the prefixes glued), and '*_',
+ * an anonymous run. */
+static ein_status parse_spec_prefixed(parser *p, ein_token first,
+                                      ein_spec_dim *d) {
+  bool run = first.kind == TOK_STAR, bcast = first.kind == TOK_HASH;
+  advance(p);
+  if (glued(p) && (p->tok.kind == TOK_STAR || p->tok.kind == TOK_HASH) &&
+      p->tok.kind != first.kind) {
+    run = bcast = true;
+    advance(p);
+  }
+  if (p->tok.kind != TOK_NAME || !glued(p))
+    return unexpected(p, "a name right after the '*' or '#' prefix");
+  d->length = p->tok.offset + p->tok.length - first.offset;
+  if (is_underscore(p, p->tok)) {
+    if (!run || bcast)
+      return fail_at(p, EIN_ERR_SYNTAX, span_of(d->offset, d->length),
+                     "'#_' means nothing: '_' already matches any size");
+    d->kind = SPEC_RUN; /* *_ : an anonymous run */
+  } else {
+    d->kind = run ? SPEC_RUN : SPEC_BCAST;
+    d->name = p->lx.src + p->tok.offset;
+    d->name_len = p->tok.length;
+  }
+  d->broadcast = run && bcast;
+  advance(p);
+  return EIN_OK;
+}
+
+/* '(' size* ')': a group of names and numbers, one level deep. */
+static ein_status parse_spec_group(parser *p, ein_token first,
+                                   ein_spec_dim *d) {
+  ein_spec_dim factors[EIN_MAX_DIMS];
+  int n = 0;
+  advance(p);
+  while (p->tok.kind != TOK_RPAREN) {
+    if (p->tok.kind == TOK_EOF)
+      return fail_at(p, EIN_ERR_SYNTAX, tok_span(first),
+                     "unclosed '(': expected ')' before the end");
+    if (p->tok.kind == TOK_LPAREN)
+      return fail_at2(p, EIN_ERR_SYNTAX, tok_span(p->tok), tok_span(first),
+                      "nested parentheses are not allowed: a group is one "
+                      "level deep");
+    if (p->tok.kind != TOK_NAME && p->tok.kind != TOK_INT)
+      return unexpected(p, "a name, a number or ')' in a group");
+    if (is_underscore(p, p->tok))
+      return fail_at(p, EIN_ERR_SYNTAX, tok_span(p->tok),
+                     "'_' cannot be a factor of a group: a product of an "
+                     "unknown size checks nothing");
+    if (n == EIN_MAX_DIMS)
+      return fail_at(p, EIN_ERR_LIMIT, tok_span(p->tok),
+                     "a group has more than %d factors", EIN_MAX_DIMS);
+    ein_status st = parse_size(p, &factors[n]);
+    if (st) return st;
+    n++;
+  }
+  d->kind = SPEC_GROUP;
+  d->length = p->tok.offset + 1 - first.offset;
+  d->nfactors = n;
+  if (n) {
+    d->factors = ein_arena_alloc(p->arena, (size_t)n, sizeof *factors);
+    if (!d->factors) return no_memory(p);
+    memcpy(d->factors, factors, (size_t)n * sizeof *factors);
+  }
+  advance(p);
+  return EIN_OK;
+}
+
 /* dim := '_' | '...' | '*' ['#'] NAME | '#' ['*'] NAME | '#' NAME | size
  *      | '(' size* ')' */
 static ein_status parse_spec_dim(parser *p, ein_spec_dim *d) {
@@ -556,67 +642,9 @@ static ein_status parse_spec_dim(parser *p, ein_spec_dim *d) {
     advance(p);
     return EIN_OK;
   }
-  if (first.kind == TOK_STAR || first.kind == TOK_HASH) {
-    bool run = first.kind == TOK_STAR, bcast = first.kind == TOK_HASH;
-    advance(p);
-    if (glued(p) && (p->tok.kind == TOK_STAR || p->tok.kind == TOK_HASH) &&
-        p->tok.kind != first.kind) {
-      run = bcast = true;
-      advance(p);
-    }
-    if (p->tok.kind != TOK_NAME || !glued(p))
-      return unexpected(p, "a name right after the '*' or '#' prefix");
-    d->length = p->tok.offset + p->tok.length - first.offset;
-    if (is_underscore(p, p->tok)) {
-      if (!run || bcast)
-        return fail_at(p, EIN_ERR_SYNTAX, span_of(d->offset, d->length),
-                       "'#_' means nothing: '_' already matches any size");
-      d->kind = SPEC_RUN; /* *_ : an anonymous run */
-    } else {
-      d->kind = run ? SPEC_RUN : SPEC_BCAST;
-      d->name = p->lx.src + p->tok.offset;
-      d->name_len = p->tok.length;
-    }
-    d->broadcast = run && bcast;
-    advance(p);
-    return EIN_OK;
-  }
-  if (first.kind == TOK_LPAREN) {
-    ein_spec_dim factors[EIN_MAX_DIMS];
-    int n = 0;
-    advance(p);
-    while (p->tok.kind != TOK_RPAREN) {
-      if (p->tok.kind == TOK_EOF)
-        return fail_at(p, EIN_ERR_SYNTAX, tok_span(first),
-                       "unclosed '(': expected ')' before the end");
-      if (p->tok.kind == TOK_LPAREN)
-        return fail_at2(p, EIN_ERR_SYNTAX, tok_span(p->tok), tok_span(first),
-                        "nested parentheses are not allowed: a group is one "
-                        "level deep");
-      if (p->tok.kind != TOK_NAME && p->tok.kind != TOK_INT)
-        return unexpected(p, "a name, a number or ')' in a group");
-      if (is_underscore(p, p->tok))
-        return fail_at(p, EIN_ERR_SYNTAX, tok_span(p->tok),
-                       "'_' cannot be a factor of a group: a product of an "
-                       "unknown size checks nothing");
-      if (n == EIN_MAX_DIMS)
-        return fail_at(p, EIN_ERR_LIMIT, tok_span(p->tok),
-                       "a group has more than %d factors", EIN_MAX_DIMS);
-      ein_status st = parse_size(p, &factors[n]);
-      if (st) return st;
-      n++;
-    }
-    d->kind = SPEC_GROUP;
-    d->length = p->tok.offset + 1 - first.offset;
-    d->nfactors = n;
-    if (n) {
-      d->factors = ein_arena_alloc(p->arena, (size_t)n, sizeof *factors);
-      if (!d->factors) return no_memory(p);
-      memcpy(d->factors, factors, (size_t)n * sizeof *factors);
-    }
-    advance(p);
-    return EIN_OK;
-  }
+  if (first.kind == TOK_STAR || first.kind == TOK_HASH)
+    return parse_spec_prefixed(p, first, d);
+  if (first.kind == TOK_LPAREN) return parse_spec_group(p, first, d);
   if (first.kind == TOK_NAME || first.kind == TOK_INT) return parse_size(p, d);
   return unexpected(p, "a dim: a name, a number, '_', '...', '*name', "
                        "'#name' or '('");
@@ -629,9 +657,9 @@ ein_status ein_parse_spec(const char *src, size_t len, ein_arena *arena,
   memset(out, 0, sizeof *out);
   out->run_index = -1;
   if (len > EIN_MAX_EXPR_BYTES)
-    return ein_error_set(err, EIN_ERR_LIMIT, NULL, 0, NULL, 0,
-                         "the shape spec is %zu bytes long; the limit is %u",
-                         len, EIN_MAX_EXPR_BYTES);
+    return ein_fail_limit(err,
+                          "the shape spec is %zu bytes long; the limit is %u",
+                          len, EIN_MAX_EXPR_BYTES);
   ein_lexer_init(&p.lx, src, len, EIN_DIALECT_EINOPS);
   advance(&p);
   out->src = src;

@@ -21,6 +21,7 @@
 
 #include "alloc.h"
 #include "checked.h"
+#include "shape_text.h"
 
 typedef enum size_source {
   FROM_NONE,    /* not known yet */
@@ -82,27 +83,7 @@ static ein_status fail(binder *b, ein_status status, const ein_span *spans,
 }
 
 static ein_status no_memory(binder *b) {
-  return ein_error_set(b->err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                       "out of memory while binding shapes");
-}
-
-/* "8x16x2048", or "scalar" for rank 0; shortened past 16 dims. */
-static void format_shape(char *buf, size_t cap, int ndim,
-                         const int64_t *shape) {
-  if (ndim == 0) {
-    snprintf(buf, cap, "scalar");
-    return;
-  }
-  size_t len = 0;
-  buf[0] = '\0';
-  for (int i = 0; i < ndim && len + 1 < cap; i++) {
-    if (i == 16) {
-      snprintf(buf + len, cap - len, "x...(%d dims)", ndim);
-      return;
-    }
-    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i ? "x" : "",
-                            (long long)shape[i]);
-  }
+  return ein_fail_memory(b->err, "out of memory while binding shapes");
 }
 
 /* The axis's name for messages: 'h', '3' or "dim 0 of '...'". */
@@ -173,7 +154,7 @@ static ein_status check_counts(binder *b, int ninputs) {
     int64_t span;
     bool empty;
     if (!ein_nonzero_span(nd, b->shapes[i], &span, &empty)) {
-      format_shape(shape, sizeof shape, nd, b->shapes[i]);
+      ein_format_shape(shape, sizeof shape, b->shapes[i], nd);
       ein_span at = operand_span(op);
       return fail(b, EIN_ERR_OVERFLOW, &at, 1,
                   empty ? "tensor %d (shape %s): its sizes other than 0 "
@@ -189,7 +170,7 @@ static ein_status check_counts(binder *b, int ninputs) {
       if (b->ell_rank[i] > b->E) b->E = b->ell_rank[i];
       continue;
     }
-    format_shape(shape, sizeof shape, nd, b->shapes[i]);
+    ein_format_shape(shape, sizeof shape, b->shapes[i], nd);
     ein_span at = operand_span(op);
     if (op->nterms == 0) at = span_of(op->offset, 0);
     return fail(b, EIN_ERR_RANK_MISMATCH, &at, 1,
@@ -278,12 +259,12 @@ static ein_status term_axis(binder *b, const ein_term *t, bool is_output,
   return EIN_OK;
 }
 
-/* Lays out one operand as dims of axis lists. `index` is the input number,
- * or -1 for the output; `ell_rank` is how many dims its '...' covers. */
-static ein_status build_operand(binder *b, const ein_operand *op, int index,
-                                int ell_rank, ein_bound_operand *bo,
-                                operand_work *w) {
-  bool is_output = index < 0;
+/* Counts the dims and factors of an operand (its '...' stands for
+ * ell_rank dims; '(...)' in a group for E factors) and allocates its
+ * tables. */
+static ein_status alloc_operand(binder *b, const ein_operand *op,
+                                bool is_output, int ell_rank,
+                                ein_bound_operand *bo, operand_work *w) {
   int ndim = 0, nfactors = 0;
   for (int t = 0; t < op->nterms; t++) {
     const ein_term *term = &op->terms[t];
@@ -310,58 +291,83 @@ static ein_status build_operand(binder *b, const ein_operand *op, int index,
   if (!bo->dims || !bo->factors || !w->dim_span || !w->factor_span ||
       !w->dim_grouped)
     return no_memory(b);
+  bo->ndim = 0;
+  bo->nfactors = 0;
+  return EIN_OK;
+}
 
-  int d = 0, f = 0;
+/* A bare '...': the last ell_rank of the E ellipsis axes, one dim each. */
+static ein_status add_ellipsis_dims(binder *b, ein_span at, bool is_output,
+                                    int ell_rank, ein_bound_operand *bo,
+                                    operand_work *w) {
+  int first;
+  ein_status st = ellipsis_axes(b, at, &first);
+  if (st) return st;
+  for (int j = 0; j < ell_rank; j++) {
+    int a = first + b->E - ell_rank + j;
+    if (is_output)
+      b->ax[a].in_output = true;
+    else
+      b->ax[a].in_input = true;
+    bo->dims[bo->ndim] = (ein_bound_dim){.first = bo->nfactors, .count = 1};
+    w->dim_span[bo->ndim++] = at;
+    w->factor_span[bo->nfactors] = at;
+    bo->factors[bo->nfactors++] = a;
+  }
+  return EIN_OK;
+}
+
+/* One factor of a dim: an axis, nothing for a unit factor, or for
+ * '(...)' (merged on the output) all E ellipsis axes. */
+static ein_status add_factor(binder *b, const ein_term *fs, bool is_output,
+                             ein_bound_operand *bo, operand_work *w) {
+  ein_span fat = span_of(fs->offset, fs->length);
+  if (fs->kind == TERM_ELLIPSIS) {
+    int first;
+    ein_status st = ellipsis_axes(b, fat, &first);
+    if (st) return st;
+    for (int j = 0; j < b->E; j++) {
+      b->ax[first + j].in_output = true;
+      w->factor_span[bo->nfactors] = fat;
+      bo->factors[bo->nfactors++] = first + j;
+    }
+    return EIN_OK;
+  }
+  int a;
+  ein_status st = term_axis(b, fs, is_output, &a);
+  if (st || a < 0) return st;
+  w->factor_span[bo->nfactors] = fat;
+  bo->factors[bo->nfactors++] = a;
+  return EIN_OK;
+}
+
+/* Lays out one operand as dims of axis lists. `index` is the input number,
+ * or -1 for the output; `ell_rank` is how many dims its '...' covers. */
+static ein_status build_operand(binder *b, const ein_operand *op, int index,
+                                int ell_rank, ein_bound_operand *bo,
+                                operand_work *w) {
+  bool is_output = index < 0;
+  ein_status st = alloc_operand(b, op, is_output, ell_rank, bo, w);
+  if (st) return st;
   for (int t = 0; t < op->nterms; t++) {
     const ein_term *term = &op->terms[t];
     ein_span at = span_of(term->offset, term->length);
     if (term->kind == TERM_ELLIPSIS) {
-      int first;
-      ein_status st = ellipsis_axes(b, at, &first);
-      if (st) return st;
-      for (int j = 0; j < ell_rank; j++) {
-        int a = first + b->E - ell_rank + j;
-        if (is_output)
-          b->ax[a].in_output = true;
-        else
-          b->ax[a].in_input = true;
-        bo->dims[d] = (ein_bound_dim){.first = f, .count = 1};
-        w->dim_span[d++] = at;
-        w->factor_span[f] = at;
-        bo->factors[f++] = a;
-      }
+      if ((st = add_ellipsis_dims(b, at, is_output, ell_rank, bo, w)))
+        return st;
       continue;
     }
-    bo->dims[d] = (ein_bound_dim){.first = f};
+    int d = bo->ndim;
+    bo->dims[d] = (ein_bound_dim){.first = bo->nfactors};
     w->dim_span[d] = at;
     w->dim_grouped[d] = term->kind == TERM_GROUP;
     int nf = term->kind == TERM_GROUP ? term->nfactors : 1;
     const ein_term *fs = term->kind == TERM_GROUP ? term->factors : term;
-    for (int k = 0; k < nf; k++) {
-      ein_span fat = span_of(fs[k].offset, fs[k].length);
-      if (fs[k].kind == TERM_ELLIPSIS) { /* '(...)' merges on the output */
-        int first;
-        ein_status st = ellipsis_axes(b, fat, &first);
-        if (st) return st;
-        for (int j = 0; j < b->E; j++) {
-          b->ax[first + j].in_output = true;
-          w->factor_span[f] = fat;
-          bo->factors[f++] = first + j;
-        }
-        continue;
-      }
-      int a;
-      ein_status st = term_axis(b, &fs[k], is_output, &a);
-      if (st) return st;
-      if (a < 0) continue; /* a unit factor */
-      w->factor_span[f] = fat;
-      bo->factors[f++] = a;
-    }
-    bo->dims[d].count = f - bo->dims[d].first;
-    d++;
+    for (int k = 0; k < nf; k++)
+      if ((st = add_factor(b, &fs[k], is_output, bo, w))) return st;
+    bo->dims[d].count = bo->nfactors - bo->dims[d].first;
+    bo->ndim++;
   }
-  bo->ndim = d;
-  bo->nfactors = f;
   return EIN_OK;
 }
 
@@ -523,77 +529,96 @@ static void describe_split(const binder *b, const ein_bound_operand *bo,
 
 /* Tries to settle one split dim. *progress is set when it solved an axis;
  * *settled when every factor is known and checked. */
-static ein_status solve_split(binder *b, int i, int d, bool *progress,
-                              bool *settled) {
-  const ein_bound_operand *bo = &b->out->inputs[i];
-  const ein_bound_dim *dim = &bo->dims[d];
-  ein_span at = b->work[i].dim_span[d];
-  int64_t known = 1;
-  int unknown = -1, nunknown = 0;
-  bool overflow = false;
+/* The product of the split's known factors (false when it overflows), its
+ * unknown factor and how many unknown factors it has (a name twice in one
+ * split counts twice: it is not linear). */
+static bool split_factors(const binder *b, const ein_bound_operand *bo,
+                          const ein_bound_dim *dim, int64_t *known,
+                          int *unknown, int *nunknown) {
+  bool fits = true;
+  *known = 1;
+  *unknown = -1;
+  *nunknown = 0;
   for (int k = 0; k < dim->count; k++) {
     int a = bo->factors[dim->first + k];
     if (b->ax[a].size >= 0) {
-      if (!ein_mul_i64(known, b->ax[a].size, &known)) overflow = true;
-    } else if (a != unknown) {
-      nunknown++; /* a name twice in one split counts twice: not linear */
-      unknown = a;
+      if (!ein_mul_i64(*known, b->ax[a].size, known)) fits = false;
     } else {
-      nunknown++;
+      (*nunknown)++;
+      *unknown = a;
     }
   }
-  *settled = false;
-  if (nunknown > 1) return EIN_OK; /* maybe later */
-  char parts[256];
-  if (overflow) {
-    describe_split(b, bo, d, parts, sizeof parts);
-    return fail(b, EIN_ERR_OVERFLOW, &at, 1,
-                "the split %s at dim %d of operand %d overflows int64", parts,
-                d, i + 1);
-  }
-  if (nunknown == 0) {
-    if (known != dim->size) {
-      describe_split(b, bo, d, parts, sizeof parts);
-      return fail(b, EIN_ERR_SIZE_MISMATCH, &at, 1,
-                  "the split %s at dim %d of operand %d has size %lld but "
-                  "the dim is %lld",
-                  parts, d, i + 1, (long long)known, (long long)dim->size);
-    }
-    *settled = true;
-    return EIN_OK;
-  }
-  char name[64];
+  return fits;
+}
+
+/* The one unknown factor of the split at dim d of operand i is the dim's
+ * size over `known`, when that divides exactly. */
+static ein_status solve_unknown(binder *b, int i, int d, int64_t known,
+                                int unknown) {
+  const ein_bound_operand *bo = &b->out->inputs[i];
+  const ein_bound_dim *dim = &bo->dims[d];
+  ein_span at = b->work[i].dim_span[d];
+  char parts[256], name[64];
   axis_name(b, unknown, name, sizeof name);
-  if (known == 0) {
-    describe_split(b, bo, d, parts, sizeof parts);
-    if (dim->size == 0)
-      return fail(b, EIN_ERR_AMBIGUOUS_SPLIT, &at, 1,
-                  "cannot solve %s from the split %s at dim %d of operand "
-                  "%d: the other factors multiply to 0, so any size fits; "
-                  "give it with a length binding",
-                  name, parts, d, i + 1);
+  describe_split(b, bo, d, parts, sizeof parts);
+  if (known == 0 && dim->size == 0)
+    return fail(b, EIN_ERR_AMBIGUOUS_SPLIT, &at, 1,
+                "cannot solve %s from the split %s at dim %d of operand "
+                "%d: the other factors multiply to 0, so any size fits; "
+                "give it with a length binding",
+                name, parts, d, i + 1);
+  if (known == 0)
     return fail(b, EIN_ERR_INDIVISIBLE, &at, 1,
                 "cannot split dim %d of operand %d (size %lld) into %s: the "
                 "known factors multiply to 0",
                 d, i + 1, (long long)dim->size, parts);
-  }
-  if (dim->size % known != 0) {
-    describe_split(b, bo, d, parts, sizeof parts);
+  if (dim->size % known != 0)
     return fail(b, EIN_ERR_INDIVISIBLE, &at, 1,
                 "cannot split dim %d of operand %d (size %lld) into %s: "
                 "%lld is not divisible by %lld",
                 d, i + 1, (long long)dim->size, parts, (long long)dim->size,
                 (long long)known);
-  }
   set_size(&b->ax[unknown], dim->size / known, FROM_SPLIT, at, i, d);
-  *progress = true;
+  return EIN_OK;
+}
+
+static ein_status solve_split(binder *b, int i, int d, bool *progress,
+                              bool *settled) {
+  const ein_bound_operand *bo = &b->out->inputs[i];
+  const ein_bound_dim *dim = &bo->dims[d];
+  ein_span at = b->work[i].dim_span[d];
+  int64_t known;
+  int unknown, nunknown;
+  bool fits = split_factors(b, bo, dim, &known, &unknown, &nunknown);
+  *settled = false;
+  if (nunknown > 1) return EIN_OK; /* maybe later */
+  char parts[256];
+  if (!fits) {
+    describe_split(b, bo, d, parts, sizeof parts);
+    return fail(b, EIN_ERR_OVERFLOW, &at, 1,
+                "the split %s at dim %d of operand %d overflows int64", parts,
+                d, i + 1);
+  }
+  if (nunknown == 0 && known != dim->size) {
+    describe_split(b, bo, d, parts, sizeof parts);
+    return fail(b, EIN_ERR_SIZE_MISMATCH, &at, 1,
+                "the split %s at dim %d of operand %d has size %lld but "
+                "the dim is %lld",
+                parts, d, i + 1, (long long)known, (long long)dim->size);
+  }
+  if (nunknown == 1) {
+    ein_status st = solve_unknown(b, i, d, known, unknown);
+    if (st) return st;
+    *progress = true;
+  }
   *settled = true;
   return EIN_OK;
 }
 
-static ein_status bind_input_sizes(binder *b) {
+/* Plain dims first: they fix sizes that splits then divide by; a unit
+ * axis must meet a dim of size 1. */
+static ein_status bind_plain_dims(binder *b) {
   const ein_problem *p = b->out;
-  /* plain dims first: they fix sizes that splits then divide by */
   for (int i = 0; i < p->ninputs; i++) {
     const ein_bound_operand *bo = &p->inputs[i];
     for (int d = 0; d < bo->ndim; d++) {
@@ -612,11 +637,18 @@ static ein_status bind_input_sizes(binder *b) {
       }
     }
   }
-  /* splits, until none makes progress */
-  bool progress = true, open = true;
-  while (progress && open) {
+  return EIN_OK;
+}
+
+/* Solves splits until none makes progress; *open says some split still
+ * has unknown factors. */
+static ein_status bind_splits(binder *b, bool *open) {
+  const ein_problem *p = b->out;
+  bool progress = true;
+  *open = true;
+  while (progress && *open) {
     progress = false;
-    open = false;
+    *open = false;
     for (int i = 0; i < p->ninputs; i++) {
       const ein_bound_operand *bo = &p->inputs[i];
       for (int d = 0; d < bo->ndim; d++) {
@@ -624,53 +656,67 @@ static ein_status bind_input_sizes(binder *b) {
         bool settled;
         ein_status st = solve_split(b, i, d, &progress, &settled);
         if (st) return st;
-        if (!settled) open = true;
+        if (!settled) *open = true;
       }
     }
   }
-  if (!open) return EIN_OK;
-  /* report the first split that is still open */
-  for (int i = 0; i < p->ninputs; i++) {
-    const ein_bound_operand *bo = &p->inputs[i];
-    for (int d = 0; d < bo->ndim; d++) {
-      const ein_bound_dim *dim = &bo->dims[d];
-      if (dim->count < 2) continue;
-      char names[160] = "";
-      size_t len = 0;
-      int nunknown = 0, first = -1;
-      bool listed[EIN_MAX_AXES] = {false};
-      for (int k = 0; k < dim->count; k++) {
-        int a = p->inputs[i].factors[dim->first + k];
-        if (b->ax[a].size >= 0 || listed[a]) continue;
-        listed[a] = true;
-        char name[64];
-        axis_name(b, a, name, sizeof name);
-        if (len + 1 < sizeof names)
-          len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
-                                  nunknown ? " and " : "", name);
-        if (first < 0) first = a;
-        nunknown++;
-      }
-      if (nunknown == 0) continue;
-      char first_name[64];
-      axis_name(b, first, first_name, sizeof first_name);
-      ein_span at = b->work[i].dim_span[d];
-      if (nunknown == 1) /* the one unknown appears more than once */
-        return fail(b, EIN_ERR_AMBIGUOUS_SPLIT, &at, 1,
-                    "cannot solve the split at dim %d of operand %d (size "
-                    "%lld): %s appears in it more than once, so exact "
-                    "division cannot find it; give it with a length binding, "
-                    "e.g. %.*s=N",
-                    d, i + 1, (long long)dim->size, first_name,
-                    hint_len(&b->ax[first]), b->ax[first].name);
-      return fail(b, EIN_ERR_AMBIGUOUS_SPLIT, &at, 1,
-                  "cannot solve the split at dim %d of operand %d (size "
-                  "%lld): %s are unknown; give all but one with length "
-                  "bindings, e.g. %.*s=N",
-                  d, i + 1, (long long)dim->size, names,
-                  hint_len(&b->ax[first]), b->ax[first].name);
-    }
+  return EIN_OK;
+}
+
+/* The error for the split at dim d of operand i when some of its factors
+ * are still unknown, naming them; EIN_OK when none is. */
+static ein_status report_open_split(binder *b, int i, int d) {
+  const ein_problem *p = b->out;
+  const ein_bound_dim *dim = &p->inputs[i].dims[d];
+  char names[160] = "";
+  size_t len = 0;
+  int nunknown = 0, first = -1;
+  bool listed[EIN_MAX_AXES] = {false};
+  for (int k = 0; k < dim->count; k++) {
+    int a = p->inputs[i].factors[dim->first + k];
+    if (b->ax[a].size >= 0 || listed[a]) continue;
+    listed[a] = true;
+    char name[64];
+    axis_name(b, a, name, sizeof name);
+    if (len + 1 < sizeof names)
+      len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
+                              nunknown ? " and " : "", name);
+    if (first < 0) first = a;
+    nunknown++;
   }
+  if (nunknown == 0) return EIN_OK;
+  char first_name[64];
+  axis_name(b, first, first_name, sizeof first_name);
+  ein_span at = b->work[i].dim_span[d];
+  if (nunknown == 1) /* the one unknown appears more than once */
+    return fail(b, EIN_ERR_AMBIGUOUS_SPLIT, &at, 1,
+                "cannot solve the split at dim %d of operand %d (size "
+                "%lld): %s appears in it more than once, so exact "
+                "division cannot find it; give it with a length binding, "
+                "e.g. %.*s=N",
+                d, i + 1, (long long)dim->size, first_name,
+                hint_len(&b->ax[first]), b->ax[first].name);
+  return fail(b, EIN_ERR_AMBIGUOUS_SPLIT, &at, 1,
+              "cannot solve the split at dim %d of operand %d (size "
+              "%lld): %s are unknown; give all but one with length "
+              "bindings, e.g. %.*s=N",
+              d, i + 1, (long long)dim->size, names,
+              hint_len(&b->ax[first]), b->ax[first].name);
+}
+
+/* Sizes of the input axes: plain dims, then splits; a split left open is
+ * reported (the first one). */
+static ein_status bind_input_sizes(binder *b) {
+  const ein_problem *p = b->out;
+  bool open;
+  ein_status st = bind_plain_dims(b);
+  if (!st) st = bind_splits(b, &open);
+  if (st || !open) return st;
+  for (int i = 0; i < p->ninputs; i++)
+    for (int d = 0; d < p->inputs[i].ndim; d++)
+      if (p->inputs[i].dims[d].count >= 2 &&
+          (st = report_open_split(b, i, d)))
+        return st;
   return fail(b, EIN_ERR_INTERNAL, NULL, 0, "a split stayed unsolved");
 }
 
@@ -717,11 +763,10 @@ static ein_status implicit_output(binder *b, ein_bound_operand *bo,
   return EIN_OK;
 }
 
-static ein_status check_output(binder *b) {
+/* '...' in the output needs one in an input; numpy's explicit output must
+ * keep the inputs' '...' dims (it does not sum over them). */
+static ein_status check_output_ellipsis(binder *b) {
   const ein_ast *ast = b->ast;
-  ein_problem *p = b->out;
-  ein_bound_operand *bo = &p->output;
-  operand_work *w = &b->work[ast->ninputs];
   bool input_ellipsis = false;
   for (int i = 0; i < ast->ninputs; i++)
     if (b->ell_rank[i] >= 0) input_ellipsis = true;
@@ -744,8 +789,13 @@ static ein_status check_output(binder *b) {
                 "does)",
                 b->E, b->E == 1 ? "" : "s");
   }
+  return EIN_OK;
+}
 
-  /* names twice in the output */
+/* An output names each axis once. */
+static ein_status check_output_names(binder *b) {
+  const ein_bound_operand *bo = &b->out->output;
+  const operand_work *w = &b->work[b->ast->ninputs];
   int seen_at[EIN_MAX_AXES];
   for (int a = 0; a < b->naxes; a++) seen_at[a] = -1;
   for (int f = 0; f < bo->nfactors; f++) {
@@ -761,8 +811,14 @@ static ein_status check_output(binder *b) {
     }
     seen_at[a] = f;
   }
+  return EIN_OK;
+}
 
-  /* output-only axes: repeats, which need a size */
+/* Output-only axes are repeats, which need a size (numpy has none). */
+static ein_status check_output_only_axes(binder *b) {
+  const ein_ast *ast = b->ast;
+  const ein_bound_operand *bo = &b->out->output;
+  const operand_work *w = &b->work[ast->ninputs];
   for (int f = 0; f < bo->nfactors; f++) {
     int a = bo->factors[f];
     axis_work *x = &b->ax[a];
@@ -778,8 +834,14 @@ static ein_status check_output(binder *b) {
                 "number",
                 name, hint_len(x), x->name);
   }
+  return EIN_OK;
+}
 
-  /* merges: the product of each output dim */
+/* Merges: each output dim is the product of its axes, and the output's
+ * element count must fit int64. */
+static ein_status size_output_dims(binder *b) {
+  ein_bound_operand *bo = &b->out->output;
+  const operand_work *w = &b->work[b->ast->ninputs];
   for (int d = 0; d < bo->ndim; d++) {
     ein_bound_dim *dim = &bo->dims[d];
     int64_t size = 1;
@@ -800,6 +862,14 @@ static ein_status check_output(binder *b) {
                         "int64 can count"
                       : "the output has more elements than int64 can count");
   return EIN_OK;
+}
+
+static ein_status check_output(binder *b) {
+  ein_status st;
+  if ((st = check_output_ellipsis(b)) || (st = check_output_names(b)) ||
+      (st = check_output_only_axes(b)))
+    return st;
+  return size_output_dims(b);
 }
 
 /* Marks size-1 input dims that stand for larger axes, and copies the axis
@@ -902,16 +972,14 @@ ein_status ein_bind_problem(const ein_ast *ast, int ninputs, const int *ndims,
   static const ein_options defaults = {0};
   memset(out, 0, sizeof *out);
   if (ninputs < 0 || ninputs > EIN_MAX_OPERANDS || (ninputs > 0 && !ndims))
-    return ein_error_set(err,
-                         ninputs > EIN_MAX_OPERANDS ? EIN_ERR_LIMIT
-                                                    : EIN_ERR_INVALID_ARGUMENT,
-                         NULL, 0, NULL, 0,
-                         "%d tensors given; einc takes 0 to %d with shapes",
-                         ninputs, EIN_MAX_OPERANDS);
+    return ein_fail(err,
+                    ninputs > EIN_MAX_OPERANDS ? EIN_ERR_LIMIT
+                                               : EIN_ERR_INVALID_ARGUMENT,
+                    "%d tensors given; einc takes 0 to %d with shapes", ninputs,
+                    EIN_MAX_OPERANDS);
   binder *b = ein_calloc(1, sizeof *b);
   if (!b)
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory while binding shapes");
+    return ein_fail_memory(err, "out of memory while binding shapes");
   b->ast = ast;
   b->opt = options ? options : &defaults;
   b->ndims = ndims;

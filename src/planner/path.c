@@ -34,64 +34,58 @@ static bool cheaper(cost a, cost b) {
 
 /* ---------------------------------------------------------------- dp */
 
-static bool search_dp(const ein_path_query *q, ein_arena *arena,
-                      int (*pairs)[2]) {
-  int n = q->n;
-  uint32_t full = (n == 32) ? UINT32_MAX : ((uint32_t)1 << n) - 1;
-  size_t nsub = (size_t)full + 1;
-  ein_axset *uni = ein_arena_alloc(arena, nsub, sizeof *uni);
-  ein_axset *res = ein_arena_alloc(arena, nsub, sizeof *res);
-  double *vol = ein_arena_alloc(arena, nsub, sizeof *vol);
-  cost *best = ein_arena_alloc(arena, nsub, sizeof *best);
-  uint32_t *split = ein_arena_alloc(arena, nsub, sizeof *split);
-  if (!uni || !res || !vol || !best || !split) return false;
+/* The DP's tables, one entry per subset of operands. */
+typedef struct dp_tables {
+  ein_axset *uni;  /* axes of the operands in the subset */
+  ein_axset *res;  /* axes its intermediate keeps */
+  double *vol;     /* that intermediate's volume */
+  cost *best;      /* cheapest tree over the subset */
+  uint32_t *split; /* its left part */
+} dp_tables;
 
-  for (uint32_t m = 1; m <= full; m++) {
-    int low = __builtin_ctz(m);
-    uni[m] = ein_axset_or(uni[m & (m - 1)], q->operands[low]);
-  }
-  /* An intermediate keeps the axes that the output or an operand outside
-   * it still needs. */
-  for (uint32_t m = 1; m <= full; m++) {
-    res[m] = ein_axset_and(uni[m], ein_axset_or(q->output, uni[full ^ m]));
-    vol[m] = ein_axset_volume(res[m], q->sizes);
-  }
-  for (uint32_t m = 1; m <= full; m++) {
-    if ((m & (m - 1)) == 0) {
-      best[m] = (cost){0, 0};
-      continue;
-    }
-    best[m] = (cost){INFINITY, INFINITY};
-    split[m] = 0;
-    /* Submasks holding m's lowest operand: each split once. */
-    uint32_t low = m & -m, rest = m ^ low;
-    for (uint32_t s = rest;; s = (s - 1) & rest) {
-      uint32_t a = s | low, b = m ^ a;
-      if (b) {
-        bool fits = q->memory_limit <= 0 ||
-                    (((a & (a - 1)) == 0 || vol[a] <= q->memory_limit) &&
-                     ((b & (b - 1)) == 0 || vol[b] <= q->memory_limit));
-        if (fits && isfinite(best[a].flops) && isfinite(best[b].flops)) {
-          ein_axset touched = ein_axset_or(res[a], res[b]);
-          double f = ein_step_flop_count(touched, res[m], 2, q->sizes);
-          cost c = {best[a].flops + best[b].flops + f,
-                    fmax(fmax(best[a].largest, best[b].largest),
-                         m == full ? 0 : vol[m])};
-          if (cheaper(c, best[m])) {
-            best[m] = c;
-            split[m] = a;
-          }
+/* Cheapest split of subset m (two or more operands) into a and m ^ a,
+ * subsets smaller than m being solved. Intermediates past the memory
+ * limit are avoided; when the limit excludes every split it is ignored
+ * for m. */
+static void dp_best_split(const ein_path_query *q, dp_tables *t, uint32_t m,
+                          uint32_t full) {
+  cost *best = t->best;
+  const double *vol = t->vol;
+  best[m] = (cost){INFINITY, INFINITY};
+  t->split[m] = 0;
+  /* Submasks holding m's lowest operand: each split once. */
+  uint32_t low = m & -m, rest = m ^ low;
+  for (uint32_t s = rest;; s = (s - 1) & rest) {
+    uint32_t a = s | low, b = m ^ a;
+    if (b) {
+      bool fits = q->memory_limit <= 0 ||
+                  (((a & (a - 1)) == 0 || vol[a] <= q->memory_limit) &&
+                   ((b & (b - 1)) == 0 || vol[b] <= q->memory_limit));
+      if (fits && isfinite(best[a].flops) && isfinite(best[b].flops)) {
+        ein_axset touched = ein_axset_or(t->res[a], t->res[b]);
+        double f = ein_step_flop_count(touched, t->res[m], 2, q->sizes);
+        cost c = {best[a].flops + best[b].flops + f,
+                  fmax(fmax(best[a].largest, best[b].largest),
+                       m == full ? 0 : vol[m])};
+        if (cheaper(c, best[m])) {
+          best[m] = c;
+          t->split[m] = a;
         }
       }
-      if (s == 0) break;
     }
-    if (!split[m]) { /* the limit excluded everything: ignore it here */
-      uint32_t a = low, b = m ^ a;
-      split[m] = a;
-      best[m] = (cost){best[a].flops + best[b].flops, INFINITY};
-    }
+    if (s == 0) break;
   }
-  /* Unfold the tree in post-order; SSA ids are assigned as pairs appear. */
+  if (!t->split[m]) { /* the limit excluded everything: ignore it here */
+    uint32_t a = low, b = m ^ a;
+    t->split[m] = a;
+    best[m] = (cost){best[a].flops + best[b].flops, INFINITY};
+  }
+}
+
+/* Unfolds the tree of splits in post-order into pairs; SSA ids are
+ * assigned as pairs appear. */
+static void dp_unfold(int n, uint32_t full, const uint32_t *split,
+                      int (*pairs)[2]) {
   int npairs = 0;
   uint32_t stack[128];
   int state[128], sp = 0;
@@ -122,6 +116,39 @@ static bool search_dp(const ein_path_query *q, ein_arena *arena,
       sp--;
     }
   }
+}
+
+static bool search_dp(const ein_path_query *q, ein_arena *arena,
+                      int (*pairs)[2]) {
+  int n = q->n;
+  uint32_t full = (n == 32) ? UINT32_MAX : ((uint32_t)1 << n) - 1;
+  size_t nsub = (size_t)full + 1;
+  dp_tables t = {
+      .uni = ein_arena_alloc(arena, nsub, sizeof *t.uni),
+      .res = ein_arena_alloc(arena, nsub, sizeof *t.res),
+      .vol = ein_arena_alloc(arena, nsub, sizeof *t.vol),
+      .best = ein_arena_alloc(arena, nsub, sizeof *t.best),
+      .split = ein_arena_alloc(arena, nsub, sizeof *t.split),
+  };
+  if (!t.uni || !t.res || !t.vol || !t.best || !t.split) return false;
+
+  for (uint32_t m = 1; m <= full; m++) {
+    int low = __builtin_ctz(m);
+    t.uni[m] = ein_axset_or(t.uni[m & (m - 1)], q->operands[low]);
+  }
+  /* An intermediate keeps the axes that the output or an operand outside
+   * it still needs. */
+  for (uint32_t m = 1; m <= full; m++) {
+    t.res[m] = ein_axset_and(t.uni[m], ein_axset_or(q->output, t.uni[full ^ m]));
+    t.vol[m] = ein_axset_volume(t.res[m], q->sizes);
+  }
+  for (uint32_t m = 1; m <= full; m++) {
+    if ((m & (m - 1)) == 0)
+      t.best[m] = (cost){0, 0};
+    else
+      dp_best_split(q, &t, m, full);
+  }
+  dp_unfold(n, full, t.split, pairs);
   return true;
 }
 

@@ -58,13 +58,11 @@ typedef struct planner {
 } planner;
 
 static ein_status no_memory(planner *pl) {
-  return ein_error_set(pl->err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                       "out of memory while planning");
+  return ein_fail_memory(pl->err, "out of memory while planning");
 }
 
 static ein_status internal(planner *pl, const char *what) {
-  return ein_error_set(pl->err, EIN_ERR_INTERNAL, NULL, 0, NULL, 0,
-                       "planner: %s", what);
+  return ein_fail_internal(pl->err, "planner: %s", what);
 }
 
 /* ------------------------------------------------------------- views */
@@ -143,8 +141,7 @@ static ein_status operand_view(planner *pl, const ein_bound_operand *op,
       int a = op->factors[dim->first + j];
       view_add(pl, v, a, s);
       if (__builtin_mul_overflow(s, pl->size[a], &s))
-        return ein_error_set(pl->err, EIN_ERR_BAD_SHAPE, NULL, 0, NULL, 0,
-                             "strides of dim %d overflow int64", d);
+        return ein_fail_shape(pl->err, "strides of dim %d overflow int64", d);
     }
   }
   return EIN_OK;
@@ -204,9 +201,9 @@ static ein_status temp_view(planner *pl, const int *axes, int n,
                                      &bytes) ||
               __builtin_add_overflow(pl->ir->workspace_bytes + 64, bytes, &end);
   if (overflow)
-    return ein_error_set(pl->err, EIN_ERR_OVERFLOW, NULL, 0, NULL, 0,
-                         "an intermediate of this contraction order would "
-                         "hold more bytes than int64 can count");
+    return ein_fail(pl->err, EIN_ERR_OVERFLOW,
+                    "an intermediate of this contraction order would "
+                    "hold more bytes than int64 can count");
   v->n = n;
   v->buf = add_buffer(pl, EIN_BUF_TEMP, -1, dt, elems);
   return v->buf < 0 ? internal(pl, "too many buffers") : EIN_OK;
@@ -571,101 +568,107 @@ static ein_status relayout(planner *pl, const pview *v, const gorder *a,
   return emit_loop(pl, role, out, 1, src, EIN_REDUCE_SUM, 1);
 }
 
-static ein_status emit_gemm_node(planner *pl, const node *nd,
-                                 const pview *want, pview *out,
-                                 ein_axset gb, ein_axset gm, ein_axset gn,
-                                 ein_axset gk) {
-  const node *L = &pl->nodes[nd->left], *R = &pl->nodes[nd->right];
-  const pview *lfix = L->left < 0 ? &L->view : NULL;
-  const pview *rfix = R->left < 0 ? &R->view : NULL;
-  gorder ob, om, on, ok;
+/* The four axis groups of a GEMM node, each in the order its operands
+ * want it. */
+typedef struct gemm_groups {
+  gorder b, m, n, k;
+} gemm_groups;
+
+/* Orders each group after the layouts already fixed (the wanted result,
+ * leaf operands); an M or N group that does not collapse in a fixed
+ * operand has its outer axes become batch loops (stride 0 in the operand
+ * without them) rather than copying the operand, while the GEMMs left
+ * stay worth a call. */
+static void order_gemm_groups(planner *pl, const pview *want,
+                              const pview *lfix, const pview *rfix,
+                              ein_axset gb, ein_axset gm, ein_axset gn,
+                              ein_axset gk, gemm_groups *G) {
   const pview *hb[3] = {want, lfix, rfix}, *hm[2] = {want, lfix},
               *hn[2] = {want, rfix}, *hk[2] = {lfix, rfix};
-  choose_order(pl, gb, hb, 3, &ob);
-  choose_order(pl, gm, hm, 2, &om);
-  choose_order(pl, gn, hn, 2, &on);
-  choose_order(pl, gk, hk, 2, &ok);
-  /* An M or N group that does not collapse in a fixed operand: its outer
-   * axes become batch loops (stride 0 in the operand without them) rather
-   * than copying the operand, while the GEMMs left stay worth a call. */
+  choose_order(pl, gb, hb, 3, &G->b);
+  choose_order(pl, gm, hm, 2, &G->m);
+  choose_order(pl, gn, hn, 2, &G->n);
+  choose_order(pl, gk, hk, 2, &G->k);
   const pview *fm[2] = {lfix, want}, *fn[2] = {rfix, want};
   double vk = ein_axset_volume(gk, pl->size);
-  split_group(pl, &om, fm, &ob, vk);
-  split_group(pl, &on, fn, &ob, vk);
+  split_group(pl, &G->m, fm, &G->b, vk);
+  split_group(pl, &G->n, fn, &G->b, vk);
+}
 
-  /* Children that are intermediates produce exactly the layout wanted. */
-  pview lv, rv, lwant, rwant;
-  ein_status st;
+/* Emits both children of a GEMM node; a child that is an intermediate
+ * produces exactly the layout wanted, [b, m, k] for A and [b, k, n] for
+ * B (both temps are made before either child is emitted). */
+static ein_status emit_gemm_children(planner *pl, const node *nd,
+                                     const pview *lfix, const pview *rfix,
+                                     const gemm_groups *G, pview *lv,
+                                     pview *rv) {
+  pview lwant, rwant;
   const pview *lw = NULL, *rw = NULL;
+  ein_status st;
   if (!lfix) {
-    if ((st = concat_temp(pl, &ob, &om, &ok, gemm_ab_dtype(pl), &lwant)))
+    if ((st = concat_temp(pl, &G->b, &G->m, &G->k, gemm_ab_dtype(pl), &lwant)))
       return st;
     lw = &lwant;
   }
   if (!rfix) {
-    if ((st = concat_temp(pl, &ob, &ok, &on, gemm_ab_dtype(pl), &rwant)))
+    if ((st = concat_temp(pl, &G->b, &G->k, &G->n, gemm_ab_dtype(pl), &rwant)))
       return st;
     rw = &rwant;
   }
-  if ((st = emit_node(pl, nd->left, lw, &lv))) return st;
-  if ((st = emit_node(pl, nd->right, rw, &rv))) return st;
+  if ((st = emit_node(pl, nd->left, lw, lv))) return st;
+  return emit_node(pl, nd->right, rw, rv);
+}
 
-  int64_t a_ms, a_ks, b_ks, b_ns, c_ms, c_ns;
-  if (!gemm_operand_dtype(pl, buffer_dtype(pl, lv.buf)) ||
-      !fits_matrix(pl, &lv, &om, &ok, &a_ms, &a_ks)) {
-    pview t;
-    if ((st = relayout(pl, &lv, &ob, &om, &ok, &t))) return st;
-    lv = t;
-    fits_matrix(pl, &lv, &om, &ok, &a_ms, &a_ks);
-  }
-  if (!gemm_operand_dtype(pl, buffer_dtype(pl, rv.buf)) ||
-      !fits_matrix(pl, &rv, &ok, &on, &b_ks, &b_ns)) {
-    pview t;
-    if ((st = relayout(pl, &rv, &ob, &ok, &on, &t))) return st;
-    rv = t;
-    fits_matrix(pl, &rv, &ok, &on, &b_ks, &b_ns);
-  }
-  pview cv;
-  bool store = false;
+/* Makes *v a matrix over rows r and columns c (batch b) in the GEMM's
+ * operand dtype, copying it when its dtype or strides do not fit. */
+static ein_status gemm_operand(planner *pl, pview *v, const gorder *b,
+                               const gorder *r, const gorder *c,
+                               int64_t *rs, int64_t *cs) {
+  if (gemm_operand_dtype(pl, buffer_dtype(pl, v->buf)) &&
+      fits_matrix(pl, v, r, c, rs, cs))
+    return EIN_OK;
+  pview t;
+  ein_status st = relayout(pl, v, b, r, c, &t);
+  if (st) return st;
+  *v = t;
+  fits_matrix(pl, v, r, c, rs, cs);
+  return EIN_OK;
+}
+
+/* Where the GEMM writes C: straight into want when its dtype and strides
+ * fit, else a temp in the compute dtype (a LOOP reads it) and *store says
+ * a STORE step must copy it into want. */
+static ein_status gemm_result(planner *pl, const pview *want,
+                              const gemm_groups *G, pview *cv, int64_t *ms,
+                              int64_t *ns, bool *store) {
+  *store = false;
   if (want && gemm_result_dtype(pl, buffer_dtype(pl, want->buf)) &&
-      fits_matrix(pl, want, &om, &on, &c_ms, &c_ns)) {
-    cv = *want;
-  } else { /* a LOOP reads the result: it stays in the compute dtype */
-    if ((st = concat_temp(pl, &ob, &om, &on, pl->cdtype, &cv))) return st;
-    fits_matrix(pl, &cv, &om, &on, &c_ms, &c_ns);
-    store = want != NULL;
+      fits_matrix(pl, want, &G->m, &G->n, ms, ns)) {
+    *cv = *want;
+    return EIN_OK;
   }
+  ein_status st = concat_temp(pl, &G->b, &G->m, &G->n, pl->cdtype, cv);
+  if (st) return st;
+  fits_matrix(pl, cv, &G->m, &G->n, ms, ns);
+  *store = want != NULL;
+  return EIN_OK;
+}
 
-  ein_step *s = add_step(pl);
-  if (!s) return internal(pl, "too many steps");
-  s->kind = EIN_STEP_GEMM;
-  s->role = EIN_ROLE_CONTRACT;
-  s->nsrc = 2;
-  s->dst = (ein_ref){cv.buf, cv.off};
-  s->src[0] = (ein_ref){lv.buf, lv.off};
-  s->src[1] = (ein_ref){rv.buf, rv.off};
-  s->dst_dtype = buffer_dtype(pl, cv.buf);
-  s->src_dtype[0] = buffer_dtype(pl, lv.buf);
-  s->src_dtype[1] = buffer_dtype(pl, rv.buf);
-  s->operand[0] = L->opnum;
-  s->operand[1] = R->opnum;
-  s->result = nd->opnum;
-  ein_gemm *g = &s->gemm;
-  g->m = 1;
-  for (int i = 0; i < om.n; i++) g->m *= pl->size[om.ax[i]];
-  g->n = 1;
-  for (int i = 0; i < on.n; i++) g->n *= pl->size[on.ax[i]];
-  g->k = 1;
-  for (int i = 0; i < ok.n; i++) g->k *= pl->size[ok.ax[i]];
-  g->a_ms = a_ms, g->a_ks = a_ks, g->b_ks = b_ks, g->b_ns = b_ns;
-  g->c_ms = c_ms, g->c_ns = c_ns;
-  g->batch = ein_arena_alloc(pl->arena, (size_t)(ob.n ? ob.n : 1),
+static int64_t group_size(const planner *pl, const gorder *o) {
+  int64_t s = 1;
+  for (int i = 0; i < o->n; i++) s *= pl->size[o->ax[i]];
+  return s;
+}
+
+/* Batch loops of the GEMM over C, A and B; batch axes merge where they
+ * are contiguous in all three operands. */
+static ein_status gemm_batch(planner *pl, ein_gemm *g, const gorder *ob,
+                             const pview *ops[3]) {
+  g->batch = ein_arena_alloc(pl->arena, (size_t)(ob->n ? ob->n : 1),
                              sizeof *g->batch);
   if (!g->batch) return no_memory(pl);
-  /* Batch axes merge where they are contiguous in all three operands. */
-  const pview *ops[3] = {&cv, &lv, &rv};
-  for (int i = 0; i < ob.n; i++) {
-    int a = ob.ax[i];
+  for (int i = 0; i < ob->n; i++) {
+    int a = ob->ax[i];
     int64_t str[3];
     for (int k = 0; k < 3; k++) str[k] = view_stride(ops[k], a);
     if (g->nbatch > 0) {
@@ -685,25 +688,84 @@ static ein_status emit_gemm_node(planner *pl, const node *nd,
     ba->size = pl->size[a];
     for (int k = 0; k < 3; k++) ba->stride[k] = str[k];
   }
-  if ((st = fill_group(pl, g, EIN_GROUP_BATCH, &ob)) ||
-      (st = fill_group(pl, g, EIN_GROUP_M, &om)) ||
-      (st = fill_group(pl, g, EIN_GROUP_N, &on)) ||
-      (st = fill_group(pl, g, EIN_GROUP_K, &ok)))
-    return st;
-  ein_axset touched = ein_axset_or(L->set, R->set);
-  s->flops = ein_step_flop_count(touched, nd->set, 2, pl->size);
-  s->bytes_read = view_touched(pl, &lv) * (double)ein_dtype_size(s->src_dtype[0]) +
-                  view_touched(pl, &rv) * (double)ein_dtype_size(s->src_dtype[1]);
-  s->bytes_written = view_touched(pl, &cv) * (double)ein_dtype_size(s->dst_dtype);
+  return EIN_OK;
+}
 
-  if (store) {
-    const pview *src[1] = {&cv};
-    if ((st = emit_loop(pl, EIN_ROLE_STORE, want, 1, src, EIN_REDUCE_SUM, 1)))
-      return st;
-    *out = *want;
-  } else {
+/* The GEMM step C = A B for node nd over the views chosen; st[] holds the
+ * row and column strides of A, B and C. */
+static ein_status add_gemm_step(planner *pl, const node *nd,
+                                const gemm_groups *G, const pview *cv,
+                                const pview *lv, const pview *rv,
+                                const int64_t st[6]) {
+  ein_step *s = add_step(pl);
+  if (!s) return internal(pl, "too many steps");
+  s->kind = EIN_STEP_GEMM;
+  s->role = EIN_ROLE_CONTRACT;
+  s->nsrc = 2;
+  s->dst = (ein_ref){cv->buf, cv->off};
+  s->src[0] = (ein_ref){lv->buf, lv->off};
+  s->src[1] = (ein_ref){rv->buf, rv->off};
+  s->dst_dtype = buffer_dtype(pl, cv->buf);
+  s->src_dtype[0] = buffer_dtype(pl, lv->buf);
+  s->src_dtype[1] = buffer_dtype(pl, rv->buf);
+  s->operand[0] = pl->nodes[nd->left].opnum;
+  s->operand[1] = pl->nodes[nd->right].opnum;
+  s->result = nd->opnum;
+  ein_gemm *g = &s->gemm;
+  g->m = group_size(pl, &G->m);
+  g->n = group_size(pl, &G->n);
+  g->k = group_size(pl, &G->k);
+  g->a_ms = st[0], g->a_ks = st[1], g->b_ks = st[2], g->b_ns = st[3];
+  g->c_ms = st[4], g->c_ns = st[5];
+  const pview *ops[3] = {cv, lv, rv};
+  ein_status rc;
+  if ((rc = gemm_batch(pl, g, &G->b, ops)) ||
+      (rc = fill_group(pl, g, EIN_GROUP_BATCH, &G->b)) ||
+      (rc = fill_group(pl, g, EIN_GROUP_M, &G->m)) ||
+      (rc = fill_group(pl, g, EIN_GROUP_N, &G->n)) ||
+      (rc = fill_group(pl, g, EIN_GROUP_K, &G->k)))
+    return rc;
+  ein_axset touched =
+      ein_axset_or(pl->nodes[nd->left].set, pl->nodes[nd->right].set);
+  s->flops = ein_step_flop_count(touched, nd->set, 2, pl->size);
+  s->bytes_read = view_touched(pl, lv) * (double)ein_dtype_size(s->src_dtype[0]) +
+                  view_touched(pl, rv) * (double)ein_dtype_size(s->src_dtype[1]);
+  s->bytes_written = view_touched(pl, cv) * (double)ein_dtype_size(s->dst_dtype);
+  return EIN_OK;
+}
+
+/* A GEMM node: order its groups, emit the children in the layouts it
+ * wants, fit (or copy) A and B, place C, add the step, and store C into
+ * want when it could not be written there. */
+static ein_status emit_gemm_node(planner *pl, const node *nd,
+                                 const pview *want, pview *out,
+                                 ein_axset gb, ein_axset gm, ein_axset gn,
+                                 ein_axset gk) {
+  const node *L = &pl->nodes[nd->left], *R = &pl->nodes[nd->right];
+  const pview *lfix = L->left < 0 ? &L->view : NULL;
+  const pview *rfix = R->left < 0 ? &R->view : NULL;
+  gemm_groups G;
+  order_gemm_groups(pl, want, lfix, rfix, gb, gm, gn, gk, &G);
+
+  pview lv, rv, cv;
+  int64_t str[6]; /* a_ms, a_ks, b_ks, b_ns, c_ms, c_ns */
+  bool store;
+  ein_status st;
+  if ((st = emit_gemm_children(pl, nd, lfix, rfix, &G, &lv, &rv)) ||
+      (st = gemm_operand(pl, &lv, &G.b, &G.m, &G.k, &str[0], &str[1])) ||
+      (st = gemm_operand(pl, &rv, &G.b, &G.k, &G.n, &str[2], &str[3])) ||
+      (st = gemm_result(pl, want, &G, &cv, &str[4], &str[5], &store)) ||
+      (st = add_gemm_step(pl, nd, &G, &cv, &lv, &rv, str)))
+    return st;
+
+  if (!store) {
     *out = cv;
+    return EIN_OK;
   }
+  const pview *src[1] = {&cv};
+  if ((st = emit_loop(pl, EIN_ROLE_STORE, want, 1, src, EIN_REDUCE_SUM, 1)))
+    return st;
+  *out = *want;
   return EIN_OK;
 }
 
@@ -730,37 +792,36 @@ static ein_status check_dtypes(planner *pl, const ein_tensor_desc *inputs,
   const ein_problem *p = pl->p;
   for (int i = 1; i < p->ninputs; i++)
     if (inputs[i].dtype != inputs[0].dtype)
-      return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
-                           "operand %d is %s but operand 1 is %s; einc "
-                           "needs one dtype for all operands",
-                           i + 1, ein_dtype_name(inputs[i].dtype),
-                           ein_dtype_name(inputs[0].dtype));
+      return ein_fail_dtype(pl->err,
+                            "operand %d is %s but operand 1 is %s; einc "
+                            "needs one dtype for all operands",
+                            i + 1, ein_dtype_name(inputs[i].dtype),
+                            ein_dtype_name(inputs[0].dtype));
   ein_dtype dt = inputs[0].dtype;
   if (output->dtype != dt)
-    return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
-                         "the output is %s but the operands are %s",
-                         ein_dtype_name(output->dtype), ein_dtype_name(dt));
+    return ein_fail_dtype(pl->err, "the output is %s but the operands are %s",
+                          ein_dtype_name(output->dtype), ein_dtype_name(dt));
   bool reduces = false;
   for (int a = 0; a < p->naxes; a++)
     reduces |= ein_axis_reduced(p, a) && p->axes[a].size != 1;
   ein_reduction r = p->reduction;
   if (dt == EIN_DT_BOOL) {
     if (p->ninputs > 1)
-      return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
-                           "bool operands cannot be multiplied and summed; "
-                           "contractions need a numeric dtype");
+      return ein_fail_dtype(pl->err,
+                            "bool operands cannot be multiplied and summed; "
+                            "contractions need a numeric dtype");
     if (reduces && (r == EIN_REDUCE_SUM || r == EIN_REDUCE_MEAN ||
                     r == EIN_REDUCE_PROD))
-      return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
-                           "the reduction '%s' needs a numeric dtype, not "
-                           "bool; use any, all, max or min",
-                           ein_reduction_name(r));
+      return ein_fail_dtype(pl->err,
+                            "the reduction '%s' needs a numeric dtype, not "
+                            "bool; use any, all, max or min",
+                            ein_reduction_name(r));
   }
   if (r == EIN_REDUCE_MEAN && reduces && !ein_dtype_is_float(dt))
-    return ein_error_set(pl->err, EIN_ERR_DTYPE, NULL, 0, NULL, 0,
-                         "the reduction 'mean' needs a floating-point "
-                         "dtype, not %s",
-                         ein_dtype_name(dt));
+    return ein_fail_dtype(pl->err,
+                          "the reduction 'mean' needs a floating-point "
+                          "dtype, not %s",
+                          ein_dtype_name(dt));
   return EIN_OK;
 }
 
@@ -772,10 +833,10 @@ static ein_status empty_value(planner *pl, double *v) {
   case EIN_REDUCE_MEAN: *v = NAN; return EIN_OK;
   case EIN_REDUCE_MAX: case EIN_REDUCE_MIN: break;
   }
-  return ein_error_set(pl->err, EIN_ERR_BAD_REDUCTION, NULL, 0, NULL, 0,
-                       "the reduction '%s' over an empty axis has no "
-                       "value (no identity); einc refuses, as numpy does",
-                       ein_reduction_name(pl->p->reduction));
+  return ein_fail(pl->err, EIN_ERR_BAD_REDUCTION,
+                  "the reduction '%s' over an empty axis has no "
+                  "value (no identity); einc refuses, as numpy does",
+                  ein_reduction_name(pl->p->reduction));
 }
 
 static ein_status plan_empty(planner *pl, const pview *outv) {
@@ -961,6 +1022,133 @@ static void decide_numerics(ein_step *s) {
                   !reduces;
 }
 
+/* The plan's per-axis and per-step arrays, sized from the problem. */
+static ein_status alloc_plan_arrays(planner *pl) {
+  const ein_problem *p = pl->p;
+  ein_plan_ir *ir = pl->ir;
+  int n = p->ninputs;
+  pl->size = ein_arena_alloc(pl->arena, (size_t)(p->naxes + 1), sizeof(int64_t));
+  ir->axis_labels = ein_arena_alloc(pl->arena, (size_t)(p->naxes + 1),
+                                    sizeof(char *));
+  ir->axis_roles = ein_arena_alloc(pl->arena, (size_t)(p->naxes + 1),
+                                   sizeof(ein_axis_role));
+  ir->out_shape = ein_arena_alloc(pl->arena, (size_t)(p->output.ndim + 1),
+                                  sizeof(int64_t));
+  pl->cap_steps = 6 * n + 8;
+  pl->cap_bufs = 5 * n + 8;
+  ir->steps = ein_arena_alloc(pl->arena, (size_t)pl->cap_steps, sizeof(ein_step));
+  ir->buffers = ein_arena_alloc(pl->arena, (size_t)pl->cap_bufs,
+                                sizeof(ein_plan_buffer));
+  if (!pl->size || !ir->axis_labels || !ir->axis_roles || !ir->out_shape ||
+      !ir->steps || !ir->buffers)
+    return no_memory(pl);
+  ir->axis_sizes = pl->size;
+  return EIN_OK;
+}
+
+/* Copies sizes, labels and roles of the problem's axes and the output
+ * shape into the plan; *empty says some axis has size 0. */
+static ein_status record_axes(planner *pl, bool *empty) {
+  const ein_problem *p = pl->p;
+  ein_plan_ir *ir = pl->ir;
+  *empty = false;
+  for (int a = 0; a < p->naxes; a++) {
+    pl->size[a] = p->axes[a].size;
+    ir->axis_labels[a] = ein_arena_strndup(pl->arena, p->axes[a].label,
+                                           strlen(p->axes[a].label));
+    if (!ir->axis_labels[a]) return no_memory(pl);
+    *empty |= pl->size[a] == 0;
+    ir->axis_roles[a] = ein_axis_reduced(p, a)    ? EIN_AXIS_REDUCED
+                        : ein_axis_repeated(p, a) ? EIN_AXIS_REPEATED
+                                                  : EIN_AXIS_KEPT;
+  }
+  ir->out_ndim = p->output.ndim;
+  for (int d = 0; d < p->output.ndim; d++)
+    ir->out_shape[d] = p->output.dims[d].size;
+  return EIN_OK;
+}
+
+/* The yardsticks a plan is reported against: the naive cost, every input
+ * axis visited once per term (opt_einsum), and the compulsory bytes. */
+static void record_baselines(planner *pl, const ein_tensor_desc *inputs,
+                             const ein_tensor_desc *output) {
+  const ein_problem *p = pl->p;
+  ein_axset in_axes = {{0}}, kept = {{0}};
+  for (int a = 0; a < p->naxes; a++) {
+    if (p->axes[a].in_input) ein_axset_add(&in_axes, a);
+    if (p->axes[a].in_input && p->axes[a].in_output) ein_axset_add(&kept, a);
+  }
+  pl->ir->naive_flops = ein_step_flop_count(in_axes, kept, p->ninputs, pl->size);
+  pl->ir->min_bytes = compulsory_bytes(p, inputs, output);
+}
+
+/* Buffers for the inputs and the output and their views (no input views
+ * when the problem is empty). */
+static ein_status operand_views(planner *pl, const ein_tensor_desc *inputs,
+                                const ein_tensor_desc *output, bool empty,
+                                pview **inv, pview *outv) {
+  const ein_problem *p = pl->p;
+  int n = p->ninputs;
+  for (int i = 0; i < n; i++)
+    add_buffer(pl, EIN_BUF_INPUT, i, inputs[i].dtype, 0);
+  int outbuf = add_buffer(pl, EIN_BUF_OUTPUT, -1, output->dtype, 0);
+  *inv = ein_arena_alloc(pl->arena, (size_t)n, sizeof **inv);
+  if (!*inv) return no_memory(pl);
+  ein_status st = EIN_OK;
+  if (!empty)
+    for (int i = 0; i < n && !st; i++)
+      st = operand_view(pl, &p->inputs[i], &inputs[i], i, &(*inv)[i]);
+  if (!st) st = operand_view(pl, &p->output, output, outbuf, outv);
+  return st;
+}
+
+/* The steps: a fill for an empty problem, one LOOP for one operand, else
+ * the contraction tree. */
+static ein_status plan_steps(planner *pl, bool empty, pview *inv,
+                             pview *outv) {
+  ein_plan_ir *ir = pl->ir;
+  const ein_problem *p = pl->p;
+  if (empty) {
+    ir->path_method = "none";
+    return plan_empty(pl, outv);
+  }
+  if (p->ninputs > 1) return plan_contraction(pl, inv, outv);
+  ir->path_method = "single";
+  double alpha = p->reduction == EIN_REDUCE_MEAN ? 1 / reduced_count(pl) : 1;
+  const pview *src[1] = {&inv[0]};
+  ein_status st =
+      emit_loop(pl, EIN_ROLE_SINGLE, outv, 1, src, p->reduction, alpha);
+  if (!st) {
+    ir->steps[0].operand[0] = 0;
+    ir->steps[0].result = 1;
+  }
+  return st;
+}
+
+/* Sets up the planner over a new plan; checks the operand count and
+ * dtypes and picks the compute dtype and the memory limit. */
+static ein_status planner_init(planner *pl, const ein_tensor_desc *inputs,
+                               const ein_tensor_desc *output,
+                               const ein_plan_limits *limits) {
+  const ein_problem *p = pl->p;
+  ein_plan_ir *ir = pl->ir;
+  if (p->ninputs < 1)
+    return ein_fail(pl->err, EIN_ERR_OPERAND_COUNT,
+                    "an expression needs at least one input to evaluate");
+  pl->dtype = inputs[0].dtype;
+  ein_status st = check_dtypes(pl, inputs, output);
+  if (st) return st;
+  pl->cdtype = ein_dtype_compute(pl->dtype);
+  if (limits && limits->memory_limit > 0)
+    pl->memory_limit =
+        (double)limits->memory_limit / (double)ein_dtype_size(pl->cdtype);
+  ir->dtype = pl->dtype;
+  ir->reduction = p->reduction;
+  ir->ninputs = p->ninputs;
+  ir->naxes = p->naxes;
+  return EIN_OK;
+}
+
 ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
                           const ein_tensor_desc *output,
                           const ein_backend_caps *caps,
@@ -971,105 +1159,21 @@ ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
   ein_plan_ir *ir = ein_arena_alloc(&arena, 1, sizeof *ir);
   if (!ir) {
     ein_arena_destroy(&arena);
-    return ein_error_set(err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                         "out of memory while planning");
+    return ein_fail_memory(err, "out of memory while planning");
   }
   ir->arena = arena;
   planner pl = {.p = p, .caps = caps, .ir = ir, .arena = &ir->arena,
                 .err = err};
-  ein_status st = EIN_OK;
-  int n = p->ninputs;
-  if (n < 1) {
-    st = ein_error_set(err, EIN_ERR_OPERAND_COUNT, NULL, 0, NULL, 0,
-                       "an expression needs at least one input to evaluate");
+  bool empty;
+  pview *inv, outv;
+  ein_status st;
+  if ((st = planner_init(&pl, inputs, output, limits)) ||
+      (st = alloc_plan_arrays(&pl)) || (st = record_axes(&pl, &empty)))
     goto fail;
-  }
-  pl.dtype = inputs[0].dtype;
-  if ((st = check_dtypes(&pl, inputs, output))) goto fail;
-  pl.cdtype = ein_dtype_compute(pl.dtype);
-  if (limits && limits->memory_limit > 0)
-    pl.memory_limit =
-        (double)limits->memory_limit / (double)ein_dtype_size(pl.cdtype);
-  ir->dtype = pl.dtype;
-  ir->reduction = p->reduction;
-  ir->ninputs = n;
-  ir->naxes = p->naxes;
-  pl.size = ein_arena_alloc(pl.arena, (size_t)(p->naxes + 1), sizeof(int64_t));
-  ir->axis_labels = ein_arena_alloc(pl.arena, (size_t)(p->naxes + 1),
-                                    sizeof(char *));
-  ir->axis_roles = ein_arena_alloc(pl.arena, (size_t)(p->naxes + 1),
-                                   sizeof(ein_axis_role));
-  ir->out_shape = ein_arena_alloc(pl.arena, (size_t)(p->output.ndim + 1),
-                                  sizeof(int64_t));
-  pl.cap_steps = 6 * n + 8;
-  pl.cap_bufs = 5 * n + 8;
-  ir->steps = ein_arena_alloc(pl.arena, (size_t)pl.cap_steps, sizeof(ein_step));
-  ir->buffers = ein_arena_alloc(pl.arena, (size_t)pl.cap_bufs,
-                                sizeof(ein_plan_buffer));
-  if (!pl.size || !ir->axis_labels || !ir->axis_roles || !ir->out_shape || !ir->steps ||
-      !ir->buffers) {
-    st = no_memory(&pl);
+  record_baselines(&pl, inputs, output);
+  if ((st = operand_views(&pl, inputs, output, empty, &inv, &outv)) ||
+      (st = plan_steps(&pl, empty, inv, &outv)))
     goto fail;
-  }
-  ir->axis_sizes = pl.size;
-  bool empty = false;
-  for (int a = 0; a < p->naxes; a++) {
-    pl.size[a] = p->axes[a].size;
-    ir->axis_labels[a] = ein_arena_strndup(pl.arena, p->axes[a].label,
-                                           strlen(p->axes[a].label));
-    if (!ir->axis_labels[a]) {
-      st = no_memory(&pl);
-      goto fail;
-    }
-    empty |= pl.size[a] == 0;
-    ir->axis_roles[a] = ein_axis_reduced(p, a)    ? EIN_AXIS_REDUCED
-                        : ein_axis_repeated(p, a) ? EIN_AXIS_REPEATED
-                                                  : EIN_AXIS_KEPT;
-  }
-  ir->out_ndim = p->output.ndim;
-  for (int d = 0; d < p->output.ndim; d++)
-    ir->out_shape[d] = p->output.dims[d].size;
-
-  /* Naive cost: every input axis visited once per term (opt_einsum). */
-  ein_axset in_axes = {{0}}, kept = {{0}};
-  for (int a = 0; a < p->naxes; a++) {
-    if (p->axes[a].in_input) ein_axset_add(&in_axes, a);
-    if (p->axes[a].in_input && p->axes[a].in_output) ein_axset_add(&kept, a);
-  }
-  ir->naive_flops = ein_step_flop_count(in_axes, kept, n, pl.size);
-  ir->min_bytes = compulsory_bytes(p, inputs, output);
-
-  for (int i = 0; i < n; i++)
-    add_buffer(&pl, EIN_BUF_INPUT, i, inputs[i].dtype, 0);
-  int outbuf = add_buffer(&pl, EIN_BUF_OUTPUT, -1, output->dtype, 0);
-  pview *inv = ein_arena_alloc(pl.arena, (size_t)n, sizeof *inv);
-  pview outv;
-  if (!inv) {
-    st = no_memory(&pl);
-    goto fail;
-  }
-  if (!empty)
-    for (int i = 0; i < n && !st; i++)
-      st = operand_view(&pl, &p->inputs[i], &inputs[i], i, &inv[i]);
-  if (!st) st = operand_view(&pl, &p->output, output, outbuf, &outv);
-  if (st) goto fail;
-
-  if (empty) {
-    ir->path_method = "none";
-    st = plan_empty(&pl, &outv);
-  } else if (n == 1) {
-    ir->path_method = "single";
-    double alpha = p->reduction == EIN_REDUCE_MEAN ? 1 / reduced_count(&pl) : 1;
-    const pview *src[1] = {&inv[0]};
-    st = emit_loop(&pl, EIN_ROLE_SINGLE, &outv, 1, src, p->reduction, alpha);
-    if (!st) {
-      ir->steps[0].operand[0] = 0;
-      ir->steps[0].result = 1;
-    }
-  } else {
-    st = plan_contraction(&pl, inv, &outv);
-  }
-  if (st) goto fail;
   for (int i = 0; i < ir->nsteps; i++) {
     decide_numerics(&ir->steps[i]);
     ir->flops += ir->steps[i].flops;

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "shape_text.h"
+
 /* Rates measured on our GPU machine (../shared/anchors, 2026-11-22):
  * cuBLAS GEMM 8192^3 and a device-to-device copy. f64 is the H100's
  * FP64 tensor-core rate less the same margin (not measured). */
@@ -98,9 +100,11 @@ static const char *role_word(ein_axis_role r) {
                                   : "kept";
 }
 
-static void report_text(const ein_plan_ir *ir, const char *expr,
-                        const char *backend, const ein_device_model *m,
-                        ein_strbuf *sb) {
+/* The plan's summary: expression, dtypes, axes, output, path, costs and
+ * the prediction. */
+static void text_summary(const ein_plan_ir *ir, const char *expr,
+                         const char *backend, const ein_device_model *m,
+                         ein_strbuf *sb) {
   ein_strbuf_printf(sb, "expression   %s\n", expr);
   ein_strbuf_printf(sb, "dtype        %s (computed in %s)   backend %s\n",
                     ein_dtype_name(ir->dtype),
@@ -112,10 +116,10 @@ static void report_text(const ein_plan_ir *ir, const char *expr,
                       ir->axis_roles[a] == EIN_AXIS_REDUCED    ? "(sum)"
                       : ir->axis_roles[a] == EIN_AXIS_REPEATED ? "(rep)"
                                                                : "");
-  ein_strbuf_printf(sb, "\noutput       ");
-  if (ir->out_ndim == 0) ein_strbuf_printf(sb, "scalar");
-  for (int d = 0; d < ir->out_ndim; d++)
-    ein_strbuf_printf(sb, "%s%lld", d ? "x" : "", (long long)ir->out_shape[d]);
+  char shape[EIN_SHAPE_TEXT_CAP];
+  ein_strbuf_printf(sb, "\noutput       %s",
+                    ein_format_shape(shape, sizeof shape, ir->out_shape,
+                                     ir->out_ndim));
   ein_strbuf_printf(sb, "\npath         %s", ir->path_method);
   for (int i = 0; i < ir->npath; i++)
     ein_strbuf_printf(sb, " (%d,%d)", ir->path[i][0], ir->path[i][1]);
@@ -135,46 +139,66 @@ static void report_text(const ein_plan_ir *ir, const char *expr,
                     "predicted    %.4g ms on %s (%.0f TFLOP/s %s, %.3g TB/s)\n",
                     t * 1e3, m->name, peak_for(m, ir->dtype) / 1e12,
                     ein_dtype_name(ir->dtype), m->bandwidth / 1e12);
+}
+
+/* "a,b -> c": the buffers a step reads and writes. */
+static void step_operands(const ein_plan_ir *ir, const ein_step *s,
+                          char *ops, size_t cap) {
+  char d[16], a[16], b[16];
+  buffer_name(ir, s->dst.buffer, d, sizeof d);
+  if (s->nsrc == 0) {
+    snprintf(ops, cap, "-> %s", d);
+  } else if (s->nsrc == 1) {
+    buffer_name(ir, s->src[0].buffer, a, sizeof a);
+    snprintf(ops, cap, "%s -> %s", a, d);
+  } else {
+    buffer_name(ir, s->src[0].buffer, a, sizeof a);
+    buffer_name(ir, s->src[1].buffer, b, sizeof b);
+    snprintf(ops, cap, "%s,%s -> %s", a, b, d);
+  }
+}
+
+/* A step's axes: a GEMM's four groups and transposes, a LOOP's axes with
+ * '+' on the reduced ones. */
+static void step_groups(const ein_plan_ir *ir, const ein_step *s,
+                        ein_strbuf *groups) {
+  if (s->kind == EIN_STEP_GEMM) {
+    static const char *gname[4] = {"B ", " M ", " N ", " K "};
+    for (int g = 0; g < 4; g++) {
+      ein_strbuf_printf(groups, "%s", gname[g]);
+      group_text(ir, &s->gemm.groups[g], groups);
+    }
+    bool ta, tb, tc;
+    gemm_transposes(s, &ta, &tb, &tc);
+    if (ta || tb || tc)
+      ein_strbuf_printf(groups, " [%s%s%s]", ta ? "A^T" : "",
+                        tb ? (ta ? ",B^T" : "B^T") : "",
+                        tc ? (ta || tb ? ",C^T" : "C^T") : "");
+    return;
+  }
+  int nr = 0;
+  for (int k = 0; k < s->naxes; k++) {
+    bool red = s->axes[k].stride[0] == 0 && s->kind != EIN_STEP_FILL;
+    ein_strbuf_printf(groups, "%s%s%s=%lld", nr++ ? " " : "",
+                      red ? "+" : "", ir->axis_labels[s->axes[k].axis],
+                      (long long)s->axes[k].size);
+  }
+  if (!nr) ein_strbuf_printf(groups, "scalar");
+}
+
+static void report_text(const ein_plan_ir *ir, const char *expr,
+                        const char *backend, const ein_device_model *m,
+                        ein_strbuf *sb) {
+  text_summary(ir, expr, backend, m, sb);
   ein_strbuf_printf(sb, "\n%-3s %-8s %-10s %-14s %-46s %10s %10s %7s %9s\n",
                     "#", "step", "role", "operands", "batch / M / N / K",
                     "FLOPs", "bytes", "FLOP/B", "ms");
   for (int i = 0; i < ir->nsteps; i++) {
     const ein_step *s = &ir->steps[i];
-    char d[16], a[16], b[16], ops[64];
-    buffer_name(ir, s->dst.buffer, d, sizeof d);
-    if (s->nsrc == 0)
-      snprintf(ops, sizeof ops, "-> %s", d);
-    else if (s->nsrc == 1) {
-      buffer_name(ir, s->src[0].buffer, a, sizeof a);
-      snprintf(ops, sizeof ops, "%s -> %s", a, d);
-    } else {
-      buffer_name(ir, s->src[0].buffer, a, sizeof a);
-      buffer_name(ir, s->src[1].buffer, b, sizeof b);
-      snprintf(ops, sizeof ops, "%s,%s -> %s", a, b, d);
-    }
+    char ops[64];
+    step_operands(ir, s, ops, sizeof ops);
     ein_strbuf groups = {0};
-    if (s->kind == EIN_STEP_GEMM) {
-      static const char *gname[4] = {"B ", " M ", " N ", " K "};
-      for (int g = 0; g < 4; g++) {
-        ein_strbuf_printf(&groups, "%s", gname[g]);
-        group_text(ir, &s->gemm.groups[g], &groups);
-      }
-      bool ta, tb, tc;
-      gemm_transposes(s, &ta, &tb, &tc);
-      if (ta || tb || tc)
-        ein_strbuf_printf(&groups, " [%s%s%s]", ta ? "A^T" : "",
-                          tb ? (ta ? ",B^T" : "B^T") : "",
-                          tc ? (ta || tb ? ",C^T" : "C^T") : "");
-    } else {
-      int nr = 0;
-      for (int k = 0; k < s->naxes; k++) {
-        bool red = s->axes[k].stride[0] == 0 && s->kind != EIN_STEP_FILL;
-        ein_strbuf_printf(&groups, "%s%s%s=%lld", nr++ ? " " : "",
-                          red ? "+" : "", ir->axis_labels[s->axes[k].axis],
-                          (long long)s->axes[k].size);
-      }
-      if (!nr) ein_strbuf_printf(&groups, "scalar");
-    }
+    step_groups(ir, s, &groups);
     double bytes = s->bytes_read + s->bytes_written;
     ein_strbuf_printf(sb, "%-3d %-8s %-10s %-14s %-46s %10.4g %10.4g %7.3g %9.4f\n",
                       i + 1, ein_step_name(s), ein_step_role_name(s->role),
@@ -196,9 +220,10 @@ static void json_group(const ein_plan_ir *ir, const char *key,
   ein_strbuf_printf(sb, "],\"size\":%lld}", (long long)g->size);
 }
 
-static void report_json(const ein_plan_ir *ir, const char *expr,
-                        const char *backend, const ein_device_model *m,
-                        ein_strbuf *sb) {
+/* The plan's fields before its steps, up to the opening of "steps". */
+static void json_summary(const ein_plan_ir *ir, const char *expr,
+                         const char *backend, const ein_device_model *m,
+                         ein_strbuf *sb) {
   ein_strbuf_printf(sb, "{\"expression\":");
   ein_strbuf_json_string(sb, expr);
   ein_strbuf_printf(sb, ",\"dtype\":\"%s\",\"compute_dtype\":\"%s\","
@@ -234,59 +259,75 @@ static void report_json(const ein_plan_ir *ir, const char *expr,
                     (long long)ir->workspace_bytes, ir->bytes_moved, m->name,
                     peak_for(m, ir->dtype), m->bandwidth,
                     ein_plan_predicted_seconds(ir, m));
-  for (int i = 0; i < ir->nsteps; i++) {
-    const ein_step *s = &ir->steps[i];
-    char name[16];
-    ein_strbuf_printf(sb, "%s{\"index\":%d,\"kind\":\"%s\",\"role\":\"%s\","
-                          "\"reads\":[",
-                      i ? "," : "", i + 1, ein_step_name(s),
-                      ein_step_role_name(s->role));
-    for (int k = 0; k < s->nsrc; k++) {
-      buffer_name(ir, s->src[k].buffer, name, sizeof name);
-      ein_strbuf_printf(sb, "%s\"%s\"", k ? "," : "", name);
-    }
-    buffer_name(ir, s->dst.buffer, name, sizeof name);
-    ein_strbuf_printf(sb, "],\"writes\":\"%s\",\"dtype_in\":\"%s\","
-                          "\"dtype_out\":\"%s\",",
-                      name,
-                      ein_dtype_name(s->nsrc ? s->src_dtype[0] : s->dst_dtype),
-                      ein_dtype_name(s->dst_dtype));
-    if (s->kind == EIN_STEP_GEMM) {
-      bool ta, tb, tc;
-      gemm_transposes(s, &ta, &tb, &tc);
-      json_group(ir, "batch", &s->gemm.groups[EIN_GROUP_BATCH], sb);
-      ein_strbuf_printf(sb, ",");
-      json_group(ir, "m", &s->gemm.groups[EIN_GROUP_M], sb);
-      ein_strbuf_printf(sb, ",");
-      json_group(ir, "n", &s->gemm.groups[EIN_GROUP_N], sb);
-      ein_strbuf_printf(sb, ",");
-      json_group(ir, "k", &s->gemm.groups[EIN_GROUP_K], sb);
-      ein_strbuf_printf(sb, ",\"batch_loops\":%d,\"trans_a\":%s,"
-                            "\"trans_b\":%s,\"trans_c\":%s,\"alpha\":%.17g,",
-                        s->gemm.nbatch, ta ? "true" : "false",
-                        tb ? "true" : "false", tc ? "true" : "false",
-                        s->alpha);
-    } else {
-      ein_strbuf_printf(sb, "\"axes\":[");
-      for (int k = 0; k < s->naxes; k++) {
-        ein_strbuf_printf(sb, "%s{\"name\":", k ? "," : "");
-        ein_strbuf_json_string(sb, ir->axis_labels[s->axes[k].axis]);
-        ein_strbuf_printf(sb, ",\"size\":%lld,\"reduced\":%s}",
-                          (long long)s->axes[k].size,
-                          s->axes[k].stride[0] == 0 && s->kind != EIN_STEP_FILL
-                              ? "true"
-                              : "false");
-      }
-      ein_strbuf_printf(sb, "],\"op\":\"%s\",\"alpha\":%.17g,",
-                        ein_reduction_name(s->op), s->alpha);
-    }
-    double bytes = s->bytes_read + s->bytes_written;
-    ein_strbuf_printf(sb, "\"flops\":%.17g,\"bytes_read\":%.17g,"
-                          "\"bytes_written\":%.17g,\"intensity\":%.6g,"
-                          "\"predicted_seconds\":%.6g}",
-                      s->flops, s->bytes_read, s->bytes_written,
-                      bytes > 0 ? s->flops / bytes : 0.0, step_seconds(m, s));
+}
+
+/* A step's shape fields: a GEMM's groups and transposes, a LOOP's axes
+ * and operation. */
+static void json_step_axes(const ein_plan_ir *ir, const ein_step *s,
+                           ein_strbuf *sb) {
+  if (s->kind == EIN_STEP_GEMM) {
+    bool ta, tb, tc;
+    gemm_transposes(s, &ta, &tb, &tc);
+    json_group(ir, "batch", &s->gemm.groups[EIN_GROUP_BATCH], sb);
+    ein_strbuf_printf(sb, ",");
+    json_group(ir, "m", &s->gemm.groups[EIN_GROUP_M], sb);
+    ein_strbuf_printf(sb, ",");
+    json_group(ir, "n", &s->gemm.groups[EIN_GROUP_N], sb);
+    ein_strbuf_printf(sb, ",");
+    json_group(ir, "k", &s->gemm.groups[EIN_GROUP_K], sb);
+    ein_strbuf_printf(sb, ",\"batch_loops\":%d,\"trans_a\":%s,"
+                          "\"trans_b\":%s,\"trans_c\":%s,\"alpha\":%.17g,",
+                      s->gemm.nbatch, ta ? "true" : "false",
+                      tb ? "true" : "false", tc ? "true" : "false",
+                      s->alpha);
+    return;
   }
+  ein_strbuf_printf(sb, "\"axes\":[");
+  for (int k = 0; k < s->naxes; k++) {
+    ein_strbuf_printf(sb, "%s{\"name\":", k ? "," : "");
+    ein_strbuf_json_string(sb, ir->axis_labels[s->axes[k].axis]);
+    ein_strbuf_printf(sb, ",\"size\":%lld,\"reduced\":%s}",
+                      (long long)s->axes[k].size,
+                      s->axes[k].stride[0] == 0 && s->kind != EIN_STEP_FILL
+                          ? "true"
+                          : "false");
+  }
+  ein_strbuf_printf(sb, "],\"op\":\"%s\",\"alpha\":%.17g,",
+                    ein_reduction_name(s->op), s->alpha);
+}
+
+static void json_step(const ein_plan_ir *ir, int i, const ein_device_model *m,
+                      ein_strbuf *sb) {
+  const ein_step *s = &ir->steps[i];
+  char name[16];
+  ein_strbuf_printf(sb, "%s{\"index\":%d,\"kind\":\"%s\",\"role\":\"%s\","
+                        "\"reads\":[",
+                    i ? "," : "", i + 1, ein_step_name(s),
+                    ein_step_role_name(s->role));
+  for (int k = 0; k < s->nsrc; k++) {
+    buffer_name(ir, s->src[k].buffer, name, sizeof name);
+    ein_strbuf_printf(sb, "%s\"%s\"", k ? "," : "", name);
+  }
+  buffer_name(ir, s->dst.buffer, name, sizeof name);
+  ein_strbuf_printf(sb, "],\"writes\":\"%s\",\"dtype_in\":\"%s\","
+                        "\"dtype_out\":\"%s\",",
+                    name,
+                    ein_dtype_name(s->nsrc ? s->src_dtype[0] : s->dst_dtype),
+                    ein_dtype_name(s->dst_dtype));
+  json_step_axes(ir, s, sb);
+  double bytes = s->bytes_read + s->bytes_written;
+  ein_strbuf_printf(sb, "\"flops\":%.17g,\"bytes_read\":%.17g,"
+                        "\"bytes_written\":%.17g,\"intensity\":%.6g,"
+                        "\"predicted_seconds\":%.6g}",
+                    s->flops, s->bytes_read, s->bytes_written,
+                    bytes > 0 ? s->flops / bytes : 0.0, step_seconds(m, s));
+}
+
+static void report_json(const ein_plan_ir *ir, const char *expr,
+                        const char *backend, const ein_device_model *m,
+                        ein_strbuf *sb) {
+  json_summary(ir, expr, backend, m, sb);
+  for (int i = 0; i < ir->nsteps; i++) json_step(ir, i, m, sb);
   ein_strbuf_printf(sb, "]}\n");
 }
 

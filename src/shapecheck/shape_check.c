@@ -156,8 +156,7 @@ static ein_status fail(check *c, ein_status status, const ein_spec_dim *at,
 }
 
 static ein_status no_memory(check *c) {
-  return ein_error_set(&c->memo->err, EIN_ERR_NO_MEMORY, NULL, 0, NULL, 0,
-                       "out of memory in a shape check");
+  return ein_fail_memory(&c->memo->err, "out of memory in a shape check");
 }
 
 /* ----------------------------------------------------------- bindings */
@@ -460,18 +459,17 @@ ein_status ein_shape_check_dims(ein_shape_memo *memo, const char *spec,
   if (!memo) return EIN_ERR_INVALID_ARGUMENT;
   ein_error_clear(&memo->err);
   if (!spec || ndim < 0 || ndim > EIN_MAX_DIMS || (ndim > 0 && !shape))
-    return ein_error_set(&memo->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
-                         0,
-                         "shape check: %s", !spec ? "the spec is NULL"
-                         : ndim < 0 || ndim > EIN_MAX_DIMS
-                             ? "the rank is out of range"
-                             : "the shape array is NULL");
+    return ein_fail_argument(&memo->err, "shape check: %s",
+                             !spec ? "the spec is NULL"
+                             : ndim < 0 || ndim > EIN_MAX_DIMS
+                                 ? "the rank is out of range"
+                                 : "the shape array is NULL");
   for (int d = 0; d < ndim; d++)
     if (shape[d] < 0)
-      return ein_error_set(&memo->err, EIN_ERR_BAD_SHAPE, NULL, 0, NULL, 0,
-                           "shape check: dim %d is %lld; sizes must be 0 or "
-                           "more",
-                           d, (long long)shape[d]);
+      return ein_fail_shape(&memo->err,
+                            "shape check: dim %d is %lld; sizes must be 0 or "
+                            "more",
+                            d, (long long)shape[d]);
   ein_arena arena;
   ein_arena_init(&arena);
   ein_spec parsed;
@@ -494,8 +492,7 @@ ein_status ein_shape_check_tensor(ein_shape_memo *memo, const char *spec,
   if (!memo) return EIN_ERR_INVALID_ARGUMENT;
   if (!tensor) {
     ein_error_clear(&memo->err);
-    return ein_error_set(&memo->err, EIN_ERR_INVALID_ARGUMENT, NULL, 0, NULL,
-                         0, "shape check: the tensor is NULL");
+    return ein_fail_argument(&memo->err, "shape check: the tensor is NULL");
   }
   return ein_shape_check_dims(memo, spec, tensor->ndim, tensor->shape, what,
                               file, line);

@@ -58,6 +58,35 @@ ein_status ein_error_set(ein_error_rec *err, ein_status status,
   return s;
 }
 
+ein_status ein_fail(ein_error_rec *err, ein_status status, const char *fmt,
+                    ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ein_error_vset(err, status, NULL, 0, NULL, 0, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+/* The per-class recorders differ only in their status. */
+#define DEFINE_FAIL(NAME, STATUS)                                              \
+  ein_status NAME(ein_error_rec *err, const char *fmt, ...) {                  \
+    va_list ap;                                                                \
+    va_start(ap, fmt);                                                         \
+    ein_error_vset(err, STATUS, NULL, 0, NULL, 0, fmt, ap);                    \
+    va_end(ap);                                                                \
+    return STATUS;                                                             \
+  }
+
+DEFINE_FAIL(ein_fail_memory, EIN_ERR_NO_MEMORY)
+DEFINE_FAIL(ein_fail_device_memory, EIN_ERR_DEVICE_MEMORY)
+DEFINE_FAIL(ein_fail_device, EIN_ERR_DEVICE)
+DEFINE_FAIL(ein_fail_backend, EIN_ERR_BACKEND)
+DEFINE_FAIL(ein_fail_internal, EIN_ERR_INTERNAL)
+DEFINE_FAIL(ein_fail_argument, EIN_ERR_INVALID_ARGUMENT)
+DEFINE_FAIL(ein_fail_limit, EIN_ERR_LIMIT)
+DEFINE_FAIL(ein_fail_dtype, EIN_ERR_DTYPE)
+DEFINE_FAIL(ein_fail_shape, EIN_ERR_BAD_SHAPE)
+
 void ein_quote_name(char *buf, size_t cap, const char *name, size_t len) {
   enum { MAX_SHOWN = 40 };
   if (len > MAX_SHOWN)
