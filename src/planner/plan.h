@@ -146,6 +146,10 @@ typedef struct ein_backend_caps {
                              GEMM reads are then stored in the half dtype */
   bool gemm_int;          /* GEMM on integer types (no backend yet) */
   int64_t gemm_min_flops; /* below this a contraction is a LOOP step */
+  /* Store every intermediate in the inputs' dtype, as torch.einsum does
+   * with f16/bf16 (accumulation stays f32). No backend sets it: tests plan
+   * with it to measure torch's rounding model against einc's. */
+  bool round_intermediates;
 } ein_backend_caps;
 
 /* A tensor as the planner sees it: no data, just type and layout. */

@@ -1138,7 +1138,8 @@ static ein_status planner_init(planner *pl, const ein_tensor_desc *inputs,
   pl->dtype = inputs[0].dtype;
   ein_status st = check_dtypes(pl, inputs, output);
   if (st) return st;
-  pl->cdtype = ein_dtype_compute(pl->dtype);
+  pl->cdtype = pl->caps->round_intermediates ? pl->dtype
+                                              : ein_dtype_compute(pl->dtype);
   if (limits && limits->memory_limit > 0)
     pl->memory_limit =
         (double)limits->memory_limit / (double)ein_dtype_size(pl->cdtype);
