@@ -36,6 +36,13 @@ expect 0 "3x5" "" -- check --numpy 'ij,jk' 3x4 4x5
 expect 0 "scalar" "" -- check 'i, i ->' 7 7
 expect 0 "5" "" -- check 'a, -> a' 5 scalar
 expect 0 "1024x512" "" -- check -- 'b i i -> b i' 1024x512x512
+# an argument holding '->' or ',' is the expression even when it starts with
+# '-'; '--' ends the options for any other
+expect 0 "3" "" -- check '-> a' scalar -D a=3
+expect 0 "scalar" "" -- check --numpy ',->' scalar scalar
+expect 0 "scalar" "" -- check --numpy -- '->' scalar
+expect 0 '*' "" -- plan '-> a' scalar -D a=3 --json
+expect 2 "" "einc: error: unknown option '-x' for check (see einc check --help)" -- check -x 'a -> a' 3
 expect 0 "2
   axis  size                  role
   b     2                     kept
@@ -96,6 +103,11 @@ expect 0 "einc 0.1.0" "" -- --version
 expect 2 '*' "" --
 "$EINC" --help | grep -q '^  check ' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --help lists check" >&2; }
 "$EINC" check --help | grep -q -- '--reduce R' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check --help documents --reduce" >&2; }
+
+for cmd in plan eval bench cuda-src; do
+  "$EINC" $cmd --help | grep -q -- "--reduce, --numpy, --)" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: $cmd --help points at --" >&2; }
+done
+"$EINC" check --help | grep -q -- "holding '->' or ','" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check --help says what is an operand" >&2; }
 
 echo "ein-test-summary: cli: $passed passed, $failed failed"
 [ "$failed" = 0 ]

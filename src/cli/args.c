@@ -156,6 +156,13 @@ int cli_common_option(int argc, char **argv, int *i, cli_common *common) {
   return 0;
 }
 
+/* An argument that starts with '-' is an option, unless it holds "->" or ','
+ * and so can only be an expression ('-> a', '-a, b'): no option has either. */
+static bool looks_like_option(const char *arg) {
+  return arg[0] == '-' && arg[1] != '\0' && !strstr(arg, "->") &&
+         !strchr(arg, ',');
+}
+
 int cli_parse_args(int argc, char **argv, const char *command,
                    void (*help)(void), cli_common *common, cli_option_fn extra,
                    void *state, const char **pos, int maxpos, int *npos) {
@@ -163,7 +170,7 @@ int cli_parse_args(int argc, char **argv, const char *command,
   *npos = 0;
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
-    if (!options_done && arg[0] == '-' && arg[1] != '\0') {
+    if (!options_done && looks_like_option(arg)) {
       if (strcmp(arg, "--") == 0) {
         options_done = true;
         continue;

@@ -45,7 +45,7 @@ void cmd_bench_help(void) {
       "  --warmup N    untimed runs first (default 3; they compile kernels)\n"
       "  --no-floor    skip the floor measurements\n"
       "  --json        one JSON object instead of the text report\n"
-      "  (see einc check --help for -D, --reduce, --numpy)\n"
+      "  (see einc check --help for -D, --reduce, --numpy, --)\n"
       "\n"
       "example:\n"
       "  einc bench 'b h i d, b h j d -> b h i j' 8x16x2048x128 "

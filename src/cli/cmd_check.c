@@ -27,6 +27,7 @@ void cmd_check_help(void) {
       "  --numpy         numpy.einsum subscripts: one letter per axis; the\n"
       "                  output may be omitted (implicit output)\n"
       "  -v, --verbose   also print every axis with its size and role\n"
+      CLI_HELP_OPERANDS
       "\n"
       "Exit status: 0 valid, 2 invalid expression, shape or usage, 1 "
       "internal error.\n"

@@ -34,7 +34,7 @@ void cmd_eval_help(void) {
       "                  device 0 and the result back\n"
       "  -v, --verbose   print the output file's shape and dtype, and the\n"
       "                  kernel cache's counters\n"
-      "  (see einc check --help for -D, --reduce, --numpy)\n"
+      "  (see einc check --help for -D, --reduce, --numpy, --)\n"
       "\n"
       "example:\n"
       "  einc eval 'i j, j k -> i k' a.npy b.npy -o c.npy");
