@@ -366,7 +366,7 @@ static void test_cache_and_errors(ein_ctx *ctx) {
 
 int main(void) {
   ein_ctx *ctx;
-  ein_ctx_create(&ctx);
+  REQUIRE_OK(ein_ctx_create(&ctx));
   test_gemm_mapping(ctx);
   test_flops(ctx);
   test_dp_optimal();
