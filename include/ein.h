@@ -226,7 +226,9 @@ typedef struct ein_options {
   int nlengths;
   ein_backend_kind backend;
   int allow_tf32;       /* nonzero: f32 GEMMs may use TF32 (CUDA only) */
-  int64_t memory_limit; /* bytes one intermediate may take; 0: no limit */
+  int64_t memory_limit; /* bytes one intermediate may take; 0: no limit.
+                         The planner picks a contraction order within it,
+                         or fails with EIN_ERR_LIMIT naming the sizes */
 } ein_options;
 
 /* ------------------------------------------------------------ backends */

@@ -95,6 +95,10 @@ expect 2 "" "einc: error: check needs an expression (see einc check --help)" -- 
 expect 2 "" "einc: error: unknown command 'frob' (see einc --help)" -- frob
 expect 2 "" "einc: error: the length binding z=3 names no axis of the expression" -- check 'a -> a' 3 -D z=3
 
+# --memory-limit: a path within it, or an error naming the sizes
+expect 0 '*' "" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 400
+expect 2 "" "einc: error: no contraction order was found that keeps every intermediate within the memory limit of 399 bytes: the order taken needs 400 bytes (100 elements of f32) for the result of its step 1" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399
+
 # help and version
 expect 0 '*' "" -- --help
 expect 0 '*' "" -- help check

@@ -267,6 +267,24 @@ static void test_memory_limit(ein_ctx *ctx) {
         (long long)ein_plan_largest_intermediate(lim_p));
   ein_plan_destroy(free_p);
   ein_plan_destroy(lim_p);
+  /* Every order needs at least the 80x92 b c (29440 bytes): a limit just
+   * below it is an error naming both sizes, not a plan that ignores it. */
+  shapes s;
+  make_shapes(&s, shp, F32);
+  ein_options tight = {.memory_limit = 80 * 92 * 4 - 1};
+  ein_plan *none = NULL;
+  ein_status st = ein_plan_create(ctx, e, s.p, s.n, NULL, &tight, &none);
+  CHECK(st == EIN_ERR_LIMIT && none == NULL, "tight limit: status %d", st);
+  CHECK_STR(ein_last_error(ctx)->message,
+            "no contraction order was found that keeps every intermediate "
+            "within the memory limit of 29439 bytes: the order taken needs "
+            "43056 bytes (10764 elements of f32) for the result of its step 1",
+            "tight limit message");
+  ein_options exact = {.memory_limit = 80 * 92 * 4};
+  ein_plan *fits = plan_of(ctx, e, shp, &exact);
+  CHECK(fits && ein_plan_largest_intermediate(fits) == 80 * 92,
+        "a limit of exactly the smallest intermediate fits");
+  ein_plan_destroy(fits);
 }
 
 static void test_cache_and_errors(ein_ctx *ctx) {
