@@ -287,6 +287,32 @@ static void test_memory_limit(ein_ctx *ctx) {
   ein_plan_destroy(fits);
 }
 
+/* Predicted times in the text report in a readable unit, never "0.0000";
+ * the JSON keeps seconds. */
+static void test_report_times(ein_ctx *ctx) {
+  static const struct { const char *shapes, *total, *step; } cases[] = {
+      {"3x4 4x5", "predicted    0.0635 ns on h100", "0.638  0.0635 ns\n"},
+      {"300x400 400x500", "predicted    2.35 \xc2\xb5s on h100",
+       "63.8    2.35 \xc2\xb5s\n"},
+      {"3000x4000 4000x5000", "predicted    2.35 ms on h100",
+       "    2.35 ms\n"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    ein_plan *p = plan_of(ctx, "a b, b c -> a c", cases[i].shapes, NULL);
+    char text[4096], json[8192];
+    ein_plan_describe(p, EIN_DESCRIBE_TEXT, NULL, text, sizeof text);
+    ein_plan_describe(p, EIN_DESCRIBE_JSON, NULL, json, sizeof json);
+    CHECK(strstr(text, cases[i].total) != NULL, "total '%s' in:\n%s",
+          cases[i].total, text);
+    CHECK(strstr(text, cases[i].step) != NULL, "step '%s' in:\n%s",
+          cases[i].step, text);
+    CHECK(strstr(text, "0.0000") == NULL, "no 0.0000 in:\n%s", text);
+    CHECK(strstr(json, "\"predicted_seconds\":") != NULL,
+          "JSON keeps seconds: %s", json);
+    ein_plan_destroy(p);
+  }
+}
+
 static void test_cache_and_errors(ein_ctx *ctx) {
   float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, -1, 2, -2, 3, -3}, c[4];
   int64_t sa[2] = {2, 3}, sb[2] = {3, 2}, sc[2] = {2, 2};
@@ -389,6 +415,7 @@ int main(void) {
   test_flops(ctx);
   test_dp_optimal();
   test_memory_limit(ctx);
+  test_report_times(ctx);
   test_cache_and_errors(ctx);
   ein_ctx_destroy(ctx);
   return test_summary("plan");
