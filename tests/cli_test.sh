@@ -95,6 +95,24 @@ expect 2 "" "einc: error: check needs an expression (see einc check --help)" -- 
 expect 2 "" "einc: error: unknown command 'frob' (see einc --help)" -- frob
 expect 2 "" "einc: error: the length binding z=3 names no axis of the expression" -- check 'a -> a' 3 -D z=3
 
+# an einops-dialect error that binds in the numpy dialect: a hint, after the
+# error; none where the numpy dialect fails too, or with --numpy already
+HINT="einc: hint: the expression is valid in the numpy dialect (one letter per axis): did you mean --numpy?"
+expect 2 "" "einc: error: operand 1 names 1 dim but its tensor has 2 (shape 3x4)
+  ij,jk->ik
+  ^~
+$HINT" -- check 'ij,jk->ik' 3x4 4x5
+expect 2 "" "einc: error: operand 1 names 1 dim but its tensor has 2 (shape 3x4)
+  ij,jk->ik
+  ^~
+$HINT" -- plan 'ij,jk->ik' 3x4 4x5
+expect 2 "" "einc: error: operand 1 names 1 dim but its tensor has 2 (shape 3x4)
+  ij,jk->ik
+  ^~" -- check 'ij,jk->ik' 3x4 5x5
+expect 2 "" "einc: error: axis 'j' is 5 in operand 2 but 4 in operand 1
+  ij,jk->ik
+   ^ ^" -- check --numpy 'ij,jk->ik' 3x4 5x5
+
 # --memory-limit: a path within it, or an error naming the sizes
 expect 0 '*' "" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 400
 expect 2 "" "einc: error: no contraction order was found that keeps every intermediate within the memory limit of 399 bytes: the order taken needs 400 bytes (100 elements of f32) for the result of its step 1" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399

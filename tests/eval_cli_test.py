@@ -251,5 +251,21 @@ check(r.returncode == 2 and "^" in r.stderr, "cuda-src bad expression")
 r = einc("plan", "i j -> j i", "3x4", "--dtype", "f99")
 check(r.returncode == 2 and "unknown dtype" in r.stderr, "bad dtype option")
 
+# --- an einops-dialect error that the numpy dialect accepts gets a hint ---
+HINT = ("einc: hint: the expression is valid in the numpy dialect (one "
+        "letter per axis): did you mean --numpy?")
+write_npy(P("h1.npy"), "<f4", (3, 4), rand_values(12))
+write_npy(P("h2.npy"), "<f4", (4, 5), rand_values(20))
+r = einc("eval", "ij,jk->ik", P("h1.npy"), P("h2.npy"), "-o", P("h3.npy"))
+check(r.returncode == 2 and r.stderr.endswith(HINT + "\n"),
+      "eval hints --numpy: " + r.stderr)
+r = einc("eval", "--numpy", "ij,jk->ik", P("h1.npy"), P("h2.npy"), "-o",
+         P("h3.npy"))
+check(r.returncode == 0 and read_npy(P("h3.npy"))[0] == (3, 5),
+      "the hint is right: " + r.stderr)
+r = einc("eval", "ij,kk->ik", P("h1.npy"), P("h2.npy"), "-o", P("h3.npy"))
+check(r.returncode == 2 and "hint" not in r.stderr,
+      "no hint when the numpy dialect fails too: " + r.stderr)
+
 print("ein-test-summary: eval_cli: %d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

@@ -68,6 +68,12 @@ void cli_print_error(const ein_error *err);
 /* Prints "einc: error: <formatted message>". */
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* After an expression error in the einops dialect: prints a hint to try
+ * --numpy when the expression binds to the same inputs (only their shapes
+ * are read) in the numpy dialect, as 'ij,jk->ik' does. */
+void cli_numpy_hint(ein_status status, const char *expr,
+                    const DLTensor *const *ins, int n, const ein_options *o);
+
 /* Exit statuses of einc. */
 enum {
   EXIT_OK = 0,

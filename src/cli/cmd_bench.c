@@ -193,6 +193,7 @@ static int bench_plan(bench_state *bs, const char *expr,
   *plan_ms = bench_now_ms() - t0;
   if (!st) return EXIT_OK;
   cli_print_error(ein_last_error(bs->ctx));
+  cli_numpy_hint(st, expr, ins, nin, opt);
   return cli_exit_status(st);
 }
 

@@ -204,6 +204,7 @@ static int eval_to_file(ein_ctx *ctx, const char *expr,
   return rc;
 failed:
   cli_print_error(ein_last_error(ctx));
+  cli_numpy_hint(st, expr, ins, n, &common->options);
   return cli_exit_status(st);
 }
 
