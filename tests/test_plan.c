@@ -313,6 +313,36 @@ static void test_report_times(ein_ctx *ctx) {
   }
 }
 
+/* The path also in opt_einsum's linear form (positions in a list each
+ * contraction shrinks), in the text and the JSON, hand-converted here. */
+static void test_linear_path(ein_ctx *ctx) {
+  static const struct { const char *expr, *shapes, *ssa, *lin, *text; }
+  cases[] = {
+      {"a b, b c, c d, d e -> a e", "10x20 20x30 30x40 40x50",
+       "[[0,1],[4,2],[5,3]]", "[[0,1],[0,2],[0,1]]",
+       "as opt_einsum: [(0, 1), (0, 2), (0, 1)]\n"},
+      {"a b, b c, c d -> a d", "100x10 10x100 100x10", "[[1,2],[0,3]]",
+       "[[1,2],[0,1]]", "as opt_einsum: [(1, 2), (0, 1)]\n"},
+      {"a b -> b a", "3x4", "[]", "[]", NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    ein_plan *p = plan_of(ctx, cases[i].expr, cases[i].shapes, NULL);
+    char text[4096], json[8192], want[256];
+    ein_plan_describe(p, EIN_DESCRIBE_TEXT, NULL, text, sizeof text);
+    ein_plan_describe(p, EIN_DESCRIBE_JSON, NULL, json, sizeof json);
+    snprintf(want, sizeof want, "\"path\":%s,\"path_linear\":%s,",
+             cases[i].ssa, cases[i].lin);
+    CHECK(strstr(json, want) != NULL, "'%s' JSON has %s: %s", cases[i].expr,
+          want, json);
+    if (cases[i].text)
+      CHECK(strstr(text, cases[i].text) != NULL, "'%s' text has %s:\n%s",
+            cases[i].expr, cases[i].text, text);
+    else
+      CHECK(strstr(text, "opt_einsum") == NULL, "no linear path: %s", text);
+    ein_plan_destroy(p);
+  }
+}
+
 static void test_cache_and_errors(ein_ctx *ctx) {
   float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, -1, 2, -2, 3, -3}, c[4];
   int64_t sa[2] = {2, 3}, sb[2] = {3, 2}, sc[2] = {2, 2};
@@ -416,6 +446,7 @@ int main(void) {
   test_dp_optimal();
   test_memory_limit(ctx);
   test_report_times(ctx);
+  test_linear_path(ctx);
   test_cache_and_errors(ctx);
   ein_ctx_destroy(ctx);
   return test_summary("plan");

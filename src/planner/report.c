@@ -113,6 +113,28 @@ static void append_right(ein_strbuf *sb, const char *text, int width) {
   ein_strbuf_printf(sb, "%*s%s", width > cols ? width - cols : 0, "", text);
 }
 
+/* The path in opt_einsum's linear form, which names operands by their
+ * place in a list that each contraction shrinks (the two removed, the
+ * result appended), from the plan's SSA form (0..n-1 the inputs, n+k the
+ * k-th result). lin[k] is sorted, as opt_einsum writes it. */
+static void linear_path(const ein_plan_ir *ir, int (*lin)[2]) {
+  int live[EIN_MAX_OPERANDS], nlive = ir->ninputs;
+  for (int i = 0; i < nlive; i++) live[i] = i;
+  for (int k = 0; k < ir->npath; k++) {
+    int at[2] = {0, 0};
+    for (int s = 0; s < 2; s++)
+      for (int i = 0; i < nlive; i++)
+        if (live[i] == ir->path[k][s]) at[s] = i;
+    lin[k][0] = at[0] < at[1] ? at[0] : at[1];
+    lin[k][1] = at[0] < at[1] ? at[1] : at[0];
+    int kept = 0; /* drop both, keeping the order of the rest */
+    for (int i = 0; i < nlive; i++)
+      if (i != at[0] && i != at[1]) live[kept++] = live[i];
+    live[kept] = ir->ninputs + k;
+    nlive = kept + 1;
+  }
+}
+
 static const char *role_word(ein_axis_role r) {
   return r == EIN_AXIS_REDUCED ? "reduced"
          : r == EIN_AXIS_REPEATED ? "repeated"
@@ -142,6 +164,14 @@ static void text_summary(const ein_plan_ir *ir, const char *expr,
   ein_strbuf_printf(sb, "\npath         %s", ir->path_method);
   for (int i = 0; i < ir->npath; i++)
     ein_strbuf_printf(sb, " (%d,%d)", ir->path[i][0], ir->path[i][1]);
+  if (ir->npath > 0) {
+    int lin[EIN_MAX_OPERANDS][2];
+    linear_path(ir, lin);
+    ein_strbuf_printf(sb, "\n             as opt_einsum: [");
+    for (int i = 0; i < ir->npath; i++)
+      ein_strbuf_printf(sb, "%s(%d, %d)", i ? ", " : "", lin[i][0], lin[i][1]);
+    ein_strbuf_printf(sb, "]");
+  }
   ein_strbuf_printf(sb, "\nnaive FLOPs  %.4g\nplan FLOPs   %.4g   speed-up %.3gx\n",
                     ir->naive_flops, ir->flops,
                     ir->flops > 0 ? ir->naive_flops / ir->flops : 1.0);
@@ -269,6 +299,11 @@ static void json_summary(const ein_plan_ir *ir, const char *expr,
   for (int i = 0; i < ir->npath; i++)
     ein_strbuf_printf(sb, "%s[%d,%d]", i ? "," : "", ir->path[i][0],
                       ir->path[i][1]);
+  int lin[EIN_MAX_OPERANDS][2];
+  linear_path(ir, lin);
+  ein_strbuf_printf(sb, "],\"path_linear\":[");
+  for (int i = 0; i < ir->npath; i++)
+    ein_strbuf_printf(sb, "%s[%d,%d]", i ? "," : "", lin[i][0], lin[i][1]);
   ein_strbuf_printf(sb,
                     "],\"naive_flops\":%.17g,\"flops\":%.17g,"
                     "\"speedup\":%.6g,\"largest_intermediate\":%lld,"
