@@ -143,7 +143,8 @@ EIN_API size_t ein_error_format(const ein_error *err, char *buf, size_t cap);
 typedef struct ein_ctx ein_ctx;
 
 /* Creates a context. *out is NULL on failure. */
-EIN_NODISCARD EIN_API ein_status ein_ctx_create(ein_ctx **out);
+EIN_NODISCARD
+EIN_API ein_status ein_ctx_create(ein_ctx **out);
 
 /* Destroys a context and everything it owns. NULL is allowed. Waits for
  * work the context queued on its own CUDA streams. */
@@ -159,7 +160,8 @@ EIN_API void ein_ctx_set_cuda_stream(ein_ctx *ctx, void *stream);
 /* Waits until every evaluation ctx queued on a GPU has finished, and
  * reports an error that happened while it ran (EIN_ERR_BACKEND). EIN_OK at
  * once when nothing ran on a GPU. */
-EIN_NODISCARD EIN_API ein_status ein_ctx_synchronize(ein_ctx *ctx);
+EIN_NODISCARD
+EIN_API ein_status ein_ctx_synchronize(ein_ctx *ctx);
 
 /* The error of the calling thread's last call on ctx; status EIN_OK if
  * that call succeeded (or the thread has made none). Valid until the same
@@ -189,7 +191,8 @@ typedef enum ein_reduction {
 EIN_API const char *ein_reduction_name(ein_reduction reduction);
 
 /* Parses "sum", "mean", "max", "min", "prod", "any" or "all". */
-EIN_NODISCARD EIN_API ein_status ein_reduction_parse(const char *name, ein_reduction *out);
+EIN_NODISCARD
+EIN_API ein_status ein_reduction_parse(const char *name, ein_reduction *out);
 
 /* A length binding "name=size": defines an output-only (repeat) axis or
  * checks an axis that the tensors also define. */
@@ -238,7 +241,8 @@ EIN_API const char *ein_backend_name(int kind);
 
 /* Parses a backend name ("auto", "cpu", "cuda", "emu");
  * EIN_ERR_INVALID_ARGUMENT for others. */
-EIN_NODISCARD EIN_API ein_status ein_backend_parse(const char *name, ein_backend_kind *out);
+EIN_NODISCARD
+EIN_API ein_status ein_backend_parse(const char *name, ein_backend_kind *out);
 
 /* The backend AUTO means for data that can be put anywhere (the CLI's
  * .npy files): CUDA when its libraries load and GPU 0 exists, else the
@@ -248,7 +252,8 @@ EIN_API ein_backend_kind ein_backend_default(void);
 /* Checks that backend `kind` can run on `device` here: EIN_OK, or
  * EIN_ERR_DEVICE with the reason (what is missing, how to get it) in
  * ein_last_error(ctx). Opens the device on success. */
-EIN_NODISCARD EIN_API ein_status ein_backend_check(ein_ctx *ctx, ein_backend_kind kind,
+EIN_NODISCARD
+EIN_API ein_status ein_backend_check(ein_ctx *ctx, ein_backend_kind kind,
                                      int device);
 
 /* The DLPack device of tensors in backend `kind`'s memory on `device`. */
@@ -262,7 +267,8 @@ typedef enum ein_copy_kind {
 /* Memory of backend `kind` on `device` (host memory for the CPU). bytes
  * may be 0. EIN_ERR_DEVICE when the backend cannot run here,
  * EIN_ERR_DEVICE_MEMORY when the allocation fails. */
-EIN_NODISCARD EIN_API ein_status ein_device_alloc(ein_ctx *ctx, ein_backend_kind kind,
+EIN_NODISCARD
+EIN_API ein_status ein_device_alloc(ein_ctx *ctx, ein_backend_kind kind,
                                     int device, size_t bytes, void **ptr);
 
 /* Frees what ein_device_alloc gave; NULL is allowed. */
@@ -271,7 +277,8 @@ EIN_API void ein_device_free(ein_ctx *ctx, ein_backend_kind kind, int device,
 
 /* Copies between host memory and backend `kind`'s memory, synchronously
  * and after the work already queued on the context. */
-EIN_NODISCARD EIN_API ein_status ein_device_copy(ein_ctx *ctx, ein_backend_kind kind,
+EIN_NODISCARD
+EIN_API ein_status ein_device_copy(ein_ctx *ctx, ein_backend_kind kind,
                                    int device, void *dst, const void *src,
                                    size_t bytes, ein_copy_kind dir);
 
@@ -300,12 +307,14 @@ typedef struct ein_axis_info {
 /* Binds `expr` to the shapes of `ninputs` tensors (only ndim and shape are
  * read; data may be NULL) and solves every axis size. On success *out owns
  * the result; on failure the error is on ctx and *out is NULL. */
-EIN_NODISCARD EIN_API ein_status ein_bind(ein_ctx *ctx, const char *expr,
+EIN_NODISCARD
+EIN_API ein_status ein_bind(ein_ctx *ctx, const char *expr,
                             const DLTensor *const *inputs, int ninputs,
                             const ein_options *options, ein_binding **out);
 
 /* The same, from plain shapes: shapes[i] has ndims[i] entries. */
-EIN_NODISCARD EIN_API ein_status ein_bind_shapes(ein_ctx *ctx, const char *expr,
+EIN_NODISCARD
+EIN_API ein_status ein_bind_shapes(ein_ctx *ctx, const char *expr,
                                    const int64_t *const *shapes,
                                    const int *ndims, int ninputs,
                                    const ein_options *options,
@@ -324,7 +333,8 @@ EIN_API ein_axis_info ein_binding_axis(const ein_binding *binding, int i);
 
 /* Convenience: the output shape of `expr` applied to `inputs`, without
  * keeping a binding. out_shape needs room for EIN_MAX_DIMS entries. */
-EIN_NODISCARD EIN_API ein_status ein_output_shape(ein_ctx *ctx, const char *expr,
+EIN_NODISCARD
+EIN_API ein_status ein_output_shape(ein_ctx *ctx, const char *expr,
                                     const DLTensor *const *inputs,
                                     int ninputs, const ein_options *options,
                                     int64_t *out_shape, int *out_ndim);
@@ -353,7 +363,8 @@ typedef struct ein_plan ein_plan;
 
 /* Evaluates expr on inputs into output. On failure the error is on ctx
  * and the output's contents are unspecified. */
-EIN_NODISCARD EIN_API ein_status ein_eval(ein_ctx *ctx, const char *expr,
+EIN_NODISCARD
+EIN_API ein_status ein_eval(ein_ctx *ctx, const char *expr,
                             const DLTensor *const *inputs, int ninputs,
                             DLTensor *output, const ein_options *options);
 
@@ -361,14 +372,16 @@ EIN_NODISCARD EIN_API ein_status ein_eval(ein_ctx *ctx, const char *expr,
  * strides are read (data may be NULL). `output` gives the output's layout
  * (only strides, dtype and shape are read); NULL means a C-contiguous
  * output. The plan is independent of ctx once created. */
-EIN_NODISCARD EIN_API ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
+EIN_NODISCARD
+EIN_API ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
                                    const DLTensor *const *inputs, int ninputs,
                                    const DLTensor *output,
                                    const ein_options *options,
                                    ein_plan **out);
 
 /* Runs a plan with tensors of the layouts it was compiled for. */
-EIN_NODISCARD EIN_API ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
+EIN_NODISCARD
+EIN_API ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
                                     const DLTensor *const *inputs,
                                     int ninputs, DLTensor *output);
 
@@ -441,7 +454,8 @@ EIN_API size_t ein_plan_describe(const ein_plan *plan,
  */
 typedef struct ein_shape_memo ein_shape_memo;
 
-EIN_NODISCARD EIN_API ein_status ein_shape_memo_create(ein_shape_memo **out);
+EIN_NODISCARD
+EIN_API ein_status ein_shape_memo_create(ein_shape_memo **out);
 EIN_API void ein_shape_memo_destroy(ein_shape_memo *memo);
 
 /* Forgets every binding, keeping the memo. */
@@ -451,13 +465,15 @@ EIN_API void ein_shape_memo_clear(ein_shape_memo *memo);
  * macro passes the argument's text) and file/line say where the check is;
  * each may be NULL/0. On a mismatch the memo keeps its earlier bindings,
  * records the error (read it with ein_shape_memo_error) and returns it. */
-EIN_NODISCARD EIN_API ein_status ein_shape_check_dims(ein_shape_memo *memo, const char *spec,
+EIN_NODISCARD
+EIN_API ein_status ein_shape_check_dims(ein_shape_memo *memo, const char *spec,
                                         int ndim, const int64_t *shape,
                                         const char *what, const char *file,
                                         int line);
 
 /* The same for a DLTensor (only ndim and shape are read). */
-EIN_NODISCARD EIN_API ein_status ein_shape_check_tensor(ein_shape_memo *memo,
+EIN_NODISCARD
+EIN_API ein_status ein_shape_check_tensor(ein_shape_memo *memo,
                                           const char *spec,
                                           const DLTensor *tensor,
                                           const char *what, const char *file,
@@ -477,7 +493,7 @@ EIN_API int64_t ein_shape_memo_size(const ein_shape_memo *memo,
 
 /* For tests: like EIN_SHAPE_CHECK, but a mismatch prints the caret message
  * to stderr and aborts. The printing is done here, in the caller's code; the
- * library itself never prints. */
+ * library itself never prints. `memo` is evaluated twice. */
 #define EIN_SHAPE_ASSERT(memo, spec, tensor_ptr)                              \
   ein_shape_assert_status_((memo), EIN_SHAPE_CHECK(memo, spec, tensor_ptr))
 
