@@ -113,12 +113,12 @@ int main(int argc, char **argv) {
       fprintf(stderr, "host_overhead: %s\n", ein_last_error(ctx)->message);
       return 1;
     }
-    ein_ctx_synchronize(ctx);
+    failures += ein_ctx_synchronize(ctx) != EIN_OK;
     double gpu_eval = TIME_PER_CALL(calls, {
       failures += ein_eval(ctx, expr, gins, 2, &gc, NULL) != 0;
-      if (c_ % 1000 == 999) ein_ctx_synchronize(ctx);
+      if (c_ % 1000 == 999) failures += ein_ctx_synchronize(ctx) != EIN_OK;
     });
-    ein_ctx_synchronize(ctx);
+    failures += ein_ctx_synchronize(ctx) != EIN_OK;
     printf("cuda ein_eval   %.3f us/call  (host time; one kernel launch "
            "per call)\n",
            gpu_eval);

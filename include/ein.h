@@ -24,6 +24,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>  /* EIN_SHAPE_ASSERT */
+#include <stdlib.h> /* EIN_SHAPE_ASSERT */
 
 #include <dlpack/dlpack.h>
 
@@ -37,6 +39,30 @@ extern "C" {
 #define EIN_API __attribute__((visibility("default")))
 #else
 #define EIN_API
+#endif
+
+/* EIN_NODISCARD marks every function that returns an ein_status: ignoring
+ * one is a warning (-Wunused-result), and a deliberate ignore is written
+ * (void)f(...). [[nodiscard]] is used where the compiler has it, because
+ * GCC's older warn_unused_result is not silenced by a (void) cast. */
+#if defined(__cplusplus) && __cplusplus >= 201703L
+#define EIN_NODISCARD [[nodiscard]]
+#elif defined(__has_c_attribute)
+#if __has_c_attribute(nodiscard)
+#define EIN_NODISCARD [[nodiscard]]
+#endif
+#endif
+#if !defined(EIN_NODISCARD) && defined(__GNUC__)
+#define EIN_NODISCARD __attribute__((warn_unused_result))
+#elif !defined(EIN_NODISCARD)
+#define EIN_NODISCARD
+#endif
+
+/* [[nodiscard]] in C before C23 is an extension that -pedantic reports;
+ * the declarations below use it on purpose. */
+#if defined(__GNUC__) && !defined(__cplusplus)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
 #endif
 
 #define EIN_VERSION_MAJOR 0
@@ -117,6 +143,7 @@ EIN_API size_t ein_error_format(const ein_error *err, char *buf, size_t cap);
 typedef struct ein_ctx ein_ctx;
 
 /* Creates a context. *out is NULL on failure. */
+EIN_NODISCARD
 EIN_API ein_status ein_ctx_create(ein_ctx **out);
 
 /* Destroys a context and everything it owns. NULL is allowed. Waits for
@@ -133,6 +160,7 @@ EIN_API void ein_ctx_set_cuda_stream(ein_ctx *ctx, void *stream);
 /* Waits until every evaluation ctx queued on a GPU has finished, and
  * reports an error that happened while it ran (EIN_ERR_BACKEND). EIN_OK at
  * once when nothing ran on a GPU. */
+EIN_NODISCARD
 EIN_API ein_status ein_ctx_synchronize(ein_ctx *ctx);
 
 /* The error of the calling thread's last call on ctx; status EIN_OK if
@@ -163,6 +191,7 @@ typedef enum ein_reduction {
 EIN_API const char *ein_reduction_name(ein_reduction reduction);
 
 /* Parses "sum", "mean", "max", "min", "prod", "any" or "all". */
+EIN_NODISCARD
 EIN_API ein_status ein_reduction_parse(const char *name, ein_reduction *out);
 
 /* A length binding "name=size": defines an output-only (repeat) axis or
@@ -200,7 +229,9 @@ typedef struct ein_options {
   int nlengths;
   ein_backend_kind backend;
   int allow_tf32;       /* nonzero: f32 GEMMs may use TF32 (CUDA only) */
-  int64_t memory_limit; /* bytes one intermediate may take; 0: no limit */
+  int64_t memory_limit; /* bytes one intermediate may take; 0: no limit.
+                         The planner picks a contraction order within it,
+                         or fails with EIN_ERR_LIMIT naming the sizes */
 } ein_options;
 
 /* ------------------------------------------------------------ backends */
@@ -210,6 +241,7 @@ EIN_API const char *ein_backend_name(int kind);
 
 /* Parses a backend name ("auto", "cpu", "cuda", "emu");
  * EIN_ERR_INVALID_ARGUMENT for others. */
+EIN_NODISCARD
 EIN_API ein_status ein_backend_parse(const char *name, ein_backend_kind *out);
 
 /* The backend AUTO means for data that can be put anywhere (the CLI's
@@ -220,6 +252,7 @@ EIN_API ein_backend_kind ein_backend_default(void);
 /* Checks that backend `kind` can run on `device` here: EIN_OK, or
  * EIN_ERR_DEVICE with the reason (what is missing, how to get it) in
  * ein_last_error(ctx). Opens the device on success. */
+EIN_NODISCARD
 EIN_API ein_status ein_backend_check(ein_ctx *ctx, ein_backend_kind kind,
                                      int device);
 
@@ -234,6 +267,7 @@ typedef enum ein_copy_kind {
 /* Memory of backend `kind` on `device` (host memory for the CPU). bytes
  * may be 0. EIN_ERR_DEVICE when the backend cannot run here,
  * EIN_ERR_DEVICE_MEMORY when the allocation fails. */
+EIN_NODISCARD
 EIN_API ein_status ein_device_alloc(ein_ctx *ctx, ein_backend_kind kind,
                                     int device, size_t bytes, void **ptr);
 
@@ -243,6 +277,7 @@ EIN_API void ein_device_free(ein_ctx *ctx, ein_backend_kind kind, int device,
 
 /* Copies between host memory and backend `kind`'s memory, synchronously
  * and after the work already queued on the context. */
+EIN_NODISCARD
 EIN_API ein_status ein_device_copy(ein_ctx *ctx, ein_backend_kind kind,
                                    int device, void *dst, const void *src,
                                    size_t bytes, ein_copy_kind dir);
@@ -272,11 +307,13 @@ typedef struct ein_axis_info {
 /* Binds `expr` to the shapes of `ninputs` tensors (only ndim and shape are
  * read; data may be NULL) and solves every axis size. On success *out owns
  * the result; on failure the error is on ctx and *out is NULL. */
+EIN_NODISCARD
 EIN_API ein_status ein_bind(ein_ctx *ctx, const char *expr,
                             const DLTensor *const *inputs, int ninputs,
                             const ein_options *options, ein_binding **out);
 
 /* The same, from plain shapes: shapes[i] has ndims[i] entries. */
+EIN_NODISCARD
 EIN_API ein_status ein_bind_shapes(ein_ctx *ctx, const char *expr,
                                    const int64_t *const *shapes,
                                    const int *ndims, int ninputs,
@@ -296,6 +333,7 @@ EIN_API ein_axis_info ein_binding_axis(const ein_binding *binding, int i);
 
 /* Convenience: the output shape of `expr` applied to `inputs`, without
  * keeping a binding. out_shape needs room for EIN_MAX_DIMS entries. */
+EIN_NODISCARD
 EIN_API ein_status ein_output_shape(ein_ctx *ctx, const char *expr,
                                     const DLTensor *const *inputs,
                                     int ninputs, const ein_options *options,
@@ -325,6 +363,7 @@ typedef struct ein_plan ein_plan;
 
 /* Evaluates expr on inputs into output. On failure the error is on ctx
  * and the output's contents are unspecified. */
+EIN_NODISCARD
 EIN_API ein_status ein_eval(ein_ctx *ctx, const char *expr,
                             const DLTensor *const *inputs, int ninputs,
                             DLTensor *output, const ein_options *options);
@@ -333,6 +372,7 @@ EIN_API ein_status ein_eval(ein_ctx *ctx, const char *expr,
  * strides are read (data may be NULL). `output` gives the output's layout
  * (only strides, dtype and shape are read); NULL means a C-contiguous
  * output. The plan is independent of ctx once created. */
+EIN_NODISCARD
 EIN_API ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
                                    const DLTensor *const *inputs, int ninputs,
                                    const DLTensor *output,
@@ -340,6 +380,7 @@ EIN_API ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
                                    ein_plan **out);
 
 /* Runs a plan with tensors of the layouts it was compiled for. */
+EIN_NODISCARD
 EIN_API ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
                                     const DLTensor *const *inputs,
                                     int ninputs, DLTensor *output);
@@ -391,8 +432,10 @@ EIN_API size_t ein_plan_describe(const ein_plan *plan,
  * has seen; each check binds new names and verifies known ones:
  *
  *   ein_shape_memo *m; ein_shape_memo_create(&m);
- *   EIN_SHAPE_CHECK(m, "batch seq (heads d)", &x);   binds batch, seq, ...
- *   EIN_SHAPE_CHECK(m, "batch heads seq d", &q);     checks them
+ *   EIN_SHAPE_CHECK(m, "batch heads seq d", &q);     binds batch, heads, ...
+ *   EIN_SHAPE_CHECK(m, "batch seq (heads d)", &x);   checks them
+ * (each returns a status: "(heads d)" with neither bound is an ambiguous
+ * split, and EIN_SHAPE_ASSERT aborts on any mismatch)
  *
  * A spec is a whitespace-separated list of dims:
  *   name       binds on first sight, checked afterwards
@@ -411,6 +454,7 @@ EIN_API size_t ein_plan_describe(const ein_plan *plan,
  */
 typedef struct ein_shape_memo ein_shape_memo;
 
+EIN_NODISCARD
 EIN_API ein_status ein_shape_memo_create(ein_shape_memo **out);
 EIN_API void ein_shape_memo_destroy(ein_shape_memo *memo);
 
@@ -421,12 +465,14 @@ EIN_API void ein_shape_memo_clear(ein_shape_memo *memo);
  * macro passes the argument's text) and file/line say where the check is;
  * each may be NULL/0. On a mismatch the memo keeps its earlier bindings,
  * records the error (read it with ein_shape_memo_error) and returns it. */
+EIN_NODISCARD
 EIN_API ein_status ein_shape_check_dims(ein_shape_memo *memo, const char *spec,
                                         int ndim, const int64_t *shape,
                                         const char *what, const char *file,
                                         int line);
 
 /* The same for a DLTensor (only ndim and shape are read). */
+EIN_NODISCARD
 EIN_API ein_status ein_shape_check_tensor(ein_shape_memo *memo,
                                           const char *spec,
                                           const DLTensor *tensor,
@@ -445,10 +491,32 @@ EIN_API int64_t ein_shape_memo_size(const ein_shape_memo *memo,
   ein_shape_check_tensor((memo), (spec), (tensor_ptr), #tensor_ptr, __FILE__, \
                          __LINE__)
 
+/* For tests: like EIN_SHAPE_CHECK, but a mismatch prints the caret message
+ * to stderr and aborts. The printing is done here, in the caller's code; the
+ * library itself never prints. `memo` is evaluated twice. */
+#define EIN_SHAPE_ASSERT(memo, spec, tensor_ptr)                              \
+  ein_shape_assert_status_((memo), EIN_SHAPE_CHECK(memo, spec, tensor_ptr))
+
+/* EIN_SHAPE_ASSERT's report: prints the memo's error and aborts unless
+ * status is EIN_OK. */
+static inline void ein_shape_assert_status_(const ein_shape_memo *memo,
+                                            ein_status status) {
+  if (status == EIN_OK) return;
+  char text[4096];
+  ein_error_format(ein_shape_memo_error(memo), text, sizeof text);
+  fputs(text, stderr);
+  fflush(stderr);
+  abort();
+}
+
 /* Checks a plain shape array against a spec, naming the call site. */
 #define EIN_SHAPE_CHECK_DIMS(memo, spec, ndim, shape)                        \
   ein_shape_check_dims((memo), (spec), (ndim), (shape), #shape, __FILE__,    \
                        __LINE__)
+
+#if defined(__GNUC__) && !defined(__cplusplus)
+#pragma GCC diagnostic pop
+#endif
 
 #ifdef __cplusplus
 }

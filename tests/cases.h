@@ -69,7 +69,10 @@ static inline void parse_case_opts(const char *text, case_input *in) {
     if (strcmp(tok, "numpy") == 0) {
       in->options.dialect = EIN_DIALECT_NUMPY;
     } else if (strncmp(tok, "reduce=", 7) == 0) {
-      ein_reduction_parse(tok + 7, &in->options.reduction);
+      if (ein_reduction_parse(tok + 7, &in->options.reduction) != EIN_OK) {
+        fprintf(stderr, "bad reduction in a case table: %s\n", tok + 7);
+        abort();
+      }
     } else {
       char *eq = strchr(tok, '=');
       int k = in->options.nlengths++;

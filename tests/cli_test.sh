@@ -36,6 +36,13 @@ expect 0 "3x5" "" -- check --numpy 'ij,jk' 3x4 4x5
 expect 0 "scalar" "" -- check 'i, i ->' 7 7
 expect 0 "5" "" -- check 'a, -> a' 5 scalar
 expect 0 "1024x512" "" -- check -- 'b i i -> b i' 1024x512x512
+# an argument holding '->' or ',' is the expression even when it starts with
+# '-'; '--' ends the options for any other
+expect 0 "3" "" -- check '-> a' scalar -D a=3
+expect 0 "scalar" "" -- check --numpy ',->' scalar scalar
+expect 0 "scalar" "" -- check --numpy -- '->' scalar
+expect 0 '*' "" -- plan '-> a' scalar -D a=3 --json
+expect 2 "" "einc: error: unknown option '-x' for check (see einc check --help)" -- check -x 'a -> a' 3
 expect 0 "2
   axis  size                  role
   b     2                     kept
@@ -88,6 +95,28 @@ expect 2 "" "einc: error: check needs an expression (see einc check --help)" -- 
 expect 2 "" "einc: error: unknown command 'frob' (see einc --help)" -- frob
 expect 2 "" "einc: error: the length binding z=3 names no axis of the expression" -- check 'a -> a' 3 -D z=3
 
+# an einops-dialect error that binds in the numpy dialect: a hint, after the
+# error; none where the numpy dialect fails too, or with --numpy already
+HINT="einc: hint: the expression is valid in the numpy dialect (one letter per axis): did you mean --numpy?"
+expect 2 "" "einc: error: operand 1 names 1 dim but its tensor has 2 (shape 3x4)
+  ij,jk->ik
+  ^~
+$HINT" -- check 'ij,jk->ik' 3x4 4x5
+expect 2 "" "einc: error: operand 1 names 1 dim but its tensor has 2 (shape 3x4)
+  ij,jk->ik
+  ^~
+$HINT" -- plan 'ij,jk->ik' 3x4 4x5
+expect 2 "" "einc: error: operand 1 names 1 dim but its tensor has 2 (shape 3x4)
+  ij,jk->ik
+  ^~" -- check 'ij,jk->ik' 3x4 5x5
+expect 2 "" "einc: error: axis 'j' is 5 in operand 2 but 4 in operand 1
+  ij,jk->ik
+   ^ ^" -- check --numpy 'ij,jk->ik' 3x4 5x5
+
+# --memory-limit: a path within it, or an error naming the sizes
+expect 0 '*' "" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 400
+expect 2 "" "einc: error: no contraction order was found that keeps every intermediate within the memory limit of 399 bytes: the order taken needs 400 bytes (100 elements of f32) for the result of its step 1" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399
+
 # help and version
 expect 0 '*' "" -- --help
 expect 0 '*' "" -- help check
@@ -96,6 +125,11 @@ expect 0 "einc 0.1.0" "" -- --version
 expect 2 '*' "" --
 "$EINC" --help | grep -q '^  check ' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --help lists check" >&2; }
 "$EINC" check --help | grep -q -- '--reduce R' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check --help documents --reduce" >&2; }
+
+for cmd in plan eval bench cuda-src; do
+  "$EINC" $cmd --help | grep -q -- "--reduce, --numpy, --)" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: $cmd --help points at --" >&2; }
+done
+"$EINC" check --help | grep -q -- "holding '->' or ','" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check --help says what is an operand" >&2; }
 
 echo "ein-test-summary: cli: $passed passed, $failed failed"
 [ "$failed" = 0 ]

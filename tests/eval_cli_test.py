@@ -18,7 +18,8 @@ import tempfile
 EINC = sys.argv[1]
 passed = failed = 0
 FMT = {"<f4": "f", "<f8": "d", "<f2": "e", "<i4": "i", "<i8": "q",
-       "|i1": "b", "|u1": "B", "|b1": "?", "<i2": "h"}
+       "|i1": "b", "|u1": "B", "|b1": "?", "<i2": "h", "<u2": "H",
+       "<V2": "H", "|V2": "H"}  # V2: bfloat16 bits, as ml_dtypes saves them
 
 
 def check(cond, what):
@@ -250,6 +251,65 @@ r = einc("cuda-src", "a b -> c", "3x4")
 check(r.returncode == 2 and "^" in r.stderr, "cuda-src bad expression")
 r = einc("plan", "i j -> j i", "3x4", "--dtype", "f99")
 check(r.returncode == 2 and "unknown dtype" in r.stderr, "bad dtype option")
+
+# --- an einops-dialect error that the numpy dialect accepts gets a hint ---
+HINT = ("einc: hint: the expression is valid in the numpy dialect (one "
+        "letter per axis): did you mean --numpy?")
+write_npy(P("h1.npy"), "<f4", (3, 4), rand_values(12))
+write_npy(P("h2.npy"), "<f4", (4, 5), rand_values(20))
+r = einc("eval", "ij,jk->ik", P("h1.npy"), P("h2.npy"), "-o", P("h3.npy"))
+check(r.returncode == 2 and r.stderr.endswith(HINT + "\n"),
+      "eval hints --numpy: " + r.stderr)
+r = einc("eval", "--numpy", "ij,jk->ik", P("h1.npy"), P("h2.npy"), "-o",
+         P("h3.npy"))
+check(r.returncode == 0 and read_npy(P("h3.npy"))[0] == (3, 5),
+      "the hint is right: " + r.stderr)
+r = einc("eval", "ij,kk->ik", P("h1.npy"), P("h2.npy"), "-o", P("h3.npy"))
+check(r.returncode == 2 and "hint" not in r.stderr,
+      "no hint when the numpy dialect fails too: " + r.stderr)
+
+# --- bf16 as numpy saves ml_dtypes.bfloat16: a 2-byte void, '<V2' ---
+def bf16_bits(x):  # exact for the values used here
+    return struct.unpack("<I", struct.pack("<f", x))[0] >> 16
+
+
+def bf16_value(bits):
+    return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
+
+
+BA = [1.5, -2.0, 0.25, 3.0, 0.5, -1.0]      # 2x3
+BB = [2.0, 1.0, -0.5, 4.0, 1.25, 0.75]      # 3x2
+BC = [sum(BA[i * 3 + k] * BB[k * 2 + j] for k in range(3))
+      for i in range(2) for j in range(2)]
+write_npy(P("ba.npy"), "<V2", (2, 3), [bf16_bits(v) for v in BA])
+write_npy(P("bb.npy"), "|V2", (3, 2), [bf16_bits(v) for v in BB])
+r = einc("eval", "i k, k j -> i j", P("ba.npy"), P("bb.npy"), "-o",
+         P("bc.npy"), "-v")
+check(r.returncode == 0 and "bf16" in r.stdout, "eval reads <V2 and |V2 as "
+      "bf16: " + r.stdout + r.stderr)
+if r.returncode == 0:
+    with open(P("bc.npy"), "rb") as f:
+        head = f.read(128)
+    check(b"'descr': '<V2'" in head, "a bf16 result is written as <V2")
+    shape, bits = read_npy(P("bc.npy"))
+    check(shape == (2, 2) and [bf16_value(b) for b in bits] == BC,
+          "bf16 values round-trip: %s vs %s" % (bits, BC))
+# --dtype reinterprets: bf16 bits saved as <u2; a <V2 file read as f16
+write_npy(P("bu.npy"), "<u2", (2, 3), [bf16_bits(v) for v in BA])
+r = einc("eval", "i k, k j -> i j", P("bu.npy"), P("bb.npy"), "-o",
+         P("bd.npy"), "--dtype", "bf16")
+check(r.returncode == 0 and
+      [bf16_value(b) for b in read_npy(P("bd.npy"))[1]] == BC,
+      "--dtype bf16 reads <u2 bits as bf16: " + r.stderr)
+write_npy(P("hf.npy"), "<V2", (2,), list(struct.unpack("<2H", struct.pack(
+    "<2e", 1.5, -2.0))))
+r = einc("eval", "a -> a", P("hf.npy"), "-o", P("hg.npy"), "--dtype", "f16")
+check(r.returncode == 0 and read_npy(P("hg.npy"))[1] == [1.5, -2.0],
+      "--dtype f16 reads a <V2 file as f16: " + r.stderr)
+r = einc("eval", "a -> a", P("hf.npy"), "-o", P("hg.npy"), "--dtype", "f32")
+check(r.returncode == 2 and r.stderr == "einc: error: --dtype f32: %s holds "
+      "bf16, whose elements are 2 bytes, not 4\n" % P("hf.npy"),
+      "--dtype of another size is an error: " + r.stderr)
 
 print("ein-test-summary: eval_cli: %d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

@@ -7,7 +7,10 @@
 #define EIN_TEST_HARNESS_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "ein.h"
 
 static int test_passed, test_failed;
 
@@ -20,6 +23,18 @@ static int test_passed, test_failed;
       fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);        \
       fprintf(stderr, __VA_ARGS__);                                          \
       fputc('\n', stderr);                                                   \
+    }                                                                        \
+  } while (0)
+
+/* A setup call that must succeed (creating a context, say): without it the
+ * test cannot go on, so a failure prints the status and exits nonzero. */
+#define REQUIRE_OK(call)                                                     \
+  do {                                                                       \
+    ein_status req_ = (call);                                                \
+    if (req_ != EIN_OK) {                                                    \
+      fprintf(stderr, "FATAL %s:%d: %s: %s\n", __FILE__, __LINE__, #call,    \
+              ein_status_name(req_));                                        \
+      exit(1);                                                               \
     }                                                                        \
   } while (0)
 

@@ -258,7 +258,7 @@ static void test_nvrtc_errors(void) {
 
 int main(void) {
   ein_ctx *ctx;
-  ein_ctx_create(&ctx);
+  REQUIRE_OK(ein_ctx_create(&ctx));
   test_nvrtc_errors();
   test_cublas_map(ctx);
   test_kernels(ctx);

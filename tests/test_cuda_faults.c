@@ -53,7 +53,7 @@ static void prepare(prepared *r, const problem *p) {
   memset(r, 0, sizeof *r);
   r->p = p;
   ein_ctx *cpu_ctx;
-  ein_ctx_create(&cpu_ctx);
+  REQUIRE_OK(ein_ctx_create(&cpu_ctx));
   ein_error_rec err;
   ein_error_init(&err);
   DLTensor hin[3];
@@ -142,7 +142,7 @@ static const problem permute = {"a b -> b a", 1, {2}, {{300, 70}}, 2,
 
 static void device_out_of_memory(void) {
   ein_ctx *ctx;
-  ein_ctx_create(&ctx);
+  REQUIRE_OK(ein_ctx_create(&ctx));
   /* The permute warms the backend up without putting workspace into its
    * memory pool, which would otherwise keep it for the chain. */
   CHECK(eval_both(ctx, &permute, "warm-up") == EIN_OK, "warm-up: %s",
@@ -178,7 +178,7 @@ static void nvrtc_failure(const char *root) {
   snprintf(dir, sizeof dir, "%s/nvrtc", root);
   setenv("EINC_CACHE_DIR", dir, 1); /* empty: every kernel is compiled */
   ein_ctx *ctx;
-  ein_ctx_create(&ctx);
+  REQUIRE_OK(ein_ctx_create(&ctx));
   ein_nvrtc_fault_inject(1);
   ein_status st = eval_both(ctx, &permute, "NVRTC failing");
   CHECK(st == EIN_ERR_BACKEND, "NVRTC failing: status %d", st);
@@ -221,7 +221,7 @@ static void cache_directory_faults(const char *root) {
   snprintf(dir, sizeof dir, "%s/file/cache", root);
   setenv("EINC_CACHE_DIR", dir, 1);
   ein_ctx *ctx;
-  ein_ctx_create(&ctx);
+  REQUIRE_OK(ein_ctx_create(&ctx));
   CHECK(eval_both(ctx, &permute, "unwritable cache") == EIN_OK,
         "unwritable cache directory: %s", ein_last_error(ctx)->message);
   ein_ctx_destroy(ctx);
@@ -229,12 +229,12 @@ static void cache_directory_faults(const char *root) {
   for (int truncate = 0; truncate < 2; truncate++) {
     snprintf(dir, sizeof dir, "%s/damaged%d", root, truncate);
     setenv("EINC_CACHE_DIR", dir, 1);
-    ein_ctx_create(&ctx);
+    REQUIRE_OK(ein_ctx_create(&ctx));
     CHECK(eval_both(ctx, &permute, "filling the cache") == EIN_OK, "fill: %s",
           ein_last_error(ctx)->message);
     ein_ctx_destroy(ctx);
     damage_entries(dir, truncate);
-    ein_ctx_create(&ctx);
+    REQUIRE_OK(ein_ctx_create(&ctx));
     CHECK(eval_both(ctx, &permute, "damaged cache") == EIN_OK,
           "%s entries: %s", truncate ? "truncated" : "corrupted",
           ein_last_error(ctx)->message);

@@ -312,8 +312,8 @@ int main(int argc, char **argv) {
   /* The real caps, and caps that make every contraction with a K a GEMM
    * (the generator's sizes are far below the real threshold). */
   ein_ctx *ctx, *gemm_ctx;
-  ein_ctx_create(&ctx);
-  ein_ctx_create(&gemm_ctx);
+  REQUIRE_OK(ein_ctx_create(&ctx));
+  REQUIRE_OK(ein_ctx_create(&gemm_ctx));
   gemm_ctx->caps[EIN_BACKEND_CUDA] = *ein_cuda_caps();
   gemm_ctx->caps[EIN_BACKEND_CUDA].gemm_min_flops = 0;
   gemm_ctx->caps_set[EIN_BACKEND_CUDA] = true;

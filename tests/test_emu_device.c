@@ -753,7 +753,7 @@ static void test_real_kernels(void) {
       {"a b -> a", "4x0", "reduce=mean", EIN_DT_F32, EIN_KERNEL_FILL},
   };
   ein_ctx *ctx;
-  ein_ctx_create(&ctx);
+  REQUIRE_OK(ein_ctx_create(&ctx));
   printf("generated kernels on the emulated device (launch time):\n");
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_real(ctx, &cases[i]);

@@ -458,7 +458,7 @@ static void named_case_fill(const struct named_case *nc, ein_dtype dt,
     while (*p == ' ') p++;
   }
   c->opt.lengths = c->len;
-  if (nc->reduce) ein_reduction_parse(nc->reduce, &c->opt.reduction);
+  if (nc->reduce) REQUIRE_OK(ein_reduction_parse(nc->reduce, &c->opt.reduction));
 }
 
 /* Every named case in every float dtype on both contexts. */
@@ -520,7 +520,7 @@ int main(int argc, char **argv) {
   }
   if (device_kind != EIN_BACKEND_CPU) {
     ein_ctx *probe;
-    ein_ctx_create(&probe);
+    REQUIRE_OK(ein_ctx_create(&probe));
     ein_status st = ein_backend_check(probe, device_kind, 0);
     if (st) {
       char msg[1024];
@@ -546,8 +546,8 @@ int main(int argc, char **argv) {
    * the real threshold), so both the GEMM and the loop paths are checked
    * on every kind of expression. */
   ein_ctx *ctx, *gemm_ctx;
-  ein_ctx_create(&ctx);
-  ein_ctx_create(&gemm_ctx);
+  REQUIRE_OK(ein_ctx_create(&ctx));
+  REQUIRE_OK(ein_ctx_create(&gemm_ctx));
   for (int k = EIN_BACKEND_CPU; k < EIN_BACKEND_KINDS; k++) {
     const ein_backend_entry *e = ein_backend_find((ein_backend_kind)k);
     if (!e) continue;
@@ -579,7 +579,7 @@ int main(int argc, char **argv) {
   if (device_kind != EIN_BACKEND_CPU) {
     ein_ctx *torch_ctxs[2];
     for (int g = 0; g < 2; g++) {
-      ein_ctx_create(&torch_ctxs[g]);
+      REQUIRE_OK(ein_ctx_create(&torch_ctxs[g]));
       for (int k = EIN_BACKEND_CPU; k < EIN_BACKEND_KINDS; k++) {
         const ein_backend_entry *e = ein_backend_find((ein_backend_kind)k);
         if (!e) continue;

@@ -19,6 +19,7 @@ static const char *kind_tag(ein_tok_kind k) {
   case TOK_PLUS: return "+";
   case TOK_MINUS: return "-";
   case TOK_BAD_DOTS: return "BADDOTS";
+  case TOK_NUMBER_NAME: return "NUMNAME";
   case TOK_BAD_BYTE: return "BADBYTE";
   case TOK_NUL: return "NUL";
   }
@@ -68,7 +69,9 @@ int main(void) {
          "NAME:_x@0 NAME:x_@3 NAME:_@6 NAME:a1_b2@8 _EOF@13 ");
   expect("(h 2) 10 007 1", E,
          "(@0 _NAME:h@1 INT:2@3 _)@4 INT:10@6 INT:007@9 INT:1@13 _EOF@14 ");
-  expect("2h", E, "INT:2@0 _NAME:h@1 _EOF@2 ");
+  expect("2h", E, "NUMNAME@0 _EOF@2 "); /* einops rejects "2h" too */
+  expect("x 2b_1 2 b", E, "NAME:x@0 NUMNAME@2 INT:2@7 NAME:b@9 _EOF@10 ");
+  expect("2h", N, "INT:2@0 _NAME:h@1 _EOF@2 ");
   expect("... .. . ....", E,
          "ELL@0 BADDOTS@4 BADDOTS@7 ELL@9 _BADDOTS@12 _EOF@13 ");
   expect("b...", E, "NAME:b@0 _ELL@1 _EOF@4 ");

@@ -177,7 +177,7 @@ int main(void) {
   expect_ast("((a)) -> a", E,
              "error -1: nested parentheses are not allowed: a group is one "
              "level deep");
-  expect_ast("(2a) -> a", E, "[(#2 a)] -> [a]");
+  expect_ast("(2 a) -> a", E, "[(#2 a)] -> [a]");
   expect_ast("a b -> 0", E,
              "error -1: expected an axis size of 1 or more, found 0");
   check_spans();

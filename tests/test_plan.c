@@ -267,6 +267,80 @@ static void test_memory_limit(ein_ctx *ctx) {
         (long long)ein_plan_largest_intermediate(lim_p));
   ein_plan_destroy(free_p);
   ein_plan_destroy(lim_p);
+  /* Every order needs at least the 80x92 b c (29440 bytes): a limit just
+   * below it is an error naming both sizes, not a plan that ignores it. */
+  shapes s;
+  make_shapes(&s, shp, F32);
+  ein_options tight = {.memory_limit = 80 * 92 * 4 - 1};
+  ein_plan *none = NULL;
+  ein_status st = ein_plan_create(ctx, e, s.p, s.n, NULL, &tight, &none);
+  CHECK(st == EIN_ERR_LIMIT && none == NULL, "tight limit: status %d", st);
+  CHECK_STR(ein_last_error(ctx)->message,
+            "no contraction order was found that keeps every intermediate "
+            "within the memory limit of 29439 bytes: the order taken needs "
+            "43056 bytes (10764 elements of f32) for the result of its step 1",
+            "tight limit message");
+  ein_options exact = {.memory_limit = 80 * 92 * 4};
+  ein_plan *fits = plan_of(ctx, e, shp, &exact);
+  CHECK(fits && ein_plan_largest_intermediate(fits) == 80 * 92,
+        "a limit of exactly the smallest intermediate fits");
+  ein_plan_destroy(fits);
+}
+
+/* Predicted times in the text report in a readable unit, never "0.0000";
+ * the JSON keeps seconds. */
+static void test_report_times(ein_ctx *ctx) {
+  static const struct { const char *shapes, *total, *step; } cases[] = {
+      {"3x4 4x5", "predicted    0.0635 ns on h100", "0.638  0.0635 ns\n"},
+      {"300x400 400x500", "predicted    2.35 \xc2\xb5s on h100",
+       "63.8    2.35 \xc2\xb5s\n"},
+      {"3000x4000 4000x5000", "predicted    2.35 ms on h100",
+       "    2.35 ms\n"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    ein_plan *p = plan_of(ctx, "a b, b c -> a c", cases[i].shapes, NULL);
+    char text[4096], json[8192];
+    ein_plan_describe(p, EIN_DESCRIBE_TEXT, NULL, text, sizeof text);
+    ein_plan_describe(p, EIN_DESCRIBE_JSON, NULL, json, sizeof json);
+    CHECK(strstr(text, cases[i].total) != NULL, "total '%s' in:\n%s",
+          cases[i].total, text);
+    CHECK(strstr(text, cases[i].step) != NULL, "step '%s' in:\n%s",
+          cases[i].step, text);
+    CHECK(strstr(text, "0.0000") == NULL, "no 0.0000 in:\n%s", text);
+    CHECK(strstr(json, "\"predicted_seconds\":") != NULL,
+          "JSON keeps seconds: %s", json);
+    ein_plan_destroy(p);
+  }
+}
+
+/* The path also in opt_einsum's linear form (positions in a list each
+ * contraction shrinks), in the text and the JSON, hand-converted here. */
+static void test_linear_path(ein_ctx *ctx) {
+  static const struct { const char *expr, *shapes, *ssa, *lin, *text; }
+  cases[] = {
+      {"a b, b c, c d, d e -> a e", "10x20 20x30 30x40 40x50",
+       "[[0,1],[4,2],[5,3]]", "[[0,1],[0,2],[0,1]]",
+       "as opt_einsum: [(0, 1), (0, 2), (0, 1)]\n"},
+      {"a b, b c, c d -> a d", "100x10 10x100 100x10", "[[1,2],[0,3]]",
+       "[[1,2],[0,1]]", "as opt_einsum: [(1, 2), (0, 1)]\n"},
+      {"a b -> b a", "3x4", "[]", "[]", NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    ein_plan *p = plan_of(ctx, cases[i].expr, cases[i].shapes, NULL);
+    char text[4096], json[8192], want[256];
+    ein_plan_describe(p, EIN_DESCRIBE_TEXT, NULL, text, sizeof text);
+    ein_plan_describe(p, EIN_DESCRIBE_JSON, NULL, json, sizeof json);
+    snprintf(want, sizeof want, "\"path\":%s,\"path_linear\":%s,",
+             cases[i].ssa, cases[i].lin);
+    CHECK(strstr(json, want) != NULL, "'%s' JSON has %s: %s", cases[i].expr,
+          want, json);
+    if (cases[i].text)
+      CHECK(strstr(text, cases[i].text) != NULL, "'%s' text has %s:\n%s",
+            cases[i].expr, cases[i].text, text);
+    else
+      CHECK(strstr(text, "opt_einsum") == NULL, "no linear path: %s", text);
+    ein_plan_destroy(p);
+  }
 }
 
 static void test_cache_and_errors(ein_ctx *ctx) {
@@ -366,11 +440,13 @@ static void test_cache_and_errors(ein_ctx *ctx) {
 
 int main(void) {
   ein_ctx *ctx;
-  ein_ctx_create(&ctx);
+  REQUIRE_OK(ein_ctx_create(&ctx));
   test_gemm_mapping(ctx);
   test_flops(ctx);
   test_dp_optimal();
   test_memory_limit(ctx);
+  test_report_times(ctx);
+  test_linear_path(ctx);
   test_cache_and_errors(ctx);
   ein_ctx_destroy(ctx);
   return test_summary("plan");

@@ -1,12 +1,70 @@
 /* test_shape_check.c - the jaxtyping-style memo: binding, checking, runs,
  * broadcastable dims, expressions, groups, transactional failure, messages
  * that name the earlier tensor. */
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "harness.h"
 #include "ein.h"
 
 static ein_status chk(ein_shape_memo *m, const char *spec, int nd,
                       const int64_t *shape) {
   return ein_shape_check_dims(m, spec, nd, shape, NULL, NULL, 0);
+}
+
+/* Runs EIN_SHAPE_ASSERT(spec) on a tensor of `shape` after binding `bind`
+ * in a child process; *sig is the signal that ended it (0: a normal exit)
+ * and err[] what it wrote to stderr. */
+static void assert_in_child(const char *bind, const char *spec, int nd,
+                            int64_t *shape, int *sig, char *err, size_t cap) {
+  int fds[2];
+  *sig = -1;
+  err[0] = '\0';
+  if (pipe(fds) != 0) return;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    ein_shape_memo *m;
+    REQUIRE_OK(ein_shape_memo_create(&m));
+    DLTensor t = {.ndim = nd, .shape = shape};
+    if (bind) REQUIRE_OK(EIN_SHAPE_CHECK(m, bind, &t));
+    EIN_SHAPE_ASSERT(m, spec, &t);
+    _exit(0);
+  }
+  close(fds[1]);
+  size_t n = 0;
+  ssize_t r;
+  while (n + 1 < cap && (r = read(fds[0], err + n, cap - 1 - n)) > 0)
+    n += (size_t)r;
+  err[n] = '\0';
+  close(fds[0]);
+  int status;
+  if (waitpid(pid, &status, 0) == pid)
+    *sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+/* EIN_SHAPE_ASSERT passes silently, and aborts with the caret message on
+ * an ambiguous split and on a mismatch. */
+static void test_shape_assert(void) {
+  int64_t shape[3] = {2, 10, 512};
+  char err[2048];
+  int sig;
+  assert_in_child(NULL, "batch seq (heads 8)", 3, shape, &sig, err,
+                  sizeof err);
+  CHECK(sig == 0 && err[0] == '\0', "a pass: signal %d, stderr '%s'", sig,
+        err);
+  assert_in_child(NULL, "batch seq (heads d)", 3, shape, &sig, err,
+                  sizeof err);
+  CHECK(sig == SIGABRT, "an ambiguous split aborts: signal %d", sig);
+  CHECK(strncmp(err, "error: ", 7) == 0 &&
+            strstr(err, "\n  batch seq (heads d)\n") != NULL,
+        "the caret message on stderr: '%s'", err);
+  assert_in_child("a b c", "a b 7", 3, shape, &sig, err, sizeof err);
+  CHECK(sig == SIGABRT && strstr(err, "a b 7\n      ^") != NULL,
+        "a mismatch aborts with a caret: signal %d, '%s'", sig, err);
 }
 
 #define S(...) ((const int64_t[]){__VA_ARGS__})
@@ -151,5 +209,6 @@ int main(void) {
         "NULL tensor");
   ein_shape_memo_destroy(m);
   ein_shape_memo_destroy(NULL);
+  test_shape_assert();
   return test_summary("shape_check");
 }

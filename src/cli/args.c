@@ -32,6 +32,28 @@ void cli_print_error(const ein_error *err) {
   free(big);
 }
 
+void cli_numpy_hint(ein_status status, const char *expr,
+                    const DLTensor *const *ins, int n, const ein_options *o) {
+  if (o->dialect != EIN_DIALECT_EINOPS || cli_exit_status(status) != EXIT_INVALID)
+    return;
+  ein_options numpy = *o;
+  numpy.dialect = EIN_DIALECT_NUMPY;
+  ein_ctx *ctx;
+  if (ein_ctx_create(&ctx) != EIN_OK) return; /* a hint is optional */
+  ein_binding *b = NULL;
+  /* only where the dialect is to blame: the einops binding fails (not a
+   * later step, such as a memory limit) and the numpy one does not */
+  if (ein_bind(ctx, expr, ins, n, o, &b) == EIN_OK) {
+    ein_binding_destroy(b);
+  } else if (ein_bind(ctx, expr, ins, n, &numpy, &b) == EIN_OK) {
+    fputs("einc: hint: the expression is valid in the numpy dialect (one "
+          "letter per axis): did you mean --numpy?\n",
+          stderr);
+    ein_binding_destroy(b);
+  }
+  ein_ctx_destroy(ctx);
+}
+
 int cli_exit_status(ein_status status) {
   if (status == EIN_OK) return EXIT_OK;
   if (status == EIN_ERR_NO_MEMORY || status == EIN_ERR_INTERNAL ||
@@ -156,6 +178,13 @@ int cli_common_option(int argc, char **argv, int *i, cli_common *common) {
   return 0;
 }
 
+/* An argument that starts with '-' is an option, unless it holds "->" or ','
+ * and so can only be an expression ('-> a', '-a, b'): no option has either. */
+static bool looks_like_option(const char *arg) {
+  return arg[0] == '-' && arg[1] != '\0' && !strstr(arg, "->") &&
+         !strchr(arg, ',');
+}
+
 int cli_parse_args(int argc, char **argv, const char *command,
                    void (*help)(void), cli_common *common, cli_option_fn extra,
                    void *state, const char **pos, int maxpos, int *npos) {
@@ -163,7 +192,7 @@ int cli_parse_args(int argc, char **argv, const char *command,
   *npos = 0;
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
-    if (!options_done && arg[0] == '-' && arg[1] != '\0') {
+    if (!options_done && looks_like_option(arg)) {
       if (strcmp(arg, "--") == 0) {
         options_done = true;
         continue;
@@ -252,6 +281,7 @@ int cli_plan_shapes(const char *expr, const cli_shape *shapes, int n,
   ein_status st = ein_plan_create(*ctx, expr, ins, n, NULL, o, plan);
   if (!st) return EXIT_OK;
   cli_print_error(ein_last_error(*ctx));
+  cli_numpy_hint(st, expr, ins, n, o);
   ein_ctx_destroy(*ctx);
   *ctx = NULL;
   return cli_exit_status(st);

@@ -37,9 +37,17 @@ int cli_common_option(int argc, char **argv, int *i, cli_common *common);
  * this command's, -1 malformed with the message printed). */
 typedef int (*cli_option_fn)(int argc, char **argv, int *i, void *state);
 
+/* The lines of every command's --help on what is an operand. */
+#define CLI_HELP_OPERANDS                                                     \
+  "  --              ends the options: every later argument is an operand\n" \
+  "  An argument holding '->' or ',' is always the expression, even when it\n" \
+  "  starts with '-' ('-> a', '-a, b'); other expressions that start with\n" \
+  "  '-' follow '--'.\n"
+
 enum { CLI_ARGS_OK, CLI_ARGS_HELP, CLI_ARGS_ERROR };
 
-/* The argument loop every command shares: "--" ends the options;
+/* The argument loop every command shares: "--" ends the options, and an
+ * argument holding "->" or ',' is never an option (CLI_HELP_OPERANDS);
  * -h/--help prints `help` (CLI_ARGS_HELP); `extra` (may be NULL) and then
  * the common options consume options; any other option is an error naming
  * `command`; the remaining arguments are positionals, at most `maxpos`,
@@ -59,6 +67,12 @@ void cli_print_error(const ein_error *err);
 
 /* Prints "einc: error: <formatted message>". */
 void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* After an expression error in the einops dialect: prints a hint to try
+ * --numpy when the expression binds to the same inputs (only their shapes
+ * are read) in the numpy dialect, as 'ij,jk->ik' does. */
+void cli_numpy_hint(ein_status status, const char *expr,
+                    const DLTensor *const *ins, int n, const ein_options *o);
 
 /* Exit statuses of einc. */
 enum {

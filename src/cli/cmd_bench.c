@@ -45,7 +45,7 @@ void cmd_bench_help(void) {
       "  --warmup N    untimed runs first (default 3; they compile kernels)\n"
       "  --no-floor    skip the floor measurements\n"
       "  --json        one JSON object instead of the text report\n"
-      "  (see einc check --help for -D, --reduce, --numpy)\n"
+      "  (see einc check --help for -D, --reduce, --numpy, --)\n"
       "\n"
       "example:\n"
       "  einc bench 'b h i d, b h j d -> b h i j' 8x16x2048x128 "
@@ -193,6 +193,7 @@ static int bench_plan(bench_state *bs, const char *expr,
   *plan_ms = bench_now_ms() - t0;
   if (!st) return EXIT_OK;
   cli_print_error(ein_last_error(bs->ctx));
+  cli_numpy_hint(st, expr, ins, nin, opt);
   return cli_exit_status(st);
 }
 
@@ -310,7 +311,9 @@ static int bench_measure(bench_state *bs, const bench_opts *bo,
 static void bench_release(bench_state *bs) {
   ein_plan_destroy(bs->plan);
   if (bs->dev) {
-    ein_ctx_synchronize(bs->ctx); /* before the bench's stream goes away */
+    /* before the bench's stream goes away; a fault there was reported by
+     * the timed runs already */
+    (void)ein_ctx_synchronize(bs->ctx);
     ein_ctx_set_cuda_stream(bs->ctx, NULL);
     for (int i = 0; i < bs->nbufs; i++) bs->dev->release(bs->dev, bs->bufs[i]);
     bs->dev->close(bs->dev);

@@ -27,6 +27,7 @@ void cmd_check_help(void) {
       "  --numpy         numpy.einsum subscripts: one letter per axis; the\n"
       "                  output may be omitted (implicit output)\n"
       "  -v, --verbose   also print every axis with its size and role\n"
+      CLI_HELP_OPERANDS
       "\n"
       "Exit status: 0 valid, 2 invalid expression, shape or usage, 1 "
       "internal error.\n"
@@ -89,6 +90,11 @@ int cmd_check(int argc, char **argv) {
                                   &common.options, &b);
   if (st) {
     cli_print_error(ein_last_error(ctx));
+    DLTensor tensors[EIN_MAX_OPERANDS];
+    const DLTensor *ins[EIN_MAX_OPERANDS];
+    cli_shape_tensors(shapes, nshapes, ein_dtype_to_dl(EIN_DT_F32), kDLCPU,
+                      tensors, ins);
+    cli_numpy_hint(st, expr, ins, nshapes, &common.options);
     ein_ctx_destroy(ctx);
     return cli_exit_status(st);
   }

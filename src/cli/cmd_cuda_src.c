@@ -25,7 +25,7 @@ void cmd_cuda_src_help(void) {
        "compiles at run time) with its grid and block. Needs no GPU.\n"
        "\n"
        "  --dtype T       f32 (default), f64, f16, bf16, or an integer type\n"
-       "  (see einc check --help for -D, --reduce, --numpy)\n"
+       "  (see einc check --help for -D, --reduce, --numpy, --)\n"
        "\n"
        "example:\n"
        "  einc cuda-src 'b s d -> b s' 32x4096x1024 --reduce sum --dtype bf16");

@@ -18,15 +18,21 @@
 
 void cmd_eval_help(void) {
   puts(
-      "usage: einc eval EXPR IN.npy... -o OUT.npy [--backend B]\n"
+      "usage: einc eval EXPR IN.npy... -o OUT.npy [--backend B] [--dtype T]\n"
       "                 [-D NAME=SIZE]... [--reduce R] [--numpy]\n"
       "\n"
       "Evaluates EXPR on NumPy .npy files (format 1-3, C or Fortran order,\n"
       "little-endian f2/f4/f8, integers, bool) and writes the result as a\n"
       "C-order .npy file of the inputs' dtype. The output file is replaced\n"
-      "atomically, and only when the evaluation succeeded.\n"
+      "atomically, and only when the evaluation succeeded. numpy has no\n"
+      "bfloat16: a 2-byte void array ('<V2', as numpy saves ml_dtypes'\n"
+      "bfloat16) is read as bf16, and a bf16 result is written as '<V2'\n"
+      "(np.load(f).view(ml_dtypes.bfloat16) reads it).\n"
       "\n"
       "  -o, --output F  the file to write (required)\n"
+      "  --dtype T       read every input's bytes as dtype T, whatever its\n"
+      "                  header says (the sizes must agree): e.g. bf16 for\n"
+      "                  bfloat16 bits saved as '<u2', f16 for a '<V2' file\n"
       "  --backend B     auto (default: cuda when GPU 0 and the CUDA\n"
       "                  libraries load, else cpu), cpu, cuda, or emu (the\n"
       "                  emulated CUDA device: the GPU path run on the CPU,\n"
@@ -34,7 +40,7 @@ void cmd_eval_help(void) {
       "                  device 0 and the result back\n"
       "  -v, --verbose   print the output file's shape and dtype, and the\n"
       "                  kernel cache's counters\n"
-      "  (see einc check --help for -D, --reduce, --numpy)\n"
+      "  (see einc check --help for -D, --reduce, --numpy, --)\n"
       "\n"
       "example:\n"
       "  einc eval 'i j, j k -> i k' a.npy b.npy -o c.npy");
@@ -43,21 +49,48 @@ void cmd_eval_help(void) {
 typedef struct eval_opts {
   const char *out_path;
   cli_common *common;
+  bool retype;    /* --dtype given */
+  ein_dtype dtype; /* its value */
 } eval_opts;
 
-/* eval's own options: -o/--output and --backend. */
+/* eval's own options: -o/--output, --backend and --dtype. */
 static int eval_option(int argc, char **argv, int *i, void *state) {
   eval_opts *eo = state;
   const char *arg = argv[*i];
   bool out = strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0;
-  if (!out && strcmp(arg, "--backend") != 0) return 0;
+  bool dtype = strcmp(arg, "--dtype") == 0;
+  if (!out && !dtype && strcmp(arg, "--backend") != 0) return 0;
   const char *v = cli_option_value(argc, argv, i);
   if (!v) return -1;
   if (out) {
     eo->out_path = v;
     return 1;
   }
+  if (dtype) {
+    eo->retype = true;
+    return cli_parse_dtype(v, &eo->dtype) ? 1 : -1;
+  }
   return cli_parse_backend(v, &eo->common->options.backend) ? 1 : -1;
+}
+
+/* --dtype: every input's bytes read as dt; an element size that differs
+ * from the file's is a usage error naming the file. */
+static int retype_inputs(const char **paths, npy_array *inputs, int n,
+                         ein_dtype dt) {
+  for (int i = 0; i < n; i++) {
+    ein_dtype was;
+    if (!ein_dtype_from_dl(inputs[i].t.dtype, &was))
+      was = dt; /* unreachable: npy_read gives known dtypes only */
+    if (ein_dtype_size(was) != ein_dtype_size(dt)) {
+      cli_errorf("--dtype %s: %s holds %s, whose elements are %zu bytes, "
+                 "not %zu",
+                 ein_dtype_name(dt), paths[i], ein_dtype_name(was),
+                 ein_dtype_size(was), ein_dtype_size(dt));
+      return EXIT_INVALID;
+    }
+    inputs[i].t.dtype = ein_dtype_to_dl(dt);
+  }
+  return EXIT_OK;
 }
 
 /* Bytes a tensor's buffer spans from its data pointer (npy buffers are
@@ -204,6 +237,7 @@ static int eval_to_file(ein_ctx *ctx, const char *expr,
   return rc;
 failed:
   cli_print_error(ein_last_error(ctx));
+  cli_numpy_hint(st, expr, ins, n, &common->options);
   return cli_exit_status(st);
 }
 
@@ -211,7 +245,7 @@ int cmd_eval(int argc, char **argv) {
   static cli_common common;
   static npy_array inputs[EIN_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
-  eval_opts eo = {NULL, &common};
+  eval_opts eo = {NULL, &common, false, EIN_DT_F32};
   const char *pos[EIN_MAX_OPERANDS + 1];
   int npos;
   int r = cli_parse_args(argc, argv, "eval", cmd_eval_help, &common,
@@ -225,6 +259,8 @@ int cmd_eval(int argc, char **argv) {
     return EXIT_INVALID;
   }
   int loaded, rc = load_inputs(pos + 1, n, inputs, &loaded);
+  if (rc == EXIT_OK && eo.retype)
+    rc = retype_inputs(pos + 1, inputs, n, eo.dtype);
   ein_ctx *ctx = NULL;
   if (rc == EXIT_OK && ein_ctx_create(&ctx) != EIN_OK) {
     cli_errorf("out of memory");

@@ -18,6 +18,11 @@ static const struct {
     {"|i1", EIN_DT_I8},  {"<i2", EIN_DT_I16}, {"<i4", EIN_DT_I32},
     {"<i8", EIN_DT_I64}, {"|u1", EIN_DT_U8},  {"<u2", EIN_DT_U16},
     {"<u4", EIN_DT_U32}, {"<u8", EIN_DT_U64}, {"|b1", EIN_DT_BOOL},
+    /* numpy has no bfloat16: ml_dtypes' bfloat16 is saved as a 2-byte void
+     * ('<V2'; plain numpy writes '|V2'), and np.load(f).view(
+     * ml_dtypes.bfloat16) reads it back. einc reads any V2 as bf16 (eval's
+     * --dtype reinterprets) and writes bf16 as '<V2'. */
+    {"<V2", EIN_DT_BF16}, {"|V2", EIN_DT_BF16},
 };
 
 static bool fail(char *msg, size_t cap, const char *fmt, const char *path,
@@ -72,7 +77,7 @@ static bool parse_descr(const char *h, ein_dtype *dt, char *why, size_t cap) {
   }
   snprintf(why, cap,
            "dtype '%.*s' is not supported (little-endian f2, f4, f8, "
-           "i1-i8, u1-u8 or b1)",
+           "i1-i8, u1-u8, b1, or V2 as bf16)",
            (int)(n < 40 ? n : 40), v + 1);
   return false;
 }
@@ -272,11 +277,11 @@ bool npy_write(const char *path, const DLTensor *t, char *msg, size_t cap) {
   if (!ein_dtype_from_dl(t->dtype, &dt))
     return fail(msg, cap, "cannot write '%s': %s", path, "unknown dtype");
   const char *descr = NULL;
-  for (size_t i = 0; i < sizeof descrs / sizeof *descrs; i++)
-    if (descrs[i].dt == dt) descr = descrs[i].descr;
+  for (size_t i = 0; i < sizeof descrs / sizeof *descrs && !descr; i++)
+    if (descrs[i].dt == dt) descr = descrs[i].descr; /* the first: '<V2' */
   if (!descr)
     return fail(msg, cap, "cannot write '%s': %s", path,
-                "numpy has no such dtype (bf16)");
+                "numpy has no such dtype");
   char header[4096];
   int n = snprintf(header, sizeof header,
                    "{'descr': '%s', 'fortran_order': False, 'shape': (",

@@ -32,6 +32,8 @@ typedef enum ein_tok_kind {
   TOK_PLUS,      /* + (shape specs) */
   TOK_MINUS,     /* - not followed by > (shape specs) */
   TOK_BAD_DOTS,  /* one or two dots that do not make an ellipsis */
+  TOK_NUMBER_NAME, /* digits then a name, "2b" (einops dialect): an error,
+                      as in einops, not the number 2 and the axis b */
   TOK_BAD_BYTE,  /* a byte no rule accepts (punctuation, control, non-ASCII) */
   TOK_NUL        /* a NUL byte inside the text */
 } ein_tok_kind;

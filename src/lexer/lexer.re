@@ -60,6 +60,7 @@ static ein_tok_kind lex_einops(const unsigned char **cursor) {
   ein_tok_kind kind;
   /*!use:re2c:common
     ident   { kind = TOK_NAME; goto done; }
+    digits ident { kind = TOK_NUMBER_NAME; goto done; }
     "*"     { kind = TOK_STAR; goto done; }
     "#"     { kind = TOK_HASH; goto done; }
     "+"     { kind = TOK_PLUS; goto done; }
@@ -116,6 +117,7 @@ const char *ein_tok_kind_name(ein_tok_kind kind) {
   case TOK_PLUS: return "'+'";
   case TOK_MINUS: return "'-'";
   case TOK_BAD_DOTS: return "stray '.'";
+  case TOK_NUMBER_NAME: return "a number glued to a name";
   case TOK_BAD_BYTE: return "an unexpected character";
   case TOK_NUL: return "a NUL byte";
   }

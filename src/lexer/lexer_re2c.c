@@ -199,6 +199,59 @@ yy17:
     case '7':
     case '8':
     case '9': goto yy17;
+    case 'A':
+    case 'B':
+    case 'C':
+    case 'D':
+    case 'E':
+    case 'F':
+    case 'G':
+    case 'H':
+    case 'I':
+    case 'J':
+    case 'K':
+    case 'L':
+    case 'M':
+    case 'N':
+    case 'O':
+    case 'P':
+    case 'Q':
+    case 'R':
+    case 'S':
+    case 'T':
+    case 'U':
+    case 'V':
+    case 'W':
+    case 'X':
+    case 'Y':
+    case 'Z':
+    case '_':
+    case 'a':
+    case 'b':
+    case 'c':
+    case 'd':
+    case 'e':
+    case 'f':
+    case 'g':
+    case 'h':
+    case 'i':
+    case 'j':
+    case 'k':
+    case 'l':
+    case 'm':
+    case 'n':
+    case 'o':
+    case 'p':
+    case 'q':
+    case 'r':
+    case 's':
+    case 't':
+    case 'u':
+    case 'v':
+    case 'w':
+    case 'x':
+    case 'y':
+    case 'z': goto yy23;
     default: goto yy18;
   }
 yy18:
@@ -279,10 +332,80 @@ yy21:
 yy22:
   yych = *++YYCURSOR;
   switch (yych) {
-    case '.': goto yy23;
+    case '.': goto yy25;
     default: goto yy16;
   }
 yy23:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case '0':
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
+    case '8':
+    case '9':
+    case 'A':
+    case 'B':
+    case 'C':
+    case 'D':
+    case 'E':
+    case 'F':
+    case 'G':
+    case 'H':
+    case 'I':
+    case 'J':
+    case 'K':
+    case 'L':
+    case 'M':
+    case 'N':
+    case 'O':
+    case 'P':
+    case 'Q':
+    case 'R':
+    case 'S':
+    case 'T':
+    case 'U':
+    case 'V':
+    case 'W':
+    case 'X':
+    case 'Y':
+    case 'Z':
+    case '_':
+    case 'a':
+    case 'b':
+    case 'c':
+    case 'd':
+    case 'e':
+    case 'f':
+    case 'g':
+    case 'h':
+    case 'i':
+    case 'j':
+    case 'k':
+    case 'l':
+    case 'm':
+    case 'n':
+    case 'o':
+    case 'p':
+    case 'q':
+    case 'r':
+    case 's':
+    case 't':
+    case 'u':
+    case 'v':
+    case 'w':
+    case 'x':
+    case 'y':
+    case 'z': goto yy23;
+    default: goto yy24;
+  }
+yy24:
+  { kind = TOK_NUMBER_NAME; goto done; }
+yy25:
   ++YYCURSOR;
   { kind = TOK_ELLIPSIS; goto done; }
 }
@@ -302,12 +425,12 @@ static ein_tok_kind lex_numpy(const unsigned char **cursor) {
   unsigned char yych;
   yych = *YYCURSOR;
   switch (yych) {
-    case 0x00: goto yy25;
-    case '(': goto yy27;
-    case ')': goto yy28;
-    case ',': goto yy29;
-    case '-': goto yy30;
-    case '.': goto yy32;
+    case 0x00: goto yy27;
+    case '(': goto yy29;
+    case ')': goto yy30;
+    case ',': goto yy31;
+    case '-': goto yy32;
+    case '.': goto yy34;
     case '0':
     case '1':
     case '2':
@@ -317,7 +440,7 @@ static ein_tok_kind lex_numpy(const unsigned char **cursor) {
     case '6':
     case '7':
     case '8':
-    case '9': goto yy34;
+    case '9': goto yy36;
     case 'A':
     case 'B':
     case 'C':
@@ -369,41 +492,41 @@ static ein_tok_kind lex_numpy(const unsigned char **cursor) {
     case 'w':
     case 'x':
     case 'y':
-    case 'z': goto yy36;
-    default: goto yy26;
+    case 'z': goto yy38;
+    default: goto yy28;
   }
-yy25:
-  ++YYCURSOR;
-  { kind = TOK_NUL; goto done; }
-yy26:
-  ++YYCURSOR;
-  { kind = TOK_BAD_BYTE; goto done; }
 yy27:
   ++YYCURSOR;
-  { kind = TOK_LPAREN; goto done; }
+  { kind = TOK_NUL; goto done; }
 yy28:
   ++YYCURSOR;
-  { kind = TOK_RPAREN; goto done; }
+  { kind = TOK_BAD_BYTE; goto done; }
 yy29:
   ++YYCURSOR;
-  { kind = TOK_COMMA; goto done; }
+  { kind = TOK_LPAREN; goto done; }
 yy30:
-  yych = *++YYCURSOR;
-  switch (yych) {
-    case '>': goto yy37;
-    default: goto yy31;
-  }
+  ++YYCURSOR;
+  { kind = TOK_RPAREN; goto done; }
 yy31:
-  { kind = TOK_MINUS; goto done; }
+  ++YYCURSOR;
+  { kind = TOK_COMMA; goto done; }
 yy32:
   yych = *++YYCURSOR;
   switch (yych) {
-    case '.': goto yy38;
+    case '>': goto yy39;
     default: goto yy33;
   }
 yy33:
-  { kind = TOK_BAD_DOTS; goto done; }
+  { kind = TOK_MINUS; goto done; }
 yy34:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case '.': goto yy40;
+    default: goto yy35;
+  }
+yy35:
+  { kind = TOK_BAD_DOTS; goto done; }
+yy36:
   yych = *++YYCURSOR;
   switch (yych) {
     case '0':
@@ -415,24 +538,24 @@ yy34:
     case '6':
     case '7':
     case '8':
-    case '9': goto yy34;
-    default: goto yy35;
+    case '9': goto yy36;
+    default: goto yy37;
   }
-yy35:
+yy37:
   { kind = TOK_INT; goto done; }
-yy36:
+yy38:
   ++YYCURSOR;
   { kind = TOK_NAME; goto done; }
-yy37:
+yy39:
   ++YYCURSOR;
   { kind = TOK_ARROW; goto done; }
-yy38:
+yy40:
   yych = *++YYCURSOR;
   switch (yych) {
-    case '.': goto yy39;
-    default: goto yy33;
+    case '.': goto yy41;
+    default: goto yy35;
   }
-yy39:
+yy41:
   ++YYCURSOR;
   { kind = TOK_ELLIPSIS; goto done; }
 }
@@ -476,6 +599,7 @@ const char *ein_tok_kind_name(ein_tok_kind kind) {
   case TOK_PLUS: return "'+'";
   case TOK_MINUS: return "'-'";
   case TOK_BAD_DOTS: return "stray '.'";
+  case TOK_NUMBER_NAME: return "a number glued to a name";
   case TOK_BAD_BYTE: return "an unexpected character";
   case TOK_NUL: return "a NUL byte";
   }

@@ -108,6 +108,12 @@ static ein_status unexpected(parser *p, const char *expected) {
   case TOK_BAD_DOTS:
     return fail_at(p, EIN_ERR_SYNTAX, at,
                    "expected '...' (three dots), found %s", found);
+  case TOK_NUMBER_NAME:
+    return fail_at(p, EIN_ERR_SYNTAX, at,
+                   "'%.*s' is a number glued to a name: an axis name starts "
+                   "with a letter or '_', and a number is followed by a space",
+                   p->tok.length > 40 ? 40 : (int)p->tok.length,
+                   p->lx.src + p->tok.offset);
   case TOK_BAD_BYTE: {
     unsigned char c = (unsigned char)p->lx.src[p->tok.offset];
     if (c >= 0x80)

@@ -53,6 +53,7 @@ typedef struct planner {
   ein_dtype dtype, cdtype;
   int cap_steps, cap_bufs;
   double memory_limit; /* elements of one intermediate; 0: none */
+  int64_t memory_limit_bytes; /* the same as the caller gave it */
   node *nodes;
   int nnodes;
 } planner;
@@ -892,6 +893,29 @@ static ein_status make_leaves(planner *pl, const pview *inv, ein_axset outset,
   return EIN_OK;
 }
 
+/* The path search avoids intermediates past the memory limit, but where
+ * every order needs a larger one it takes the cheapest anyway: that is an
+ * EIN_ERR_LIMIT naming the largest intermediate the chosen order needs.
+ * The root is the output, not an intermediate. */
+static ein_status check_memory_limit(planner *pl, int n) {
+  if (pl->memory_limit <= 0) return EIN_OK;
+  int worst = -1;
+  double worst_elems = 0;
+  for (int k = n; k < pl->nnodes - 1; k++) {
+    double v = ein_axset_volume(pl->nodes[k].set, pl->size);
+    if (v > worst_elems) worst_elems = v, worst = k;
+  }
+  if (worst < 0 || worst_elems <= pl->memory_limit) return EIN_OK;
+  size_t es = ein_dtype_size(pl->cdtype);
+  return ein_fail_limit(
+      pl->err,
+      "no contraction order was found that keeps every intermediate within "
+      "the memory limit of %lld bytes: the order taken needs %.0f bytes "
+      "(%.0f elements of %s) for the result of its step %d",
+      (long long)pl->memory_limit_bytes, worst_elems * (double)es,
+      worst_elems, ein_dtype_name(pl->cdtype), worst - n + 1);
+}
+
 /* The contraction tree from the path: SSA id k >= n is node n + (k - n). */
 static ein_status build_tree(planner *pl, ein_axset outset,
                              const ein_axset *sets) {
@@ -958,7 +982,8 @@ static ein_status plan_contraction(planner *pl, pview *inv,
   outset = ein_axset_and(outset, in_any); /* repeats come last */
   ein_status st;
   if ((st = make_leaves(pl, inv, outset, sets)) ||
-      (st = build_tree(pl, outset, sets)))
+      (st = build_tree(pl, outset, sets)) ||
+      (st = check_memory_limit(pl, n)))
     return st;
   for (int i = 0; i < n; i++)
     if ((st = reduce_leaf(pl, i, &inv[i]))) return st;
@@ -1140,9 +1165,11 @@ static ein_status planner_init(planner *pl, const ein_tensor_desc *inputs,
   if (st) return st;
   pl->cdtype = pl->caps->round_intermediates ? pl->dtype
                                               : ein_dtype_compute(pl->dtype);
-  if (limits && limits->memory_limit > 0)
+  if (limits && limits->memory_limit > 0) {
+    pl->memory_limit_bytes = limits->memory_limit;
     pl->memory_limit =
         (double)limits->memory_limit / (double)ein_dtype_size(pl->cdtype);
+  }
   ir->dtype = pl->dtype;
   ir->reduction = p->reduction;
   ir->ninputs = p->ninputs;

@@ -94,6 +94,47 @@ static const char *size_unit(double bytes, double *scaled) {
   return units[u];
 }
 
+/* A time in the unit that keeps it readable: "0.0635 ns", "12.5 µs",
+ * "3.2 ms", "1.5 s" (three significant digits). */
+static void time_text(char *buf, size_t cap, double seconds) {
+  static const struct { double scale; const char *unit; } units[] = {
+      {1e9, "ns"}, {1e6, "\xc2\xb5s"}, {1e3, "ms"}, {1, "s"}};
+  int u = 0;
+  while (u < 3 && seconds * units[u].scale >= 1000) u++;
+  snprintf(buf, cap, "%.3g %s", seconds * units[u].scale, units[u].unit);
+}
+
+/* Appends text right-aligned in `width` columns; 'µ' is two bytes but one
+ * column. */
+static void append_right(ein_strbuf *sb, const char *text, int width) {
+  int cols = 0;
+  for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+    cols += (*c & 0xc0) != 0x80; /* continuation bytes take no column */
+  ein_strbuf_printf(sb, "%*s%s", width > cols ? width - cols : 0, "", text);
+}
+
+/* The path in opt_einsum's linear form, which names operands by their
+ * place in a list that each contraction shrinks (the two removed, the
+ * result appended), from the plan's SSA form (0..n-1 the inputs, n+k the
+ * k-th result). lin[k] is sorted, as opt_einsum writes it. */
+static void linear_path(const ein_plan_ir *ir, int (*lin)[2]) {
+  int live[EIN_MAX_OPERANDS], nlive = ir->ninputs;
+  for (int i = 0; i < nlive; i++) live[i] = i;
+  for (int k = 0; k < ir->npath; k++) {
+    int at[2] = {0, 0};
+    for (int s = 0; s < 2; s++)
+      for (int i = 0; i < nlive; i++)
+        if (live[i] == ir->path[k][s]) at[s] = i;
+    lin[k][0] = at[0] < at[1] ? at[0] : at[1];
+    lin[k][1] = at[0] < at[1] ? at[1] : at[0];
+    int kept = 0; /* drop both, keeping the order of the rest */
+    for (int i = 0; i < nlive; i++)
+      if (i != at[0] && i != at[1]) live[kept++] = live[i];
+    live[kept] = ir->ninputs + k;
+    nlive = kept + 1;
+  }
+}
+
 static const char *role_word(ein_axis_role r) {
   return r == EIN_AXIS_REDUCED ? "reduced"
          : r == EIN_AXIS_REPEATED ? "repeated"
@@ -123,6 +164,14 @@ static void text_summary(const ein_plan_ir *ir, const char *expr,
   ein_strbuf_printf(sb, "\npath         %s", ir->path_method);
   for (int i = 0; i < ir->npath; i++)
     ein_strbuf_printf(sb, " (%d,%d)", ir->path[i][0], ir->path[i][1]);
+  if (ir->npath > 0) {
+    int lin[EIN_MAX_OPERANDS][2];
+    linear_path(ir, lin);
+    ein_strbuf_printf(sb, "\n             as opt_einsum: [");
+    for (int i = 0; i < ir->npath; i++)
+      ein_strbuf_printf(sb, "%s(%d, %d)", i ? ", " : "", lin[i][0], lin[i][1]);
+    ein_strbuf_printf(sb, "]");
+  }
   ein_strbuf_printf(sb, "\nnaive FLOPs  %.4g\nplan FLOPs   %.4g   speed-up %.3gx\n",
                     ir->naive_flops, ir->flops,
                     ir->flops > 0 ? ir->naive_flops / ir->flops : 1.0);
@@ -134,10 +183,11 @@ static void text_summary(const ein_plan_ir *ir, const char *expr,
                     (long long)ir->largest_intermediate, sc, u);
   u = size_unit((double)ir->workspace_bytes, &sc);
   ein_strbuf_printf(sb, "   workspace %.3g %s\n", sc, u);
-  double t = ein_plan_predicted_seconds(ir, m);
+  char t[32];
+  time_text(t, sizeof t, ein_plan_predicted_seconds(ir, m));
   ein_strbuf_printf(sb,
-                    "predicted    %.4g ms on %s (%.0f TFLOP/s %s, %.3g TB/s)\n",
-                    t * 1e3, m->name, peak_for(m, ir->dtype) / 1e12,
+                    "predicted    %s on %s (%.0f TFLOP/s %s, %.3g TB/s)\n",
+                    t, m->name, peak_for(m, ir->dtype) / 1e12,
                     ein_dtype_name(ir->dtype), m->bandwidth / 1e12);
 }
 
@@ -190,9 +240,9 @@ static void report_text(const ein_plan_ir *ir, const char *expr,
                         const char *backend, const ein_device_model *m,
                         ein_strbuf *sb) {
   text_summary(ir, expr, backend, m, sb);
-  ein_strbuf_printf(sb, "\n%-3s %-8s %-10s %-14s %-46s %10s %10s %7s %9s\n",
+  ein_strbuf_printf(sb, "\n%-3s %-8s %-10s %-14s %-46s %10s %10s %7s %10s\n",
                     "#", "step", "role", "operands", "batch / M / N / K",
-                    "FLOPs", "bytes", "FLOP/B", "ms");
+                    "FLOPs", "bytes", "FLOP/B", "predicted");
   for (int i = 0; i < ir->nsteps; i++) {
     const ein_step *s = &ir->steps[i];
     char ops[64];
@@ -200,11 +250,14 @@ static void report_text(const ein_plan_ir *ir, const char *expr,
     ein_strbuf groups = {0};
     step_groups(ir, s, &groups);
     double bytes = s->bytes_read + s->bytes_written;
-    ein_strbuf_printf(sb, "%-3d %-8s %-10s %-14s %-46s %10.4g %10.4g %7.3g %9.4f\n",
+    ein_strbuf_printf(sb, "%-3d %-8s %-10s %-14s %-46s %10.4g %10.4g %7.3g ",
                       i + 1, ein_step_name(s), ein_step_role_name(s->role),
                       ops, groups.data ? groups.data : "", s->flops, bytes,
-                      bytes > 0 ? s->flops / bytes : 0.0,
-                      step_seconds(m, s) * 1e3);
+                      bytes > 0 ? s->flops / bytes : 0.0);
+    char t[32];
+    time_text(t, sizeof t, step_seconds(m, s));
+    append_right(sb, t, 10);
+    ein_strbuf_printf(sb, "\n");
     if (groups.failed) sb->failed = true;
     ein_strbuf_free(&groups);
   }
@@ -246,6 +299,11 @@ static void json_summary(const ein_plan_ir *ir, const char *expr,
   for (int i = 0; i < ir->npath; i++)
     ein_strbuf_printf(sb, "%s[%d,%d]", i ? "," : "", ir->path[i][0],
                       ir->path[i][1]);
+  int lin[EIN_MAX_OPERANDS][2];
+  linear_path(ir, lin);
+  ein_strbuf_printf(sb, "],\"path_linear\":[");
+  for (int i = 0; i < ir->npath; i++)
+    ein_strbuf_printf(sb, "%s[%d,%d]", i ? "," : "", lin[i][0], lin[i][1]);
   ein_strbuf_printf(sb,
                     "],\"naive_flops\":%.17g,\"flops\":%.17g,"
                     "\"speedup\":%.6g,\"largest_intermediate\":%lld,"
