@@ -59,6 +59,13 @@ typedef struct einpy_tensor {
  * zero-copy. */
 int einpy_tensor_import(PyObject *obj, einpy_tensor *out);
 
+/* The same for a numpy array, a little faster: the legacy __dlpack__()
+ * (no keyword to parse, no bound method made), and the versioned form only
+ * for the read-only arrays that numpy exports no other way. read_only is
+ * then 0 for writable arrays and arrays taken the legacy way alike, so
+ * this is for inputs and for outputs einc allocated itself. */
+int einpy_tensor_import_numpy(PyObject *obj, einpy_tensor *out);
+
 /* Calls the producer's deleter (needs the GIL) and empties *t. Safe on an
  * empty tensor. */
 void einpy_tensor_release(einpy_tensor *t);

@@ -158,7 +158,7 @@ static int make_plan(fast_entry *e, const char *expr, const ein_options *o,
                       ? einpy_fast_empty(e->out_shape, e->np_dtype)
                       : NULL;
   einpy_tensor t = {0};
-  int ok = out && einpy_tensor_import(out, &t) == 0 &&
+  int ok = out && einpy_tensor_import_numpy(out, &t) == 0 &&
            ein_plan_create(einpy_ctx(), expr, ins, e->ninputs, t.t, o,
                            &e->plan) == EIN_OK;
   einpy_tensor_release(&t);
@@ -201,10 +201,14 @@ int einpy_fast_import(PyObject *tensors, einpy_tensor *in, int *n) {
   for (Py_ssize_t i = 0; i < count; i++)
     if ((PyObject *)Py_TYPE(PyTuple_GetItem(tensors, i)) != ndarray_type)
       return 0;
-  if (einpy_tensors_import(tensors, in, n) < 0) {
-    PyErr_Clear(); /* numpy refused (bfloat16, byte order): general path */
-    return 0;
-  }
+  for (*n = 0; *n < (int)count; ++*n)
+    if (einpy_tensor_import_numpy(PyTuple_GetItem(tensors, *n), &in[*n]) <
+        0) {
+      PyErr_Clear(); /* numpy refused (bfloat16, byte order): general path */
+      einpy_tensors_release(in, *n);
+      *n = 0;
+      return 0;
+    }
   for (int i = 1; i < *n; i++) {
     DLDataType a = in[0].t->dtype, b = in[i].t->dtype;
     if (a.code != b.code || a.bits != b.bits || a.lanes != b.lanes) {
@@ -224,7 +228,7 @@ static PyObject *run_entry(fast_entry *e, einpy_tensor *in, int n) {
   e->users++; /* numpy.empty may run other Python code (a GC pass) too */
   PyObject *out = einpy_fast_empty(e->out_shape, e->np_dtype);
   einpy_tensor o = {0};
-  if (out && einpy_tensor_import(out, &o) == 0) {
+  if (out && einpy_tensor_import_numpy(out, &o) == 0) {
     const DLTensor *ins[EIN_MAX_OPERANDS];
     for (int i = 0; i < n; i++) ins[i] = in[i].t;
     ein_status st;

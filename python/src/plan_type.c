@@ -258,7 +258,8 @@ static PyObject *plan_run_numpy(PyObject *self, PyObject *tensors) {
                         : NULL;
   PyObject *out = dtype ? einpy_fast_empty(p->out_shape, dtype) : NULL;
   Py_XDECREF(dtype);
-  int ok = out && einpy_tensor_import(out, &o) == 0 && run(p, in, nin, &o) == 0;
+  int ok =
+      out && einpy_tensor_import_numpy(out, &o) == 0 && run(p, in, nin, &o) == 0;
   einpy_tensors_release(in, nin);
   einpy_tensor_release(&o);
   if (!ok) Py_CLEAR(out);

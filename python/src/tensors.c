@@ -106,6 +106,21 @@ static int take_from_capsule(PyObject *capsule, einpy_tensor *out) {
   return 0;
 }
 
+int einpy_tensor_import_numpy(PyObject *obj, einpy_tensor *out) {
+  static PyObject *name;
+  if (!name && !(name = PyUnicode_InternFromString("__dlpack__"))) return -1;
+  memset(out, 0, sizeof *out);
+  PyObject *capsule = PyObject_CallMethodObjArgs(obj, name, NULL);
+  if (!capsule) {
+    if (!PyErr_ExceptionMatches(PyExc_BufferError)) return -1;
+    PyErr_Clear(); /* read-only: only the versioned form can say so */
+    return einpy_tensor_import(obj, out);
+  }
+  int r = take_from_capsule(capsule, out);
+  Py_DECREF(capsule);
+  return r;
+}
+
 int einpy_tensor_import(PyObject *obj, einpy_tensor *out) {
   memset(out, 0, sizeof *out);
   PyObject *capsule = ask_capsule(obj);
