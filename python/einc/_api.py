@@ -131,22 +131,12 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
     without copies; the result is an array of the same library. Errors
     raise einc.EincError with the expression and a caret under the culprit.
     """
-    if (out is None and backend == "auto" and not axis_sizes
-            and (reduce is None or reduce.__class__ is str)):
+    if out is None and not axis_sizes and backend == "auto":
         # The cached path of plain numpy calls (python/src/fastpath.c);
         # None sends the call the general way.
-        expr = args[0] if args else None
-        if expr.__class__ is str:
-            tensors = args[1:]
-        else:
-            expr = args[-1] if args else None
-            tensors = args[:-1]
-        if expr.__class__ is str:
-            result = _fast(expr, tensors,
-                           -1 if numpy is None else 1 if numpy else 0,
-                           reduce or _DEFAULT_REDUCTION)
-            if result is not None:
-                return result
+        result = _fast(args, numpy, reduce)
+        if result is not None:
+            return result
     expr, tensors = split_expr(args)
     return evaluate(expr, tensors, reduce=reduce, backend=backend, out=out,
                     numpy=numpy, lengths=_lengths(axis_sizes))

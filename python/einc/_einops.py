@@ -34,8 +34,8 @@ def rearrange(tensor, pattern: str, **axes_lengths):
     """
     if "->" not in pattern:
         raise EincError(f"rearrange needs '->' in its pattern: {pattern!r}")
-    if not axes_lengths and pattern.__class__ is str:
-        result = _fast(pattern, (tensor,), 0, "sum")  # plain numpy, cached
+    if not axes_lengths:
+        result = _fast((tensor, pattern), False, None)  # plain numpy, cached
         if result is not None:
             return result
     return evaluate(pattern, (_single(tensor),), numpy=False,
@@ -52,8 +52,8 @@ def reduce(tensor, pattern: str, reduction: str, **axes_lengths):
         raise EincError(
             f"unknown reduction {reduction!r}: einc compiles "
             f"{', '.join(_REDUCTIONS)}")
-    if not axes_lengths and pattern.__class__ is str:
-        result = _fast(pattern, (tensor,), 0, reduction)
+    if not axes_lengths:
+        result = _fast((tensor, pattern), False, reduction)
         if result is not None:
             return result
     return evaluate(pattern, (_single(tensor),), reduce=reduction,

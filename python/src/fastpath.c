@@ -11,7 +11,8 @@
  * those layouts, for a C-contiguous output), the output's shape as a tuple
  * and the numpy dtype of the result. A hit takes the inputs through
  * DLPack, allocates the output with one numpy.empty call and runs the plan
- * with the GIL released.
+ * with the GIL released (kept for plans of a few thousand FLOPs and bytes,
+ * where the switch would cost more than the work).
  *
  * Anything out of the ordinary answers None and the caller takes the
  * general path, which gives the same result or the same error: inputs
@@ -28,6 +29,8 @@
 #include "einpy.h"
 
 #define FAST_SLOTS 64
+#define KEEP_GIL_FLOPS 4096.0
+#define KEEP_GIL_BYTES 4096.0
 
 typedef struct fast_entry {
   PyObject *expr;      /* str, compared by value */
@@ -41,6 +44,7 @@ typedef struct fast_entry {
   PyObject *out_shape; /* tuple */
   PyObject *np_dtype;  /* the first input's dtype object */
   int users;           /* calls running the plan without the GIL */
+  int keep_gil;        /* a plan too small to be worth a thread switch */
   int evicted;
   Py_hash_t hash;
 } fast_entry;
@@ -163,6 +167,10 @@ static int make_plan(fast_entry *e, const char *expr, const ein_options *o,
                            &e->plan) == EIN_OK;
   einpy_tensor_release(&t);
   Py_XDECREF(out);
+  /* Below about a microsecond of work, releasing and taking back the GIL
+   * costs more than another thread could gain meanwhile. */
+  e->keep_gil = ok && ein_plan_flops(e->plan) < KEEP_GIL_FLOPS &&
+                ein_plan_min_bytes(e->plan) < KEEP_GIL_BYTES;
   return ok ? 0 : -1;
 }
 
@@ -194,16 +202,16 @@ static fast_entry *plan_entry(PyObject *expr, Py_hash_t hash, int dialect,
   return NULL;
 }
 
-int einpy_fast_import(PyObject *tensors, einpy_tensor *in, int *n) {
-  if (!ndarray_type || !PyTuple_Check(tensors)) return 0;
-  Py_ssize_t count = PyTuple_Size(tensors);
-  if (count < 1 || count > EIN_MAX_OPERANDS) return 0;
+/* einpy_fast_import on tuple items [first, first + count). */
+static int import_items(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
+                        einpy_tensor *in, int *n) {
+  if (!ndarray_type || count < 1 || count > EIN_MAX_OPERANDS) return 0;
   for (Py_ssize_t i = 0; i < count; i++)
-    if ((PyObject *)Py_TYPE(PyTuple_GetItem(tensors, i)) != ndarray_type)
+    if ((PyObject *)Py_TYPE(PyTuple_GetItem(tuple, first + i)) != ndarray_type)
       return 0;
   for (*n = 0; *n < (int)count; ++*n)
-    if (einpy_tensor_import_numpy(PyTuple_GetItem(tensors, *n), &in[*n]) <
-        0) {
+    if (einpy_tensor_import_numpy(PyTuple_GetItem(tuple, first + *n),
+                                  &in[*n]) < 0) {
       PyErr_Clear(); /* numpy refused (bfloat16, byte order): general path */
       einpy_tensors_release(in, *n);
       *n = 0;
@@ -219,11 +227,16 @@ int einpy_fast_import(PyObject *tensors, einpy_tensor *in, int *n) {
   return 1;
 }
 
-/* Allocates the output and runs e's plan on it; the new array or NULL. */
+int einpy_fast_import(PyObject *tensors, einpy_tensor *in, int *n) {
+  return PyTuple_Check(tensors) &&
+         import_items(tensors, 0, PyTuple_Size(tensors), in, n);
+}
+
 PyObject *einpy_fast_empty(PyObject *shape, PyObject *dtype) {
   return PyObject_CallFunctionObjArgs(np_empty, shape, dtype, NULL);
 }
 
+/* Allocates the output and runs e's plan on it; the new array or NULL. */
 static PyObject *run_entry(fast_entry *e, einpy_tensor *in, int n) {
   e->users++; /* numpy.empty may run other Python code (a GC pass) too */
   PyObject *out = einpy_fast_empty(e->out_shape, e->np_dtype);
@@ -232,9 +245,14 @@ static PyObject *run_entry(fast_entry *e, einpy_tensor *in, int n) {
     const DLTensor *ins[EIN_MAX_OPERANDS];
     for (int i = 0; i < n; i++) ins[i] = in[i].t;
     ein_status st;
-    Py_BEGIN_ALLOW_THREADS st =
-        ein_plan_execute(einpy_ctx(), e->plan, ins, n, o.t);
-    Py_END_ALLOW_THREADS if (st != EIN_OK) {
+    if (e->keep_gil) {
+      st = ein_plan_execute(einpy_ctx(), e->plan, ins, n, o.t);
+    } else {
+      Py_BEGIN_ALLOW_THREADS st =
+          ein_plan_execute(einpy_ctx(), e->plan, ins, n, o.t);
+      Py_END_ALLOW_THREADS
+    }
+    if (st != EIN_OK) {
       einpy_raise(ein_last_error(einpy_ctx()));
       Py_CLEAR(out);
     }
@@ -267,32 +285,66 @@ static int parse_reduction(PyObject *name) {
   return last_value;
 }
 
-/* fast(expr, tensors, dialect, reduction) -> result, or None for the
- * general path. dialect: -1 detect, 0 einops, 1 numpy. */
-static PyObject *py_fast(PyObject *self, PyObject *args) {
-  (void)self;
-  PyObject *expr, *tensors, *reduction_name;
-  int dialect;
-  if (!PyArg_ParseTuple(args, "UOiU:fast", &expr, &tensors, &dialect,
-                        &reduction_name))
-    return NULL;
-  int reduction = parse_reduction(reduction_name);
-  einpy_tensor in[EIN_MAX_OPERANDS];
-  int n = 0;
-  if (reduction < 0 || !einpy_fast_import(tensors, in, &n)) Py_RETURN_NONE;
+/* The call's expression and where its tensors are in args: einc's order
+ * (expression first) or einops' (last). 0 when neither is a str. */
+static int split_args(PyObject *args, PyObject **expr, Py_ssize_t *first,
+                      Py_ssize_t *count) {
+  Py_ssize_t n = PyTuple_Size(args);
+  if (n < 2) return 0;
+  *count = n - 1;
+  *expr = PyTuple_GetItem(args, 0);
+  *first = 1;
+  if (PyUnicode_CheckExact(*expr)) return 1;
+  *expr = PyTuple_GetItem(args, n - 1);
+  *first = 0;
+  return PyUnicode_CheckExact(*expr);
+}
+
+/* The table's entry for this call, planned on a miss; NULL (no exception)
+ * for the general path. */
+static fast_entry *entry_for(PyObject *expr, int dialect, int reduction,
+                             PyObject *first, einpy_tensor *in, int n) {
   Py_hash_t hash = PyObject_Hash(expr);
   fast_entry *e = lookup(expr, hash, dialect, reduction, in, n);
-  if (!e) {
-    e = plan_entry(expr, hash, dialect, reduction,
-                   PyTuple_GetItem(tensors, 0), in, n);
-    if (e) insert(e);
+  if (e) return e;
+  e = plan_entry(expr, hash, dialect, reduction, first, in, n);
+  if (e)
+    insert(e);
+  else
+    PyErr_Clear();
+  return e;
+}
+
+/* fast(args, numpy, reduce) -> result, or None for the general path.
+ * args is einsum's (expression first or last, then or before the
+ * tensors); numpy None guesses the dialect, else its truth picks it;
+ * reduce None is 'sum'. */
+static PyObject *py_fast(PyObject *self, PyObject *fargs) {
+  (void)self;
+  if (PyTuple_Size(fargs) != 3) {
+    PyErr_SetString(PyExc_TypeError, "fast(args, numpy, reduce)");
+    return NULL;
   }
+  PyObject *args = PyTuple_GetItem(fargs, 0), *expr;
+  PyObject *numpy = PyTuple_GetItem(fargs, 1);
+  PyObject *reduce = PyTuple_GetItem(fargs, 2);
+  Py_ssize_t first, count;
+  int dialect = numpy == Py_None ? -1 : PyObject_IsTrue(numpy);
+  int reduction = reduce == Py_None              ? (int)EIN_REDUCE_SUM
+                  : PyUnicode_CheckExact(reduce) ? parse_reduction(reduce)
+                                                 : -1;
+  einpy_tensor in[EIN_MAX_OPERANDS];
+  int n = 0;
+  if (dialect < 0 && numpy != Py_None) return NULL; /* its __bool__ raised */
+  if (!PyTuple_Check(args) || reduction < 0 ||
+      !split_args(args, &expr, &first, &count) ||
+      !import_items(args, first, count, in, &n))
+    Py_RETURN_NONE;
+  fast_entry *e = entry_for(expr, dialect, reduction,
+                            PyTuple_GetItem(args, first), in, n);
   PyObject *result = e ? run_entry(e, in, n) : NULL;
   einpy_tensors_release(in, n);
-  if (!e) {
-    PyErr_Clear();
-    Py_RETURN_NONE;
-  }
+  if (!e) Py_RETURN_NONE;
   return result;
 }
 
@@ -314,7 +366,7 @@ static PyObject *py_fast_setup(PyObject *self, PyObject *args) {
 
 static PyMethodDef fast_methods[] = {
     {"fast", py_fast, METH_VARARGS,
-     "fast(expr, tensors, dialect, reduction) -> result, or None when the "
+     "fast(args, numpy, reduce) -> result, or None when the "
      "call needs the general path"},
     {"fast_setup", py_fast_setup, METH_VARARGS,
      "fast_setup(ndarray, empty, numpy_dialect): enables fast()"},

@@ -19,17 +19,20 @@ def rand(shape, dtype=np.float64, seed=0):
 def test_plain_numpy_takes_it_others_do_not():
     a, b = rand((3, 4)), rand((4, 5), seed=1)
     einc.einsum("i j, j k -> i k", a, b)  # arms it
-    got = _einc.fast("i j, j k -> i k", (a, b), -1, "sum")
+    got = _einc.fast(("i j, j k -> i k", a, b), None, None)
     assert got is not None
     np.testing.assert_allclose(got, a @ b)
-    assert _einc.fast("i j, j k -> i k", (a, b.astype(np.float32)), -1,
-                      "sum") is None  # mixed dtypes: numpy's promotion
-    assert _einc.fast("i j, j k -> i k", (a.view(np.matrix), b), -1,
-                      "sum") is None  # a subclass
-    assert _einc.fast("i j -> j i", ([[1.0, 2.0]],), 0, "sum") is None
-    assert _einc.fast("i j -> j i", (a,), 0, "median") is None
-    assert _einc.fast("i j, j k -> i k", (a, rand((5, 5))), -1,
-                      "sum") is None  # an error: the general path raises it
+    assert _einc.fast((a, b, "i j, j k -> i k"), None, "sum") is not None
+    assert _einc.fast(("i j, j k -> i k", a, b.astype(np.float32)), None,
+                      None) is None  # mixed dtypes: numpy's promotion
+    assert _einc.fast(("i j, j k -> i k", a.view(np.matrix), b), None,
+                      None) is None  # a subclass
+    assert _einc.fast(("i j -> j i", [[1.0, 2.0]]), False, None) is None
+    assert _einc.fast(("i j -> j i", a), False, "median") is None
+    assert _einc.fast(("i j -> j i", a), False, len) is None
+    assert _einc.fast((a, b), None, None) is None  # no expression
+    assert _einc.fast(("i j, j k -> i k", a, rand((5, 5))), None,
+                      None) is None  # an error: the general path raises it
 
 
 def test_layouts_are_told_apart():
@@ -109,3 +112,14 @@ def test_errors_keep_the_general_paths_text():
     with pytest.raises(einc.EincError) as check_err:
         einc.check("a b, b c -> a c", a.shape, b.shape)
     assert str(fast_err.value) == str(check_err.value)
+
+
+def test_read_only_inputs():
+    """numpy exports read-only arrays only in DLPack's versioned form."""
+    a = np.broadcast_to(rand((1, 4)), (3, 4))  # read-only, stride 0
+    assert not a.flags.writeable
+    for _ in range(2):
+        got = _einc.fast(("i j -> j i", a), False, None)
+        assert got is not None
+        np.testing.assert_array_equal(got, a.T)
+        assert got.flags.writeable
