@@ -114,30 +114,32 @@ def time_interleaved(fns, rounds, number):
     return [statistics.median(s) for s in samples]
 
 
-def large_gemm(cli, runs=20):
-    """(einc.einsum ms, einc bench ms or None) for a 1024^3 f32 GEMM. The
-    Python side rotates as many input copies as `einc bench` says it did
-    (inputs that fit in the last-level cache are rotated there), so both
-    read inputs from the same level of memory."""
+def large_gemm(cli, rounds=5, runs=10):
+    """Per-alternation medians (ms) for a 1024^3 f32 GEMM: `einc bench`
+    (the C library alone, from the CLI; None without it), einc.einsum and
+    einc.einsum with out= (no allocation), `runs` calls each, alternated
+    `rounds` times so load from elsewhere on the machine hits all three.
+    The Python calls reuse one pair of inputs, as a hot loop does."""
     expr = "i j, j k -> i k"
-    c, copies = None, 1
-    if cli:
-        out = subprocess.run(
-            [cli, "bench", expr, "1024x1024", "1024x1024", "--backend", "cpu",
-             "--runs", str(runs), "--no-floor", "--json"],
-            capture_output=True, text=True, check=True).stdout
-        rep = json.loads(out)
-        c, copies = float(rep["ms"]), int(rep.get("input_copies", 1))
     r = np.random.default_rng(1)
-    pairs = [tuple(r.standard_normal((1024, 1024)).astype(np.float32)
-                   for _ in range(2)) for _ in range(copies)]
-    for a, b in pairs[:3]:
+    a, b = (r.standard_normal((1024, 1024)).astype(np.float32)
+            for _ in range(2))
+    out = np.empty((1024, 1024), np.float32)
+    for _ in range(3):
         einc.einsum(expr, a, b)
-    times = []
-    for i in range(runs):
-        a, b = pairs[i % copies]
-        times.append(timeit.timeit(lambda: einc.einsum(expr, a, b), number=1))
-    return statistics.median(times) * 1e3, c
+    c, py, py_out = [], [], []
+    for _ in range(rounds):
+        if cli:
+            rep = json.loads(subprocess.run(
+                [cli, "bench", expr, "1024x1024", "1024x1024", "--backend",
+                 "cpu", "--runs", str(runs), "--no-floor", "--json"],
+                capture_output=True, text=True, check=True).stdout)
+            c.append(float(rep["ms"]))
+        for sink, kw in ((py, {}), (py_out, {"out": out})):
+            sink.append(statistics.median(timeit.repeat(
+                lambda: einc.einsum(expr, a, b, **kw), number=1,
+                repeat=runs)) * 1e3)
+    return c or None, py, py_out
 
 
 def versions():
@@ -163,13 +165,20 @@ def report(rows, large, args):
               f"{t / base[group]:.2f}x |")
     if large is None:
         return
-    py, c = large
-    print(f"\n1024x1024 f32 GEMM, median of 20: einc.einsum {py:.3f} ms", end="")
-    if c is not None:
-        print(f"; einc bench (C library) {c:.3f} ms; Python adds "
-              f"{(py - c) / c * 100:+.2f}%")
+    c, py, py_out = large
+    med = statistics.median
+    print("\n1024x1024 f32 GEMM, ms (median of 10 runs, 5 alternations):\n")
+    print("| round | einc bench (C) | einc.einsum | einc.einsum out= |")
+    print("|---|---|---|---|")
+    for i in range(len(py)):
+        print(f"| {i + 1} | {c[i] if c else float('nan'):.3f} | {py[i]:.3f} "
+              f"| {py_out[i]:.3f} |")
+    print(f"| median | {med(c) if c else float('nan'):.3f} | {med(py):.3f} "
+          f"| {med(py_out):.3f} |")
+    if c:
+        print(f"\neinc.einsum vs einc bench: {(med(py) - med(c)) / med(c) * 100:+.2f}%")
     else:
-        print("; einc CLI not found (--einc PATH)")
+        print("\neinc CLI not found (--einc PATH)")
 
 
 def main():
