@@ -266,10 +266,11 @@ static PyObject *run_entry(fast_entry *e, einpy_tensor *in, int n) {
 
 /* The ein_reduction a name gives, or -1 (no exception). The last name
  * seen is remembered by identity: callers pass the same str constant. */
+static PyObject *last_reduction; /* owned */
+static int last_reduction_value;
+
 static int parse_reduction(PyObject *name) {
-  static PyObject *last; /* owned */
-  static int last_value;
-  if (name == last) return last_value;
+  if (name == last_reduction) return last_reduction_value;
   PyObject *utf8 = PyUnicode_AsUTF8String(name);
   ein_reduction r;
   int ok = utf8 && ein_reduction_parse(PyBytes_AsString(utf8), &r) == EIN_OK;
@@ -279,10 +280,10 @@ static int parse_reduction(PyObject *name) {
     return -1;
   }
   Py_INCREF(name);
-  Py_XDECREF(last);
-  last = name;
-  last_value = (int)r;
-  return last_value;
+  Py_XDECREF(last_reduction);
+  last_reduction = name;
+  last_reduction_value = (int)r;
+  return last_reduction_value;
 }
 
 /* The call's expression and where its tensors are in args: einc's order
@@ -383,4 +384,5 @@ void einpy_fast_free(void) {
   Py_CLEAR(ndarray_type);
   Py_CLEAR(np_empty);
   Py_CLEAR(dialect_fn);
+  Py_CLEAR(last_reduction);
 }
