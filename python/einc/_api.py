@@ -6,6 +6,7 @@ the C library through the extension ``einc._einc``.
 from __future__ import annotations
 
 import re
+import sys
 
 from . import _einc
 from ._arrays import prepare
@@ -71,10 +72,26 @@ def split_expr(args):
     raise TypeError("einsum needs an expression (a str), first or last")
 
 
+_fast = _einc.fast
+_fast_ready = False
+
+
+def _fast_setup():
+    """Arms _einc.fast (the cached path of plain numpy calls) once numpy is
+    in use; einc itself does not import numpy."""
+    global _fast_ready
+    np = sys.modules.get("numpy")
+    if np is not None:
+        _einc.fast_setup(np.ndarray, np.empty, numpy_dialect)
+        _fast_ready = True
+
+
 def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
              numpy=None, lengths=()):
     """Runs expr on tensors through ein_eval and returns the result, an
     array of the inputs' library (or out)."""
+    if not _fast_ready:
+        _fast_setup()
     prepared = prepare(tensors)
     if numpy is None:
         numpy = numpy_dialect(expr, [len(t.shape) for t in prepared.tensors])
@@ -114,6 +131,12 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
     without copies; the result is an array of the same library. Errors
     raise einc.EincError with the expression and a caret under the culprit.
     """
+    if out is None and not axis_sizes and backend == "auto":
+        # The cached path of plain numpy calls (python/src/fastpath.c);
+        # None sends the call the general way.
+        result = _fast(args, numpy, reduce)
+        if result is not None:
+            return result
     expr, tensors = split_expr(args)
     return evaluate(expr, tensors, reduce=reduce, backend=backend, out=out,
                     numpy=numpy, lengths=_lengths(axis_sizes))

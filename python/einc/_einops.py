@@ -11,7 +11,7 @@ import math
 import re
 
 from . import _einc
-from ._api import EincError, _lengths, _shape_of, evaluate
+from ._api import EincError, _fast, _lengths, _shape_of, evaluate
 from ._arrays import stack
 
 _REDUCTIONS = ("min", "max", "sum", "mean", "prod", "any", "all")
@@ -34,6 +34,10 @@ def rearrange(tensor, pattern: str, **axes_lengths):
     """
     if "->" not in pattern:
         raise EincError(f"rearrange needs '->' in its pattern: {pattern!r}")
+    if not axes_lengths:
+        result = _fast((tensor, pattern), False, None)  # plain numpy, cached
+        if result is not None:
+            return result
     return evaluate(pattern, (_single(tensor),), numpy=False,
                     lengths=_lengths(axes_lengths))
 
@@ -48,6 +52,10 @@ def reduce(tensor, pattern: str, reduction: str, **axes_lengths):
         raise EincError(
             f"unknown reduction {reduction!r}: einc compiles "
             f"{', '.join(_REDUCTIONS)}")
+    if not axes_lengths:
+        result = _fast((tensor, pattern), False, reduction)
+        if result is not None:
+            return result
     return evaluate(pattern, (_single(tensor),), reduce=reduction,
                     numpy=False, lengths=_lengths(axes_lengths))
 

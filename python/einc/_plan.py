@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from . import _einc
+from . import _api, _einc
 from ._api import _lengths, _reduction_name, _shape_of, numpy_dialect
 from ._arrays import dtype_code, prepare
 
@@ -96,6 +96,12 @@ class Plan:
 
     def __call__(self, *tensors, out=None):
         """Runs the plan (ein_eval for tensors of another layout)."""
+        if out is None:
+            result = self._plan.run_numpy(tensors)  # plain numpy, this layout
+            if result is not None:
+                return result
+            if not _api._fast_ready:
+                _api._fast_setup()
         prepared = prepare(tensors)
         out_arg = None if out is None else prepared.wrap_out(out)
         code, bits = prepared.retype

@@ -5,7 +5,8 @@
  * Python's limited API 3.9 (Meson defines Py_LIMITED_API): it turns
  * DLPack capsules into DLTensors (tensors.c), Python option values into an
  * ein_options (options.c), einc's errors into einc.EincError with the
- * caret text (errors.c), and wraps ein_plan and ein_shape_memo as Python
+ * caret text (errors.c), keeps a cache of plans for plain numpy calls
+ * (fastpath.c), and wraps ein_plan and ein_shape_memo as Python
  * types (plan_type.c, memo_type.c). module.c holds the one ein_ctx of the
  * process and the module's functions. Everything friendly (einops'
  * signatures, picking the array library of the result) is Python, in
@@ -58,6 +59,13 @@ typedef struct einpy_tensor {
  * zero-copy. */
 int einpy_tensor_import(PyObject *obj, einpy_tensor *out);
 
+/* The same for a numpy array, a little faster: the legacy __dlpack__()
+ * (no keyword to parse, no bound method made), and the versioned form only
+ * for the read-only arrays that numpy exports no other way. read_only is
+ * then 0 for writable arrays and arrays taken the legacy way alike, so
+ * this is for inputs and for outputs einc allocated itself. */
+int einpy_tensor_import_numpy(PyObject *obj, einpy_tensor *out);
+
 /* Calls the producer's deleter (needs the GIL) and empties *t. Safe on an
  * empty tensor. */
 void einpy_tensor_release(einpy_tensor *t);
@@ -94,6 +102,21 @@ int einpy_shape_parse(PyObject *tuple, int64_t *shape, int *ndim);
 
 /* A tuple of Python ints from n int64s. */
 PyObject *einpy_shape_tuple(const int64_t *shape, int n);
+
+/* ---------------------------------------------------------- fastpath.c */
+
+/* Adds fast() and fast_setup() to the module: the cached path of plain
+ * numpy calls. einpy_fast_free drops its plans (module teardown). */
+int einpy_fast_init(PyObject *module);
+void einpy_fast_free(void);
+
+/* Takes a tuple of exactly-numpy.ndarray inputs of one dtype through
+ * DLPack: 1 with them in in[0..*n), or 0 with nothing held and no
+ * exception when the tuple is anything else (the general path's case). */
+int einpy_fast_import(PyObject *tensors, einpy_tensor *in, int *n);
+
+/* numpy.empty(shape, dtype); only after einpy_fast_import returned 1. */
+PyObject *einpy_fast_empty(PyObject *shape, PyObject *dtype);
 
 /* ------------------------------------------------- plan_type.c, memo.c */
 

@@ -212,6 +212,7 @@ static PyMethodDef methods[] = {
 
 static void module_free(void *module) {
   (void)module;
+  einpy_fast_free();
   ein_ctx_destroy(the_ctx);
   the_ctx = NULL;
 }
@@ -240,7 +241,8 @@ PyMODINIT_FUNC PyInit__einc(void) {
   PyObject *m = PyModule_Create(&module_def);
   if (!m) return NULL;
   if (einpy_errors_init(m) < 0 || einpy_plan_type_init(m) < 0 ||
-      einpy_memo_type_init(m) < 0 || add_constants(m) < 0) {
+      einpy_memo_type_init(m) < 0 || einpy_fast_init(m) < 0 ||
+      add_constants(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -24,6 +24,7 @@ typedef struct plan_object {
   int ninputs;
   int ndims[EIN_MAX_OPERANDS];
   int64_t shapes[EIN_MAX_OPERANDS][EIN_MAX_DIMS];
+  PyObject *out_shape; /* tuple, made by the first run_numpy */
 } plan_object;
 
 /* DLTensors without data for the compiled shapes. */
@@ -103,6 +104,7 @@ static void plan_dealloc(PyObject *self) {
   plan_object *p = (plan_object *)self;
   PyTypeObject *type = Py_TYPE(self);
   ein_plan_destroy(p->plan);
+  Py_XDECREF(p->out_shape);
   PyMem_Free(p->expr);
   einpy_options_free(&p->options);
   freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
@@ -236,7 +238,38 @@ static PyObject *plan_execute(PyObject *self, PyObject *args) {
   return out_obj;
 }
 
+/* run_numpy(tensors) -> a new numpy array, or None when the tensors are
+ * not plain numpy arrays of the compiled layout (execute() takes those). */
+static PyObject *plan_run_numpy(PyObject *self, PyObject *tensors) {
+  plan_object *p = (plan_object *)self;
+  einpy_tensor in[EIN_MAX_OPERANDS], o = {0};
+  int nin = 0;
+  if (check_ready(p) < 0) return NULL;
+  if (!einpy_fast_import(tensors, in, &nin)) Py_RETURN_NONE;
+  int fits = nin == p->ninputs;
+  for (int i = 0; fits && i < nin; i++)
+    fits = has_layout(in[i].t, p->device, p->dtype, p->ndims[i], p->shapes[i]);
+  if (fits && !p->out_shape)
+    p->out_shape = einpy_shape_tuple(ein_plan_output_shape(p->plan),
+                                     ein_plan_output_ndim(p->plan));
+  PyObject *dtype = fits && p->out_shape
+                        ? PyObject_GetAttrString(PyTuple_GetItem(tensors, 0),
+                                                 "dtype")
+                        : NULL;
+  PyObject *out = dtype ? einpy_fast_empty(p->out_shape, dtype) : NULL;
+  Py_XDECREF(dtype);
+  int ok =
+      out && einpy_tensor_import_numpy(out, &o) == 0 && run(p, in, nin, &o) == 0;
+  einpy_tensors_release(in, nin);
+  einpy_tensor_release(&o);
+  if (!ok) Py_CLEAR(out);
+  if (!fits) Py_RETURN_NONE;
+  return out;
+}
+
 static PyMethodDef plan_methods[] = {
+    {"run_numpy", plan_run_numpy, METH_O,
+     "run_numpy(tensors) -> result, or None for execute()"},
     {"describe", plan_describe, METH_VARARGS,
      "describe(json=False, device=None) -> `einc plan`'s report"},
     {"stats", plan_stats, METH_NOARGS, "stats() -> dict of the plan's numbers"},

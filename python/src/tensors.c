@@ -42,7 +42,20 @@ static PyObject *ask_capsule(PyObject *obj) {
     Py_INCREF(obj);
     return obj;
   }
-  PyObject *method = PyObject_GetAttrString(obj, "__dlpack__");
+  /* Made once: building them per call was a good part of a small call. */
+  static PyObject *name, *kwargs, *empty;
+  if (!name) {
+    name = PyUnicode_InternFromString("__dlpack__");
+    kwargs = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
+    empty = PyTuple_New(0);
+    if (!name || !kwargs || !empty) {
+      Py_CLEAR(name);
+      Py_CLEAR(kwargs);
+      Py_CLEAR(empty);
+      return NULL;
+    }
+  }
+  PyObject *method = PyObject_GetAttr(obj, name);
   if (!method) {
     PyErr_Clear();
     PyErr_Format(PyExc_TypeError,
@@ -51,18 +64,11 @@ static PyObject *ask_capsule(PyObject *obj) {
                  (PyObject *)Py_TYPE(obj));
     return NULL;
   }
-  PyObject *kwargs = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
-  PyObject *empty = PyTuple_New(0);
-  PyObject *capsule = NULL;
-  if (kwargs && empty) {
-    capsule = PyObject_Call(method, empty, kwargs);
-    if (!capsule && PyErr_ExceptionMatches(PyExc_TypeError)) {
-      PyErr_Clear();
-      capsule = PyObject_Call(method, empty, NULL);
-    }
+  PyObject *capsule = PyObject_Call(method, empty, kwargs);
+  if (!capsule && PyErr_ExceptionMatches(PyExc_TypeError)) {
+    PyErr_Clear();
+    capsule = PyObject_Call(method, empty, NULL);
   }
-  Py_XDECREF(kwargs);
-  Py_XDECREF(empty);
   Py_DECREF(method);
   return capsule;
 }
@@ -98,6 +104,21 @@ static int take_from_capsule(PyObject *capsule, einpy_tensor *out) {
     out->read_only = 0;
   }
   return 0;
+}
+
+int einpy_tensor_import_numpy(PyObject *obj, einpy_tensor *out) {
+  static PyObject *name;
+  if (!name && !(name = PyUnicode_InternFromString("__dlpack__"))) return -1;
+  memset(out, 0, sizeof *out);
+  PyObject *capsule = PyObject_CallMethodObjArgs(obj, name, NULL);
+  if (!capsule) {
+    if (!PyErr_ExceptionMatches(PyExc_BufferError)) return -1;
+    PyErr_Clear(); /* read-only: only the versioned form can say so */
+    return einpy_tensor_import(obj, out);
+  }
+  int r = take_from_capsule(capsule, out);
+  Py_DECREF(capsule);
+  return r;
 }
 
 int einpy_tensor_import(PyObject *obj, einpy_tensor *out) {

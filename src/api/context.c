@@ -4,6 +4,7 @@
  * stages (parse, bind) on a fresh arena and records any error on the
  * context.
  */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -74,8 +75,10 @@ ein_status ein_ctx_create(ein_ctx **out) {
   ein_ctx *ctx = ein_calloc(1, sizeof *ctx);
   *out = ctx;
   if (!ctx) return EIN_ERR_NO_MEMORY;
+  static atomic_uint_fast64_t serials;
   pthread_mutex_init(&ctx->lock, NULL);
   ein_plan_cache_init(&ctx->cache);
+  ctx->serial = atomic_fetch_add(&serials, 1) + 1;
   return EIN_OK;
 }
 
@@ -105,19 +108,33 @@ static ein_thread_rec *find_thread(const ein_ctx *ctx) {
  * ein_last_error can say why that call failed. */
 static _Thread_local const ein_ctx *record_failed_on;
 
+/* The record this thread found last, by context serial: records live as
+ * long as their context, so a repeated call needs neither the lock nor the
+ * list walk (a small call's host time counts them). */
+static _Thread_local uint64_t last_serial;
+static _Thread_local ein_thread_rec *last_rec;
+
 ein_thread_rec *ein_ctx_enter(ein_ctx *ctx) {
-  pthread_mutex_lock(&ctx->lock);
-  ein_thread_rec *t = find_thread(ctx);
-  if (!t && (t = ein_calloc(1, sizeof *t))) {
-    t->thread = pthread_self();
-    t->ctx = ctx;
-    ein_error_init(&t->err);
-    t->next = ctx->threads;
-    ctx->threads = t;
+  ein_thread_rec *t = last_serial == ctx->serial ? last_rec : NULL;
+  if (!t) {
+    pthread_mutex_lock(&ctx->lock);
+    t = find_thread(ctx);
+    if (!t && (t = ein_calloc(1, sizeof *t))) {
+      t->thread = pthread_self();
+      t->ctx = ctx;
+      ein_error_init(&t->err);
+      t->next = ctx->threads;
+      ctx->threads = t;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    last_serial = t ? ctx->serial : 0;
+    last_rec = t;
   }
-  pthread_mutex_unlock(&ctx->lock);
   record_failed_on = t ? NULL : ctx;
-  if (t) ein_error_clear(&t->err);
+  /* A record holds something only after an error (ein_error_vset never
+   * records EIN_OK); clearing its 4 KiB message each call cost time. */
+  if (t && (t->err.pub.status != EIN_OK || t->err.expr_copy))
+    ein_error_clear(&t->err);
   return t;
 }
 

@@ -67,6 +67,10 @@ struct ein_ctx {
   bool caps_set[EIN_BACKEND_KINDS];
   ein_backend_caps caps[EIN_BACKEND_KINDS];
   ein_plan_cache cache;
+  /* Unique per context made in this process, so a thread's remembered
+   * record (context.c) is never taken for a later context at the same
+   * address. */
+  uint64_t serial;
 };
 
 /* The calling thread's record on ctx with its error cleared, made on the

@@ -1,0 +1,203 @@
+"""python_overhead.py - einc's per-call cost from Python (issue 17, Speed).
+
+Tiny inputs (8x8 and a small 4-d tensor, plans cached) show what a call
+costs beyond its arithmetic: einc.einsum, einc.rearrange, einc.reduce and a
+compiled call against the calls they replace (numpy.einsum,
+opt_einsum.contract, einops on numpy, and torch.einsum and einops on torch
+CPU tensors when torch imports). Every callable is timed with timeit in
+rounds of NUMBER calls; the rounds of all callables are interleaved (round
+r of every case runs before round r+1 of any), so a machine that gets
+busier or quieter mid-run shifts every case alike; the median per-call
+time over the rounds is reported.
+
+Large inputs (a 1024x1024 f32 GEMM) show what the Python layer adds to the
+C library: einc.einsum's median against `einc bench`'s median for the same
+expression (the C library alone, from the CLI), when the CLI is found.
+
+usage: python bench/python_overhead.py [--rounds R] [--number N]
+       [--einc PATH-TO-CLI] [--no-large]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import timeit
+
+import numpy as np
+
+import einc
+
+
+def _optional(name):
+    try:
+        return __import__(name)
+    except ImportError:
+        return None
+
+
+einops = _optional("einops")
+opt_einsum = _optional("opt_einsum")
+torch = _optional("torch")
+
+
+def tiny_cases():
+    """(group, name, callable) for the tiny inputs; a group's calls do the
+    same work, so each is compared with the others of its group."""
+    r = np.random.default_rng(0)
+    a = r.standard_normal((8, 8)).astype(np.float32)
+    b = r.standard_normal((8, 8)).astype(np.float32)
+    x = r.standard_normal((2, 4, 4, 3)).astype(np.float32)
+    f = einc.compile("i j, j k -> i k", (8, 8), (8, 8))
+    cases = [
+        ("gemm 8x8", "numpy.einsum", lambda: np.einsum("ij,jk->ik", a, b)),
+        ("gemm 8x8", "einc.einsum", lambda: einc.einsum("i j, j k -> i k", a, b)),
+        ("gemm 8x8", "einc.einsum (numpy dialect)",
+         lambda: einc.einsum("ij,jk->ik", a, b)),
+        ("gemm 8x8", "einc.compile'd", lambda: f(a, b)),
+        ("transpose 8x8", "numpy.einsum (a view)",
+         lambda: np.einsum("ij->ji", a)),
+        ("transpose 8x8", "einc.einsum", lambda: einc.einsum("i j -> j i", a)),
+        ("transpose 8x8", "einc.rearrange",
+         lambda: einc.rearrange(a, "i j -> j i")),
+        ("nhwc->nchw 2x4x4x3", "einc.rearrange",
+         lambda: einc.rearrange(x, "b h w c -> b c h w")),
+        ("column sum 8x8", "numpy.einsum", lambda: np.einsum("ij->j", a)),
+        ("column sum 8x8", "einc.reduce",
+         lambda: einc.reduce(a, "i j -> j", "sum")),
+    ]
+    if opt_einsum:
+        cases.append(("gemm 8x8", "opt_einsum.contract",
+                      lambda: opt_einsum.contract("ij,jk->ik", a, b)))
+    if einops:
+        cases += [
+            ("gemm 8x8", "einops.einsum",
+             lambda: einops.einsum(a, b, "i j, j k -> i k")),
+            ("transpose 8x8", "einops.rearrange (a view)",
+             lambda: einops.rearrange(a, "i j -> j i")),
+            ("nhwc->nchw 2x4x4x3", "einops.rearrange (a view)",
+             lambda: einops.rearrange(x, "b h w c -> b c h w")),
+            ("column sum 8x8", "einops.reduce",
+             lambda: einops.reduce(a, "i j -> j", "sum")),
+        ]
+    if torch:
+        ta, tb, tx = (torch.from_numpy(v) for v in (a, b, x))
+        cases += [
+            ("gemm 8x8", "torch.einsum (torch)",
+             lambda: torch.einsum("ij,jk->ik", ta, tb)),
+            ("gemm 8x8", "einc.einsum (torch)",
+             lambda: einc.einsum("i j, j k -> i k", ta, tb)),
+            ("nhwc->nchw 2x4x4x3", "einc.rearrange (torch)",
+             lambda: einc.rearrange(tx, "b h w c -> b c h w")),
+        ]
+        if einops:
+            cases.append(("nhwc->nchw 2x4x4x3", "einops.rearrange (torch)",
+                          lambda: einops.rearrange(tx, "b h w c -> b c h w")))
+    return cases
+
+
+def time_interleaved(fns, rounds, number):
+    """Median seconds per call of each callable, rounds interleaved."""
+    for fn in fns:
+        fn()  # plans made, caches warm
+    samples = [[] for _ in fns]
+    for r in range(rounds):
+        order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))
+        for i in order:
+            samples[i].append(timeit.timeit(fns[i], number=number) / number)
+    return [statistics.median(s) for s in samples]
+
+
+def large_gemm(cli, rounds=5, runs=10):
+    """Per-alternation medians (ms) for a 1024^3 f32 GEMM: `einc bench`
+    (the C library alone, from the CLI; None without it), einc.einsum and
+    einc.einsum with out= (no allocation), `runs` calls each, alternated
+    `rounds` times so load from elsewhere on the machine hits all three.
+    The Python calls reuse one pair of inputs, as a hot loop does."""
+    expr = "i j, j k -> i k"
+    r = np.random.default_rng(1)
+    a, b = (r.standard_normal((1024, 1024)).astype(np.float32)
+            for _ in range(2))
+    out = np.empty((1024, 1024), np.float32)
+    for _ in range(3):
+        einc.einsum(expr, a, b)
+    c, py, py_out = [], [], []
+    for _ in range(rounds):
+        if cli:
+            rep = json.loads(subprocess.run(
+                [cli, "bench", expr, "1024x1024", "1024x1024", "--backend",
+                 "cpu", "--runs", str(runs), "--no-floor", "--json"],
+                capture_output=True, text=True, check=True).stdout)
+            c.append(float(rep["ms"]))
+        for sink, kw in ((py, {}), (py_out, {"out": out})):
+            sink.append(statistics.median(timeit.repeat(
+                lambda: einc.einsum(expr, a, b, **kw), number=1,
+                repeat=runs)) * 1e3)
+    return c or None, py, py_out
+
+
+def versions():
+    v = [f"Python {platform.python_version()}", f"numpy {np.__version__}",
+         f"einc {einc.__version__}"]
+    for m in (einops, opt_einsum, torch):
+        if m:
+            v.append(f"{m.__name__} {m.__version__}")
+    return ", ".join(v)
+
+
+def report(rows, large, args):
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores; "
+          f"{versions()}; torch: {'yes' if torch else 'not importable'}")
+    print(f"tiny inputs: median of {args.rounds} interleaved rounds of "
+          f"{args.number} calls, us per call\n")
+    print("| case | call | us/call | vs first of group |")
+    print("|---|---|---|---|")
+    base = {}
+    for (group, name, _), t in rows:
+        base.setdefault(group, t)
+        print(f"| {group} | {name} | {t * 1e6:.2f} | "
+              f"{t / base[group]:.2f}x |")
+    if large is None:
+        return
+    c, py, py_out = large
+    med = statistics.median
+    print("\n1024x1024 f32 GEMM, ms (median of 10 runs, 5 alternations):\n")
+    print("| round | einc bench (C) | einc.einsum | einc.einsum out= |")
+    print("|---|---|---|---|")
+    for i in range(len(py)):
+        print(f"| {i + 1} | {c[i] if c else float('nan'):.3f} | {py[i]:.3f} "
+              f"| {py_out[i]:.3f} |")
+    print(f"| median | {med(c) if c else float('nan'):.3f} | {med(py):.3f} "
+          f"| {med(py_out):.3f} |")
+    if c:
+        print(f"\neinc.einsum vs einc bench: {(med(py) - med(c)) / med(c) * 100:+.2f}%")
+    else:
+        print("\neinc CLI not found (--einc PATH)")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=21)
+    p.add_argument("--number", type=int, default=20000)
+    p.add_argument("--einc", default=shutil.which("einc"),
+                   help="the einc CLI, for `einc bench` (default: on PATH)")
+    p.add_argument("--no-large", action="store_true")
+    args = p.parse_args()
+    cases = tiny_cases()
+    times = time_interleaved([c[2] for c in cases], args.rounds, args.number)
+    order = sorted(range(len(cases)),
+                   key=lambda i: [c[0] for c in cases].index(cases[i][0]))
+    rows = [(cases[i], times[i]) for i in order]
+    large = None if args.no_large else large_gemm(args.einc)
+    report(rows, large, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
