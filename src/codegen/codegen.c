@@ -8,6 +8,12 @@
  * turned into element offsets by divisions by constant sizes, which the
  * compiler strength-reduces. 32-bit indices are used whenever every offset
  * and count fits, 64-bit otherwise.
+ *
+ * The map family (fill, map and their vector variants) is a template in
+ * kernels/map.cuh: for it this file writes only a struct of the step's
+ * constants (sizes, dtypes, the index decomposition, the value) and the
+ * kernel that instantiates the template. The transpose and reduction
+ * kernels are still written whole here.
  */
 #include "alloc.h"
 #include "codegen.h"
@@ -332,22 +338,73 @@ static int64_t blocks_for(int64_t work, int64_t per_block) {
 
 /* ------------------------------------------------------------- kernels */
 
-/* A flat loop over the kept axes: fill or map. */
-static void gen_map(gen *g, const char *name, const ein_loop_axes *kept,
-                    const char *dtype, const char *s0type, const char *s1type,
-                    bool raw_copy) {
+/* The map family (kernels/map.cuh) instantiated for one step: a struct
+ * of the step's constants and inline functions, then the kernel calling
+ * the family's template with it. */
+typedef enum map_form { MAP_VALUE, MAP_RAW, MAP_HALF_VEC } map_form;
+
+/* The struct's types and item count (the Step interface of map.cuh). */
+static void emit_step_types(gen *g, const char *step, int64_t n,
+                            const char *dtype, const char *s0type,
+                            const char *s1type) {
+  ein_strbuf_printf(g->sb,
+                    "struct %s {\n"
+                    "  typedef %s idx;\n"
+                    "  typedef %s dst_t;\n"
+                    "  typedef %s src0_t;\n"
+                    "  typedef %s src1_t;\n"
+                    "  static constexpr int nsrc = %d;\n"
+                    "  static constexpr idx n = ",
+                    step, g->idx, dtype, s0type, s1type, g->s->nsrc);
+  emit_int(g, n);
+  ein_strbuf_printf(g->sb, ";\n");
+}
+
+/* offsets(i, o0, o1, o2): the decomposition of item i over axes la. */
+static void emit_step_offsets(gen *g, const ein_loop_axes *la, unsigned ops) {
+  ein_strbuf_printf(g->sb,
+                    "  static __device__ __forceinline__ void offsets("
+                    "idx i, idx &o0, idx &o1, idx &o2) {\n"
+                    "    (void)i; (void)o1; (void)o2;\n");
+  emit_decompose(g, la, "i", "o", ops);
+  ein_strbuf_printf(g->sb, "  }\n");
+}
+
+/* Closes the accumulator-typed expression the caller has written after
+ * "acc v_ = " and returns it scaled, normalised and converted. */
+static void emit_step_result(gen *g) {
+  ein_strbuf_printf(g->sb, ";\n");
+  if (g->s->kind != EIN_STEP_FILL)
+    emit_post(g, "v_", true);
+  ein_strbuf_printf(g->sb, "    return ");
+  emit_store_value(g->sb, g->s->dst_dtype, "v_");
+  ein_strbuf_printf(g->sb, ";\n  }\n");
+}
+
+/* value(s0, s1, o1, o2), or for the 2-byte vector form value_of(x0, x1)
+ * and whether each source is contiguous along the vector. */
+static void emit_step_value(gen *g, map_form form, const ein_loop_axes *la) {
   ein_strbuf *sb = g->sb;
   const ein_step *s = g->s;
-  int64_t n = ein_loop_axes_volume(kept);
-  emit_signature(g, name, MAP_BLOCK, dtype, s0type, s1type);
-  ein_strbuf_printf(sb, "  for (%s i = (%s)blockIdx.x * %d + threadIdx.x; i < ",
-                    g->idx, g->idx, MAP_BLOCK);
-  emit_int(g, n);
-  ein_strbuf_printf(sb, "; i += (%s)gridDim.x * %d) {\n", g->idx, MAP_BLOCK);
-  ein_strbuf_printf(sb, "    %s o0 = 0, o1 = 0, o2 = 0;\n", g->idx);
-  emit_decompose(g, kept, "i", "o", s->kind == EIN_STEP_FILL ? 1u : 7u);
-  if (raw_copy) {
-    ein_strbuf_printf(sb, "    d[o0] = s0[o1];\n  }\n}\n");
+  if (form == MAP_HALF_VEC) {
+    int in = la->n - 1;
+    ein_strbuf_printf(sb,
+                      "  static constexpr bool contig1 = %s, contig2 = %s;\n"
+                      "  static __device__ __forceinline__ dst_t value_of("
+                      "src0_t x0, %s x1) {\n    (void)x1;\n    %s v_ = ",
+                      la->st[in][1] ? "true" : "false",
+                      s->nsrc == 2 && la->st[in][2] ? "true" : "false",
+                      s->nsrc == 2 ? "src1_t" : "int", acc_type(g->acc));
+    emit_value_of(g, "x0", "x1");
+    emit_step_result(g);
+    return;
+  }
+  ein_strbuf_printf(sb,
+                    "  static __device__ __forceinline__ dst_t value("
+                    "const src0_t *s0, const src1_t *s1, idx o1, idx o2) {\n"
+                    "    (void)s0; (void)s1; (void)o1; (void)o2;\n");
+  if (form == MAP_RAW) {
+    ein_strbuf_printf(sb, "    return s0[o1];\n  }\n");
     return;
   }
   ein_strbuf_printf(sb, "    %s v_ = ", acc_type(g->acc));
@@ -355,11 +412,27 @@ static void gen_map(gen *g, const char *name, const ein_loop_axes *kept,
     emit_constant(sb, s->fill, g->acc);
   else
     emit_value(g, "o1", "o2");
-  ein_strbuf_printf(sb, ";\n");
-  if (s->kind != EIN_STEP_FILL)
-    emit_post(g, "v_", true);
-  emit_store(g, "o0", "v_");
-  ein_strbuf_printf(sb, "  }\n}\n");
+  emit_step_result(g);
+}
+
+/* A flat loop over axes la: fill, map, a 16-byte copy (MAP_RAW, types
+ * uint4) or the 2-byte vector map, as kernel `name` with Step name_step. */
+static void gen_map(gen *g, const char *name, const ein_loop_axes *la,
+                    const char *dtype, map_form form) {
+  const ein_step *s = g->s;
+  bool raw = form == MAP_RAW;
+  const char *s0 = raw ? "uint4" : src_type(s, 0);
+  const char *s1 = raw ? "void" : src_type(s, 1);
+  char step[64];
+  snprintf(step, sizeof step, "%s_step", name);
+  emit_step_types(g, step, ein_loop_axes_volume(la), dtype, s0, s1);
+  emit_step_offsets(g, la, s->kind == EIN_STEP_FILL ? 1u : 7u);
+  emit_step_value(g, form, la);
+  ein_strbuf_printf(g->sb, "};\n");
+  emit_signature(g, name, MAP_BLOCK, dtype, s0, s1);
+  ein_strbuf_printf(g->sb, "  %s<%s>(d, s0, s1);\n}\n",
+                    form == MAP_HALF_VEC ? "ein_map_half_vec" : "ein_map",
+                    step);
 }
 
 /* Whether a plain copy can move 16 bytes per access: the innermost kept
@@ -421,46 +494,6 @@ static bool half_vector_axes(const gen *g, ein_loop_axes *out) {
   for (int j = 0; j < 3; j++)
     out->st[in][j] *= HALF_VEC;
   return true;
-}
-
-/* The 2-byte map variant: each thread loads HALF_VEC elements of every
- * contiguous source as one 16-byte vector (a broadcast source as one
- * element), computes HALF_VEC values and stores them as one vector. */
-static void gen_map_half_vec(gen *g, const ein_loop_axes *vec) {
-  ein_strbuf *sb = g->sb;
-  const ein_step *s = g->s;
-  int in = vec->n - 1;
-  emit_signature(g, "ein_vec", MAP_BLOCK, "unsigned short", src_type(s, 0),
-                 src_type(s, 1));
-  ein_strbuf_printf(sb, "  for (%s i = (%s)blockIdx.x * %d + threadIdx.x; i < ",
-                    g->idx, g->idx, MAP_BLOCK);
-  emit_int(g, ein_loop_axes_volume(vec));
-  ein_strbuf_printf(sb, "; i += (%s)gridDim.x * %d) {\n", g->idx, MAP_BLOCK);
-  ein_strbuf_printf(sb, "    %s o0 = 0, o1 = 0, o2 = 0;\n", g->idx);
-  emit_decompose(g, vec, "i", "o", 7u);
-  ein_strbuf_printf(sb,
-                    "    union { uint4 v; unsigned short h[%d]; } w0_, "
-                    "w1_, w2_;\n    (void)w1_; (void)w2_; (void)o2;\n",
-                    HALF_VEC);
-  char x[2][32];
-  for (int j = 0; j < s->nsrc; j++) {
-    bool contiguous = vec->st[in][j + 1] != 0;
-    if (contiguous)
-      ein_strbuf_printf(sb, "    w%d_.v = *(const uint4 *)(s%d + o%d);\n",
-                        j + 1, j, j + 1);
-    snprintf(x[j], sizeof x[j], contiguous ? "w%d_.h[e_]" : "s%d[o%d]",
-             contiguous ? j + 1 : j, j + 1);
-  }
-  ein_strbuf_printf(sb,
-                    "    for (int e_ = 0; e_ < %d; e_++) {\n"
-                    "    %s v_ = ",
-                    HALF_VEC, acc_type(g->acc));
-  emit_value_of(g, x[0], s->nsrc == 2 ? x[1] : "");
-  ein_strbuf_printf(sb, ";\n");
-  emit_post(g, "v_", true);
-  ein_strbuf_printf(sb, "    w0_.h[e_] = ");
-  emit_store_value(sb, s->dst_dtype, "v_");
-  ein_strbuf_printf(sb, ";\n    }\n    *(uint4 *)(d + o0) = w0_.v;\n  }\n}\n");
 }
 
 /* Whether a 2-byte plain copy's transpose can move pairs: both tile
@@ -943,8 +976,7 @@ static ein_kernel_kind choose_kind(const gen *g, int *ta, int *tb,
 static void gen_map_kernels(gen *g, ein_kernel_src *out) {
   const ein_step *s = g->s;
   ein_loop_axes vec;
-  gen_map(g, "ein_main", &g->kept, storage_type(s->dst_dtype), src_type(s, 0),
-          src_type(s, 1), false);
+  gen_map(g, "ein_main", &g->kept, storage_type(s->dst_dtype), MAP_VALUE);
   out->grid[0] =
       (unsigned)blocks_for(ein_loop_axes_volume(&g->kept), MAP_BLOCK);
   out->grid[1] = out->grid[2] = 1;
@@ -953,9 +985,9 @@ static void gen_map_kernels(gen *g, ein_kernel_src *out) {
   if (out->kind != EIN_KERNEL_MAP)
     return;
   if (vector_axes(g, &vec))
-    gen_map(g, "ein_vec", &vec, "uint4", "uint4", "void", true);
+    gen_map(g, "ein_vec", &vec, "uint4", MAP_RAW);
   else if (half_vector_axes(g, &vec))
-    gen_map_half_vec(g, &vec);
+    gen_map(g, "ein_vec", &vec, "unsigned short", MAP_HALF_VEC);
   else
     return;
   out->has_vec = true;
