@@ -4,8 +4,8 @@
 # tests/kernels/*_examples.cu: with nvcc to PTX for sm_80 and sm_90 (nvcc
 # has no -fsyntax-only; PTX is the device front end and optimiser without
 # an assembler run) after the NVRTC prelude, and with the host C++
-# compiler after the emulated device's prelude. Skipped (77) when neither
-# compiler is found.
+# compiler after the emulated device's prelude, as the emulator compiles
+# them. Skipped (77) when neither compiler is found.
 set -u
 src=$1
 nvcc=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
@@ -32,8 +32,13 @@ for ex in "$src"/tests/kernels/*_examples.cu; do
     done
   fi
   if [ -n "$cxx" ]; then
-    check "host C++ $name" "$cxx" -fsyntax-only -std=c++17 -Wall -Werror \
-      -x c++ -I "$src/src/codegen" -include prelude_host.h "$ex"
+    # both ways the emulator builds __shared__: thread-locals, and (under
+    # sanitizers) globals in one section
+    for mode in -UEIN_EMU_SHARED_GLOBAL -DEIN_EMU_SHARED_GLOBAL; do
+      check "host C++ $mode $name" "$cxx" -c -o /dev/null -std=c++17 -O1 \
+        -fPIC -Wall -Werror "$mode" -x c++ -I "$src/src/codegen" \
+        -include prelude_host.h "$ex"
+    done
   fi
 done
 echo "ein-test-summary: kernel_syntax: $passed passed, $failed failed"
