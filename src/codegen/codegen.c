@@ -165,7 +165,8 @@ static void emit_constant(ein_strbuf *sb, double v, acc_kind acc) {
 
 /* -------------------------------------------------------- the prelude */
 
-/* src/codegen/prelude_*.h, embedded by scripts/embed.py at build time. */
+/* src/codegen/prelude_*.h, each followed by the templates of
+ * src/codegen/kernels/, embedded by scripts/embed.py at build time. */
 extern const char ein_prelude_nvrtc[], ein_prelude_host[];
 
 const char *ein_codegen_prelude(bool host) {

@@ -108,7 +108,8 @@ void ein_kernel_src_free(ein_kernel_src *k);
 
 /* The text to put before every kernel source: for NVRTC
  * (src/codegen/prelude_nvrtc.cuh) or, when host, for the emulated device
- * (src/codegen/prelude_host.h). Static storage. */
+ * (src/codegen/prelude_host.h), each followed by the kernel templates
+ * (src/codegen/kernels/). Static storage. */
 const char *ein_codegen_prelude(bool host);
 
 /* "map", "transpose", ...; "none" for EIN_KERNEL_NONE. */
