@@ -226,40 +226,18 @@ static void take_row(loop_job *j, ein_loop_axes *from, int at) {
  * cache (a transpose); otherwise rows are copied along the destination's
  * fastest axis. */
 #define TILE 32
-#define DEFINE_COPY(W, T)                                                    \
-  static void copy_range_##W(const ein_loop_axes *outer, int64_t lo,        \
-                             int64_t hi, char *dst, const char *src,         \
-                             int64_t na, const int64_t sta[3], int64_t nb,   \
-                             const int64_t stb[3]) {                         \
-    ein_loop_cursor oc;                                                      \
-    ein_loop_cursor_start(outer, lo, &oc);                                   \
-    int64_t da = sta[0], sa = sta[1], db = stb[0], sb = stb[1];              \
-    for (int64_t o = lo; o < hi; o++, ein_loop_cursor_next(outer, &oc)) {    \
-      T *d = (T *)dst + oc.off[0];                                           \
-      const T *s = (const T *)src + oc.off[1];                               \
-      if (nb == 1) {                                                         \
-        if (da == 1 && sa == 1)                                              \
-          memcpy(d, s, (size_t)na * sizeof(T));                              \
-        else if (da == 1)                                                    \
-          for (int64_t a = 0; a < na; a++) d[a] = s[a * sa];                 \
-        else                                                                 \
-          for (int64_t a = 0; a < na; a++) d[a * da] = s[a * sa];            \
-        continue;                                                            \
-      }                                                                      \
-      for (int64_t b0 = 0; b0 < nb; b0 += TILE)                              \
-        for (int64_t a0 = 0; a0 < na; a0 += TILE) {                          \
-          int64_t bn = nb - b0 < TILE ? nb - b0 : TILE;                      \
-          int64_t an = na - a0 < TILE ? na - a0 : TILE;                      \
-          for (int64_t b = b0; b < b0 + bn; b++)                             \
-            for (int64_t a = a0; a < a0 + an; a++)                           \
-              d[a * da + b * db] = s[a * sa + b * sb];                       \
-        }                                                                    \
-    }                                                                        \
-  }
-DEFINE_COPY(1, uint8_t)
-DEFINE_COPY(2, uint16_t)
-DEFINE_COPY(4, uint32_t)
-DEFINE_COPY(8, uint64_t)
+#define W 1
+#define T uint8_t
+#include "cpu_loops_copy.inc"
+#define W 2
+#define T uint16_t
+#include "cpu_loops_copy.inc"
+#define W 4
+#define T uint32_t
+#include "cpu_loops_copy.inc"
+#define W 8
+#define T uint64_t
+#include "cpu_loops_copy.inc"
 
 static bool try_copy(const ein_step *s, ein_loop_axes *kept,
                      const ein_loop_axes *red, char *dst, const char *src,
