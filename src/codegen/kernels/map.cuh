@@ -12,7 +12,7 @@
  * embedded after it by scripts/embed.py, for NVRTC and for the emulated
  * device alike.
  *
- * What a Step gives (codegen.c, gen_map_step):
+ * What a Step gives (codegen.c, gen_map):
  *   idx                 int, or long long when an offset may pass 2^30;
  *   dst_t, src0_t, src1_t  the stored types (src1_t is void for < 2 srcs);
  *   n                   the number of items (threads' work units);

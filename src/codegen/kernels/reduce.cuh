@@ -5,9 +5,9 @@
  * thread per output, its few terms unrolled).
  *
  * As in map.cuh, what differs between steps is a struct Step written by
- * codegen.c (gen_reduce_step); the kernel instantiating a template here is
- * launched with the geometry codegen.c records (ein_kernel_src.grid and
- * .block). What a Step gives:
+ * codegen.c (gen_reduce, gen_reduce_thread, gen_finish); the kernel
+ * instantiating a template here is launched with the geometry codegen.c
+ * records (ein_kernel_src.grid and .block). What a Step gives:
  *   idx, acc_t, dst_t, src0_t, src1_t, out_t  index, accumulator and
  *                 stored types; out_t is acc_t for a split's pass 1 (its
  *                 partials), dst_t otherwise;
