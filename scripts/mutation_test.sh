@@ -4,7 +4,7 @@
 # a copy of the source tree, and checks that the random suite on `--backend
 # emu` reports failures for each. The mutants are the bugs a GPU would
 # punish and a CPU run would not see: a swapped cuBLAS leading dimension, a
-# removed __syncthreads, an off-by-one loop bound in a generated kernel, and
+# removed __syncthreads, an off-by-one loop bound in a kernel template, and
 # a wrong shuffle mask. Prints one summary line in the format of the test
 # programs, "ein-test-summary: mutation: N passed, N failed" (a mutant the
 # suite catches is a pass).
@@ -73,16 +73,13 @@ mutant swapped-leading-dimension src/codegen/cuda_program.c \
   out->ldb = call.lda;' \
   '  out->lda = call.lda;
   out->ldb = call.ldb;'
-mutant removed-barrier src/codegen/codegen.c \
-  '        "    part_[threadIdx.y][threadIdx.x] = acc_;\n"
-        "    __syncthreads();\n"' \
-  '        "    part_[threadIdx.y][threadIdx.x] = acc_;\n"'
-mutant off-by-one-bound src/codegen/codegen.c \
-  '    ein_strbuf_printf(sb, "    for (%s r = %s; r < ", g->idx, rlane);
-    emit_int(g, r->nred);' \
-  '    ein_strbuf_printf(sb, "    for (%s r = %s; r < ", g->idx, rlane);
-    emit_int(g, r->nred - 1);'
-mutant wrong-shuffle-mask src/codegen/codegen.c \
+mutant removed-barrier src/codegen/kernels/reduce.cuh \
+  '      part[threadIdx.y][threadIdx.x] = acc;
+      __syncthreads();' \
+  '      part[threadIdx.y][threadIdx.x] = acc;'
+mutant off-by-one-bound src/codegen/kernels/reduce.cuh \
+  'idx r0 = 0, r1 = Step::nred;' 'idx r0 = 0, r1 = Step::nred - 1;'
+mutant wrong-shuffle-mask src/codegen/kernels/reduce.cuh \
   '__shfl_down_sync(0xffffffffu, ' '__shfl_down_sync(0x0000ffffu, '
 
 echo "ein-test-summary: mutation: $passed passed, $failed failed"

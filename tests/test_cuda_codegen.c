@@ -103,9 +103,9 @@ static void cover(ein_ctx *ctx, const char *expr, const char *shapes,
       if (!k->source)
         continue;
       vec_seen += k->has_vec;
-      half_map_seen += strstr(k->source, "unsigned short h[") != NULL;
+      half_map_seen += strstr(k->source, "ein_map_half_vec<") != NULL;
       half_transpose_seen +=
-          strstr(k->source, "__shared__ unsigned short tile[64]") != NULL;
+          strstr(k->source, "ein_transpose_half<") != NULL;
       wide_seen += strstr(k->source, "long long t_") != NULL;
       compile_both(k, what);
     }

@@ -161,216 +161,39 @@ typedef struct loop_job {
   bool row_reduced; /* mode R: the row axis is reduced */
 } loop_job;
 
-#define DEFINE_LOOP(SUFFIX, T, NATIVE, LOAD, STORE, IDENT_SUM, IDENT_PROD,   \
-                    MAXV, MINV)                                              \
-  static T ident_##SUFFIX(ein_reduction op) {                                \
-    switch (op) {                                                            \
-    case EIN_REDUCE_PROD: case EIN_REDUCE_ALL: return IDENT_PROD;            \
-    case EIN_REDUCE_MAX: return MINV;                                        \
-    case EIN_REDUCE_MIN: return MAXV;                                        \
-    default: return IDENT_SUM;                                               \
-    }                                                                        \
-  }                                                                          \
-  static void fold_##SUFFIX(ein_reduction op, T *restrict acc,               \
-                            const T *restrict v, int64_t n) {                \
-    switch (op) {                                                            \
-    case EIN_REDUCE_SUM: case EIN_REDUCE_MEAN:                               \
-      for (int64_t i = 0; i < n; i++) acc[i] += v[i];                        \
-      return;                                                                \
-    case EIN_REDUCE_PROD:                                                    \
-      for (int64_t i = 0; i < n; i++) acc[i] *= v[i];                        \
-      return;                                                                \
-    case EIN_REDUCE_MAX: /* NaN wins, as numpy's max */                      \
-      for (int64_t i = 0; i < n; i++)                                        \
-        acc[i] = (v[i] > acc[i] || v[i] != v[i]) ? v[i] : acc[i];            \
-      return;                                                                \
-    case EIN_REDUCE_MIN:                                                     \
-      for (int64_t i = 0; i < n; i++)                                        \
-        acc[i] = (v[i] < acc[i] || v[i] != v[i]) ? v[i] : acc[i];            \
-      return;                                                                \
-    case EIN_REDUCE_ANY:                                                     \
-      for (int64_t i = 0; i < n; i++) acc[i] = (acc[i] != 0 || v[i] != 0);   \
-      return;                                                                \
-    case EIN_REDUCE_ALL:                                                     \
-      for (int64_t i = 0; i < n; i++) acc[i] = (acc[i] != 0 && v[i] != 0);   \
-      return;                                                                \
-    }                                                                        \
-  }                                                                          \
-  /* Folds n values into one; sums keep 8 partial sums so they vectorise. */\
-  static T reduce_row_##SUFFIX(ein_reduction op, T init, const T *v,        \
-                               int64_t n) {                                  \
-    if (op == EIN_REDUCE_SUM || op == EIN_REDUCE_MEAN) {                     \
-      T part[8] = {0};                                                       \
-      int64_t i = 0;                                                         \
-      for (; i + 8 <= n; i += 8)                                             \
-        for (int l = 0; l < 8; l++) part[l] += v[i + l];                     \
-      for (; i < n; i++) part[0] += v[i];                                    \
-      T total = init;                                                        \
-      for (int l = 0; l < 8; l++) total += part[l];                          \
-      return total;                                                          \
-    }                                                                        \
-    T acc = init;                                                            \
-    for (int64_t i = 0; i < n; i++) fold_##SUFFIX(op, &acc, &v[i], 1);       \
-    return acc;                                                              \
-  }                                                                          \
-  /* The n values along the row at element offsets off, multiplied when    \
-   * there are two sources: a pointer straight into the source when it     \
-   * already is a contiguous row of T, else loaded into v. */              \
-  static const T *value_row_##SUFFIX(const loop_job *j,                      \
-                                     const int64_t off[3], int64_t n,        \
-                                     T *restrict v, T *restrict tmp) {       \
-    const char *p0 = j->src[0] + off[1] * (int64_t)j->esz[1];               \
-    if (j->s->nsrc == 1) {                                                   \
-      if (j->s->src_dtype[0] == NATIVE && j->row_st[1] == 1)                 \
-        return (const T *)p0;                                                \
-      LOAD(j->s->src_dtype[0], p0, j->row_st[1], n, v);                      \
-      return v;                                                              \
-    }                                                                        \
-    const char *p1 = j->src[1] + off[2] * (int64_t)j->esz[2];               \
-    if (j->s->src_dtype[0] == NATIVE && j->s->src_dtype[1] == NATIVE) {      \
-      /* Products of the native type: no staging, and the common stride   \
-       * patterns (contiguous, broadcast) get loops that vectorise. */     \
-      const T *a = (const T *)p0, *b = (const T *)p1;                        \
-      int64_t sa = j->row_st[1], sb = j->row_st[2];                          \
-      if (sa == 1 && sb == 1)                                                \
-        for (int64_t i = 0; i < n; i++) v[i] = a[i] * b[i];                  \
-      else if (sa == 0 && sb == 1)                                           \
-        for (int64_t i = 0; i < n; i++) v[i] = a[0] * b[i];                  \
-      else if (sa == 1 && sb == 0)                                           \
-        for (int64_t i = 0; i < n; i++) v[i] = a[i] * b[0];                  \
-      else                                                                   \
-        for (int64_t i = 0; i < n; i++) v[i] = a[i * sa] * b[i * sb];        \
-      return v;                                                              \
-    }                                                                        \
-    LOAD(j->s->src_dtype[0], p0, j->row_st[1], n, v);                        \
-    LOAD(j->s->src_dtype[1], p1, j->row_st[2], n, tmp);                      \
-    for (int64_t i = 0; i < n; i++) v[i] *= tmp[i];                          \
-    return v;                                                                \
-  }                                                                          \
-  /* Mode R: results lo..hi of the outer axes, each folded from rows. */    \
-  static void run_rows_##SUFFIX(const loop_job *j, int64_t lo, int64_t hi) {\
-    T v[ROW], tmp[ROW];                                                      \
-    const ein_step *s = j->s;                                                \
-    int64_t nred = ein_loop_axes_volume(&j->red);                            \
-    ein_loop_cursor oc, rc;                                                  \
-    ein_loop_cursor_start(&j->outer, lo, &oc);                               \
-    for (int64_t o = lo; o < hi; o++, ein_loop_cursor_next(&j->outer, &oc)) {\
-      T total = ident_##SUFFIX(s->op);                                       \
-      ein_loop_cursor_start(&j->red, 0, &rc);                                \
-      for (int64_t r = 0; r < nred; r++, ein_loop_cursor_next(&j->red, &rc)) {\
-        for (int64_t c0 = 0; c0 < j->row_n; c0 += ROW) {                     \
-          int64_t n = j->row_n - c0 < ROW ? j->row_n - c0 : ROW;             \
-          int64_t co[3];                                                     \
-          for (int k = 0; k < 3; k++)                                        \
-            co[k] = oc.off[k] + rc.off[k] + c0 * j->row_st[k];               \
-          total = reduce_row_##SUFFIX(s->op, total,                          \
-                                      value_row_##SUFFIX(j, co, n, v, tmp),  \
-                                      n);                                    \
-        }                                                                    \
-      }                                                                      \
-      total = (T)(total * (T)s->alpha);                                      \
-      STORE(s->dst_dtype, j->dst + oc.off[0] * (int64_t)j->esz[0], 1, 1,     \
-            &total);                                                         \
-    }                                                                        \
-  }                                                                          \
-  /* Mode K, one row chunk: acc[0..n) = fold over reduced indices rlo..rhi \
-   * of the row at outer offsets base, starting at chunk c0. */            \
-  static void fold_chunk_##SUFFIX(const loop_job *j, const int64_t base[3], \
-                                  int64_t c0, int64_t n, int64_t rlo,        \
-                                  int64_t rhi, T *restrict acc) {            \
-    T v[ROW], tmp[ROW];                                                      \
-    ein_loop_cursor rc;                                                      \
-    for (int64_t i = 0; i < n; i++) acc[i] = ident_##SUFFIX(j->s->op);       \
-    ein_loop_cursor_start(&j->red, rlo, &rc);                                \
-    for (int64_t r = rlo; r < rhi; r++, ein_loop_cursor_next(&j->red, &rc)) {\
-      int64_t co[3];                                                         \
-      for (int k = 0; k < 3; k++)                                            \
-        co[k] = base[k] + rc.off[k] + c0 * j->row_st[k];                     \
-      fold_##SUFFIX(j->s->op, acc, value_row_##SUFFIX(j, co, n, v, tmp), n); \
-    }                                                                        \
-  }                                                                          \
-  static void store_chunk_##SUFFIX(const loop_job *j, const int64_t base[3],\
-                                   int64_t c0, int64_t n, T *acc) {          \
-    const ein_step *s = j->s;                                                \
-    if (s->alpha != 1)                                                       \
-      for (int64_t i = 0; i < n; i++) acc[i] = (T)(acc[i] * (T)s->alpha);    \
-    STORE(s->dst_dtype,                                                      \
-          j->dst + (base[0] + c0 * j->row_st[0]) * (int64_t)j->esz[0],       \
-          j->row_st[0], n, acc);                                             \
-  }                                                                          \
-  /* Mode K: rows lo..hi of the outer axes, each a row of results. */       \
-  static void run_range_##SUFFIX(const loop_job *j, int64_t lo,            \
-                                 int64_t hi) {                               \
-    if (j->row_reduced) {                                                    \
-      run_rows_##SUFFIX(j, lo, hi);                                          \
-      return;                                                                \
-    }                                                                        \
-    T acc[ROW], tmp[ROW];                                                    \
-    const ein_step *s = j->s;                                                \
-    int64_t nred = ein_loop_axes_volume(&j->red);                            \
-    ein_loop_cursor oc;                                                      \
-    ein_loop_cursor_start(&j->outer, lo, &oc);                               \
-    for (int64_t o = lo; o < hi; o++, ein_loop_cursor_next(&j->outer, &oc)) {\
-      for (int64_t c0 = 0; c0 < j->row_n; c0 += ROW) {                       \
-        int64_t n = j->row_n - c0 < ROW ? j->row_n - c0 : ROW;               \
-        if (nred == 1) {                                                     \
-          int64_t co[3];                                                     \
-          for (int k = 0; k < 3; k++) co[k] = oc.off[k] + c0 * j->row_st[k]; \
-          const T *v = value_row_##SUFFIX(j, co, n, acc, tmp);               \
-          if (v != acc) memcpy(acc, v, (size_t)n * sizeof(T));               \
-          if (s->op == EIN_REDUCE_ANY || s->op == EIN_REDUCE_ALL)            \
-            for (int64_t i = 0; i < n; i++) acc[i] = acc[i] != 0;            \
-        } else {                                                             \
-          fold_chunk_##SUFFIX(j, oc.off, c0, n, 0, nred, acc);               \
-        }                                                                    \
-        store_chunk_##SUFFIX(j, oc.off, c0, n, acc);                         \
-      }                                                                      \
-    }                                                                        \
-  }                                                                          \
-  /* Mode K with few results and a long reduction (column sums and maxima \
-   * over everything but the last axis): the reduced indices are split    \
-   * across threads, each folding its share of every result into its own \
-   * partial row; the partials are then folded and stored. False when the \
-   * partials cannot be allocated (the caller runs the plain loop). */     \
-  static bool run_split_##SUFFIX(const loop_job *j, int threads) {           \
-    int64_t nouter = ein_loop_axes_volume(&j->outer);                        \
-    int64_t nred = ein_loop_axes_volume(&j->red);                            \
-    int64_t width = nouter * j->row_n;                                       \
-    T *part = ein_malloc((size_t)threads * (size_t)width * sizeof(T));           \
-    if (!part) return false;                                                 \
-    OMP_PARALLEL_FOR                                                         \
-    for (int t = 0; t < threads; t++) {                                      \
-      int64_t rlo = nred * t / threads, rhi = nred * (t + 1) / threads;      \
-      T *mine = part + (size_t)t * (size_t)width;                            \
-      ein_loop_cursor oc;                                                    \
-      ein_loop_cursor_start(&j->outer, 0, &oc);                              \
-      for (int64_t o = 0; o < nouter;                                        \
-           o++, ein_loop_cursor_next(&j->outer, &oc))                        \
-        for (int64_t c0 = 0; c0 < j->row_n; c0 += ROW) {                     \
-          int64_t n = j->row_n - c0 < ROW ? j->row_n - c0 : ROW;             \
-          fold_chunk_##SUFFIX(j, oc.off, c0, n, rlo, rhi,                    \
-                              mine + o * j->row_n + c0);                     \
-        }                                                                    \
-    }                                                                        \
-    for (int t = 1; t < threads; t++)                                        \
-      fold_##SUFFIX(j->s->op, part, part + (size_t)t * (size_t)width, width);\
-    ein_loop_cursor oc;                                                      \
-    ein_loop_cursor_start(&j->outer, 0, &oc);                                \
-    for (int64_t o = 0; o < nouter; o++, ein_loop_cursor_next(&j->outer, &oc))\
-      for (int64_t c0 = 0; c0 < j->row_n; c0 += ROW) {                       \
-        int64_t n = j->row_n - c0 < ROW ? j->row_n - c0 : ROW;               \
-        store_chunk_##SUFFIX(j, oc.off, c0, n, part + o * j->row_n + c0);    \
-      }                                                                      \
-    ein_free(part);                                                          \
-    return true;                                                             \
-  }
+/* The row kernels, one instance per accumulator type (see the .inc). */
+#define T float
+#define SUFFIX f32
+#define NATIVE EIN_DT_F32
+#define LOAD load_f32
+#define STORE store_f32
+#define IDENT_SUM 0.0f
+#define IDENT_PROD 1.0f
+#define MAXV INFINITY
+#define MINV (-INFINITY)
+#include "cpu_loops_acc.inc"
 
-DEFINE_LOOP(f32, float, EIN_DT_F32, load_f32, store_f32, 0.0f, 1.0f,
-            INFINITY, -INFINITY)
-DEFINE_LOOP(f64, double, EIN_DT_F64, load_f64, store_f64, 0.0, 1.0,
-            INFINITY, -INFINITY)
-DEFINE_LOOP(i64, int64_t, EIN_DT_I64, load_i64, store_i64, 0, 1, INT64_MAX,
-            INT64_MIN)
+#define T double
+#define SUFFIX f64
+#define NATIVE EIN_DT_F64
+#define LOAD load_f64
+#define STORE store_f64
+#define IDENT_SUM 0.0
+#define IDENT_PROD 1.0
+#define MAXV INFINITY
+#define MINV (-INFINITY)
+#include "cpu_loops_acc.inc"
+
+#define T int64_t
+#define SUFFIX i64
+#define NATIVE EIN_DT_I64
+#define LOAD load_i64
+#define STORE store_i64
+#define IDENT_SUM 0
+#define IDENT_PROD 1
+#define MAXV INT64_MAX
+#define MINV INT64_MIN
+#include "cpu_loops_acc.inc"
 
 static void run_range(const loop_job *j, int64_t lo, int64_t hi) {
   switch (j->acc) {
@@ -403,40 +226,18 @@ static void take_row(loop_job *j, ein_loop_axes *from, int at) {
  * cache (a transpose); otherwise rows are copied along the destination's
  * fastest axis. */
 #define TILE 32
-#define DEFINE_COPY(W, T)                                                    \
-  static void copy_range_##W(const ein_loop_axes *outer, int64_t lo,        \
-                             int64_t hi, char *dst, const char *src,         \
-                             int64_t na, const int64_t sta[3], int64_t nb,   \
-                             const int64_t stb[3]) {                         \
-    ein_loop_cursor oc;                                                      \
-    ein_loop_cursor_start(outer, lo, &oc);                                   \
-    int64_t da = sta[0], sa = sta[1], db = stb[0], sb = stb[1];              \
-    for (int64_t o = lo; o < hi; o++, ein_loop_cursor_next(outer, &oc)) {    \
-      T *d = (T *)dst + oc.off[0];                                           \
-      const T *s = (const T *)src + oc.off[1];                               \
-      if (nb == 1) {                                                         \
-        if (da == 1 && sa == 1)                                              \
-          memcpy(d, s, (size_t)na * sizeof(T));                              \
-        else if (da == 1)                                                    \
-          for (int64_t a = 0; a < na; a++) d[a] = s[a * sa];                 \
-        else                                                                 \
-          for (int64_t a = 0; a < na; a++) d[a * da] = s[a * sa];            \
-        continue;                                                            \
-      }                                                                      \
-      for (int64_t b0 = 0; b0 < nb; b0 += TILE)                              \
-        for (int64_t a0 = 0; a0 < na; a0 += TILE) {                          \
-          int64_t bn = nb - b0 < TILE ? nb - b0 : TILE;                      \
-          int64_t an = na - a0 < TILE ? na - a0 : TILE;                      \
-          for (int64_t b = b0; b < b0 + bn; b++)                             \
-            for (int64_t a = a0; a < a0 + an; a++)                           \
-              d[a * da + b * db] = s[a * sa + b * sb];                       \
-        }                                                                    \
-    }                                                                        \
-  }
-DEFINE_COPY(1, uint8_t)
-DEFINE_COPY(2, uint16_t)
-DEFINE_COPY(4, uint32_t)
-DEFINE_COPY(8, uint64_t)
+#define W 1
+#define T uint8_t
+#include "cpu_loops_copy.inc"
+#define W 2
+#define T uint16_t
+#include "cpu_loops_copy.inc"
+#define W 4
+#define T uint32_t
+#include "cpu_loops_copy.inc"
+#define W 8
+#define T uint64_t
+#include "cpu_loops_copy.inc"
 
 static bool try_copy(const ein_step *s, ein_loop_axes *kept,
                      const ein_loop_axes *red, char *dst, const char *src,

@@ -8,6 +8,12 @@
  * turned into element offsets by divisions by constant sizes, which the
  * compiler strength-reduces. 32-bit indices are used whenever every offset
  * and count fits, 64-bit otherwise.
+ *
+ * The kernels themselves are templates in kernels/FAMILY.cuh (map,
+ * transpose, reduce), embedded after the prelude: this file writes only a
+ * struct Step of one step's constants (sizes, strides, dtypes, the index
+ * decompositions, the value of a term, the reduction, the conversion of
+ * the result) and the extern "C" kernel that instantiates a template.
  */
 #include "alloc.h"
 #include "codegen.h"
@@ -159,21 +165,19 @@ static void emit_constant(ein_strbuf *sb, double v, acc_kind acc) {
 
 /* -------------------------------------------------------- the prelude */
 
-/* src/codegen/prelude_*.h, embedded by scripts/embed.py at build time. */
+/* src/codegen/prelude_*.h, each followed by the templates of
+ * src/codegen/kernels/, embedded by scripts/embed.py at build time. */
 extern const char ein_prelude_nvrtc[], ein_prelude_host[];
 
 const char *ein_codegen_prelude(bool host) {
   return host ? ein_prelude_host : ein_prelude_nvrtc;
 }
 
-/* The combine function of a reduction, named ein_comb. Integer sums and
- * products wrap (computed unsigned); max and min let NaN win, as numpy. */
+/* The combine expression of a reduction over accumulators a and b.
+ * Integer sums and products wrap (computed unsigned); max and min let NaN
+ * win, as numpy. */
 static void emit_combine(ein_strbuf *sb, ein_reduction op, acc_kind acc) {
   const char *t = acc_type(acc);
-  ein_strbuf_printf(sb,
-                    "static __device__ __forceinline__ %s ein_comb(%s a, %s b) "
-                    "{\n  return ",
-                    t, t, t);
   switch (op) {
   case EIN_REDUCE_SUM:
   case EIN_REDUCE_MEAN:
@@ -197,7 +201,6 @@ static void emit_combine(ein_strbuf *sb, ein_reduction op, acc_kind acc) {
     ein_strbuf_printf(sb, "(%s)(a != 0 && b != 0)", t);
     break;
   }
-  ein_strbuf_printf(sb, ";\n}\n");
 }
 
 /* The reduction's starting value; int64 extremes are written as hex
@@ -302,12 +305,6 @@ static void emit_post(gen *g, const char *v, bool normalise) {
                       v);
 }
 
-static void emit_store(gen *g, const char *where, const char *v) {
-  ein_strbuf_printf(g->sb, "    d[%s] = ", where);
-  emit_store_value(g->sb, g->s->dst_dtype, v);
-  ein_strbuf_printf(g->sb, ";\n");
-}
-
 /* The parameter list, typed per operand. */
 static void emit_signature(gen *g, const char *name, unsigned threads,
                            const char *dtype, const char *s0type,
@@ -332,22 +329,73 @@ static int64_t blocks_for(int64_t work, int64_t per_block) {
 
 /* ------------------------------------------------------------- kernels */
 
-/* A flat loop over the kept axes: fill or map. */
-static void gen_map(gen *g, const char *name, const ein_loop_axes *kept,
-                    const char *dtype, const char *s0type, const char *s1type,
-                    bool raw_copy) {
+/* The map family (kernels/map.cuh) instantiated for one step: a struct
+ * of the step's constants and inline functions, then the kernel calling
+ * the family's template with it. */
+typedef enum map_form { MAP_VALUE, MAP_RAW, MAP_HALF_VEC } map_form;
+
+/* The struct's types and item count (the Step interface of map.cuh). */
+static void emit_step_types(gen *g, const char *step, int64_t n,
+                            const char *dtype, const char *s0type,
+                            const char *s1type) {
+  ein_strbuf_printf(g->sb,
+                    "struct %s {\n"
+                    "  typedef %s idx;\n"
+                    "  typedef %s dst_t;\n"
+                    "  typedef %s src0_t;\n"
+                    "  typedef %s src1_t;\n"
+                    "  static constexpr int nsrc = %d;\n"
+                    "  static constexpr idx n = ",
+                    step, g->idx, dtype, s0type, s1type, g->s->nsrc);
+  emit_int(g, n);
+  ein_strbuf_printf(g->sb, ";\n");
+}
+
+/* offsets(i, o0, o1, o2): the decomposition of item i over axes la. */
+static void emit_step_offsets(gen *g, const ein_loop_axes *la, unsigned ops) {
+  ein_strbuf_printf(g->sb,
+                    "  static __device__ __forceinline__ void offsets("
+                    "idx i, idx &o0, idx &o1, idx &o2) {\n"
+                    "    (void)i; (void)o1; (void)o2;\n");
+  emit_decompose(g, la, "i", "o", ops);
+  ein_strbuf_printf(g->sb, "  }\n");
+}
+
+/* Closes the accumulator-typed expression the caller has written after
+ * "acc v_ = " and returns it scaled, normalised and converted. */
+static void emit_step_result(gen *g) {
+  ein_strbuf_printf(g->sb, ";\n");
+  if (g->s->kind != EIN_STEP_FILL)
+    emit_post(g, "v_", true);
+  ein_strbuf_printf(g->sb, "    return ");
+  emit_store_value(g->sb, g->s->dst_dtype, "v_");
+  ein_strbuf_printf(g->sb, ";\n  }\n");
+}
+
+/* value(s0, s1, o1, o2), or for the 2-byte vector form value_of(x0, x1)
+ * and whether each source is contiguous along the vector. */
+static void emit_step_value(gen *g, map_form form, const ein_loop_axes *la) {
   ein_strbuf *sb = g->sb;
   const ein_step *s = g->s;
-  int64_t n = ein_loop_axes_volume(kept);
-  emit_signature(g, name, MAP_BLOCK, dtype, s0type, s1type);
-  ein_strbuf_printf(sb, "  for (%s i = (%s)blockIdx.x * %d + threadIdx.x; i < ",
-                    g->idx, g->idx, MAP_BLOCK);
-  emit_int(g, n);
-  ein_strbuf_printf(sb, "; i += (%s)gridDim.x * %d) {\n", g->idx, MAP_BLOCK);
-  ein_strbuf_printf(sb, "    %s o0 = 0, o1 = 0, o2 = 0;\n", g->idx);
-  emit_decompose(g, kept, "i", "o", s->kind == EIN_STEP_FILL ? 1u : 7u);
-  if (raw_copy) {
-    ein_strbuf_printf(sb, "    d[o0] = s0[o1];\n  }\n}\n");
+  if (form == MAP_HALF_VEC) {
+    int in = la->n - 1;
+    ein_strbuf_printf(sb,
+                      "  static constexpr bool contig1 = %s, contig2 = %s;\n"
+                      "  static __device__ __forceinline__ dst_t value_of("
+                      "src0_t x0, %s x1) {\n    (void)x1;\n    %s v_ = ",
+                      la->st[in][1] ? "true" : "false",
+                      s->nsrc == 2 && la->st[in][2] ? "true" : "false",
+                      s->nsrc == 2 ? "src1_t" : "int", acc_type(g->acc));
+    emit_value_of(g, "x0", "x1");
+    emit_step_result(g);
+    return;
+  }
+  ein_strbuf_printf(sb,
+                    "  static __device__ __forceinline__ dst_t value("
+                    "const src0_t *s0, const src1_t *s1, idx o1, idx o2) {\n"
+                    "    (void)s0; (void)s1; (void)o1; (void)o2;\n");
+  if (form == MAP_RAW) {
+    ein_strbuf_printf(sb, "    return s0[o1];\n  }\n");
     return;
   }
   ein_strbuf_printf(sb, "    %s v_ = ", acc_type(g->acc));
@@ -355,11 +403,27 @@ static void gen_map(gen *g, const char *name, const ein_loop_axes *kept,
     emit_constant(sb, s->fill, g->acc);
   else
     emit_value(g, "o1", "o2");
-  ein_strbuf_printf(sb, ";\n");
-  if (s->kind != EIN_STEP_FILL)
-    emit_post(g, "v_", true);
-  emit_store(g, "o0", "v_");
-  ein_strbuf_printf(sb, "  }\n}\n");
+  emit_step_result(g);
+}
+
+/* A flat loop over axes la: fill, map, a 16-byte copy (MAP_RAW, types
+ * uint4) or the 2-byte vector map, as kernel `name` with Step name_step. */
+static void gen_map(gen *g, const char *name, const ein_loop_axes *la,
+                    const char *dtype, map_form form) {
+  const ein_step *s = g->s;
+  bool raw = form == MAP_RAW;
+  const char *s0 = raw ? "uint4" : src_type(s, 0);
+  const char *s1 = raw ? "void" : src_type(s, 1);
+  char step[64];
+  snprintf(step, sizeof step, "%s_step", name);
+  emit_step_types(g, step, ein_loop_axes_volume(la), dtype, s0, s1);
+  emit_step_offsets(g, la, s->kind == EIN_STEP_FILL ? 1u : 7u);
+  emit_step_value(g, form, la);
+  ein_strbuf_printf(g->sb, "};\n");
+  emit_signature(g, name, MAP_BLOCK, dtype, s0, s1);
+  ein_strbuf_printf(g->sb, "  %s<%s>(d, s0, s1);\n}\n",
+                    form == MAP_HALF_VEC ? "ein_map_half_vec" : "ein_map",
+                    step);
 }
 
 /* Whether a plain copy can move 16 bytes per access: the innermost kept
@@ -423,46 +487,6 @@ static bool half_vector_axes(const gen *g, ein_loop_axes *out) {
   return true;
 }
 
-/* The 2-byte map variant: each thread loads HALF_VEC elements of every
- * contiguous source as one 16-byte vector (a broadcast source as one
- * element), computes HALF_VEC values and stores them as one vector. */
-static void gen_map_half_vec(gen *g, const ein_loop_axes *vec) {
-  ein_strbuf *sb = g->sb;
-  const ein_step *s = g->s;
-  int in = vec->n - 1;
-  emit_signature(g, "ein_vec", MAP_BLOCK, "unsigned short", src_type(s, 0),
-                 src_type(s, 1));
-  ein_strbuf_printf(sb, "  for (%s i = (%s)blockIdx.x * %d + threadIdx.x; i < ",
-                    g->idx, g->idx, MAP_BLOCK);
-  emit_int(g, ein_loop_axes_volume(vec));
-  ein_strbuf_printf(sb, "; i += (%s)gridDim.x * %d) {\n", g->idx, MAP_BLOCK);
-  ein_strbuf_printf(sb, "    %s o0 = 0, o1 = 0, o2 = 0;\n", g->idx);
-  emit_decompose(g, vec, "i", "o", 7u);
-  ein_strbuf_printf(sb,
-                    "    union { uint4 v; unsigned short h[%d]; } w0_, "
-                    "w1_, w2_;\n    (void)w1_; (void)w2_; (void)o2;\n",
-                    HALF_VEC);
-  char x[2][32];
-  for (int j = 0; j < s->nsrc; j++) {
-    bool contiguous = vec->st[in][j + 1] != 0;
-    if (contiguous)
-      ein_strbuf_printf(sb, "    w%d_.v = *(const uint4 *)(s%d + o%d);\n",
-                        j + 1, j, j + 1);
-    snprintf(x[j], sizeof x[j], contiguous ? "w%d_.h[e_]" : "s%d[o%d]",
-             contiguous ? j + 1 : j, j + 1);
-  }
-  ein_strbuf_printf(sb,
-                    "    for (int e_ = 0; e_ < %d; e_++) {\n"
-                    "    %s v_ = ",
-                    HALF_VEC, acc_type(g->acc));
-  emit_value_of(g, x[0], s->nsrc == 2 ? x[1] : "");
-  ein_strbuf_printf(sb, ";\n");
-  emit_post(g, "v_", true);
-  ein_strbuf_printf(sb, "    w0_.h[e_] = ");
-  emit_store_value(sb, s->dst_dtype, "v_");
-  ein_strbuf_printf(sb, ";\n    }\n    *(uint4 *)(d + o0) = w0_.v;\n  }\n}\n");
-}
-
 /* Whether a 2-byte plain copy's transpose can move pairs: both tile
  * edges even and every other stride even, so that each pair lies in one
  * aligned 4-byte word on both sides. */
@@ -480,71 +504,47 @@ static bool half_transpose_ok(const gen *g, const ein_loop_axes *rest,
   return true;
 }
 
-/* The tile's corner for this block: blockIdx.x counts ta tiles along a,
- * then rows of them along b. */
-static void emit_tile_origin(gen *g, int64_t ta, int tile) {
-  ein_strbuf_printf(g->sb, "  const %s a0 = (%s)(blockIdx.x %% %lld) * %d;\n",
-                    g->idx, g->idx, (long long)ta, tile);
-  ein_strbuf_printf(g->sb, "  const %s b0 = (%s)(blockIdx.x / %lld) * %d;\n",
-                    g->idx, g->idx, (long long)ta, tile);
-}
-
-/* One pass over a tile: rows j of `tile` along `row` ("a" or "b"), the
- * other axis at column `col`, up to the bounds check on both, which the
- * caller closes. */
-static void emit_tile_pass(gen *g, int tile, const char *row, const char *col,
-                           int64_t sa, int64_t sb_) {
-  const char *other = row[0] == 'a' ? "b" : "a";
-  ein_strbuf_printf(g->sb,
-                    "    for (int j = threadIdx.y; j < %d; j += %d) {\n"
-                    "      %s %s = %s0 + j, %s = %s0 + %s;\n      if (a < ",
-                    tile, TILE_ROWS, g->idx, row, row, other, other, col);
-  emit_int(g, sa);
-  ein_strbuf_printf(g->sb, " && b < ");
-  emit_int(g, sb_);
-}
-
-/* The 2-byte transpose variant: a TILE2 x TILE2 tile (padded to an odd
- * pitch, so both phases are free of bank conflicts) read in pairs along
- * the source's contiguous axis b and written in pairs along dst's a. */
-static void gen_transpose_half(gen *g, const ein_loop_axes *rest, int64_t sa,
-                               int64_t sb_, const int64_t sta[3],
-                               const int64_t stb[3]) {
+/* The Step struct of a transpose kernel (kernels/transpose.cuh): the
+ * tile plane a x b with ta tiles of edge `tile` along a, the rest axes
+ * and, for the element-wise form, value(s0, at). */
+static void emit_transpose_step(gen *g, const char *step, int tile,
+                                const ein_loop_axes *rest, int64_t sa,
+                                int64_t sb_, const int64_t sta[3],
+                                const int64_t stb[3]) {
   ein_strbuf *sb = g->sb;
-  int64_t ta = (sa + TILE2 - 1) / TILE2;
-  emit_signature(g, "ein_vec", TILE * TILE_ROWS, "unsigned short",
-                 "unsigned short", "void");
-  ein_strbuf_printf(sb, "  __shared__ unsigned short tile[%d][%d];\n", TILE2,
-                    TILE2 + 1);
-  emit_tile_origin(g, ta, TILE2);
-  ein_strbuf_printf(sb, "  const int x2 = 2 * threadIdx.x;\n");
-  ein_strbuf_printf(sb, "  for (%s r = blockIdx.y; r < ", g->idx);
-  emit_int(g, ein_loop_axes_volume(rest));
-  ein_strbuf_printf(sb, "; r += gridDim.y) {\n");
-  ein_strbuf_printf(sb, "    %s o0 = 0, o1 = 0, o2 = 0;\n    (void)o2;\n",
-                    g->idx);
-  emit_decompose(g, rest, "r", "o", 3u);
-  emit_tile_pass(g, TILE2, "a", "x2", sa, sb_);
-  ein_strbuf_printf(sb, ") {\n        unsigned int p_ = *(const unsigned int "
-                        "*)(s0 + o1 + a * ");
-  emit_int(g, sta[1]);
+  const ein_step *s = g->s;
   ein_strbuf_printf(sb,
-                    " + b);\n"
-                    "        tile[j][x2] = (unsigned short)(p_ & 0xffffu);\n"
-                    "        tile[j][x2 + 1] = (unsigned short)(p_ >> 16);\n"
-                    "      }\n    }\n    __syncthreads();\n");
-  emit_tile_pass(g, TILE2, "b", "x2", sa, sb_);
-  ein_strbuf_printf(sb, ")\n        *(unsigned int *)(d + o0 + a + b * ");
-  emit_int(g, stb[0]);
-  ein_strbuf_printf(sb, ") = (unsigned int)tile[x2][j] | "
-                        "((unsigned int)tile[x2 + 1][j] << 16);\n"
-                        "    }\n    __syncthreads();\n  }\n}\n");
+                    "struct %s {\n  typedef %s idx;\n  typedef %s dst_t;\n"
+                    "  typedef %s src0_t;\n  static constexpr idx na = ",
+                    step, g->idx, storage_type(s->dst_dtype), src_type(s, 0));
+  int64_t v[7] = {sb_, ein_loop_axes_volume(rest), (sa + tile - 1) / tile,
+                  sta[0], stb[0], sta[1], stb[1]};
+  static const char *const names[7] = {"nb", "nrest", "ta", "sa0",
+                                       "sb0", "sa1", "sb1"};
+  emit_int(g, sa);
+  for (int i = 0; i < 7; i++) {
+    ein_strbuf_printf(sb, ",%s%s = ", i == 3 ? "\n      " : " ", names[i]);
+    emit_int(g, v[i]);
+  }
+  ein_strbuf_printf(sb, ";\n  static __device__ __forceinline__ void "
+                        "rest_offsets(idx r, idx &o0, idx &o1, idx &o2) {\n"
+                        "    (void)r; (void)o0; (void)o1; (void)o2;\n");
+  emit_decompose(g, rest, "r", "o", 3u);
+  ein_strbuf_printf(sb, "  }\n  static __device__ __forceinline__ dst_t "
+                        "value(const src0_t *s0, idx at) {\n    %s v_ = ",
+                    acc_type(g->acc));
+  emit_value(g, "at", "0");
+  ein_strbuf_printf(sb, ";\n");
+  emit_post(g, "v_", true);
+  ein_strbuf_printf(sb, "    return ");
+  emit_store_value(sb, s->dst_dtype, "v_");
+  ein_strbuf_printf(sb, ";\n  }\n};\n");
 }
 
-/* Permuting copy through a shared-memory tile. Axis a is dst's contiguous
- * axis, b the source's; `rest` holds the others. */
+/* Permuting copy through a shared-memory tile (transpose.cuh). Axis a is
+ * dst's contiguous axis, b the source's; `rest` holds the others. A
+ * 2-byte plain copy also gets the variant that moves pairs. */
 static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
-  ein_strbuf *sb = g->sb;
   const ein_step *s = g->s;
   ein_loop_axes rest = g->kept;
   int64_t sa, sb_, sta[3], stb[3];
@@ -556,52 +556,28 @@ static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
     ein_loop_axes_take(&rest, b, &sb_, stb);
     ein_loop_axes_take(&rest, a, &sa, sta);
   }
-  int64_t ta = (sa + TILE - 1) / TILE, tb = (sb_ + TILE - 1) / TILE;
   int64_t nrest = ein_loop_axes_volume(&rest);
   const char *dt = storage_type(s->dst_dtype);
+  emit_transpose_step(g, "ein_main_step", TILE, &rest, sa, sb_, sta, stb);
   emit_signature(g, "ein_main", TILE * TILE_ROWS, dt, src_type(s, 0), "void");
-  ein_strbuf_printf(sb, "  __shared__ %s tile[%d][%d];\n", dt, TILE, TILE + 1);
-  emit_tile_origin(g, ta, TILE);
-  ein_strbuf_printf(sb, "  for (%s r = blockIdx.y; r < ", g->idx);
-  emit_int(g, nrest);
-  ein_strbuf_printf(sb, "; r += gridDim.y) {\n");
-  ein_strbuf_printf(sb, "    %s o0 = 0, o1 = 0, o2 = 0;\n", g->idx);
-  emit_decompose(g, &rest, "r", "o", 3u);
-  ein_strbuf_printf(sb, "    (void)o2;\n");
-  /* read rows along a, threads along b (the source's contiguous axis) */
-  emit_tile_pass(g, TILE, "a", "threadIdx.x", sa, sb_);
-  ein_strbuf_printf(sb, ") {\n        %s v_ = ", acc_type(g->acc));
-  char at[160];
-  snprintf(at, sizeof at, "o1 + a * %lld%s + b * %lld%s", (long long)sta[1],
-           g->wide ? "LL" : "", (long long)stb[1], g->wide ? "LL" : "");
-  emit_value(g, at, "0");
-  ein_strbuf_printf(sb, ";\n  ");
-  emit_post(g, "v_", true);
-  ein_strbuf_printf(sb, "        tile[j][threadIdx.x] = ");
-  emit_store_value(sb, s->dst_dtype, "v_");
-  ein_strbuf_printf(sb, ";\n      }\n    }\n    __syncthreads();\n");
-  /* write rows along b, threads along a (dst's contiguous axis) */
-  emit_tile_pass(g, TILE, "b", "threadIdx.x", sa, sb_);
-  ein_strbuf_printf(sb, ")\n        d[o0 + a * ");
-  emit_int(g, sta[0]);
-  ein_strbuf_printf(sb, " + b * ");
-  emit_int(g, stb[0]);
-  ein_strbuf_printf(sb, "] = tile[threadIdx.x][j];\n    }\n"
-                        "    __syncthreads();\n  }\n}\n");
-  k->grid[0] = (unsigned)(ta * tb);
+  ein_strbuf_printf(g->sb, "  ein_transpose<ein_main_step>(d, s0);\n}\n");
+  k->grid[0] = (unsigned)(((sa + TILE - 1) / TILE) * ((sb_ + TILE - 1) / TILE));
   k->grid[1] = (unsigned)(nrest < 65535 ? nrest : 65535);
   k->grid[2] = 1;
   k->block[0] = TILE;
   k->block[1] = TILE_ROWS;
   k->block[2] = 1;
-  if (half_transpose_ok(g, &rest, sa, sb_, sta, stb)) {
-    gen_transpose_half(g, &rest, sa, sb_, sta, stb);
-    k->has_vec = true;
-    k->grid_vec[0] =
-        (unsigned)(((sa + TILE2 - 1) / TILE2) * ((sb_ + TILE2 - 1) / TILE2));
-    k->grid_vec[1] = k->grid[1];
-    k->grid_vec[2] = 1;
-  }
+  if (!half_transpose_ok(g, &rest, sa, sb_, sta, stb))
+    return;
+  emit_transpose_step(g, "ein_vec_step", TILE2, &rest, sa, sb_, sta, stb);
+  emit_signature(g, "ein_vec", TILE * TILE_ROWS, "unsigned short",
+                 "unsigned short", "void");
+  ein_strbuf_printf(g->sb, "  ein_transpose_half<ein_vec_step>(d, s0);\n}\n");
+  k->has_vec = true;
+  k->grid_vec[0] =
+      (unsigned)(((sa + TILE2 - 1) / TILE2) * ((sb_ + TILE2 - 1) / TILE2));
+  k->grid_vec[1] = k->grid[1];
+  k->grid_vec[2] = 1;
 }
 
 /* ---------------------------------------------------------- reductions */
@@ -656,118 +632,104 @@ static red_shape choose_reduction(const gen *g, bool inner) {
   return r;
 }
 
-/* Each lane's share of its output's terms (a split's block covers only
- * its chunk) combined into acc_; b0/b1/b2 are the output's offsets. */
-static void emit_reduce_terms(gen *g, const red_shape *r) {
+/* ------------------------------------------ the reduction family */
+
+/* Opens the Step struct of a reduction (kernels/reduce.cuh): its types,
+ * output and term counts, and the reduction, identity() and comb(a, b).
+ * Integer sums and products wrap (computed unsigned); max and min let NaN
+ * win, as numpy. */
+static void emit_red_head(gen *g, const red_shape *r, const char *out_t,
+                          const char *s0type, const char *s1type) {
   ein_strbuf *sb = g->sb;
-  const char *olane = r->inner ? "threadIdx.y" : "threadIdx.x";
-  const char *rlane = r->inner ? "threadIdx.x" : "threadIdx.y";
-  ein_strbuf_printf(sb, "    %s o = ob + %s;\n    %s acc_ = ", g->idx, olane,
-                    acc_type(g->acc));
+  const char *t = acc_type(g->acc);
+  ein_strbuf_printf(sb,
+                    "struct ein_main_step {\n"
+                    "  typedef %s idx;\n  typedef %s acc_t;\n"
+                    "  typedef %s dst_t;\n  typedef %s out_t;\n"
+                    "  typedef %s src0_t;\n  typedef %s src1_t;\n"
+                    "  static constexpr idx nout = ",
+                    g->idx, t, storage_type(g->s->dst_dtype), out_t, s0type,
+                    s1type);
+  emit_int(g, r->nout);
+  ein_strbuf_printf(sb, ", nred = ");
+  emit_int(g, r->nred);
+  ein_strbuf_printf(sb, ";\n  static __device__ __forceinline__ acc_t "
+                        "identity() { return ");
   emit_identity(sb, g->s->op, g->acc);
-  ein_strbuf_printf(sb, ";\n    %s b0 = 0, b1 = 0, b2 = 0;\n    if (o < ",
-                    g->idx);
-  emit_int(g, r->nout);
-  ein_strbuf_printf(sb, ") {\n");
-  emit_decompose(g, &g->kept, "o", "b", 7u);
-  if (r->kind == EIN_KERNEL_REDUCE_SPLIT) {
-    ein_strbuf_printf(sb, "    const %s r0_ = (%s)blockIdx.y * ", g->idx,
-                      g->idx);
-    emit_int(g, r->chunk);
-    ein_strbuf_printf(sb, ", r1_ = r0_ + ");
-    emit_int(g, r->chunk);
-    ein_strbuf_printf(sb, " < ");
-    emit_int(g, r->nred);
-    ein_strbuf_printf(sb, " ? r0_ + ");
-    emit_int(g, r->chunk);
-    ein_strbuf_printf(sb, " : ");
-    emit_int(g, r->nred);
-    ein_strbuf_printf(sb, ";\n    for (%s r = r0_ + %s; r < r1_", g->idx,
-                      rlane);
-  } else {
-    ein_strbuf_printf(sb, "    for (%s r = %s; r < ", g->idx, rlane);
-    emit_int(g, r->nred);
-  }
-  ein_strbuf_printf(sb, "; r += %d) {\n", r->lanes);
-  ein_strbuf_printf(sb, "    %s o0 = 0, o1 = b1, o2 = b2;\n    (void)o0;\n",
-                    g->idx);
+  ein_strbuf_printf(sb, "; }\n  static __device__ __forceinline__ acc_t "
+                        "comb(acc_t a, acc_t b) {\n    return ");
+  emit_combine(sb, g->s->op, g->acc);
+  ein_strbuf_printf(sb, ";\n  }\n");
+}
+
+/* out_offsets(o, b0, b1, b2) over the kept axes, for operands `ops`. */
+static void emit_red_out_offsets(gen *g, unsigned ops) {
+  ein_strbuf_printf(g->sb,
+                    "  static __device__ __forceinline__ void out_offsets("
+                    "idx o, idx &b0, idx &b1, idx &b2) {\n"
+                    "    (void)o; (void)b0; (void)b1; (void)b2;\n");
+  emit_decompose(g, &g->kept, "o", "b", ops);
+  ein_strbuf_printf(g->sb, "  }\n");
+}
+
+/* result(acc_): scaled and converted to dst's stored type. */
+static void emit_red_result(gen *g) {
+  ein_strbuf_printf(g->sb, "  static __device__ __forceinline__ dst_t "
+                           "result(acc_t acc_) {\n");
+  emit_post(g, "acc_", false);
+  ein_strbuf_printf(g->sb, "    return ");
+  emit_store_value(g->sb, g->s->dst_dtype, "acc_");
+  ein_strbuf_printf(g->sb, ";\n  }\n");
+}
+
+/* term_offsets(r, o1, o2) over the reduced axes, and value(s0, s1, o1,
+ * o2), the accumulator-typed term. */
+static void emit_red_terms(gen *g) {
+  ein_strbuf *sb = g->sb;
+  ein_strbuf_printf(sb, "  static __device__ __forceinline__ void "
+                        "term_offsets(idx r, idx &o1, idx &o2) {\n"
+                        "    (void)r; (void)o1; (void)o2;\n");
   emit_decompose(g, &g->red, "r", "o", 6u);
-  ein_strbuf_printf(sb, "    %s v_ = ", acc_type(g->acc));
+  ein_strbuf_printf(sb, "  }\n  static __device__ __forceinline__ acc_t "
+                        "value(const src0_t *s0, const src1_t *s1, idx o1, "
+                        "idx o2) {\n    (void)s1; (void)o2;\n    return ");
   emit_value(g, "o1", "o2");
-  ein_strbuf_printf(sb, ";\n    acc_ = ein_comb(acc_, v_);\n    }\n    }\n");
+  ein_strbuf_printf(sb, ";\n  }\n");
 }
 
-/* The lanes of each output combine: shuffles (and, past a warp, shared
- * memory) in the inner layout, shared memory in the outer one. Leaves the
- * total in the lane that stores and opens "if (that lane && o < nout)". */
-static void emit_reduce_lanes(gen *g, const red_shape *r) {
-  ein_strbuf *sb = g->sb;
-  if (r->inner) {
-    ein_strbuf_printf(
-        sb, "    for (int off = 16; off > 0; off >>= 1)\n"
-            "      acc_ = ein_comb(acc_, __shfl_down_sync(0xffffffffu, "
-            "acc_, off));\n");
-    if (r->lanes > 32)
-      ein_strbuf_printf(
-          sb,
-          "    if ((threadIdx.x & 31) == 0) part_[threadIdx.x >> 5] "
-          "= acc_;\n"
-          "    __syncthreads();\n"
-          "    if (threadIdx.x == 0)\n"
-          "      for (int w = 1; w < %d; w++) acc_ = ein_comb(acc_, "
-          "part_[w]);\n"
-          "    __syncthreads();\n",
-          r->lanes / 32);
-    ein_strbuf_printf(sb, "    if (threadIdx.x == 0 && o < ");
-  } else {
-    ein_strbuf_printf(
-        sb,
-        "    part_[threadIdx.y][threadIdx.x] = acc_;\n"
-        "    __syncthreads();\n"
-        "    if (threadIdx.y == 0)\n"
-        "      for (int y = 1; y < %d; y++) acc_ = ein_comb(acc_, "
-        "part_[y][threadIdx.x]);\n"
-        "    __syncthreads();\n"
-        "    if (threadIdx.y == 0 && o < ",
-        r->lanes);
-  }
-  emit_int(g, r->nout);
-  ein_strbuf_printf(sb, ") {\n");
+/* The kernel ein_main(d, s0, s1) calling template `tmpl` with the Step. */
+static void emit_red_kernel(gen *g, const char *tmpl, unsigned threads,
+                            const char *out_t, const char *s0type,
+                            const char *s1type) {
+  emit_signature(g, "ein_main", threads, out_t, s0type, s1type);
+  ein_strbuf_printf(g->sb, "  %s<ein_main_step>(d, s0%s);\n}\n", tmpl,
+                    strcmp(tmpl, "ein_reduce_finish") ? ", s1" : "");
 }
 
-/* Reductions: lanes of a block cooperate on each output element. In the
- * inner form lanes run along x (a warp, or 256 threads, per element) and
- * combine with shuffles; in the outer form outputs run along x and
- * RED_OUT_LANES lanes along y combine through shared memory. A split's
- * pass 1 stores its partial, unscaled, at [blockIdx.y][o] of d. */
+/* Reductions where lanes of a block cooperate on each output element
+ * (reduce.cuh's ein_reduce). In the inner form lanes run along x (a warp,
+ * or 256 threads, per element); in the outer form outputs run along x and
+ * RED_OUT_LANES lanes along y. A split's pass 1 stores its partial,
+ * unscaled, at [blockIdx.y][o] of d. */
 static void gen_reduce(gen *g, ein_kernel_src *k, const red_shape *r) {
-  ein_strbuf *sb = g->sb;
   const ein_step *s = g->s;
   bool split = r->kind == EIN_KERNEL_REDUCE_SPLIT;
-  const char *at = acc_type(g->acc);
-  emit_combine(sb, s->op, g->acc);
-  emit_signature(g, "ein_main", 256, split ? at : storage_type(s->dst_dtype),
-                 src_type(s, 0), src_type(s, 1));
-  if (r->inner && r->lanes > 32)
-    ein_strbuf_printf(sb, "  __shared__ %s part_[%d];\n", at, r->lanes / 32);
-  if (!r->inner)
-    ein_strbuf_printf(sb, "  __shared__ %s part_[%d][33];\n", at, r->lanes);
-  ein_strbuf_printf(sb, "  for (%s ob = (%s)blockIdx.x * %d; ob < ", g->idx,
-                    g->idx, r->per_block);
-  emit_int(g, r->nout);
-  ein_strbuf_printf(sb, "; ob += (%s)gridDim.x * %d) {\n", g->idx,
-                    r->per_block);
-  emit_reduce_terms(g, r);
-  emit_reduce_lanes(g, r);
-  if (split) {
-    ein_strbuf_printf(sb, "    d[(%s)blockIdx.y * ", g->idx);
-    emit_int(g, r->nout);
-    ein_strbuf_printf(sb, " + o] = acc_;\n");
-  } else {
-    emit_post(g, "acc_", false);
-    emit_store(g, "b0", "acc_");
-  }
-  ein_strbuf_printf(sb, "    }\n  }\n}\n");
+  const char *out_t = split ? acc_type(g->acc) : storage_type(s->dst_dtype);
+  emit_red_head(g, r, out_t, src_type(s, 0), src_type(s, 1));
+  ein_strbuf_printf(g->sb,
+                    "  static constexpr int lanes = %d, per_block = %d;\n"
+                    "  static constexpr bool inner = %s, split = %s;\n"
+                    "  static constexpr idx chunk = ",
+                    r->lanes, r->per_block, r->inner ? "true" : "false",
+                    split ? "true" : "false");
+  emit_int(g, r->chunk);
+  ein_strbuf_printf(g->sb, ";\n");
+  emit_red_out_offsets(g, 7u);
+  emit_red_terms(g);
+  emit_red_result(g);
+  ein_strbuf_printf(g->sb, "};\n");
+  emit_red_kernel(g, "ein_reduce", 256, out_t, src_type(s, 0),
+                  src_type(s, 1));
   k->grid[0] = (unsigned)r->blocks;
   k->grid[1] = (unsigned)r->splits;
   k->grid[2] = 1;
@@ -777,66 +739,49 @@ static void gen_reduce(gen *g, ein_kernel_src *k, const red_shape *r) {
 }
 
 /* A thread per output with its few terms unrolled at offsets fixed at
- * generation time: neighbouring threads read neighbouring elements. */
+ * generation time (reduce.cuh's ein_reduce_thread). */
 static void gen_reduce_thread(gen *g, ein_kernel_src *k, const red_shape *r) {
   ein_strbuf *sb = g->sb;
   const ein_step *s = g->s;
-  emit_combine(sb, s->op, g->acc);
-  emit_signature(g, "ein_main", MAP_BLOCK, storage_type(s->dst_dtype),
-                 src_type(s, 0), src_type(s, 1));
-  ein_strbuf_printf(sb, "  for (%s i = (%s)blockIdx.x * %d + threadIdx.x; i < ",
-                    g->idx, g->idx, MAP_BLOCK);
-  emit_int(g, r->nout);
-  ein_strbuf_printf(sb, "; i += (%s)gridDim.x * %d) {\n", g->idx, MAP_BLOCK);
-  ein_strbuf_printf(sb, "    %s o0 = 0, o1 = 0, o2 = 0;\n", g->idx);
-  emit_decompose(g, &g->kept, "i", "o", 7u);
-  ein_strbuf_printf(sb, "    %s acc_ = ", acc_type(g->acc));
-  emit_identity(sb, s->op, g->acc);
-  ein_strbuf_printf(sb, ";\n");
+  const char *dt = storage_type(s->dst_dtype);
+  emit_red_head(g, r, dt, src_type(s, 0), src_type(s, 1));
+  emit_red_out_offsets(g, 7u);
+  ein_strbuf_printf(sb, "  static __device__ __forceinline__ void terms("
+                        "acc_t &acc_, const src0_t *s0, const src1_t *s1, "
+                        "idx o1, idx o2) {\n    (void)s1; (void)o2;\n");
   for (int64_t t = 0; t < r->nred; t++) {
     int64_t off[3];
     ein_loop_axes_offsets(&g->red, t, off);
     char o1[64], o2[64];
     snprintf(o1, sizeof o1, "o1 + %lld", (long long)off[1]);
     snprintf(o2, sizeof o2, "o2 + %lld", (long long)off[2]);
-    ein_strbuf_printf(sb, "    acc_ = ein_comb(acc_, ");
+    ein_strbuf_printf(sb, "    acc_ = comb(acc_, ");
     emit_value(g, o1, o2);
     ein_strbuf_printf(sb, ");\n");
   }
-  ein_strbuf_printf(sb, "    (void)o2;\n");
-  emit_post(g, "acc_", false);
-  emit_store(g, "o0", "acc_");
-  ein_strbuf_printf(sb, "  }\n}\n");
+  ein_strbuf_printf(sb, "  }\n");
+  emit_red_result(g);
+  ein_strbuf_printf(sb, "};\n");
+  emit_red_kernel(g, "ein_reduce_thread", MAP_BLOCK, dt, src_type(s, 0),
+                  src_type(s, 1));
   k->grid[0] = (unsigned)r->blocks;
   k->grid[1] = k->grid[2] = 1;
   k->block[0] = MAP_BLOCK;
   k->block[1] = k->block[2] = 1;
 }
 
-/* A split's pass 2: a thread per output combines the partials at
- * [c][o] of s0 in chunk order (so every run gives the same bits), then
- * scales and stores as an unsplit kernel would. */
+/* A split's pass 2 (reduce.cuh's ein_reduce_finish): the partials at
+ * [c][o] of s0 combined in chunk order, scaled and stored. */
 static void gen_finish(gen *g, ein_kernel_src *k, const red_shape *r) {
-  ein_strbuf *sb = g->sb;
-  const ein_step *s = g->s;
-  emit_combine(sb, s->op, g->acc);
-  emit_signature(g, "ein_main", FINISH_BLOCK, storage_type(s->dst_dtype),
-                 acc_type(g->acc), "void");
-  ein_strbuf_printf(sb, "  for (%s o = (%s)blockIdx.x * %d + threadIdx.x; o < ",
-                    g->idx, g->idx, FINISH_BLOCK);
-  emit_int(g, r->nout);
-  ein_strbuf_printf(sb, "; o += (%s)gridDim.x * %d) {\n", g->idx, FINISH_BLOCK);
-  ein_strbuf_printf(sb, "    %s acc_ = s0[o];\n", acc_type(g->acc));
-  ein_strbuf_printf(sb,
-                    "    for (int c = 1; c < %lld; c++)\n"
-                    "      acc_ = ein_comb(acc_, s0[(%s)c * ",
-                    (long long)r->splits, g->idx);
-  emit_int(g, r->nout);
-  ein_strbuf_printf(sb, " + o]);\n    %s b0 = 0;\n", g->idx);
-  emit_decompose(g, &g->kept, "o", "b", 1u);
-  emit_post(g, "acc_", false);
-  emit_store(g, "b0", "acc_");
-  ein_strbuf_printf(sb, "  }\n}\n");
+  const char *at = acc_type(g->acc);
+  const char *dt = storage_type(g->s->dst_dtype);
+  emit_red_head(g, r, dt, at, "void");
+  ein_strbuf_printf(g->sb, "  static constexpr int splits = %lld;\n",
+                    (long long)r->splits);
+  emit_red_out_offsets(g, 1u);
+  emit_red_result(g);
+  ein_strbuf_printf(g->sb, "};\n");
+  emit_red_kernel(g, "ein_reduce_finish", FINISH_BLOCK, dt, at, "void");
   k->grid[0] = (unsigned)blocks_for(r->nout, FINISH_BLOCK);
   k->grid[1] = k->grid[2] = 1;
   k->block[0] = FINISH_BLOCK;
@@ -943,8 +888,7 @@ static ein_kernel_kind choose_kind(const gen *g, int *ta, int *tb,
 static void gen_map_kernels(gen *g, ein_kernel_src *out) {
   const ein_step *s = g->s;
   ein_loop_axes vec;
-  gen_map(g, "ein_main", &g->kept, storage_type(s->dst_dtype), src_type(s, 0),
-          src_type(s, 1), false);
+  gen_map(g, "ein_main", &g->kept, storage_type(s->dst_dtype), MAP_VALUE);
   out->grid[0] =
       (unsigned)blocks_for(ein_loop_axes_volume(&g->kept), MAP_BLOCK);
   out->grid[1] = out->grid[2] = 1;
@@ -953,9 +897,9 @@ static void gen_map_kernels(gen *g, ein_kernel_src *out) {
   if (out->kind != EIN_KERNEL_MAP)
     return;
   if (vector_axes(g, &vec))
-    gen_map(g, "ein_vec", &vec, "uint4", "uint4", "void", true);
+    gen_map(g, "ein_vec", &vec, "uint4", MAP_RAW);
   else if (half_vector_axes(g, &vec))
-    gen_map_half_vec(g, &vec);
+    gen_map(g, "ein_vec", &vec, "unsigned short", MAP_HALF_VEC);
   else
     return;
   out->has_vec = true;

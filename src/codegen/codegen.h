@@ -11,7 +11,9 @@
  * (ein_codegen_prelude) before it: the f16/bf16 conversions ein_h2f,
  * ein_f2h, ein_b2f, ein_f2b and the ein_u64 type, in one flavour for NVRTC
  * (inline PTX) and one for the emulated device's host compiler, which
- * also defines the CUDA built-ins the kernels use.
+ * also defines the CUDA built-ins the kernels use; each flavour is
+ * followed by the kernel templates (src/codegen/kernels/FAMILY.cuh) that a
+ * step's source instantiates.
  *
  * Every kernel takes three pointers (dst, src0, src1; unused ones are NULL)
  * already offset to the step's first element, and is launched as
@@ -106,7 +108,8 @@ void ein_kernel_src_free(ein_kernel_src *k);
 
 /* The text to put before every kernel source: for NVRTC
  * (src/codegen/prelude_nvrtc.cuh) or, when host, for the emulated device
- * (src/codegen/prelude_host.h). Static storage. */
+ * (src/codegen/prelude_host.h), each followed by the kernel templates
+ * (src/codegen/kernels/). Static storage. */
 const char *ein_codegen_prelude(bool host);
 
 /* "map", "transpose", ...; "none" for EIN_KERNEL_NONE. */

@@ -1,0 +1,87 @@
+/*
+ * map.cuh - the map family of generated kernels: fill, map (elementwise
+ * convert, scale, multiply of two operands, permute without a tile) and
+ * their vector variants.
+ *
+ * A kernel of this family is a grid-stride loop over the flat index of
+ * the step's kept axes. What differs between steps (sizes, strides,
+ * dtypes, the value computed) is not here: codegen.c writes it as a
+ * struct Step of constants and small inline functions, then instantiates
+ * one of the templates below in an `extern "C"` kernel. The prelude
+ * (prelude_nvrtc.cuh or prelude_host.h) comes first; this file is
+ * embedded after it by scripts/embed.py, for NVRTC and for the emulated
+ * device alike.
+ *
+ * What a Step gives (codegen.c, gen_map):
+ *   idx                 int, or long long when an offset may pass 2^30;
+ *   dst_t, src0_t, src1_t  the stored types (src1_t is void for < 2 srcs);
+ *   n                   the number of items (threads' work units);
+ *   offsets(i, o0, o1, o2)  adds item i's element offsets per operand;
+ *   value(s0, s1, o1, o2)   the stored result at those offsets (map),
+ *                           or the constant (fill);
+ * and for ein_map_half_vec in addition:
+ *   contig1, contig2    whether source 1/2 is contiguous along the vector
+ *                       (else broadcast: one element for all lanes);
+ *   value_of(x0, x1)    the stored result from stored source values.
+ */
+#ifndef EIN_KERNEL_MAP_CUH
+#define EIN_KERNEL_MAP_CUH
+
+#define EIN_MAP_BLOCK 256 /* threads per block: codegen.c's MAP_BLOCK */
+#define EIN_HALF_VEC 8    /* 2-byte elements per 16-byte vector */
+
+/* One item per thread and grid stride: fill, map, or a plain copy in
+ * 16-byte words (a Step whose types are uint4). */
+template <class Step>
+static __device__ __forceinline__ void
+ein_map(typename Step::dst_t *__restrict__ d,
+        const typename Step::src0_t *__restrict__ s0,
+        const typename Step::src1_t *__restrict__ s1) {
+  typedef typename Step::idx idx;
+  for (idx i = (idx)blockIdx.x * EIN_MAP_BLOCK + threadIdx.x; i < Step::n;
+       i += (idx)gridDim.x * EIN_MAP_BLOCK) {
+    idx o0 = 0, o1 = 0, o2 = 0;
+    Step::offsets(i, o0, o1, o2);
+    d[o0] = Step::value(s0, s1, o1, o2);
+  }
+}
+
+/* The 2-byte map variant (outer products, scaled or converted repeats):
+ * each thread loads EIN_HALF_VEC elements of every contiguous source as
+ * one 16-byte vector (a broadcast source as one element), computes as
+ * many results and stores them as one vector. */
+template <class Step>
+static __device__ __forceinline__ void
+ein_map_half_vec(unsigned short *__restrict__ d,
+                 const typename Step::src0_t *__restrict__ s0,
+                 const typename Step::src1_t *__restrict__ s1) {
+  typedef typename Step::idx idx;
+  union half_vec {
+    uint4 v;
+    unsigned short h[EIN_HALF_VEC];
+  };
+  for (idx i = (idx)blockIdx.x * EIN_MAP_BLOCK + threadIdx.x; i < Step::n;
+       i += (idx)gridDim.x * EIN_MAP_BLOCK) {
+    idx o0 = 0, o1 = 0, o2 = 0;
+    Step::offsets(i, o0, o1, o2);
+    half_vec w0, w1 = {}, w2 = {};
+    if (Step::contig1)
+      w1.v = *(const uint4 *)(s0 + o1);
+    if constexpr (Step::nsrc == 2) {
+      if (Step::contig2)
+        w2.v = *(const uint4 *)(s1 + o2);
+    }
+    for (int e = 0; e < EIN_HALF_VEC; e++) {
+      typename Step::src0_t x0 =
+          Step::contig1 ? (typename Step::src0_t)w1.h[e] : s0[o1];
+      if constexpr (Step::nsrc == 2)
+        w0.h[e] = Step::value_of(
+            x0, Step::contig2 ? (typename Step::src1_t)w2.h[e] : s1[o2]);
+      else
+        w0.h[e] = Step::value_of(x0, 0);
+    }
+    *(uint4 *)(d + o0) = w0.v;
+  }
+}
+
+#endif

@@ -1,0 +1,136 @@
+/*
+ * reduce.cuh - the reduction family of generated kernels: reduce_inner,
+ * reduce_outer and reduce_split (lanes of a block cooperate on each
+ * output), reduce_finish (a split's second pass) and reduce_thread (a
+ * thread per output, its few terms unrolled).
+ *
+ * As in map.cuh, what differs between steps is a struct Step written by
+ * codegen.c (gen_reduce, gen_reduce_thread, gen_finish); the kernel
+ * instantiating a template here is launched with the geometry codegen.c
+ * records (ein_kernel_src.grid and .block). What a Step gives:
+ *   idx, acc_t, dst_t, src0_t, src1_t, out_t  index, accumulator and
+ *                 stored types; out_t is acc_t for a split's pass 1 (its
+ *                 partials), dst_t otherwise;
+ *   nout, nred    outputs, and terms of each;
+ *   identity(), comb(a, b)  the reduction (integer sums wrap; NaN wins
+ *                 max and min, as numpy);
+ *   out_offsets(o, b0, b1, b2)  adds output o's offset in each operand;
+ *   term_offsets(r, o1, o2)     adds term r's offsets in the sources;
+ *   value(s0, s1, o1, o2)       the accumulator-typed term there;
+ *   result(acc)   the stored output: scaled and converted;
+ * and per template the constants named at it.
+ */
+#ifndef EIN_KERNEL_REDUCE_CUH
+#define EIN_KERNEL_REDUCE_CUH
+
+/* Lanes of a block cooperate on each output. inner: lanes run along x (a
+ * warp, or 256 threads, per output), per_block outputs along y, and the
+ * lanes combine with shuffles (past a warp, through shared memory).
+ * Outer: outputs run along x, `lanes` lanes along y combine through
+ * shared memory. split: blockIdx.y picks a chunk of `chunk` terms, and
+ * the unscaled partial goes to d[blockIdx.y][o]. */
+template <class Step>
+static __device__ __forceinline__ void
+ein_reduce(typename Step::out_t *__restrict__ d,
+           const typename Step::src0_t *__restrict__ s0,
+           const typename Step::src1_t *__restrict__ s1) {
+  typedef typename Step::idx idx;
+  typedef typename Step::acc_t acc_t;
+  constexpr int lanes = Step::lanes;
+  const unsigned olane = Step::inner ? threadIdx.y : threadIdx.x;
+  const unsigned rlane = Step::inner ? threadIdx.x : threadIdx.y;
+  for (idx ob = (idx)blockIdx.x * Step::per_block; ob < Step::nout;
+       ob += (idx)gridDim.x * Step::per_block) {
+    idx o = ob + olane;
+    acc_t acc = Step::identity();
+    idx b0 = 0, b1 = 0, b2 = 0;
+    if (o < Step::nout) {
+      Step::out_offsets(o, b0, b1, b2);
+      idx r0 = 0, r1 = Step::nred;
+      if constexpr (Step::split) {
+        r0 = (idx)blockIdx.y * Step::chunk;
+        r1 = r0 + Step::chunk < Step::nred ? r0 + Step::chunk : Step::nred;
+      }
+      for (idx r = r0 + rlane; r < r1; r += lanes) {
+        idx o1 = b1, o2 = b2;
+        Step::term_offsets(r, o1, o2);
+        acc = Step::comb(acc, Step::value(s0, s1, o1, o2));
+      }
+    }
+    bool lead;
+    if constexpr (Step::inner) {
+      for (int off = 16; off > 0; off >>= 1)
+        acc = Step::comb(acc, __shfl_down_sync(0xffffffffu, acc, off));
+      if constexpr (lanes > 32) {
+        __shared__ acc_t warps[lanes / 32];
+        if ((threadIdx.x & 31) == 0)
+          warps[threadIdx.x >> 5] = acc;
+        __syncthreads();
+        if (threadIdx.x == 0)
+          for (int w = 1; w < lanes / 32; w++)
+            acc = Step::comb(acc, warps[w]);
+        __syncthreads();
+      }
+      lead = threadIdx.x == 0;
+    } else {
+      __shared__ acc_t part[lanes][33];
+      part[threadIdx.y][threadIdx.x] = acc;
+      __syncthreads();
+      if (threadIdx.y == 0)
+        for (int y = 1; y < lanes; y++)
+          acc = Step::comb(acc, part[y][threadIdx.x]);
+      __syncthreads();
+      lead = threadIdx.y == 0;
+    }
+    if (lead && o < Step::nout) {
+      if constexpr (Step::split)
+        d[(idx)blockIdx.y * Step::nout + o] = acc;
+      else
+        d[b0] = Step::result(acc);
+    }
+  }
+}
+
+/* A split's pass 2: a thread per output combines the Step::splits
+ * partials at [c][o] of s0 in chunk order (so every run gives the same
+ * bits), then scales and stores as an unsplit kernel would. Blocks of
+ * EIN_FINISH_BLOCK threads. */
+#define EIN_FINISH_BLOCK 256 /* codegen.c's FINISH_BLOCK */
+template <class Step>
+static __device__ __forceinline__ void
+ein_reduce_finish(typename Step::dst_t *__restrict__ d,
+                  const typename Step::acc_t *__restrict__ s0) {
+  typedef typename Step::idx idx;
+  for (idx o = (idx)blockIdx.x * EIN_FINISH_BLOCK + threadIdx.x;
+       o < Step::nout; o += (idx)gridDim.x * EIN_FINISH_BLOCK) {
+    typename Step::acc_t acc = s0[o];
+    for (int c = 1; c < Step::splits; c++)
+      acc = Step::comb(acc, s0[(idx)c * Step::nout + o]);
+    idx b0 = 0, b1 = 0, b2 = 0;
+    Step::out_offsets(o, b0, b1, b2);
+    d[b0] = Step::result(acc);
+  }
+}
+
+/* A thread per output, blocks of EIN_THREAD_BLOCK: the Step's
+ * terms(acc, s0, s1, o1, o2) folds its few terms, unrolled at offsets
+ * fixed at generation time, so neighbouring threads read neighbouring
+ * elements. */
+#define EIN_THREAD_BLOCK 256 /* codegen.c's MAP_BLOCK */
+template <class Step>
+static __device__ __forceinline__ void
+ein_reduce_thread(typename Step::dst_t *__restrict__ d,
+                  const typename Step::src0_t *__restrict__ s0,
+                  const typename Step::src1_t *__restrict__ s1) {
+  typedef typename Step::idx idx;
+  for (idx i = (idx)blockIdx.x * EIN_THREAD_BLOCK + threadIdx.x;
+       i < Step::nout; i += (idx)gridDim.x * EIN_THREAD_BLOCK) {
+    idx o0 = 0, o1 = 0, o2 = 0;
+    Step::out_offsets(i, o0, o1, o2);
+    typename Step::acc_t acc = Step::identity();
+    Step::terms(acc, s0, s1, o1, o2);
+    d[o0] = Step::result(acc);
+  }
+}
+
+#endif

@@ -1,0 +1,93 @@
+/*
+ * transpose.cuh - the transpose family of generated kernels: a permuting
+ * copy (or conversion) of one source through a shared-memory tile, so
+ * that both the reads and the writes are coalesced, and its 2-byte
+ * variant that moves pairs.
+ *
+ * Axis a is dst's contiguous axis, axis b the source's; the other kept
+ * axes ("rest") are walked along blockIdx.y, the tiles of the a-b plane
+ * along blockIdx.x (ta tiles along a, then rows of them along b). Blocks
+ * are EIN_TILE x EIN_TILE_ROWS threads. As in map.cuh, what differs
+ * between steps is a struct Step written by codegen.c (gen_transpose):
+ *   idx, dst_t, src0_t   index and stored types;
+ *   na, nb, nrest        the sizes of a, b and of the rest;
+ *   ta                   tiles along a (of this kernel's tile edge);
+ *   sa0, sb0, sa1, sb1   strides of a and b in dst (0) and the source (1);
+ *   rest_offsets(r, o0, o1, o2)  adds rest index r's offsets;
+ *   value(s0, at)        the stored result from source element at
+ *                        (ein_transpose only: scaled and converted).
+ */
+#ifndef EIN_KERNEL_TRANSPOSE_CUH
+#define EIN_KERNEL_TRANSPOSE_CUH
+
+#define EIN_TILE 32     /* tile edge: codegen.c's TILE */
+#define EIN_TILE_ROWS 8 /* threads per tile column: TILE_ROWS */
+#define EIN_TILE2 64    /* 2-byte variant's tile edge: TILE2 */
+
+/* Reads the tile in rows along a with threads along b (the source's
+ * contiguous axis), then writes it in rows along b with threads along a
+ * (dst's). The pitch EIN_TILE + 1 keeps both phases free of bank
+ * conflicts. */
+template <class Step>
+static __device__ __forceinline__ void
+ein_transpose(typename Step::dst_t *__restrict__ d,
+              const typename Step::src0_t *__restrict__ s0) {
+  typedef typename Step::idx idx;
+  __shared__ typename Step::dst_t tile[EIN_TILE][EIN_TILE + 1];
+  const idx a0 = (idx)(blockIdx.x % Step::ta) * EIN_TILE;
+  const idx b0 = (idx)(blockIdx.x / Step::ta) * EIN_TILE;
+  for (idx r = blockIdx.y; r < Step::nrest; r += gridDim.y) {
+    idx o0 = 0, o1 = 0, o2 = 0;
+    Step::rest_offsets(r, o0, o1, o2);
+    for (int j = threadIdx.y; j < EIN_TILE; j += EIN_TILE_ROWS) {
+      idx a = a0 + j, b = b0 + threadIdx.x;
+      if (a < Step::na && b < Step::nb)
+        tile[j][threadIdx.x] =
+            Step::value(s0, o1 + a * Step::sa1 + b * Step::sb1);
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < EIN_TILE; j += EIN_TILE_ROWS) {
+      idx b = b0 + j, a = a0 + threadIdx.x;
+      if (a < Step::na && b < Step::nb)
+        d[o0 + a * Step::sa0 + b * Step::sb0] = tile[threadIdx.x][j];
+    }
+    __syncthreads();
+  }
+}
+
+/* The 2-byte plain copy: an EIN_TILE2-edge tile (odd pitch) read in
+ * pairs along b and written in pairs along a, each pair one aligned
+ * 4-byte word on both sides (codegen.c's half_transpose_ok: sizes and
+ * strides even, so sa0 and sb1 are 1). */
+template <class Step>
+static __device__ __forceinline__ void
+ein_transpose_half(unsigned short *__restrict__ d,
+                   const unsigned short *__restrict__ s0) {
+  typedef typename Step::idx idx;
+  __shared__ unsigned short tile[EIN_TILE2][EIN_TILE2 + 1];
+  const idx a0 = (idx)(blockIdx.x % Step::ta) * EIN_TILE2;
+  const idx b0 = (idx)(blockIdx.x / Step::ta) * EIN_TILE2;
+  const int x2 = 2 * threadIdx.x;
+  for (idx r = blockIdx.y; r < Step::nrest; r += gridDim.y) {
+    idx o0 = 0, o1 = 0, o2 = 0;
+    Step::rest_offsets(r, o0, o1, o2);
+    for (int j = threadIdx.y; j < EIN_TILE2; j += EIN_TILE_ROWS) {
+      idx a = a0 + j, b = b0 + x2;
+      if (a < Step::na && b < Step::nb) {
+        unsigned int p = *(const unsigned int *)(s0 + o1 + a * Step::sa1 + b);
+        tile[j][x2] = (unsigned short)(p & 0xffffu);
+        tile[j][x2 + 1] = (unsigned short)(p >> 16);
+      }
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < EIN_TILE2; j += EIN_TILE_ROWS) {
+      idx b = b0 + j, a = a0 + x2;
+      if (a < Step::na && b < Step::nb)
+        *(unsigned int *)(d + o0 + a + b * Step::sb0) =
+            (unsigned int)tile[x2][j] | ((unsigned int)tile[x2 + 1][j] << 16);
+    }
+    __syncthreads();
+  }
+}
+
+#endif

@@ -1,0 +1,49 @@
+/*
+ * transpose_examples.cu - src/codegen/kernels/transpose.cuh instantiated
+ * with example steps of the shape codegen.c writes (gen_transpose), for
+ * tests/kernel_syntax.sh: an f32 -> f16 transposing conversion with a
+ * batch axis, and the 2-byte pair-moving copy of 'i j -> j i'.
+ */
+#include "kernels/transpose.cuh"
+
+/* 'b i j -> b j i' 4x100x300, f32 -> f16, scaled by 2 */
+struct conv_step {
+  typedef int idx;
+  typedef unsigned short dst_t;
+  typedef float src0_t;
+  static constexpr idx na = 100, nb = 300, nrest = 4, ta = 4, sa0 = 1,
+                       sb0 = 100, sa1 = 300, sb1 = 1;
+  static __device__ __forceinline__ void rest_offsets(idx r, idx &o0, idx &o1,
+                                                      idx &o2) {
+    (void)o2;
+    o0 += r * 30000;
+    o1 += r * 30000;
+  }
+  static __device__ __forceinline__ dst_t value(const src0_t *s0, idx at) {
+    float v_ = s0[at];
+    v_ = (float)(v_ * 2.0f);
+    return ein_f2h(v_);
+  }
+};
+extern "C" __global__ void __launch_bounds__(256)
+    ein_conv_main(unsigned short *__restrict__ d,
+                  const float *__restrict__ s0, const void *__restrict__) {
+  ein_transpose<conv_step>(d, s0);
+}
+
+/* 'i j -> j i' 1024x2048 bf16, pairs */
+struct pair_step {
+  typedef long long idx;
+  typedef unsigned short dst_t;
+  typedef unsigned short src0_t;
+  static constexpr idx na = 1024LL, nb = 2048LL, nrest = 1LL, ta = 16LL,
+                       sa0 = 1LL, sb0 = 1024LL, sa1 = 2048LL, sb1 = 1LL;
+  static __device__ __forceinline__ void rest_offsets(idx, idx &, idx &,
+                                                      idx &) {}
+};
+extern "C" __global__ void __launch_bounds__(256)
+    ein_pair_vec(unsigned short *__restrict__ d,
+                 const unsigned short *__restrict__ s0,
+                 const void *__restrict__) {
+  ein_transpose_half<pair_step>(d, s0);
+}
