@@ -54,8 +54,9 @@ static void print_cublas(const ein_cublas_gemm *g) {
          ein_dtype_name(g->c_dtype), ein_gemm_compute_name(g->compute));
 }
 
-/* A kernel step: launch geometry and source, each source after the
- * prelude NVRTC compiles before it, so each step compiles alone. */
+/* A kernel step: launch geometry and source. NVRTC compiles each source
+ * after the prelude printed once at the top (prelude + one step's source
+ * compile alone). */
 static void print_kernels(const ein_cuda_step *cs) {
   const ein_kernel_src *k = &cs->kernel;
   printf("// ein_main<<<(%u,%u,%u), (%u,%u,%u)>>>", k->grid[0], k->grid[1],
@@ -63,14 +64,13 @@ static void print_kernels(const ein_cuda_step *cs) {
   if (k->has_vec)
     printf("; ein_vec<<<(%u,%u,%u), same>>> when 16-byte aligned",
            k->grid_vec[0], k->grid_vec[1], k->grid_vec[2]);
-  printf("\n%s%s", ein_codegen_prelude(false), k->source);
+  printf("\n%s", k->source);
   const ein_kernel_src *f = &cs->finish;
   if (f->kind != EIN_KERNEL_NONE)
     printf("\n// pass 2: ein_main<<<(%u,%u,%u), (%u,%u,%u)>>>(dst, "
-           "scratch of %lld bytes, NULL)\n%s%s",
+           "scratch of %lld bytes, NULL)\n%s",
            f->grid[0], f->grid[1], f->grid[2], f->block[0], f->block[1],
-           f->block[2], (long long)cs->scratch_bytes,
-           ein_codegen_prelude(false), f->source);
+           f->block[2], (long long)cs->scratch_bytes, f->source);
 }
 
 static void print_program(const char *expr, ein_dtype dt,
@@ -79,6 +79,9 @@ static void print_program(const char *expr, ein_dtype dt,
   const ein_cuda_program *prog = ein_plan_cuda_program(plan);
   printf("// einc cuda-src: %s (%s), %d step%s\n", expr, ein_dtype_name(dt),
          ir->nsteps, ir->nsteps == 1 ? "" : "s");
+  printf("\n// ---- the prelude and kernel templates NVRTC compiles before "
+         "each step's source\n%s",
+         ein_codegen_prelude(false));
   for (int i = 0; i < prog->nsteps; i++) {
     const ein_cuda_step *cs = &prog->steps[i];
     const ein_step *s = &ir->steps[i];
