@@ -117,6 +117,38 @@ expect 2 "" "einc: error: axis 'j' is 5 in operand 2 but 4 in operand 1
 expect 0 '*' "" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 400
 expect 2 "" "einc: error: no contraction order was found that keeps every intermediate within the memory limit of 399 bytes: the order taken needs 400 bytes (100 elements of f32) for the result of its step 1" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399
 
+# every option that takes a value takes it as '--opt value' and '--opt=value'
+# alike: both spellings print the same
+same() { # same ARGS... :: ARGS...
+  local -a x=() y=()
+  while [ "$1" != :: ]; do x+=("$1"); shift; done
+  shift
+  y=("$@")
+  local a b
+  a=$("$EINC" "${x[@]}" 2>&1; echo "status $?")
+  b=$("$EINC" "${y[@]}" 2>&1; echo "status $?")
+  if [ "$a" = "$b" ] && [ "${a##*status }" = 0 ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    printf 'FAIL: spellings differ or fail: %s\n  %s\n  %s\n' "${y[*]}" "$a" "$b" >&2
+  fi
+}
+mm=('a b, b c -> a c' 4x5 5x6)
+same plan "${mm[@]}" --dtype f16 --backend cuda --device h200 :: plan "${mm[@]}" --dtype=f16 --backend=cuda --device=h200
+same plan "${mm[@]}" --memory-limit 96 :: plan "${mm[@]}" --memory-limit=96
+same plan "a b -> a" 4x5 --json --reduce max :: plan "a b -> a" 4x5 --json --reduce=max
+same check 'h w -> h w r' 4x5 -D r=3 :: check 'h w -> h w r' 4x5 -D=r=3
+same cuda-src 'a b -> b a' 64x32 --dtype f16 :: cuda-src 'a b -> b a' 64x32 --dtype=f16
+expect 2 "" "einc: error: --memory-limit takes a byte count, not 'x'" -- plan "${mm[@]}" --memory-limit=x
+expect 2 "" "einc: error: unknown dtype 'q8' (f32, f64, f16, bf16, i8..i64, u8..u64, bool)" -- cuda-src 'a -> a' 4 --dtype=q8
+# bench's time varies: both spellings run, with the dtype and backend named
+for form in '--dtype=f64 --backend=cpu --runs=2 --warmup=1' '--dtype f64 --backend cpu --runs 2 --warmup 1'; do
+  # shellcheck disable=SC2086
+  "$EINC" bench 'a -> a' 4 $form | grep -q '(f64 on cpu' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench $form" >&2; }
+done
+expect 2 "" "einc: error: --runs takes a count from 1 to 100000, not '0'" -- bench 'a -> a' 4 --runs=0
+
 # help and version
 expect 0 '*' "" -- --help
 expect 0 '*' "" -- help check
@@ -126,6 +158,11 @@ expect 2 '*' "" --
 "$EINC" --help | grep -q '^  check ' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --help lists check" >&2; }
 "$EINC" check --help | grep -q -- '--reduce R' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check --help documents --reduce" >&2; }
 
+for cmd in check plan eval bench cuda-src; do
+  for h in -h --help; do
+    "$EINC" $cmd $h | grep -q "^usage: einc $cmd " && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: einc $cmd $h" >&2; }
+  done
+done
 for cmd in plan eval bench cuda-src; do
   "$EINC" $cmd --help | grep -q -- "--reduce, --numpy, --)" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: $cmd --help points at --" >&2; }
 done

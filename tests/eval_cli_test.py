@@ -310,6 +310,11 @@ r = einc("eval", "a -> a", P("hf.npy"), "-o", P("hg.npy"), "--dtype", "f32")
 check(r.returncode == 2 and r.stderr == "einc: error: --dtype f32: %s holds "
       "bf16, whose elements are 2 bytes, not 4\n" % P("hf.npy"),
       "--dtype of another size is an error: " + r.stderr)
+# eval's options take '--opt=value' as well as '--opt value'
+r = einc("eval", "a -> a", P("hf.npy"), "--output=" + P("hq.npy"),
+         "--dtype=f16", "--backend=cpu")
+check(r.returncode == 0 and read_npy(P("hq.npy"))[1] == [1.5, -2.0],
+      "--output=, --dtype=, --backend=: " + r.stderr)
 
 print("ein-test-summary: eval_cli: %d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

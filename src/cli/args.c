@@ -247,9 +247,19 @@ bool cli_parse_dtype(const char *v, ein_dtype *out) {
   return false;
 }
 
+bool cli_is_option(const char *arg, const char *name) {
+  size_t n = strlen(name);
+  if (strncmp(arg, name, n) != 0) return false;
+  /* only long options glue their value with '=': "-o=x" names "=x" */
+  return arg[n] == '\0' || (arg[n] == '=' && name[1] == '-');
+}
+
 const char *cli_option_value(int argc, char **argv, int *i) {
+  const char *arg = argv[*i];
+  const char *eq = arg[1] == '-' ? strchr(arg, '=') : NULL;
+  if (eq) return eq + 1;
   if (*i + 1 >= argc) {
-    cli_errorf("%s needs a value", argv[*i]);
+    cli_errorf("%s needs a value", arg);
     return NULL;
   }
   return argv[++*i];

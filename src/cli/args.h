@@ -37,12 +37,14 @@ int cli_common_option(int argc, char **argv, int *i, cli_common *common);
  * this command's, -1 malformed with the message printed). */
 typedef int (*cli_option_fn)(int argc, char **argv, int *i, void *state);
 
-/* The lines of every command's --help on what is an operand. */
+/* The lines of every command's --help on operands and option values. */
 #define CLI_HELP_OPERANDS                                                     \
   "  --              ends the options: every later argument is an operand\n" \
   "  An argument holding '->' or ',' is always the expression, even when it\n" \
   "  starts with '-' ('-> a', '-a, b'); other expressions that start with\n" \
-  "  '-' follow '--'.\n"
+  "  '-' follow '--'.\n"                                                    \
+  "  An option's value follows it ('--dtype f16') or is glued with '='\n"    \
+  "  ('--dtype=f16'); -D also takes it glued ('-Dr=3').\n"
 
 enum { CLI_ARGS_OK, CLI_ARGS_HELP, CLI_ARGS_ERROR };
 
@@ -84,9 +86,14 @@ enum {
 /* The exit status for a library status. */
 int cli_exit_status(ein_status status);
 
-/* The value after the option at argv[*i] of a command's own options,
- * advancing *i past it; NULL, with "<option> needs a value" printed, when
- * the option is the last argument. */
+/* True when arg is the option `name` of a command's own options, alone
+ * ("--dtype") or, for a long option, with its value after '='
+ * ("--dtype=f16"): the two spellings every option takes. */
+bool cli_is_option(const char *arg, const char *name);
+
+/* The value of the option at argv[*i] (one cli_is_option matched): the text
+ * after '=' ("--dtype=f16"), else the next argument, advancing *i past it;
+ * NULL, with "<option> needs a value" printed, when there is none. */
 const char *cli_option_value(int argc, char **argv, int *i);
 
 /* Parses "auto", "cpu" or "cuda" into *out; prints an error and returns

@@ -77,17 +77,17 @@ static int bench_option(int argc, char **argv, int *i, void *state) {
   const char *arg = argv[*i];
   if (strcmp(arg, "--json") == 0) return bo->json = true, 1;
   if (strcmp(arg, "--no-floor") == 0) return bo->floor = false, 1;
-  if (strcmp(arg, "--dtype") != 0 && strcmp(arg, "--backend") != 0 &&
-      strcmp(arg, "--runs") != 0 && strcmp(arg, "--warmup") != 0)
+  bool backend = cli_is_option(arg, "--backend");
+  bool runs = cli_is_option(arg, "--runs");
+  bool warmup = cli_is_option(arg, "--warmup");
+  if (!backend && !runs && !warmup && !cli_is_option(arg, "--dtype"))
     return 0;
   const char *v = cli_option_value(argc, argv, i);
   if (!v) return -1;
-  if (strcmp(arg, "--backend") == 0)
+  if (backend)
     return cli_parse_backend(v, &bo->common->options.backend) ? 1 : -1;
-  if (strcmp(arg, "--runs") == 0)
-    return parse_count(arg, v, 1, &bo->runs) ? 1 : -1;
-  if (strcmp(arg, "--warmup") == 0)
-    return parse_count(arg, v, 0, &bo->warmup) ? 1 : -1;
+  if (runs) return parse_count("--runs", v, 1, &bo->runs) ? 1 : -1;
+  if (warmup) return parse_count("--warmup", v, 0, &bo->warmup) ? 1 : -1;
   return cli_parse_dtype(v, &bo->dtype) ? 1 : -1;
 }
 

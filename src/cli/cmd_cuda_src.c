@@ -33,8 +33,7 @@ void cmd_cuda_src_help(void) {
 
 static int src_option(int argc, char **argv, int *i, void *state) {
   ein_dtype *dt = state;
-  if (strcmp(argv[*i], "--dtype") != 0)
-    return 0;
+  if (!cli_is_option(argv[*i], "--dtype")) return 0;
   const char *v = cli_option_value(argc, argv, i);
   if (!v) return -1;
   return cli_parse_dtype(v, dt) ? 1 : -1;

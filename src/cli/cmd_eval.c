@@ -57,9 +57,9 @@ typedef struct eval_opts {
 static int eval_option(int argc, char **argv, int *i, void *state) {
   eval_opts *eo = state;
   const char *arg = argv[*i];
-  bool out = strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0;
-  bool dtype = strcmp(arg, "--dtype") == 0;
-  if (!out && !dtype && strcmp(arg, "--backend") != 0) return 0;
+  bool out = cli_is_option(arg, "-o") || cli_is_option(arg, "--output");
+  bool dtype = cli_is_option(arg, "--dtype");
+  if (!out && !dtype && !cli_is_option(arg, "--backend")) return 0;
   const char *v = cli_option_value(argc, argv, i);
   if (!v) return -1;
   if (out) {

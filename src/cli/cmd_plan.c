@@ -58,16 +58,18 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
     po->json = true;
     return 1;
   }
-  if (strcmp(arg, "--dtype") != 0 && strcmp(arg, "--device") != 0 &&
-      strcmp(arg, "--memory-limit") != 0 && strcmp(arg, "--backend") != 0)
+  bool backend = cli_is_option(arg, "--backend");
+  bool dtype = cli_is_option(arg, "--dtype");
+  bool device = cli_is_option(arg, "--device");
+  if (!backend && !dtype && !device && !cli_is_option(arg, "--memory-limit"))
     return 0;
   const char *v = cli_option_value(argc, argv, i);
   if (!v) return -1;
-  if (strcmp(arg, "--backend") == 0)
+  if (backend)
     return cli_parse_backend(v, &po->common->options.backend) ? 1 : -1;
-  if (strcmp(arg, "--dtype") == 0) {
+  if (dtype) {
     if (!cli_parse_dtype(v, &po->dtype)) return -1;
-  } else if (strcmp(arg, "--device") == 0) {
+  } else if (device) {
     if (strcmp(v, "h100") != 0 && strcmp(v, "h200") != 0) {
       cli_errorf("unknown device model '%.40s' (h100, h200)", v);
       return -1;
