@@ -69,6 +69,12 @@ extern "C" {
 #define EIN_VERSION_MINOR 1
 #define EIN_VERSION_PATCH 0
 
+/* The version of the library actually loaded, "MAJOR.MINOR.PATCH" (the
+ * build's project version); the EIN_VERSION_* macros above give only the
+ * header's, which differ when a program runs against another build.
+ * Static storage; never NULL. */
+EIN_API const char *ein_version(void);
+
 /* Limits. Beyond them a call fails with EIN_ERR_LIMIT; it never crashes. */
 #define EIN_MAX_EXPR_BYTES (1u << 20) /* expression text, bytes */
 #define EIN_MAX_OPERANDS 64           /* input operands of one expression */

@@ -20,6 +20,9 @@ struct ein_binding {
   int64_t out_shape[EIN_MAX_DIMS];
 };
 
+/* EIN_LIBRARY_VERSION comes from meson.build (the project version). */
+const char *ein_version(void) { return EIN_LIBRARY_VERSION; }
+
 const char *ein_status_name(ein_status status) {
   switch (status) {
   case EIN_OK: return "ok";

@@ -27,10 +27,11 @@ static const cli_command commands[] = {
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 
 static void main_help(void) {
-  printf("einc %d.%d.%d - an einsum/einops expression compiler\n\n",
-         EIN_VERSION_MAJOR, EIN_VERSION_MINOR, EIN_VERSION_PATCH);
+  printf("einc %s - an einsum/einops expression compiler\n\n",
+         ein_version());
   puts("usage: einc COMMAND [ARGS...]\n"
        "       einc COMMAND --help\n"
+       "       einc --version\n"
        "\n"
        "commands:");
   for (int i = 0; i < NCOMMANDS; i++)
@@ -62,8 +63,7 @@ int main(int argc, char **argv) {
     return EXIT_OK;
   }
   if (strcmp(name, "--version") == 0) {
-    printf("einc %d.%d.%d\n", EIN_VERSION_MAJOR, EIN_VERSION_MINOR,
-           EIN_VERSION_PATCH);
+    printf("einc %s\n", ein_version());
     return EXIT_OK;
   }
   for (int i = 0; i < NCOMMANDS; i++)
