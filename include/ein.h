@@ -424,7 +424,13 @@ typedef enum ein_describe_format {
 /* Describes the plan: axes, naive and optimised FLOPs, the largest
  * intermediate, one entry per step (kind, operands, batch/M/N/K groups,
  * transposes, FLOPs, bytes, arithmetic intensity) and a predicted time on
- * a device model ("h100", the default when NULL, or "h200"). Returns the
+ * a device model ("h100", the default when NULL, or "h200"). A plan for
+ * CUDA (or the emulated device) adds per step what it runs: in text, a
+ * "cuda:" section with each step's cuBLAS call or kernels; in JSON, a
+ * "cuda" member of each step with "cublas" (types, compute, transposes,
+ * m/n/k, leading dimensions, strides, batch, loops and their form, or null),
+ * "kernels" (kind, pass, grid, block, vector_variant), "direct_contraction",
+ * "scratch_bytes" and "empty". Returns the
  * full length as snprintf does, writing at most cap bytes with the NUL. */
 EIN_API size_t ein_plan_describe(const ein_plan *plan,
                                  ein_describe_format format,

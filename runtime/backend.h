@@ -52,6 +52,10 @@ typedef struct ein_backend_entry {
   /* Appends what the program runs per step to a plan report; optional. */
   void (*describe)(const ein_plan_ir *plan, const void *program,
                    ein_strbuf *sb);
+  /* The same for the JSON report: appends members (each followed by ',')
+   * to the object of step `step` (ein_report_hook); optional. */
+  void (*describe_step_json)(const ein_plan_ir *plan, const void *program,
+                             int step, ein_strbuf *sb);
   /* The CUDA program inside a program, for backends that run one (CUDA
    * and the emulated device): `einc cuda-src` and the tests read it. */
   const struct ein_cuda_program *(*cuda_program)(const void *program);

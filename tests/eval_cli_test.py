@@ -240,6 +240,60 @@ r = einc("plan", "--backend", "cuda", "b h i d, b h j d -> b h i j",
          "2x4x128x64", "2x4x128x64", "--dtype", "bf16")
 check(r.returncode == 0 and "cublasGemmStridedBatchedEx bf16,bf16->bf16 compute 32F TN" in r.stdout,
       "plan --backend cuda names the cuBLAS call: " + r.stdout + r.stderr)
+
+
+def cuda_line(step):
+    """The text plan's cuda: line of a JSON step, rebuilt from its fields."""
+    c, dim3 = step["cuda"], lambda v: "(%d,%d,%d)" % tuple(v)
+    if c["cublas"]:
+        g = c["cublas"]
+        line = ("cublasGemmStridedBatchedEx %s,%s->%s compute %s %s%s m=%d "
+                "n=%d k=%d lda=%d ldb=%d ldc=%d batch=%d" % (
+                    g["a_dtype"], g["b_dtype"], g["c_dtype"], g["compute"],
+                    "NT"[g["trans_a"]], "NT"[g["trans_b"]], g["m"], g["n"],
+                    g["k"], g["lda"], g["ldb"], g["ldc"], g["batch"]))
+        if g["loops_form"] != "none":
+            line += " x %d (%s)" % (g["loops"], g["loops_form"])
+        return line
+    if c["empty"]:
+        return "(nothing to do: empty)"
+    k = c["kernels"]
+    line = "kernel %s%s%s grid %s block %s" % (
+        k[0]["kind"], " (direct contraction)" if c["direct_contraction"]
+        else "", " pass 1" if len(k) > 1 else "", dim3(k[0]["grid"]),
+        dim3(k[0]["block"]))
+    if k[0]["vector_variant"]:
+        line += ", %s variant grid %s" % (k[0]["vector_variant"]["form"],
+                                          dim3(k[0]["vector_variant"]["grid"]))
+    if len(k) > 1:
+        line += " + pass 2 %s grid %s block %s, scratch %d bytes" % (
+            k[1]["kind"], dim3(k[1]["grid"]), dim3(k[1]["block"]),
+            c["scratch_bytes"])
+    return line
+
+
+# the JSON plan lists what the text plan lists: each step's cuBLAS call or
+# kernels, rebuilt from the JSON, is the text's line for that step
+for args in [("b h i d, b h j d -> b h i j", "2x4x128x64", "2x4x128x64",
+              "--dtype", "bf16"),
+             ("s d -> d", "1048576x4"),
+             ("a b -> b a", "64x64", "--dtype", "f16"),
+             ("b h i d, b h j d -> h i b j", "2x3x256x64", "2x3x256x64"),
+             ("b i k, b k j -> b i j", "4x64x32", "4x32x16"),
+             ("a b c, c d -> b a d", "64x32x128", "128x64"),
+             ("x y, y z, z w -> x w", "64x64", "64x64", "64x64")]:
+    t = einc("plan", "--backend", "cuda", *args)
+    j = einc("plan", "--backend", "cuda", "--json", *args)
+    try:
+        text = [ln.split("  ", 2)[2] for ln in
+                t.stdout.split("cuda:\n", 1)[1].splitlines()]
+        steps = json.loads(j.stdout)["steps"]
+        check(text == [cuda_line(s) for s in steps],
+              "JSON cuda steps match the text for %s:\n%s\n%s" % (
+                  args, text, [cuda_line(s) for s in steps]))
+    except (IndexError, KeyError, ValueError) as e:
+        check(False, "plan --json --backend cuda %s: %r %s" % (args, e,
+                                                               j.stderr))
 r = einc("cuda-src", "b s d -> b s", "4x8x64", "--reduce", "max", "--dtype",
          "f16")
 check(r.returncode == 0 and "__global__" in r.stdout and

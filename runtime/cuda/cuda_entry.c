@@ -23,6 +23,7 @@ const ein_backend_entry ein_cuda_entry = {
     .prepare = ein_cuda_prepare,
     .program_free = ein_cuda_program_free,
     .describe = ein_cuda_describe,
+    .describe_step_json = ein_cuda_describe_step_json,
     .cuda_program = ein_cuda_program_of,
     .device_count = ein_cuda_device_count,
     .open = ein_cuda_backend_create,

@@ -73,6 +73,13 @@ static ein_status emu_prepare(const ein_plan_ir *plan, void **program,
   return EIN_OK;
 }
 
+static void emu_describe_step_json(const ein_plan_ir *plan,
+                                   const void *program, int step,
+                                   ein_strbuf *sb) {
+  const emu_program *p = program;
+  ein_cuda_describe_step_json(plan, p->cuda, step, sb);
+}
+
 static void emu_describe(const ein_plan_ir *plan, const void *program,
                          ein_strbuf *sb) {
   const emu_program *p = program;
@@ -374,6 +381,7 @@ const ein_backend_entry ein_emu_entry = {
     .prepare = emu_prepare,
     .program_free = emu_program_free,
     .describe = emu_describe,
+    .describe_step_json = emu_describe_step_json,
     .cuda_program = emu_cuda_program,
     .device_count = one_device,
     .open = emu_open,

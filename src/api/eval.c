@@ -731,11 +731,12 @@ size_t ein_plan_describe(const ein_plan *plan, ein_describe_format format,
   const ein_device_model *m = ein_device_model_find(device_model);
   if (!m) m = ein_device_model_find(NULL);
   ein_strbuf sb = {0};
-  ein_plan_report(plan->ir, plan->expr,
-                  plan->backend->name,
-                  format == EIN_DESCRIBE_JSON, m, &sb);
-  if (plan->program && plan->backend->describe &&
-      format != EIN_DESCRIBE_JSON)
+  bool json = format == EIN_DESCRIBE_JSON;
+  ein_report_hook hook = {NULL, plan->program};
+  if (plan->program) hook.step_json = plan->backend->describe_step_json;
+  ein_plan_report(plan->ir, plan->expr, plan->backend->name, json, m, &hook,
+                  &sb);
+  if (plan->program && plan->backend->describe && !json)
     plan->backend->describe(plan->ir, plan->program, &sb);
   size_t len = sb.failed ? 0 : sb.len;
   if (buf && cap > 0) {

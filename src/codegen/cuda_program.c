@@ -301,3 +301,69 @@ void ein_cuda_describe(const ein_plan_ir *plan, const void *program,
 const struct ein_cuda_program *ein_cuda_program_of(const void *program) {
   return program;
 }
+
+/* {"call":"cublasGemmStridedBatchedEx",...}: the fields of the text line,
+ * with the loops around the call and their form. */
+static void json_cublas(const ein_cublas_gemm *g, ein_strbuf *sb) {
+  const char *ab = ein_dtype_name(g->ab_dtype);
+  const char *form = !g->loops.n                   ? "none"
+                     : ein_cublas_pointer_array(g) ? "pointer-array batched"
+                                                   : "host loop";
+  ein_strbuf_printf(
+      sb,
+      "{\"call\":\"cublasGemmStridedBatchedEx\",\"a_dtype\":\"%s\","
+      "\"b_dtype\":\"%s\",\"c_dtype\":\"%s\",\"compute\":\"%s\","
+      "\"trans_a\":%s,\"trans_b\":%s,\"m\":%lld,\"n\":%lld,\"k\":%lld,"
+      "\"lda\":%lld,\"ldb\":%lld,\"ldc\":%lld,\"stride_a\":%lld,"
+      "\"stride_b\":%lld,\"stride_c\":%lld,\"batch\":%lld,\"loops\":%lld,"
+      "\"loops_form\":\"%s\"}",
+      ab, ab, ein_dtype_name(g->c_dtype), ein_gemm_compute_name(g->compute),
+      g->trans_a ? "true" : "false", g->trans_b ? "true" : "false",
+      (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->lda,
+      (long long)g->ldb, (long long)g->ldc, (long long)g->stride_a,
+      (long long)g->stride_b, (long long)g->stride_c, (long long)g->count,
+      (long long)(g->loops.n ? ein_loop_axes_volume(&g->loops) : 1), form);
+}
+
+/* One kernel launch: kind, pass, grid, block and the vector variant. */
+static void json_kernel(const ein_kernel_src *k, int pass, ein_strbuf *sb) {
+  ein_strbuf_printf(sb,
+                    "{\"kind\":\"%s\",\"pass\":%d,\"grid\":[%u,%u,%u],"
+                    "\"block\":[%u,%u,%u],\"vector_variant\":",
+                    ein_kernel_kind_name(k->kind), pass, k->grid[0],
+                    k->grid[1], k->grid[2], k->block[0], k->block[1],
+                    k->block[2]);
+  if (k->has_vec)
+    ein_strbuf_printf(
+        sb, "{\"form\":\"%s\",\"grid\":[%u,%u,%u]}}",
+        k->kind == EIN_KERNEL_TRANSPOSE ? "2-byte pairs" : "16-byte",
+        k->grid_vec[0], k->grid_vec[1], k->grid_vec[2]);
+  else
+    ein_strbuf_printf(sb, "null}");
+}
+
+void ein_cuda_describe_step_json(const ein_plan_ir *plan, const void *program,
+                                 int step, ein_strbuf *sb) {
+  const ein_cuda_step *cs = &((const ein_cuda_program *)program)->steps[step];
+  ein_strbuf_printf(sb, "\"cuda\":{\"cublas\":");
+  if (cs->cublas)
+    json_cublas(&cs->gemm, sb);
+  else
+    ein_strbuf_printf(sb, "null");
+  ein_strbuf_printf(sb, ",\"kernels\":[");
+  if (!cs->cublas && cs->kernel.kind != EIN_KERNEL_NONE) {
+    json_kernel(&cs->kernel, 1, sb);
+    if (cs->finish.kind != EIN_KERNEL_NONE) {
+      ein_strbuf_printf(sb, ",");
+      json_kernel(&cs->finish, 2, sb);
+    }
+  }
+  /* empty: a GEMM with m or n of 0, which writes nothing */
+  ein_strbuf_printf(sb, "],\"direct_contraction\":%s,\"scratch_bytes\":%lld,"
+                        "\"empty\":%s},",
+                    !cs->cublas && plan->steps[step].kind == EIN_STEP_GEMM
+                        ? "true" : "false",
+                    (long long)cs->scratch_bytes,
+                    !cs->cublas && cs->kernel.kind == EIN_KERNEL_NONE
+                        ? "true" : "false");
+}

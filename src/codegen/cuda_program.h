@@ -118,6 +118,11 @@ ein_status ein_cuda_prepare(const ein_plan_ir *plan, void **program,
 void ein_cuda_describe(const ein_plan_ir *plan, const void *program,
                        ein_strbuf *sb);
 
+/* The JSON members of step `step` (the backend entry's describe_step_json):
+ * "cuda" with the cuBLAS call or the kernels that ein_cuda_describe lists. */
+void ein_cuda_describe_step_json(const ein_plan_ir *plan, const void *program,
+                                 int step, ein_strbuf *sb);
+
 /* The program itself (the CUDA entry's cuda_program accessor). */
 const struct ein_cuda_program *ein_cuda_program_of(const void *program);
 

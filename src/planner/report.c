@@ -355,7 +355,7 @@ static void json_step_axes(const ein_plan_ir *ir, const ein_step *s,
 }
 
 static void json_step(const ein_plan_ir *ir, int i, const ein_device_model *m,
-                      ein_strbuf *sb) {
+                      const ein_report_hook *hook, ein_strbuf *sb) {
   const ein_step *s = &ir->steps[i];
   char name[16];
   ein_strbuf_printf(sb, "%s{\"index\":%d,\"kind\":\"%s\",\"role\":\"%s\","
@@ -373,6 +373,7 @@ static void json_step(const ein_plan_ir *ir, int i, const ein_device_model *m,
                     ein_dtype_name(s->nsrc ? s->src_dtype[0] : s->dst_dtype),
                     ein_dtype_name(s->dst_dtype));
   json_step_axes(ir, s, sb);
+  if (hook && hook->step_json) hook->step_json(ir, hook->program, i, sb);
   double bytes = s->bytes_read + s->bytes_written;
   ein_strbuf_printf(sb, "\"flops\":%.17g,\"bytes_read\":%.17g,"
                         "\"bytes_written\":%.17g,\"intensity\":%.6g,"
@@ -383,17 +384,18 @@ static void json_step(const ein_plan_ir *ir, int i, const ein_device_model *m,
 
 static void report_json(const ein_plan_ir *ir, const char *expr,
                         const char *backend, const ein_device_model *m,
-                        ein_strbuf *sb) {
+                        const ein_report_hook *hook, ein_strbuf *sb) {
   json_summary(ir, expr, backend, m, sb);
-  for (int i = 0; i < ir->nsteps; i++) json_step(ir, i, m, sb);
+  for (int i = 0; i < ir->nsteps; i++) json_step(ir, i, m, hook, sb);
   ein_strbuf_printf(sb, "]}\n");
 }
 
 void ein_plan_report(const ein_plan_ir *ir, const char *expr,
                      const char *backend, bool json,
-                     const ein_device_model *m, ein_strbuf *sb) {
+                     const ein_device_model *m, const ein_report_hook *hook,
+                     ein_strbuf *sb) {
   if (json)
-    report_json(ir, expr, backend, m, sb);
+    report_json(ir, expr, backend, m, hook, sb);
   else
     report_text(ir, expr, backend, m, sb);
 }

@@ -25,8 +25,20 @@ const ein_device_model *ein_device_model_find(const char *name);
 double ein_plan_predicted_seconds(const ein_plan_ir *ir,
                                   const ein_device_model *m);
 
+/* What a backend's program adds to each step object of the JSON report
+ * (the CUDA backend's cuBLAS call or kernels): `step_json` appends members,
+ * each followed by ','; NULL adds nothing. The report knows no backend. */
+typedef struct ein_report_hook {
+  void (*step_json)(const ein_plan_ir *ir, const void *program, int step,
+                    ein_strbuf *sb);
+  const void *program;
+} ein_report_hook;
+
+/* The report, text or JSON; `hook` (may be NULL) is read for JSON only:
+ * text callers append the backend's own lines after it. */
 void ein_plan_report(const ein_plan_ir *ir, const char *expr,
                      const char *backend, bool json,
-                     const ein_device_model *m, ein_strbuf *sb);
+                     const ein_device_model *m, const ein_report_hook *hook,
+                     ein_strbuf *sb);
 
 #endif
