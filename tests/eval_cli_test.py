@@ -370,5 +370,62 @@ r = einc("eval", "a -> a", P("hf.npy"), "--output=" + P("hq.npy"),
 check(r.returncode == 0 and read_npy(P("hq.npy"))[1] == [1.5, -2.0],
       "--output=, --dtype=, --backend=: " + r.stderr)
 
+# -o - writes the same .npy bytes to stdout; nothing else goes there
+write_npy(P("pa.npy"), "<f4", (2, 3), [0, 1, 2, 3, 4, 5])
+r = einc("eval", "a b -> a b", P("pa.npy"), "-o", P("pb.npy"))
+rb = subprocess.run([EINC, "eval", "a b -> a b", P("pa.npy"), "-o", "-", "-v"],
+                    capture_output=True)
+check(r.returncode == 0 and rb.returncode == 0 and
+      rb.stdout == open(P("pb.npy"), "rb").read() and
+      rb.stderr.startswith(b"wrote -: 2x3 f32"),
+      "-o - writes the .npy to stdout, -v to stderr: %r" % rb.stderr)
+r = einc("eval", "a b -> a b", P("pa.npy"), "-o", "-", "--print")
+check(r.returncode == 2 and "both write to stdout" in r.stderr,
+      "--print with -o - is a usage error: " + r.stderr)
+r = einc("eval", "a b -> a b", P("pa.npy"))
+check(r.returncode == 2 and "-o OUT.npy or --print" in r.stderr,
+      "eval needs -o or --print: " + r.stderr)
+
+# --print: numpy's repr (texts written by hand from numpy 2.2's formatting
+# rules: this machine has no numpy to produce them)
+write_npy(P("p1.npy"), "<f8", (2,), [1.5, -2.0])
+write_npy(P("p2.npy"), "<i4", (2, 2), [1, 20, 300, 4])
+write_npy(P("p3.npy"), "|b1", (2,), [True, False])
+write_npy(P("p4.npy"), "<f8", (3,), [1e-5, 1.5, float("nan")])
+write_npy(P("p5.npy"), "<f4", (2, 2, 2), [0.1, 0.25, 3, 4, 5, 6, 7, 8])
+write_npy(P("p6.npy"), "<f8", (12,), [i / 7 for i in range(12)])
+write_npy(P("p7.npy"), "<f4", (0, 3), [])
+write_npy(P("p8.npy"), "<f4", (2000, 3), [i * 0.5 for i in range(6000)])
+write_npy(P("p9.npy"), "<i8", (1001,), list(range(1001)))
+PRINTS = [
+    ("a b -> a b", "pa", "array([[0., 1., 2.],\n       [3., 4., 5.]], "
+     "dtype=float32)"),
+    ("a b ->", "pa", "array(15., dtype=float32)"),
+    ("a -> a", "p1", "array([ 1.5, -2. ])"),
+    ("a b -> a b", "p2", "array([[  1,  20],\n       [300,   4]], "
+     "dtype=int32)"),
+    ("a -> a", "p3", "array([ True, False])"),
+    ("a -> a", "p4", "array([1.0e-05, 1.5e+00,     nan])"),
+    ("a b c -> a b c", "p5", "array([[[0.1 , 0.25],\n        [3.  , 4.  ]],"
+     "\n\n       [[5.  , 6.  ],\n        [7.  , 8.  ]]], dtype=float32)"),
+    ("a -> a", "p6", "array([0.        , 0.14285714, 0.28571429, 0.42857143, "
+     "0.57142857,\n       0.71428571, 0.85714286, 1.        , 1.14285714, "
+     "1.28571429,\n       1.42857143, 1.57142857])"),
+    ("a b -> a b", "p7", "array([], shape=(0, 3), dtype=float32)"),
+    ("a b -> a b", "p8", "array([[0.0000e+00, 5.0000e-01, 1.0000e+00],\n"
+     "       [1.5000e+00, 2.0000e+00, 2.5000e+00],\n"
+     "       [3.0000e+00, 3.5000e+00, 4.0000e+00],\n       ...,\n"
+     "       [2.9955e+03, 2.9960e+03, 2.9965e+03],\n"
+     "       [2.9970e+03, 2.9975e+03, 2.9980e+03],\n"
+     "       [2.9985e+03, 2.9990e+03, 2.9995e+03]],\n"
+     "      shape=(2000, 3), dtype=float32)"),
+    ("a -> a", "p9", "array([   0,    1,    2, ...,  998,  999, 1000], "
+     "shape=(1001,))"),
+]
+for expr, name, want in PRINTS:
+    r = einc("eval", expr, P(name + ".npy"), "--print")
+    check(r.returncode == 0 and r.stdout == want + "\n",
+          "--print %s:\n%s\nwant:\n%s\n%s" % (name, r.stdout, want, r.stderr))
+
 print("ein-test-summary: eval_cli: %d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

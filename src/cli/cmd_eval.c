@@ -2,7 +2,8 @@
  * cmd_eval.c - `einc eval EXPR IN.npy... -o OUT.npy`: evaluates an
  * expression on .npy files. The output is written only after the whole
  * evaluation succeeded, and atomically (npy.h): on any error no new file
- * appears and an existing one is left untouched.
+ * appears and an existing one is left untouched. "-o -" writes the .npy to
+ * stdout instead, and --print the result as numpy's repr (print_array.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,12 +15,13 @@
 #include "ctx_internal.h"
 #include "dtype.h"
 #include "npy.h"
+#include "print_array.h"
 #include "shape_text.h"
 
 void cmd_eval_help(void) {
   puts(
       "usage: einc eval EXPR IN.npy... -o OUT.npy [--backend B] [--dtype T]\n"
-      "                 [-D NAME=SIZE]... [--reduce R] [--numpy]\n"
+      "                 [--print] [-D NAME=SIZE]... [--reduce R] [--numpy]\n"
       "\n"
       "Evaluates EXPR on NumPy .npy files (format 1-3, C or Fortran order,\n"
       "little-endian f2/f4/f8, integers, bool) and writes the result as a\n"
@@ -29,7 +31,11 @@ void cmd_eval_help(void) {
       "bfloat16) is read as bf16, and a bf16 result is written as '<V2'\n"
       "(np.load(f).view(ml_dtypes.bfloat16) reads it).\n"
       "\n"
-      "  -o, --output F  the file to write (required)\n"
+      "  -o, --output F  the file to write; '-' writes the .npy to stdout\n"
+      "                  (-o or --print is required)\n"
+      "  --print         print the result as text, as numpy's repr does\n"
+      "                  (past 1000 elements: the first and last 3 of each\n"
+      "                  axis, with the shape)\n"
       "  --dtype T       read every input's bytes as dtype T, whatever its\n"
       "                  header says (the sizes must agree): e.g. bf16 for\n"
       "                  bfloat16 bits saved as '<u2', f16 for a '<V2' file\n"
@@ -48,15 +54,17 @@ void cmd_eval_help(void) {
 
 typedef struct eval_opts {
   const char *out_path;
+  bool print; /* --print */
   cli_common *common;
   bool retype;    /* --dtype given */
   ein_dtype dtype; /* its value */
 } eval_opts;
 
-/* eval's own options: -o/--output, --backend and --dtype. */
+/* eval's own options: -o/--output, --print, --backend and --dtype. */
 static int eval_option(int argc, char **argv, int *i, void *state) {
   eval_opts *eo = state;
   const char *arg = argv[*i];
+  if (strcmp(arg, "--print") == 0) return eo->print = true, 1;
   bool out = cli_is_option(arg, "-o") || cli_is_option(arg, "--output");
   bool dtype = cli_is_option(arg, "--dtype");
   if (!out && !dtype && !cli_is_option(arg, "--backend")) return 0;
@@ -140,19 +148,45 @@ static void eval_on_device(ein_ctx *ctx, const char *expr,
   for (int i = 0; i <= n; i++) ein_device_free(ctx, kind, 0, bufs[i]);
 }
 
-/* -v: the output, and what the kernel cache did. */
+/* -v: the output, and what the kernel cache did; on stderr when stdout
+ * holds the .npy or the printed result. */
 static void print_verbose(ein_ctx *ctx, const ein_options *o,
-                          const char *out_path, const int64_t *shape,
-                          int ndim, ein_dtype dt) {
+                          const char *out_path, const DLTensor *out,
+                          ein_dtype dt, FILE *f) {
   char text[EIN_SHAPE_TEXT_CAP];
-  printf("wrote %s: %s %s\n", out_path,
-         ein_format_shape(text, sizeof text, shape, ndim), ein_dtype_name(dt));
+  fprintf(f, "%s%s: %s %s\n", out_path ? "wrote " : "result",
+          out_path ? out_path : "",
+          ein_format_shape(text, sizeof text, out->shape, out->ndim),
+          ein_dtype_name(dt));
   ein_backend_stats bs;
   ein_ctx_backend_stats(ctx, o->backend, 0, &bs);
   if (bs.compiles + bs.disk_hits + bs.memory_hits > 0)
-    printf("kernel cache: %llu compiled, %llu from disk, %llu from "
-           "memory\n",
-           bs.compiles, bs.disk_hits, bs.memory_hits);
+    fprintf(f, "kernel cache: %llu compiled, %llu from disk, %llu from "
+               "memory\n",
+            bs.compiles, bs.disk_hits, bs.memory_hits);
+}
+
+/* The result to OUT.npy ("-": stdout) and/or printed; EXIT_OK or the exit
+ * status with the message printed. */
+static int write_result(const char *out_path, bool print, const DLTensor *out) {
+  char msg[1024];
+  bool ok = true;
+  if (out_path && strcmp(out_path, "-") == 0)
+    ok = npy_write_stream(stdout, out, "<stdout>", msg, sizeof msg);
+  else if (out_path)
+    ok = npy_write(out_path, out, msg, sizeof msg);
+  if (!ok) {
+    cli_errorf("%s", msg);
+    return EXIT_INTERNAL;
+  }
+  if (print) {
+    cli_print_array(stdout, out);
+    if (fflush(stdout) != 0) {
+      cli_errorf("cannot write the result to stdout");
+      return EXIT_INTERNAL;
+    }
+  }
+  return EXIT_OK;
 }
 
 /* Reads the n input files; *loaded counts those read (to free). */
@@ -200,10 +234,10 @@ static ein_status run_eval(ein_ctx *ctx, const char *expr,
   return st;
 }
 
-/* Evaluates expr over the inputs loaded and writes OUT.npy. */
+/* Evaluates expr over the inputs loaded and writes or prints the result. */
 static int eval_to_file(ein_ctx *ctx, const char *expr,
                         const npy_array *inputs, int n, cli_common *common,
-                        const char *out_path) {
+                        const char *out_path, bool print) {
   const DLTensor *ins[EIN_MAX_OPERANDS] = {NULL};
   for (int i = 0; i < n; i++) ins[i] = &inputs[i].t;
   int64_t shape[EIN_MAX_DIMS];
@@ -225,14 +259,11 @@ static int eval_to_file(ein_ctx *ctx, const char *expr,
     free(out.data);
     goto failed;
   }
-  char msg[1024];
-  int rc = EXIT_OK;
-  if (!npy_write(out_path, &out, msg, sizeof msg)) {
-    cli_errorf("%s", msg);
-    rc = EXIT_INTERNAL;
-  } else if (common->verbose) {
-    print_verbose(ctx, &common->options, out_path, shape, out.ndim, dt);
-  }
+  int rc = write_result(out_path, print, &out);
+  bool to_stdout = print || (out_path && strcmp(out_path, "-") == 0);
+  if (rc == EXIT_OK && common->verbose)
+    print_verbose(ctx, &common->options, out_path, &out, dt,
+                  to_stdout ? stderr : stdout);
   free(out.data);
   return rc;
 failed:
@@ -245,7 +276,7 @@ int cmd_eval(int argc, char **argv) {
   static cli_common common;
   static npy_array inputs[EIN_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
-  eval_opts eo = {NULL, &common, false, EIN_DT_F32};
+  eval_opts eo = {NULL, false, &common, false, EIN_DT_F32};
   const char *pos[EIN_MAX_OPERANDS + 1];
   int npos;
   int r = cli_parse_args(argc, argv, "eval", cmd_eval_help, &common,
@@ -253,9 +284,13 @@ int cmd_eval(int argc, char **argv) {
   if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
   const char *expr = npos ? pos[0] : NULL, *out_path = eo.out_path;
   int n = npos ? npos - 1 : 0;
-  if (!expr || !out_path) {
-    cli_errorf("eval needs an expression, input files and -o OUT.npy (see "
-               "einc eval --help)");
+  if (!expr || (!out_path && !eo.print)) {
+    cli_errorf("eval needs an expression, input files and -o OUT.npy or "
+               "--print (see einc eval --help)");
+    return EXIT_INVALID;
+  }
+  if (eo.print && out_path && strcmp(out_path, "-") == 0) {
+    cli_errorf("--print and -o - would both write to stdout");
     return EXIT_INVALID;
   }
   int loaded, rc = load_inputs(pos + 1, n, inputs, &loaded);
@@ -267,7 +302,7 @@ int cmd_eval(int argc, char **argv) {
     rc = EXIT_INTERNAL;
   }
   if (rc == EXIT_OK)
-    rc = eval_to_file(ctx, expr, inputs, n, &common, out_path);
+    rc = eval_to_file(ctx, expr, inputs, n, &common, out_path, eo.print);
   for (int i = 0; i < loaded; i++) npy_free(&inputs[i]);
   ein_ctx_destroy(ctx);
   return rc;

@@ -272,25 +272,23 @@ fail:
   return false;
 }
 
-bool npy_write(const char *path, const DLTensor *t, char *msg, size_t cap) {
+/* The header of a version-1 file for t (padded so the data starts 64-byte
+ * aligned, ending in '\n') into header[4096]: its length, or -1 when numpy
+ * has no such dtype. */
+static int npy_header(const DLTensor *t, char *header, size_t *data_bytes) {
   ein_dtype dt;
-  if (!ein_dtype_from_dl(t->dtype, &dt))
-    return fail(msg, cap, "cannot write '%s': %s", path, "unknown dtype");
+  if (!ein_dtype_from_dl(t->dtype, &dt)) return -1;
   const char *descr = NULL;
   for (size_t i = 0; i < sizeof descrs / sizeof *descrs && !descr; i++)
     if (descrs[i].dt == dt) descr = descrs[i].descr; /* the first: '<V2' */
-  if (!descr)
-    return fail(msg, cap, "cannot write '%s': %s", path,
-                "numpy has no such dtype");
-  char header[4096];
-  int n = snprintf(header, sizeof header,
+  if (!descr) return -1;
+  int n = snprintf(header, 4096,
                    "{'descr': '%s', 'fortran_order': False, 'shape': (",
                    descr);
   for (int d = 0; d < t->ndim && n < 3900; d++)
-    n += snprintf(header + n, sizeof header - (size_t)n, "%lld%s",
+    n += snprintf(header + n, 4096 - (size_t)n, "%lld%s",
                   (long long)t->shape[d], t->ndim == 1 ? "," : (d + 1 < t->ndim ? ", " : ""));
-  n += snprintf(header + n, sizeof header - (size_t)n, "), }");
-  /* Pad with spaces so the data starts 64-byte aligned; end with '\n'. */
+  n += snprintf(header + n, 4096 - (size_t)n, "), }");
   int total = 10 + n + 1;
   int pad = (64 - total % 64) % 64;
   memset(header + n, ' ', (size_t)pad);
@@ -298,29 +296,45 @@ bool npy_write(const char *path, const DLTensor *t, char *msg, size_t cap) {
   header[n++] = '\n';
   int64_t numel = 1;
   for (int d = 0; d < t->ndim; d++) numel *= t->shape[d];
-  size_t bytes = (size_t)numel * ein_dtype_size(dt);
+  *data_bytes = (size_t)numel * ein_dtype_size(dt);
+  return n;
+}
 
+bool npy_write_stream(FILE *f, const DLTensor *t, const char *name,
+                      char *msg, size_t cap) {
+  char header[4096];
+  size_t bytes;
+  int n = npy_header(t, header, &bytes);
+  if (n < 0)
+    return fail(msg, cap, "cannot write '%s': %s", name,
+                "numpy has no such dtype");
+  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                           (unsigned char)(n & 0xff), (unsigned char)(n >> 8)};
+  errno = 0;
+  bool ok = fwrite(pre, 1, 10, f) == 10 &&
+            fwrite(header, 1, (size_t)n, f) == (size_t)n &&
+            fwrite((const char *)t->data + t->byte_offset, 1, bytes, f) == bytes &&
+            fflush(f) == 0;
+  if (!ok)
+    return fail(msg, cap, "cannot write '%s': %s", name,
+                strerror(errno ? errno : EIO));
+  return true;
+}
+
+bool npy_write(const char *path, const DLTensor *t, char *msg, size_t cap) {
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.einc-tmp-%ld", path, (long)getpid());
   FILE *f = fopen(tmp, "wb");
   if (!f) return fail(msg, cap, "cannot write '%s': %s", path, strerror(errno));
-  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                           (unsigned char)(n & 0xff), (unsigned char)(n >> 8)};
-  bool ok = fwrite(pre, 1, 10, f) == 10 &&
-            fwrite(header, 1, (size_t)n, f) == (size_t)n &&
-            fwrite((const char *)t->data + t->byte_offset, 1, bytes, f) == bytes;
-  int err = errno;
-  if (fflush(f) != 0) ok = false;
-  if (fsync(fileno(f)) != 0) ok = false;
-  if (fclose(f) != 0) ok = false;
-  if (ok && rename(tmp, path) != 0) {
-    err = errno;
-    ok = false;
-  }
-  if (!ok) {
+  bool ok = npy_write_stream(f, t, path, msg, cap);
+  int err = 0;
+  if (ok && fsync(fileno(f)) != 0) err = errno;
+  if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
+  if (ok && !err && rename(tmp, path) != 0) err = errno;
+  if (!ok || err) {
     unlink(tmp);
-    return fail(msg, cap, "cannot write '%s': %s", path,
-                strerror(err ? err : EIO));
+    return ok ? fail(msg, cap, "cannot write '%s': %s", path, strerror(err))
+              : false;
   }
   return true;
 }

@@ -37,6 +37,12 @@ bool npy_read_stream(FILE *f, const char *path, npy_array *out, char *msg,
  * left (an older file at path stays as it was). */
 bool npy_write(const char *path, const DLTensor *t, char *msg, size_t cap);
 
+/* Writes t as a .npy file to an open stream (`einc eval -o -` to stdout),
+ * flushed; `name` names it in messages. False, with the message, when a
+ * write fails. */
+bool npy_write_stream(FILE *f, const DLTensor *t, const char *name,
+                      char *msg, size_t cap);
+
 void npy_free(npy_array *a);
 
 #endif
