@@ -73,7 +73,6 @@ typedef enum ein_copy_dir {
 
 struct ein_backend {
   const ein_backend_entry *entry;
-  ein_backend_caps caps; /* entry->caps() unless a test changed them */
   /* Runs every step of plan. inputs[i] is operand i's first element (in
    * the backend's memory); `program` is entry->prepare's result. */
   ein_status (*run)(ein_backend *self, const ein_plan_ir *plan,

@@ -241,7 +241,6 @@ static ein_backend *cpu_open(int device, ein_error_rec *err) {
   }
   pthread_mutex_init(&cb->lock, NULL);
   cb->base.entry = &ein_cpu_entry;
-  cb->base.caps = *cpu_caps();
   cb->base.run = cpu_run;
   cb->base.alloc = cpu_alloc;
   cb->base.free = cpu_free;

@@ -35,7 +35,6 @@ typedef struct cuda_backend {
    * queues work, so the lock is held for host time alone. */
   pthread_mutex_t lock;
   int device, arch;
-  char name[16]; /* "cuda:N" */
   cudaStream_t own_stream, stream;
   cublasHandle_t blas;
   void *blas_workspace;
@@ -407,9 +406,37 @@ static ein_status cuda_copy(ein_backend *self, void *dst, const void *src,
                                    : ein_cuda_copy_to_host(dst, src, bytes, err);
 }
 
-static void cuda_stats(ein_backend *self, ein_backend_stats *out) {
-  ein_cuda_backend_stats(self, &out->memory_hits, &out->disk_hits,
-                         &out->compiles);
+static void cuda_set_stream(ein_backend *be, void *stream) {
+  cuda_backend *cb = (cuda_backend *)be;
+  pthread_mutex_lock(&cb->lock);
+  cb->stream = stream ? (cudaStream_t)stream : cb->own_stream;
+  pthread_mutex_unlock(&cb->lock);
+}
+
+static ein_status cuda_sync(ein_backend *be, ein_error_rec *err) {
+  cuda_backend *cb = (cuda_backend *)be;
+  int prev;
+  ein_status st = enter(cb->device, &prev, err);
+  if (st)
+    return st;
+  pthread_mutex_lock(&cb->lock);
+  cudaStream_t stream = cb->stream;
+  pthread_mutex_unlock(&cb->lock);
+  cudaError_t e = cudaStreamSynchronize(stream);
+  leave(cb->device, prev);
+  if (e != cudaSuccess)
+    return cuda_fail(err, "cudaStreamSynchronize", e);
+  return EIN_OK;
+}
+
+static void cuda_stats(ein_backend *be, ein_backend_stats *out) {
+  cuda_backend *cb = (cuda_backend *)be;
+  pthread_mutex_lock(&cb->lock);
+  ein_kcache_stats s = ein_kcache_get_stats(cb->kernels);
+  pthread_mutex_unlock(&cb->lock);
+  out->memory_hits = s.memory_hits;
+  out->disk_hits = s.disk_hits;
+  out->compiles = s.compiles;
 }
 
 static ein_status setup(cuda_backend *cb, ein_error_rec *err) {
@@ -462,15 +489,13 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
   }
   pthread_mutex_init(&cb->lock, NULL);
   cb->device = device;
-  snprintf(cb->name, sizeof cb->name, "cuda:%d", device);
   cb->base.entry = &ein_cuda_entry;
-  cb->base.caps = *ein_cuda_caps();
   cb->base.run = cuda_run;
   cb->base.alloc = cuda_alloc;
   cb->base.free = cuda_free;
   cb->base.copy = cuda_copy;
-  cb->base.sync = ein_cuda_backend_sync;
-  cb->base.set_stream = ein_cuda_backend_set_stream;
+  cb->base.sync = cuda_sync;
+  cb->base.set_stream = cuda_set_stream;
   cb->base.stats = cuda_stats;
   cb->base.destroy = cuda_destroy;
   int prev;
@@ -486,40 +511,6 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
   return &cb->base;
 }
 
-void ein_cuda_backend_set_stream(ein_backend *be, void *stream) {
-  cuda_backend *cb = (cuda_backend *)be;
-  pthread_mutex_lock(&cb->lock);
-  cb->stream = stream ? (cudaStream_t)stream : cb->own_stream;
-  pthread_mutex_unlock(&cb->lock);
-}
-
-ein_status ein_cuda_backend_sync(ein_backend *be, ein_error_rec *err) {
-  cuda_backend *cb = (cuda_backend *)be;
-  int prev;
-  ein_status st = enter(cb->device, &prev, err);
-  if (st)
-    return st;
-  pthread_mutex_lock(&cb->lock);
-  cudaStream_t stream = cb->stream;
-  pthread_mutex_unlock(&cb->lock);
-  cudaError_t e = cudaStreamSynchronize(stream);
-  leave(cb->device, prev);
-  if (e != cudaSuccess)
-    return cuda_fail(err, "cudaStreamSynchronize", e);
-  return EIN_OK;
-}
-
-void ein_cuda_backend_stats(ein_backend *be, unsigned long long *memory_hits,
-                            unsigned long long *disk_hits,
-                            unsigned long long *compiles) {
-  cuda_backend *cb = (cuda_backend *)be;
-  pthread_mutex_lock(&cb->lock);
-  ein_kcache_stats s = ein_kcache_get_stats(cb->kernels);
-  pthread_mutex_unlock(&cb->lock);
-  *memory_hits = s.memory_hits;
-  *disk_hits = s.disk_hits;
-  *compiles = s.compiles;
-}
 
 /* ------------------------------------------------ memory helpers */
 

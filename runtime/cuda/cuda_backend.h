@@ -31,17 +31,6 @@ int ein_cuda_device_count(void);
  * call failed; EIN_ERR_NO_MEMORY). */
 ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err);
 
-/* Runs later work on `stream` (a cudaStream_t; NULL: the backend's own). */
-void ein_cuda_backend_set_stream(ein_backend *be, void *stream);
-
-/* Waits for the backend's stream; reports errors of work already run. */
-ein_status ein_cuda_backend_sync(ein_backend *be, ein_error_rec *err);
-
-/* Kernel cache counters of a backend (for tests and `einc eval -v`). */
-void ein_cuda_backend_stats(ein_backend *be, unsigned long long *memory_hits,
-                            unsigned long long *disk_hits,
-                            unsigned long long *compiles);
-
 /* Synchronous device memory for the CLI and tests. */
 ein_status ein_cuda_malloc(int device, void **ptr, size_t bytes,
                            ein_error_rec *err);

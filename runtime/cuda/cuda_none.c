@@ -20,23 +20,6 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
   return NULL;
 }
 
-void ein_cuda_backend_set_stream(ein_backend *be, void *stream) {
-  (void)be;
-  (void)stream;
-}
-
-ein_status ein_cuda_backend_sync(ein_backend *be, ein_error_rec *err) {
-  (void)be;
-  return unavailable(err);
-}
-
-void ein_cuda_backend_stats(ein_backend *be, unsigned long long *memory_hits,
-                            unsigned long long *disk_hits,
-                            unsigned long long *compiles) {
-  (void)be;
-  *memory_hits = *disk_hits = *compiles = 0;
-}
-
 ein_status ein_cuda_malloc(int device, void **ptr, size_t bytes,
                            ein_error_rec *err) {
   (void)device;

@@ -357,7 +357,6 @@ static ein_backend *emu_open(int device, ein_error_rec *err) {
   }
   pthread_mutex_init(&eb->lock, NULL);
   eb->base.entry = &ein_emu_entry;
-  eb->base.caps = *ein_cuda_caps();
   eb->base.run = emu_run;
   eb->base.alloc = emu_alloc;
   eb->base.free = emu_free;

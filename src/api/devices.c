@@ -53,7 +53,6 @@ ein_backend *ein_ctx_backend(ein_thread_rec *me, ein_backend_kind kind,
   if (!*slot && (*slot = e->open(device, &me->err))) {
     if (ctx->stream && (*slot)->set_stream)
       (*slot)->set_stream(*slot, ctx->stream);
-    if (ctx->caps_set[kind]) (*slot)->caps = ctx->caps[kind];
   }
   ein_backend *be = *slot;
   pthread_mutex_unlock(&ctx->lock);
