@@ -5,6 +5,7 @@ tree: python/einc has no extension until it is built.
 """
 import os
 import pathlib
+import threading
 
 import numpy as np
 import pytest
@@ -27,3 +28,22 @@ def einc_cli():
         if d.is_file() and os.access(d, os.X_OK):
             return str(d)
     return None
+
+
+def run_in_threads(work, n):
+    """Runs work(0) .. work(n - 1) on n threads at once and waits for all;
+    work reports its own failures (an exception in a thread is lost)."""
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def rss_kib():
+    """This process's resident memory in KiB (0 where /proc is missing)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0

@@ -3,12 +3,11 @@ take it, that its cache tells layouts apart (a plan is made for exact
 shapes, strides and dtypes), that eviction under threads stays correct,
 and that what it leaves to the general path still gives that path's
 results and errors."""
-import threading
-
 import numpy as np
 import pytest
 
 import einc
+from conftest import rss_kib, run_in_threads
 from einc import _einc
 
 
@@ -85,11 +84,7 @@ def test_eviction_under_threads():
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(repr(e))
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 6)
     assert errors == []
 
 
@@ -125,14 +120,6 @@ def test_read_only_inputs():
         assert got.flags.writeable
 
 
-def _rss_kib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def test_no_leaks_while_evicting():
     """100 layouts cycling through the 64-entry table: every call misses
     and evicts, and nothing (plans, shape tuples, dtype references) stays
@@ -152,10 +139,10 @@ def test_no_leaks_while_evicting():
         one_round()
     gc.collect()
     refs = (sys.getrefcount(expr), sys.getrefcount(dtype))
-    rss = _rss_kib()
+    rss = rss_kib()
     for _ in range(100):
         one_round()
     gc.collect()
     assert (sys.getrefcount(expr), sys.getrefcount(dtype)) == refs
-    grown = _rss_kib() - rss
+    grown = rss_kib() - rss
     assert grown < 4096, f"RSS grew by {grown} KiB over 10,000 misses"

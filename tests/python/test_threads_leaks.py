@@ -3,11 +3,11 @@ shared context (results checked), and no leaks of references or memory
 over 10,000 calls (sys.getrefcount flat, RSS roughly flat)."""
 import gc
 import sys
-import threading
 
 import numpy as np
 
 import einc
+from conftest import rss_kib, run_in_threads
 
 
 def test_threads():
@@ -37,20 +37,8 @@ def test_threads():
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(repr(e))
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 8)
     assert errors == []
-
-
-def _rss_kib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def test_no_leaks_over_10000_calls():
@@ -73,10 +61,10 @@ def test_no_leaks_over_10000_calls():
         one_round()
     gc.collect()
     refs = [sys.getrefcount(x) for x in (a, b, out, f)]
-    rss = _rss_kib()
+    rss = rss_kib()
     for _ in range(10000):
         one_round()
     gc.collect()
     assert [sys.getrefcount(x) for x in (a, b, out, f)] == refs
-    grown = _rss_kib() - rss
+    grown = rss_kib() - rss
     assert grown < 4096, f"RSS grew by {grown} KiB over 10,000 rounds"
