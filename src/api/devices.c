@@ -4,26 +4,11 @@
  * (backend.h) and opened once per context and device, under the context's
  * lock; nothing here knows which backends exist.
  */
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "backend.h"
 #include "ctx_internal.h"
 #include "error.h"
-
-static ein_status device_error(ein_thread_rec *me, ein_status st,
-                               const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static ein_status device_error(ein_thread_rec *me, ein_status st,
-                               const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  ein_error_vset(&me->err, st, NULL, 0, NULL, 0, fmt, ap);
-  va_end(ap);
-  return st;
-}
 
 /* The entry of a public kind other than AUTO, or NULL with an error. */
 static const ein_backend_entry *entry_of(ein_thread_rec *me,
@@ -31,13 +16,13 @@ static const ein_backend_entry *entry_of(ein_thread_rec *me,
   const ein_backend_entry *e =
       kind == EIN_BACKEND_AUTO ? NULL : ein_backend_find(kind);
   if (!e) {
-    device_error(me, EIN_ERR_INVALID_ARGUMENT,
-                 "unknown backend %d (cpu, cuda or emu)", (int)kind);
+    ein_fail_argument(&me->err, "unknown backend %d (cpu, cuda or emu)",
+                      (int)kind);
     return NULL;
   }
   if (device < 0 || device >= EIN_MAX_DEVICES) {
-    device_error(me, EIN_ERR_DEVICE, "%s device id %d is out of range",
-                 e->name, device);
+    ein_fail_device(&me->err, "%s device id %d is out of range", e->name,
+                    device);
     return NULL;
   }
   return e;
@@ -64,15 +49,22 @@ const ein_backend_caps *ein_ctx_caps(const ein_ctx *ctx,
   return ctx->caps_set[entry->kind] ? &ctx->caps[entry->kind] : entry->caps();
 }
 
-void ein_ctx_backend_stats(ein_ctx *ctx, ein_backend_kind kind, int device,
-                           ein_backend_stats *out) {
-  memset(out, 0, sizeof *out);
-  if (kind <= EIN_BACKEND_AUTO || (int)kind >= (int)EIN_BACKEND_KINDS || device < 0 ||
-      device >= EIN_MAX_DEVICES)
-    return;
+/* The device the context has opened for (kind, device), or NULL (never
+ * opened, or ids out of range). */
+static ein_backend *opened(ein_ctx *ctx, ein_backend_kind kind, int device) {
+  if (kind <= EIN_BACKEND_AUTO || (int)kind >= (int)EIN_BACKEND_KINDS ||
+      device < 0 || device >= EIN_MAX_DEVICES)
+    return NULL;
   pthread_mutex_lock(&ctx->lock);
   ein_backend *be = ctx->backends[kind][device];
   pthread_mutex_unlock(&ctx->lock);
+  return be;
+}
+
+void ein_ctx_backend_stats(ein_ctx *ctx, ein_backend_kind kind, int device,
+                           ein_backend_stats *out) {
+  memset(out, 0, sizeof *out);
+  ein_backend *be = opened(ctx, kind, device);
   if (be && be->stats) be->stats(be, out);
 }
 
@@ -130,8 +122,7 @@ ein_status ein_device_alloc(ein_ctx *ctx, ein_backend_kind kind, int device,
   ein_thread_rec *me = ein_ctx_enter(ctx);
   if (!me) return EIN_ERR_NO_MEMORY;
   if (!ptr)
-    return device_error(me, EIN_ERR_INVALID_ARGUMENT,
-                        "ein_device_alloc: NULL result pointer");
+    return ein_fail_argument(&me->err, "ein_device_alloc: NULL result pointer");
   *ptr = NULL;
   ein_backend *be = ein_ctx_backend(me, kind, device);
   if (!be) return me->err.pub.status;
@@ -140,12 +131,7 @@ ein_status ein_device_alloc(ein_ctx *ctx, ein_backend_kind kind, int device,
 
 void ein_device_free(ein_ctx *ctx, ein_backend_kind kind, int device,
                      void *ptr) {
-  if (!ctx || !ptr || kind <= EIN_BACKEND_AUTO || (int)kind >= (int)EIN_BACKEND_KINDS ||
-      device < 0 || device >= EIN_MAX_DEVICES)
-    return;
-  pthread_mutex_lock(&ctx->lock);
-  ein_backend *be = ctx->backends[kind][device];
-  pthread_mutex_unlock(&ctx->lock);
+  ein_backend *be = ctx && ptr ? opened(ctx, kind, device) : NULL;
   if (be) be->free(be, ptr); /* memory only comes from an opened device */
 }
 
@@ -156,12 +142,11 @@ ein_status ein_device_copy(ein_ctx *ctx, ein_backend_kind kind, int device,
   ein_thread_rec *me = ein_ctx_enter(ctx);
   if (!me) return EIN_ERR_NO_MEMORY;
   if (bytes && (!dst || !src))
-    return device_error(me, EIN_ERR_INVALID_ARGUMENT,
-                        "ein_device_copy: NULL %s pointer",
-                        !dst ? "destination" : "source");
+    return ein_fail_argument(&me->err, "ein_device_copy: NULL %s pointer",
+                             !dst ? "destination" : "source");
   if (dir != EIN_COPY_HOST_TO_DEVICE && dir != EIN_COPY_DEVICE_TO_HOST)
-    return device_error(me, EIN_ERR_INVALID_ARGUMENT,
-                        "ein_device_copy: unknown direction %d", (int)dir);
+    return ein_fail_argument(&me->err, "ein_device_copy: unknown direction %d",
+                             (int)dir);
   ein_backend *be = ein_ctx_backend(me, kind, device);
   if (!be) return me->err.pub.status;
   if (be->sync) {
