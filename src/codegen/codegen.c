@@ -30,7 +30,7 @@ enum {
   MAP_BLOCK = 256,
   TILE = 32,         /* transpose tile edge */
   TILE_ROWS = 8,     /* threads per tile column */
-  TILE2 = 64,        /* 2-byte transpose tile edge, moved in pairs */
+  TILE2 = 2 * TILE,  /* 2-byte transpose tile edge: TILE threads move pairs */
   HALF_VEC = 8,      /* 2-byte map variant: elements per thread */
   RED_OUT_LANES = 8, /* reduce_outer: lanes per output element */
   SHORT_RED = 8,     /* fewer terms: a thread per output (Inductor) */
@@ -344,9 +344,10 @@ static void emit_step_types(gen *g, const char *step, int64_t n,
                     "  typedef %s dst_t;\n"
                     "  typedef %s src0_t;\n"
                     "  typedef %s src1_t;\n"
-                    "  static constexpr int nsrc = %d;\n"
+                    "  static constexpr int nsrc = %d, block = %d;\n"
                     "  static constexpr idx n = ",
-                    step, g->idx, dtype, s0type, s1type, g->s->nsrc);
+                    step, g->idx, dtype, s0type, s1type, g->s->nsrc,
+                    (int)MAP_BLOCK);
   emit_int(g, n);
   ein_strbuf_printf(g->sb, ";\n");
 }
@@ -380,10 +381,11 @@ static void emit_step_value(gen *g, map_form form, const ein_loop_axes *la) {
   if (form == MAP_HALF_VEC) {
     int in = la->n - 1;
     ein_strbuf_printf(sb,
+                      "  static constexpr int vec = %d;\n"
                       "  static constexpr bool contig1 = %s, contig2 = %s;\n"
                       "  static __device__ __forceinline__ dst_t value_of("
                       "src0_t x0, %s x1) {\n    (void)x1;\n    %s v_ = ",
-                      la->st[in][1] ? "true" : "false",
+                      (int)HALF_VEC, la->st[in][1] ? "true" : "false",
                       s->nsrc == 2 && la->st[in][2] ? "true" : "false",
                       s->nsrc == 2 ? "src1_t" : "int", acc_type(g->acc));
     emit_value_of(g, "x0", "x1");
@@ -515,8 +517,11 @@ static void emit_transpose_step(gen *g, const char *step, int tile,
   const ein_step *s = g->s;
   ein_strbuf_printf(sb,
                     "struct %s {\n  typedef %s idx;\n  typedef %s dst_t;\n"
-                    "  typedef %s src0_t;\n  static constexpr idx na = ",
-                    step, g->idx, storage_type(s->dst_dtype), src_type(s, 0));
+                    "  typedef %s src0_t;\n"
+                    "  static constexpr int tile = %d, tile_rows = %d;\n"
+                    "  static constexpr idx na = ",
+                    step, g->idx, storage_type(s->dst_dtype), src_type(s, 0),
+                    tile, (int)TILE_ROWS);
   int64_t v[7] = {sb_, ein_loop_axes_volume(rest), (sa + tile - 1) / tile,
                   sta[0], stb[0], sta[1], stb[1]};
   static const char *const names[7] = {"nb", "nrest", "ta", "sa0",
@@ -745,6 +750,8 @@ static void gen_reduce_thread(gen *g, ein_kernel_src *k, const red_shape *r) {
   const ein_step *s = g->s;
   const char *dt = storage_type(s->dst_dtype);
   emit_red_head(g, r, dt, src_type(s, 0), src_type(s, 1));
+  ein_strbuf_printf(sb, "  static constexpr int block = %d;\n",
+                    (int)MAP_BLOCK);
   emit_red_out_offsets(g, 7u);
   ein_strbuf_printf(sb, "  static __device__ __forceinline__ void terms("
                         "acc_t &acc_, const src0_t *s0, const src1_t *s1, "
@@ -776,8 +783,9 @@ static void gen_finish(gen *g, ein_kernel_src *k, const red_shape *r) {
   const char *at = acc_type(g->acc);
   const char *dt = storage_type(g->s->dst_dtype);
   emit_red_head(g, r, dt, at, "void");
-  ein_strbuf_printf(g->sb, "  static constexpr int splits = %lld;\n",
-                    (long long)r->splits);
+  ein_strbuf_printf(g->sb,
+                    "  static constexpr int splits = %lld, block = %d;\n",
+                    (long long)r->splits, (int)FINISH_BLOCK);
   emit_red_out_offsets(g, 1u);
   emit_red_result(g);
   ein_strbuf_printf(g->sb, "};\n");

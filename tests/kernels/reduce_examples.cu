@@ -58,7 +58,7 @@ struct col_step {
   typedef double src0_t;
   typedef void src1_t;
   static constexpr idx nout = 512, nred = 65536;
-  static constexpr int splits = 8;
+  static constexpr int splits = 8, block = 256;
   static __device__ __forceinline__ acc_t identity() {
     return -__longlong_as_double(0x7ff0000000000000LL);
   }
@@ -105,6 +105,7 @@ struct few_step {
   typedef int src0_t;
   typedef int src1_t;
   static constexpr idx nout = 1000, nred = 4;
+  static constexpr int block = 256;
   static __device__ __forceinline__ acc_t identity() { return 0LL; }
   static __device__ __forceinline__ acc_t comb(acc_t a, acc_t b) {
     return (long long)((ein_u64)a + (ein_u64)b);

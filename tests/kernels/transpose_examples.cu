@@ -11,6 +11,7 @@ struct conv_step {
   typedef int idx;
   typedef unsigned short dst_t;
   typedef float src0_t;
+  static constexpr int tile = 32, tile_rows = 8;
   static constexpr idx na = 100, nb = 300, nrest = 4, ta = 4, sa0 = 1,
                        sb0 = 100, sa1 = 300, sb1 = 1;
   static __device__ __forceinline__ void rest_offsets(idx r, idx &o0, idx &o1,
@@ -36,6 +37,7 @@ struct pair_step {
   typedef long long idx;
   typedef unsigned short dst_t;
   typedef unsigned short src0_t;
+  static constexpr int tile = 64, tile_rows = 8;
   static constexpr idx na = 1024LL, nb = 2048LL, nrest = 1LL, ta = 16LL,
                        sa0 = 1LL, sb0 = 1024LL, sa1 = 2048LL, sb1 = 1LL;
   static __device__ __forceinline__ void rest_offsets(idx, idx &, idx &,

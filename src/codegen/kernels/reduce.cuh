@@ -73,7 +73,7 @@ ein_reduce(typename Step::out_t *__restrict__ d,
       }
       lead = threadIdx.x == 0;
     } else {
-      __shared__ acc_t part[lanes][33];
+      __shared__ acc_t part[lanes][Step::per_block + 1];
       part[threadIdx.y][threadIdx.x] = acc;
       __syncthreads();
       if (threadIdx.y == 0)
@@ -94,15 +94,14 @@ ein_reduce(typename Step::out_t *__restrict__ d,
 /* A split's pass 2: a thread per output combines the Step::splits
  * partials at [c][o] of s0 in chunk order (so every run gives the same
  * bits), then scales and stores as an unsplit kernel would. Blocks of
- * EIN_FINISH_BLOCK threads. */
-#define EIN_FINISH_BLOCK 256 /* codegen.c's FINISH_BLOCK */
+ * Step::block threads. */
 template <class Step>
 static __device__ __forceinline__ void
 ein_reduce_finish(typename Step::dst_t *__restrict__ d,
                   const typename Step::acc_t *__restrict__ s0) {
   typedef typename Step::idx idx;
-  for (idx o = (idx)blockIdx.x * EIN_FINISH_BLOCK + threadIdx.x;
-       o < Step::nout; o += (idx)gridDim.x * EIN_FINISH_BLOCK) {
+  for (idx o = (idx)blockIdx.x * Step::block + threadIdx.x;
+       o < Step::nout; o += (idx)gridDim.x * Step::block) {
     typename Step::acc_t acc = s0[o];
     for (int c = 1; c < Step::splits; c++)
       acc = Step::comb(acc, s0[(idx)c * Step::nout + o]);
@@ -112,19 +111,18 @@ ein_reduce_finish(typename Step::dst_t *__restrict__ d,
   }
 }
 
-/* A thread per output, blocks of EIN_THREAD_BLOCK: the Step's
+/* A thread per output, blocks of Step::block: the Step's
  * terms(acc, s0, s1, o1, o2) folds its few terms, unrolled at offsets
  * fixed at generation time, so neighbouring threads read neighbouring
  * elements. */
-#define EIN_THREAD_BLOCK 256 /* codegen.c's MAP_BLOCK */
 template <class Step>
 static __device__ __forceinline__ void
 ein_reduce_thread(typename Step::dst_t *__restrict__ d,
                   const typename Step::src0_t *__restrict__ s0,
                   const typename Step::src1_t *__restrict__ s1) {
   typedef typename Step::idx idx;
-  for (idx i = (idx)blockIdx.x * EIN_THREAD_BLOCK + threadIdx.x;
-       i < Step::nout; i += (idx)gridDim.x * EIN_THREAD_BLOCK) {
+  for (idx i = (idx)blockIdx.x * Step::block + threadIdx.x;
+       i < Step::nout; i += (idx)gridDim.x * Step::block) {
     idx o0 = 0, o1 = 0, o2 = 0;
     Step::out_offsets(i, o0, o1, o2);
     typename Step::acc_t acc = Step::identity();
