@@ -579,6 +579,8 @@ static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
                  "unsigned short", "void");
   ein_strbuf_printf(g->sb, "  ein_transpose_half<ein_vec_step>(d, s0);\n}\n");
   k->has_vec = true;
+  k->vec_bytes = 4;
+  k->vec_items = 2;
   k->grid_vec[0] =
       (unsigned)(((sa + TILE2 - 1) / TILE2) * ((sb_ + TILE2 - 1) / TILE2));
   k->grid_vec[1] = k->grid[1];
@@ -643,19 +645,20 @@ static red_shape choose_reduction(const gen *g, bool inner) {
  * output and term counts, and the reduction, identity() and comb(a, b).
  * Integer sums and products wrap (computed unsigned); max and min let NaN
  * win, as numpy. */
-static void emit_red_head(gen *g, const red_shape *r, const char *out_t,
+static void emit_red_head(gen *g, const char *step, const red_shape *r,
+                          int64_t nout, const char *out_t,
                           const char *s0type, const char *s1type) {
   ein_strbuf *sb = g->sb;
   const char *t = acc_type(g->acc);
   ein_strbuf_printf(sb,
-                    "struct ein_main_step {\n"
+                    "struct %s {\n"
                     "  typedef %s idx;\n  typedef %s acc_t;\n"
                     "  typedef %s dst_t;\n  typedef %s out_t;\n"
                     "  typedef %s src0_t;\n  typedef %s src1_t;\n"
                     "  static constexpr idx nout = ",
-                    g->idx, t, storage_type(g->s->dst_dtype), out_t, s0type,
-                    s1type);
-  emit_int(g, r->nout);
+                    step, g->idx, t, storage_type(g->s->dst_dtype), out_t,
+                    s0type, s1type);
+  emit_int(g, nout);
   ein_strbuf_printf(sb, ", nred = ");
   emit_int(g, r->nred);
   ein_strbuf_printf(sb, ";\n  static __device__ __forceinline__ acc_t "
@@ -667,13 +670,15 @@ static void emit_red_head(gen *g, const red_shape *r, const char *out_t,
   ein_strbuf_printf(sb, ";\n  }\n");
 }
 
-/* out_offsets(o, b0, b1, b2) over the kept axes, for operands `ops`. */
-static void emit_red_out_offsets(gen *g, unsigned ops) {
+/* out_offsets(o, b0, b1, b2) over axes la (the kept axes, in outputs or
+ * in a vector variant's groups of them), for operands `ops`. */
+static void emit_red_out_offsets(gen *g, const ein_loop_axes *la,
+                                 unsigned ops) {
   ein_strbuf_printf(g->sb,
                     "  static __device__ __forceinline__ void out_offsets("
                     "idx o, idx &b0, idx &b1, idx &b2) {\n"
                     "    (void)o; (void)b0; (void)b1; (void)b2;\n");
-  emit_decompose(g, &g->kept, "o", "b", ops);
+  emit_decompose(g, la, "o", "b", ops);
   ein_strbuf_printf(g->sb, "  }\n");
 }
 
@@ -702,13 +707,16 @@ static void emit_red_terms(gen *g) {
   ein_strbuf_printf(sb, ";\n  }\n");
 }
 
-/* The kernel ein_main(d, s0, s1) calling template `tmpl` with the Step. */
-static void emit_red_kernel(gen *g, const char *tmpl, unsigned threads,
-                            const char *out_t, const char *s0type,
-                            const char *s1type) {
-  emit_signature(g, "ein_main", threads, out_t, s0type, s1type);
-  ein_strbuf_printf(g->sb, "  %s<ein_main_step>(d, s0%s);\n}\n", tmpl,
-                    strcmp(tmpl, "ein_reduce_finish") ? ", s1" : "");
+/* The kernel `name`(d, s0, s1) calling template `tmpl` with the Step
+ * name_step; pass 2 and the vector variant take no s1. */
+static void emit_red_kernel(gen *g, const char *name, const char *tmpl,
+                            unsigned threads, const char *out_t,
+                            const char *s0type, const char *s1type) {
+  emit_signature(g, name, threads, out_t, s0type, s1type);
+  bool s1 = strcmp(tmpl, "ein_reduce_finish") != 0 &&
+            strcmp(tmpl, "ein_reduce_thread_vec") != 0;
+  ein_strbuf_printf(g->sb, "  %s<%s_step>(d, s0%s);\n}\n", tmpl, name,
+                    s1 ? ", s1" : "");
 }
 
 /* Reductions where lanes of a block cooperate on each output element
@@ -720,7 +728,8 @@ static void gen_reduce(gen *g, ein_kernel_src *k, const red_shape *r) {
   const ein_step *s = g->s;
   bool split = r->kind == EIN_KERNEL_REDUCE_SPLIT;
   const char *out_t = split ? acc_type(g->acc) : storage_type(s->dst_dtype);
-  emit_red_head(g, r, out_t, src_type(s, 0), src_type(s, 1));
+  emit_red_head(g, "ein_main_step", r, r->nout, out_t, src_type(s, 0),
+                src_type(s, 1));
   ein_strbuf_printf(g->sb,
                     "  static constexpr int lanes = %d, per_block = %d;\n"
                     "  static constexpr bool inner = %s, split = %s;\n"
@@ -729,11 +738,11 @@ static void gen_reduce(gen *g, ein_kernel_src *k, const red_shape *r) {
                     split ? "true" : "false");
   emit_int(g, r->chunk);
   ein_strbuf_printf(g->sb, ";\n");
-  emit_red_out_offsets(g, 7u);
+  emit_red_out_offsets(g, &g->kept, 7u);
   emit_red_terms(g);
   emit_red_result(g);
   ein_strbuf_printf(g->sb, "};\n");
-  emit_red_kernel(g, "ein_reduce", 256, out_t, src_type(s, 0),
+  emit_red_kernel(g, "ein_main", "ein_reduce", 256, out_t, src_type(s, 0),
                   src_type(s, 1));
   k->grid[0] = (unsigned)r->blocks;
   k->grid[1] = (unsigned)r->splits;
@@ -743,16 +752,136 @@ static void gen_reduce(gen *g, ein_kernel_src *k, const red_shape *r) {
   k->block[2] = 1;
 }
 
+/* reduce_thread's vector variant: `per` adjacent outputs a thread, read
+ * as `rows` runs of `width` elements (`bytes` each) along the source's
+ * contiguous axis. */
+typedef struct thread_vec {
+  int per, width, bytes;
+  ein_loop_axes out;  /* the kept axes in groups of `per` outputs */
+  ein_loop_axes rows; /* the reduced axes but the column axis */
+} thread_vec;
+
+/* The unsigned type of 1-16 bytes (a power of two) as a kernel names it. */
+static const char *word_type(int64_t bytes) {
+  switch (bytes) {
+  case 1: return "unsigned char";
+  case 2: return "unsigned short";
+  case 4: return "unsigned int";
+  case 8: return "uint2";
+  default: return "uint4";
+  }
+}
+
+/* Whether groups of tv->per outputs read aligned runs of tv->width
+ * elements and store aligned groups: the inner kept size divides into
+ * groups, and every other source stride (kept and row axes) is a
+ * multiple of the run, every other dst stride of the group. */
+static bool thread_vec_aligned(const gen *g, thread_vec *tv) {
+  const ein_loop_axes *k = &g->kept;
+  int in = k->n - 1;
+  if (k->size[in] % tv->per)
+    return false;
+  for (int i = 0; i < in; i++)
+    if (k->st[i][1] % tv->width || k->st[i][0] % tv->per)
+      return false;
+  for (int i = 0; i < tv->rows.n; i++)
+    if (tv->rows.st[i][1] % tv->width)
+      return false;
+  tv->out = *k;
+  tv->out.size[in] /= tv->per;
+  tv->out.st[in][0] *= tv->per;
+  tv->out.st[in][1] *= tv->per;
+  return true;
+}
+
+/* The widest vector form of a one-source reduce_thread step, chosen from
+ * its strides: dst's inner axis is contiguous, the source advances `step`
+ * elements per output along it, and (for step > 1) the innermost reduced
+ * axis covers exactly those `step` elements with stride 1 (a pooling
+ * window's column). Then `per` adjacent outputs read each row of their
+ * window as one run of per * step elements: 16 bytes where strides allow,
+ * else 8, else 4. False: the scalar kernel only. */
+static bool thread_vec_choose(const gen *g, thread_vec *tv) {
+  const ein_step *s = g->s;
+  const ein_loop_axes *k = &g->kept, *r = &g->red;
+  if (s->kind != EIN_STEP_LOOP || s->nsrc != 1 || k->n == 0)
+    return false;
+  int in = k->n - 1;
+  int64_t step = k->st[in][1];
+  if (k->st[in][0] != 1 || step < 1)
+    return false;
+  tv->rows = *r;
+  if (step > 1) {
+    int c = r->n - 1;
+    if (c < 0 || r->st[c][1] != 1 || r->size[c] != step)
+      return false;
+    tv->rows.n--;
+  }
+  int64_t esz = (int64_t)ein_dtype_size(s->src_dtype[0]),
+          dsz = (int64_t)ein_dtype_size(s->dst_dtype);
+  for (int64_t bytes = 16; bytes >= 4; bytes /= 2) {
+    if (bytes % (step * esz) || (bytes / (step * esz)) * dsz > 16)
+      continue;
+    tv->per = (int)(bytes / (step * esz));
+    tv->width = (int)(tv->per * step);
+    tv->bytes = (int)bytes;
+    if (thread_vec_aligned(g, tv))
+      return true;
+  }
+  return false;
+}
+
+/* The vector variant's Step (reduce.cuh's ein_reduce_thread_vec): the
+ * head, the group offsets, the rows' offsets, load(x) and result(acc),
+ * and the kernel ein_vec. */
+static void gen_reduce_thread_vec(gen *g, ein_kernel_src *k,
+                                  const red_shape *r, const thread_vec *tv) {
+  ein_strbuf *sb = g->sb;
+  const ein_step *s = g->s;
+  const char *dt = storage_type(s->dst_dtype);
+  int64_t groups = ein_loop_axes_volume(&tv->out);
+  emit_red_head(g, "ein_vec_step", r, groups, dt, src_type(s, 0), "void");
+  ein_strbuf_printf(sb,
+                    "  static constexpr int block = %d, per_thread = %d, "
+                    "width = %d, rows = %lld;\n"
+                    "  typedef %s load_t;\n  typedef %s store_t;\n",
+                    (int)MAP_BLOCK, tv->per, tv->width,
+                    (long long)ein_loop_axes_volume(&tv->rows),
+                    word_type(tv->bytes),
+                    tv->per == 1 ? dt
+                                 : word_type(tv->per * (int64_t)ein_dtype_size(
+                                                           s->dst_dtype)));
+  emit_red_out_offsets(g, &tv->out, 3u);
+  ein_strbuf_printf(sb, "  static __device__ __forceinline__ void "
+                        "row_offsets(idx r, idx &o1) {\n"
+                        "    (void)r; (void)o1;\n");
+  emit_decompose(g, &tv->rows, "r", "o", 2u);
+  ein_strbuf_printf(sb, "  }\n  static __device__ __forceinline__ acc_t "
+                        "load(src0_t x) {\n    return ");
+  emit_load(sb, s->src_dtype[0], g->acc, "x");
+  ein_strbuf_printf(sb, ";\n  }\n");
+  emit_red_result(g);
+  ein_strbuf_printf(sb, "};\n");
+  emit_red_kernel(g, "ein_vec", "ein_reduce_thread_vec", MAP_BLOCK, dt,
+                  src_type(s, 0), "void");
+  k->has_vec = true;
+  k->vec_bytes = (unsigned)tv->bytes;
+  k->vec_items = (unsigned)tv->per;
+  k->grid_vec[0] = (unsigned)blocks_for(groups, MAP_BLOCK);
+  k->grid_vec[1] = k->grid_vec[2] = 1;
+}
+
 /* A thread per output with its few terms unrolled at offsets fixed at
  * generation time (reduce.cuh's ein_reduce_thread). */
 static void gen_reduce_thread(gen *g, ein_kernel_src *k, const red_shape *r) {
   ein_strbuf *sb = g->sb;
   const ein_step *s = g->s;
   const char *dt = storage_type(s->dst_dtype);
-  emit_red_head(g, r, dt, src_type(s, 0), src_type(s, 1));
+  emit_red_head(g, "ein_main_step", r, r->nout, dt, src_type(s, 0),
+                src_type(s, 1));
   ein_strbuf_printf(sb, "  static constexpr int block = %d;\n",
                     (int)MAP_BLOCK);
-  emit_red_out_offsets(g, 7u);
+  emit_red_out_offsets(g, &g->kept, 7u);
   ein_strbuf_printf(sb, "  static __device__ __forceinline__ void terms("
                         "acc_t &acc_, const src0_t *s0, const src1_t *s1, "
                         "idx o1, idx o2) {\n    (void)s1; (void)o2;\n");
@@ -769,12 +898,15 @@ static void gen_reduce_thread(gen *g, ein_kernel_src *k, const red_shape *r) {
   ein_strbuf_printf(sb, "  }\n");
   emit_red_result(g);
   ein_strbuf_printf(sb, "};\n");
-  emit_red_kernel(g, "ein_reduce_thread", MAP_BLOCK, dt, src_type(s, 0),
-                  src_type(s, 1));
+  emit_red_kernel(g, "ein_main", "ein_reduce_thread", MAP_BLOCK, dt,
+                  src_type(s, 0), src_type(s, 1));
   k->grid[0] = (unsigned)r->blocks;
   k->grid[1] = k->grid[2] = 1;
   k->block[0] = MAP_BLOCK;
   k->block[1] = k->block[2] = 1;
+  thread_vec tv;
+  if (thread_vec_choose(g, &tv))
+    gen_reduce_thread_vec(g, k, r, &tv);
 }
 
 /* A split's pass 2 (reduce.cuh's ein_reduce_finish): the partials at
@@ -782,14 +914,15 @@ static void gen_reduce_thread(gen *g, ein_kernel_src *k, const red_shape *r) {
 static void gen_finish(gen *g, ein_kernel_src *k, const red_shape *r) {
   const char *at = acc_type(g->acc);
   const char *dt = storage_type(g->s->dst_dtype);
-  emit_red_head(g, r, dt, at, "void");
+  emit_red_head(g, "ein_main_step", r, r->nout, dt, at, "void");
   ein_strbuf_printf(g->sb,
                     "  static constexpr int splits = %lld, block = %d;\n",
                     (long long)r->splits, (int)FINISH_BLOCK);
-  emit_red_out_offsets(g, 1u);
+  emit_red_out_offsets(g, &g->kept, 1u);
   emit_red_result(g);
   ein_strbuf_printf(g->sb, "};\n");
-  emit_red_kernel(g, "ein_reduce_finish", FINISH_BLOCK, dt, at, "void");
+  emit_red_kernel(g, "ein_main", "ein_reduce_finish", FINISH_BLOCK, dt, at,
+                  "void");
   k->grid[0] = (unsigned)blocks_for(r->nout, FINISH_BLOCK);
   k->grid[1] = k->grid[2] = 1;
   k->block[0] = FINISH_BLOCK;
@@ -904,13 +1037,17 @@ static void gen_map_kernels(gen *g, ein_kernel_src *out) {
   out->block[1] = out->block[2] = 1;
   if (out->kind != EIN_KERNEL_MAP)
     return;
-  if (vector_axes(g, &vec))
+  if (vector_axes(g, &vec)) {
     gen_map(g, "ein_vec", &vec, "uint4", MAP_RAW);
-  else if (half_vector_axes(g, &vec))
+    out->vec_items = 16 / (unsigned)ein_dtype_size(s->dst_dtype);
+  } else if (half_vector_axes(g, &vec)) {
     gen_map(g, "ein_vec", &vec, "unsigned short", MAP_HALF_VEC);
-  else
+    out->vec_items = HALF_VEC;
+  } else {
     return;
+  }
   out->has_vec = true;
+  out->vec_bytes = 16;
   out->grid_vec[0] =
       (unsigned)blocks_for(ein_loop_axes_volume(&vec), MAP_BLOCK);
   out->grid_vec[1] = out->grid_vec[2] = 1;

@@ -35,7 +35,11 @@
  *                 plain copies also get a 64x65 tile moved in pairs
  *                 (4-byte accesses on both sides)
  *   reduce_thread a thread per output element with the reduction (fewer
- *                 than 8 terms) unrolled: pooling, tiny contractions
+ *                 than 8 terms) unrolled: pooling, tiny contractions;
+ *                 vector variant (one source): a thread takes 1-8
+ *                 adjacent outputs whose terms along the source's
+ *                 contiguous axis form aligned 16-, 8- or 4-byte runs
+ *                 (2x2 pooling in bf16: 4 outputs, 16-byte loads)
  *   reduce_inner  a warp (or 256 threads) per output element, lanes along
  *                 the reduced axes: reductions of the innermost axis, dots
  *   reduce_outer  a thread per output element (coalesced writes), 8 lanes
@@ -85,6 +89,9 @@ typedef struct ein_kernel_src {
   size_t len;
   uint64_t hash; /* of the source, for in-memory caches */
   bool has_vec;  /* ein_vec exists */
+  /* ein_vec's accesses: bytes of each vector load or store, and how many
+   * elements (outputs, for reduce_thread) a thread takes per item. */
+  unsigned vec_bytes, vec_items;
   unsigned grid[3], block[3], grid_vec[3];
 } ein_kernel_src;
 

@@ -2,7 +2,7 @@
  * reduce.cuh - the reduction family of generated kernels: reduce_inner,
  * reduce_outer and reduce_split (lanes of a block cooperate on each
  * output), reduce_finish (a split's second pass) and reduce_thread (a
- * thread per output, its few terms unrolled).
+ * thread per output, its few terms unrolled) with its vector variant.
  *
  * As in map.cuh, what differs between steps is a struct Step written by
  * codegen.c (gen_reduce, gen_reduce_thread, gen_finish); the kernel
@@ -128,6 +128,53 @@ ein_reduce_thread(typename Step::dst_t *__restrict__ d,
     typename Step::acc_t acc = Step::identity();
     Step::terms(acc, s0, s1, o1, o2);
     d[o0] = Step::result(acc);
+  }
+}
+
+/* reduce_thread's vector variant (codegen.c's thread_vec_choose): a
+ * thread computes Step::per_thread adjacent outputs. Their terms along
+ * the source's contiguous axis lie in Step::rows runs of Step::width
+ * elements (per_thread outputs times the terms each has in a run), each
+ * read as one aligned Step::load_t; the results go out as one
+ * Step::store_t. Each output still folds its terms in the scalar
+ * kernel's order (rows outer, the run's elements inner). The Step gives,
+ * besides the head: out_offsets over groups of outputs (o2 unused),
+ * row_offsets(r, o1), load(x) (a stored element as acc_t), block. */
+template <class Step>
+static __device__ __forceinline__ void
+ein_reduce_thread_vec(typename Step::dst_t *__restrict__ d,
+                      const typename Step::src0_t *__restrict__ s0) {
+  typedef typename Step::idx idx;
+  typedef typename Step::acc_t acc_t;
+  constexpr int per = Step::per_thread, width = Step::width;
+  constexpr int terms = width / per; /* of one output in one run */
+  union run {
+    typename Step::load_t v;
+    typename Step::src0_t e[width];
+  };
+  union group {
+    typename Step::store_t v;
+    typename Step::dst_t e[per];
+  };
+  for (idx i = (idx)blockIdx.x * Step::block + threadIdx.x;
+       i < Step::nout; i += (idx)gridDim.x * Step::block) {
+    idx o0 = 0, o1 = 0, o2 = 0;
+    Step::out_offsets(i, o0, o1, o2);
+    acc_t acc[per];
+    for (int v = 0; v < per; v++)
+      acc[v] = Step::identity();
+    for (idx r = 0; r < Step::rows; r++) {
+      idx at = o1;
+      Step::row_offsets(r, at);
+      run x;
+      x.v = *(const typename Step::load_t *)(s0 + at);
+      for (int e = 0; e < width; e++)
+        acc[e / terms] = Step::comb(acc[e / terms], Step::load(x.e[e]));
+    }
+    group y;
+    for (int v = 0; v < per; v++)
+      y.e[v] = Step::result(acc[v]);
+    *(typename Step::store_t *)(d + o0) = y.v;
   }
 }
 
