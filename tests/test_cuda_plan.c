@@ -142,6 +142,9 @@ static const struct access_rule {
     {"outer", EIN_DT_F16, EIN_KERNEL_MAP, 16},
     {"repeat_kv", EIN_DT_BF16, EIN_KERNEL_MAP, 16},
     {"repeat_kv", EIN_DT_F16, EIN_KERNEL_MAP, 16},
+    {"patchify", EIN_DT_BF16, EIN_KERNEL_MAP, 8},
+    {"patchify", EIN_DT_F16, EIN_KERNEL_MAP, 8},
+    {"patchify", EIN_DT_F32, EIN_KERNEL_MAP, 8},
 };
 static int access_checks;
 

@@ -814,6 +814,24 @@ static void test_real_kernels(void) {
        EIN_KERNEL_REDUCE_THREAD, -1, 0, 0},
       {"(r a) b -> a b", "12x40", "reduce=sum,r=4", EIN_DT_BF16,
        EIN_KERNEL_REDUCE_THREAD, 1, 0, 16},
+      /* the staged copy (issue 16 item 3): patchify's dst runs
+       * (p1 p2 c) gathered from rows of p2 through shared memory */
+      {"b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "2x3x16x32", "p1=4,p2=8",
+       EIN_DT_BF16, EIN_KERNEL_MAP, 1, 0, 16},
+      {"b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "2x3x16x32", "p1=4,p2=8",
+       EIN_DT_F16, EIN_KERNEL_MAP, 1, 0, 16},
+      {"b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "2x3x16x32", "p1=4,p2=8",
+       EIN_DT_F32, EIN_KERNEL_MAP, 1, 0, 16},
+      {"b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "3x3x12x20", "p1=4,p2=4",
+       EIN_DT_BF16, EIN_KERNEL_MAP, 1, 0, 8},
+      {"b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "1x5x6x6", "p1=2,p2=2",
+       EIN_DT_BF16, EIN_KERNEL_MAP, 1, 0, 4},
+      {"b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "2x3x9x9", "p1=3,p2=3",
+       EIN_DT_BF16, EIN_KERNEL_MAP, -1, 0, 0},
+      {"b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "2x3x16x32", "p1=4,p2=8",
+       EIN_DT_BF16, EIN_KERNEL_MAP, -1, 1, 16},
+      {"a b c -> b a c", "300x3x8", NULL, EIN_DT_F32, EIN_KERNEL_MAP, 0, 0,
+       0},
   };
   ein_ctx *ctx;
   REQUIRE_OK(ein_ctx_create(&ctx));

@@ -38,7 +38,11 @@ enum {
    * threads each (the H100; PyTorch's rule gives ~2100 blocks too). */
   SPLIT_TARGET = 2 * 132 * 8,
   SPLIT_MIN_TERMS = 16, /* per lane in each chunk: less is launch-bound */
-  FINISH_BLOCK = 256
+  FINISH_BLOCK = 256,
+  /* A staged copy's block moves tiles of this many elements at most
+   * (whole tiles, at least one): 8 per thread of a MAP_BLOCK block. */
+  STAGE_ELEMS = 8 * MAP_BLOCK,
+  STAGE_MAX_BYTES = 16384 /* one tile's shared memory at most */
 };
 
 /* Grid-stride loops make any grid correct; this bounds the grid. */
@@ -104,6 +108,17 @@ static const char *storage_type(ein_dtype dt) {
   case EIN_DT_U32: return "unsigned int";
   case EIN_DT_U64: return "unsigned long long";
   default: return "unsigned char";
+  }
+}
+
+/* The unsigned type of 1-16 bytes (a power of two) as a kernel names it. */
+static const char *word_type(int64_t bytes) {
+  switch (bytes) {
+  case 1: return "unsigned char";
+  case 2: return "unsigned short";
+  case 4: return "unsigned int";
+  case 8: return "uint2";
+  default: return "uint4";
   }
 }
 
@@ -489,6 +504,130 @@ static bool half_vector_axes(const gen *g, ein_loop_axes *out) {
   return true;
 }
 
+/* A plain copy whose source's contiguous axis lies inside dst's
+ * contiguous run but is not dst's innermost axis (patchify's
+ * `(p1 p2 c)` from rows of p2): both sides are strided for a thread, so
+ * the copy goes through shared memory in tiles. The tile axes are dst's
+ * innermost axes up to the source's contiguous one (a contiguous run of
+ * `elems` elements in dst); each tile is read in `width`-element vectors
+ * along the source's contiguous axis and written as vectors of dst's
+ * run. */
+typedef struct staged {
+  int width, bytes, tiles; /* vector elements and bytes; tiles a block */
+  int64_t elems, cstride;  /* a tile's elements; dst stride of the
+                              source's contiguous axis */
+  ein_loop_axes tile;      /* the tile axes in source order, in vectors */
+  ein_loop_axes rest;      /* the other kept axes */
+} staged;
+
+/* Whether every stride of axes la but axis `skip` (-1: none) of operand
+ * `op` is a multiple of w. */
+static bool strides_multiple(const ein_loop_axes *la, int skip, int op,
+                             int64_t w) {
+  for (int i = 0; i < la->n; i++)
+    if (i != skip && la->st[i][op] % w)
+      return false;
+  return true;
+}
+
+/* The tile and rest axes of a staged copy: the source's contiguous axis
+ * c, and dst contiguous over axes c..inner. */
+static bool staged_split(const gen *g, staged *st, int *c) {
+  const ein_loop_axes *k = &g->kept;
+  int in = k->n - 1;
+  *c = -1;
+  for (int i = 0; i < in; i++)
+    if (k->st[i][1] == 1)
+      *c = i;
+  if (*c < 0 || k->st[in][0] != 1)
+    return false;
+  int64_t run = 1;
+  for (int i = in; i >= *c; i--) {
+    if (k->st[i][0] != run)
+      return false;
+    run *= k->size[i];
+  }
+  st->elems = run;
+  st->cstride = k->st[*c][0];
+  st->rest = *k;
+  st->rest.n = *c;
+  st->tile.n = 0;
+  for (int i = *c; i <= in; i++) {
+    st->tile.size[st->tile.n] = k->size[i];
+    memcpy(st->tile.st[st->tile.n++], k->st[i], sizeof k->st[i]);
+  }
+  ein_loop_axes_sort(&st->tile, 1);
+  return true;
+}
+
+/* The widest vector (16, 8 or 4 bytes, at least 2 elements) that keeps
+ * every access aligned: the source's contiguous axis and the run divide
+ * into vectors, every other stride on both sides is a multiple. */
+static bool staged_axes(const gen *g, staged *st) {
+  const ein_step *s = g->s;
+  const ein_loop_axes *k = &g->kept;
+  if (s->kind != EIN_STEP_LOOP || !s->plain_copy || g->red.n || k->n < 2)
+    return false;
+  int c;
+  if (!staged_split(g, st, &c))
+    return false;
+  int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype);
+  if (st->elems * esz > STAGE_MAX_BYTES)
+    return false;
+  for (int64_t bytes = 16; bytes >= 4 && bytes / esz >= 2; bytes /= 2) {
+    int64_t w = bytes / esz;
+    if (k->size[c] % w || st->elems % w || !strides_multiple(k, c, 1, w) ||
+        !strides_multiple(&st->rest, -1, 0, w))
+      continue;
+    int t = st->tile.n - 1; /* the source's contiguous axis, last */
+    st->tile.size[t] /= w;
+    st->tile.st[t][0] *= w;
+    st->tile.st[t][1] *= w;
+    st->width = (int)w;
+    st->bytes = (int)bytes;
+    st->tiles = st->elems >= STAGE_ELEMS ? 1 : (int)(STAGE_ELEMS / st->elems);
+    return true;
+  }
+  return false;
+}
+
+/* The staged copy's Step (transpose.cuh's ein_transpose_staged) and the
+ * kernel ein_vec. */
+static void gen_staged(gen *g, ein_kernel_src *k, const staged *st) {
+  ein_strbuf *sb = g->sb;
+  const char *dt = storage_type(g->s->dst_dtype);
+  int64_t nrest = ein_loop_axes_volume(&st->rest);
+  ein_strbuf_printf(sb,
+                    "struct ein_vec_step {\n  typedef %s idx;\n"
+                    "  typedef %s dst_t;\n  typedef %s vec_t;\n"
+                    "  static constexpr int block = %d, width = %d, "
+                    "tiles = %d;\n  static constexpr idx elems = ",
+                    g->idx, dt, word_type(st->bytes), (int)MAP_BLOCK,
+                    st->width, st->tiles);
+  emit_int(g, st->elems);
+  ein_strbuf_printf(sb, ", cstride = ");
+  emit_int(g, st->cstride);
+  ein_strbuf_printf(sb, ", nrest = ");
+  emit_int(g, nrest);
+  ein_strbuf_printf(sb, ";\n  static __device__ __forceinline__ void "
+                        "rest_offsets(idx r, idx &o0, idx &o1, idx &o2) {\n"
+                        "    (void)r; (void)o0; (void)o1; (void)o2;\n");
+  emit_decompose(g, &st->rest, "r", "o", 3u);
+  ein_strbuf_printf(sb, "  }\n  static __device__ __forceinline__ void "
+                        "tile_offsets(idx u, idx &o0, idx &o1, idx &o2) {\n"
+                        "    (void)u; (void)o0; (void)o1; (void)o2;\n");
+  emit_decompose(g, &st->tile, "u", "o", 3u);
+  ein_strbuf_printf(sb, "  }\n};\n");
+  emit_signature(g, "ein_vec", MAP_BLOCK, dt, dt, "void");
+  ein_strbuf_printf(sb, "  ein_transpose_staged<ein_vec_step>(d, s0);\n}\n");
+  k->has_vec = true;
+  k->vec_staged = true;
+  k->vec_bytes = (unsigned)st->bytes;
+  k->vec_items = (unsigned)st->width;
+  k->grid_vec[0] = (unsigned)blocks_for(nrest, st->tiles);
+  k->grid_vec[1] = k->grid_vec[2] = 1;
+}
+
 /* Whether a 2-byte plain copy's transpose can move pairs: both tile
  * edges even and every other stride even, so that each pair lies in one
  * aligned 4-byte word on both sides. */
@@ -760,17 +899,6 @@ typedef struct thread_vec {
   ein_loop_axes out;  /* the kept axes in groups of `per` outputs */
   ein_loop_axes rows; /* the reduced axes but the column axis */
 } thread_vec;
-
-/* The unsigned type of 1-16 bytes (a power of two) as a kernel names it. */
-static const char *word_type(int64_t bytes) {
-  switch (bytes) {
-  case 1: return "unsigned char";
-  case 2: return "unsigned short";
-  case 4: return "unsigned int";
-  case 8: return "uint2";
-  default: return "uint4";
-  }
-}
 
 /* Whether groups of tv->per outputs read aligned runs of tv->width
  * elements and store aligned groups: the inner kept size divides into
@@ -1044,6 +1172,9 @@ static void gen_map_kernels(gen *g, ein_kernel_src *out) {
     gen_map(g, "ein_vec", &vec, "unsigned short", MAP_HALF_VEC);
     out->vec_items = HALF_VEC;
   } else {
+    staged st;
+    if (staged_axes(g, &st))
+      gen_staged(g, out, &st);
     return;
   }
   out->has_vec = true;

@@ -30,6 +30,11 @@
  *                 2-byte maps (outer products, repeats) whose innermost
  *                 axis is contiguous in dst and contiguous or broadcast
  *                 in each source (8 elements a thread)
+ *                 and, for plain copies whose source's contiguous axis
+ *                 lies inside dst's contiguous run but is not its
+ *                 innermost axis (patchify), a staged variant: whole
+ *                 runs through shared memory, 16-, 8- or 4-byte vectors
+ *                 on both sides
  *   transpose     permuting copy through a 32x33 shared-memory tile when
  *                 dst's and the source's contiguous axes differ; 2-byte
  *                 plain copies also get a 64x65 tile moved in pairs
@@ -92,6 +97,7 @@ typedef struct ein_kernel_src {
   /* ein_vec's accesses: bytes of each vector load or store, and how many
    * elements (outputs, for reduce_thread) a thread takes per item. */
   unsigned vec_bytes, vec_items;
+  bool vec_staged; /* ein_vec moves tiles through shared memory */
   unsigned grid[3], block[3], grid_vec[3];
 } ein_kernel_src;
 

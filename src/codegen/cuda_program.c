@@ -227,6 +227,8 @@ static const char *vec_form(const ein_kernel_src *k, char *buf, size_t cap) {
   else if (k->kind == EIN_KERNEL_REDUCE_THREAD)
     snprintf(buf, cap, "%u-byte loads, %u output%s a thread", k->vec_bytes,
              k->vec_items, k->vec_items == 1 ? "" : "s");
+  else if (k->vec_staged)
+    snprintf(buf, cap, "%u-byte staged", k->vec_bytes);
   else
     snprintf(buf, cap, "%u-byte", k->vec_bytes);
   return buf;

@@ -1,8 +1,8 @@
 /*
  * transpose.cuh - the transpose family of generated kernels: a permuting
  * copy (or conversion) of one source through a shared-memory tile, so
- * that both the reads and the writes are coalesced, and its 2-byte
- * variant that moves pairs.
+ * that both the reads and the writes are coalesced, its 2-byte variant
+ * that moves pairs, and the staged copy of whole dst runs in vectors.
  *
  * Axis a is dst's contiguous axis, axis b the source's; the other kept
  * axes ("rest") are walked along blockIdx.y, the tiles of the a-b plane
@@ -83,6 +83,59 @@ ein_transpose_half(unsigned short *__restrict__ d,
       if (a < Step::na && b < Step::nb)
         *(unsigned int *)(d + o0 + a + b * Step::sb0) =
             (unsigned int)tile[x2][j] | ((unsigned int)tile[x2 + 1][j] << 16);
+    }
+    __syncthreads();
+  }
+}
+
+/* A staged copy (codegen.c's staged_axes): each of a block's Step::tiles
+ * tiles is one contiguous run of Step::elems elements in dst. Phase 1
+ * reads the tile in Step::width-element vectors along the source's
+ * contiguous axis and scatters them into shared memory at their dst
+ * places (the vector's elements Step::cstride apart); phase 2 writes the
+ * runs out as vectors. The Step gives: idx, dst_t, vec_t (width
+ * elements), block, width, tiles, elems, cstride, nrest,
+ * rest_offsets(r, o0, o1, o2) (a tile's first element), and
+ * tile_offsets(u, o0, o1, o2) (vector u's place in the tile, o0, and
+ * in the source, o1). */
+template <class Step>
+static __device__ __forceinline__ void
+ein_transpose_staged(typename Step::dst_t *__restrict__ d,
+                     const typename Step::dst_t *__restrict__ s0) {
+  typedef typename Step::idx idx;
+  typedef typename Step::dst_t dst_t;
+  constexpr int width = Step::width;
+  constexpr idx vecs = Step::elems / width; /* of one tile */
+  union vec {
+    typename Step::vec_t v;
+    dst_t e[width];
+  };
+  __shared__ dst_t tile[Step::tiles * Step::elems];
+  for (idx t0 = (idx)blockIdx.x * Step::tiles; t0 < Step::nrest;
+       t0 += (idx)gridDim.x * Step::tiles) {
+    for (idx j = threadIdx.x; j < Step::tiles * vecs; j += Step::block) {
+      idx q = j / vecs, u = j % vecs;
+      if (t0 + q >= Step::nrest)
+        break;
+      idx o0 = 0, o1 = 0, o2 = 0, at = 0, from = 0;
+      Step::rest_offsets(t0 + q, o0, o1, o2);
+      Step::tile_offsets(u, at, from, o2);
+      vec x;
+      x.v = *(const typename Step::vec_t *)(s0 + o1 + from);
+      for (int e = 0; e < width; e++)
+        tile[q * Step::elems + at + e * Step::cstride] = x.e[e];
+    }
+    __syncthreads();
+    for (idx j = threadIdx.x; j < Step::tiles * vecs; j += Step::block) {
+      idx q = j / vecs, u = j % vecs;
+      if (t0 + q >= Step::nrest)
+        break;
+      idx o0 = 0, o1 = 0, o2 = 0;
+      Step::rest_offsets(t0 + q, o0, o1, o2);
+      vec y;
+      for (int e = 0; e < width; e++)
+        y.e[e] = tile[q * Step::elems + u * width + e];
+      *(typename Step::vec_t *)(d + o0 + u * width) = y.v;
     }
     __syncthreads();
   }
