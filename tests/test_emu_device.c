@@ -832,6 +832,9 @@ static void test_real_kernels(void) {
        EIN_DT_BF16, EIN_KERNEL_MAP, -1, 1, 16},
       {"a b c -> b a c", "300x3x8", NULL, EIN_DT_F32, EIN_KERNEL_MAP, 0, 0,
        0},
+      /* a repeat inside the staged run: a stride-0 axis after the
+       * source's contiguous one (once divided by zero) */
+      {"b c -> b c r", "4x64", "r=3", EIN_DT_BF16, EIN_KERNEL_MAP, 1, 0, 16},
   };
   ein_ctx *ctx;
   REQUIRE_OK(ein_ctx_create(&ctx));

@@ -579,7 +579,11 @@ static bool staged_axes(const gen *g, staged *st) {
     if (k->size[c] % w || st->elems % w || !strides_multiple(k, c, 1, w) ||
         !strides_multiple(&st->rest, -1, 0, w))
       continue;
-    int t = st->tile.n - 1; /* the source's contiguous axis, last */
+    /* the source's contiguous axis: last unless a repeated (stride 0)
+     * axis sorted after it */
+    int t = st->tile.n - 1;
+    while (st->tile.st[t][1] != 1)
+      t--;
     st->tile.size[t] /= w;
     st->tile.st[t][0] *= w;
     st->tile.st[t][1] *= w;
