@@ -3,7 +3,8 @@
 # builds einc (release, -Werror) outside the source tree, runs the test
 # suite, the GPU tests (device faults, threads, a random-expression run on
 # the GPU), the random run under compute-sanitizer memcheck and racecheck,
-# and a CLI round trip CPU vs CUDA. Prints one line per step with its
+# and a CLI round trip CPU vs CUDA followed by the first call's phase
+# times (einc eval -v: cold and warm kernel cache) in gpu_check.cli.log. Prints one line per step with its
 # elapsed seconds and ends with "gpu_check: N passed, N failed".
 #
 # It must finish within one device-tool command (10 minutes): every step
@@ -88,7 +89,27 @@ print("relative difference", err)
 sys.exit(0 if err < 1e-5 else 1)
 PY
 }
-export -f configure_and_build cli_round_trip
+# Where the first call's time goes (einc eval -v's phases, issue 16 item
+# 4), each a new process: a kernel-only plan and a GEMM plan, with a cold
+# kernel cache and then warm (disk hits). Printed into the cli step's log.
+first_call_phases() {
+  local tmp cache e
+  tmp=$(mktemp -d)
+  python3 scripts/random_npy.py "$tmp/x.npy" 64x256x64x64 f4 3 &&
+    python3 scripts/random_npy.py "$tmp/a.npy" 512x512 f4 4 || return 1
+  cache=$(mktemp -d)
+  for temp in cold warm; do
+    for e in "b c (h h2) (w w2) -> b c h w|x.npy|-D h2=2 -D w2=2 --reduce mean" \
+             "i j, j k -> i k|a.npy a.npy|"; do
+      IFS='|' read -r expr files flags <<<"$e"
+      echo "== first call, $temp kernel cache: $expr"
+      # shellcheck disable=SC2086
+      (cd "$tmp" && EINC_CACHE_DIR=$cache "$build/einc" eval -v --backend cuda \
+        "$expr" $files $flags -o "$tmp/out.npy") || return 1
+    done
+  done
+}
+export -f configure_and_build cli_round_trip first_call_phases
 
 nvidia-smi -L || true
 step build 300 bash -c configure_and_build || {
@@ -110,6 +131,6 @@ if command -v compute-sanitizer >/dev/null; then
     EIN_LARGE_CASES=4 compute-sanitizer --tool racecheck --error-exitcode 1 \
     "$build/tests/test_eval_random_cuda" --cuda
 fi
-step cli 60 bash -c cli_round_trip
+step cli 60 bash -c 'cli_round_trip && first_call_phases'
 echo "gpu_check: $pass passed, $fail failed in $SECONDS s"
 [ "$fail" = 0 ]

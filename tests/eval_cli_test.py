@@ -211,6 +211,32 @@ for expr, files in (("i j -> j i", ["a.npy"]),
           "kernel cache" in r.stdout, "emu %s equals cpu: %s" % (expr, r.stderr))
     for name in ("e.npy", "ref.npy"):
         os.remove(P(name))
+# -v's phases (src/util/trace.h): a fresh kernel cache compiles, the next
+# process loads from disk, each phase under the run that caused it;
+# EINC_TRACE=1 prints the phases without -v; none without either.
+def phases(text):
+    return [l for l in text.splitlines() if l.startswith("phase ")]
+trace_env = dict(os.environ, EINC_CACHE_DIR=os.path.join(tmp, "trace-cache"))
+runs = [subprocess.run([EINC, "eval", "b (g r) -> b g", P("a.npy"), "-D",
+                        "r=2", "-o", P("e.npy"), "--backend", "emu"] + extra,
+                       capture_output=True, text=True, env=dict(trace_env, **env))
+        for extra, env in (([ "-v"], {}), (["-v"], {}), ([], {"EINC_TRACE": "1"}),
+                           ([], {}))]
+cold, warm, traced, quiet = [phases(r.stdout + r.stderr) for r in runs]
+check(all(r.returncode == 0 for r in runs),
+      "trace runs: %r" % [r.stderr for r in runs])
+check(any("emu: compile kernels" in l for l in cold) and
+      not any("disk cache" in l for l in cold), "cold phases: %r" % cold)
+check(any("emu: kernels from the disk cache" in l for l in warm) and
+      not any("emu: compile" in l for l in warm), "warm phases: %r" % warm)
+check(any(l.split("ms  ")[1].startswith("  emu:") for l in warm) and
+      any("run (queued" in l for l in warm) and
+      any("plan (bind" in l for l in warm), "nesting and plan: %r" % warm)
+check(len(traced) >= 4 and not any("kernel cache" in l for l in
+      runs[2].stdout.splitlines()), "EINC_TRACE=1: %r" % traced)
+check(quiet == [], "phases without -v or EINC_TRACE: %r" % quiet)
+if os.path.exists(P("e.npy")):
+    os.remove(P("e.npy"))
 r = einc("eval", "i j -> j i", P("a.npy"), "-o",
          os.path.join(tmp, "no-such-dir", "e.npy"))
 check(r.returncode == 1 and "cannot write" in r.stderr, "unwritable output")

@@ -18,6 +18,10 @@
  *   4. No kernel over 16 MiB runs on fewer blocks than two waves of 132
  *      SMs (issue 16), unless it is a split reduction's pass (pass 1 is
  *      sized by the split rule, pass 2 reads only the partials).
+ *   5. The memory-bound bench cases on their GPU shapes get the access
+ *      width issue 16 asks for (items 2 and 3): pool_mean's thread
+ *      reduction 16-byte loads in every dtype; the 2-byte permutes,
+ *      outer products and repeats at least 4-byte accesses (ACCESS).
  *
  * argv[1]: the path of bench/cases.tsv (meson passes it). EIN_CASES=N sets
  * the number of random seeds (default 6000).
@@ -121,6 +125,51 @@ static void check_waves(const ein_step *s, const ein_kernel_src *k, int i,
         fewest, WAVE_BLOCKS);
 }
 
+/* Check 5: per bench case and dtype, the kernel kind that carries the
+ * data and the fewest bytes per access its vector variant must move. */
+static const struct access_rule {
+  const char *name;
+  ein_dtype dt;
+  ein_kernel_kind kind;
+  unsigned min_bytes;
+} ACCESS[] = {
+    {"pool_mean", EIN_DT_BF16, EIN_KERNEL_REDUCE_THREAD, 16},
+    {"pool_mean", EIN_DT_F16, EIN_KERNEL_REDUCE_THREAD, 16},
+    {"pool_mean", EIN_DT_F32, EIN_KERNEL_REDUCE_THREAD, 16},
+    {"nchw_nhwc", EIN_DT_BF16, EIN_KERNEL_TRANSPOSE, 4},
+    {"nchw_nhwc", EIN_DT_F16, EIN_KERNEL_TRANSPOSE, 4},
+    {"outer", EIN_DT_BF16, EIN_KERNEL_MAP, 16},
+    {"outer", EIN_DT_F16, EIN_KERNEL_MAP, 16},
+    {"repeat_kv", EIN_DT_BF16, EIN_KERNEL_MAP, 16},
+    {"repeat_kv", EIN_DT_F16, EIN_KERNEL_MAP, 16},
+    {"patchify", EIN_DT_BF16, EIN_KERNEL_MAP, 8},
+    {"patchify", EIN_DT_F16, EIN_KERNEL_MAP, 8},
+    {"patchify", EIN_DT_F32, EIN_KERNEL_MAP, 8},
+};
+static int access_checks;
+
+static void check_access(const ein_cuda_program *prog, const char *name,
+                         ein_dtype dt, const char *what) {
+  for (size_t r = 0; r < sizeof ACCESS / sizeof ACCESS[0]; r++) {
+    const struct access_rule *a = &ACCESS[r];
+    if (strcmp(a->name, name) != 0 || a->dt != dt)
+      continue;
+    access_checks++;
+    const ein_kernel_src *k = NULL;
+    for (int i = 0; i < prog->nsteps && !k; i++)
+      if (prog->steps[i].kernel.kind == a->kind)
+        k = &prog->steps[i].kernel;
+    CHECK(k != NULL, "%s: no %s kernel", what, ein_kernel_kind_name(a->kind));
+    if (k)
+      CHECK(k->has_vec && k->vec_bytes >= a->min_bytes,
+            "%s: %s kernel moves %u bytes per access (vector variant: %s), "
+            "want >= %u",
+            what, ein_kernel_kind_name(k->kind),
+            k->has_vec ? k->vec_bytes : (unsigned)ein_dtype_size(dt),
+            k->has_vec ? "yes" : "none", a->min_bytes);
+  }
+}
+
 static void check_plan(const ein_plan *plan, const char *what,
                        bool report_waves) {
   const ein_plan_ir *ir = ein_plan_ir_of(plan);
@@ -214,6 +263,8 @@ static void plan_case(ein_ctx *ctx, const char *name, const char *expr,
     if (st)
       continue;
     check_plan(plan, what, waves && !tf32);
+    if (waves && !tf32)
+      check_access(ein_plan_cuda_program(plan), name, dt, what);
     ein_plan_destroy(plan);
   }
 }
@@ -330,6 +381,10 @@ int main(int argc, char **argv) {
          WAVE_BLOCKS);
   CHECK(gemms_seen > 0, "no GEMM planned at all");
   CHECK(wave_checks > 0, "no kernel over 16 MiB planned: check 4 idle");
+  printf("%d access-width checks (bench cases on GPU shapes)\n",
+         access_checks);
+  CHECK(access_checks == (int)(sizeof ACCESS / sizeof ACCESS[0]),
+        "%d access-width checks, want one per rule", access_checks);
   ein_ctx_destroy(ctx);
   ein_ctx_destroy(gemm_ctx);
   return test_summary("cuda_plan");

@@ -556,6 +556,14 @@ typedef struct real_case {
   const char *expr, *shapes, *opts;
   ein_dtype dt;
   ein_kernel_kind kind; /* one step of this kind is expected */
+  /* 1: the vector variant must run; -1: must not (misaligned, or strides
+   * that allow none); 0: either */
+  int vec;
+  /* elements by which every input's device copy is moved off the
+   * allocation's 256-byte alignment (the scalar fallback must serve) */
+  int shift;
+  /* the vector variant's access width the plan must choose (0: any) */
+  unsigned vec_bytes;
 } real_case;
 
 static void fill_input(void *data, ein_dtype dt, int64_t n, int seed) {
@@ -609,8 +617,9 @@ static int list_kernels(const ein_cuda_program *prog, const char **srcs,
 /* The plan's kernels launched step by step on emulated memory as the
  * CUDA backend would; *secs: the launches' time. */
 static bool run_on_emu(const ein_plan *plan, char *const *inputs_h,
-                       const int64_t *in_bytes, int nin, void *out_h,
-                       int64_t out_bytes, int *kinds, double *secs) {
+                       const int64_t *in_bytes, int nin, int64_t shift,
+                       void *out_h, int64_t out_bytes, int *kinds,
+                       double *secs) {
   const ein_plan_ir *ir = ein_plan_ir_of(plan);
   const ein_cuda_program *prog = ein_plan_cuda_program(plan);
   const char *srcs[128];
@@ -621,11 +630,13 @@ static bool run_on_emu(const ein_plan *plan, char *const *inputs_h,
     CHECK(0, "load the plan's kernels: %s", err.message);
     return false;
   }
-  char *inputs[EIN_MAX_OPERANDS], *output = dev_alloc((size_t)out_bytes);
+  char *inputs[EIN_MAX_OPERANDS], *allocs[EIN_MAX_OPERANDS];
+  char *output = dev_alloc((size_t)out_bytes);
   char *ws = dev_alloc((size_t)ir->workspace_bytes);
   char *scratch = dev_alloc((size_t)prog->scratch_bytes);
   for (int i = 0; i < nin; i++) {
-    inputs[i] = dev_alloc((size_t)in_bytes[i]);
+    allocs[i] = dev_alloc((size_t)(in_bytes[i] + shift));
+    inputs[i] = allocs[i] + shift;
     to_dev(inputs[i], inputs_h[i], (size_t)in_bytes[i]);
   }
   ein_status st = EIN_OK;
@@ -653,12 +664,25 @@ static bool run_on_emu(const ein_plan *plan, char *const *inputs_h,
   *secs = now() - t0;
   to_host(out_h, output, (size_t)out_bytes);
   for (int i = 0; i < nin; i++)
-    ein_emu_free(inputs[i]);
+    ein_emu_free(allocs[i]);
   ein_emu_free(output);
   ein_emu_free(ws);
   ein_emu_free(scratch);
   ein_emu_module_free(m);
   return st == EIN_OK;
+}
+
+/* The access width the plan chose for the case's kernel kind. */
+static void check_vec_bytes(const ein_plan *plan, const real_case *c) {
+  if (!c->vec_bytes)
+    return;
+  const ein_cuda_program *prog = ein_plan_cuda_program(plan);
+  unsigned got = 0;
+  for (int i = 0; i < prog->nsteps; i++)
+    if (prog->steps[i].kernel.kind == c->kind)
+      got = prog->steps[i].kernel.vec_bytes;
+  CHECK(got == c->vec_bytes, "'%s' %s %s: %u-byte vector accesses, want %u",
+        c->expr, c->shapes, ein_dtype_name(c->dt), got, c->vec_bytes);
 }
 
 static void check_real(ein_ctx *ctx, const real_case *c) {
@@ -695,8 +719,8 @@ static void check_real(ein_ctx *ctx, const real_case *c) {
   char *got = calloc(1, (size_t)on * esz + 1), *want = calloc(1, (size_t)on * esz + 1);
   int kinds[EIN_KERNEL_KINDS + 1] = {0};
   double secs = 0;
-  bool ran = run_on_emu(plan, data, bytes, in.n, got, on * (int64_t)esz, kinds,
-                        &secs);
+  bool ran = run_on_emu(plan, data, bytes, in.n, c->shift * (int64_t)esz, got,
+                        on * (int64_t)esz, kinds, &secs);
   /* the CPU backend on the same data is the reference */
   for (int i = 0; i < in.n; i++)
     t[i].device = (DLDevice){kDLCPU, 0};
@@ -712,6 +736,11 @@ static void check_real(ein_ctx *ctx, const real_case *c) {
         c->shapes, ein_dtype_name(c->dt));
   CHECK(kinds[c->kind] > 0, "'%s' %s: no %s kernel", c->expr, c->shapes,
         ein_kernel_kind_name(c->kind));
+  CHECK(c->vec == 0 || (kinds[KIND_VEC] > 0) == (c->vec > 0),
+        "'%s' %s %s shift %d: the vector variant %s", c->expr, c->shapes,
+        ein_dtype_name(c->dt), c->shift,
+        c->vec > 0 ? "did not run" : "ran where it must not");
+  check_vec_bytes(plan, c);
   printf("  %-28s %-16s %-4s %-12s %7.2f ms%s\n", c->expr, c->shapes,
          ein_dtype_name(c->dt), ein_kernel_kind_name(c->kind), secs * 1e3,
          kinds[KIND_VEC] ? " (vector variant)" : "");
@@ -724,33 +753,88 @@ static void check_real(ein_ctx *ctx, const real_case *c) {
 
 static void test_real_kernels(void) {
   static const real_case cases[] = {
-      {"a b, b -> a b", "100x1000 1000", NULL, EIN_DT_F32, EIN_KERNEL_MAP},
-      {"a b -> a", "10x10000", NULL, EIN_DT_F32, EIN_KERNEL_REDUCE_SPLIT},
-      {"a b -> a", "10x10000", NULL, EIN_DT_F32, EIN_KERNEL_REDUCE_FINISH},
+      {"a b, b -> a b", "100x1000 1000", NULL, EIN_DT_F32, EIN_KERNEL_MAP, 0, 0, 0},
+      {"a b -> a", "10x10000", NULL, EIN_DT_F32, EIN_KERNEL_REDUCE_SPLIT, 0, 0, 0},
+      {"a b -> a", "10x10000", NULL, EIN_DT_F32, EIN_KERNEL_REDUCE_FINISH, 0, 0, 0},
       {"a b -> b", "1000x16", "reduce=max", EIN_DT_BF16,
-       EIN_KERNEL_REDUCE_SPLIT},
+       EIN_KERNEL_REDUCE_SPLIT, 0, 0, 0},
       {"b c (h h2) (w w2) -> b c h w", "2x3x8x8", "reduce=mean,h2=2,w2=2",
-       EIN_DT_F16, EIN_KERNEL_REDUCE_THREAD},
-      {"a b -> a", "100x1000", NULL, EIN_DT_F32, EIN_KERNEL_REDUCE_INNER},
-      {"a b -> b", "200x100", NULL, EIN_DT_F32, EIN_KERNEL_REDUCE_OUTER},
-      {"a b -> b a", "70x45", NULL, EIN_DT_F32, EIN_KERNEL_TRANSPOSE},
-      {"a b -> b a", "64x48", NULL, EIN_DT_F16, EIN_KERNEL_TRANSPOSE},
+       EIN_DT_F16, EIN_KERNEL_REDUCE_THREAD, 0, 0, 0},
+      {"a b -> a", "100x1000", NULL, EIN_DT_F32, EIN_KERNEL_REDUCE_INNER, 0, 0, 0},
+      {"a b -> b", "200x100", NULL, EIN_DT_F32, EIN_KERNEL_REDUCE_OUTER, 0, 0, 0},
+      {"a b -> b a", "70x45", NULL, EIN_DT_F32, EIN_KERNEL_TRANSPOSE, 0, 0, 0},
+      {"a b -> b a", "64x48", NULL, EIN_DT_F16, EIN_KERNEL_TRANSPOSE, 0, 0, 0},
       {"b h s d -> b (h r) s d", "2x3x5x32", "r=4", EIN_DT_F32,
-       EIN_KERNEL_MAP},
+       EIN_KERNEL_MAP, 0, 0, 0},
       {"b s d -> b s", "4x6x40", "reduce=max", EIN_DT_BF16,
-       EIN_KERNEL_REDUCE_INNER},
+       EIN_KERNEL_REDUCE_INNER, 0, 0, 0},
       {"b s d -> d", "4x6x40", "reduce=min", EIN_DT_F16,
-       EIN_KERNEL_REDUCE_OUTER},
+       EIN_KERNEL_REDUCE_OUTER, 0, 0, 0},
       {"b s d -> b s", "4x6x40", "reduce=prod", EIN_DT_I32,
-       EIN_KERNEL_REDUCE_INNER},
+       EIN_KERNEL_REDUCE_INNER, 0, 0, 0},
       {"i k, k j -> i j", "7x5 5x3", NULL, EIN_DT_F16,
-       EIN_KERNEL_REDUCE_THREAD},
-      {"i k, k j -> i j", "7x9 9x3", NULL, EIN_DT_F16, EIN_KERNEL_REDUCE_OUTER},
-      {"b i, b j -> b i j", "3x5 3x16", NULL, EIN_DT_BF16, EIN_KERNEL_MAP},
+       EIN_KERNEL_REDUCE_THREAD, 0, 0, 0},
+      {"i k, k j -> i j", "7x9 9x3", NULL, EIN_DT_F16, EIN_KERNEL_REDUCE_OUTER, 0, 0, 0},
+      {"b i, b j -> b i j", "3x5 3x16", NULL, EIN_DT_BF16, EIN_KERNEL_MAP, 0, 0, 0},
       {"b c h w -> b h w c", "2x32x8x8", NULL, EIN_DT_BF16,
-       EIN_KERNEL_TRANSPOSE},
-      {"b i, b j -> b i j", "3x5 3x9", NULL, EIN_DT_F64, EIN_KERNEL_MAP},
-      {"a b -> a", "4x0", "reduce=mean", EIN_DT_F32, EIN_KERNEL_FILL},
+       EIN_KERNEL_TRANSPOSE, 0, 0, 0},
+      {"b i, b j -> b i j", "3x5 3x9", NULL, EIN_DT_F64, EIN_KERNEL_MAP, 0, 0, 0},
+      {"a b -> a", "4x0", "reduce=mean", EIN_DT_F32, EIN_KERNEL_FILL, 0, 0, 0},
+      /* reduce_thread's vector variant (issue 16 item 2): 2x2 pooling and
+       * (g r) groups in each dtype; widths from the strides; odd sizes
+       * (a narrower vector, or none); inputs off alignment (the scalar
+       * kernel serves) */
+      {"b c (h h2) (w w2) -> b c h w", "2x3x8x16", "reduce=mean,h2=2,w2=2",
+       EIN_DT_BF16, EIN_KERNEL_REDUCE_THREAD, 1, 0, 16},
+      {"b c (h h2) (w w2) -> b c h w", "2x3x8x16", "reduce=mean,h2=2,w2=2",
+       EIN_DT_F16, EIN_KERNEL_REDUCE_THREAD, 1, 0, 16},
+      {"b c (h h2) (w w2) -> b c h w", "2x3x8x16", "reduce=mean,h2=2,w2=2",
+       EIN_DT_F32, EIN_KERNEL_REDUCE_THREAD, 1, 0, 16},
+      {"b c (h h2) (w w2) -> b c h w", "2x3x6x12", "reduce=max,h2=2,w2=2",
+       EIN_DT_BF16, EIN_KERNEL_REDUCE_THREAD, 1, 0, 8},
+      {"b c (h h2) (w w2) -> b c h w", "3x1x6x10", "reduce=sum,h2=2,w2=2",
+       EIN_DT_BF16, EIN_KERNEL_REDUCE_THREAD, 1, 0, 4},
+      {"b c (h h2) (w w2) -> b c h w", "3x1x6x10", "reduce=sum,h2=2,w2=2",
+       EIN_DT_F32, EIN_KERNEL_REDUCE_THREAD, 1, 0, 8},
+      {"b c (h h2) (w w2) -> b c h w", "2x3x8x16", "reduce=mean,h2=2,w2=2",
+       EIN_DT_BF16, EIN_KERNEL_REDUCE_THREAD, -1, 3, 16},
+      {"b c (h h2) (w w2) -> b c h w", "2x3x8x16", "reduce=mean,h2=2,w2=2",
+       EIN_DT_F32, EIN_KERNEL_REDUCE_THREAD, -1, 1, 16},
+      {"b (g r) -> b g", "5x32", "reduce=sum,r=4", EIN_DT_BF16,
+       EIN_KERNEL_REDUCE_THREAD, 1, 0, 16},
+      {"b (g r) -> b g", "5x36", "reduce=sum,r=4", EIN_DT_BF16,
+       EIN_KERNEL_REDUCE_THREAD, 1, 0, 8},
+      {"b (g r) -> b g", "5x36", "reduce=max,r=4", EIN_DT_F16,
+       EIN_KERNEL_REDUCE_THREAD, 1, 0, 8},
+      {"b (g r) -> b g", "5x36", "reduce=mean,r=4", EIN_DT_F32,
+       EIN_KERNEL_REDUCE_THREAD, 1, 0, 16},
+      {"b (g r) -> b g", "5x38", "reduce=sum,r=2", EIN_DT_F32,
+       EIN_KERNEL_REDUCE_THREAD, 1, 0, 8},
+      {"b (g 3) -> b g", "5x36", "reduce=sum", EIN_DT_BF16,
+       EIN_KERNEL_REDUCE_THREAD, -1, 0, 0},
+      {"(r a) b -> a b", "12x40", "reduce=sum,r=4", EIN_DT_BF16,
+       EIN_KERNEL_REDUCE_THREAD, 1, 0, 16},
+      /* the staged copy (issue 16 item 3): patchify's dst runs
+       * (p1 p2 c) gathered from rows of p2 through shared memory */
+      {"b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "2x3x16x32", "p1=4,p2=8",
+       EIN_DT_BF16, EIN_KERNEL_MAP, 1, 0, 16},
+      {"b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "2x3x16x32", "p1=4,p2=8",
+       EIN_DT_F16, EIN_KERNEL_MAP, 1, 0, 16},
+      {"b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "2x3x16x32", "p1=4,p2=8",
+       EIN_DT_F32, EIN_KERNEL_MAP, 1, 0, 16},
+      {"b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "3x3x12x20", "p1=4,p2=4",
+       EIN_DT_BF16, EIN_KERNEL_MAP, 1, 0, 8},
+      {"b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "1x5x6x6", "p1=2,p2=2",
+       EIN_DT_BF16, EIN_KERNEL_MAP, 1, 0, 4},
+      {"b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "2x3x9x9", "p1=3,p2=3",
+       EIN_DT_BF16, EIN_KERNEL_MAP, -1, 0, 0},
+      {"b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "2x3x16x32", "p1=4,p2=8",
+       EIN_DT_BF16, EIN_KERNEL_MAP, -1, 1, 16},
+      {"a b c -> b a c", "300x3x8", NULL, EIN_DT_F32, EIN_KERNEL_MAP, 0, 0,
+       0},
+      /* a repeat inside the staged run: a stride-0 axis after the
+       * source's contiguous one (once divided by zero) */
+      {"b c -> b c r", "4x64", "r=3", EIN_DT_BF16, EIN_KERNEL_MAP, 1, 0, 16},
   };
   ein_ctx *ctx;
   REQUIRE_OK(ein_ctx_create(&ctx));

@@ -424,6 +424,11 @@ static const struct named_case {
     {"sum_all", "a b ->", "300x200", "", "sum"},
     {"long_rows_mean", "a b -> a", "3x20000", "", "mean"},
     {"outer_vec", "b i, b j -> b i j", "4x33 4x64", "", NULL},
+    /* reduce_thread's vector variant: 16-byte rows of a 2x2 window, and
+     * (g r) groups of 4 (8 bytes in half types where g is odd) */
+    {"pool_vec", "b c (h h2) (w w2) -> b c h w", "2x3x8x16", "h2=2 w2=2",
+     "mean"},
+    {"group4_vec", "b (g r) -> b g", "6x36", "r=4", "max"},
     {"pointer_array", "a b c i k, c b a k j -> a b c i j",
      "9x9x10x5x7 10x9x9x7x6", "", NULL},
 };

@@ -25,6 +25,7 @@
 #include "cuda_libs.h"
 #include "cuda_program.h"
 #include "kernel_cache.h"
+#include "trace.h"
 
 enum { CUBLAS_WORKSPACE = 32 << 20 };
 
@@ -289,6 +290,7 @@ static ein_status blas_ready(cuda_backend *cb, const ein_cuda_program *prog,
   for (int i = 0; i < prog->nsteps && !gemm; i++) gemm = prog->steps[i].cublas;
   if (!gemm) return EIN_OK;
   if (!cb->blas) {
+    double t0 = ein_trace_now();
     if (!cb->blas_workspace)
       CU(cudaMalloc(&cb->blas_workspace, CUBLAS_WORKSPACE));
     cublasHandle_t h = NULL;
@@ -300,6 +302,7 @@ static ein_status blas_ready(cuda_backend *cb, const ein_cuda_program *prog,
       return blas_fail(err, "cublasSetWorkspace", r);
     }
     cb->blas = h;
+    ein_trace_end("cuda: create the cuBLAS handle and its workspace", t0);
   }
   BLAS(cublasSetStream, (cb->blas, cb->stream));
   return EIN_OK;
@@ -468,7 +471,9 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
   if (ein_cuda_libs_require_all(err))
     return NULL;
   int count = 0;
+  double t0 = ein_trace_now();
   cudaError_t e = cudaGetDeviceCount(&count);
+  ein_trace_end("cuda: cudaGetDeviceCount (driver initialisation)", t0);
   if (e != cudaSuccess || device < 0 || device >= count) {
     cudaGetLastError();
     if (e != cudaSuccess)
@@ -499,11 +504,13 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
   cb->base.stats = cuda_stats;
   cb->base.destroy = cuda_destroy;
   int prev;
+  t0 = ein_trace_now();
   ein_status st = enter(device, &prev, err);
   if (!st) {
     st = setup(cb, err);
     leave(device, prev);
   }
+  ein_trace_end("cuda: open the device (context, stream, memory pool)", t0);
   if (st) {
     cuda_destroy(&cb->base);
     return NULL;

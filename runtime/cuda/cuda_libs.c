@@ -19,6 +19,7 @@
  * any forwarder reads them.
  */
 #include "cuda_libs.h"
+#include "trace.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -305,9 +306,22 @@ static void load(ein_cuda_lib lib) {
   st->ok = true;
 }
 
-static void load_cudart(void) { load(EIN_LIB_CUDART); }
-static void load_cublas(void) { load(EIN_LIB_CUBLAS); }
-static void load_nvrtc(void) { load(EIN_LIB_NVRTC); }
+/* Each library is opened once (pthread_once); the trace shows its cost. */
+static void load_cudart(void) {
+  double t0 = ein_trace_now();
+  load(EIN_LIB_CUDART);
+  ein_trace_end("cuda: open the CUDA runtime library", t0);
+}
+static void load_cublas(void) {
+  double t0 = ein_trace_now();
+  load(EIN_LIB_CUBLAS);
+  ein_trace_end("cuda: open the cuBLAS library", t0);
+}
+static void load_nvrtc(void) {
+  double t0 = ein_trace_now();
+  load(EIN_LIB_NVRTC);
+  ein_trace_end("cuda: open the NVRTC library", t0);
+}
 
 static bool ready(ein_cuda_lib lib) {
   static void (*const loaders[])(void) = {load_cudart, load_cublas,

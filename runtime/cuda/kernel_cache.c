@@ -13,6 +13,7 @@
 #include "disk_cache.h"
 #include "nvrtc_compile.h"
 #include "strbuf.h"
+#include "trace.h"
 
 typedef struct kentry {
   uint64_t hash;
@@ -129,6 +130,7 @@ static ein_status load_or_compile(ein_kcache *c, const ein_kernel_src *k,
                                   ein_error_rec *err) {
   char *img = NULL;
   size_t size = 0;
+  double t0 = ein_trace_now();
   if (!key->failed && c->disk &&
       ein_disk_cache_load(c->dir, key->data, key->len, &img, &size)) {
     /* A damaged cubin that still passed the checksum is recompiled. */
@@ -138,17 +140,27 @@ static ein_status load_or_compile(ein_kcache *c, const ein_kernel_src *k,
     img = NULL;
     if (loaded) {
       c->stats.disk_hits++;
+      ein_trace_end("cuda: kernel from the disk cache (read, module load)",
+                    t0);
       return EIN_OK;
     }
   }
+  t0 = ein_trace_now();
   ein_status st = ein_nvrtc_compile(k->source, k->len, c->arch, &img, &size,
                                     err);
+  ein_trace_end("cuda: NVRTC compile of a kernel", t0);
   if (!st) {
     c->stats.compiles++;
+    t0 = ein_trace_now();
     st = load(img, k, e, err);
+    ein_trace_end("cuda: module load (cudaLibraryLoadData)", t0);
   }
   if (!st && c->disk && !key->failed) {
-    if (ein_disk_cache_store(c->dir, key->data, key->len, img, size))
+    t0 = ein_trace_now();
+    bool stored = ein_disk_cache_store(c->dir, key->data, key->len, img,
+                                       size);
+    ein_trace_end("cuda: disk cache write", t0);
+    if (stored)
       c->stats.disk_writes++;
     else
       c->stats.disk_write_failures++;

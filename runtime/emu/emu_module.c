@@ -39,6 +39,7 @@
 #include "codegen.h"
 #include "disk_cache.h"
 #include "strbuf.h"
+#include "trace.h"
 
 extern char **environ;
 
@@ -323,8 +324,12 @@ static ein_status load_or_compile(ein_emu_module *m, const ein_strbuf *tu,
   ein_strbuf_free(&key);
   snprintf(path, sizeof path, "%s/%016llx%016llx.so", dir,
            (unsigned long long)h1, (unsigned long long)h2);
-  if (access(path, F_OK) == 0 && open_module(m, path))
+  double t0 = ein_trace_now();
+  if (access(path, F_OK) == 0 && open_module(m, path)) {
+    ein_trace_end("emu: kernels from the disk cache (dlopen)", t0);
     return EIN_OK;
+  }
+  t0 = ein_trace_now();
   static atomic_uint counter;
   unsigned c = atomic_fetch_add(&counter, 1);
   snprintf(cc, sizeof cc, "%s.%ld.%u.tmp.cc", path, (long)getpid(), c);
@@ -334,6 +339,8 @@ static ein_status load_or_compile(ein_emu_module *m, const ein_strbuf *tu,
                             strerror(errno));
   ein_status st = compile(cc, so, m->n, err);
   unlink(cc);
+  ein_trace_end("emu: compile kernels (c++)", t0);
+  t0 = ein_trace_now();
   /* loaded under its final name, which sanitizer reports then show */
   if (!st && rename(so, path) != 0)
     st = ein_fail_backend(err, "emulated device: cannot rename %s: %s", so,
@@ -344,6 +351,7 @@ static ein_status load_or_compile(ein_emu_module *m, const ein_strbuf *tu,
                           "%s",
                           dlerror());
   unlink(so); /* after a failure; a no-op once renamed */
+  ein_trace_end("emu: load the compiled kernels (dlopen)", t0);
   return st;
 }
 

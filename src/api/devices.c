@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "ctx_internal.h"
+#include "trace.h"
 #include "error.h"
 
 /* The entry of a public kind other than AUTO, or NULL with an error. */
@@ -35,7 +36,9 @@ ein_backend *ein_ctx_backend(ein_thread_rec *me, ein_backend_kind kind,
   ein_ctx *ctx = me->ctx;
   pthread_mutex_lock(&ctx->lock);
   ein_backend **slot = &ctx->backends[kind][device];
+  double t0 = *slot ? 0 : ein_trace_now();
   if (!*slot && (*slot = e->open(device, &me->err))) {
+    ein_trace_end("open the backend's device", t0);
     if (ctx->stream && (*slot)->set_stream)
       (*slot)->set_stream(*slot, ctx->stream);
   }

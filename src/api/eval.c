@@ -11,6 +11,7 @@
 #include "alloc.h"
 #include "checked.h"
 #include "ctx_internal.h"
+#include "trace.h"
 #include "plan.h"
 #include "report.h"
 #include "shape_text.h"
@@ -442,16 +443,21 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
                              ein_plan **out) {
   ein_tensor_desc descs[EIN_MAX_OPERANDS], od;
   ein_plan_ir *ir;
+  double t0 = ein_trace_now();
   ein_status st = bind_and_plan(me, expr, inputs, n, output, o, backend,
                                 descs, &od, &ir);
+  ein_trace_end("plan (bind, contraction path, steps)", t0);
   if (st) return st;
   ir->allow_tf32 = o->allow_tf32 != 0;
   void *program = NULL;
+  t0 = ein_trace_now();
   if (backend->prepare &&
       (st = backend->prepare(ir, &program, &me->err)) != EIN_OK) {
     ein_plan_ir_destroy(ir);
     return st;
   }
+  if (backend->prepare)
+    ein_trace_end("backend program (kernel sources, cuBLAS calls)", t0);
   ein_plan *plan = ein_arena_alloc(&ir->arena, 1, sizeof *plan);
   char *copy = plan ? ein_arena_strndup(&ir->arena, expr, strlen(expr)) : NULL;
   size_t *offset = NULL;
@@ -513,8 +519,12 @@ static ein_status run_plan(ein_thread_rec *me, const ein_plan *plan,
   }
   ein_backend *be = ein_ctx_backend(me, plan->backend->kind, plan->device);
   if (!be) return me->err.pub.status;
-  return be->run(be, plan->ir, plan->program, ptrs,
-                 (char *)output->data + output->byte_offset, &me->err);
+  double t0 = ein_trace_now();
+  ein_status st = be->run(be, plan->ir, plan->program, ptrs,
+                          (char *)output->data + output->byte_offset,
+                          &me->err);
+  ein_trace_end("run (queued; kernels compiled or loaded on first use)", t0);
+  return st;
 }
 
 ein_status ein_plan_create(ein_ctx *ctx, const char *expr,

@@ -17,6 +17,7 @@
 #include "npy.h"
 #include "print_array.h"
 #include "shape_text.h"
+#include "trace.h"
 
 void cmd_eval_help(void) {
   puts(
@@ -44,8 +45,12 @@ void cmd_eval_help(void) {
       "                  emulated CUDA device: the GPU path run on the CPU,\n"
       "                  for testing); cuda and emu copy the inputs to\n"
       "                  device 0 and the result back\n"
-      "  -v, --verbose   print the output file's shape and dtype, and the\n"
-      "                  kernel cache's counters\n"
+      "  -v, --verbose   print the output file's shape and dtype, the\n"
+      "                  kernel cache's counters, and where the call's\n"
+      "                  time went, phase by phase (loading CUDA, opening\n"
+      "                  the device, cuBLAS, planning, kernel compiles or\n"
+      "                  cache hits, the run); EINC_TRACE=1 prints the\n"
+      "                  phases without -v\n"
       "  (see einc check --help for -D, --reduce, --numpy, --)\n"
       "\n"
       "example:\n"
@@ -123,6 +128,7 @@ static void eval_on_device(ein_ctx *ctx, const char *expr,
   void *bufs[EIN_MAX_OPERANDS + 1] = {0};
   DLDevice where = ein_backend_dl_device(kind, 0);
   *st = EIN_OK;
+  double t0 = ein_trace_now();
   for (int i = 0; i < n && !*st; i++) {
     size_t bytes = buffer_bytes(ins[i]);
     *st = ein_device_alloc(ctx, kind, 0, bytes, &bufs[i]);
@@ -137,15 +143,51 @@ static void eval_on_device(ein_ctx *ctx, const char *expr,
     dev_ptrs[i] = &dev_in[i];
   }
   if (!*st) *st = ein_device_alloc(ctx, kind, 0, out_bytes, &bufs[n]);
+  ein_trace_end("einc: inputs to the device", t0);
   if (!*st) {
     dev_out.data = bufs[n];
     dev_out.device = where;
     *st = ein_eval(ctx, expr, dev_ptrs, n, &dev_out, o);
   }
+  t0 = ein_trace_now();
   if (!*st)
     *st = ein_device_copy(ctx, kind, 0, out->data, bufs[n], out_bytes,
                           EIN_COPY_DEVICE_TO_HOST);
+  ein_trace_end("einc: result to the host (waits for the run)", t0);
   for (int i = 0; i <= n; i++) ein_device_free(ctx, kind, 0, bufs[i]);
+}
+
+/* When einc eval began (the trace clock; 0 when not tracing). */
+static double eval_start;
+
+/* The phases the library recorded (trace.h) in the order they began, a
+ * phase inside another (a compile inside the run) indented under it,
+ * then the wall time of the whole command. */
+static void print_phases(FILE *f) {
+  typedef struct { const char *phase; double start, secs; } rec;
+  rec r[EIN_TRACE_MAX];
+  int n = 0;
+  for (int i = 0; i < ein_trace_count(); i++)
+    if (ein_trace_get(i, &r[n].phase, &r[n].start, &r[n].secs)) n++;
+  for (int i = 1; i < n; i++) /* insertion sort by start: few records */
+    for (int j = i; j > 0 && r[j].start < r[j - 1].start; j--) {
+      rec t = r[j];
+      r[j] = r[j - 1];
+      r[j - 1] = t;
+    }
+  for (int i = 0; i < n; i++) {
+    int depth = 0;
+    for (int j = 0; j < n; j++)
+      depth += j != i && r[j].start <= r[i].start &&
+               r[i].start + r[i].secs <= r[j].start + r[j].secs &&
+               (r[j].secs > r[i].secs || j < i);
+    fprintf(f, "phase %10.3f ms  %*s%s\n", r[i].secs * 1e3, 2 * depth, "",
+            r[i].phase);
+  }
+  if (eval_start > 0)
+    fprintf(f, "phase %10.3f ms  einc eval from start to here (reading the "
+               "inputs included)\n",
+            (ein_trace_now() - eval_start) * 1e3);
 }
 
 /* -v: the output, and what the kernel cache did; on stderr when stdout
@@ -164,6 +206,7 @@ static void print_verbose(ein_ctx *ctx, const ein_options *o,
     fprintf(f, "kernel cache: %llu compiled, %llu from disk, %llu from "
                "memory\n",
             bs.compiles, bs.disk_hits, bs.memory_hits);
+  print_phases(f);
 }
 
 /* The result to OUT.npy ("-": stdout) and/or printed; EXIT_OK or the exit
@@ -264,9 +307,13 @@ static int eval_to_file(ein_ctx *ctx, const char *expr,
   if (rc == EXIT_OK && common->verbose)
     print_verbose(ctx, &common->options, out_path, &out, dt,
                   to_stdout ? stderr : stdout);
+  else if (rc == EXIT_OK && ein_trace_on())
+    print_phases(stderr);
   free(out.data);
   return rc;
 failed:
+  if (common->verbose || ein_trace_on())
+    print_phases(stderr);
   cli_print_error(ein_last_error(ctx));
   cli_numpy_hint(st, expr, ins, n, &common->options);
   return cli_exit_status(st);
@@ -293,6 +340,9 @@ int cmd_eval(int argc, char **argv) {
     cli_errorf("--print and -o - would both write to stdout");
     return EXIT_INVALID;
   }
+  if (common.verbose)
+    ein_trace_enable(true);
+  eval_start = ein_trace_now();
   int loaded, rc = load_inputs(pos + 1, n, inputs, &loaded);
   if (rc == EXIT_OK && eo.retype)
     rc = retype_inputs(pos + 1, inputs, n, eo.dtype);

@@ -30,7 +30,7 @@ enum {
   MAP_BLOCK = 256,
   TILE = 32,         /* transpose tile edge */
   TILE_ROWS = 8,     /* threads per tile column */
-  TILE2 = 64,        /* 2-byte transpose tile edge, moved in pairs */
+  TILE2 = 2 * TILE,  /* 2-byte transpose tile edge: TILE threads move pairs */
   HALF_VEC = 8,      /* 2-byte map variant: elements per thread */
   RED_OUT_LANES = 8, /* reduce_outer: lanes per output element */
   SHORT_RED = 8,     /* fewer terms: a thread per output (Inductor) */
@@ -38,7 +38,11 @@ enum {
    * threads each (the H100; PyTorch's rule gives ~2100 blocks too). */
   SPLIT_TARGET = 2 * 132 * 8,
   SPLIT_MIN_TERMS = 16, /* per lane in each chunk: less is launch-bound */
-  FINISH_BLOCK = 256
+  FINISH_BLOCK = 256,
+  /* A staged copy's block moves tiles of this many elements at most
+   * (whole tiles, at least one): 8 per thread of a MAP_BLOCK block. */
+  STAGE_ELEMS = 8 * MAP_BLOCK,
+  STAGE_MAX_BYTES = 16384 /* one tile's shared memory at most */
 };
 
 /* Grid-stride loops make any grid correct; this bounds the grid. */
@@ -104,6 +108,17 @@ static const char *storage_type(ein_dtype dt) {
   case EIN_DT_U32: return "unsigned int";
   case EIN_DT_U64: return "unsigned long long";
   default: return "unsigned char";
+  }
+}
+
+/* The unsigned type of 1-16 bytes (a power of two) as a kernel names it. */
+static const char *word_type(int64_t bytes) {
+  switch (bytes) {
+  case 1: return "unsigned char";
+  case 2: return "unsigned short";
+  case 4: return "unsigned int";
+  case 8: return "uint2";
+  default: return "uint4";
   }
 }
 
@@ -344,9 +359,10 @@ static void emit_step_types(gen *g, const char *step, int64_t n,
                     "  typedef %s dst_t;\n"
                     "  typedef %s src0_t;\n"
                     "  typedef %s src1_t;\n"
-                    "  static constexpr int nsrc = %d;\n"
+                    "  static constexpr int nsrc = %d, block = %d;\n"
                     "  static constexpr idx n = ",
-                    step, g->idx, dtype, s0type, s1type, g->s->nsrc);
+                    step, g->idx, dtype, s0type, s1type, g->s->nsrc,
+                    (int)MAP_BLOCK);
   emit_int(g, n);
   ein_strbuf_printf(g->sb, ";\n");
 }
@@ -380,10 +396,11 @@ static void emit_step_value(gen *g, map_form form, const ein_loop_axes *la) {
   if (form == MAP_HALF_VEC) {
     int in = la->n - 1;
     ein_strbuf_printf(sb,
+                      "  static constexpr int vec = %d;\n"
                       "  static constexpr bool contig1 = %s, contig2 = %s;\n"
                       "  static __device__ __forceinline__ dst_t value_of("
                       "src0_t x0, %s x1) {\n    (void)x1;\n    %s v_ = ",
-                      la->st[in][1] ? "true" : "false",
+                      (int)HALF_VEC, la->st[in][1] ? "true" : "false",
                       s->nsrc == 2 && la->st[in][2] ? "true" : "false",
                       s->nsrc == 2 ? "src1_t" : "int", acc_type(g->acc));
     emit_value_of(g, "x0", "x1");
@@ -487,6 +504,134 @@ static bool half_vector_axes(const gen *g, ein_loop_axes *out) {
   return true;
 }
 
+/* A plain copy whose source's contiguous axis lies inside dst's
+ * contiguous run but is not dst's innermost axis (patchify's
+ * `(p1 p2 c)` from rows of p2): both sides are strided for a thread, so
+ * the copy goes through shared memory in tiles. The tile axes are dst's
+ * innermost axes up to the source's contiguous one (a contiguous run of
+ * `elems` elements in dst); each tile is read in `width`-element vectors
+ * along the source's contiguous axis and written as vectors of dst's
+ * run. */
+typedef struct staged {
+  int width, bytes, tiles; /* vector elements and bytes; tiles a block */
+  int64_t elems, cstride;  /* a tile's elements; dst stride of the
+                              source's contiguous axis */
+  ein_loop_axes tile;      /* the tile axes in source order, in vectors */
+  ein_loop_axes rest;      /* the other kept axes */
+} staged;
+
+/* Whether every stride of axes la but axis `skip` (-1: none) of operand
+ * `op` is a multiple of w. */
+static bool strides_multiple(const ein_loop_axes *la, int skip, int op,
+                             int64_t w) {
+  for (int i = 0; i < la->n; i++)
+    if (i != skip && la->st[i][op] % w)
+      return false;
+  return true;
+}
+
+/* The tile and rest axes of a staged copy: the source's contiguous axis
+ * c, and dst contiguous over axes c..inner. */
+static bool staged_split(const gen *g, staged *st, int *c) {
+  const ein_loop_axes *k = &g->kept;
+  int in = k->n - 1;
+  *c = -1;
+  for (int i = 0; i < in; i++)
+    if (k->st[i][1] == 1)
+      *c = i;
+  if (*c < 0 || k->st[in][0] != 1)
+    return false;
+  int64_t run = 1;
+  for (int i = in; i >= *c; i--) {
+    if (k->st[i][0] != run)
+      return false;
+    run *= k->size[i];
+  }
+  st->elems = run;
+  st->cstride = k->st[*c][0];
+  st->rest = *k;
+  st->rest.n = *c;
+  st->tile.n = 0;
+  for (int i = *c; i <= in; i++) {
+    st->tile.size[st->tile.n] = k->size[i];
+    memcpy(st->tile.st[st->tile.n++], k->st[i], sizeof k->st[i]);
+  }
+  ein_loop_axes_sort(&st->tile, 1);
+  return true;
+}
+
+/* The widest vector (16, 8 or 4 bytes, at least 2 elements) that keeps
+ * every access aligned: the source's contiguous axis and the run divide
+ * into vectors, every other stride on both sides is a multiple. */
+static bool staged_axes(const gen *g, staged *st) {
+  const ein_step *s = g->s;
+  const ein_loop_axes *k = &g->kept;
+  if (s->kind != EIN_STEP_LOOP || !s->plain_copy || g->red.n || k->n < 2)
+    return false;
+  int c;
+  if (!staged_split(g, st, &c))
+    return false;
+  int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype);
+  if (st->elems * esz > STAGE_MAX_BYTES)
+    return false;
+  for (int64_t bytes = 16; bytes >= 4 && bytes / esz >= 2; bytes /= 2) {
+    int64_t w = bytes / esz;
+    if (k->size[c] % w || st->elems % w || !strides_multiple(k, c, 1, w) ||
+        !strides_multiple(&st->rest, -1, 0, w))
+      continue;
+    /* the source's contiguous axis: last unless a repeated (stride 0)
+     * axis sorted after it */
+    int t = st->tile.n - 1;
+    while (st->tile.st[t][1] != 1)
+      t--;
+    st->tile.size[t] /= w;
+    st->tile.st[t][0] *= w;
+    st->tile.st[t][1] *= w;
+    st->width = (int)w;
+    st->bytes = (int)bytes;
+    st->tiles = st->elems >= STAGE_ELEMS ? 1 : (int)(STAGE_ELEMS / st->elems);
+    return true;
+  }
+  return false;
+}
+
+/* The staged copy's Step (transpose.cuh's ein_transpose_staged) and the
+ * kernel ein_vec. */
+static void gen_staged(gen *g, ein_kernel_src *k, const staged *st) {
+  ein_strbuf *sb = g->sb;
+  const char *dt = storage_type(g->s->dst_dtype);
+  int64_t nrest = ein_loop_axes_volume(&st->rest);
+  ein_strbuf_printf(sb,
+                    "struct ein_vec_step {\n  typedef %s idx;\n"
+                    "  typedef %s dst_t;\n  typedef %s vec_t;\n"
+                    "  static constexpr int block = %d, width = %d, "
+                    "tiles = %d;\n  static constexpr idx elems = ",
+                    g->idx, dt, word_type(st->bytes), (int)MAP_BLOCK,
+                    st->width, st->tiles);
+  emit_int(g, st->elems);
+  ein_strbuf_printf(sb, ", cstride = ");
+  emit_int(g, st->cstride);
+  ein_strbuf_printf(sb, ", nrest = ");
+  emit_int(g, nrest);
+  ein_strbuf_printf(sb, ";\n  static __device__ __forceinline__ void "
+                        "rest_offsets(idx r, idx &o0, idx &o1, idx &o2) {\n"
+                        "    (void)r; (void)o0; (void)o1; (void)o2;\n");
+  emit_decompose(g, &st->rest, "r", "o", 3u);
+  ein_strbuf_printf(sb, "  }\n  static __device__ __forceinline__ void "
+                        "tile_offsets(idx u, idx &o0, idx &o1, idx &o2) {\n"
+                        "    (void)u; (void)o0; (void)o1; (void)o2;\n");
+  emit_decompose(g, &st->tile, "u", "o", 3u);
+  ein_strbuf_printf(sb, "  }\n};\n");
+  emit_signature(g, "ein_vec", MAP_BLOCK, dt, dt, "void");
+  ein_strbuf_printf(sb, "  ein_transpose_staged<ein_vec_step>(d, s0);\n}\n");
+  k->has_vec = true;
+  k->vec_staged = true;
+  k->vec_bytes = (unsigned)st->bytes;
+  k->vec_items = (unsigned)st->width;
+  k->grid_vec[0] = (unsigned)blocks_for(nrest, st->tiles);
+  k->grid_vec[1] = k->grid_vec[2] = 1;
+}
+
 /* Whether a 2-byte plain copy's transpose can move pairs: both tile
  * edges even and every other stride even, so that each pair lies in one
  * aligned 4-byte word on both sides. */
@@ -515,8 +660,11 @@ static void emit_transpose_step(gen *g, const char *step, int tile,
   const ein_step *s = g->s;
   ein_strbuf_printf(sb,
                     "struct %s {\n  typedef %s idx;\n  typedef %s dst_t;\n"
-                    "  typedef %s src0_t;\n  static constexpr idx na = ",
-                    step, g->idx, storage_type(s->dst_dtype), src_type(s, 0));
+                    "  typedef %s src0_t;\n"
+                    "  static constexpr int tile = %d, tile_rows = %d;\n"
+                    "  static constexpr idx na = ",
+                    step, g->idx, storage_type(s->dst_dtype), src_type(s, 0),
+                    tile, (int)TILE_ROWS);
   int64_t v[7] = {sb_, ein_loop_axes_volume(rest), (sa + tile - 1) / tile,
                   sta[0], stb[0], sta[1], stb[1]};
   static const char *const names[7] = {"nb", "nrest", "ta", "sa0",
@@ -574,6 +722,8 @@ static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
                  "unsigned short", "void");
   ein_strbuf_printf(g->sb, "  ein_transpose_half<ein_vec_step>(d, s0);\n}\n");
   k->has_vec = true;
+  k->vec_bytes = 4;
+  k->vec_items = 2;
   k->grid_vec[0] =
       (unsigned)(((sa + TILE2 - 1) / TILE2) * ((sb_ + TILE2 - 1) / TILE2));
   k->grid_vec[1] = k->grid[1];
@@ -638,19 +788,20 @@ static red_shape choose_reduction(const gen *g, bool inner) {
  * output and term counts, and the reduction, identity() and comb(a, b).
  * Integer sums and products wrap (computed unsigned); max and min let NaN
  * win, as numpy. */
-static void emit_red_head(gen *g, const red_shape *r, const char *out_t,
+static void emit_red_head(gen *g, const char *step, const red_shape *r,
+                          int64_t nout, const char *out_t,
                           const char *s0type, const char *s1type) {
   ein_strbuf *sb = g->sb;
   const char *t = acc_type(g->acc);
   ein_strbuf_printf(sb,
-                    "struct ein_main_step {\n"
+                    "struct %s {\n"
                     "  typedef %s idx;\n  typedef %s acc_t;\n"
                     "  typedef %s dst_t;\n  typedef %s out_t;\n"
                     "  typedef %s src0_t;\n  typedef %s src1_t;\n"
                     "  static constexpr idx nout = ",
-                    g->idx, t, storage_type(g->s->dst_dtype), out_t, s0type,
-                    s1type);
-  emit_int(g, r->nout);
+                    step, g->idx, t, storage_type(g->s->dst_dtype), out_t,
+                    s0type, s1type);
+  emit_int(g, nout);
   ein_strbuf_printf(sb, ", nred = ");
   emit_int(g, r->nred);
   ein_strbuf_printf(sb, ";\n  static __device__ __forceinline__ acc_t "
@@ -662,13 +813,15 @@ static void emit_red_head(gen *g, const red_shape *r, const char *out_t,
   ein_strbuf_printf(sb, ";\n  }\n");
 }
 
-/* out_offsets(o, b0, b1, b2) over the kept axes, for operands `ops`. */
-static void emit_red_out_offsets(gen *g, unsigned ops) {
+/* out_offsets(o, b0, b1, b2) over axes la (the kept axes, in outputs or
+ * in a vector variant's groups of them), for operands `ops`. */
+static void emit_red_out_offsets(gen *g, const ein_loop_axes *la,
+                                 unsigned ops) {
   ein_strbuf_printf(g->sb,
                     "  static __device__ __forceinline__ void out_offsets("
                     "idx o, idx &b0, idx &b1, idx &b2) {\n"
                     "    (void)o; (void)b0; (void)b1; (void)b2;\n");
-  emit_decompose(g, &g->kept, "o", "b", ops);
+  emit_decompose(g, la, "o", "b", ops);
   ein_strbuf_printf(g->sb, "  }\n");
 }
 
@@ -697,13 +850,16 @@ static void emit_red_terms(gen *g) {
   ein_strbuf_printf(sb, ";\n  }\n");
 }
 
-/* The kernel ein_main(d, s0, s1) calling template `tmpl` with the Step. */
-static void emit_red_kernel(gen *g, const char *tmpl, unsigned threads,
-                            const char *out_t, const char *s0type,
-                            const char *s1type) {
-  emit_signature(g, "ein_main", threads, out_t, s0type, s1type);
-  ein_strbuf_printf(g->sb, "  %s<ein_main_step>(d, s0%s);\n}\n", tmpl,
-                    strcmp(tmpl, "ein_reduce_finish") ? ", s1" : "");
+/* The kernel `name`(d, s0, s1) calling template `tmpl` with the Step
+ * name_step; pass 2 and the vector variant take no s1. */
+static void emit_red_kernel(gen *g, const char *name, const char *tmpl,
+                            unsigned threads, const char *out_t,
+                            const char *s0type, const char *s1type) {
+  emit_signature(g, name, threads, out_t, s0type, s1type);
+  bool s1 = strcmp(tmpl, "ein_reduce_finish") != 0 &&
+            strcmp(tmpl, "ein_reduce_thread_vec") != 0;
+  ein_strbuf_printf(g->sb, "  %s<%s_step>(d, s0%s);\n}\n", tmpl, name,
+                    s1 ? ", s1" : "");
 }
 
 /* Reductions where lanes of a block cooperate on each output element
@@ -715,7 +871,8 @@ static void gen_reduce(gen *g, ein_kernel_src *k, const red_shape *r) {
   const ein_step *s = g->s;
   bool split = r->kind == EIN_KERNEL_REDUCE_SPLIT;
   const char *out_t = split ? acc_type(g->acc) : storage_type(s->dst_dtype);
-  emit_red_head(g, r, out_t, src_type(s, 0), src_type(s, 1));
+  emit_red_head(g, "ein_main_step", r, r->nout, out_t, src_type(s, 0),
+                src_type(s, 1));
   ein_strbuf_printf(g->sb,
                     "  static constexpr int lanes = %d, per_block = %d;\n"
                     "  static constexpr bool inner = %s, split = %s;\n"
@@ -724,11 +881,11 @@ static void gen_reduce(gen *g, ein_kernel_src *k, const red_shape *r) {
                     split ? "true" : "false");
   emit_int(g, r->chunk);
   ein_strbuf_printf(g->sb, ";\n");
-  emit_red_out_offsets(g, 7u);
+  emit_red_out_offsets(g, &g->kept, 7u);
   emit_red_terms(g);
   emit_red_result(g);
   ein_strbuf_printf(g->sb, "};\n");
-  emit_red_kernel(g, "ein_reduce", 256, out_t, src_type(s, 0),
+  emit_red_kernel(g, "ein_main", "ein_reduce", 256, out_t, src_type(s, 0),
                   src_type(s, 1));
   k->grid[0] = (unsigned)r->blocks;
   k->grid[1] = (unsigned)r->splits;
@@ -738,14 +895,125 @@ static void gen_reduce(gen *g, ein_kernel_src *k, const red_shape *r) {
   k->block[2] = 1;
 }
 
+/* reduce_thread's vector variant: `per` adjacent outputs a thread, read
+ * as `rows` runs of `width` elements (`bytes` each) along the source's
+ * contiguous axis. */
+typedef struct thread_vec {
+  int per, width, bytes;
+  ein_loop_axes out;  /* the kept axes in groups of `per` outputs */
+  ein_loop_axes rows; /* the reduced axes but the column axis */
+} thread_vec;
+
+/* Whether groups of tv->per outputs read aligned runs of tv->width
+ * elements and store aligned groups: the inner kept size divides into
+ * groups, and every other source stride (kept and row axes) is a
+ * multiple of the run, every other dst stride of the group. */
+static bool thread_vec_aligned(const gen *g, thread_vec *tv) {
+  const ein_loop_axes *k = &g->kept;
+  int in = k->n - 1;
+  if (k->size[in] % tv->per)
+    return false;
+  for (int i = 0; i < in; i++)
+    if (k->st[i][1] % tv->width || k->st[i][0] % tv->per)
+      return false;
+  for (int i = 0; i < tv->rows.n; i++)
+    if (tv->rows.st[i][1] % tv->width)
+      return false;
+  tv->out = *k;
+  tv->out.size[in] /= tv->per;
+  tv->out.st[in][0] *= tv->per;
+  tv->out.st[in][1] *= tv->per;
+  return true;
+}
+
+/* The widest vector form of a one-source reduce_thread step, chosen from
+ * its strides: dst's inner axis is contiguous, the source advances `step`
+ * elements per output along it, and (for step > 1) the innermost reduced
+ * axis covers exactly those `step` elements with stride 1 (a pooling
+ * window's column). Then `per` adjacent outputs read each row of their
+ * window as one run of per * step elements: 16 bytes where strides allow,
+ * else 8, else 4. False: the scalar kernel only. */
+static bool thread_vec_choose(const gen *g, thread_vec *tv) {
+  const ein_step *s = g->s;
+  const ein_loop_axes *k = &g->kept, *r = &g->red;
+  if (s->kind != EIN_STEP_LOOP || s->nsrc != 1 || k->n == 0)
+    return false;
+  int in = k->n - 1;
+  int64_t step = k->st[in][1];
+  if (k->st[in][0] != 1 || step < 1)
+    return false;
+  tv->rows = *r;
+  if (step > 1) {
+    int c = r->n - 1;
+    if (c < 0 || r->st[c][1] != 1 || r->size[c] != step)
+      return false;
+    tv->rows.n--;
+  }
+  int64_t esz = (int64_t)ein_dtype_size(s->src_dtype[0]),
+          dsz = (int64_t)ein_dtype_size(s->dst_dtype);
+  for (int64_t bytes = 16; bytes >= 4; bytes /= 2) {
+    if (bytes % (step * esz) || (bytes / (step * esz)) * dsz > 16)
+      continue;
+    tv->per = (int)(bytes / (step * esz));
+    tv->width = (int)(tv->per * step);
+    tv->bytes = (int)bytes;
+    if (thread_vec_aligned(g, tv))
+      return true;
+  }
+  return false;
+}
+
+/* The vector variant's Step (reduce.cuh's ein_reduce_thread_vec): the
+ * head, the group offsets, the rows' offsets, load(x) and result(acc),
+ * and the kernel ein_vec. */
+static void gen_reduce_thread_vec(gen *g, ein_kernel_src *k,
+                                  const red_shape *r, const thread_vec *tv) {
+  ein_strbuf *sb = g->sb;
+  const ein_step *s = g->s;
+  const char *dt = storage_type(s->dst_dtype);
+  int64_t groups = ein_loop_axes_volume(&tv->out);
+  emit_red_head(g, "ein_vec_step", r, groups, dt, src_type(s, 0), "void");
+  ein_strbuf_printf(sb,
+                    "  static constexpr int block = %d, per_thread = %d, "
+                    "width = %d, rows = %lld;\n"
+                    "  typedef %s load_t;\n  typedef %s store_t;\n",
+                    (int)MAP_BLOCK, tv->per, tv->width,
+                    (long long)ein_loop_axes_volume(&tv->rows),
+                    word_type(tv->bytes),
+                    tv->per == 1 ? dt
+                                 : word_type(tv->per * (int64_t)ein_dtype_size(
+                                                           s->dst_dtype)));
+  emit_red_out_offsets(g, &tv->out, 3u);
+  ein_strbuf_printf(sb, "  static __device__ __forceinline__ void "
+                        "row_offsets(idx r, idx &o1) {\n"
+                        "    (void)r; (void)o1;\n");
+  emit_decompose(g, &tv->rows, "r", "o", 2u);
+  ein_strbuf_printf(sb, "  }\n  static __device__ __forceinline__ acc_t "
+                        "load(src0_t x) {\n    return ");
+  emit_load(sb, s->src_dtype[0], g->acc, "x");
+  ein_strbuf_printf(sb, ";\n  }\n");
+  emit_red_result(g);
+  ein_strbuf_printf(sb, "};\n");
+  emit_red_kernel(g, "ein_vec", "ein_reduce_thread_vec", MAP_BLOCK, dt,
+                  src_type(s, 0), "void");
+  k->has_vec = true;
+  k->vec_bytes = (unsigned)tv->bytes;
+  k->vec_items = (unsigned)tv->per;
+  k->grid_vec[0] = (unsigned)blocks_for(groups, MAP_BLOCK);
+  k->grid_vec[1] = k->grid_vec[2] = 1;
+}
+
 /* A thread per output with its few terms unrolled at offsets fixed at
  * generation time (reduce.cuh's ein_reduce_thread). */
 static void gen_reduce_thread(gen *g, ein_kernel_src *k, const red_shape *r) {
   ein_strbuf *sb = g->sb;
   const ein_step *s = g->s;
   const char *dt = storage_type(s->dst_dtype);
-  emit_red_head(g, r, dt, src_type(s, 0), src_type(s, 1));
-  emit_red_out_offsets(g, 7u);
+  emit_red_head(g, "ein_main_step", r, r->nout, dt, src_type(s, 0),
+                src_type(s, 1));
+  ein_strbuf_printf(sb, "  static constexpr int block = %d;\n",
+                    (int)MAP_BLOCK);
+  emit_red_out_offsets(g, &g->kept, 7u);
   ein_strbuf_printf(sb, "  static __device__ __forceinline__ void terms("
                         "acc_t &acc_, const src0_t *s0, const src1_t *s1, "
                         "idx o1, idx o2) {\n    (void)s1; (void)o2;\n");
@@ -762,12 +1030,15 @@ static void gen_reduce_thread(gen *g, ein_kernel_src *k, const red_shape *r) {
   ein_strbuf_printf(sb, "  }\n");
   emit_red_result(g);
   ein_strbuf_printf(sb, "};\n");
-  emit_red_kernel(g, "ein_reduce_thread", MAP_BLOCK, dt, src_type(s, 0),
-                  src_type(s, 1));
+  emit_red_kernel(g, "ein_main", "ein_reduce_thread", MAP_BLOCK, dt,
+                  src_type(s, 0), src_type(s, 1));
   k->grid[0] = (unsigned)r->blocks;
   k->grid[1] = k->grid[2] = 1;
   k->block[0] = MAP_BLOCK;
   k->block[1] = k->block[2] = 1;
+  thread_vec tv;
+  if (thread_vec_choose(g, &tv))
+    gen_reduce_thread_vec(g, k, r, &tv);
 }
 
 /* A split's pass 2 (reduce.cuh's ein_reduce_finish): the partials at
@@ -775,13 +1046,15 @@ static void gen_reduce_thread(gen *g, ein_kernel_src *k, const red_shape *r) {
 static void gen_finish(gen *g, ein_kernel_src *k, const red_shape *r) {
   const char *at = acc_type(g->acc);
   const char *dt = storage_type(g->s->dst_dtype);
-  emit_red_head(g, r, dt, at, "void");
-  ein_strbuf_printf(g->sb, "  static constexpr int splits = %lld;\n",
-                    (long long)r->splits);
-  emit_red_out_offsets(g, 1u);
+  emit_red_head(g, "ein_main_step", r, r->nout, dt, at, "void");
+  ein_strbuf_printf(g->sb,
+                    "  static constexpr int splits = %lld, block = %d;\n",
+                    (long long)r->splits, (int)FINISH_BLOCK);
+  emit_red_out_offsets(g, &g->kept, 1u);
   emit_red_result(g);
   ein_strbuf_printf(g->sb, "};\n");
-  emit_red_kernel(g, "ein_reduce_finish", FINISH_BLOCK, dt, at, "void");
+  emit_red_kernel(g, "ein_main", "ein_reduce_finish", FINISH_BLOCK, dt, at,
+                  "void");
   k->grid[0] = (unsigned)blocks_for(r->nout, FINISH_BLOCK);
   k->grid[1] = k->grid[2] = 1;
   k->block[0] = FINISH_BLOCK;
@@ -896,13 +1169,20 @@ static void gen_map_kernels(gen *g, ein_kernel_src *out) {
   out->block[1] = out->block[2] = 1;
   if (out->kind != EIN_KERNEL_MAP)
     return;
-  if (vector_axes(g, &vec))
+  if (vector_axes(g, &vec)) {
     gen_map(g, "ein_vec", &vec, "uint4", MAP_RAW);
-  else if (half_vector_axes(g, &vec))
+    out->vec_items = 16 / (unsigned)ein_dtype_size(s->dst_dtype);
+  } else if (half_vector_axes(g, &vec)) {
     gen_map(g, "ein_vec", &vec, "unsigned short", MAP_HALF_VEC);
-  else
+    out->vec_items = HALF_VEC;
+  } else {
+    staged st;
+    if (staged_axes(g, &st))
+      gen_staged(g, out, &st);
     return;
+  }
   out->has_vec = true;
+  out->vec_bytes = 16;
   out->grid_vec[0] =
       (unsigned)blocks_for(ein_loop_axes_volume(&vec), MAP_BLOCK);
   out->grid_vec[1] = out->grid_vec[2] = 1;

@@ -30,12 +30,21 @@
  *                 2-byte maps (outer products, repeats) whose innermost
  *                 axis is contiguous in dst and contiguous or broadcast
  *                 in each source (8 elements a thread)
+ *                 and, for plain copies whose source's contiguous axis
+ *                 lies inside dst's contiguous run but is not its
+ *                 innermost axis (patchify), a staged variant: whole
+ *                 runs through shared memory, 16-, 8- or 4-byte vectors
+ *                 on both sides
  *   transpose     permuting copy through a 32x33 shared-memory tile when
  *                 dst's and the source's contiguous axes differ; 2-byte
  *                 plain copies also get a 64x65 tile moved in pairs
  *                 (4-byte accesses on both sides)
  *   reduce_thread a thread per output element with the reduction (fewer
- *                 than 8 terms) unrolled: pooling, tiny contractions
+ *                 than 8 terms) unrolled: pooling, tiny contractions;
+ *                 vector variant (one source): a thread takes 1-8
+ *                 adjacent outputs whose terms along the source's
+ *                 contiguous axis form aligned 16-, 8- or 4-byte runs
+ *                 (2x2 pooling in bf16: 4 outputs, 16-byte loads)
  *   reduce_inner  a warp (or 256 threads) per output element, lanes along
  *                 the reduced axes: reductions of the innermost axis, dots
  *   reduce_outer  a thread per output element (coalesced writes), 8 lanes
@@ -85,6 +94,10 @@ typedef struct ein_kernel_src {
   size_t len;
   uint64_t hash; /* of the source, for in-memory caches */
   bool has_vec;  /* ein_vec exists */
+  /* ein_vec's accesses: bytes of each vector load or store, and how many
+   * elements (outputs, for reduce_thread) a thread takes per item. */
+  unsigned vec_bytes, vec_items;
+  bool vec_staged; /* ein_vec moves tiles through shared memory */
   unsigned grid[3], block[3], grid_vec[3];
 } ein_kernel_src;
 

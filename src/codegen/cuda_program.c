@@ -5,6 +5,7 @@
 #include "cuda_program.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,6 +218,22 @@ ein_status ein_cuda_program_build(const ein_plan_ir *plan,
   return EIN_OK;
 }
 
+/* The vector variant in words: "16-byte" (a map's copies or 8 halves a
+ * thread), "4-byte pairs" (the 2-byte transpose), "16-byte loads, 4
+ * outputs a thread" (reduce_thread). */
+static const char *vec_form(const ein_kernel_src *k, char *buf, size_t cap) {
+  if (k->kind == EIN_KERNEL_TRANSPOSE)
+    snprintf(buf, cap, "%u-byte pairs", k->vec_bytes);
+  else if (k->kind == EIN_KERNEL_REDUCE_THREAD)
+    snprintf(buf, cap, "%u-byte loads, %u output%s a thread", k->vec_bytes,
+             k->vec_items, k->vec_items == 1 ? "" : "s");
+  else if (k->vec_staged)
+    snprintf(buf, cap, "%u-byte staged", k->vec_bytes);
+  else
+    snprintf(buf, cap, "%u-byte", k->vec_bytes);
+  return buf;
+}
+
 /* "kernel map grid (...) block (...)", with the vector variant and a
  * split reduction's pass 2. */
 static void describe_kernels(const ein_cuda_step *cs, const ein_step *s,
@@ -228,11 +245,11 @@ static void describe_kernels(const ein_cuda_step *cs, const ein_step *s,
                     s->kind == EIN_STEP_GEMM ? " (direct contraction)" : "",
                     split ? " pass 1" : "", k->grid[0], k->grid[1], k->grid[2],
                     k->block[0], k->block[1], k->block[2]);
+  char form[64];
   if (k->has_vec)
     ein_strbuf_printf(sb, ", %s variant grid (%u,%u,%u)",
-                      k->kind == EIN_KERNEL_TRANSPOSE ? "2-byte pairs"
-                                                      : "16-byte",
-                      k->grid_vec[0], k->grid_vec[1], k->grid_vec[2]);
+                      vec_form(k, form, sizeof form), k->grid_vec[0],
+                      k->grid_vec[1], k->grid_vec[2]);
   if (split) {
     const ein_kernel_src *f = &cs->finish;
     ein_strbuf_printf(sb,
@@ -333,10 +350,13 @@ static void json_kernel(const ein_kernel_src *k, int pass, ein_strbuf *sb) {
                     ein_kernel_kind_name(k->kind), pass, k->grid[0],
                     k->grid[1], k->grid[2], k->block[0], k->block[1],
                     k->block[2]);
+  char form[64];
   if (k->has_vec)
     ein_strbuf_printf(
-        sb, "{\"form\":\"%s\",\"grid\":[%u,%u,%u]}}",
-        k->kind == EIN_KERNEL_TRANSPOSE ? "2-byte pairs" : "16-byte",
+        sb,
+        "{\"form\":\"%s\",\"access_bytes\":%u,\"per_thread\":%u,"
+        "\"grid\":[%u,%u,%u]}}",
+        vec_form(k, form, sizeof form), k->vec_bytes, k->vec_items,
         k->grid_vec[0], k->grid_vec[1], k->grid_vec[2]);
   else
     ein_strbuf_printf(sb, "null}");

@@ -14,7 +14,7 @@ struct mul_step {
   typedef float dst_t;
   typedef float src0_t;
   typedef float src1_t;
-  static constexpr int nsrc = 2;
+  static constexpr int nsrc = 2, block = 256;
   static constexpr idx n = 8192;
   static __device__ __forceinline__ void offsets(idx i, idx &o0, idx &o1,
                                                  idx &o2) {
@@ -43,7 +43,7 @@ struct fill_step {
   typedef double dst_t;
   typedef void src0_t;
   typedef void src1_t;
-  static constexpr int nsrc = 0;
+  static constexpr int nsrc = 0, block = 256;
   static constexpr idx n = 1000000000LL;
   static __device__ __forceinline__ void offsets(idx i, idx &o0, idx &o1,
                                                  idx &o2) {
@@ -67,7 +67,7 @@ struct copy_step {
   typedef uint4 dst_t;
   typedef uint4 src0_t;
   typedef void src1_t;
-  static constexpr int nsrc = 1;
+  static constexpr int nsrc = 1, block = 256;
   static constexpr idx n = 4096;
   static __device__ __forceinline__ void offsets(idx i, idx &o0, idx &o1,
                                                  idx &o2) {
@@ -92,7 +92,7 @@ struct outer_step {
   typedef unsigned short dst_t;
   typedef unsigned short src0_t;
   typedef unsigned short src1_t;
-  static constexpr int nsrc = 2;
+  static constexpr int nsrc = 2, block = 256, vec = 8;
   static constexpr idx n = 1024;
   static constexpr bool contig1 = false, contig2 = true;
   static __device__ __forceinline__ void offsets(idx i, idx &o0, idx &o1,

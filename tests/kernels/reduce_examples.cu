@@ -3,7 +3,8 @@
  * example steps of the shape codegen.c writes (gen_reduce,
  * gen_reduce_thread, gen_finish), for tests/kernel_syntax.sh: a row sum
  * with 256 lanes per output, a column max split in chunks with its
- * second pass, and an integer sum of 4 terms a thread.
+ * second pass, an integer sum of 4 terms a thread, and a bf16 2x2 mean
+ * in the thread kernel's vector form.
  */
 #include "kernels/reduce.cuh"
 
@@ -58,7 +59,7 @@ struct col_step {
   typedef double src0_t;
   typedef void src1_t;
   static constexpr idx nout = 512, nred = 65536;
-  static constexpr int splits = 8;
+  static constexpr int splits = 8, block = 256;
   static __device__ __forceinline__ acc_t identity() {
     return -__longlong_as_double(0x7ff0000000000000LL);
   }
@@ -105,6 +106,7 @@ struct few_step {
   typedef int src0_t;
   typedef int src1_t;
   static constexpr idx nout = 1000, nred = 4;
+  static constexpr int block = 256;
   static __device__ __forceinline__ acc_t identity() { return 0LL; }
   static __device__ __forceinline__ acc_t comb(acc_t a, acc_t b) {
     return (long long)((ein_u64)a + (ein_u64)b);
@@ -129,4 +131,42 @@ extern "C" __global__ void __launch_bounds__(256)
     ein_few_main(int *__restrict__ d, const int *__restrict__ s0,
                  const int *__restrict__ s1) {
   ein_reduce_thread<few_step>(d, s0, s1);
+}
+
+/* 'b (h h2) (w w2) -> b h w' 2x8x16 bf16, mean over 2x2 windows: the
+ * vector variant, 4 outputs a thread from two 16-byte rows */
+struct pool_vec_step {
+  typedef int idx;
+  typedef float acc_t;
+  typedef unsigned short dst_t;
+  typedef unsigned short out_t;
+  typedef unsigned short src0_t;
+  typedef void src1_t;
+  static constexpr idx nout = 16, nred = 4;
+  static __device__ __forceinline__ acc_t identity() { return 0.0f; }
+  static __device__ __forceinline__ acc_t comb(acc_t a, acc_t b) {
+    return a + b;
+  }
+  static constexpr int block = 256, per_thread = 4, width = 8, rows = 2;
+  typedef uint4 load_t;
+  typedef uint2 store_t;
+  static __device__ __forceinline__ void out_offsets(idx o, idx &b0, idx &b1,
+                                                     idx &b2) {
+    (void)b2;
+    b0 += (o % 2) * 4 + (o / 2) * 8;
+    b1 += (o % 2) * 8 + (o / 2) * 32;
+  }
+  static __device__ __forceinline__ void row_offsets(idx r, idx &o1) {
+    o1 += r * 16;
+  }
+  static __device__ __forceinline__ acc_t load(src0_t x) { return ein_b2f(x); }
+  static __device__ __forceinline__ dst_t result(acc_t acc_) {
+    return ein_f2b(acc_ * 0.25f);
+  }
+};
+extern "C" __global__ void __launch_bounds__(256)
+    ein_pool_vec(unsigned short *__restrict__ d,
+                 const unsigned short *__restrict__ s0,
+                 const void *__restrict__) {
+  ein_reduce_thread_vec<pool_vec_step>(d, s0);
 }

@@ -16,19 +16,19 @@
  *   idx                 int, or long long when an offset may pass 2^30;
  *   dst_t, src0_t, src1_t  the stored types (src1_t is void for < 2 srcs);
  *   n                   the number of items (threads' work units);
+ *   block               threads per block (1-D; the launch's and the
+ *                       kernel's __launch_bounds__);
  *   offsets(i, o0, o1, o2)  adds item i's element offsets per operand;
  *   value(s0, s1, o1, o2)   the stored result at those offsets (map),
  *                           or the constant (fill);
  * and for ein_map_half_vec in addition:
+ *   vec                 elements per thread (one 16-byte vector);
  *   contig1, contig2    whether source 1/2 is contiguous along the vector
  *                       (else broadcast: one element for all lanes);
  *   value_of(x0, x1)    the stored result from stored source values.
  */
 #ifndef EIN_KERNEL_MAP_CUH
 #define EIN_KERNEL_MAP_CUH
-
-#define EIN_MAP_BLOCK 256 /* threads per block: codegen.c's MAP_BLOCK */
-#define EIN_HALF_VEC 8    /* 2-byte elements per 16-byte vector */
 
 /* One item per thread and grid stride: fill, map, or a plain copy in
  * 16-byte words (a Step whose types are uint4). */
@@ -38,8 +38,8 @@ ein_map(typename Step::dst_t *__restrict__ d,
         const typename Step::src0_t *__restrict__ s0,
         const typename Step::src1_t *__restrict__ s1) {
   typedef typename Step::idx idx;
-  for (idx i = (idx)blockIdx.x * EIN_MAP_BLOCK + threadIdx.x; i < Step::n;
-       i += (idx)gridDim.x * EIN_MAP_BLOCK) {
+  for (idx i = (idx)blockIdx.x * Step::block + threadIdx.x; i < Step::n;
+       i += (idx)gridDim.x * Step::block) {
     idx o0 = 0, o1 = 0, o2 = 0;
     Step::offsets(i, o0, o1, o2);
     d[o0] = Step::value(s0, s1, o1, o2);
@@ -47,7 +47,7 @@ ein_map(typename Step::dst_t *__restrict__ d,
 }
 
 /* The 2-byte map variant (outer products, scaled or converted repeats):
- * each thread loads EIN_HALF_VEC elements of every contiguous source as
+ * each thread loads Step::vec elements of every contiguous source as
  * one 16-byte vector (a broadcast source as one element), computes as
  * many results and stores them as one vector. */
 template <class Step>
@@ -58,10 +58,10 @@ ein_map_half_vec(unsigned short *__restrict__ d,
   typedef typename Step::idx idx;
   union half_vec {
     uint4 v;
-    unsigned short h[EIN_HALF_VEC];
+    unsigned short h[Step::vec];
   };
-  for (idx i = (idx)blockIdx.x * EIN_MAP_BLOCK + threadIdx.x; i < Step::n;
-       i += (idx)gridDim.x * EIN_MAP_BLOCK) {
+  for (idx i = (idx)blockIdx.x * Step::block + threadIdx.x; i < Step::n;
+       i += (idx)gridDim.x * Step::block) {
     idx o0 = 0, o1 = 0, o2 = 0;
     Step::offsets(i, o0, o1, o2);
     half_vec w0, w1 = {}, w2 = {};
@@ -71,7 +71,7 @@ ein_map_half_vec(unsigned short *__restrict__ d,
       if (Step::contig2)
         w2.v = *(const uint4 *)(s1 + o2);
     }
-    for (int e = 0; e < EIN_HALF_VEC; e++) {
+    for (int e = 0; e < Step::vec; e++) {
       typename Step::src0_t x0 =
           Step::contig1 ? (typename Step::src0_t)w1.h[e] : s0[o1];
       if constexpr (Step::nsrc == 2)

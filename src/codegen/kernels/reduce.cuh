@@ -2,7 +2,7 @@
  * reduce.cuh - the reduction family of generated kernels: reduce_inner,
  * reduce_outer and reduce_split (lanes of a block cooperate on each
  * output), reduce_finish (a split's second pass) and reduce_thread (a
- * thread per output, its few terms unrolled).
+ * thread per output, its few terms unrolled) with its vector variant.
  *
  * As in map.cuh, what differs between steps is a struct Step written by
  * codegen.c (gen_reduce, gen_reduce_thread, gen_finish); the kernel
@@ -73,7 +73,7 @@ ein_reduce(typename Step::out_t *__restrict__ d,
       }
       lead = threadIdx.x == 0;
     } else {
-      __shared__ acc_t part[lanes][33];
+      __shared__ acc_t part[lanes][Step::per_block + 1];
       part[threadIdx.y][threadIdx.x] = acc;
       __syncthreads();
       if (threadIdx.y == 0)
@@ -94,15 +94,14 @@ ein_reduce(typename Step::out_t *__restrict__ d,
 /* A split's pass 2: a thread per output combines the Step::splits
  * partials at [c][o] of s0 in chunk order (so every run gives the same
  * bits), then scales and stores as an unsplit kernel would. Blocks of
- * EIN_FINISH_BLOCK threads. */
-#define EIN_FINISH_BLOCK 256 /* codegen.c's FINISH_BLOCK */
+ * Step::block threads. */
 template <class Step>
 static __device__ __forceinline__ void
 ein_reduce_finish(typename Step::dst_t *__restrict__ d,
                   const typename Step::acc_t *__restrict__ s0) {
   typedef typename Step::idx idx;
-  for (idx o = (idx)blockIdx.x * EIN_FINISH_BLOCK + threadIdx.x;
-       o < Step::nout; o += (idx)gridDim.x * EIN_FINISH_BLOCK) {
+  for (idx o = (idx)blockIdx.x * Step::block + threadIdx.x;
+       o < Step::nout; o += (idx)gridDim.x * Step::block) {
     typename Step::acc_t acc = s0[o];
     for (int c = 1; c < Step::splits; c++)
       acc = Step::comb(acc, s0[(idx)c * Step::nout + o]);
@@ -112,24 +111,70 @@ ein_reduce_finish(typename Step::dst_t *__restrict__ d,
   }
 }
 
-/* A thread per output, blocks of EIN_THREAD_BLOCK: the Step's
+/* A thread per output, blocks of Step::block: the Step's
  * terms(acc, s0, s1, o1, o2) folds its few terms, unrolled at offsets
  * fixed at generation time, so neighbouring threads read neighbouring
  * elements. */
-#define EIN_THREAD_BLOCK 256 /* codegen.c's MAP_BLOCK */
 template <class Step>
 static __device__ __forceinline__ void
 ein_reduce_thread(typename Step::dst_t *__restrict__ d,
                   const typename Step::src0_t *__restrict__ s0,
                   const typename Step::src1_t *__restrict__ s1) {
   typedef typename Step::idx idx;
-  for (idx i = (idx)blockIdx.x * EIN_THREAD_BLOCK + threadIdx.x;
-       i < Step::nout; i += (idx)gridDim.x * EIN_THREAD_BLOCK) {
+  for (idx i = (idx)blockIdx.x * Step::block + threadIdx.x;
+       i < Step::nout; i += (idx)gridDim.x * Step::block) {
     idx o0 = 0, o1 = 0, o2 = 0;
     Step::out_offsets(i, o0, o1, o2);
     typename Step::acc_t acc = Step::identity();
     Step::terms(acc, s0, s1, o1, o2);
     d[o0] = Step::result(acc);
+  }
+}
+
+/* reduce_thread's vector variant (codegen.c's thread_vec_choose): a
+ * thread computes Step::per_thread adjacent outputs. Their terms along
+ * the source's contiguous axis lie in Step::rows runs of Step::width
+ * elements (per_thread outputs times the terms each has in a run), each
+ * read as one aligned Step::load_t; the results go out as one
+ * Step::store_t. Each output still folds its terms in the scalar
+ * kernel's order (rows outer, the run's elements inner). The Step gives,
+ * besides the head: out_offsets over groups of outputs (o2 unused),
+ * row_offsets(r, o1), load(x) (a stored element as acc_t), block. */
+template <class Step>
+static __device__ __forceinline__ void
+ein_reduce_thread_vec(typename Step::dst_t *__restrict__ d,
+                      const typename Step::src0_t *__restrict__ s0) {
+  typedef typename Step::idx idx;
+  typedef typename Step::acc_t acc_t;
+  constexpr int per = Step::per_thread, width = Step::width;
+  constexpr int terms = width / per; /* of one output in one run */
+  union run {
+    typename Step::load_t v;
+    typename Step::src0_t e[width];
+  };
+  union group {
+    typename Step::store_t v;
+    typename Step::dst_t e[per];
+  };
+  for (idx i = (idx)blockIdx.x * Step::block + threadIdx.x;
+       i < Step::nout; i += (idx)gridDim.x * Step::block) {
+    idx o0 = 0, o1 = 0, o2 = 0;
+    Step::out_offsets(i, o0, o1, o2);
+    acc_t acc[per];
+    for (int v = 0; v < per; v++)
+      acc[v] = Step::identity();
+    for (idx r = 0; r < Step::rows; r++) {
+      idx at = o1;
+      Step::row_offsets(r, at);
+      run x;
+      x.v = *(const typename Step::load_t *)(s0 + at);
+      for (int e = 0; e < width; e++)
+        acc[e / terms] = Step::comb(acc[e / terms], Step::load(x.e[e]));
+    }
+    group y;
+    for (int v = 0; v < per; v++)
+      y.e[v] = Step::result(acc[v]);
+    *(typename Step::store_t *)(d + o0) = y.v;
   }
 }
 

@@ -1,16 +1,18 @@
 /*
  * transpose.cuh - the transpose family of generated kernels: a permuting
  * copy (or conversion) of one source through a shared-memory tile, so
- * that both the reads and the writes are coalesced, and its 2-byte
- * variant that moves pairs.
+ * that both the reads and the writes are coalesced, its 2-byte variant
+ * that moves pairs, and the staged copy of whole dst runs in vectors.
  *
  * Axis a is dst's contiguous axis, axis b the source's; the other kept
  * axes ("rest") are walked along blockIdx.y, the tiles of the a-b plane
  * along blockIdx.x (ta tiles along a, then rows of them along b). Blocks
- * are EIN_TILE x EIN_TILE_ROWS threads. As in map.cuh, what differs
+ * are Step::tile x Step::tile_rows threads (Step::tile / 2 x tile_rows
+ * for the pair variant). As in map.cuh, what differs
  * between steps is a struct Step written by codegen.c (gen_transpose):
  *   idx, dst_t, src0_t   index and stored types;
  *   na, nb, nrest        the sizes of a, b and of the rest;
+ *   tile, tile_rows      the tile edge and the threads per tile column;
  *   ta                   tiles along a (of this kernel's tile edge);
  *   sa0, sb0, sa1, sb1   strides of a and b in dst (0) and the source (1);
  *   rest_offsets(r, o0, o1, o2)  adds rest index r's offsets;
@@ -20,33 +22,29 @@
 #ifndef EIN_KERNEL_TRANSPOSE_CUH
 #define EIN_KERNEL_TRANSPOSE_CUH
 
-#define EIN_TILE 32     /* tile edge: codegen.c's TILE */
-#define EIN_TILE_ROWS 8 /* threads per tile column: TILE_ROWS */
-#define EIN_TILE2 64    /* 2-byte variant's tile edge: TILE2 */
-
 /* Reads the tile in rows along a with threads along b (the source's
  * contiguous axis), then writes it in rows along b with threads along a
- * (dst's). The pitch EIN_TILE + 1 keeps both phases free of bank
+ * (dst's). The pitch Step::tile + 1 keeps both phases free of bank
  * conflicts. */
 template <class Step>
 static __device__ __forceinline__ void
 ein_transpose(typename Step::dst_t *__restrict__ d,
               const typename Step::src0_t *__restrict__ s0) {
   typedef typename Step::idx idx;
-  __shared__ typename Step::dst_t tile[EIN_TILE][EIN_TILE + 1];
-  const idx a0 = (idx)(blockIdx.x % Step::ta) * EIN_TILE;
-  const idx b0 = (idx)(blockIdx.x / Step::ta) * EIN_TILE;
+  __shared__ typename Step::dst_t tile[Step::tile][Step::tile + 1];
+  const idx a0 = (idx)(blockIdx.x % Step::ta) * Step::tile;
+  const idx b0 = (idx)(blockIdx.x / Step::ta) * Step::tile;
   for (idx r = blockIdx.y; r < Step::nrest; r += gridDim.y) {
     idx o0 = 0, o1 = 0, o2 = 0;
     Step::rest_offsets(r, o0, o1, o2);
-    for (int j = threadIdx.y; j < EIN_TILE; j += EIN_TILE_ROWS) {
+    for (int j = threadIdx.y; j < Step::tile; j += Step::tile_rows) {
       idx a = a0 + j, b = b0 + threadIdx.x;
       if (a < Step::na && b < Step::nb)
         tile[j][threadIdx.x] =
             Step::value(s0, o1 + a * Step::sa1 + b * Step::sb1);
     }
     __syncthreads();
-    for (int j = threadIdx.y; j < EIN_TILE; j += EIN_TILE_ROWS) {
+    for (int j = threadIdx.y; j < Step::tile; j += Step::tile_rows) {
       idx b = b0 + j, a = a0 + threadIdx.x;
       if (a < Step::na && b < Step::nb)
         d[o0 + a * Step::sa0 + b * Step::sb0] = tile[threadIdx.x][j];
@@ -55,7 +53,7 @@ ein_transpose(typename Step::dst_t *__restrict__ d,
   }
 }
 
-/* The 2-byte plain copy: an EIN_TILE2-edge tile (odd pitch) read in
+/* The 2-byte plain copy: a tile of edge Step::tile (odd pitch) read in
  * pairs along b and written in pairs along a, each pair one aligned
  * 4-byte word on both sides (codegen.c's half_transpose_ok: sizes and
  * strides even, so sa0 and sb1 are 1). */
@@ -64,14 +62,14 @@ static __device__ __forceinline__ void
 ein_transpose_half(unsigned short *__restrict__ d,
                    const unsigned short *__restrict__ s0) {
   typedef typename Step::idx idx;
-  __shared__ unsigned short tile[EIN_TILE2][EIN_TILE2 + 1];
-  const idx a0 = (idx)(blockIdx.x % Step::ta) * EIN_TILE2;
-  const idx b0 = (idx)(blockIdx.x / Step::ta) * EIN_TILE2;
+  __shared__ unsigned short tile[Step::tile][Step::tile + 1];
+  const idx a0 = (idx)(blockIdx.x % Step::ta) * Step::tile;
+  const idx b0 = (idx)(blockIdx.x / Step::ta) * Step::tile;
   const int x2 = 2 * threadIdx.x;
   for (idx r = blockIdx.y; r < Step::nrest; r += gridDim.y) {
     idx o0 = 0, o1 = 0, o2 = 0;
     Step::rest_offsets(r, o0, o1, o2);
-    for (int j = threadIdx.y; j < EIN_TILE2; j += EIN_TILE_ROWS) {
+    for (int j = threadIdx.y; j < Step::tile; j += Step::tile_rows) {
       idx a = a0 + j, b = b0 + x2;
       if (a < Step::na && b < Step::nb) {
         unsigned int p = *(const unsigned int *)(s0 + o1 + a * Step::sa1 + b);
@@ -80,11 +78,64 @@ ein_transpose_half(unsigned short *__restrict__ d,
       }
     }
     __syncthreads();
-    for (int j = threadIdx.y; j < EIN_TILE2; j += EIN_TILE_ROWS) {
+    for (int j = threadIdx.y; j < Step::tile; j += Step::tile_rows) {
       idx b = b0 + j, a = a0 + x2;
       if (a < Step::na && b < Step::nb)
         *(unsigned int *)(d + o0 + a + b * Step::sb0) =
             (unsigned int)tile[x2][j] | ((unsigned int)tile[x2 + 1][j] << 16);
+    }
+    __syncthreads();
+  }
+}
+
+/* A staged copy (codegen.c's staged_axes): each of a block's Step::tiles
+ * tiles is one contiguous run of Step::elems elements in dst. Phase 1
+ * reads the tile in Step::width-element vectors along the source's
+ * contiguous axis and scatters them into shared memory at their dst
+ * places (the vector's elements Step::cstride apart); phase 2 writes the
+ * runs out as vectors. The Step gives: idx, dst_t, vec_t (width
+ * elements), block, width, tiles, elems, cstride, nrest,
+ * rest_offsets(r, o0, o1, o2) (a tile's first element), and
+ * tile_offsets(u, o0, o1, o2) (vector u's place in the tile, o0, and
+ * in the source, o1). */
+template <class Step>
+static __device__ __forceinline__ void
+ein_transpose_staged(typename Step::dst_t *__restrict__ d,
+                     const typename Step::dst_t *__restrict__ s0) {
+  typedef typename Step::idx idx;
+  typedef typename Step::dst_t dst_t;
+  constexpr int width = Step::width;
+  constexpr idx vecs = Step::elems / width; /* of one tile */
+  union vec {
+    typename Step::vec_t v;
+    dst_t e[width];
+  };
+  __shared__ dst_t tile[Step::tiles * Step::elems];
+  for (idx t0 = (idx)blockIdx.x * Step::tiles; t0 < Step::nrest;
+       t0 += (idx)gridDim.x * Step::tiles) {
+    for (idx j = threadIdx.x; j < Step::tiles * vecs; j += Step::block) {
+      idx q = j / vecs, u = j % vecs;
+      if (t0 + q >= Step::nrest)
+        break;
+      idx o0 = 0, o1 = 0, o2 = 0, at = 0, from = 0;
+      Step::rest_offsets(t0 + q, o0, o1, o2);
+      Step::tile_offsets(u, at, from, o2);
+      vec x;
+      x.v = *(const typename Step::vec_t *)(s0 + o1 + from);
+      for (int e = 0; e < width; e++)
+        tile[q * Step::elems + at + e * Step::cstride] = x.e[e];
+    }
+    __syncthreads();
+    for (idx j = threadIdx.x; j < Step::tiles * vecs; j += Step::block) {
+      idx q = j / vecs, u = j % vecs;
+      if (t0 + q >= Step::nrest)
+        break;
+      idx o0 = 0, o1 = 0, o2 = 0;
+      Step::rest_offsets(t0 + q, o0, o1, o2);
+      vec y;
+      for (int e = 0; e < width; e++)
+        y.e[e] = tile[q * Step::elems + u * width + e];
+      *(typename Step::vec_t *)(d + o0 + u * width) = y.v;
     }
     __syncthreads();
   }
