@@ -12,7 +12,9 @@
  * axis (src0 and dst), one N axis (src1 and dst) and one reduced K axis,
  * each at most EIN_CPU_TINY long, and computes every batch element's
  * m x n results as k-term sums with k a compile-time constant for the
- * common sizes, so each sum is a straight run of multiply-adds. Only
+ * common sizes, so each sum is a straight run of multiply-adds. A batch
+ * of contiguous dot products of any length (`b i, b i -> b`, m = n = 1)
+ * comes here too and is summed in vector lanes. Only
  * native f32 and f64 steps come here; anything else returns false and
  * takes the general loops.
  */
@@ -74,9 +76,35 @@ static bool classify(const ein_step *s, tiny *t) {
   bool has_m = false, has_n = false;
   for (int i = 0; i < kept.n; i++)
     if (!place_kept(&kept, i, t, &has_m, &has_n)) return false;
+  bool dots = t->m == 1 && t->n == 1 && t->ak == 1 && t->bk == 1;
   return t->m <= EIN_CPU_TINY && t->n <= EIN_CPU_TINY &&
-         t->k <= EIN_CPU_TINY;
+         (t->k <= EIN_CPU_TINY || dots);
 }
+
+#ifdef _OPENMP
+#define SIMD_SUM(acc) _Pragma("omp simd reduction(+ : acc)")
+#else
+#define SIMD_SUM(acc)
+#endif
+
+/* Batch elements lo..hi-1 of a batch of contiguous dot products (`b i,
+ * b i -> b`): one vectorised sum per element, partial sums in lanes. */
+#define DOT_RANGE(NAME, T)                                                   \
+  static void NAME(const tiny *t, T *c, const T *a, const T *b, int64_t lo,  \
+                   int64_t hi) {                                             \
+    ein_loop_cursor cur;                                                     \
+    ein_loop_cursor_start(&t->batch, lo, &cur);                              \
+    for (int64_t e = lo; e < hi; e++) {                                      \
+      const T *ae = a + cur.off[1], *be = b + cur.off[2];                    \
+      T acc = 0;                                                             \
+      SIMD_SUM(acc)                                                          \
+      for (int64_t p = 0; p < t->k; p++) acc += ae[p] * be[p];               \
+      c[cur.off[0]] = (T)t->alpha * acc;                                     \
+      ein_loop_cursor_next(&t->batch, &cur);                                 \
+    }                                                                        \
+  }
+DOT_RANGE(dots_f32, float)
+DOT_RANGE(dots_f64, double)
 
 /* The batch elements lo..hi-1 of t; K is a constant where the caller's
  * switch made it one, so the sums unroll. */
@@ -123,10 +151,13 @@ TINY_RUN(run_f64, range_f64, double)
 
 static void run_part(const tiny *t, ein_dtype dt, char *c, const char *a,
                      const char *b, int64_t lo, int64_t hi) {
+  bool dots = t->k > EIN_CPU_TINY;
   if (dt == EIN_DT_F64)
-    run_f64(t, (double *)c, (const double *)a, (const double *)b, lo, hi);
+    (dots ? dots_f64 : run_f64)(t, (double *)c, (const double *)a,
+                                (const double *)b, lo, hi);
   else
-    run_f32(t, (float *)c, (const float *)a, (const float *)b, lo, hi);
+    (dots ? dots_f32 : run_f32)(t, (float *)c, (const float *)a,
+                                (const float *)b, lo, hi);
 }
 
 bool ein_cpu_tiny_contract(const ein_step *s, char *dst, const char *src0,
