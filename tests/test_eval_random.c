@@ -431,6 +431,15 @@ static const struct named_case {
     {"group4_vec", "b (g r) -> b g", "6x36", "r=4", "max"},
     {"pointer_array", "a b c i k, c b a k j -> a b c i j",
      "9x9x10x5x7 10x9x9x7x6", "", NULL},
+    /* issue 18: elementwise-product-then-sum forms and tiny batched
+     * matrices (the CPU's tiny-matrix kernel: k 3 and 5 unrolled or not,
+     * C written transposed), a quadratic form */
+    {"bmm3", "b i j, b j k -> b i k", "300x3x3 300x3x3", "", NULL},
+    {"bmm_t", "b i j, b k j -> b k i", "200x4x5 200x6x5", "", NULL},
+    {"trace_prod", "i j, j i ->", "40x40 40x40", "", NULL},
+    {"chscale", "b c h w, c -> b c h w", "2x5x6x7 5", "", NULL},
+    {"rowdot", "b i, b i -> b", "30x40 30x40", "", NULL},
+    {"quadform", "i j, j k, i k -> i", "20x30 30x25 20x25", "", NULL},
 };
 
 /* Fills c from a named case in dtype dt. */
@@ -558,6 +567,7 @@ int main(int argc, char **argv) {
     if (!e) continue;
     gemm_ctx->caps[k] = *e->caps();
     gemm_ctx->caps[k].gemm_min_flops = 0;
+    gemm_ctx->caps[k].gemm_min_call_flops = 0;
     gemm_ctx->caps_set[k] = true;
   }
   ein_ctx *const ctxs[2] = {ctx, gemm_ctx};

@@ -80,6 +80,26 @@ static void test_gemm_mapping(ein_ctx *ctx) {
   CHECK(ein_plan_nsteps(p) == 1, "qkv_split: %d steps", ein_plan_nsteps(p));
   ein_plan_destroy(p);
 
+  /* qkv split at the benchmark's size: N does not fit the output, so a
+   * store follows anyway; M stays b*s whole (one call), not a batch of b. */
+  p = plan_of(ctx, "b s e, e (h d) -> b h s d", "2x512x1024 1024x1024", &qkv);
+  char js[8192];
+  ein_plan_describe(p, EIN_DESCRIBE_JSON, NULL, js, sizeof js);
+  CHECK(ein_plan_count_steps(p, "gemm") == 1 &&
+            strstr(js, "\"batch_loops\":0") &&
+            strstr(js, "\"m\":{\"axes\":[\"b\",\"s\"]"),
+        "qkv_split large: one GEMM, M b*s whole: %s", js);
+  ein_plan_destroy(p);
+
+  /* Batched 3x3 compositions are one fused LOOP pass, not 262144 GEMMs
+   * (each call below the CPU's per-call minimum). */
+  p = plan_of(ctx, "b i j, b j k -> b i k", "4096x3x3 4096x3x3", NULL);
+  CHECK(ein_plan_nsteps(p) == 1 && ein_plan_count_steps(p, "gemm") == 0 &&
+            ein_plan_count_steps(p, "contract") == 1,
+        "bmm3: %d steps, %d gemm", ein_plan_nsteps(p),
+        ein_plan_count_steps(p, "gemm"));
+  ein_plan_destroy(p);
+
   /* A transposed operand is a BLAS transpose, not a copy. */
   p = plan_of(ctx, "k m, n k -> m n", "64x48 40x64", NULL);
   CHECK(ein_plan_nsteps(p) == 1, "transposes: %d steps", ein_plan_nsteps(p));

@@ -1,6 +1,7 @@
 /*
  * cpu_backend.c - runs plans on the host: GEMM steps through CBLAS
- * (OpenBLAS) for f32 and f64, LOOP and FILL steps through cpu_loops.c.
+ * (OpenBLAS) for f32 and f64, LOOP contractions of tiny matrices through
+ * cpu_contract.c, other LOOP and FILL steps through cpu_loops.c.
  * Without a CBLAS at build time, GEMMs fall back to a blocked C loop so
  * that einc still builds and computes the same results everywhere.
  *
@@ -14,6 +15,7 @@
 
 #include "alloc.h"
 #include "backend.h"
+#include "cpu_contract.h"
 #include "cpu_loops.h"
 
 #ifdef EIN_HAVE_CBLAS
@@ -178,6 +180,8 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
     dst += s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
     if (s->kind == EIN_STEP_GEMM)
       st = run_gemm(s, dst, src[0], src[1], err);
+    else if (ein_cpu_tiny_contract(s, dst, src[0], src[1], cb->threads))
+      st = EIN_OK;
     else {
       st = ein_cpu_loop(s, dst, src[0], src[1], cb->threads);
       if (st)
@@ -221,11 +225,13 @@ static ein_status cpu_copy(ein_backend *self, void *dst, const void *src,
 }
 
 static const ein_backend_caps *cpu_caps(void) {
-  /* Below ~16^3 multiply-adds a BLAS call costs more than a loop. */
+  /* Below ~16^3 multiply-adds a BLAS call costs more than a loop, in all
+   * and per call of a batch (one call per batch element). */
   static const ein_backend_caps caps = {.device = "cpu",
                                         .gemm_half = false,
                                         .gemm_int = false,
-                                        .gemm_min_flops = 2 * 16 * 16 * 16};
+                                        .gemm_min_flops = 2 * 16 * 16 * 16,
+                                        .gemm_min_call_flops = 2 * 16 * 16 * 16};
   return &caps;
 }
 

@@ -146,6 +146,12 @@ typedef struct ein_backend_caps {
                              GEMM reads are then stored in the half dtype */
   bool gemm_int;          /* GEMM on integer types (no backend yet) */
   int64_t gemm_min_flops; /* below this a contraction is a LOOP step */
+  /* Below this many FLOPs per matrix (2 m n k, the batch left out) a
+   * contraction is a LOOP step too: a backend that makes one library call
+   * per batch element (the CPU) pays a call's overhead for each, so
+   * 262144 compositions of 3x3 matrices are one fused pass, not 262144
+   * GEMMs. 0 for a backend whose batch is one call (cuBLAS). */
+  int64_t gemm_min_call_flops;
   /* Store every intermediate in the inputs' dtype, as torch.einsum does
    * with f16/bf16 (accumulation stays f32). No backend sets it: tests plan
    * with it to measure torch's rounding model against einc's. */

@@ -495,8 +495,8 @@ static bool gemm_result_dtype(const planner *pl, ein_dtype dt) {
 }
 
 /* Is node idx (not a leaf) a GEMM? Degenerate pairs (no K, M = N = 1,
- * integers without integer GEMMs, too few FLOPs, a dim past int32) are
- * LOOP steps. */
+ * integers without integer GEMMs, too few FLOPs in all or per matrix, a
+ * dim past int32) are LOOP steps. */
 static bool node_gemm(const planner *pl, int idx) {
   const node *nd = &pl->nodes[idx];
   ein_axset sl = pl->nodes[nd->left].set, sr = pl->nodes[nd->right].set;
@@ -510,6 +510,7 @@ static bool node_gemm(const planner *pl, int idx) {
   return gemm_dtype_ok(pl, pl->cdtype) && !ein_axset_empty(gk) &&
          !(vm == 1 && vn == 1) &&
          2 * vb * vm * vn * vk >= (double)pl->caps->gemm_min_flops &&
+         2 * vm * vn * vk >= (double)pl->caps->gemm_min_call_flops &&
          vm <= INT32_MAX && vn <= INT32_MAX && vk <= INT32_MAX;
 }
 
@@ -586,14 +587,24 @@ static void order_gemm_groups(planner *pl, const pview *want,
                               ein_axset gk, gemm_groups *G) {
   const pview *hb[3] = {want, lfix, rfix}, *hm[2] = {want, lfix},
               *hn[2] = {want, rfix}, *hk[2] = {lfix, rfix};
-  choose_order(pl, gb, hb, 3, &G->b);
-  choose_order(pl, gm, hm, 2, &G->m);
-  choose_order(pl, gn, hn, 2, &G->n);
-  choose_order(pl, gk, hk, 2, &G->k);
-  const pview *fm[2] = {lfix, want}, *fn[2] = {rfix, want};
   double vk = ein_axset_volume(gk, pl->size);
-  split_group(pl, &G->m, fm, &G->b, vk);
-  split_group(pl, &G->n, fn, &G->b, vk);
+  for (int pass = 0; pass < 2; pass++) {
+    choose_order(pl, gb, hb, 3, &G->b);
+    choose_order(pl, gm, hm, 2, &G->m);
+    choose_order(pl, gn, hn, 2, &G->n);
+    choose_order(pl, gk, hk, 2, &G->k);
+    const pview *fm[2] = {lfix, want}, *fn[2] = {rfix, want};
+    split_group(pl, &G->m, fm, &G->b, vk);
+    split_group(pl, &G->n, fn, &G->b, vk);
+    /* When C cannot go into want even so (a store follows anyway), the
+     * splits made for want's sake only cost wider calls: split again for
+     * the inputs alone (qkv_split: M b*s whole, not two calls of s). */
+    int64_t ms, ns;
+    if (!want || (gemm_result_dtype(pl, buffer_dtype(pl, want->buf)) &&
+                  fits_matrix(pl, want, &G->m, &G->n, &ms, &ns)))
+      return;
+    want = NULL;
+  }
 }
 
 /* Emits both children of a GEMM node; a child that is an intermediate

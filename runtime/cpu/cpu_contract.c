@@ -1,0 +1,183 @@
+/*
+ * cpu_contract.c - LOOP contractions of many tiny matrices (batched 3x3
+ * compositions, small per-batch dot products): one pass over memory with
+ * the matrix sizes known to the compiler.
+ *
+ * The planner turns a contraction whose matrices are below
+ * caps.gemm_min_call_flops into a LOOP step (one BLAS call per batch
+ * element costs more than the work). The general loops of cpu_loops.c run
+ * such a step as rows along the output's fastest axis, which for rows of
+ * three elements is mostly bookkeeping. This kernel takes the step's axes
+ * as a batched GEMM instead: batch axes (in both sources and dst), one M
+ * axis (src0 and dst), one N axis (src1 and dst) and one reduced K axis,
+ * each at most EIN_CPU_TINY long, and computes every batch element's
+ * m x n results as k-term sums with k a compile-time constant for the
+ * common sizes, so each sum is a straight run of multiply-adds. A batch
+ * of contiguous dot products of any length (`b i, b i -> b`, m = n = 1)
+ * comes here too and is summed in vector lanes. Only
+ * native f32 and f64 steps come here; anything else returns false and
+ * takes the general loops.
+ */
+#include "cpu_contract.h"
+
+#include "loop_axes.h"
+
+/* A step as a batch of tiny GEMMs: C[m, n] = alpha * A[m, k] B[k, n]. */
+typedef struct tiny {
+  ein_loop_axes batch; /* strides: dst, src0, src1 */
+  int64_t m, n, k;
+  int64_t cm, cn, am, ak, bk, bn;
+  double alpha;
+} tiny;
+
+/* Work (multiply-adds) below which one thread does the whole step. */
+enum { TINY_SPLIT_WORK = 1 << 15 };
+
+/* Places kept axis i of `kept` as a batch, M or N axis of t; false when
+ * it is a second M or N axis or in neither source (a repeat). */
+static bool place_kept(const ein_loop_axes *kept, int i, tiny *t,
+                       bool *has_m, bool *has_n) {
+  const int64_t *st = kept->st[i];
+  int64_t size = kept->size[i];
+  if (st[1] && st[2]) {
+    ein_loop_axes *b = &t->batch;
+    b->size[b->n] = size;
+    for (int k = 0; k < 3; k++) b->st[b->n][k] = st[k];
+    b->n++;
+    return true;
+  }
+  if (st[1] && !*has_m) {
+    *has_m = true;
+    t->m = size, t->cm = st[0], t->am = st[1];
+    return true;
+  }
+  if (st[2] && !*has_n) {
+    *has_n = true;
+    t->n = size, t->cn = st[0], t->bn = st[2];
+    return true;
+  }
+  return false;
+}
+
+/* Reads step s as a batch of tiny GEMMs; false when it is not one. */
+static bool classify(const ein_step *s, tiny *t) {
+  ein_dtype dt = s->dst_dtype;
+  if (s->kind != EIN_STEP_LOOP || s->nsrc != 2 || s->op != EIN_REDUCE_SUM ||
+      (dt != EIN_DT_F32 && dt != EIN_DT_F64) || s->src_dtype[0] != dt ||
+      s->src_dtype[1] != dt || s->acc_dtype != dt)
+    return false;
+  ein_loop_axes kept, red;
+  bool empty;
+  if (!ein_loop_axes_split(s, &kept, &red, &empty) || empty || red.n != 1)
+    return false;
+  *t = (tiny){.m = 1, .n = 1, .alpha = s->alpha};
+  t->k = red.size[0], t->ak = red.st[0][1], t->bk = red.st[0][2];
+  if (!t->ak || !t->bk) return false;
+  bool has_m = false, has_n = false;
+  for (int i = 0; i < kept.n; i++)
+    if (!place_kept(&kept, i, t, &has_m, &has_n)) return false;
+  bool dots = t->m == 1 && t->n == 1 && t->ak == 1 && t->bk == 1;
+  return t->m <= EIN_CPU_TINY && t->n <= EIN_CPU_TINY &&
+         (t->k <= EIN_CPU_TINY || dots);
+}
+
+#ifdef _OPENMP
+#define SIMD_SUM(acc) _Pragma("omp simd reduction(+ : acc)")
+#else
+#define SIMD_SUM(acc)
+#endif
+
+/* Batch elements lo..hi-1 of a batch of contiguous dot products (`b i,
+ * b i -> b`): one vectorised sum per element, partial sums in lanes. */
+#define DOT_RANGE(NAME, T)                                                   \
+  static void NAME(const tiny *t, T *c, const T *a, const T *b, int64_t lo,  \
+                   int64_t hi) {                                             \
+    ein_loop_cursor cur;                                                     \
+    ein_loop_cursor_start(&t->batch, lo, &cur);                              \
+    for (int64_t e = lo; e < hi; e++) {                                      \
+      const T *ae = a + cur.off[1], *be = b + cur.off[2];                    \
+      T acc = 0;                                                             \
+      SIMD_SUM(acc)                                                          \
+      for (int64_t p = 0; p < t->k; p++) acc += ae[p] * be[p];               \
+      c[cur.off[0]] = (T)t->alpha * acc;                                     \
+      ein_loop_cursor_next(&t->batch, &cur);                                 \
+    }                                                                        \
+  }
+DOT_RANGE(dots_f32, float)
+DOT_RANGE(dots_f64, double)
+
+/* The batch elements lo..hi-1 of t; K is a constant where the caller's
+ * switch made it one, so the sums unroll. */
+#define TINY_RANGE(NAME, T)                                                  \
+  static inline __attribute__((always_inline)) void NAME(                    \
+      const tiny *t, T *c, const T *a, const T *b, int64_t lo, int64_t hi,   \
+      const int64_t K) {                                                     \
+    ein_loop_cursor cur;                                                     \
+    ein_loop_cursor_start(&t->batch, lo, &cur);                              \
+    const T alpha = (T)t->alpha;                                             \
+    for (int64_t e = lo; e < hi; e++) {                                      \
+      T *ce = c + cur.off[0];                                                \
+      const T *ae = a + cur.off[1], *be = b + cur.off[2];                    \
+      for (int64_t i = 0; i < t->m; i++)                                     \
+        for (int64_t j = 0; j < t->n; j++) {                                 \
+          const T *ai = ae + i * t->am, *bj = be + j * t->bn;                \
+          T acc = 0;                                                         \
+          for (int64_t p = 0; p < K; p++) acc += ai[p * t->ak] * bj[p * t->bk]; \
+          ce[i * t->cm + j * t->cn] = alpha * acc;                           \
+        }                                                                    \
+      ein_loop_cursor_next(&t->batch, &cur);                                 \
+    }                                                                        \
+  }
+
+/* One function per element type: k = 1..4, 8 and 16 become constants. */
+#define TINY_RUN(NAME, RANGE, T)                                             \
+  static void NAME(const tiny *t, T *c, const T *a, const T *b, int64_t lo,  \
+                   int64_t hi) {                                             \
+    switch (t->k) {                                                          \
+    case 1: RANGE(t, c, a, b, lo, hi, 1); return;                            \
+    case 2: RANGE(t, c, a, b, lo, hi, 2); return;                            \
+    case 3: RANGE(t, c, a, b, lo, hi, 3); return;                            \
+    case 4: RANGE(t, c, a, b, lo, hi, 4); return;                            \
+    case 8: RANGE(t, c, a, b, lo, hi, 8); return;                            \
+    case 16: RANGE(t, c, a, b, lo, hi, 16); return;                          \
+    default: RANGE(t, c, a, b, lo, hi, t->k); return;                        \
+    }                                                                        \
+  }
+
+TINY_RANGE(range_f32, float)
+TINY_RANGE(range_f64, double)
+TINY_RUN(run_f32, range_f32, float)
+TINY_RUN(run_f64, range_f64, double)
+
+static void run_part(const tiny *t, ein_dtype dt, char *c, const char *a,
+                     const char *b, int64_t lo, int64_t hi) {
+  bool dots = t->k > EIN_CPU_TINY;
+  if (dt == EIN_DT_F64)
+    (dots ? dots_f64 : run_f64)(t, (double *)c, (const double *)a,
+                                (const double *)b, lo, hi);
+  else
+    (dots ? dots_f32 : run_f32)(t, (float *)c, (const float *)a,
+                                (const float *)b, lo, hi);
+}
+
+bool ein_cpu_tiny_contract(const ein_step *s, char *dst, const char *src0,
+                           const char *src1, int threads) {
+  tiny t;
+  if (!classify(s, &t)) return false;
+  int64_t nb = ein_loop_axes_volume(&t.batch);
+  double work = (double)nb * (double)(t.m * t.n * t.k);
+#ifdef _OPENMP
+  if (threads > 1 && nb >= threads && work >= TINY_SPLIT_WORK) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t p = 0; p < threads; p++)
+      run_part(&t, s->dst_dtype, dst, src0, src1, nb * p / threads,
+               nb * (p + 1) / threads);
+    return true;
+  }
+#else
+  (void)threads;
+  (void)work;
+#endif
+  run_part(&t, s->dst_dtype, dst, src0, src1, 0, nb);
+  return true;
+}
