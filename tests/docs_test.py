@@ -25,6 +25,7 @@ Checks, each a counted case:
 
 usage: docs_test.py --src DIR --einc PATH --cc CC --libdir DIR
                     [--dlpack-include DIR] [--have-cuda 0|1] --work DIR
+EINC_TEST_CFLAGS: flags the C examples need too (a sanitizer).
 """
 import argparse
 import difflib
@@ -230,6 +231,7 @@ def check_console_blocks(docs, args):
 
 def compile_c(args, source, out, link):
     cmd = [args.cc, "-std=c17", "-Wall", "-Wextra", "-Werror",
+           *os.environ.get("EINC_TEST_CFLAGS", "").split(),
            "-I", os.path.join(args.src, "include")]
     if args.dlpack_include:
         cmd += ["-I", args.dlpack_include]

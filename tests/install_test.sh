@@ -15,10 +15,12 @@
 #
 # usage: install_test.sh BUILD_DIR TEST_SRC_DIR VERSION PREFIX LIBDIR
 #                        INCLUDEDIR MANDIR COMPLETIONS_DIR CC [CMAKE]
-# (directories absolute, as configured; CMAKE empty when cmake is absent)
+# (directories absolute, as configured; CMAKE empty when cmake is absent).
+# EINC_TEST_CFLAGS: flags the test programs need too (a sanitizer).
 set -u
 build=$1 src=$2 version=$3 prefix=$4 libdir=$5 includedir=$6 mandir=$7
 completions=$8 cc=$9 cmake=${10:-}
+read -r -a cflags <<<"${EINC_TEST_CFLAGS:-}"
 stage=$build/install-stage
 work=$build/install-work
 passed=0 failed=0
@@ -87,9 +89,10 @@ pc_build() { # OUT [--static]
   flags=$(pkg-config --cflags --libs $static ein) || return 1
   # --static: libein.a itself, with what its Libs.private names
   [ -z "$static" ] || flags=${flags//-lein/-l:libein.a}
-  echo "$cc -std=c17 -Wall -Wextra -Werror $src/hello.c -o $1 $flags"
+  echo "$cc -std=c17 -Wall -Wextra -Werror ${cflags[*]} $src/hello.c -o $1 $flags"
   # shellcheck disable=SC2086
-  "$cc" -std=c17 -Wall -Wextra -Werror "$src/hello.c" -o "$1" $flags
+  "$cc" -std=c17 -Wall -Wextra -Werror "${cflags[@]}" "$src/hello.c" -o "$1" \
+    $flags
 }
 if command -v pkg-config >/dev/null; then
   check "pkg-config --modversion ein is $version" \
@@ -109,7 +112,8 @@ cmake_build() {
   local gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
   "$cmake" -S "$src" -B "$work/cmake" "${gen[@]}" \
-    -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$stage$prefix" &&
+    -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="${cflags[*]}" \
+    -DCMAKE_PREFIX_PATH="$stage$prefix" &&
     "$cmake" --build "$work/cmake"
 }
 if [ -n "$cmake" ]; then
