@@ -63,20 +63,23 @@ def check(name, problems):
 
 # --- reading the documents --------------------------------------------------
 
-def fences(path):
-    """The fenced blocks of a markdown file: (info words, line, lines)."""
+def parse_fences(lines):
+    """The fenced blocks among lines: (info words, line number, lines)."""
     blocks, block = [], None
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if block is None and line.startswith("```"):
-                block = (line[3:].split(), number, [])
-            elif block is not None and line.startswith("```"):
-                blocks.append(block)
-                block = None
-            elif block is not None:
-                block[2].append(line)
+    for number, line in enumerate(lines, 1):
+        if block is None and line.startswith("```"):
+            block = (line[3:].split(), number, [])
+        elif block is not None and line.startswith("```"):
+            blocks.append(block)
+            block = None
+        elif block is not None:
+            block[2].append(line)
     return blocks
+
+
+def fences(path):
+    with open(path, encoding="utf-8") as f:
+        return parse_fences(f.read().splitlines())
 
 
 def sections(path, level="## "):
@@ -357,7 +360,7 @@ def check_cli_reference(args):
 def usage_check(command, help_text, section, doc):
     usage = usage_block(help_text)
     blocks = [[l.rstrip() for l in b[2]]
-              for b in fences_in(section) if b[0] == ["text"]]
+              for b in parse_fences(section) if b[0] == ["text"]]
     problems = []
     if usage not in blocks:
         near = blocks[0] if blocks else []
@@ -366,19 +369,6 @@ def usage_check(command, help_text, section, doc):
                         + "\n".join(difflib.unified_diff(
                             near, usage, "documented", "--help", lineterm="")))
     check(f"docs/cli.md: usage of {command} as --help prints it", problems)
-
-
-def fences_in(lines):
-    out, block = [], None
-    for line in lines:
-        if block is None and line.startswith("```"):
-            block = (line[3:].split(), 0, [])
-        elif block is not None and line.startswith("```"):
-            out.append(block)
-            block = None
-        elif block is not None:
-            block[2].append(line)
-    return out
 
 
 def man_sections(path):
