@@ -17,6 +17,8 @@
 #                        INCLUDEDIR MANDIR COMPLETIONS_DIR CC [CMAKE]
 # (directories absolute, as configured; CMAKE empty when cmake is absent).
 # EINC_TEST_CFLAGS: flags the test programs need too (a sanitizer).
+# Functions below run through check(), which shellcheck cannot follow.
+# shellcheck disable=SC2317
 set -u
 build=$1 src=$2 version=$3 prefix=$4 libdir=$5 includedir=$6 mandir=$7
 completions=$8 cc=$9 cmake=${10:-}
