@@ -1,0 +1,79 @@
+# bash completion for einc (installed as completions/einc, where
+# bash-completion loads it on the first Tab after "einc").
+#
+# Completes the commands, each command's options (the lists of its --help;
+# tests/install_test.sh checks that every option --help names is offered),
+# the values of --dtype, --backend, --reduce and --device, and .npy files
+# for eval. Self-contained: it needs none of bash-completion's helpers.
+
+_einc_commands="check plan eval bench cuda-src help"
+_einc_dtypes="f32 f64 f16 bf16 i8 i16 i32 i64 u8 u16 u32 u64 bool"
+_einc_common="-D --reduce --numpy -v --verbose -h --help --"
+
+# The options of one command (the common ones included).
+_einc_options() {
+  case $1 in
+    check) echo "$_einc_common" ;;
+    plan) echo "--dtype --json --device --memory-limit --backend $_einc_common" ;;
+    eval) echo "-o --output --print --dtype --backend $_einc_common" ;;
+    bench) echo "--dtype --backend --runs --warmup --no-floor --json $_einc_common" ;;
+    cuda-src) echo "--dtype $_einc_common" ;;
+  esac
+}
+
+# Values of an option that takes one; returns 1 for an option whose value
+# is free text (a size, a binding), 2 for a file name, 3 for no option.
+_einc_values() {
+  case $1 in
+    --dtype) echo "$_einc_dtypes" ;;
+    --backend) echo "auto cpu cuda emu" ;;
+    --reduce) echo "sum mean max min prod any all" ;;
+    --device) echo "h100 h200" ;;
+    -o | --output) return 2 ;;
+    -D | --runs | --warmup | --memory-limit) return 1 ;;
+    *) return 3 ;;
+  esac
+}
+
+_einc_files() { # PATTERN WORD: matching files and every directory
+  compopt -o filenames 2>/dev/null
+  mapfile -t COMPREPLY < <(compgen -f -X "!$1" -- "$2"; compgen -d -- "$2")
+}
+
+_einc() {
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=
+  ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
+  # "--dtype=b" reaches us as "--dtype" "=" "b" ('=' breaks words).
+  if [[ $cur == = ]]; then
+    cur=
+  elif [[ $prev == = ]] && ((COMP_CWORD > 1)); then
+    prev=${COMP_WORDS[COMP_CWORD - 2]}
+  fi
+  COMPREPLY=()
+  if ((COMP_CWORD == 1)); then
+    mapfile -t COMPREPLY < <(compgen -W "$_einc_commands --help --version" -- "$cur")
+    return 0
+  fi
+  local command=${COMP_WORDS[1]}
+  if [[ $command == help ]]; then
+    ((COMP_CWORD == 2)) &&
+      mapfile -t COMPREPLY < <(compgen -W "${_einc_commands% help}" -- "$cur")
+    return 0
+  fi
+  local values status
+  values=$(_einc_values "$prev")
+  status=$?
+  case $status in
+    0) mapfile -t COMPREPLY < <(compgen -W "$values" -- "$cur"); return 0 ;;
+    1) return 0 ;;
+    2) _einc_files '*' "$cur"; return 0 ;;
+  esac
+  if [[ $cur == -* ]]; then
+    mapfile -t COMPREPLY < <(compgen -W "$(_einc_options "$command")" -- "$cur")
+  elif [[ $command == eval ]]; then
+    _einc_files '*.npy' "$cur"
+  fi
+  return 0
+}
+
+complete -F _einc einc
