@@ -31,8 +31,8 @@ def _reduction_name(reduce) -> str:
         return _DEFAULT_REDUCTION
     if callable(reduce):
         raise EincError(
-            "einc compiles its reductions (sum, mean, max, min, prod, any, "
-            "all): a callable cannot be compiled")
+            "einc.einsum compiles its reductions (sum, mean, max, min, "
+            "prod, any, all); einc.reduce takes a callable fn(x, axes)")
     return str(reduce)
 
 
@@ -174,9 +174,12 @@ class ShapeMemo:
     names it sees first and checks the ones it has seen::
 
         >>> memo = einc.ShapeMemo()
-        >>> memo.check('batch seq (heads d)', x, heads=8)
-        >>> memo.check('batch heads seq d', q)   # EincError on a mismatch
+        >>> x = memo.check('batch seq (heads d)', np.zeros((2, 10, 64)), heads=8)
+        >>> q = memo.check('batch heads seq d', np.zeros((2, 8, 10, 8)))
         >>> memo['d']
+        8
+        >>> memo.check('batch heads seq d', np.zeros((2, 8, 11, 8)))
+        einc.EincError: ...
 
     A spec is whitespace-separated dims: a name, a number, ``_`` (any one
     dim), ``*name`` or ``...`` (any run of dims), ``#name`` (the size or 1),
