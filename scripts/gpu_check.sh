@@ -111,5 +111,25 @@ if command -v compute-sanitizer >/dev/null; then
     "$build/tests/test_eval_random_cuda" --cuda
 fi
 step cli 60 bash -c cli_round_trip
+
+# ---- Python: CUDA tensors of torch, CuPy and JAX (issue 17) -------------
+# tests/python/test_cuda_frameworks.py on einc's wheel, carried because the
+# machine has no network (here: python -m build --wheel -o .device/wheels),
+# in a venv that sees the image's torch/CuPy/JAX; what is missing skips.
+python_cuda() {
+  python3 -m venv --system-site-packages /tmp/einc-gpu-venv &&
+    /tmp/einc-gpu-venv/bin/pip install -q --no-deps --no-index \
+      --force-reinstall .device/wheels/einc-*.whl &&
+    /tmp/einc-gpu-venv/bin/python -m pytest -q -rs -p no:cacheprovider \
+      tests/python/test_cuda_frameworks.py
+}
+export -f python_cuda
+if ls .device/wheels/einc-*.whl >/dev/null 2>&1 &&
+   python3 -c 'import pytest, numpy' 2>/dev/null; then
+  step python_cuda 120 bash -c python_cuda
+else
+  echo "SKIP python_cuda (no .device/wheels/einc-*.whl, or no pytest/numpy)"
+fi
+# ---- end of the Python step ---------------------------------------------
 echo "gpu_check: $pass passed, $fail failed in $SECONDS s"
 [ "$fail" = 0 ]

@@ -99,7 +99,8 @@ def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
     code, bits = prepared.retype
     result = _einc.evaluate(expr, prepared.tensors, out_arg, prepared.alloc,
                             bool(numpy), _reduction_name(reduce),
-                            str(backend), lengths, code, bits)
+                            str(backend), lengths, code, bits,
+                            prepared.stream, prepared.sync)
     return out if out is not None else prepared.unwrap(result)
 
 

@@ -106,7 +106,7 @@ class Plan:
         out_arg = None if out is None else prepared.wrap_out(out)
         code, bits = prepared.retype
         result = self._plan.execute(prepared.tensors, out_arg, prepared.alloc,
-                                    code, bits)
+                                    code, bits, prepared.stream, prepared.sync)
         return out if out is not None else prepared.unwrap(result)
 
 

@@ -28,6 +28,7 @@
  * thread, so one serves every Python thread. Valid while the module is. */
 ein_ctx *einpy_ctx(void);
 
+
 /* ------------------------------------------------------------ errors.c */
 
 /* Creates einc._einc.EincError (a RuntimeError and a ValueError) and adds
@@ -56,8 +57,9 @@ typedef struct einpy_tensor {
 } einpy_tensor;
 
 /* Takes `obj` (anything with __dlpack__, or a "dltensor" capsule)
- * zero-copy. */
-int einpy_tensor_import(PyObject *obj, einpy_tensor *out);
+ * zero-copy. `stream` (a Python int, or NULL for none) is passed as
+ * __dlpack__(stream=...): the CUDA stream the consumer will use. */
+int einpy_tensor_import(PyObject *obj, PyObject *stream, einpy_tensor *out);
 
 /* The same for a numpy array, a little faster: the legacy __dlpack__()
  * (no keyword to parse, no bound method made), and the versioned form only
@@ -72,12 +74,24 @@ void einpy_tensor_release(einpy_tensor *t);
 
 /* Imports every item of a tuple into ts[0..n) (at most EIN_MAX_OPERANDS);
  * on failure releases what it took. */
-int einpy_tensors_import(PyObject *tuple, einpy_tensor *ts, int *n);
+int einpy_tensors_import(PyObject *tuple, PyObject *stream, einpy_tensor *ts,
+                         int *n);
 void einpy_tensors_release(einpy_tensor *ts, int n);
 
 /* Gives tensors the dtype (code, bits) when code >= 0: numpy's bfloat16
  * travels as uint16 (NumPy refuses to export it) and is typed here. */
 void einpy_tensors_retype(einpy_tensor *ts, int n, int code, int bits);
+
+/* (module.c) Runs ein_plan_execute (plan not NULL) or ein_eval on the process's
+ * context without the GIL. `stream` None (or NULL) queues CUDA work on the
+ * context's own stream; an int queues it on that stream as DLPack numbers
+ * them (1: the legacy default stream, 2: per-thread, else a
+ * cudaStream_t), under a lock because the context's stream is shared by
+ * every thread; `sync` nonzero then waits for the work (for JAX, which
+ * has no stream to order with). Returns 0, or -1 with EincError set. */
+int einpy_run(const char *expr, const ein_plan *plan, einpy_tensor *in,
+              int nin, einpy_tensor *out, const ein_options *o,
+              PyObject *stream, int sync);
 
 /* ----------------------------------------------------------- options.c */
 
