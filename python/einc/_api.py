@@ -74,23 +74,41 @@ def split_expr(args):
 
 _fast = _einc.fast
 _fast_ready = False
+_fast_torch = False
+
+
+def _torch_numpy_dtype(t):
+    """The numpy dtype of a torch tensor's elements."""
+    return _TORCH_TO_NUMPY[t.dtype]
+
+
+_TORCH_TO_NUMPY = {}
 
 
 def _fast_setup():
     """Arms _einc.fast (the cached path of plain numpy calls) once numpy is
-    in use; einc itself does not import numpy."""
-    global _fast_ready
+    in use, and for torch CPU tensors once torch is; einc itself imports
+    neither."""
+    global _fast_ready, _fast_torch
     np = sys.modules.get("numpy")
-    if np is not None:
+    if np is not None and not _fast_ready:
         _einc.fast_setup(np.ndarray, np.empty, numpy_dialect)
         _fast_ready = True
+    torch = sys.modules.get("torch")
+    if _fast_ready and torch is not None and hasattr(torch, "from_numpy"):
+        for name in ("float16", "float32", "float64", "int8", "int16",
+                     "int32", "int64", "uint8", "bool"):
+            _TORCH_TO_NUMPY[getattr(torch, name)] = np.dtype(name)
+        _einc.fast_setup_torch(torch.Tensor, torch._C._to_dlpack,
+                               torch.from_numpy, _torch_numpy_dtype)
+        _fast_torch = True
 
 
 def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
              numpy=None, lengths=()):
     """Runs expr on tensors through ein_eval and returns the result, an
     array of the inputs' library (or out)."""
-    if not _fast_ready:
+    if not _fast_torch:  # numpy or torch imported since the last call
         _fast_setup()
     prepared = prepare(tensors)
     if numpy is None:

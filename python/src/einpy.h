@@ -68,6 +68,10 @@ int einpy_tensor_import(PyObject *obj, PyObject *stream, einpy_tensor *out);
  * this is for inputs and for outputs einc allocated itself. */
 int einpy_tensor_import_numpy(PyObject *obj, einpy_tensor *out);
 
+/* Takes the managed tensor out of a "dltensor" or "dltensor_versioned"
+ * capsule and marks the capsule used, as einpy_tensor_import does. */
+int einpy_tensor_from_capsule(PyObject *capsule, einpy_tensor *out);
+
 /* Calls the producer's deleter (needs the GIL) and empties *t. Safe on an
  * empty tensor. */
 void einpy_tensor_release(einpy_tensor *t);
@@ -119,8 +123,8 @@ PyObject *einpy_shape_tuple(const int64_t *shape, int n);
 
 /* ---------------------------------------------------------- fastpath.c */
 
-/* Adds fast() and fast_setup() to the module: the cached path of plain
- * numpy calls. einpy_fast_free drops its plans (module teardown). */
+/* Adds fast(), fast_setup() and fast_setup_torch() to the module: the
+ * cached path of plain numpy calls and torch CPU calls. einpy_fast_free drops its plans (module teardown). */
 int einpy_fast_init(PyObject *module);
 void einpy_fast_free(void);
 

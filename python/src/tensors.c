@@ -89,8 +89,7 @@ static PyObject *ask_capsule(PyObject *obj, PyObject *stream) {
   return capsule;
 }
 
-/* Takes the managed tensor out of a capsule and marks the capsule used. */
-static int take_from_capsule(PyObject *capsule, einpy_tensor *out) {
+int einpy_tensor_from_capsule(PyObject *capsule, einpy_tensor *out) {
   int versioned = PyCapsule_IsValid(capsule, VERSIONED);
   if (!versioned && !PyCapsule_IsValid(capsule, LEGACY)) {
     PyErr_SetString(PyExc_BufferError,
@@ -132,7 +131,7 @@ int einpy_tensor_import_numpy(PyObject *obj, einpy_tensor *out) {
     PyErr_Clear(); /* read-only: only the versioned form can say so */
     return einpy_tensor_import(obj, NULL, out);
   }
-  int r = take_from_capsule(capsule, out);
+  int r = einpy_tensor_from_capsule(capsule, out);
   Py_DECREF(capsule);
   return r;
 }
@@ -141,7 +140,7 @@ int einpy_tensor_import(PyObject *obj, PyObject *stream, einpy_tensor *out) {
   memset(out, 0, sizeof *out);
   PyObject *capsule = ask_capsule(obj, stream);
   if (!capsule) return -1;
-  int r = take_from_capsule(capsule, out);
+  int r = einpy_tensor_from_capsule(capsule, out);
   Py_DECREF(capsule);
   return r;
 }
