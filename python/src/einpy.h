@@ -19,8 +19,20 @@
 #define EINPY_H
 
 #include <Python.h>
+#include <string.h>
 
 #include "ein.h"
+
+/* PyMem_Calloc's work: n zeroed items of `size` bytes, or NULL (also on
+ * overflow). PyMem_Calloc itself joined the limited API only after 3.9,
+ * so 3.9's headers do not declare it to an abi3 build. */
+static inline void *einpy_calloc(size_t n, size_t size) {
+  if (size && n > (size_t)-1 / size) return NULL;
+  size_t bytes = n * size;
+  void *p = PyMem_Malloc(bytes > 0 ? bytes : 1);
+  if (p) memset(p, 0, bytes);
+  return p;
+}
 
 /* ------------------------------------------------------------ module.c */
 

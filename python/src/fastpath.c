@@ -195,7 +195,7 @@ static fast_entry *plan_entry(PyObject *expr, Py_hash_t hash, int dialect,
                               einpy_tensor *in, int n) {
   int is_numpy = resolve_dialect(expr, dialect, in, n);
   PyObject *utf8 = is_numpy < 0 ? NULL : PyUnicode_AsUTF8String(expr);
-  fast_entry *e = utf8 ? PyMem_Calloc(1, sizeof *e) : NULL;
+  fast_entry *e = utf8 ? einpy_calloc(1, sizeof *e) : NULL;
   if (!e) {
     Py_XDECREF(utf8);
     return NULL;
