@@ -3,16 +3,18 @@
 # builds einc (release, -Werror) outside the source tree, runs the test
 # suite, the GPU tests (device faults, threads, a random-expression run on
 # the GPU), the random run under compute-sanitizer memcheck and racecheck,
-# and a CLI round trip CPU vs CUDA followed by the first call's phase
-# times (einc eval -v: cold and warm kernel cache) in gpu_check.cli.log. Prints one line per step with its
-# elapsed seconds and ends with "gpu_check: N passed, N failed".
+# a CLI round trip CPU vs CUDA followed by the first call's phase times
+# (einc eval -v: cold and warm kernel cache) in gpu_check.cli.log, and,
+# where einc's wheel is carried in .device/wheels, the Python suite of
+# torch/CuPy/JAX CUDA tensors (python_cuda). Prints one line per step with
+# its elapsed seconds and ends with "gpu_check: N passed, N failed".
 #
 # It must finish within one device-tool command (10 minutes): every step
 # runs under `timeout`, no step gets more than the time left of
 # GPU_CHECK_BUDGET seconds (default 560), and a step that times out or is
 # not reached counts as failed. Each step's log is $OUT/gpu_check.NAME.log
-# when OUT is set (the device tool brings back 8 files: there are 8
-# steps), else in a temporary directory named at the start.
+# when OUT is set (one file a step), else in a temporary directory named
+# at the start.
 #
 # The device tool's machine has no re2c and no libdlpack-dev: put the
 # re2c binary in .device/re2c and the DLPack header in
@@ -132,5 +134,25 @@ if command -v compute-sanitizer >/dev/null; then
     "$build/tests/test_eval_random_cuda" --cuda
 fi
 step cli 60 bash -c 'cli_round_trip && first_call_phases'
+
+# ---- Python: CUDA tensors of torch, CuPy and JAX (issue 17) -------------
+# tests/python/test_cuda_frameworks.py on einc's wheel, carried because the
+# machine has no network (here: python -m build --wheel -o .device/wheels),
+# in a venv that sees the image's torch/CuPy/JAX; what is missing skips.
+python_cuda() {
+  python3 -m venv --system-site-packages /tmp/einc-gpu-venv &&
+    /tmp/einc-gpu-venv/bin/pip install -q --no-deps --no-index \
+      --force-reinstall .device/wheels/einc-*.whl &&
+    /tmp/einc-gpu-venv/bin/python -m pytest -q -rs -p no:cacheprovider \
+      tests/python/test_cuda_frameworks.py
+}
+export -f python_cuda
+if ls .device/wheels/einc-*.whl >/dev/null 2>&1 &&
+   python3 -c 'import pytest, numpy' 2>/dev/null; then
+  step python_cuda 120 bash -c python_cuda
+else
+  echo "SKIP python_cuda (no .device/wheels/einc-*.whl, or no pytest/numpy)"
+fi
+# ---- end of the Python step ---------------------------------------------
 echo "gpu_check: $pass passed, $fail failed in $SECONDS s"
 [ "$fail" = 0 ]

@@ -2,7 +2,9 @@
 # python_env.sh VENV [--test] - a virtual environment with the Python
 # package einc installed from this checkout (pip install ., built by
 # meson-python from the same meson.build), plus numpy; --test adds what
-# tests/python needs (pytest, einops, opt_einsum, ml_dtypes).
+# tests/python needs (pytest, einops, opt_einsum, ml_dtypes) and JAX for
+# CPU (about 100 MB; torch, about 3 GB with its CUDA libraries, is left
+# out: its tests skip without it; docs/design.md, "Frameworks in CI").
 #
 # A venv, not the system Python: Debian's python3 refuses pip installs
 # (PEP 668), and the build stays out of the user's site-packages. Use it
@@ -16,5 +18,5 @@ test_deps=${2:-}
 pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 "${pip[@]}" numpy
 [ "$test_deps" = --test ] &&
-  "${pip[@]}" pytest einops opt_einsum ml_dtypes
+  "${pip[@]}" pytest einops opt_einsum ml_dtypes jax
 "${pip[@]}" .

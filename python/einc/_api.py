@@ -31,8 +31,8 @@ def _reduction_name(reduce) -> str:
         return _DEFAULT_REDUCTION
     if callable(reduce):
         raise EincError(
-            "einc compiles its reductions (sum, mean, max, min, prod, any, "
-            "all): a callable cannot be compiled")
+            "einc.einsum compiles its reductions (sum, mean, max, min, "
+            "prod, any, all); einc.reduce takes a callable fn(x, axes)")
     return str(reduce)
 
 
@@ -74,23 +74,41 @@ def split_expr(args):
 
 _fast = _einc.fast
 _fast_ready = False
+_fast_torch = False
+
+
+def _torch_numpy_dtype(t):
+    """The numpy dtype of a torch tensor's elements."""
+    return _TORCH_TO_NUMPY[t.dtype]
+
+
+_TORCH_TO_NUMPY = {}
 
 
 def _fast_setup():
     """Arms _einc.fast (the cached path of plain numpy calls) once numpy is
-    in use; einc itself does not import numpy."""
-    global _fast_ready
+    in use, and for torch CPU tensors once torch is; einc itself imports
+    neither."""
+    global _fast_ready, _fast_torch
     np = sys.modules.get("numpy")
-    if np is not None:
+    if np is not None and not _fast_ready:
         _einc.fast_setup(np.ndarray, np.empty, numpy_dialect)
         _fast_ready = True
+    torch = sys.modules.get("torch")
+    if _fast_ready and torch is not None and hasattr(torch, "from_numpy"):
+        for name in ("float16", "float32", "float64", "int8", "int16",
+                     "int32", "int64", "uint8", "bool"):
+            _TORCH_TO_NUMPY[getattr(torch, name)] = np.dtype(name)
+        _einc.fast_setup_torch(torch.Tensor, torch._C._to_dlpack,
+                               torch.from_numpy, _torch_numpy_dtype)
+        _fast_torch = True
 
 
 def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
              numpy=None, lengths=()):
     """Runs expr on tensors through ein_eval and returns the result, an
     array of the inputs' library (or out)."""
-    if not _fast_ready:
+    if not _fast_torch:  # numpy or torch imported since the last call
         _fast_setup()
     prepared = prepare(tensors)
     if numpy is None:
@@ -99,7 +117,8 @@ def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
     code, bits = prepared.retype
     result = _einc.evaluate(expr, prepared.tensors, out_arg, prepared.alloc,
                             bool(numpy), _reduction_name(reduce),
-                            str(backend), lengths, code, bits)
+                            str(backend), lengths, code, bits,
+                            prepared.stream, prepared.sync)
     return out if out is not None else prepared.unwrap(result)
 
 
@@ -174,9 +193,12 @@ class ShapeMemo:
     names it sees first and checks the ones it has seen::
 
         >>> memo = einc.ShapeMemo()
-        >>> memo.check('batch seq (heads d)', x, heads=8)
-        >>> memo.check('batch heads seq d', q)   # EincError on a mismatch
+        >>> x = memo.check('batch seq (heads d)', np.zeros((2, 10, 64)), heads=8)
+        >>> q = memo.check('batch heads seq d', np.zeros((2, 8, 10, 8)))
         >>> memo['d']
+        8
+        >>> memo.check('batch heads seq d', np.zeros((2, 8, 11, 8)))
+        einc.EincError: ...
 
     A spec is whitespace-separated dims: a name, a number, ``_`` (any one
     dim), ``*name`` or ``...`` (any run of dims), ``#name`` (the size or 1),

@@ -6,6 +6,15 @@ by the inputs' own library (``numpy.empty`` for numpy, ``torch.empty`` on the
 inputs' device for torch, ``xp.empty`` for array-API libraries) and passed to
 the C library as the output, so numpy in gives numpy out with nothing copied.
 
+JAX arrays are immutable, so a JAX result on the CPU is a numpy array
+aligned as JAX wants it (64 bytes), filled by einc and handed to JAX with
+``jax.dlpack.from_dlpack`` (no copy). CUDA tensors run on their library's
+current stream (torch.cuda.current_stream(), CuPy's current stream), named
+to ``__dlpack__(stream=...)`` as the DLPack protocol has consumers do, so
+the producer orders its pending work before einc's and no synchronisation
+is added; JAX has no stream to join, so einc waits for its work on JAX
+arrays before returning them.
+
 Three numpy cases need help before DLPack: non-arrays (lists, scalars) are
 turned into arrays; mixed dtypes are promoted as numpy.einsum promotes them
 (the C library wants one dtype); and ml_dtypes' bfloat16, which NumPy up to
@@ -36,6 +45,41 @@ def _is_numpy(x) -> bool:
 def _is_torch(x) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _is_jax(x) -> bool:
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(x, jax.Array)
+
+
+def _is_cupy(x) -> bool:
+    cupy = sys.modules.get("cupy")
+    return cupy is not None and isinstance(x, cupy.ndarray)
+
+
+# DLPack's device types of memory the CUDA backend runs on.
+_CUDA_DEVICES = (2, 13)  # kDLCUDA, kDLCUDAManaged
+
+
+def cuda_stream(x):
+    """None for a tensor in host memory; for a CUDA tensor, the stream
+    einc queues its work on, numbered as DLPack's __dlpack__(stream=)
+    numbers them: its library's current stream (torch, CuPy), else 1, the
+    legacy default stream (0 is ambiguous in DLPack and never passed)."""
+    device = getattr(x, "__dlpack_device__", None)
+    if device is None or int(device()[0]) not in _CUDA_DEVICES:
+        return None
+    if _is_torch(x):
+        import torch
+
+        stream = torch.cuda.current_stream(x.device).cuda_stream
+    elif _is_cupy(x):
+        import cupy
+
+        stream = cupy.cuda.get_current_stream().ptr
+    else:
+        stream = 1
+    return stream or 1
 
 
 def _is_bf16_numpy(x) -> bool:
@@ -69,13 +113,31 @@ def stack(tensors):
 
 
 def _numpy_ready(tensors):
-    """numpy inputs in one native-order dtype (numpy.einsum's promotion)."""
+    """numpy inputs in one native-order dtype (numpy.einsum's promotion),
+    and exportable: NumPy before 2.1 has no versioned DLPack and so
+    refuses to export read-only arrays, which are then copied."""
     np = _numpy()
     dtypes = {t.dtype for t in tensors}
     target = dtypes.pop() if len(dtypes) == 1 else np.result_type(*tensors)
     if not target.isnative:
         target = target.newbyteorder("=")
-    return tuple(t if t.dtype == target else t.astype(target) for t in tensors)
+    tensors = tuple(t if t.dtype == target else t.astype(target)
+                    for t in tensors)
+    if _numpy_exports_read_only():
+        return tensors
+    return tuple(t if t.flags.writeable else t.copy() for t in tensors)
+
+
+_READ_ONLY_EXPORT = []
+
+
+def _numpy_exports_read_only() -> bool:
+    """Whether this NumPy exports read-only arrays (versioned DLPack, 2.1+)."""
+    if not _READ_ONLY_EXPORT:
+        np = _numpy()
+        _READ_ONLY_EXPORT.append(
+            np.lib.NumpyVersion(np.__version__) >= "2.1.0")
+    return _READ_ONLY_EXPORT[0]
 
 
 class Prepared:
@@ -83,17 +145,23 @@ class Prepared:
 
     tensors: what goes through DLPack; retype: (code, bits) the C layer
     gives them, or (-1, 0); alloc(shape) makes the result; wrap(out) turns
-    what the C layer wrote into what the caller gets back.
+    what the C layer wrote into what the caller gets back; stream: None,
+    or the CUDA stream to run on (cuda_stream); sync: wait for the work
+    before returning (JAX on CUDA).
     """
 
-    __slots__ = ("tensors", "retype", "alloc", "wrap_out", "unwrap")
+    __slots__ = ("tensors", "retype", "alloc", "wrap_out", "unwrap",
+                 "stream", "sync")
 
-    def __init__(self, tensors, retype, alloc, wrap_out, unwrap):
+    def __init__(self, tensors, retype, alloc, wrap_out, unwrap,
+                 stream=None, sync=False):
         self.tensors = tensors
         self.retype = retype
         self.alloc = alloc
         self.wrap_out = wrap_out  # the caller's out= -> what DLPack takes
         self.unwrap = unwrap  # what the C layer wrote -> the result
+        self.stream = stream
+        self.sync = sync
 
 
 def _identity(x):
@@ -105,8 +173,65 @@ def prepare(tensors) -> Prepared:
     if tensors and all(_is_numpy(t) for t in tensors):
         return _prepare_numpy(tensors)
     first = tensors[0] if tensors else None
+    stream = cuda_stream(first) if first is not None else None
+    if _is_jax(first):
+        return _prepare_jax(tensors, stream)
     return Prepared(tensors, _NO_RETYPE, allocator_like(first), _identity,
-                    _identity)
+                    _identity, stream)
+
+
+def _jax_immutable(out):
+    raise TypeError("JAX arrays are immutable: out= takes a writable array "
+                    "(numpy, torch, CuPy)")
+
+
+def _prepare_jax(tensors, stream) -> Prepared:
+    """JAX arrays in, a JAX array out. On the CPU the result is a numpy
+    array JAX can adopt without a copy; on a GPU a fresh JAX array that
+    nothing else has seen, written once its zeros are ready, and waited
+    for before it is returned (JAX orders nothing with outside streams)."""
+    import jax
+
+    first = tensors[0]
+    if stream is not None:
+        def alloc(shape):
+            return jax.numpy.empty(shape, first.dtype,
+                                   device=first.device).block_until_ready()
+
+        return Prepared(tensors, _NO_RETYPE, alloc, _jax_immutable, _identity,
+                        stream, sync=True)
+    if _numpy().dtype(first.dtype).name == "bfloat16":
+        return _jax_bf16(tensors, jax)
+
+    def alloc(shape):
+        return aligned_empty(shape, first.dtype)
+
+    return Prepared(tensors, _NO_RETYPE, alloc, _jax_immutable,
+                    lambda r: jax.dlpack.from_dlpack(r, copy=False))
+
+
+def _jax_bf16(tensors, jax) -> Prepared:
+    """bfloat16 JAX arrays: the result is made as uint16 (numpy will not
+    export bfloat16) typed bf16 in C, and given to JAX by device_put, which
+    adopts an aligned host array without a copy."""
+    bf16 = _numpy().dtype(tensors[0].dtype)
+
+    def alloc(shape):
+        return aligned_empty(shape, _numpy().uint16)
+
+    return Prepared(tensors, _BF16, alloc, _jax_immutable,
+                    lambda r: jax.device_put(r.view(bf16)))
+
+
+def aligned_empty(shape, dtype, align=64):
+    """numpy.empty whose data starts on an `align`-byte boundary (JAX
+    copies host arrays that do not)."""
+    np = _numpy()
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + align, np.uint8)
+    start = -raw.ctypes.data % align
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
 def _prepare_numpy(tensors) -> Prepared:

@@ -29,8 +29,11 @@ def _single(tensor):
 def rearrange(tensor, pattern: str, **axes_lengths):
     """Reorders, splits, merges and squeezes axes::
 
-        >>> einc.rearrange(images, 'b h w c -> b c h w')
-        >>> einc.rearrange(x, 'b (h d) -> b h d', h=8)
+        >>> images = np.zeros((32, 30, 40, 3))
+        >>> einc.rearrange(images, 'b h w c -> b c h w').shape
+        (32, 3, 30, 40)
+        >>> einc.rearrange(np.zeros((2, 16)), 'b (h d) -> b h d', h=8).shape
+        (2, 8, 2)
     """
     if "->" not in pattern:
         raise EincError(f"rearrange needs '->' in its pattern: {pattern!r}")
@@ -42,16 +45,32 @@ def rearrange(tensor, pattern: str, **axes_lengths):
                     lengths=_lengths(axes_lengths))
 
 
-def reduce(tensor, pattern: str, reduction: str, **axes_lengths):
+def reduce(tensor, pattern: str, reduction, **axes_lengths):
     """Rearranges and reduces the axes missing from the output with
-    reduction ('min', 'max', 'sum', 'mean', 'prod', 'any', 'all')::
+    reduction ('min', 'max', 'sum', 'mean', 'prod', 'any', 'all'), or with
+    a callable as einops takes one: ``reduction(x, axes)`` gets x with the
+    kept axes first (in the output's order) and the reduced ones last, and
+    axes, the tuple of the reduced positions; ``np.max``, ``np.median``,
+    ``torch.amax`` fit::
 
+        >>> x = np.arange(16.).reshape(1, 1, 4, 4)
         >>> einc.reduce(x, 'b c (h 2) (w 2) -> b c h w', 'max')
+        array([[[[ 5.,  7.],
+                 [13., 15.]]]])
+        >>> einc.reduce(x, 'b c (h 2) (w 2) -> b c h w', np.median)
+        array([[[[ 2.5,  4.5],
+                 [10.5, 12.5]]]])
+
+    The named reductions are compiled into one pass; a callable runs
+    between two compiled rearranges.
     """
-    if callable(reduction) or reduction not in _REDUCTIONS:
+    if callable(reduction):
+        return _reduce_callable(_single(tensor), pattern, reduction,
+                                axes_lengths)
+    if reduction not in _REDUCTIONS:
         raise EincError(
             f"unknown reduction {reduction!r}: einc compiles "
-            f"{', '.join(_REDUCTIONS)}")
+            f"{', '.join(_REDUCTIONS)}, or give a callable fn(x, axes)")
     if not axes_lengths:
         result = _fast((tensor, pattern), False, reduction)
         if result is not None:
@@ -60,11 +79,72 @@ def reduce(tensor, pattern: str, reduction: str, **axes_lengths):
                     numpy=False, lengths=_lengths(axes_lengths))
 
 
+_TOKEN = re.compile(r"\.\.\.|[()]|[^\s()]+")
+
+
+def _dims(side: str):
+    """'b (h 2) ... ()' -> [['b'], ['h', '2'], ['...'], []]: the names of
+    each dim. Malformed sides come back as they can; the rearranges made
+    from them raise einc's own error."""
+    dims, group = [], None
+    for token in _TOKEN.findall(side):
+        if token == "(":
+            group = []
+        elif token == ")":
+            dims.append(group or [])
+            group = None
+        elif group is not None:
+            group.append(token)
+        else:
+            dims.append([token])
+    if group is not None:
+        dims.append(group)
+    return dims
+
+
+def _reduce_callable(tensor, pattern, fn, axes_lengths):
+    """einops' reduce with a callable: x rearranged to (kept in the
+    output's order, reduced in the input's), fn(x, reduced positions),
+    then the kept axes rearranged into the output's pattern."""
+    left, arrow, right = pattern.partition("->")
+    if not arrow:
+        raise EincError(f"reduce needs '->' in its pattern: {pattern!r}")
+    lengths, left_dims = dict(axes_lengths), _dims(left)
+    for d in left_dims:  # anonymous axes ('(h 2)') are named to be moved
+        for i, name in enumerate(d):
+            if name.isdigit():
+                d[i] = f"_einc_anon{len(lengths)}"
+                lengths[d[i]] = int(name)
+    left_names = [n for d in left_dims for n in d]
+    right_names = [n for d in _dims(right) for n in d if not n.isdigit()]
+    kept = right_names
+    reduced = [n for n in left_names if n not in kept]
+    ell = (len(_shape_of(tensor)) - len(left_dims) + 1
+           if ["..."] in left_dims else 0)
+    width = sum(ell if n == "..." else 1 for n in kept)
+    nreduced = sum(ell if n == "..." else 1 for n in reduced)
+    source = " ".join(f"({' '.join(d)})" if len(d) != 1 else d[0]
+                      for d in left_dims)
+    x = rearrange(tensor, f"{source} -> {' '.join(kept + reduced)}",
+                  **lengths)
+    # einops calls fn only when something is reduced
+    y = fn(x, tuple(range(width, width + nreduced))) if nreduced else x
+    if " ".join(kept) == " ".join(right.split()):
+        return y
+    return rearrange(y, f"{' '.join(kept)} -> {right}")
+
+
 def repeat(tensor, pattern: str, **axes_lengths):
     """Rearranges and adds (repeats along) new axes::
 
-        >>> einc.repeat(image, 'h w -> h w c', c=3)
+        >>> image = np.eye(2)
+        >>> einc.repeat(image, 'h w -> h w c', c=3).shape
+        (2, 2, 3)
         >>> einc.repeat(image, 'h w -> (h 2) (w 2)')
+        array([[1., 1., 0., 0.],
+               [1., 1., 0., 0.],
+               [0., 0., 1., 1.],
+               [0., 0., 1., 1.]])
     """
     return evaluate(pattern, (_single(tensor),), numpy=False,
                     lengths=_lengths(axes_lengths))
@@ -114,7 +194,10 @@ def pack(tensors, pattern: str):
     """Packs tensors into one along the '*' of pattern; returns (packed,
     shapes), the shapes that unpack needs::
 
-        >>> packed, shapes = einc.pack([a, b], 'b * c')
+        >>> a, b = np.zeros((2, 3, 5)), np.ones((2, 3, 4, 5))
+        >>> packed, shapes = einc.pack([a, b], 'i j * k')
+        >>> packed.shape, shapes
+        ((2, 3, 5, 5), [(), (4,)])
     """
     before, after = _star_split(pattern)
     fixed = len(before) + len(after)
@@ -134,7 +217,12 @@ def pack(tensors, pattern: str):
 
 def unpack(tensor, packed_shapes, pattern: str):
     """The inverse of pack: a list of tensors of the given '*' shapes (one
-    may have a -1, solved from the rest)."""
+    may have a -1, solved from the rest)::
+
+        >>> packed = np.zeros((2, 3, 5, 5))
+        >>> [t.shape for t in einc.unpack(packed, [(), (-1,)], 'i j * k')]
+        [(2, 3, 5), (2, 3, 4, 5)]
+    """
     before, after = _star_split(pattern)
     shape = _shape_of(tensor)
     if len(shape) != len(before) + len(after) + 1:

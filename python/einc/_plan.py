@@ -106,7 +106,7 @@ class Plan:
         out_arg = None if out is None else prepared.wrap_out(out)
         code, bits = prepared.retype
         result = self._plan.execute(prepared.tensors, out_arg, prepared.alloc,
-                                    code, bits)
+                                    code, bits, prepared.stream, prepared.sync)
         return out if out is not None else prepared.unwrap(result)
 
 
@@ -136,7 +136,10 @@ def compile(expr, *shapes, dtype="float32", reduce=None, backend="auto",
 
         >>> f = einc.compile('b i j, b j k -> b i k', (8, 64, 32),
         ...                  (8, 32, 16))
-        >>> c = f(a, b)
+        >>> a = np.ones((8, 64, 32), np.float32)
+        >>> b = np.ones((8, 32, 16), np.float32)
+        >>> f(a, b).shape
+        (8, 64, 16)
     """
     return Plan(expr, shapes, dtype=dtype, reduce=reduce, backend=backend,
                 numpy=numpy, **axis_sizes)

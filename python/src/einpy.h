@@ -19,14 +19,27 @@
 #define EINPY_H
 
 #include <Python.h>
+#include <string.h>
 
 #include "ein.h"
+
+/* PyMem_Calloc's work: n zeroed items of `size` bytes, or NULL (also on
+ * overflow). PyMem_Calloc itself joined the limited API only after 3.9,
+ * so 3.9's headers do not declare it to an abi3 build. */
+static inline void *einpy_calloc(size_t n, size_t size) {
+  if (size && n > (size_t)-1 / size) return NULL;
+  size_t bytes = n * size;
+  void *p = PyMem_Malloc(bytes > 0 ? bytes : 1);
+  if (p) memset(p, 0, bytes);
+  return p;
+}
 
 /* ------------------------------------------------------------ module.c */
 
 /* The process's context: contexts are thread-safe and keep errors per
  * thread, so one serves every Python thread. Valid while the module is. */
 ein_ctx *einpy_ctx(void);
+
 
 /* ------------------------------------------------------------ errors.c */
 
@@ -56,8 +69,9 @@ typedef struct einpy_tensor {
 } einpy_tensor;
 
 /* Takes `obj` (anything with __dlpack__, or a "dltensor" capsule)
- * zero-copy. */
-int einpy_tensor_import(PyObject *obj, einpy_tensor *out);
+ * zero-copy. `stream` (a Python int, or NULL for none) is passed as
+ * __dlpack__(stream=...): the CUDA stream the consumer will use. */
+int einpy_tensor_import(PyObject *obj, PyObject *stream, einpy_tensor *out);
 
 /* The same for a numpy array, a little faster: the legacy __dlpack__()
  * (no keyword to parse, no bound method made), and the versioned form only
@@ -66,18 +80,34 @@ int einpy_tensor_import(PyObject *obj, einpy_tensor *out);
  * this is for inputs and for outputs einc allocated itself. */
 int einpy_tensor_import_numpy(PyObject *obj, einpy_tensor *out);
 
+/* Takes the managed tensor out of a "dltensor" or "dltensor_versioned"
+ * capsule and marks the capsule used, as einpy_tensor_import does. */
+int einpy_tensor_from_capsule(PyObject *capsule, einpy_tensor *out);
+
 /* Calls the producer's deleter (needs the GIL) and empties *t. Safe on an
  * empty tensor. */
 void einpy_tensor_release(einpy_tensor *t);
 
 /* Imports every item of a tuple into ts[0..n) (at most EIN_MAX_OPERANDS);
  * on failure releases what it took. */
-int einpy_tensors_import(PyObject *tuple, einpy_tensor *ts, int *n);
+int einpy_tensors_import(PyObject *tuple, PyObject *stream, einpy_tensor *ts,
+                         int *n);
 void einpy_tensors_release(einpy_tensor *ts, int n);
 
 /* Gives tensors the dtype (code, bits) when code >= 0: numpy's bfloat16
  * travels as uint16 (NumPy refuses to export it) and is typed here. */
 void einpy_tensors_retype(einpy_tensor *ts, int n, int code, int bits);
+
+/* (module.c) Runs ein_plan_execute (plan not NULL) or ein_eval on the process's
+ * context without the GIL. `stream` None (or NULL) queues CUDA work on the
+ * context's own stream; an int queues it on that stream as DLPack numbers
+ * them (1: the legacy default stream, 2: per-thread, else a
+ * cudaStream_t), under a lock because the context's stream is shared by
+ * every thread; `sync` nonzero then waits for the work (for JAX, which
+ * has no stream to order with). Returns 0, or -1 with EincError set. */
+int einpy_run(const char *expr, const ein_plan *plan, einpy_tensor *in,
+              int nin, einpy_tensor *out, const ein_options *o,
+              PyObject *stream, int sync);
 
 /* ----------------------------------------------------------- options.c */
 
@@ -105,8 +135,8 @@ PyObject *einpy_shape_tuple(const int64_t *shape, int n);
 
 /* ---------------------------------------------------------- fastpath.c */
 
-/* Adds fast() and fast_setup() to the module: the cached path of plain
- * numpy calls. einpy_fast_free drops its plans (module teardown). */
+/* Adds fast(), fast_setup() and fast_setup_torch() to the module: the
+ * cached path of plain numpy calls and torch CPU calls. einpy_fast_free drops its plans (module teardown). */
 int einpy_fast_init(PyObject *module);
 void einpy_fast_free(void);
 

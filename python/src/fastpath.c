@@ -14,11 +14,20 @@
  * with the GIL released (kept for plans of a few thousand FLOPs and bytes,
  * where the switch would cost more than the work).
  *
+ * torch CPU tensors take the same table once torch is imported: they are
+ * exported by torch._C._to_dlpack (the C function behind Tensor.__dlpack__,
+ * whose Python wrapper costs several times more), the output is made by
+ * numpy.empty as for numpy and handed to torch with torch.from_numpy
+ * (shared, not copied), about half of torch.empty's cost. The plan does
+ * not depend on the framework, so numpy and torch calls share entries.
+ *
  * Anything out of the ordinary answers None and the caller takes the
  * general path, which gives the same result or the same error: inputs
- * that are not exactly numpy.ndarray, DLPack's refusals (bfloat16,
- * byte-swapped), mixed dtypes, more than EIN_MAX_OPERANDS inputs, and any
- * failure to plan (so errors keep the general path's messages).
+ * that are not exactly numpy.ndarray (or all exactly torch.Tensor),
+ * DLPack's refusals (bfloat16, byte-swapped), mixed dtypes, torch tensors
+ * that need grad or are not on the CPU or of a dtype numpy lacks, more
+ * than EIN_MAX_OPERANDS inputs, and any failure to plan (so errors keep
+ * the general path's messages).
  *
  * The table is guarded by the GIL. An entry is counted while a call runs
  * its plan without the GIL, so evicting it from another thread meanwhile
@@ -50,8 +59,11 @@ typedef struct fast_entry {
 } fast_entry;
 
 /* numpy.ndarray, numpy.empty and einc's numpy_dialect(expr, ranks), set by
- * fast_setup; NULL until numpy is in use. */
+ * fast_setup; NULL until numpy is in use. torch.Tensor, torch._C._to_dlpack,
+ * torch.from_numpy and a function giving a tensor's numpy dtype, set by
+ * fast_setup_torch; NULL until torch is in use. */
 static PyObject *ndarray_type, *np_empty, *dialect_fn;
+static PyObject *tensor_type, *to_dlpack, *from_numpy, *torch_np_dtype;
 static fast_entry *slots[FAST_SLOTS];
 static int next_victim;
 
@@ -157,7 +169,9 @@ static int make_plan(fast_entry *e, const char *expr, const ein_options *o,
       EIN_OK)
     return -1;
   e->out_shape = einpy_shape_tuple(shape, ndim);
-  e->np_dtype = PyObject_GetAttrString(first, "dtype");
+  e->np_dtype = (PyObject *)Py_TYPE(first) == tensor_type
+                    ? PyObject_CallFunctionObjArgs(torch_np_dtype, first, NULL)
+                    : PyObject_GetAttrString(first, "dtype");
   PyObject *out = e->out_shape && e->np_dtype
                       ? einpy_fast_empty(e->out_shape, e->np_dtype)
                       : NULL;
@@ -181,7 +195,7 @@ static fast_entry *plan_entry(PyObject *expr, Py_hash_t hash, int dialect,
                               einpy_tensor *in, int n) {
   int is_numpy = resolve_dialect(expr, dialect, in, n);
   PyObject *utf8 = is_numpy < 0 ? NULL : PyUnicode_AsUTF8String(expr);
-  fast_entry *e = utf8 ? PyMem_Calloc(1, sizeof *e) : NULL;
+  fast_entry *e = utf8 ? einpy_calloc(1, sizeof *e) : NULL;
   if (!e) {
     Py_XDECREF(utf8);
     return NULL;
@@ -202,21 +216,60 @@ static fast_entry *plan_entry(PyObject *expr, Py_hash_t hash, int dialect,
   return NULL;
 }
 
-/* einpy_fast_import on tuple items [first, first + count). */
-static int import_items(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
-                        einpy_tensor *in, int *n) {
-  if (!ndarray_type || count < 1 || count > EIN_MAX_OPERANDS) return 0;
+/* Whether every item of tuple[first, first + count) has exactly `type`. */
+static int all_of_type(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
+                       PyObject *type) {
   for (Py_ssize_t i = 0; i < count; i++)
-    if ((PyObject *)Py_TYPE(PyTuple_GetItem(tuple, first + i)) != ndarray_type)
+    if ((PyObject *)Py_TYPE(PyTuple_GetItem(tuple, first + i)) != type)
       return 0;
-  for (*n = 0; *n < (int)count; ++*n)
-    if (einpy_tensor_import_numpy(PyTuple_GetItem(tuple, first + *n),
-                                  &in[*n]) < 0) {
+  return type != NULL;
+}
+
+/* A torch CPU tensor that needs no grad, through torch._C._to_dlpack; 0,
+ * or -1 (no exception) for the general path. */
+static int import_torch(PyObject *t, einpy_tensor *out) {
+  static PyObject *requires_grad;
+  if (!requires_grad &&
+      !(requires_grad = PyUnicode_InternFromString("requires_grad")))
+    return -1;
+  PyObject *grad = PyObject_GetAttr(t, requires_grad);
+  PyObject *capsule = grad == Py_False
+                          ? PyObject_CallFunctionObjArgs(to_dlpack, t, NULL)
+                          : NULL;
+  Py_XDECREF(grad);
+  int ok = capsule && einpy_tensor_from_capsule(capsule, out) == 0;
+  Py_XDECREF(capsule);
+  if (ok && (out->t->device.device_type != kDLCPU ||
+             out->t->dtype.code == kDLBfloat ||
+             out->t->dtype.code == kDLComplex)) {
+    einpy_tensor_release(out);
+    ok = 0;
+  }
+  PyErr_Clear();
+  return ok ? 0 : -1;
+}
+
+/* Takes tuple items [first, first + count) through DLPack when all are
+ * exactly numpy.ndarray (or, with torch_ok, all exactly torch.Tensor) of
+ * one dtype: 1, or 0 with nothing held and no exception. */
+static int import_items(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
+                        int torch_ok, einpy_tensor *in, int *n) {
+  if (count < 1 || count > EIN_MAX_OPERANDS) return 0;
+  int torch = 0;
+  if (!all_of_type(tuple, first, count, ndarray_type) &&
+      !(torch = torch_ok && all_of_type(tuple, first, count, tensor_type)))
+    return 0;
+  for (*n = 0; *n < (int)count; ++*n) {
+    PyObject *item = PyTuple_GetItem(tuple, first + *n);
+    int r = torch ? import_torch(item, &in[*n])
+                  : einpy_tensor_import_numpy(item, &in[*n]);
+    if (r < 0) {
       PyErr_Clear(); /* numpy refused (bfloat16, byte order): general path */
       einpy_tensors_release(in, *n);
       *n = 0;
       return 0;
     }
+  }
   for (int i = 1; i < *n; i++) {
     DLDataType a = in[0].t->dtype, b = in[i].t->dtype;
     if (a.code != b.code || a.bits != b.bits || a.lanes != b.lanes) {
@@ -229,7 +282,7 @@ static int import_items(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
 
 int einpy_fast_import(PyObject *tensors, einpy_tensor *in, int *n) {
   return PyTuple_Check(tensors) &&
-         import_items(tensors, 0, PyTuple_Size(tensors), in, n);
+         import_items(tensors, 0, PyTuple_Size(tensors), 0, in, n);
 }
 
 PyObject *einpy_fast_empty(PyObject *shape, PyObject *dtype) {
@@ -339,13 +392,18 @@ static PyObject *py_fast(PyObject *self, PyObject *fargs) {
   if (dialect < 0 && numpy != Py_None) return NULL; /* its __bool__ raised */
   if (!PyTuple_Check(args) || reduction < 0 ||
       !split_args(args, &expr, &first, &count) ||
-      !import_items(args, first, count, in, &n))
+      !import_items(args, first, count, 1, in, &n))
     Py_RETURN_NONE;
-  fast_entry *e = entry_for(expr, dialect, reduction,
-                            PyTuple_GetItem(args, first), in, n);
+  PyObject *first_item = PyTuple_GetItem(args, first);
+  fast_entry *e = entry_for(expr, dialect, reduction, first_item, in, n);
   PyObject *result = e ? run_entry(e, in, n) : NULL;
   einpy_tensors_release(in, n);
   if (!e) Py_RETURN_NONE;
+  if (result && (PyObject *)Py_TYPE(first_item) == tensor_type) {
+    PyObject *array = result; /* the torch tensor shares its memory */
+    result = PyObject_CallFunctionObjArgs(from_numpy, array, NULL);
+    Py_DECREF(array);
+  }
   return result;
 }
 
@@ -365,12 +423,34 @@ static PyObject *py_fast_setup(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* fast_setup_torch(torch.Tensor, torch._C._to_dlpack, torch.from_numpy,
+ *                  tensor -> numpy dtype) */
+static PyObject *py_fast_setup_torch(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *type, *export, *wrap, *dtype_fn;
+  if (!PyArg_ParseTuple(args, "OOOO:fast_setup_torch", &type, &export, &wrap,
+                        &dtype_fn))
+    return NULL;
+  PyObject *objs[] = {type, export, wrap, dtype_fn};
+  PyObject **slots_[] = {&tensor_type, &to_dlpack, &from_numpy,
+                         &torch_np_dtype};
+  for (int i = 0; i < 4; i++) {
+    Py_INCREF(objs[i]);
+    Py_CLEAR(*slots_[i]);
+    *slots_[i] = objs[i];
+  }
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef fast_methods[] = {
     {"fast", py_fast, METH_VARARGS,
      "fast(args, numpy, reduce) -> result, or None when the "
      "call needs the general path"},
     {"fast_setup", py_fast_setup, METH_VARARGS,
      "fast_setup(ndarray, empty, numpy_dialect): enables fast()"},
+    {"fast_setup_torch", py_fast_setup_torch, METH_VARARGS,
+     "fast_setup_torch(Tensor, _to_dlpack, from_numpy, numpy_dtype_of): "
+     "fast() takes torch CPU tensors too"},
     {NULL, NULL, 0, NULL}};
 
 int einpy_fast_init(PyObject *module) {
@@ -384,5 +464,9 @@ void einpy_fast_free(void) {
   Py_CLEAR(ndarray_type);
   Py_CLEAR(np_empty);
   Py_CLEAR(dialect_fn);
+  Py_CLEAR(tensor_type);
+  Py_CLEAR(to_dlpack);
+  Py_CLEAR(from_numpy);
+  Py_CLEAR(torch_np_dtype);
   Py_CLEAR(last_reduction);
 }

@@ -10,7 +10,9 @@
  * takes the tensors through DLPack, asks the caller's allocator for the
  * output when none was given (the Python layer allocates it with the
  * inputs' own library, so numpy in gives numpy out), and runs ein_eval
- * with the GIL released so other threads go on meanwhile.
+ * with the GIL released so other threads go on meanwhile. CUDA tensors
+ * run on the stream the Python layer names (the framework's current
+ * one): the context's stream is set for the call, under a lock.
  */
 #include <string.h>
 
@@ -68,8 +70,8 @@ static int obtain_output(call *c, const char *expr, PyObject *out,
 }
 
 /* Takes the output through DLPack; it must be writable. */
-static int import_output(call *c) {
-  if (einpy_tensor_import(c->out_obj, &c->out) < 0) return -1;
+static int import_output(call *c, PyObject *stream) {
+  if (einpy_tensor_import(c->out_obj, stream, &c->out) < 0) return -1;
   if (c->out.read_only) {
     PyErr_SetString(PyExc_ValueError, "out= is read-only");
     return -1;
@@ -77,40 +79,74 @@ static int import_output(call *c) {
   return 0;
 }
 
-/* ein_eval without the GIL: the tensors' memory is held by the capsules'
- * owners, not by Python objects this thread could lose meanwhile. */
-static int run_eval(call *c, const char *expr) {
+/* Serialises the calls that queue on a caller's CUDA stream: setting it
+ * is context-wide. Made at import, never freed (the module may be the
+ * last thing a thread touches at exit). */
+static PyThread_type_lock stream_lock;
+
+/* ein_plan_execute or ein_eval; the status. */
+static ein_status run_unlocked(const char *expr, const ein_plan *plan,
+                               const DLTensor **ins, int nin, DLTensor *out,
+                               const ein_options *o) {
+  return plan ? ein_plan_execute(the_ctx, plan, ins, nin, out)
+              : ein_eval(the_ctx, expr, ins, nin, out, o);
+}
+
+/* Without the GIL: the tensors' memory is held by the capsules' owners,
+ * not by Python objects this thread could lose meanwhile. */
+int einpy_run(const char *expr, const ein_plan *plan, einpy_tensor *in,
+              int nin, einpy_tensor *out, const ein_options *o,
+              PyObject *stream, int sync) {
   const DLTensor *ins[EIN_MAX_OPERANDS];
-  for (int i = 0; i < c->nin; i++) ins[i] = c->in[i].t;
+  for (int i = 0; i < nin; i++) ins[i] = in[i].t;
+  void *s = NULL;
+  if (stream && stream != Py_None) {
+    s = PyLong_AsVoidPtr(stream);
+    if (!s && PyErr_Occurred()) return -1;
+  }
   ein_status st;
-  Py_BEGIN_ALLOW_THREADS st =
-      ein_eval(the_ctx, expr, ins, c->nin, c->out.t, &c->options.opt);
-  Py_END_ALLOW_THREADS if (st == EIN_OK) return 0;
+  if (!s) {
+    Py_BEGIN_ALLOW_THREADS st = run_unlocked(expr, plan, ins, nin, out->t, o);
+    Py_END_ALLOW_THREADS
+  } else {
+    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(stream_lock, WAIT_LOCK);
+    ein_ctx_set_cuda_stream(the_ctx, s);
+    st = run_unlocked(expr, plan, ins, nin, out->t, o);
+    if (st == EIN_OK && sync) st = ein_ctx_synchronize(the_ctx);
+    ein_ctx_set_cuda_stream(the_ctx, NULL);
+    PyThread_release_lock(stream_lock);
+    Py_END_ALLOW_THREADS
+  }
+  if (st == EIN_OK) return 0;
   einpy_raise(ein_last_error(the_ctx));
   return -1;
 }
 
 /* evaluate(expr, tensors, out, alloc, numpy, reduction, backend, lengths,
- *          dtype_code, dtype_bits) -> out
- * dtype_code >= 0 retypes every tensor (numpy bfloat16 as uint16). */
+ *          dtype_code, dtype_bits, stream, sync) -> out
+ * dtype_code >= 0 retypes every tensor (numpy bfloat16 as uint16); stream
+ * and sync as einpy_run takes them (None and False for host tensors). */
 static PyObject *py_evaluate(PyObject *self, PyObject *args) {
   (void)self;
   const char *expr, *reduction, *backend;
-  PyObject *tensors, *out, *alloc, *numpy, *lengths;
-  int code, bits;
-  if (!PyArg_ParseTuple(args, "sOOOOssOii:evaluate", &expr, &tensors, &out,
+  PyObject *tensors, *out, *alloc, *numpy, *lengths, *stream;
+  int code, bits, sync;
+  if (!PyArg_ParseTuple(args, "sOOOOssOiiOp:evaluate", &expr, &tensors, &out,
                         &alloc, &numpy, &reduction, &backend, &lengths, &code,
-                        &bits))
+                        &bits, &stream, &sync))
     return NULL;
+  if (stream == Py_None) stream = NULL;
   call c;
   memset(&c, 0, sizeof c);
   if (einpy_options_parse(numpy, reduction, backend, lengths, &c.options) < 0)
     return NULL;
-  int ok = einpy_tensors_import(tensors, c.in, &c.nin) == 0;
+  int ok = einpy_tensors_import(tensors, stream, c.in, &c.nin) == 0;
   einpy_tensors_retype(c.in, c.nin, code, bits);
-  ok = ok && obtain_output(&c, expr, out, alloc) == 0 && import_output(&c) == 0;
+  ok = ok && obtain_output(&c, expr, out, alloc) == 0 &&
+       import_output(&c, stream) == 0;
   if (ok) einpy_tensors_retype(&c.out, 1, code, bits);
-  ok = ok && run_eval(&c, expr) == 0;
+  ok = ok && einpy_run(expr, NULL, c.in, c.nin, &c.out, &c.options.opt,
+                       stream, sync) == 0;
   PyObject *result = ok ? c.out_obj : NULL;
   Py_XINCREF(result);
   call_release(&c);
@@ -238,6 +274,8 @@ static int add_constants(PyObject *m) {
 
 PyMODINIT_FUNC PyInit__einc(void) {
   if (!the_ctx && ein_ctx_create(&the_ctx) != EIN_OK) return PyErr_NoMemory();
+  if (!stream_lock && !(stream_lock = PyThread_allocate_lock()))
+    return PyErr_NoMemory();
   PyObject *m = PyModule_Create(&module_def);
   if (!m) return NULL;
   if (einpy_errors_init(m) < 0 || einpy_plan_type_init(m) < 0 ||

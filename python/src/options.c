@@ -59,8 +59,8 @@ static int parse_lengths(PyObject *lengths, einpy_options *o) {
                        EIN_MAX_AXES);
     return -1;
   }
-  o->lengths = PyMem_Calloc((size_t)n, sizeof *o->lengths);
-  o->names = PyMem_Calloc((size_t)n, sizeof *o->names);
+  o->lengths = einpy_calloc((size_t)n, sizeof *o->lengths);
+  o->names = einpy_calloc((size_t)n, sizeof *o->names);
   if (!o->lengths || !o->names) {
     PyErr_NoMemory();
     return -1;

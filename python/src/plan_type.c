@@ -183,17 +183,10 @@ static int fits_plan(plan_object *p, einpy_tensor *in, int nin,
 }
 
 /* The plan, or ein_eval for other layouts; without the GIL. */
-static int run(plan_object *p, einpy_tensor *in, int nin, einpy_tensor *out) {
-  const DLTensor *ins[EIN_MAX_OPERANDS];
-  for (int i = 0; i < nin; i++) ins[i] = in[i].t;
-  int fits = fits_plan(p, in, nin, out);
-  ein_status st;
-  Py_BEGIN_ALLOW_THREADS st =
-      fits ? ein_plan_execute(einpy_ctx(), p->plan, ins, nin, out->t)
-           : ein_eval(einpy_ctx(), p->expr, ins, nin, out->t, &p->options.opt);
-  Py_END_ALLOW_THREADS if (st == EIN_OK) return 0;
-  einpy_raise(ein_last_error(einpy_ctx()));
-  return -1;
+static int run(plan_object *p, einpy_tensor *in, int nin, einpy_tensor *out,
+               PyObject *stream, int sync) {
+  return einpy_run(p->expr, fits_plan(p, in, nin, out) ? p->plan : NULL, in,
+                   nin, out, &p->options.opt, stream, sync);
 }
 
 static PyObject *output_object(plan_object *p, PyObject *out, PyObject *alloc) {
@@ -209,20 +202,22 @@ static PyObject *output_object(plan_object *p, PyObject *out, PyObject *alloc) {
   return o;
 }
 
-/* execute(tensors, out, alloc, dtype_code, dtype_bits) -> out */
+/* execute(tensors, out, alloc, dtype_code, dtype_bits, stream, sync)
+ *   -> out (stream and sync as einpy_run takes them) */
 static PyObject *plan_execute(PyObject *self, PyObject *args) {
   plan_object *p = (plan_object *)self;
-  PyObject *tensors, *out, *alloc;
-  int code, bits;
-  if (!PyArg_ParseTuple(args, "OOOii:execute", &tensors, &out, &alloc, &code,
-                        &bits) ||
+  PyObject *tensors, *out, *alloc, *stream;
+  int code, bits, sync;
+  if (!PyArg_ParseTuple(args, "OOOiiOp:execute", &tensors, &out, &alloc, &code,
+                        &bits, &stream, &sync) ||
       check_ready(p) < 0)
     return NULL;
+  if (stream == Py_None) stream = NULL;
   einpy_tensor in[EIN_MAX_OPERANDS], o = {0};
   int nin = 0;
-  if (einpy_tensors_import(tensors, in, &nin) < 0) return NULL;
+  if (einpy_tensors_import(tensors, stream, in, &nin) < 0) return NULL;
   PyObject *out_obj = output_object(p, out, alloc);
-  int ok = out_obj && einpy_tensor_import(out_obj, &o) == 0;
+  int ok = out_obj && einpy_tensor_import(out_obj, stream, &o) == 0;
   if (ok && o.read_only) {
     PyErr_SetString(PyExc_ValueError, "out= is read-only");
     ok = 0;
@@ -230,7 +225,7 @@ static PyObject *plan_execute(PyObject *self, PyObject *args) {
   if (ok) {
     einpy_tensors_retype(in, nin, code, bits);
     einpy_tensors_retype(&o, 1, code, bits);
-    ok = run(p, in, nin, &o) == 0;
+    ok = run(p, in, nin, &o, stream, sync) == 0;
   }
   einpy_tensors_release(in, nin);
   einpy_tensor_release(&o);
@@ -259,7 +254,8 @@ static PyObject *plan_run_numpy(PyObject *self, PyObject *tensors) {
   PyObject *out = dtype ? einpy_fast_empty(p->out_shape, dtype) : NULL;
   Py_XDECREF(dtype);
   int ok =
-      out && einpy_tensor_import_numpy(out, &o) == 0 && run(p, in, nin, &o) == 0;
+      out && einpy_tensor_import_numpy(out, &o) == 0 &&
+      run(p, in, nin, &o, NULL, 0) == 0;
   einpy_tensors_release(in, nin);
   einpy_tensor_release(&o);
   if (!ok) Py_CLEAR(out);

@@ -5,7 +5,9 @@
  * the DLTensor (data, shape, strides, byte offset, dtype, device) and a
  * deleter. einc asks for the versioned form (DLPack 1.0, which also says
  * whether the array is read-only) and falls back to the legacy form for
- * producers that do not know max_version. Taking the tensor renames the
+ * producers that do not know max_version. For CUDA arrays the caller
+ * names the stream einc will run on (DLPack's stream= argument), so the
+ * producer orders its pending work on the array before that stream's. Taking the tensor renames the
  * capsule to "used_..." so its destructor leaves the tensor alone; from
  * then on einc owns it and calls its deleter when the call is over, with
  * the GIL held (deleters may touch Python objects). Nothing is copied.
@@ -35,26 +37,36 @@ enum { EINPY_FLAG_READ_ONLY = 1 };
 static const char VERSIONED[] = "dltensor_versioned";
 static const char LEGACY[] = "dltensor";
 
-/* obj.__dlpack__(max_version=(1, 0)), or obj.__dlpack__() when the
- * producer predates the keyword (TypeError). A capsule passes through. */
-static PyObject *ask_capsule(PyObject *obj) {
+/* The keywords of one __dlpack__ call: max_version=(1, 0) (versioned),
+ * or none (legacy), and stream= when `stream` is not NULL. */
+static PyObject *dlpack_kwargs(int versioned, PyObject *stream) {
+  /* Made once: building them per call was a good part of a small call. */
+  static PyObject *with_version;
+  if (!with_version &&
+      !(with_version = Py_BuildValue("{s:(ii)}", "max_version", 1, 0)))
+    return NULL;
+  if (!stream) {
+    if (!versioned) return PyDict_New();
+    Py_INCREF(with_version);
+    return with_version;
+  }
+  PyObject *kw = versioned ? PyDict_Copy(with_version) : PyDict_New();
+  if (kw && PyDict_SetItemString(kw, "stream", stream) < 0) Py_CLEAR(kw);
+  return kw;
+}
+
+/* obj.__dlpack__(max_version=(1, 0)[, stream=stream]), or without
+ * max_version when the producer predates the keyword (TypeError). A
+ * capsule passes through. */
+static PyObject *ask_capsule(PyObject *obj, PyObject *stream) {
   if (PyCapsule_CheckExact(obj)) {
     Py_INCREF(obj);
     return obj;
   }
-  /* Made once: building them per call was a good part of a small call. */
-  static PyObject *name, *kwargs, *empty;
-  if (!name) {
-    name = PyUnicode_InternFromString("__dlpack__");
-    kwargs = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
-    empty = PyTuple_New(0);
-    if (!name || !kwargs || !empty) {
-      Py_CLEAR(name);
-      Py_CLEAR(kwargs);
-      Py_CLEAR(empty);
-      return NULL;
-    }
-  }
+  static PyObject *name, *empty;
+  if ((!name && !(name = PyUnicode_InternFromString("__dlpack__"))) ||
+      (!empty && !(empty = PyTuple_New(0))))
+    return NULL;
   PyObject *method = PyObject_GetAttr(obj, name);
   if (!method) {
     PyErr_Clear();
@@ -64,17 +76,20 @@ static PyObject *ask_capsule(PyObject *obj) {
                  (PyObject *)Py_TYPE(obj));
     return NULL;
   }
-  PyObject *capsule = PyObject_Call(method, empty, kwargs);
-  if (!capsule && PyErr_ExceptionMatches(PyExc_TypeError)) {
+  PyObject *capsule = NULL;
+  for (int versioned = 1; versioned >= 0 && !capsule; versioned--) {
+    PyObject *kw = dlpack_kwargs(versioned, stream);
+    capsule = kw ? PyObject_Call(method, empty, kw) : NULL;
+    Py_XDECREF(kw);
+    if (capsule || !versioned || !PyErr_ExceptionMatches(PyExc_TypeError))
+      break;
     PyErr_Clear();
-    capsule = PyObject_Call(method, empty, NULL);
   }
   Py_DECREF(method);
   return capsule;
 }
 
-/* Takes the managed tensor out of a capsule and marks the capsule used. */
-static int take_from_capsule(PyObject *capsule, einpy_tensor *out) {
+int einpy_tensor_from_capsule(PyObject *capsule, einpy_tensor *out) {
   int versioned = PyCapsule_IsValid(capsule, VERSIONED);
   if (!versioned && !PyCapsule_IsValid(capsule, LEGACY)) {
     PyErr_SetString(PyExc_BufferError,
@@ -114,18 +129,18 @@ int einpy_tensor_import_numpy(PyObject *obj, einpy_tensor *out) {
   if (!capsule) {
     if (!PyErr_ExceptionMatches(PyExc_BufferError)) return -1;
     PyErr_Clear(); /* read-only: only the versioned form can say so */
-    return einpy_tensor_import(obj, out);
+    return einpy_tensor_import(obj, NULL, out);
   }
-  int r = take_from_capsule(capsule, out);
+  int r = einpy_tensor_from_capsule(capsule, out);
   Py_DECREF(capsule);
   return r;
 }
 
-int einpy_tensor_import(PyObject *obj, einpy_tensor *out) {
+int einpy_tensor_import(PyObject *obj, PyObject *stream, einpy_tensor *out) {
   memset(out, 0, sizeof *out);
-  PyObject *capsule = ask_capsule(obj);
+  PyObject *capsule = ask_capsule(obj, stream);
   if (!capsule) return -1;
-  int r = take_from_capsule(capsule, out);
+  int r = einpy_tensor_from_capsule(capsule, out);
   Py_DECREF(capsule);
   return r;
 }
@@ -142,7 +157,8 @@ void einpy_tensor_release(einpy_tensor *t) {
   memset(t, 0, sizeof *t);
 }
 
-int einpy_tensors_import(PyObject *tuple, einpy_tensor *ts, int *n) {
+int einpy_tensors_import(PyObject *tuple, PyObject *stream, einpy_tensor *ts,
+                         int *n) {
   *n = 0;
   if (!PyTuple_Check(tuple)) {
     PyErr_SetString(PyExc_TypeError, "tensors must come as a tuple");
@@ -156,7 +172,7 @@ int einpy_tensors_import(PyObject *tuple, einpy_tensor *ts, int *n) {
     return -1;
   }
   for (Py_ssize_t i = 0; i < count; i++) {
-    if (einpy_tensor_import(PyTuple_GetItem(tuple, i), &ts[i]) < 0) {
+    if (einpy_tensor_import(PyTuple_GetItem(tuple, i), stream, &ts[i]) < 0) {
       einpy_tensors_release(ts, (int)i);
       return -1;
     }

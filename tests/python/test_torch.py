@@ -33,3 +33,77 @@ def test_torch_bfloat16():
     np.testing.assert_allclose(got.float().numpy(),
                                (a.float() @ b.float()).numpy(), rtol=2e-2,
                                atol=2e-2)
+
+
+# The fast path (python/src/fastpath.c) for torch CPU tensors.
+
+def test_torch_fast_path_taken_and_right():
+    from einc import _einc
+
+    a, b = torch.randn(8, 8), torch.randn(8, 8)
+    einc.einsum("i j, j k -> i k", a, b)  # arms the torch fast path
+    got = _einc.fast(("i j, j k -> i k", a, b), None, None)
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
+    torch.testing.assert_close(got, a @ b)
+    x = torch.arange(24, dtype=torch.int64).reshape(2, 3, 4)
+    got = _einc.fast((x, "a b c -> c a b"), False, None)
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.int64
+    assert torch.equal(got, x.permute(2, 0, 1))
+    torch.testing.assert_close(einc.reduce(x.double(), "a b c -> b", "max"),
+                               x.double().amax(dim=(0, 2)))
+
+
+def test_torch_and_numpy_share_entries_but_not_results():
+    """One table entry serves both; each gets its own kind of array."""
+    n = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = torch.from_numpy(n.copy())
+    for _ in range(2):
+        got_t = einc.rearrange(t, "i j -> j i")
+        got_n = einc.rearrange(n, "i j -> j i")
+        assert isinstance(got_t, torch.Tensor)
+        assert isinstance(got_n, np.ndarray)
+        np.testing.assert_array_equal(got_t.numpy(), got_n)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.randn(4, 4, requires_grad=True),
+    lambda: torch.nn.Parameter(torch.randn(4, 4)),
+    lambda: torch.randn(4, 4, dtype=torch.bfloat16),
+    lambda: torch.randn(4, 4, dtype=torch.complex64),
+    lambda: torch.randn(8, 8)[::2, ::2],
+])
+def test_torch_unusual_tensors_behave_as_the_general_path(make):
+    """Tensors the fast path leaves alone (grad, subclasses, bf16,
+    complex) and strided views: the same result or error as the general
+    path, whose __dlpack__ call keeps torch's own checks."""
+    from einc import _api
+
+    x = make()
+    def call(fast):
+        if fast:
+            return einc.einsum("i j -> j i", x)
+        return _api.evaluate("i j -> j i", (x,), numpy=False)
+    outcomes = []
+    for fast in (True, False):
+        try:
+            outcomes.append(("ok", call(fast)))
+        except Exception as e:  # noqa: BLE001 - compared below
+            outcomes.append(("error", type(e)))
+    assert outcomes[0][0] == outcomes[1][0]
+    if outcomes[0][0] == "ok":
+        torch.testing.assert_close(outcomes[0][1], outcomes[1][1])
+    else:
+        assert outcomes[0][1] is outcomes[1][1]
+
+
+def test_torch_fast_path_memory_flat():
+    from conftest import rss_kib
+
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    for _ in range(2000):
+        einc.einsum("i j, j k -> i k", a, b)
+    before = rss_kib()
+    for _ in range(20000):
+        einc.einsum("i j, j k -> i k", a, b)
+        einc.rearrange(a, "i j -> j i")
+    assert rss_kib() - before < 4096

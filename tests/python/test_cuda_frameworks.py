@@ -1,0 +1,204 @@
+"""CUDA tensors of torch, CuPy and JAX: results, stream ordering, no host
+copy, no added synchronisation. Each framework's tests skip unless it
+imports and sees a GPU (scripts/gpu_check.sh runs this file on a GPU
+machine).
+
+Without a GPU, the stream plumbing is still tested with a fake DLPack
+producer whose tensors claim to be on CUDA: einc must name the stream it
+will run on to every __dlpack__ call (inputs and out=), as the DLPack
+protocol has consumers do, and fail with einc's device error, not a crash.
+"""
+import ctypes
+
+import numpy as np
+import pytest
+
+import einc
+
+CUDA_MISSING = einc.backend_available("cuda")  # None where a GPU runs
+
+
+# ------------------------------------------------ without a GPU: plumbing
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice),
+                ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64),
+                ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+
+class FakeCuda:
+    """A float32 tensor that says it lives on CUDA device 0 (kDLCUDA); its
+    data is host memory that nothing may touch. Records the keywords of
+    every __dlpack__ call. legacy=True refuses max_version, as producers
+    before DLPack 1.0 do."""
+
+    def __init__(self, shape, legacy=False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(np.float32)
+        self.legacy = legacy
+        self.calls = []
+        self._keep = []
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None, **kw):
+        if self.legacy and "max_version" in kw:
+            raise TypeError("max_version")
+        self.calls.append(dict(kw, stream=stream))
+        shape = (ctypes.c_int64 * len(self.shape))(*self.shape)
+        data = np.zeros(max(1, int(np.prod(self.shape))), np.float32)
+        m = _DLManagedTensor(data.ctypes.data, _DLDevice(2, 0),
+                             len(self.shape), _DLDataType(2, 32, 1),
+                             shape, None, 0, None, None)
+        self._keep += [shape, data, m]
+        return _capsule_new(ctypes.addressof(m), b"dltensor", None)
+
+
+@pytest.mark.skipif(CUDA_MISSING is None, reason="a GPU would run the fake")
+@pytest.mark.parametrize("legacy", [False, True])
+def test_stream_named_to_every_dlpack_call(legacy):
+    a, b = FakeCuda((4, 8), legacy), FakeCuda((8, 3), legacy)
+    out = FakeCuda((4, 3), legacy)
+    with pytest.raises(einc.EincError) as e:
+        einc.einsum("i j, j k -> i k", a, b, out=out)
+    assert e.value.code == "bad device", e.value
+    for t in (a, b, out):
+        # a producer of no known framework: the legacy default stream, 1
+        assert [c["stream"] for c in t.calls] == [1], t.calls
+
+
+@pytest.mark.skipif(CUDA_MISSING is None, reason="a GPU would run the fake")
+def test_stream_through_compiled_plan():
+    f = einc.compile("i j -> j i", (4, 8))
+    a, out = FakeCuda((4, 8)), FakeCuda((8, 4))
+    with pytest.raises(einc.EincError):
+        f(a, out=out)
+    assert [c["stream"] for c in a.calls + out.calls] == [1, 1]
+
+
+def test_host_arrays_get_no_stream():
+    from einc._arrays import cuda_stream
+
+    assert cuda_stream(np.ones(3)) is None
+    assert cuda_stream(FakeCuda((2,))) == 1
+
+
+# ------------------------------------------------------------ with a GPU
+
+def _torch_cuda():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or CUDA_MISSING is not None:
+        pytest.skip(f"no CUDA for torch and einc ({CUDA_MISSING})")
+    return torch
+
+
+def _no_copies(torch, fn):
+    """fn() and the host-device copies the CUDA profiler saw it make."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        result = fn()
+        torch.cuda.synchronize()
+    copies = [e.name for e in prof.events()
+              if "Memcpy" in e.name and ("HtoD" in e.name or "DtoH" in e.name)]
+    return result, copies
+
+
+def test_torch_cuda_results():
+    torch = _torch_cuda()
+    a = torch.randn(64, 32, device="cuda")
+    b = torch.randn(32, 48, device="cuda")
+    got = einc.einsum("i j, j k -> i k", a, b)
+    assert isinstance(got, torch.Tensor) and got.device == a.device
+    torch.testing.assert_close(got, a @ b, rtol=1e-4, atol=1e-4)
+    x = torch.randn(2, 3, 8, 6, device="cuda")
+    torch.testing.assert_close(einc.rearrange(x, "b c h w -> b h w c"),
+                               x.permute(0, 2, 3, 1))
+    torch.testing.assert_close(einc.reduce(x, "b c h w -> b c", "max"),
+                               x.amax(dim=(2, 3)))
+    out = torch.empty(64, 48, device="cuda")
+    assert einc.einsum("i j, j k -> i k", a, b, out=out) is out
+    torch.testing.assert_close(out, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_torch_cuda_stream_ordering_and_no_sync():
+    """Work queued on a non-default stream before the call is seen by it,
+    and the call returns before that stream's work is done."""
+    torch = _torch_cuda()
+    s = torch.cuda.Stream()
+    a = torch.ones(512, 512, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(200_000_000)  # keeps s busy for ~0.1 s
+        a.mul_(3)  # queued behind the sleep
+        got = einc.einsum("i j -> j", a)
+        busy = not s.query()  # einc did not wait for s
+    s.synchronize()
+    assert busy
+    torch.testing.assert_close(got, torch.full((512,), 1536.0, device="cuda"))
+
+
+def test_torch_cuda_no_host_copy():
+    torch = _torch_cuda()
+    a = torch.randn(256, 256, device="cuda")
+    einc.einsum("i j, j k -> i k", a, a)  # plan and kernels made
+    got, copies = _no_copies(torch, lambda: einc.einsum("i j, j k -> i k",
+                                                         a, a))
+    assert got.is_cuda and not copies, copies
+
+
+def _cupy():
+    cupy = pytest.importorskip("cupy")
+    try:
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # cupy raises its own CUDARuntimeError
+        pytest.skip(f"no GPU for CuPy: {e}")
+    if CUDA_MISSING is not None:
+        pytest.skip(CUDA_MISSING)
+    return cupy
+
+
+def test_cupy_results_and_stream():
+    cupy = _cupy()
+    a = cupy.random.standard_normal((64, 32), dtype=cupy.float32)
+    b = cupy.random.standard_normal((32, 16), dtype=cupy.float32)
+    got = einc.einsum("i j, j k -> i k", a, b)
+    assert isinstance(got, cupy.ndarray) and got.device == a.device
+    cupy.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
+    with cupy.cuda.Stream(non_blocking=True) as s:
+        x = cupy.ones((256, 256), cupy.float32)
+        x *= 5  # queued on s
+        got = einc.reduce(x, "i j -> j", "sum")
+    s.synchronize()
+    cupy.testing.assert_allclose(got, cupy.full((256,), 1280.0))
+
+
+def test_jax_cuda_results():
+    jax = pytest.importorskip("jax")
+    try:
+        gpu = jax.devices("gpu")[0]
+    except RuntimeError:
+        pytest.skip("no GPU for JAX")
+    if CUDA_MISSING is not None:
+        pytest.skip(CUDA_MISSING)
+    a = jax.device_put(np.arange(12.0, dtype=np.float32).reshape(3, 4), gpu)
+    got = einc.rearrange(a, "i j -> j i")
+    assert isinstance(got, jax.Array) and got.devices() == {gpu}
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(a).T)
