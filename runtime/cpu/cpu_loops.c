@@ -27,8 +27,9 @@
 #include "loop_axes.h"
 
 /* ROW: elements per row chunk (staged rows fit in L1); LANES: partial
- * accumulators of a row fold. */
-enum { ROW = 512, LANES = 32 };
+ * accumulators of a row fold; ROW_MIN: copies along rows shorter than
+ * this walk a plane with the next axis. */
+enum { ROW = 512, LANES = 32, ROW_MIN = 16 };
 
 #ifdef _OPENMP
 #define OMP_PARALLEL_FOR                                                     \
@@ -299,6 +300,11 @@ static bool try_copy(const ein_step *s, ein_loop_axes *kept,
       if (i != ia && llabs(kept->st[i][1]) < llabs(kept->st[ia][1]) &&
           (ib < 0 || llabs(kept->st[i][1]) < llabs(kept->st[ib][1])))
         ib = i;
+    /* Short rows with no transposition (repeats along the fastest axis,
+     * as in nearest upsampling): the next axis of the destination joins
+     * them as the plane's b, so the outer cursor steps once per plane
+     * row, not once per few elements. */
+    if (ib < 0 && kept->n > 1 && kept->size[ia] < ROW_MIN) ib = ia - 1;
     if (ib >= 0) {
       ein_loop_axes_take(kept, ib, &nb, stb);
       if (ib < ia) ia--;
