@@ -7,10 +7,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class Case:
-    def __init__(self, name, expr, gpu, cpu, flags):
+    def __init__(self, name, expr, gpu, cpu, flags, cpu_dtypes=''):
         self.name, self.expr, self.flags = name, expr, shlex.split(flags)
-        self.gpu_shapes = [tuple(int(x) for x in s.split('x')) for s in gpu.split()]
+        # '-' for GPU shapes: a CPU-only case (the GPU suite is issue 5's).
+        self.gpu_shapes = [] if gpu.strip() == '-' else [
+            tuple(int(x) for x in s.split('x')) for s in gpu.split()]
         self.cpu_shapes = [tuple(int(x) for x in s.split('x')) for s in cpu.split()]
+        self.cpu_dtypes = cpu_dtypes.split() or ['f32']
 
     def shapes(self, target):
         return self.gpu_shapes if target == 'gpu' else self.cpu_shapes
@@ -23,6 +26,10 @@ class Case:
                 k, v = self.flags[i + 1].split('=')
                 out[k] = int(v)
         return out
+
+    def tiny(self):
+        """Every CPU input has at most 64 elements: an overhead-bound case."""
+        return all(math.prod(s) <= 64 for s in self.cpu_shapes)
 
     def reduction(self):
         return self.flags[self.flags.index('--reduce') + 1] if '--reduce' in self.flags else None
@@ -50,6 +57,6 @@ def load(path=os.path.join(HERE, 'cases.tsv')):
         if line.startswith('#') or not line.strip():
             continue
         cols = line.rstrip('\n').split('\t')
-        cols += [''] * (5 - len(cols))
-        cases.append(Case(*cols[:5]))
+        cols += [''] * (6 - len(cols))
+        cases.append(Case(*cols[:6]))
     return cases

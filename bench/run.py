@@ -2,7 +2,9 @@
 """Runs the benchmark suite and writes bench/results/DATE-DEVICE.md.
 
   python3 bench/run.py --target cpu   einc (CPU backend) against
-                                      numpy.einsum(optimize=True) and einops
+                                      numpy.einsum(optimize=True),
+                                      opt_einsum.contract, torch on the CPU
+                                      and einops on NumPy (bench/cpu_peers.py)
   python3 bench/run.py --target gpu   einc (CUDA) against torch, torch.compile
                                       and JAX (bench/torch_ref.py)
 
@@ -10,6 +12,12 @@ einc is timed by `einc bench --json` (median of --runs runs, inputs rotated
 when they fit in the last-level cache, floor measured in the same process);
 the references by the same rules in Python. --einc names the binary
 (default build/einc); --cases picks cases by name.
+
+On the CPU the peers run in a venv of their own that this script makes
+once under ~/.cache/einc-bench (numpy, opt_einsum, einops and torch from
+PyPI); einc and the peers share one thread count (--threads) and are
+interleaved: --rounds rounds of --runs runs each, the order rotated.
+--quick (2 rounds of 5 runs) prints the table without writing a file.
 """
 import argparse
 import datetime
@@ -27,11 +35,11 @@ import cases as suite  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def einc_bench(einc, case, target, dtype, runs):
+def einc_bench(einc, case, target, dtype, runs, floor=True):
     shapes = ['x'.join(map(str, s)) for s in case.shapes(target)]
     cmd = [einc, 'bench', case.expr, *shapes, '--dtype', dtype, '--json',
            '--runs', str(runs), '--backend', 'cuda' if target == 'gpu' else 'cpu',
-           *case.flags]
+           *case.flags, *([] if floor else ['--no-floor'])]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {p.stderr.strip()}")
@@ -68,54 +76,197 @@ def fmt(x, nd=3):
     return '' if x is None else f'{x:.{nd}f}'
 
 
-def run_cpu(args, cases):
-    import numpy as np
-    import numpy_ref
-    rows = []
-    rng = np.random.default_rng(0)
-    for c in cases:
-        for dtype in args.dtypes:
-            e = einc_bench(args.einc, c, 'cpu', dtype, args.runs)
-            npdt = {'f32': np.float32, 'f64': np.float64}[dtype]
-            shapes = c.cpu_shapes
-            base = [rng.uniform(-1, 1, s).astype(npdt) for s in shapes]
-            nbytes = sum(x.nbytes for x in base)
-            copies = suite.rotation_copies(nbytes, llc_bytes())
-            copies_list = [base] + [[x.copy() for x in base] for _ in range(copies - 1)]
-            np_ms = host_time(numpy_ref.numpy_fn(c, shapes), copies_list, args.runs)
-            eo = numpy_ref.einops_fn(c, shapes)
-            eo_ms = host_time(eo, copies_list, args.runs) if eo else None
-            best = min(x for x in (np_ms, eo_ms) if x)
-            rows.append(dict(case=c.name, dtype=dtype, einc=e['ms'], numpy=np_ms,
-                             einops=eo_ms, floor=e.get('floor_ms'),
-                             bound=e.get('floor_bound', ''), gemm=e.get('gemm_tflops'),
-                             copy=e.get('copy_gbs'), best=best))
-            print(f"{c.name:12s} {dtype}  einc {e['ms']:8.3f}  numpy {np_ms:8.3f}  "
-                  f"einops {fmt(eo_ms):>8s}  floor {fmt(e.get('floor_ms')):>8s}  "
-                  f"numpy/einc {np_ms / e['ms']:6.2f}", flush=True)
-    dev = f"cpu-{os.cpu_count()}core"
-    lines = [f"# einc CPU benchmark, {args.date}, {dev}", "",
-             f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-             f"numpy {np.__version__}" + (f", einops {numpy_ref.einops.__version__}" if numpy_ref.einops else "") + ".",
-             "einc: `einc bench --backend cpu` (median of %d runs, inputs rotated when they fit "
-             "twice in the last-level cache). numpy: numpy.einsum(optimize=True) where einsum "
-             "expresses the case, plain NumPy otherwise (bench/numpy_ref.py); same timing rules. "
-             "floor = max(FLOPs / BLAS GEMM 2048^3 rate, compulsory bytes / memcpy bandwidth), "
-             "measured in the same einc process." % args.runs, "",
-             "| case | dtype | einc ms | numpy ms | einops ms | floor ms | bound | einc/floor | numpy/einc | best/einc |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['case']} | {r['dtype']} | {r['einc']:.3f} | {r['numpy']:.3f} | {fmt(r['einops'])} | "
-                     f"{fmt(r['floor'])} | {r['bound']} | {fmt(r['einc'] / r['floor'] if r['floor'] else None, 2)} | "
-                     f"{r['numpy'] / r['einc']:.2f} | {r['best'] / r['einc']:.2f} |")
-    g_np = geomean([r['numpy'] / r['einc'] for r in rows])
-    g_best = geomean([r['best'] / r['einc'] for r in rows])
-    slower = [f"{r['case']} {r['dtype']}" for r in rows if r['einc'] > r['numpy']]
-    lines += ["", f"Geometric mean speed-up over numpy.einsum: **{g_np:.2f}x**; over the best of "
-              f"numpy and einops: **{g_best:.2f}x**.",
-              "Cases slower than numpy: " + (", ".join(slower) if slower else "none") + "."]
-    return dev, lines
+PEERS = ('numpy', 'opt_einsum', 'torch', 'einops')
+PEER_PACKAGES = ('numpy', 'opt_einsum', 'einops', 'torch')
 
+
+def ensure_peers(args):
+    """Runs the rest of this script under a Python that has the peers: this
+    one when it imports them all, else a venv in the cache folder
+    ($EINC_BENCH_CACHE, default ~/.cache/einc-bench), made and filled from
+    PyPI on first use (torch with its dependencies is a few GB)."""
+    try:
+        for m in PEER_PACKAGES:
+            __import__(m)
+        return
+    except ImportError:
+        pass
+    if args.no_install:
+        sys.exit('run.py: the peers (%s) are not importable and --no-install was given'
+                 % ', '.join(PEER_PACKAGES))
+    cache = os.environ.get('EINC_BENCH_CACHE', os.path.expanduser('~/.cache/einc-bench'))
+    venv = os.path.join(cache, 'venv-py%d%d' % sys.version_info[:2])
+    py = os.path.join(venv, 'bin', 'python')
+    if not os.path.exists(os.path.join(venv, '.complete')):
+        print(f'installing {", ".join(PEER_PACKAGES)} into {venv} (once)', flush=True)
+        subprocess.run([sys.executable, '-m', 'venv', venv], check=True)
+        subprocess.run([py, '-m', 'pip', 'install', '-q', *PEER_PACKAGES], check=True)
+        open(os.path.join(venv, '.complete'), 'w').close()
+    os.execv(py, [py, os.path.abspath(__file__), *sys.argv[1:]])
+
+
+def set_threads(n):
+    """The same thread count for everyone: einc (EINC_NUM_THREADS, OpenMP),
+    NumPy's BLAS and torch. Set before numpy is imported."""
+    for var in ('EINC_NUM_THREADS', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS',
+                'MKL_NUM_THREADS'):
+        os.environ[var] = str(n)
+
+
+def cpu_inputs(case, dtype, seed):
+    """Random inputs in [-1, 1) as NumPy arrays (f32 for bf16, which NumPy
+    lacks: torch converts) and the copies to rotate through."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    npdt = {'f16': np.float16, 'f32': np.float32, 'f64': np.float64, 'bf16': np.float32}[dtype]
+    base = [rng.uniform(-1, 1, s).astype(npdt) for s in case.cpu_shapes]
+    n = suite.rotation_copies(sum(x.nbytes for x in base), llc_bytes())
+    return [base] + [[x.copy() for x in base] for _ in range(n - 1)]
+
+
+def peer_fns(case, dtype, copies):
+    """name -> (fn, the input copies in that peer's arrays) for every peer
+    that can express the case in this dtype."""
+    import cpu_peers
+    import torch
+    out = {}
+    shapes = case.cpu_shapes
+    if dtype != 'bf16':
+        for lib in ('numpy', 'opt_einsum'):
+            fn = cpu_peers.build(lib, case, shapes)
+            if fn:
+                out[lib] = (fn, copies)
+        fn = cpu_peers.build_einops(case, shapes)
+        if fn:
+            out['einops'] = (fn, copies)
+    tdt = {'f16': torch.float16, 'bf16': torch.bfloat16, 'f32': torch.float32,
+           'f64': torch.float64}[dtype]
+    fn = cpu_peers.build('torch', case, shapes)
+    if fn:
+        out['torch'] = (fn, [[torch.from_numpy(x).to(tdt) for x in xs] for xs in copies])
+    return out
+
+
+def check_peers(case, dtype, peers):
+    """The peers agree with each other on the first input copy (a check of
+    cpu_peers' translations); a peer that disagrees is dropped."""
+    import numpy as np
+    results = {}
+    for name, (fn, copies) in peers.items():
+        y = fn(*copies[0])
+        results[name] = np.asarray(y.float() if hasattr(y, 'float') else y, dtype=np.float64)
+    ref_name = next(iter(results))
+    ref = results[ref_name]
+    tol = 2e-2 if dtype in ('f16', 'bf16') else 1e-3
+    for name, y in list(results.items()):
+        scale = max(1.0, float(np.abs(ref).max()) if ref.size else 1.0)
+        if y.shape != ref.shape or not np.allclose(y, ref, rtol=tol, atol=tol * scale):
+            print(f'  warning: {name} disagrees with {ref_name} on {case.name} {dtype}; dropped',
+                  flush=True)
+            del peers[name]
+
+
+def spread(ts):
+    """Half the range of the round medians, relative to their median."""
+    m = suite.median(ts)
+    return (max(ts) - min(ts)) / (2 * m) if m else 0.0
+
+
+def time_row(args, case, dtype, seed):
+    """Rounds in which einc and every peer each take `runs` timed runs, the
+    order rotated each round; per contender the round medians."""
+    copies = cpu_inputs(case, dtype, seed)
+    peers = peer_fns(case, dtype, copies)
+    check_peers(case, dtype, peers)
+    names = ['einc'] + list(peers)
+    times = {n: [] for n in names}
+    floor = {}
+    for r in range(args.rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            if name == 'einc':
+                e = einc_bench(args.einc, case, 'cpu', dtype, args.runs, floor=r == 0)
+                times['einc'].append(e['ms'])
+                if r == 0:
+                    floor = e
+            else:
+                fn, xs = peers[name]
+                times[name].append(host_time(fn, xs, args.runs))
+    row = dict(case=case.name, dtype=dtype, tiny=case.tiny(), floor=floor.get('floor_ms'),
+               bound=floor.get('floor_bound', ''), copy_gbs=floor.get('copy_gbs'),
+               gemm_tflops=floor.get('gemm_tflops'))
+    for n in names:
+        row[n] = suite.median(times[n])
+        row[n + '_spread'] = spread(times[n])
+    best = min(peers, key=lambda n: row[n]) if peers else None
+    row['best'] = best
+    return row
+
+
+def cell(row, name):
+    if row.get(name) is None:
+        return ''
+    return f"{row[name]:.4g} ±{100 * row[name + '_spread']:.0f}%"
+
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def cpu_table(args, rows):
+    import numpy
+    import opt_einsum
+    import einops
+    import torch
+    lines = [f"# einc CPU benchmark, {args.date}, cpu-{os.cpu_count()}core", "",
+             f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+             f"{args.threads} threads for everyone (einc, NumPy's BLAS, torch.set_num_threads). "
+             f"Peers: numpy {numpy.__version__} (einsum optimize=True), opt_einsum "
+             f"{opt_einsum.__version__} (contract), torch {torch.__version__} (CPU: einsum, "
+             f"amax/mean/..., expand + contiguous), einops {einops.__version__} (on NumPy).", "",
+             f"Timing: {args.rounds} rounds; in each, einc (`einc bench`, its own process) and "
+             f"every peer take {args.runs} runs each (3 warm-up), order rotated per round, inputs "
+             "rotated when they fit twice in the last-level cache; a cell is the median of the "
+             "round medians ± half their range. floor = max(FLOPs / BLAS GEMM 2048^3 rate, "
+             "compulsory bytes / memcpy bandwidth), measured by einc in the same run "
+             "(bench/cpu_peers.py builds each peer's code from the expression).", "",
+             "| case | dtype | einc ms | numpy ms | opt_einsum ms | torch ms | einops ms | floor ms "
+             "| bound | einc/floor | einc/best-peer | best peer |",
+             "|" + "---|" * 12]
+    for r in rows:
+        lines.append(
+            f"| {r['case']} | {r['dtype']} | {cell(r, 'einc')} | "
+            + " | ".join(cell(r, p) for p in PEERS)
+            + f" | {fmt(r['floor'], 4)} | {r['bound']} | {fmt(ratio(r['einc'], r['floor']), 2)} | "
+            f"{fmt(ratio(r['einc'], r.get(r['best'])), 2)} | {r['best'] or ''} |")
+    g_all = geomean([ratio(r['einc'], r.get(r['best'])) for r in rows if r['best']])
+    g_big = geomean([ratio(r['einc'], r.get(r['best'])) for r in rows if r['best'] and not r['tiny']])
+    behind = [f"{r['case']} {r['dtype']}" for r in rows if r['best'] and r['einc'] > r[r['best']]]
+    mem_far = [f"{r['case']} {r['dtype']} ({r['einc'] / r['floor']:.1f}x)" for r in rows
+               if r['bound'] == 'memory' and r['floor'] and r['einc'] > 1.5 * r['floor']
+               and not r['tiny']]
+    copy = next((r['copy_gbs'] for r in rows if r.get('copy_gbs')), None)
+    gemm = next((r['gemm_tflops'] for r in rows if r.get('gemm_tflops')), None)
+    lines += ["",
+              f"Geomean einc/best-peer: **{g_all:.2f}** ({g_big:.2f} without the tiny cases).",
+              f"Behind the best peer ({len(behind)} of {len(rows)}): " + (", ".join(behind) or "none") + ".",
+              "Memory-bound rows above 1.5x the copy floor: " + (", ".join(mem_far) or "none") + ".",
+              f"Floors measured in this run: copy {fmt(copy, 1)} GB/s (read + written), "
+              f"BLAS GEMM {fmt(1e3 * gemm if gemm else None, 1)} GFLOP/s (f32 or f64 by case)."]
+    return lines
+
+
+def run_cpu(args, cases):
+    set_threads(args.threads)
+    rows = []
+    for k, c in enumerate(cases):
+        for dtype in args.dtypes or c.cpu_dtypes:
+            r = time_row(args, c, dtype, seed=k)
+            rows.append(r)
+            print(f"{c.name:14s} {dtype:4s} einc {r['einc']:8.4f}  "
+                  + "  ".join(f"{p} {fmt(r.get(p), 4):>8s}" for p in PEERS)
+                  + f"  floor {fmt(r['floor']):>7s}  einc/best {fmt(ratio(r['einc'], r.get(r['best'])), 2)}",
+                  flush=True)
+    return f"cpu-{os.cpu_count()}core", cpu_table(args, rows)
 
 def run_gpu(args, cases):
     import torch_ref
@@ -158,14 +309,29 @@ def main():
     ap.add_argument('--einc', default=os.path.join(ROOT, 'build', 'einc'))
     ap.add_argument('--dtypes', nargs='+')
     ap.add_argument('--cases', nargs='+')
-    ap.add_argument('--runs', type=int, default=20)
+    ap.add_argument('--runs', type=int, default=20, help='timed runs per contender and round')
+    ap.add_argument('--rounds', type=int, default=5, help='CPU: interleaved rounds')
+    ap.add_argument('--threads', type=int, default=os.cpu_count(),
+                    help='CPU: threads for einc and every peer')
+    ap.add_argument('--quick', action='store_true',
+                    help='CPU: 2 rounds of 5 runs, for iteration (not for results files)')
+    ap.add_argument('--no-install', action='store_true',
+                    help='CPU: use this Python as it is; never make the peers\' venv')
     ap.add_argument('--out', help='result file (default bench/results/DATE-DEVICE.md)')
     args = ap.parse_args()
     args.date = datetime.date.today().isoformat()
-    if not args.dtypes:
-        args.dtypes = ['f32'] if args.target == 'cpu' else ['bf16', 'f32']
-    cases = [c for c in suite.load() if not args.cases or c.name in args.cases]
+    if args.target == 'cpu':
+        ensure_peers(args)
+        if args.quick:
+            args.rounds, args.runs = 2, 5
+    elif not args.dtypes:
+        args.dtypes = ['bf16', 'f32']
+    cases = [c for c in suite.load() if (not args.cases or c.name in args.cases)
+             and (args.target == 'cpu' or c.gpu_shapes)]
     dev, lines = (run_cpu if args.target == 'cpu' else run_gpu)(args, cases)
+    if args.quick and not args.out:
+        print('\n'.join(lines[-4:]))
+        return
     out = args.out or os.path.join(ROOT, 'bench', 'results', f'{args.date}-{dev}.md')
     with open(out, 'w') as f:
         f.write('\n'.join(lines) + '\n')

@@ -269,7 +269,8 @@ static void plan_case(ein_ctx *ctx, const char *name, const char *expr,
   }
 }
 
-/* Every row of the table: name, expression, GPU shapes, CPU shapes, flags. */
+/* Every row of the table: name, expression, GPU shapes, CPU shapes, flags
+ * (and the CPU dtypes, not read here). */
 static int bench_cases(ein_ctx *const ctxs[2], const char *path) {
   FILE *f = fopen(path, "r");
   CHECK(f != NULL, "cannot open %s", path);
@@ -281,8 +282,8 @@ static int bench_cases(ein_ctx *const ctxs[2], const char *path) {
     line[strcspn(line, "\r\n")] = 0;
     if (line[0] == '#' || line[0] == 0)
       continue;
-    char *col[5] = {line, NULL, NULL, NULL, ""};
-    for (int c = 1; c < 5; c++) {
+    char *col[6] = {line, NULL, NULL, NULL, "", ""};
+    for (int c = 1; c < 6; c++) {
       char *tab = col[c - 1] ? strchr(col[c - 1], '\t') : NULL;
       if (!tab)
         break;
@@ -295,7 +296,8 @@ static int bench_cases(ein_ctx *const ctxs[2], const char *path) {
     char opts[256];
     flags_to_opts(col[4], opts, sizeof opts);
     for (int k = 0; k < 2; k++) {
-      plan_case(ctxs[k], col[0], col[1], col[2], opts, k == 0);
+      if (strcmp(col[2], "-") != 0) /* '-': a CPU-only case */
+        plan_case(ctxs[k], col[0], col[1], col[2], opts, k == 0);
       plan_case(ctxs[k], col[0], col[1], col[3], opts, false);
     }
     rows++;
