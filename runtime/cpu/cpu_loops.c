@@ -316,7 +316,7 @@ static void take_row(loop_job *j, ein_loop_axes *from, int at) {
 
 /* Pure data movement (one source, same dtype, no scaling, nothing
  * reduced): permutes, repeats, diagonals, strided views. Elements move as
- * 1, 2, 4 or 8-byte words. When the destination's fastest axis is not the
+ * 1, 2, 4, 8 or 16-byte words (c128 as a pair of 8-byte ones). When the destination's fastest axis is not the
  * source's, the two axes are walked in 32x32 tiles so both sides stay in
  * cache (a transpose); otherwise rows are copied along the destination's
  * fastest axis. */
@@ -333,13 +333,19 @@ static void take_row(loop_job *j, ein_loop_axes *from, int at) {
 #define W 8
 #define T uint64_t
 #include "cpu_loops_copy.inc"
+typedef struct word16 {
+  uint64_t lo, hi;
+} word16;
+#define W 16
+#define T word16
+#include "cpu_loops_copy.inc"
 
 static bool try_copy(const ein_step *s, ein_loop_axes *kept,
                      const ein_loop_axes *red, char *dst, const char *src,
                      int threads) {
   size_t w = ein_dtype_size(s->dst_dtype);
   if (!s->plain_copy || red->n != 0 ||
-      !(w == 1 || w == 2 || w == 4 || w == 8))
+      !(w == 1 || w == 2 || w == 4 || w == 8 || w == 16))
     return false;
   int64_t na = 1, nb = 1, sta[3] = {0}, stb[3] = {0};
   if (kept->n) {
@@ -359,8 +365,11 @@ static bool try_copy(const ein_step *s, ein_loop_axes *kept,
   int64_t nouter = ein_loop_axes_volume(kept);
   void (*fn)(const ein_loop_axes *, int64_t, int64_t, char *, const char *,
              int64_t, const int64_t *, int64_t, const int64_t *) =
-      w == 1 ? copy_range_1 : w == 2 ? copy_range_2 : w == 4 ? copy_range_4
-                                                            : copy_range_8;
+      w == 1   ? copy_range_1
+      : w == 2 ? copy_range_2
+      : w == 4 ? copy_range_4
+      : w == 8 ? copy_range_8
+               : copy_range_16;
   double bytes = (double)nouter * (double)na * (double)nb * (double)w;
 #ifdef _OPENMP
   if (threads > 1 && nouter > 1 && bytes > 1 << 18) {
