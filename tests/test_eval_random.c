@@ -8,8 +8,8 @@
  * dialect. EIN_SEED=N reproduces a run; EIN_CASES=N sets the count
  * (default 1500). A failing case prints its seed, expression and shapes.
  * The same generator's cases run once more in c64 and c128
- * (EIN_COMPLEX_CASES, default 400) against the reference in complex
- * double; max, min, any and all there must fail with a dtype error.
+ * (EIN_COMPLEX_CASES, default 400, and EIN_COMPLEX_LARGE_CASES, default
+ * 40, of the large sizes) against the reference in complex double; max, min, any and all there must fail with a dtype error.
  *
  * With --cuda the same cases run on GPU 0 (inputs and outputs copied to
  * device buffers with the same layouts); without a GPU that run reports
@@ -627,11 +627,24 @@ int main(int argc, char **argv) {
       run_cases(ctxs, both, seed0, COMPLEX_SEED_OFFSET, ncomplex,
                 "complex case",
                 "EIN_CASES=0 EIN_LARGE_CASES=0 EIN_COMPLEX_CASES=1", &skipped);
+  /* large ones too: the threaded and split row kernels */
+  const char *xlenv = getenv("EIN_COMPLEX_LARGE_CASES");
+  int nxlarge = xlenv ? atoi(xlenv) : 40;
+  large_cases = true;
+  int xlarge_compared = run_cases(
+      ctxs, both, seed0, COMPLEX_SEED_OFFSET + LARGE_SEED_OFFSET, nxlarge,
+      "large complex case",
+      "EIN_CASES=0 EIN_LARGE_CASES=0 EIN_COMPLEX_CASES=0 "
+      "EIN_COMPLEX_LARGE_CASES=1",
+      &skipped);
+  large_cases = false;
   force_complex = false;
-  printf("compared %d c64/c128 cases with the complex reference\n",
-         complex_compared);
+  printf("compared %d c64/c128 cases (%d large) with the complex reference\n",
+         complex_compared + xlarge_compared, xlarge_compared);
   CHECK(complex_compared >= ncomplex * 4 / 5, "only %d of %d complex cases "
         "compared", complex_compared, ncomplex);
+  CHECK(nxlarge == 0 || xlarge_compared >= nxlarge / 2,
+        "only %d large complex cases compared", xlarge_compared);
   run_named_cases(ctxs);
   if (device_kind != EIN_BACKEND_CPU) {
     ein_ctx *torch_ctxs[2];
