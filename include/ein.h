@@ -355,7 +355,10 @@ EIN_API ein_status ein_output_shape(ein_ctx *ctx, const char *expr,
  * (no two elements at one address).
  *
  * dtypes: f32, f64, f16 and bf16 for everything (f16/bf16 are computed in
- * f32 and rounded once); integers for rearrange, repeat, reductions and
+ * f32 and rounded once); complex64 and complex128 (DLPack kDLComplex, 64
+ * and 128 bits) for rearrange, repeat, contractions, sum, mean and prod
+ * (computed in their own precision; max, min, any and all fail with
+ * EIN_ERR_DTYPE); integers for rearrange, repeat, reductions and
  * contractions (computed in int64, wrapping); bool for rearrange, repeat,
  * any, all, max and min.
  *

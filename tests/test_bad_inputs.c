@@ -54,6 +54,7 @@ static const struct {
     {"i8", {kDLInt, 8, 1}},       {"i32", {kDLInt, 32, 1}},
     {"i64", {kDLInt, 64, 1}},     {"u8", {kDLUInt, 8, 1}},
     {"bool", {6 /* kDLBool */, 8, 1}},    {"c64", {kDLComplex, 64, 1}},
+    {"c128", {kDLComplex, 128, 1}}, {"c32", {kDLComplex, 32, 1}},
     {"f32x4", {kDLFloat, 32, 4}}, {"f8", {kDLFloat, 8, 1}},
     {"i128", {kDLInt, 128, 1}},   {"u1", {kDLUInt, 1, 1}},
     {"opaque", {kDLOpaqueHandle, 64, 1}},

@@ -156,6 +156,24 @@ static void test_kernels(ein_ctx *ctx) {
     cover(ctx, "e a, f b, a b c d, g c, h d -> e f g h",
           "8x8 8x8 8x8x8x8 8x8 8x8", NULL, dt, 'c');
   }
+  /* c64 and c128: the preludes' ein_c64/ein_c128 in every kernel form
+   * they reach (sums, means and products; max and min are refused) */
+  static const ein_dtype COMPLEX[] = {EIN_DT_C64, EIN_DT_C128};
+  for (size_t d = 0; d < 2; d++) {
+    ein_dtype dt = COMPLEX[d];
+    cover(ctx, "a b -> b a", "64x48", NULL, dt, 'c');
+    cover(ctx, "b i i -> b i", "3x7x7", NULL, dt, 'c');
+    cover(ctx, "b c h w -> b h w c", "2x32x8x8", NULL, dt, 'c');
+    cover(ctx, "b s d -> b s", "4x6x40", "reduce=prod", dt, 'f');
+    cover(ctx, "b s d -> b s", "4x4x8192", "reduce=mean", dt, 'c');
+    cover(ctx, "b s d -> d", "4x300x16", "reduce=sum", dt, 'c');
+    cover(ctx, "a b ->", "300x200", "reduce=sum", dt, 'c');
+    cover(ctx, "a b -> a", "4x0", "reduce=mean", dt, 'c');
+    cover(ctx, "b i, b j -> b i j", "3x5 3x9", NULL, dt, 'c');
+    cover(ctx, "i j, j k -> i k", "5x6 6x7", NULL, dt, 'c');
+    cover(ctx, "b h i d, b h j d -> b h i j", "2x4x128x64 2x4x128x64", NULL,
+          dt, 'c');
+  }
   cover(ctx, "a b -> a", "4x0", "reduce=sum", EIN_DT_I32, 'c');
   /* 64-bit indexing: more than 2^30 elements (planned, never allocated) */
   cover(ctx, "a b -> b a", "40000x40000", NULL, EIN_DT_F16, 'c');

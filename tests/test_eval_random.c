@@ -7,6 +7,9 @@
  * axes, strided (permuted, sliced, offset) inputs and outputs, the numpy
  * dialect. EIN_SEED=N reproduces a run; EIN_CASES=N sets the count
  * (default 1500). A failing case prints its seed, expression and shapes.
+ * The same generator's cases run once more in c64 and c128
+ * (EIN_COMPLEX_CASES, default 400, and EIN_COMPLEX_LARGE_CASES, default
+ * 40, of the large sizes) against the reference in complex double; max, min, any and all there must fail with a dtype error.
  *
  * With --cuda the same cases run on GPU 0 (inputs and outputs copied to
  * device buffers with the same layouts); without a GPU that run reports
@@ -100,7 +103,8 @@ static void check_coverage(int cases) {
   static const ein_dtype types[][2] = {
       {EIN_DT_F32, EIN_DT_F32}, {EIN_DT_F64, EIN_DT_F64},
       {EIN_DT_F16, EIN_DT_F16}, {EIN_DT_BF16, EIN_DT_BF16},
-      {EIN_DT_F16, EIN_DT_F32}, {EIN_DT_BF16, EIN_DT_F32}};
+      {EIN_DT_F16, EIN_DT_F32}, {EIN_DT_BF16, EIN_DT_F32},
+      {EIN_DT_C64, EIN_DT_C64}, {EIN_DT_C128, EIN_DT_C128}};
   for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
     CHECK(cov.gemm_type[types[t][0]][types[t][1]] > 0,
           "no %s->%s cuBLAS call ran", ein_dtype_name(types[t][0]),
@@ -108,7 +112,8 @@ static void check_coverage(int cases) {
   for (int d = 0; d < EIN_DT_COUNT; d++)
     if (d == EIN_DT_F16 || d == EIN_DT_BF16 || d == EIN_DT_F32 ||
         d == EIN_DT_F64 || d == EIN_DT_I32 || d == EIN_DT_I64 ||
-        d == EIN_DT_I8 || d == EIN_DT_U8 || d == EIN_DT_BOOL)
+        d == EIN_DT_I8 || d == EIN_DT_U8 || d == EIN_DT_BOOL ||
+        d == EIN_DT_C64 || d == EIN_DT_C128)
       CHECK(cov.dtype[d] > 0, "no %s step ran", ein_dtype_name((ein_dtype)d));
 }
 
@@ -167,6 +172,12 @@ static void fill_random(tensor *x, ein_dtype dt, ein_reduction r) {
     int64_t off = 0;
     for (int d = 0; d < x->t.ndim; d++) off += idx[d] * x->strides[d];
     double v;
+    if (ein_dtype_is_complex(dt)) { /* prod: magnitudes near 1 */
+      double mag = r == EIN_REDUCE_PROD ? 0.6 + 0.8 * rnd_unit() : rnd_unit();
+      double arg = 6.283185307179586 * rnd_unit();
+      ref_store_complex(dt, base, off, CMPLX(mag * cos(arg), mag * sin(arg)));
+      goto next;
+    }
     if (dt == EIN_DT_BOOL)
       v = rnd_int(3) != 0;
     else if (!ein_dtype_is_float(dt))
@@ -176,6 +187,7 @@ static void fill_random(tensor *x, ein_dtype dt, ein_reduction r) {
     else
       v = 2 * rnd_unit() - 1;
     ref_store(dt, base, off, v);
+  next:
     for (int d = x->t.ndim - 1; d >= 0; d--) {
       if (++idx[d] < x->shape[d]) break;
       idx[d] = 0;
@@ -186,8 +198,8 @@ static void fill_random(tensor *x, ein_dtype dt, ein_reduction r) {
 
 static double tolerance(ein_dtype dt) {
   switch (dt) {
-  case EIN_DT_F64: return 1e-12;
-  case EIN_DT_F32: return 1e-5;
+  case EIN_DT_F64: case EIN_DT_C128: return 1e-12;
+  case EIN_DT_F32: case EIN_DT_C64: return 1e-5;
   case EIN_DT_F16: case EIN_DT_BF16: return 2e-2;
   default: return 0;
   }
@@ -264,12 +276,24 @@ static int check_case(ein_ctx *ctx, gen_case c, uint64_t seed, int *skipped) {
   int ond = ein_binding_output_ndim(b);
   make_tensor(&out, c.dt, ond, ein_binding_output_shape(b), rnd_int(3) == 0);
   int64_t on = numel(&out);
-  double *want = malloc(sizeof(double) * (size_t)(on ? on : 1));
-  int ref = ref_eval(p, ins, want, on);
+  bool cplx = ein_dtype_is_complex(c.dt);
+  /* want holds doubles, or complex doubles for c64 and c128 */
+  void *want = malloc(sizeof(double complex) * (size_t)(on ? on : 1));
+  int ref = cplx ? ref_eval_complex(p, ins, want, on)
+                 : ref_eval(p, ins, want, on);
   ein_status st = device_kind != EIN_BACKEND_CPU ? eval_on_device(ctx, &c, in, &out)
                         : ein_eval(ctx, c.expr, ins, c.n, &out.t, &c.opt);
   int failed = 0;
-  if (ref < 0) {
+  if (cplx && ref < 0) {
+    /* max, min, any, all: no order on complex numbers */
+    const char *name = ein_reduction_name(c.opt.reduction);
+    if (st != EIN_ERR_DTYPE || !strstr(ein_last_error(ctx)->message, name)) {
+      fprintf(stderr, "FAIL seed %llu: %s: want a dtype error naming '%s', "
+              "got %s\n", (unsigned long long)seed, c.desc, name,
+              ein_status_name(st));
+      failed = 1;
+    }
+  } else if (ref < 0) {
     if (st != EIN_ERR_BAD_REDUCTION) {
       fprintf(stderr, "FAIL seed %llu: %s: want 'bad reduction', got %s\n",
               (unsigned long long)seed, c.desc, ein_status_name(st));
@@ -288,24 +312,34 @@ static int check_case(ein_ctx *ctx, gen_case c, uint64_t seed, int *skipped) {
     for (int64_t e = 0; e < on; e++) {
       int64_t off = 0;
       for (int d = 0; d < ond; d++) off += idx[d] * out.strides[d];
-      double got = ref_load(c.dt, base, off), w = want[e];
-      double wr = w;
-      if (!ein_dtype_is_float(c.dt)) { /* integers wrap to the dtype */
+      double complex got, wr;
+      if (cplx) {
+        got = ref_load_complex(c.dt, base, off);
+        wr = ((double complex *)want)[e];
+      } else {
+        got = ref_load(c.dt, base, off);
+        wr = ((double *)want)[e];
+      }
+      if (!cplx && !ein_dtype_is_float(c.dt)) { /* integers wrap to the dtype */
         int64_t cell = 0;
-        ref_store(c.dt, &cell, 0, w);
+        ref_store(c.dt, &cell, 0, creal(wr));
         wr = ref_load(c.dt, &cell, 0);
       }
-      if (isnan(wr) || isnan(got)) {
-        nan_mismatch |= isnan(wr) != isnan(got);
-      } else if (isinf(wr) || isinf(got)) {
-        nan_mismatch |= wr != got;
-      } else {
-        double dlt = fabs(got - wr);
-        err += dlt * dlt;
-        norm += wr * wr;
-        if (dlt > worst) {
-          worst = dlt;
-          worst_at = e;
+      for (int part = 0; part < 2; part++) {
+        double g = part ? cimag(got) : creal(got);
+        double w = part ? cimag(wr) : creal(wr);
+        if (isnan(w) || isnan(g)) {
+          nan_mismatch |= isnan(w) != isnan(g);
+        } else if (isinf(w) || isinf(g)) {
+          nan_mismatch |= w != g;
+        } else {
+          double dlt = fabs(g - w);
+          err += dlt * dlt;
+          norm += w * w;
+          if (dlt > worst) {
+            worst = dlt;
+            worst_at = e;
+          }
         }
       }
       for (int d = ond - 1; d >= 0; d--) {
@@ -331,10 +365,19 @@ static int check_case(ein_ctx *ctx, gen_case c, uint64_t seed, int *skipped) {
   return failed;
 }
 
+/* Set for the complex pass: every case's dtype becomes c64 (even seeds)
+ * or c128 (odd ones), whatever the generator drew. */
+static bool force_complex;
+
 static int run_case(ein_ctx *ctx, uint64_t seed, int *skipped) {
   gen_seed(seed);
   gen_case c;
   generate(&c);
+  if (force_complex) {
+    c.dt = seed % 2 ? EIN_DT_C128 : EIN_DT_C64;
+    size_t w = strlen(c.desc);
+    snprintf(c.desc + w, sizeof c.desc - w, " (as %s)", ein_dtype_name(c.dt));
+  }
   return check_case(ctx, c, seed, skipped);
 }
 
@@ -475,10 +518,11 @@ static void named_case_fill(const struct named_case *nc, ein_dtype dt,
   if (nc->reduce) REQUIRE_OK(ein_reduction_parse(nc->reduce, &c->opt.reduction));
 }
 
-/* Every named case in every float dtype on both contexts. */
+/* Every named case in every float and complex dtype on both contexts
+ * (colmax in complex checks the dtype error). */
 static void run_named_cases(ein_ctx *const ctxs[2]) {
   static const ein_dtype dts[] = {EIN_DT_F32, EIN_DT_F64, EIN_DT_F16,
-                                  EIN_DT_BF16};
+                                  EIN_DT_BF16, EIN_DT_C64, EIN_DT_C128};
   int n = 0, skipped = 0;
   for (size_t i = 0; i < sizeof named_cases / sizeof named_cases[0]; i++)
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
@@ -499,7 +543,7 @@ static void run_named_cases(ein_ctx *const ctxs[2]) {
 
 /* Large cases take their seeds from seed0 + LARGE_SEED_OFFSET on, so they
  * never repeat a small case's seed. */
-enum { LARGE_SEED_OFFSET = 1000000 };
+enum { LARGE_SEED_OFFSET = 1000000, COMPLEX_SEED_OFFSET = 2000000 };
 
 /* Runs `count` cases with seeds seed0 + offset + k, alternating the two
  * contexts (or, with `both`, each case on both), and checks each bindable
@@ -590,6 +634,32 @@ int main(int argc, char **argv) {
   printf("compared %d large cases with the reference\n", large_compared);
   CHECK(large == 0 || large_compared >= large / 2,
         "only %d large cases compared", large_compared);
+  large_cases = false;
+  const char *xenv = getenv("EIN_COMPLEX_CASES");
+  int ncomplex = xenv ? atoi(xenv) : 400;
+  force_complex = true;
+  int complex_compared =
+      run_cases(ctxs, both, seed0, COMPLEX_SEED_OFFSET, ncomplex,
+                "complex case",
+                "EIN_CASES=0 EIN_LARGE_CASES=0 EIN_COMPLEX_CASES=1", &skipped);
+  /* large ones too: the threaded and split row kernels */
+  const char *xlenv = getenv("EIN_COMPLEX_LARGE_CASES");
+  int nxlarge = xlenv ? atoi(xlenv) : 40;
+  large_cases = true;
+  int xlarge_compared = run_cases(
+      ctxs, both, seed0, COMPLEX_SEED_OFFSET + LARGE_SEED_OFFSET, nxlarge,
+      "large complex case",
+      "EIN_CASES=0 EIN_LARGE_CASES=0 EIN_COMPLEX_CASES=0 "
+      "EIN_COMPLEX_LARGE_CASES=1",
+      &skipped);
+  large_cases = false;
+  force_complex = false;
+  printf("compared %d c64/c128 cases (%d large) with the complex reference\n",
+         complex_compared + xlarge_compared, xlarge_compared);
+  CHECK(complex_compared >= ncomplex * 4 / 5, "only %d of %d complex cases "
+        "compared", complex_compared, ncomplex);
+  CHECK(nxlarge == 0 || xlarge_compared >= nxlarge / 2,
+        "only %d large complex cases compared", xlarge_compared);
   run_named_cases(ctxs);
   if (device_kind != EIN_BACKEND_CPU) {
     ein_ctx *torch_ctxs[2];

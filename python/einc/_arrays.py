@@ -305,7 +305,8 @@ def dtype_code(dtype) -> tuple:
         "bool": (6, 8), "f16": (2, 16), "f32": (2, 32), "f64": (2, 64),
         "bf16": (4, 16), "i8": (0, 8), "i16": (0, 16), "i32": (0, 32),
         "i64": (0, 64), "u8": (1, 8), "u16": (1, 16), "u32": (1, 32),
-        "u64": (1, 64),
+        "u64": (1, 64), "complex64": (5, 64), "complex128": (5, 128),
+        "c64": (5, 64), "c128": (5, 128),
     }
     if name not in table:
         raise TypeError(f"einc has no dtype {dtype!r}")

@@ -1,7 +1,8 @@
 /*
  * cpu_backend.c - runs plans on the host: GEMM steps through CBLAS
- * (OpenBLAS) for f32 and f64, LOOP contractions of tiny matrices through
- * cpu_contract.c, other LOOP and FILL steps through cpu_loops.c.
+ * (OpenBLAS) for f32, f64, c64 and c128 (sgemm, dgemm, cgemm, zgemm),
+ * LOOP contractions of tiny matrices through cpu_contract.c, other LOOP
+ * and FILL steps through cpu_loops.c.
  * Without a CBLAS at build time, GEMMs fall back to a blocked C loop so
  * that einc still builds and computes the same results everywhere.
  *
@@ -9,6 +10,7 @@
  * them: a run takes one for itself and gives it back, so threads sharing a
  * context run at once without allocating in the steady state.
  */
+#include <complex.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +104,26 @@ static bool workspace_take(cpu_backend *cb, int64_t bytes, workspace *out) {
   }
 FALLBACK_GEMM(gemm_f32, float)
 FALLBACK_GEMM(gemm_f64, double)
+FALLBACK_GEMM(gemm_c64, float complex)
+FALLBACK_GEMM(gemm_c128, double complex)
+#endif
+
+#ifdef EIN_HAVE_CBLAS
+/* cgemm and zgemm: alpha and beta by pointer, as complex numbers. */
+static void gemm_complex(const ein_gemm_call *g, ein_dtype dt, double alpha,
+                         const char *a, const char *b, char *c) {
+  enum CBLAS_TRANSPOSE ta = g->ta ? CblasTrans : CblasNoTrans;
+  enum CBLAS_TRANSPOSE tb = g->tb ? CblasTrans : CblasNoTrans;
+  if (dt == EIN_DT_C128) {
+    double complex al = alpha, be = 0;
+    cblas_zgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, &al,
+                a, (int)g->lda, b, (int)g->ldb, &be, c, (int)g->ldc);
+  } else {
+    float complex al = (float)alpha, be = 0;
+    cblas_cgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, &al,
+                a, (int)g->lda, b, (int)g->ldb, &be, c, (int)g->ldc);
+  }
+}
 #endif
 
 static void gemm_one(const ein_gemm_call *g, ein_dtype dt, double alpha,
@@ -109,7 +131,9 @@ static void gemm_one(const ein_gemm_call *g, ein_dtype dt, double alpha,
 #ifdef EIN_HAVE_CBLAS
   enum CBLAS_TRANSPOSE ta = g->ta ? CblasTrans : CblasNoTrans;
   enum CBLAS_TRANSPOSE tb = g->tb ? CblasTrans : CblasNoTrans;
-  if (dt == EIN_DT_F64)
+  if (dt == EIN_DT_C64 || dt == EIN_DT_C128)
+    gemm_complex(g, dt, alpha, a, b, c);
+  else if (dt == EIN_DT_F64)
     cblas_dgemm(CblasRowMajor, ta, tb, (int)g->m, (int)g->n, (int)g->k, alpha,
                 (const double *)a, (int)g->lda, (const double *)b,
                 (int)g->ldb, 0.0, (double *)c, (int)g->ldc);
@@ -119,7 +143,13 @@ static void gemm_one(const ein_gemm_call *g, ein_dtype dt, double alpha,
                 (const float *)b, (int)g->ldb, 0.0f, (float *)c,
                 (int)g->ldc);
 #else
-  if (dt == EIN_DT_F64)
+  if (dt == EIN_DT_C128)
+    gemm_c128(g, alpha, (const double complex *)a,
+              (const double complex *)b, (double complex *)c);
+  else if (dt == EIN_DT_C64)
+    gemm_c64(g, (float)alpha, (const float complex *)a,
+             (const float complex *)b, (float complex *)c);
+  else if (dt == EIN_DT_F64)
     gemm_f64(g, alpha, (const double *)a, (const double *)b, (double *)c);
   else
     gemm_f32(g, (float)alpha, (const float *)a, (const float *)b, (float *)c);
@@ -131,7 +161,8 @@ static ein_status run_gemm(const ein_step *s, char *c, const char *a,
   const ein_gemm *g = &s->gemm;
   ein_gemm_call call;
   if (s->dst_dtype != s->src_dtype[0] || s->dst_dtype != s->src_dtype[1] ||
-      (s->dst_dtype != EIN_DT_F32 && s->dst_dtype != EIN_DT_F64) ||
+      (s->dst_dtype != EIN_DT_F32 && s->dst_dtype != EIN_DT_F64 &&
+       !ein_dtype_is_complex(s->dst_dtype)) ||
       !ein_gemm_rowmajor(g, &call))
     return ein_fail_internal(err,
                              "cpu backend: a GEMM step it cannot run "

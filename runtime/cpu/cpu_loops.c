@@ -12,13 +12,15 @@
  *   - along the innermost reduced axis when the source's fastest axis is
  *     reduced: each result is a scalar fold of contiguous rows (row sums).
  * Rows are loaded into an accumulator-typed buffer (f32 for f16/bf16/f32,
- * f64, or i64 for integers and bool), so the dtype switch happens per row,
+ * f64, i64 for integers and bool, C's float/double _Complex for c64/c128,
+ * whose layout is numpy's), so the dtype switch happens per row,
  * not per element, and the inner loops vectorise. Outer kept indices are
  * split across OpenMP threads when there is enough work.
  */
 #include "alloc.h"
 #include "cpu_loops.h"
 
+#include <complex.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,11 +40,17 @@ enum { ROW = 512, LANES = 32, ROW_MIN = 16 };
 #define OMP_PARALLEL_FOR
 #endif
 
-typedef enum acc_kind { ACC_F32, ACC_F64, ACC_I64 } acc_kind;
+typedef enum acc_kind { ACC_F32, ACC_F64, ACC_I64, ACC_C64, ACC_C128 } acc_kind;
 
 /* The planner's accumulator (ein_step.acc_dtype) as a loop family. */
 static acc_kind acc_of(ein_dtype dt) {
-  return dt == EIN_DT_F64 ? ACC_F64 : dt == EIN_DT_F32 ? ACC_F32 : ACC_I64;
+  switch (dt) {
+  case EIN_DT_F64: return ACC_F64;
+  case EIN_DT_F32: return ACC_F32;
+  case EIN_DT_C64: return ACC_C64;
+  case EIN_DT_C128: return ACC_C128;
+  default: return ACC_I64;
+  }
 }
 
 /* --------------------------------------------------- row conversion */
@@ -140,6 +148,37 @@ static void load_i64(ein_dtype dt, const char *p, int64_t st, int64_t n,
   }
 }
 
+/* Complex rows: c64 and c128 only convert between each other. */
+static void load_c64(ein_dtype dt, const char *p, int64_t st, int64_t n,
+                     float complex *out) {
+  switch (dt) {
+  case EIN_DT_C64:
+    if (st == 1) {
+      memcpy(out, p, (size_t)n * sizeof(float complex));
+      return;
+    }
+    LOAD_ROW(float complex, ((const float complex *)p)[i * st]);
+    return;
+  case EIN_DT_C128: LOAD_ROW(float complex, ((const double complex *)p)[i * st]); return;
+  default: return;
+  }
+}
+
+static void load_c128(ein_dtype dt, const char *p, int64_t st, int64_t n,
+                      double complex *out) {
+  switch (dt) {
+  case EIN_DT_C128:
+    if (st == 1) {
+      memcpy(out, p, (size_t)n * sizeof(double complex));
+      return;
+    }
+    LOAD_ROW(double complex, ((const double complex *)p)[i * st]);
+    return;
+  case EIN_DT_C64: LOAD_ROW(double complex, ((const float complex *)p)[i * st]); return;
+  default: return;
+  }
+}
+
 #define STORE_ROW(T, expr)                                                  \
   for (int64_t i = 0; i < n; i++) ((T *)p)[i * st] = (expr);
 
@@ -187,6 +226,36 @@ static void store_i64(ein_dtype dt, char *p, int64_t st, int64_t n,
   case EIN_DT_U16: STORE_ROW(uint16_t, (uint16_t)in[i]); return;
   case EIN_DT_U32: STORE_ROW(uint32_t, (uint32_t)in[i]); return;
   case EIN_DT_U64: STORE_ROW(uint64_t, (uint64_t)in[i]); return;
+  default: return;
+  }
+}
+
+static void store_c64(ein_dtype dt, char *p, int64_t st, int64_t n,
+                      const float complex *in) {
+  switch (dt) {
+  case EIN_DT_C64:
+    if (st == 1) {
+      memcpy(p, in, (size_t)n * sizeof(float complex));
+      return;
+    }
+    STORE_ROW(float complex, in[i]);
+    return;
+  case EIN_DT_C128: STORE_ROW(double complex, in[i]); return;
+  default: return;
+  }
+}
+
+static void store_c128(ein_dtype dt, char *p, int64_t st, int64_t n,
+                       const double complex *in) {
+  switch (dt) {
+  case EIN_DT_C128:
+    if (st == 1) {
+      memcpy(p, in, (size_t)n * sizeof(double complex));
+      return;
+    }
+    STORE_ROW(double complex, in[i]);
+    return;
+  case EIN_DT_C64: STORE_ROW(float complex, (float complex)in[i]); return;
   default: return;
   }
 }
@@ -240,11 +309,35 @@ typedef struct loop_job {
 #define MINV INT64_MIN
 #include "cpu_loops_acc.inc"
 
+/* Complex accumulators have no max or min (the planner refuses them):
+ * UNORDERED leaves those folds out of these instances. */
+#define T float complex
+#define SUFFIX c64
+#define NATIVE EIN_DT_C64
+#define LOAD load_c64
+#define STORE store_c64
+#define IDENT_SUM 0.0f
+#define IDENT_PROD 1.0f
+#define UNORDERED
+#include "cpu_loops_acc.inc"
+
+#define T double complex
+#define SUFFIX c128
+#define NATIVE EIN_DT_C128
+#define LOAD load_c128
+#define STORE store_c128
+#define IDENT_SUM 0.0
+#define IDENT_PROD 1.0
+#define UNORDERED
+#include "cpu_loops_acc.inc"
+
 static void run_range(const loop_job *j, int64_t lo, int64_t hi) {
   switch (j->acc) {
   case ACC_F32: run_range_f32(j, lo, hi); return;
   case ACC_F64: run_range_f64(j, lo, hi); return;
   case ACC_I64: run_range_i64(j, lo, hi); return;
+  case ACC_C64: run_range_c64(j, lo, hi); return;
+  case ACC_C128: run_range_c128(j, lo, hi); return;
   }
 }
 
@@ -253,6 +346,8 @@ static bool run_split(const loop_job *j, int threads) {
   case ACC_F32: return run_split_f32(j, threads);
   case ACC_F64: return run_split_f64(j, threads);
   case ACC_I64: return run_split_i64(j, threads);
+  case ACC_C64: return run_split_c64(j, threads);
+  case ACC_C128: return run_split_c128(j, threads);
   }
   return false;
 }
@@ -266,7 +361,7 @@ static void take_row(loop_job *j, ein_loop_axes *from, int at) {
 
 /* Pure data movement (one source, same dtype, no scaling, nothing
  * reduced): permutes, repeats, diagonals, strided views. Elements move as
- * 1, 2, 4 or 8-byte words. When the destination's fastest axis is not the
+ * 1, 2, 4, 8 or 16-byte words (c128 as a pair of 8-byte ones). When the destination's fastest axis is not the
  * source's, the two axes are walked in 32x32 tiles so both sides stay in
  * cache (a transpose); otherwise rows are copied along the destination's
  * fastest axis. */
@@ -283,13 +378,19 @@ static void take_row(loop_job *j, ein_loop_axes *from, int at) {
 #define W 8
 #define T uint64_t
 #include "cpu_loops_copy.inc"
+typedef struct word16 {
+  uint64_t lo, hi;
+} word16;
+#define W 16
+#define T word16
+#include "cpu_loops_copy.inc"
 
 static bool try_copy(const ein_step *s, ein_loop_axes *kept,
                      const ein_loop_axes *red, char *dst, const char *src,
                      int threads) {
   size_t w = ein_dtype_size(s->dst_dtype);
   if (!s->plain_copy || red->n != 0 ||
-      !(w == 1 || w == 2 || w == 4 || w == 8))
+      !(w == 1 || w == 2 || w == 4 || w == 8 || w == 16))
     return false;
   int64_t na = 1, nb = 1, sta[3] = {0}, stb[3] = {0};
   if (kept->n) {
@@ -314,8 +415,11 @@ static bool try_copy(const ein_step *s, ein_loop_axes *kept,
   int64_t nouter = ein_loop_axes_volume(kept);
   void (*fn)(const ein_loop_axes *, int64_t, int64_t, char *, const char *,
              int64_t, const int64_t *, int64_t, const int64_t *) =
-      w == 1 ? copy_range_1 : w == 2 ? copy_range_2 : w == 4 ? copy_range_4
-                                                            : copy_range_8;
+      w == 1   ? copy_range_1
+      : w == 2 ? copy_range_2
+      : w == 4 ? copy_range_4
+      : w == 8 ? copy_range_8
+               : copy_range_16;
   double bytes = (double)nouter * (double)na * (double)nb * (double)w;
 #ifdef _OPENMP
   if (threads > 1 && nouter > 1 && bytes > 1 << 18) {
@@ -365,6 +469,10 @@ static void run_fill(const loop_job *j) {
     if (j->acc == ACC_I64) {
       int64_t v = (int64_t)s->fill;
       store_i64(s->dst_dtype, p, 1, 1, &v);
+    } else if (j->acc == ACC_C64 || j->acc == ACC_C128) {
+      /* the mean of nothing is nan+nanj, as numpy's */
+      double complex v = CMPLX(s->fill, isnan(s->fill) ? s->fill : 0);
+      store_c128(s->dst_dtype, p, 1, 1, &v);
     } else if (j->acc == ACC_F64 || s->dst_dtype == EIN_DT_F64) {
       double v = s->fill;
       store_f64(s->dst_dtype, p, 1, 1, &v);

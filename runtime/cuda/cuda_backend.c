@@ -108,15 +108,18 @@ static cudaDataType_t data_type(ein_dtype dt) {
   case EIN_DT_F16: return CUDA_R_16F;
   case EIN_DT_BF16: return CUDA_R_16BF;
   case EIN_DT_F64: return CUDA_R_64F;
+  case EIN_DT_C64: return CUDA_C_32F;
+  case EIN_DT_C128: return CUDA_C_64F;
   default: return CUDA_R_32F;
   }
 }
 
 /* alpha and beta in the compute type's precision: f64 for 64F, f32 for
- * the 32F kinds. */
+ * the 32F kinds; as (re, im) pairs, which complex GEMMs read whole and
+ * real ones by their first element. */
 typedef struct scalars {
-  float af, bf;
-  double ad, bd;
+  float af[2], bf[2];
+  double ad[2], bd[2];
   const void *alpha, *beta;
 } scalars;
 
@@ -124,12 +127,9 @@ typedef struct scalars {
 static cublasComputeType_t compute_of(const ein_cublas_gemm *g,
                                       const ein_step *s, scalars *sc) {
   bool f64 = g->compute == EIN_GEMM_COMPUTE_64F;
-  sc->af = (float)s->alpha;
-  sc->ad = s->alpha;
-  sc->bf = 0;
-  sc->bd = 0;
-  sc->alpha = f64 ? (const void *)&sc->ad : (const void *)&sc->af;
-  sc->beta = f64 ? (const void *)&sc->bd : (const void *)&sc->bf;
+  *sc = (scalars){.af = {(float)s->alpha, 0}, .ad = {s->alpha, 0}};
+  sc->alpha = f64 ? (const void *)sc->ad : (const void *)sc->af;
+  sc->beta = f64 ? (const void *)sc->bd : (const void *)sc->bf;
   switch (g->compute) {
   case EIN_GEMM_COMPUTE_64F: return CUBLAS_COMPUTE_64F;
   case EIN_GEMM_COMPUTE_32F_TF32: return CUBLAS_COMPUTE_32F_FAST_TF32;

@@ -150,6 +150,8 @@ static int blas_type(ein_dtype dt) {
   case EIN_DT_F16: return EIN_EMU_R_16F;
   case EIN_DT_BF16: return EIN_EMU_R_16BF;
   case EIN_DT_F64: return EIN_EMU_R_64F;
+  case EIN_DT_C64: return EIN_EMU_C_32F;
+  case EIN_DT_C128: return EIN_EMU_C_64F;
   default: return EIN_EMU_R_32F;
   }
 }
@@ -157,8 +159,8 @@ static int blas_type(ein_dtype dt) {
 /* The arguments of one cuBLAS call as the CUDA backend makes it. */
 typedef struct blas_args {
   int atype, ctype, compute;
-  float af, bf;
-  double ad, bd;
+  float af[2], bf[2];   /* (re, im): complex GEMMs read both */
+  double ad[2], bd[2];
   const void *alpha, *beta;
   int64_t asz, csz; /* element bytes of A/B and of C */
 } blas_args;
@@ -171,13 +173,13 @@ static void blas_args_of(const ein_step *s, const ein_cublas_gemm *g,
                : g->compute == EIN_GEMM_COMPUTE_32F_TF32
                    ? EIN_EMU_COMPUTE_32F_FAST_TF32
                    : EIN_EMU_COMPUTE_32F;
-  b->af = (float)s->alpha;
-  b->ad = s->alpha;
-  b->bf = 0;
-  b->bd = 0;
+  b->af[0] = (float)s->alpha;
+  b->ad[0] = s->alpha;
+  b->af[1] = b->bf[0] = b->bf[1] = 0;
+  b->ad[1] = b->bd[0] = b->bd[1] = 0;
   bool f64 = b->compute == EIN_EMU_COMPUTE_64F;
-  b->alpha = f64 ? (const void *)&b->ad : (const void *)&b->af;
-  b->beta = f64 ? (const void *)&b->bd : (const void *)&b->bf;
+  b->alpha = f64 ? (const void *)b->ad : (const void *)b->af;
+  b->beta = f64 ? (const void *)b->bd : (const void *)b->bf;
   b->asz = (int64_t)ein_dtype_size(g->ab_dtype);
   b->csz = (int64_t)ein_dtype_size(g->c_dtype);
 }

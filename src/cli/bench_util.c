@@ -41,6 +41,8 @@ void *bench_random_data(ein_dtype dt, size_t n, uint64_t seed) {
     case EIN_DT_BF16: *(uint16_t *)p = ein_f32_to_bf16((float)v); break;
     case EIN_DT_F32: *(float *)p = (float)v; break;
     case EIN_DT_F64: *(double *)p = v; break;
+    case EIN_DT_C64: ((float *)p)[0] = (float)v, ((float *)p)[1] = (float)(0.5 * v); break;
+    case EIN_DT_C128: ((double *)p)[0] = v, ((double *)p)[1] = 0.5 * v; break;
     case EIN_DT_BOOL: *p = v > 0; break;
     case EIN_DT_U8: case EIN_DT_U16: case EIN_DT_U32: case EIN_DT_U64:
       iv += 8; /* fall through */

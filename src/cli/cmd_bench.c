@@ -39,7 +39,7 @@ void cmd_bench_help(void) {
       "memcpy on the host. Inputs that fit twice in the last-level cache are\n"
       "copied and rotated between runs.\n"
       "\n"
-      "  --dtype T     f32 (default), f64, f16, bf16, integers\n"
+      "  --dtype T     f32 (default), f64, f16, bf16, c64, c128, integers\n"
       "  --backend B   auto (default: cuda when a GPU exists, else cpu)\n"
       "  --runs N      timed runs (default 20), each timed alone\n"
       "  --warmup N    untimed runs first (default 3; they compile kernels)\n"

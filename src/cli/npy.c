@@ -18,6 +18,7 @@ static const struct {
     {"|i1", EIN_DT_I8},  {"<i2", EIN_DT_I16}, {"<i4", EIN_DT_I32},
     {"<i8", EIN_DT_I64}, {"|u1", EIN_DT_U8},  {"<u2", EIN_DT_U16},
     {"<u4", EIN_DT_U32}, {"<u8", EIN_DT_U64}, {"|b1", EIN_DT_BOOL},
+    {"<c8", EIN_DT_C64}, {"<c16", EIN_DT_C128},
     /* numpy has no bfloat16: ml_dtypes' bfloat16 is saved as a 2-byte void
      * ('<V2'; plain numpy writes '|V2'), and np.load(f).view(
      * ml_dtypes.bfloat16) reads it back. einc reads any V2 as bf16 (eval's
@@ -68,7 +69,7 @@ static bool parse_descr(const char *h, ein_dtype *dt, char *why, size_t cap) {
     const char *d = descrs[i].descr;
     /* one-byte types may say '|', '<' or '>' */
     bool one = d[0] == '|';
-    if (n == 3 && (memcmp(v + 1, d, 3) == 0 ||
+    if (n == strlen(d) && (memcmp(v + 1, d, n) == 0 ||
                    (one && memcmp(v + 2, d + 1, 2) == 0 &&
                     (v[1] == '<' || v[1] == '>' || v[1] == '|')))) {
       *dt = descrs[i].dt;
@@ -77,7 +78,7 @@ static bool parse_descr(const char *h, ein_dtype *dt, char *why, size_t cap) {
   }
   snprintf(why, cap,
            "dtype '%.*s' is not supported (little-endian f2, f4, f8, "
-           "i1-i8, u1-u8, b1, or V2 as bf16)",
+           "c8, c16, i1-i8, u1-u8, b1, or V2 as bf16)",
            (int)(n < 40 ? n : 40), v + 1);
   return false;
 }

@@ -1,6 +1,7 @@
 /*
  * npy.h - NumPy .npy files for `einc eval`: read (format versions 1, 2 and
- * 3; C and Fortran order; little-endian f2/f4/f8, i1-i8, u1-u8, b1, and
+ * 3; C and Fortran order; little-endian f2/f4/f8, c8/c16 (complex64 and
+ * complex128), i1-i8, u1-u8, b1, and
  * the 2-byte void '<V2' or '|V2' as bf16, the way ml_dtypes' bfloat16 is
  * saved) and write (version 1, C order; bf16 as '<V2') atomically, through
  * a temporary file in the same directory that is renamed into place only

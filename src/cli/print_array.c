@@ -2,7 +2,10 @@
  * print_array.c - a tensor as numpy's repr; see print_array.h. Two passes
  * over the elements shown: the first finds the common format (the widest
  * integer part and fraction, whether scientific), the second prints each
- * element padded to it, so columns line up as numpy's do.
+ * element padded to it, so columns line up as numpy's do. A complex array
+ * has one format for its real parts and one for its imaginary parts (a
+ * second printer, `imag`, always signed), and an element reads "1.+2.j",
+ * the 'j' before the imaginary part's padding, as numpy writes it.
  */
 #include "print_array.h"
 
@@ -14,11 +17,15 @@
 #include "dtype.h"
 #include "half.h"
 
-enum { EDGE = 3, LINE_WIDTH = 75, TOKEN = 64 };
+enum { EDGE = 3, LINE_WIDTH = 75, TOKEN = 128 };
 
 typedef struct printer {
   const DLTensor *t;
   ein_dtype dt;
+  int part;             /* complex: 0 prints real parts, 1 imaginary */
+  bool plus;            /* a sign on every value (imaginary parts) */
+  bool nonfinite, neginf; /* a NaN or Inf seen; a -Inf seen */
+  struct printer *imag; /* complex: the imaginary parts' printer */
   bool summarise;
   bool sci;             /* floats in scientific notation */
   int left, right;      /* widest integer part and fraction (floats) */
@@ -29,9 +36,10 @@ typedef struct printer {
   int col;              /* the current line's length */
 } printer;
 
+/* Floating-point values, real or complex (each part formatted as one). */
 static bool is_float(ein_dtype dt) {
   return dt == EIN_DT_F16 || dt == EIN_DT_BF16 || dt == EIN_DT_F32 ||
-         dt == EIN_DT_F64;
+         dt == EIN_DT_F64 || ein_dtype_is_complex(dt);
 }
 
 static double float_at(const printer *p, int64_t i) {
@@ -40,6 +48,8 @@ static double float_at(const printer *p, int64_t i) {
   case EIN_DT_F16: return ein_f16_to_f32(((const uint16_t *)d)[i]);
   case EIN_DT_BF16: return ein_bf16_to_f32(((const uint16_t *)d)[i]);
   case EIN_DT_F32: return ((const float *)d)[i];
+  case EIN_DT_C64: return ((const float *)d)[2 * i + p->part];
+  case EIN_DT_C128: return ((const double *)d)[2 * i + p->part];
   default: return ((const double *)d)[i];
   }
 }
@@ -51,7 +61,7 @@ static bool reads_back(const printer *p, const char *text, double v) {
   case EIN_DT_F16: return ein_f32_to_f16((float)r) == ein_f32_to_f16((float)v);
   case EIN_DT_BF16:
     return ein_f32_to_bf16((float)r) == ein_f32_to_bf16((float)v);
-  case EIN_DT_F32: return (float)r == (float)v;
+  case EIN_DT_F32: case EIN_DT_C64: return (float)r == (float)v;
   default: return r == v;
   }
 }
@@ -86,16 +96,18 @@ static void int_token(const printer *p, int64_t i, char *out) {
 }
 
 /* A float element as text with `digits` after the point ("1." for none),
- * or nan/inf. */
+ * or nan/inf; signed always for the imaginary parts ("+2.", "+nan"). */
 static void float_token(const printer *p, double v, int digits, char *out) {
-  if (isnan(v)) strcpy(out, "nan");
-  else if (isinf(v)) strcpy(out, v < 0 ? "-inf" : "inf");
+  if (isnan(v)) strcpy(out, p->plus ? "+nan" : "nan");
+  else if (isinf(v)) strcpy(out, v < 0 ? "-inf" : p->plus ? "+inf" : "inf");
+  else if (p->plus) snprintf(out, TOKEN, p->sci ? "%+#.*e" : "%+#.*f", digits, v);
   else snprintf(out, TOKEN, p->sci ? "%#.*e" : "%#.*f", digits, v);
 }
 
 /* Pass 1 for one element: the range of magnitudes, then the widths. */
 static void measure(printer *p, int64_t i, int pass) {
   char text[TOKEN];
+  if (p->imag) measure(p->imag, i, pass);
   if (!is_float(p->dt)) {
     int_token(p, i, text);
     if ((int)strlen(text) > p->width) p->width = (int)strlen(text);
@@ -110,8 +122,8 @@ static void measure(printer *p, int64_t i, int pass) {
     return;
   }
   if (!isfinite(v)) {
-    float_token(p, v, 0, text);
-    if ((int)strlen(text) > p->width) p->width = (int)strlen(text);
+    p->nonfinite = true;
+    p->neginf |= isinf(v) && v < 0;
     return;
   }
   int d = digits_for(p, v, p->sci);
@@ -124,17 +136,21 @@ static void measure(printer *p, int64_t i, int pass) {
   if (e && (int)strlen(e) > p->exp) p->exp = (int)strlen(e);
 }
 
-/* Element i padded to the common width. */
-static void format_element(const printer *p, int64_t i, char *out) {
+/* After pass 1: numpy widens the integer part so that "nan", "inf" and
+ * "-inf" (with the sign, "+inf", for the imaginary parts) fit the column. */
+static void settle(printer *p) {
+  if (p->imag) settle(p->imag);
+  if (!p->nonfinite) return;
+  int offset = p->right + p->exp + 1, sign = p->plus || p->neginf;
+  if (3 - offset > p->left) p->left = 3 - offset;
+  if (3 + sign - offset > p->left) p->left = 3 + sign - offset;
+}
+
+/* Float element i (its part p->part) padded to the common width. */
+static void float_element(const printer *p, int64_t i, char *out) {
   char text[TOKEN];
-  if (!is_float(p->dt)) {
-    int_token(p, i, text);
-    snprintf(out, TOKEN, "%*s", p->width, text);
-    return;
-  }
   double v = float_at(p, i);
   int full = p->left + 1 + p->right + p->exp;
-  if (full < p->width) full = p->width;
   if (!isfinite(v)) {
     float_token(p, v, 0, text);
     snprintf(out, TOKEN, "%*s", full, text);
@@ -147,6 +163,23 @@ static void format_element(const printer *p, int64_t i, char *out) {
   int left = (int)(dot - text);
   snprintf(out, TOKEN, "%*s%s%*s", p->left - left, "", text,
            p->sci ? 0 : p->right - d, "");
+}
+
+/* Element i padded to the common width. */
+static void format_element(const printer *p, int64_t i, char *out) {
+  char text[TOKEN];
+  if (!is_float(p->dt)) {
+    int_token(p, i, text);
+    snprintf(out, TOKEN, "%*s", p->width, text);
+    return;
+  }
+  float_element(p, i, out);
+  if (!p->imag) return;
+  float_element(p->imag, i, text);
+  size_t n = strlen(text), body = n;
+  while (body > 0 && text[body - 1] == ' ') body--;
+  size_t at = strlen(out);
+  snprintf(out + at, TOKEN - at, "%.*sj%s", (int)body, text, text + body);
 }
 
 /* Whether an axis of n shows only its first and last EDGE indices. */
@@ -229,7 +262,8 @@ static const char *numpy_name(ein_dtype dt) {
       [EIN_DT_I32] = "int32",   [EIN_DT_I64] = "int64",
       [EIN_DT_U8] = "uint8",    [EIN_DT_U16] = "uint16",
       [EIN_DT_U32] = "uint32",  [EIN_DT_U64] = "uint64",
-      [EIN_DT_BOOL] = "bool"};
+      [EIN_DT_BOOL] = "bool",   [EIN_DT_C64] = "complex64",
+      [EIN_DT_C128] = "complex128"};
   return names[dt] ? names[dt] : "?";
 }
 
@@ -247,7 +281,7 @@ static void print_suffix(printer *p, int64_t numel) {
                   p->t->ndim == 1 ? ",)" : ")");
   }
   bool implied = p->dt == EIN_DT_F64 || p->dt == EIN_DT_I64 ||
-                 p->dt == EIN_DT_BOOL;
+                 p->dt == EIN_DT_BOOL || p->dt == EIN_DT_C128;
   if (!implied || numel == 0)
     snprintf(extra + n, sizeof extra - (size_t)n, ", dtype=%s",
              numpy_name(p->dt));
@@ -259,6 +293,15 @@ static void print_suffix(printer *p, int64_t numel) {
     emit(p, extra);
   }
   emit(p, ")\n");
+}
+
+/* Scientific notation where numpy takes it: values past 1e8 or below
+ * 1e-4, or spanning more than three decades. */
+static void choose_notation(printer *p) {
+  if (p->imag) choose_notation(p->imag);
+  p->sci = is_float(p->dt) && p->max_abs > 0 &&
+           (p->max_abs >= 1e8 || p->min_abs < 1e-4 ||
+            p->max_abs / p->min_abs > 1e3);
 }
 
 void cli_print_array(FILE *f, const DLTensor *t) {
@@ -273,10 +316,16 @@ void cli_print_array(FILE *f, const DLTensor *t) {
     print_suffix(&p, numel);
     return;
   }
+  printer imag = p;
+  if (ein_dtype_is_complex(p.dt)) {
+    imag.part = 1;
+    imag.plus = true;
+    p.imag = &imag;
+  }
   walk(&p, 0, 0, 0);
-  p.sci = is_float(p.dt) && p.max_abs > 0 &&
-          (p.max_abs >= 1e8 || p.min_abs < 1e-4 || p.max_abs / p.min_abs > 1e3);
+  choose_notation(&p);
   walk(&p, 0, 0, 1);
+  settle(&p);
   if (t->ndim == 0) {
     char word[TOKEN];
     format_element(&p, 0, word);

@@ -48,7 +48,8 @@ enum {
 /* Grid-stride loops make any grid correct; this bounds the grid. */
 static const int64_t MAX_BLOCKS = 1 << 16;
 
-typedef enum acc_kind { ACC_F32, ACC_F64, ACC_I64 } acc_kind;
+/* ACC_C64 and ACC_C128 are the preludes' ein_c64 and ein_c128. */
+typedef enum acc_kind { ACC_F32, ACC_F64, ACC_I64, ACC_C64, ACC_C128 } acc_kind;
 
 const char *ein_kernel_kind_name(ein_kernel_kind kind) {
   switch (kind) {
@@ -107,6 +108,8 @@ static const char *storage_type(ein_dtype dt) {
   case EIN_DT_BOOL: return "unsigned char";
   case EIN_DT_U32: return "unsigned int";
   case EIN_DT_U64: return "unsigned long long";
+  case EIN_DT_C64: return "ein_c64";
+  case EIN_DT_C128: return "ein_c128";
   default: return "unsigned char";
   }
 }
@@ -124,11 +127,23 @@ static const char *word_type(int64_t bytes) {
 
 /* The planner's accumulator (ein_step.acc_dtype) as a C type family. */
 static acc_kind acc_of(ein_dtype dt) {
-  return dt == EIN_DT_F64 ? ACC_F64 : dt == EIN_DT_F32 ? ACC_F32 : ACC_I64;
+  switch (dt) {
+  case EIN_DT_F64: return ACC_F64;
+  case EIN_DT_F32: return ACC_F32;
+  case EIN_DT_C64: return ACC_C64;
+  case EIN_DT_C128: return ACC_C128;
+  default: return ACC_I64;
+  }
 }
 
 static const char *acc_type(acc_kind a) {
-  return a == ACC_F32 ? "float" : a == ACC_F64 ? "double" : "long long";
+  static const char *const names[] = {"float", "double", "long long",
+                                      "ein_c64", "ein_c128"};
+  return names[a];
+}
+
+static size_t acc_size(acc_kind a) {
+  return a == ACC_F32 ? 4 : a == ACC_C128 ? 16 : 8;
 }
 
 /* Expression converting stored value `x` of dtype dt to the accumulator. */
@@ -156,9 +171,17 @@ static void emit_store_value(ein_strbuf *sb, ein_dtype dt, const char *v) {
     ein_strbuf_printf(sb, "(%s)(%s)", storage_type(dt), v);
 }
 
-/* A double as a CUDA C literal of the accumulator type. */
+/* A double as a CUDA C literal of the accumulator type; for a complex
+ * one v + 0i, or nan+nanj for a NaN (numpy's mean of nothing). */
 static void emit_constant(ein_strbuf *sb, double v, acc_kind acc) {
-  if (acc == ACC_I64) {
+  if (acc == ACC_C64 || acc == ACC_C128) {
+    acc_kind part = acc == ACC_C64 ? ACC_F32 : ACC_F64;
+    ein_strbuf_printf(sb, "%s(", acc_type(acc));
+    emit_constant(sb, v, part);
+    ein_strbuf_printf(sb, ", ");
+    emit_constant(sb, isnan(v) ? v : 0, part);
+    ein_strbuf_printf(sb, ")");
+  } else if (acc == ACC_I64) {
     ein_strbuf_printf(sb, "(long long)%lldLL", (long long)v);
   } else if (isnan(v)) {
     ein_strbuf_printf(sb, acc == ACC_F32
@@ -1208,7 +1231,7 @@ static ein_status gen_split_finish(gen *g, const red_shape *r,
   out->finish.kind = EIN_KERNEL_REDUCE_FINISH;
   emit_header(g, EIN_KERNEL_REDUCE_FINISH, r);
   gen_finish(g, &out->finish, r);
-  size_t asz = g->acc == ACC_F32 ? 4 : 8;
+  size_t asz = acc_size(g->acc);
   out->scratch_bytes = r->splits * r->nout * (int64_t)asz;
   return take_source(&sb, &out->finish);
 }

@@ -24,6 +24,10 @@ bool ein_cublas_types_legal(ein_dtype ab, ein_dtype c,
                                compute == EIN_GEMM_COMPUTE_32F_TF32);
   case EIN_DT_F64:
     return c == EIN_DT_F64 && compute == EIN_GEMM_COMPUTE_64F;
+  case EIN_DT_C64: /* CUDA_C_32F, as cublasCgemm */
+    return c == EIN_DT_C64 && compute == EIN_GEMM_COMPUTE_32F;
+  case EIN_DT_C128: /* CUDA_C_64F, as cublasZgemm */
+    return c == EIN_DT_C128 && compute == EIN_GEMM_COMPUTE_64F;
   default:
     return false;
   }
@@ -38,8 +42,9 @@ const char *ein_gemm_compute_name(ein_gemm_compute compute) {
   return "?";
 }
 
-/* The step's types and the compute type cuBLAS runs them with: f64 in
- * f64, f32 in f32 or TF32 when allowed, f16/bf16 accumulated in f32.
+/* The step's types and the compute type cuBLAS runs them with: f64 and
+ * c128 in f64, f32 in f32 or TF32 when allowed, c64 in f32 (TF32 is for
+ * f32 alone), f16/bf16 accumulated in f32.
  * False when A and B differ or the row is not legal. */
 static bool cublas_types(const ein_step *s, bool allow_tf32,
                          ein_cublas_gemm *out) {
@@ -47,7 +52,8 @@ static bool cublas_types(const ein_step *s, bool allow_tf32,
     return false;
   out->ab_dtype = s->src_dtype[0];
   out->c_dtype = s->dst_dtype;
-  out->compute = out->ab_dtype == EIN_DT_F64 ? EIN_GEMM_COMPUTE_64F
+  bool f64 = out->ab_dtype == EIN_DT_F64 || out->ab_dtype == EIN_DT_C128;
+  out->compute = f64 ? EIN_GEMM_COMPUTE_64F
                  : allow_tf32 && out->ab_dtype == EIN_DT_F32
                      ? EIN_GEMM_COMPUTE_32F_TF32
                      : EIN_GEMM_COMPUTE_32F;

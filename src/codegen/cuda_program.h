@@ -27,8 +27,9 @@ enum { EIN_CUBLAS_POINTER_ARRAY_MIN = 64 };
 /* cuBLAS's compute type (cublasComputeType_t without the CUDA header):
  * 32F for f16/bf16 (accumulation in f32, whatever C's dtype) and f32,
  * 32F_TF32 (CUBLAS_COMPUTE_32F_FAST_TF32) for f32 when the plan allows
- * TF32, 64F for f64. alpha and beta are f32 for the 32F kinds, f64 for
- * 64F. */
+ * TF32, 64F for f64; c64 and c128 the same as f32 and f64. alpha and beta
+ * are f32 for the 32F kinds, f64 for 64F (two of them, re and im, for the
+ * complex types). */
 typedef enum ein_gemm_compute {
   EIN_GEMM_COMPUTE_32F,
   EIN_GEMM_COMPUTE_32F_TF32,
@@ -88,7 +89,9 @@ typedef struct ein_cuda_program {
  *   bf16, bf16 -> bf16 or f32   32F
  *   f16,  f16  -> f16 or f32    32F
  *   f32,  f32  -> f32           32F or 32F_TF32
- *   f64,  f64  -> f64           64F */
+ *   f64,  f64  -> f64           64F
+ *   c64,  c64  -> c64           32F   (CUDA_C_32F: cublasCgemm's types)
+ *   c128, c128 -> c128          64F   (CUDA_C_64F: cublasZgemm's) */
 bool ein_cublas_types_legal(ein_dtype ab, ein_dtype c, ein_gemm_compute compute);
 
 /* "32F", "32F_TF32", "64F". */

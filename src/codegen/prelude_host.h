@@ -112,6 +112,33 @@ static inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) {
   return uint3{x, y, z};
 }
 
+/* c64 and c128, as in prelude_nvrtc.cuh: real then imaginary part, the
+ * sum, and the product (ac - bd) + (ad + bc)i. */
+struct alignas(8) ein_c64 {
+  float x, y;
+  ein_c64() = default;
+  constexpr ein_c64(float r, float i = 0.0f) : x(r), y(i) {}
+};
+struct alignas(16) ein_c128 {
+  double x, y;
+  ein_c128() = default;
+  constexpr ein_c128(double r, double i = 0.0) : x(r), y(i) {}
+  constexpr ein_c128(ein_c64 v) : x(v.x), y(v.y) {}
+  explicit operator ein_c64() const { return ein_c64((float)x, (float)y); }
+};
+static inline ein_c64 operator+(ein_c64 a, ein_c64 b) {
+  return ein_c64(a.x + b.x, a.y + b.y);
+}
+static inline ein_c64 operator*(ein_c64 a, ein_c64 b) {
+  return ein_c64(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+static inline ein_c128 operator+(ein_c128 a, ein_c128 b) {
+  return ein_c128(a.x + b.x, a.y + b.y);
+}
+static inline ein_c128 operator*(ein_c128 a, ein_c128 b) {
+  return ein_c128(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+
 /* --------------------------------------------------- the current thread */
 
 static inline __attribute__((always_inline)) ein_emu_thread *ein_self() {
@@ -156,6 +183,13 @@ static inline T ein_shfl_at(int line, int kind, unsigned mask, T v, int arg,
   T r;
   __builtin_memcpy(&r, &bits, sizeof r);
   return r;
+}
+/* A c128 (16 bytes) travels as its two parts, as on the GPU; a c64 fits
+ * the template's 8 bytes. */
+static inline ein_c128 ein_shfl_at(int line, int kind, unsigned mask,
+                                   ein_c128 v, int arg, int width = 32) {
+  return ein_c128(ein_shfl_at(line, kind, mask, v.x, arg, width),
+                  ein_shfl_at(line, kind, mask, v.y, arg, width));
 }
 #define __shfl_sync(...) ein_shfl_at(__LINE__, EIN_EMU_SHFL_IDX, __VA_ARGS__)
 #define __shfl_up_sync(...) ein_shfl_at(__LINE__, EIN_EMU_SHFL_UP, __VA_ARGS__)

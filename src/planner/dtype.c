@@ -24,6 +24,8 @@ static const struct {
     [EIN_DT_U32] = {"u32", "uint32", kDLUInt, 32},
     [EIN_DT_U64] = {"u64", "uint64", kDLUInt, 64},
     [EIN_DT_BOOL] = {"bool", "bool_", EIN_DL_BOOL, 8},
+    [EIN_DT_C64] = {"c64", "complex64", kDLComplex, 64},
+    [EIN_DT_C128] = {"c128", "complex128", kDLComplex, 128},
 };
 
 bool ein_dtype_from_dl(DLDataType dl, ein_dtype *out) {
@@ -67,6 +69,14 @@ bool ein_dtype_is_float(ein_dtype dt) { return dt <= EIN_DT_F64; }
 
 bool ein_dtype_is_signed_int(ein_dtype dt) {
   return dt >= EIN_DT_I8 && dt <= EIN_DT_I64;
+}
+
+bool ein_dtype_is_complex(ein_dtype dt) {
+  return dt == EIN_DT_C64 || dt == EIN_DT_C128;
+}
+
+ein_dtype ein_dtype_real(ein_dtype dt) {
+  return dt == EIN_DT_C64 ? EIN_DT_F32 : dt == EIN_DT_C128 ? EIN_DT_F64 : dt;
 }
 
 ein_dtype ein_dtype_compute(ein_dtype dt) {

@@ -26,6 +26,8 @@ typedef enum ein_dtype {
   EIN_DT_U32,
   EIN_DT_U64,
   EIN_DT_BOOL,
+  EIN_DT_C64,  /* complex: two f32, real then imaginary (numpy, C, cuBLAS) */
+  EIN_DT_C128, /* two f64 */
   EIN_DT_COUNT
 } ein_dtype;
 
@@ -33,17 +35,24 @@ typedef enum ein_dtype {
 bool ein_dtype_from_dl(DLDataType dl, ein_dtype *out);
 DLDataType ein_dtype_to_dl(ein_dtype dt);
 
-/* "f32", "bf16", "i64", "bool", ... */
+/* "f32", "bf16", "i64", "bool", "c64", ... */
 const char *ein_dtype_name(ein_dtype dt);
-/* Parses the names above (also "float32", "float16", "bfloat16", "float64"). */
+/* Parses the names above (also "float32", "float16", "bfloat16", "float64",
+ * "complex64", "complex128"). */
 bool ein_dtype_parse(const char *name, ein_dtype *out);
 
 size_t ein_dtype_size(ein_dtype dt);
 bool ein_dtype_is_float(ein_dtype dt); /* f16 bf16 f32 f64 */
 bool ein_dtype_is_signed_int(ein_dtype dt);
+bool ein_dtype_is_complex(ein_dtype dt); /* c64 c128 */
+
+/* The real type of one part of a complex dtype (f32 for c64, f64 for
+ * c128); dt itself for the others. */
+ein_dtype ein_dtype_real(ein_dtype dt);
 
 /* The type arithmetic on dt is carried out in and intermediates are stored
- * in: f32 for f16 and bf16 (rounded once, at the end), dt otherwise. */
+ * in: f32 for f16 and bf16 (rounded once, at the end), dt otherwise (c64
+ * accumulates in c64, as f32 does in f32: docs/design.md, "Complex"). */
 ein_dtype ein_dtype_compute(ein_dtype dt);
 
 #endif

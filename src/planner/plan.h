@@ -131,7 +131,8 @@ typedef struct ein_step {
   double bytes_read, bytes_written;
   /* Numerics, decided once here for every backend: values are combined
    * in acc_dtype (f32 for f16/bf16/f32, f64 when f64 is read or written,
-   * i64 for integers and bool); a plain copy moves bytes unchanged (one
+   * i64 for integers and bool, c64 or c128 for complex: c128 when c128 is
+   * read or written); a plain copy moves bytes unchanged (one
    * source of dst's dtype, no scale, no 0/1 normalisation, nothing
    * reduced). */
   ein_dtype acc_dtype;

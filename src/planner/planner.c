@@ -469,7 +469,7 @@ static ein_status emit_node(planner *pl, int idx, const pview *want,
                             pview *out);
 
 static bool gemm_dtype_ok(const planner *pl, ein_dtype dt) {
-  if (ein_dtype_is_float(dt)) return true;
+  if (ein_dtype_is_float(dt) || ein_dtype_is_complex(dt)) return true;
   return pl->caps->gemm_int && dt != EIN_DT_BOOL;
 }
 
@@ -829,7 +829,17 @@ static ein_status check_dtypes(planner *pl, const ein_tensor_desc *inputs,
                             "bool; use any, all, max or min",
                             ein_reduction_name(r));
   }
-  if (r == EIN_REDUCE_MEAN && reduces && !ein_dtype_is_float(dt))
+  /* Refused even when nothing is reduced, so that whether a call works
+   * never hangs on an axis being of size 1. */
+  if (ein_dtype_is_complex(dt) && r != EIN_REDUCE_SUM &&
+      r != EIN_REDUCE_MEAN && r != EIN_REDUCE_PROD)
+    return ein_fail_dtype(pl->err,
+                          "the reduction '%s' is not defined on %s: complex "
+                          "numbers have no order (and no truth value); use "
+                          "sum, mean or prod",
+                          ein_reduction_name(r), ein_dtype_name(dt));
+  if (r == EIN_REDUCE_MEAN && reduces && !ein_dtype_is_float(dt) &&
+      !ein_dtype_is_complex(dt))
     return ein_fail_dtype(pl->err,
                           "the reduction 'mean' needs a floating-point "
                           "dtype, not %s",
@@ -1045,7 +1055,11 @@ static double compulsory_bytes(const ein_problem *p,
 /* The accumulator and plain-copy rules of ein_step (plan.h). */
 static void decide_numerics(ein_step *s) {
   ein_dtype in = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
-  if (in == EIN_DT_F64 || s->dst_dtype == EIN_DT_F64)
+  if (ein_dtype_is_complex(in))
+    s->acc_dtype = in == EIN_DT_C128 || s->dst_dtype == EIN_DT_C128
+                       ? EIN_DT_C128
+                       : EIN_DT_C64;
+  else if (in == EIN_DT_F64 || s->dst_dtype == EIN_DT_F64)
     s->acc_dtype = ein_dtype_is_float(in) ? EIN_DT_F64 : EIN_DT_I64;
   else
     s->acc_dtype = ein_dtype_is_float(in) ? EIN_DT_F32 : EIN_DT_I64;

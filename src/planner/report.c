@@ -25,10 +25,14 @@ const ein_device_model *ein_device_model_find(const char *name) {
   return NULL;
 }
 
+/* FLOPs count a multiply-add as 2 whatever the type; a complex one is
+ * four real ones, so its peak is a quarter of its parts'. */
 static double peak_for(const ein_device_model *m, ein_dtype dt) {
   switch (dt) {
   case EIN_DT_F16: case EIN_DT_BF16: return m->flops_half;
   case EIN_DT_F64: return m->flops_f64;
+  case EIN_DT_C64: return m->flops_f32 / 4;
+  case EIN_DT_C128: return m->flops_f64 / 4;
   default: return m->flops_f32;
   }
 }

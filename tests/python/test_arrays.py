@@ -1,6 +1,7 @@
 """Tensors in and out: strides, negative strides, byte offsets, 0-d and
-empty arrays, every dtype, out= (in place, shared memory), numpy's
-bfloat16, lists and scalars, mixed dtypes, read-only arrays."""
+empty arrays, every dtype (complex64 and complex128 too), out= (in place,
+shared memory), numpy's bfloat16, lists and scalars, mixed dtypes,
+read-only arrays."""
 import numpy as np
 import pytest
 
@@ -63,6 +64,52 @@ def test_dtypes(dtype):
     tol = 1e-2 if dtype == np.float16 else 1e-6
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol)
     np.testing.assert_array_equal(einc.rearrange(a, "i j -> j i"), a.T)
+
+
+def crand(shape, dtype, seed=0):
+    r = np.random.default_rng(seed)
+    return (r.standard_normal(shape) + 1j * r.standard_normal(shape)).astype(
+        dtype)
+
+
+COMPLEX_EXPRS = [
+    ("i j, j k -> i k", "ij,jk->ik", [(5, 6), (6, 7)]),
+    ("b i j, b j k -> b k i", "bij,bjk->bki", [(3, 4, 5), (3, 5, 2)]),
+    ("i j, j k, k l -> i l", "ij,jk,kl->il", [(4, 5), (5, 6), (6, 3)]),
+    ("i i -> i", "ii->i", [(5, 5)]),
+    ("i j -> ", "ij->", [(40, 30)]),
+    ("i, j -> i j", "i,j->ij", [(7,), (9,)]),
+]
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.complex64, 1e-5),
+                                        (np.complex128, 1e-12)])
+@pytest.mark.parametrize("expr,np_expr,shapes", COMPLEX_EXPRS)
+def test_complex_against_numpy(dtype, rtol, expr, np_expr, shapes):
+    xs = [crand(s, dtype, seed=k) for k, s in enumerate(shapes)]
+    got = einc.einsum(expr, *xs)
+    assert got.dtype == dtype
+    want = np.einsum(np_expr, *[x.astype(np.complex128) for x in xs])
+    err = np.linalg.norm(got - want) / np.linalg.norm(want)
+    assert err <= rtol, err
+    # the numpy dialect and a strided, transposed view as well
+    np.testing.assert_allclose(einc.einsum(np_expr, *xs), got, rtol=rtol,
+                               atol=rtol * np.abs(want).max())
+
+
+def test_complex_views_reductions_and_errors():
+    x = crand((8, 12), np.complex128)[::2, ::-3]
+    np.testing.assert_array_equal(einc.rearrange(x, "a b -> b a"), x.T)
+    np.testing.assert_allclose(einc.reduce(x, "a b -> a", "mean"),
+                               x.mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(einc.reduce(x, "a b -> b", "prod"),
+                               x.prod(axis=0), rtol=1e-12)
+    # mixed real and complex promote as numpy.einsum does
+    got = einc.einsum("i j, j -> i", x, np.arange(4.0, dtype=np.float32))
+    assert got.dtype == np.complex128
+    for r in ("max", "min"):
+        with pytest.raises(einc.EincError, match=f"'{r}'"):
+            einc.reduce(x, "a b -> a", r)
 
 
 def test_bool():

@@ -113,7 +113,7 @@ def test_evaluation_errors():
     with pytest.raises(einc.EincError):
         einc.einsum("a b, b -> a", a, np.ones(3), reduce="max")
     with pytest.raises(einc.EincError):
-        einc.rearrange(np.ones((2, 3), np.complex128), "a b -> b a")
+        einc.reduce(np.ones((2, 3), np.complex128), "a b -> a", "max")
     with pytest.raises(TypeError):
         einc.einsum(a, a)
     with pytest.raises(TypeError):
