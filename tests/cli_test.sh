@@ -82,6 +82,23 @@ expect 2 "" "einc: error: the reduction 'max' takes a single operand, but the ex
   a, a ->
   ^~~~~~~" -- check 'a, a ->' 3 3 --reduce max
 
+# UTF-8 axis names (Python identifiers, as einops takes): carets count
+# characters, and check -v pads names by the columns they take
+expect 0 "2x4" "" -- check 'α β, β γ -> α γ' 2x3 3x4
+expect 2 "" "einc: error: axis 'β' is 4 in operand 2 but 3 in operand 1
+  α β, β γ -> α γ
+    ^  ^" -- check 'α β, β γ -> α γ' 2x3 4x5
+expect 2 "" "einc: error: axis 'q' is in the output but in no input, so its size is unknown; give it with a length binding (q=N) or write a number
+  形状 x -> x q
+              ^" -- check '形状 x -> x q' 2x3
+expect 2 "" "einc: error: unexpected '→'; expected an axis name, a number, '...', '(', ',' or '->'
+  a → a
+    ^" -- check 'a → a' 3
+expect 0 "3
+  axis  size                  role
+  形状  2                     reduced
+  x     3                     kept" "" -- check -v '形状 x -> x' 2x3
+
 # usage errors
 expect 2 "" "einc: error: bad shape '8xq': expected sizes of 0 or more (at most 9223372036854775807) separated by 'x', like 8x16x2048, or 'scalar' for a 0-d tensor" -- check 'a b -> a' 8xq
 expect 2 "" "einc: error: bad shape '8x': expected sizes of 0 or more (at most 9223372036854775807) separated by 'x', like 8x16x2048, or 'scalar' for a 0-d tensor" -- check 'a b -> a' 8x

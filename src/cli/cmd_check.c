@@ -8,6 +8,7 @@
 #include "args.h"
 #include "commands.h"
 #include "shape_text.h"
+#include "utf8.h"
 
 void cmd_check_help(void) {
   puts(
@@ -45,17 +46,20 @@ static void print_shape(int ndim, const int64_t *shape) {
   puts(ein_format_shape(text, sizeof text, shape, ndim));
 }
 
+/* Names are padded by the columns they take, not their bytes ('α'). */
 static void print_axes(const ein_binding *b) {
   static const char *const roles[] = {"kept", "reduced", "repeated"};
-  int width = 4;
+  size_t width = 4;
   for (int i = 0; i < ein_binding_naxes(b); i++) {
-    int len = (int)strlen(ein_binding_axis(b, i).name);
-    if (len > width) width = len;
+    const char *name = ein_binding_axis(b, i).name;
+    size_t cols = ein_utf8_columns(name, strlen(name));
+    if (cols > width) width = cols;
   }
-  printf("  %-*s  %-20s  %s\n", width, "axis", "size", "role");
+  printf("  %-*s  %-20s  %s\n", (int)width, "axis", "size", "role");
   for (int i = 0; i < ein_binding_naxes(b); i++) {
     ein_axis_info a = ein_binding_axis(b, i);
-    printf("  %-*s  %-20lld  %s\n", width, a.name, (long long)a.size,
+    size_t pad = width - ein_utf8_columns(a.name, strlen(a.name));
+    printf("  %s%*s  %-20lld  %s\n", a.name, (int)pad, "", (long long)a.size,
            roles[a.role]);
   }
 }
