@@ -27,7 +27,7 @@
 
 void cmd_bench_help(void) {
   puts(
-      "usage: einc bench EXPR SHAPE... [--dtype T] [--backend auto|cpu|cuda]\n"
+      "usage: einc bench EXPR SHAPE|FILE.npy... [--dtype T] [--backend B]\n"
       "                  [--runs N] [--warmup N] [--no-floor] [--json]\n"
       "                  [-D NAME=SIZE]... [--reduce R] [--numpy]\n"
       "\n"
@@ -39,6 +39,9 @@ void cmd_bench_help(void) {
       "memcpy on the host. Inputs that fit twice in the last-level cache are\n"
       "copied and rotated between runs.\n"
       "\n"
+      "  FILE.npy      in place of a shape: a .npy file's shape (and its\n"
+      "                dtype, the first file's, without --dtype); the data\n"
+      "                is not read: inputs are random all the same\n"
       "  --dtype T     f32 (default), f64, f16, bf16, integers\n"
       "  --backend B   auto (default: cuda when a GPU exists, else cpu)\n"
       "  --runs N      timed runs (default 20), each timed alone\n"
@@ -53,7 +56,8 @@ void cmd_bench_help(void) {
 }
 
 typedef struct bench_opts {
-  ein_dtype dtype;
+  bool retype;     /* --dtype given */
+  ein_dtype dtype; /* the case's dtype */
   int runs, warmup;
   bool json, floor;
   cli_common *common;
@@ -88,6 +92,7 @@ static int bench_option(int argc, char **argv, int *i, void *state) {
     return cli_parse_backend(v, &bo->common->options.backend) ? 1 : -1;
   if (runs) return parse_count("--runs", v, 1, &bo->runs) ? 1 : -1;
   if (warmup) return parse_count("--warmup", v, 0, &bo->warmup) ? 1 : -1;
+  bo->retype = true;
   return cli_parse_dtype(v, &bo->dtype) ? 1 : -1;
 }
 
@@ -182,11 +187,11 @@ typedef struct bench_state {
 /* Plans the case from the shapes alone (the plan says how big the output
  * is); *plan_ms is how long that took. */
 static int bench_plan(bench_state *bs, const char *expr,
-                      const cli_shape *shapes, int nin, ein_dtype dtype,
+                      const cli_shape *shapes, int nin,
                       const ein_options *opt, double *plan_ms) {
   const DLTensor *ins[EIN_MAX_OPERANDS];
-  cli_shape_tensors(shapes, nin, ein_dtype_to_dl(dtype),
-                    bs->dev->dl.device_type, bs->shape_only, ins);
+  cli_shape_tensors(shapes, nin, bs->dev->dl.device_type, bs->shape_only,
+                    ins);
   double t0 = bench_now_ms();
   ein_status st = ein_plan_create(bs->ctx, expr, ins, nin, NULL, opt,
                                   &bs->plan);
@@ -335,7 +340,7 @@ static int bench_case(bench_state *bs, const char *expr,
     return EXIT_INVALID;
   }
   bench_result res = {0};
-  int rc = bench_plan(bs, expr, shapes, nin, bo->dtype, opt, &res.plan_ms);
+  int rc = bench_plan(bs, expr, shapes, nin, opt, &res.plan_ms);
   if (rc == EXIT_OK) rc = bench_buffers(bs, shapes, nin, bo, &res.copies);
   if (rc == EXIT_OK) rc = bench_measure(bs, bo, &res);
   if (rc == EXIT_OK) report(expr, bo, bs->dev, &res);
@@ -348,14 +353,17 @@ int cmd_bench(int argc, char **argv) {
   static bench_state bs;
   memset(&common, 0, sizeof common);
   memset(&bs, 0, sizeof bs);
-  bench_opts bo = {EIN_DT_F32, 20, 3, false, true, &common};
+  bench_opts bo = {false, EIN_DT_F32, 20, 3, false, true, &common};
   const char *pos[EIN_MAX_OPERANDS + 1];
   int npos, nin;
   int r = cli_parse_args(argc, argv, "bench", cmd_bench_help, &common,
                          bench_option, &bo, pos, EIN_MAX_OPERANDS + 1, &npos);
   if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
-  if (!cli_expr_and_shapes("bench", pos, npos, shapes, &nin))
-    return EXIT_INVALID;
+  int rc = cli_expr_and_shapes("bench", pos, npos, shapes, &nin);
+  if (rc != EXIT_OK) return rc;
+  /* one dtype for every input: --dtype, else the first file's */
+  if (!bo.retype && nin > 0) bo.dtype = shapes[0].dtype;
+  cli_shapes_set_dtype(shapes, nin, bo.dtype);
   ein_options *opt = &common.options;
   if (opt->backend == EIN_BACKEND_AUTO)
     opt->backend = ein_backend_default();
@@ -368,7 +376,7 @@ int cmd_bench(int argc, char **argv) {
     cli_errorf("out of memory");
     return EXIT_INTERNAL;
   }
-  int rc = bench_case(&bs, pos[0], shapes, nin, &bo, opt);
+  rc = bench_case(&bs, pos[0], shapes, nin, &bo, opt);
   bench_release(&bs);
   return rc;
 }
