@@ -185,5 +185,84 @@ for cmd in plan eval bench cuda-src; do
 done
 "$EINC" check --help | grep -q -- "holding '->' or ','" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check --help says what is an operand" >&2; }
 
+# Exit statuses, one class per row for every command: 0 success, 1 runtime
+# failure (I/O, device, memory), 2 usage or expression error.
+tmp=$(mktemp -d)
+trap 'rm -f "$out" "$err"; rm -rf "$tmp"' EXIT
+# write_npy FILE SHAPE BYTES: a version-1 .npy of f32 zeros
+write_npy() {
+  local dict="{'descr': '<f4', 'fortran_order': False, 'shape': $2, }"
+  local pad=$(( (64 - (10 + ${#dict} + 1) % 64) % 64 ))
+  local hlen=$(( ${#dict} + 1 + pad ))
+  { printf '\x93NUMPY\x01\x00'
+    printf "\\x$(printf %02x $((hlen & 255)))\\x$(printf %02x $((hlen >> 8)))"
+    printf '%s%*s\n' "$dict" $pad ''
+    head -c "$3" /dev/zero; } > "$1"
+}
+write_npy "$tmp/v.npy" '(4,)' 16
+status_is() { # status_is WANT ARGS...
+  local want=$1
+  shift
+  "$EINC" "$@" >/dev/null 2>"$err" </dev/null
+  local got=$?
+  if [ "$got" = "$want" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    printf 'FAIL: einc %s: status %s, want %s\n  %s\n' "$*" "$got" "$want" "$(cat "$err")" >&2
+  fi
+}
+have_gpu=0
+nvidia-smi -L >/dev/null 2>&1 && have_gpu=1
+missing="$tmp/missing.npy"
+quick=(--runs 1 --warmup 0 --no-floor --backend cpu)
+# check
+status_is 0 check 'a -> a' "$tmp/v.npy"
+status_is 1 check 'a -> a' "$missing"
+status_is 2 check 'a -> a' 4 --bogus
+status_is 2 check 'a -> a b' 4
+# plan
+status_is 0 plan 'a -> a' "$tmp/v.npy"
+status_is 1 plan 'a -> a' "$missing"
+status_is 2 plan 'a -> a' 4 --dtype q8
+status_is 2 plan 'a, a -> a' 4 5
+# eval: I/O both ways, host memory, and the device where there is none
+status_is 0 eval 'a -> a' "$tmp/v.npy" -o "$tmp/o.npy"
+status_is 1 eval 'a -> a' "$missing" -o "$tmp/o.npy"
+status_is 1 eval 'a -> a' "$tmp/v.npy" -o "$tmp/no/such/dir.npy"
+status_is 1 eval 'a -> a r' "$tmp/v.npy" -D r=1000000000000000 -o "$tmp/o.npy"
+[ $have_gpu = 1 ] || status_is 1 eval 'a -> a' "$tmp/v.npy" --print --backend cuda
+status_is 2 eval 'a -> a' "$tmp/v.npy"
+status_is 2 eval 'a b -> a' "$tmp/v.npy" --print
+printf 'junk' > "$tmp/junk.npy"
+status_is 2 eval 'a -> a' "$tmp/junk.npy" --print
+# bench
+status_is 0 bench 'a -> a' 4 "${quick[@]}"
+status_is 1 bench 'a -> a' "$missing" "${quick[@]}"
+[ $have_gpu = 1 ] || status_is 1 bench 'a -> a' 4 --runs 1 --backend cuda
+status_is 2 bench 'a -> a' 4 --backend emu
+status_is 2 bench 'a -> a' 4 --runs=0
+status_is 2 bench 'a ->' 4 5 "${quick[@]}"
+# cuda-src (plans for CUDA without a GPU; a build without CUDA has no
+# CUDA plans, a device failure)
+if "$EINC" cuda-src 'a -> a' 4 >/dev/null 2>&1; then
+  status_is 0 cuda-src 'a -> a' "$tmp/v.npy"
+else
+  status_is 1 cuda-src 'a -> a' 4
+fi
+status_is 1 cuda-src 'a -> a' "$missing"
+status_is 2 cuda-src 'a -> a' 4 --frob
+status_is 2 cuda-src 'a -> (a' 4
+# the program itself
+status_is 0 --help
+status_is 0 --version
+status_is 2
+status_is 2 frob
+status_is 2 help frob
+"$EINC" --help | grep -q '^Exit status: 0 success; 1 runtime failure' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --help documents the exit statuses" >&2; }
+for cmd in check plan eval bench cuda-src; do
+  "$EINC" $cmd --help | grep -q '^Exit status: 0 success; 1 runtime failure' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: $cmd --help documents the exit statuses" >&2; }
+done
+
 echo "ein-test-summary: cli: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -57,11 +57,16 @@ void cli_numpy_hint(ein_status status, const char *expr,
 }
 
 int cli_exit_status(ein_status status) {
-  if (status == EIN_OK) return EXIT_OK;
-  if (status == EIN_ERR_NO_MEMORY || status == EIN_ERR_INTERNAL ||
-      status == EIN_ERR_BACKEND)
-    return EXIT_INTERNAL;
-  return EXIT_INVALID;
+  switch (status) {
+  case EIN_OK: return EXIT_OK;
+  /* what the machine failed at, not what the user wrote */
+  case EIN_ERR_NO_MEMORY:
+  case EIN_ERR_DEVICE_MEMORY:
+  case EIN_ERR_DEVICE:
+  case EIN_ERR_BACKEND:
+  case EIN_ERR_INTERNAL: return EXIT_INTERNAL;
+  default: return EXIT_INVALID;
+  }
 }
 
 /* Parses a non-negative decimal int64 filling all of [s, end). */

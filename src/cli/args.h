@@ -84,14 +84,27 @@ void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_numpy_hint(ein_status status, const char *expr,
                     const DLTensor *const *ins, int n, const ein_options *o);
 
-/* Exit statuses of einc. */
+/* Exit statuses of einc, the same for every command (CLI_HELP_EXIT). */
 enum {
   EXIT_OK = 0,
-  EXIT_INTERNAL = 1, /* out of memory, internal error */
-  EXIT_INVALID = 2   /* invalid expression, shape or usage */
+  EXIT_INTERNAL = 1, /* a runtime failure: a file cannot be read or
+                        written, the device is missing or fails, memory
+                        (host or device) runs out, an internal error */
+  EXIT_INVALID = 2   /* usage, or invalid input: an unknown option or bad
+                        value, a malformed shape or .npy file, an
+                        expression that is invalid or does not fit the
+                        inputs, a memory limit no plan keeps */
 };
 
-/* The exit status for a library status. */
+/* The lines of every --help on exit statuses. */
+#define CLI_HELP_EXIT                                                        \
+  "Exit status: 0 success; 1 runtime failure (a file cannot be read or\n"   \
+  "written, no device or a device error, out of memory); 2 usage or\n"     \
+  "expression error (bad option or value, malformed shape or .npy file,\n" \
+  "invalid expression or one that does not fit the inputs).\n"
+
+/* The exit status for a library status: EXIT_INTERNAL for memory, device,
+ * backend and internal failures, EXIT_INVALID for the rest. */
 int cli_exit_status(ein_status status);
 
 /* True when arg is the option `name` of a command's own options, alone

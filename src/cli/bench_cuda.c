@@ -15,6 +15,7 @@
 
 typedef struct cuda_bench {
   bench_device base;
+  ein_ctx *ctx; /* whose device memory the bench's buffers are */
   int device;
   cudaStream_t stream;
   cudaEvent_t start, stop;
@@ -35,25 +36,25 @@ static bool blas_ok(cublasStatus_t s, const char *call, char *msg,
   return false;
 }
 
+/* Buffers come from the library's public calls, as a user's would. */
 static void *cuda_upload(bench_device *dev, const void *src, size_t bytes,
                          char *msg, size_t cap) {
   cuda_bench *cb = (cuda_bench *)dev;
   void *p = NULL;
-  if (!cuda_ok(cudaSetDevice(cb->device), "cudaSetDevice", msg, cap) ||
-      !cuda_ok(cudaMalloc(&p, bytes ? bytes : 256), "cudaMalloc", msg, cap))
-    return NULL;
-  cudaError_t e = src ? cudaMemcpy(p, src, bytes, cudaMemcpyHostToDevice)
-                      : cudaMemset(p, 0, bytes);
-  if (!cuda_ok(e, "cudaMemcpy (bench input)", msg, cap)) {
-    cudaFree(p);
-    return NULL;
-  }
-  return p;
+  ein_status st =
+      ein_device_alloc(cb->ctx, EIN_BACKEND_CUDA, cb->device, bytes, &p);
+  if (!st && src)
+    st = ein_device_copy(cb->ctx, EIN_BACKEND_CUDA, cb->device, p, src,
+                         bytes, EIN_COPY_HOST_TO_DEVICE);
+  if (!st) return p;
+  snprintf(msg, cap, "%s", ein_last_error(cb->ctx)->message);
+  ein_device_free(cb->ctx, EIN_BACKEND_CUDA, cb->device, p);
+  return NULL;
 }
 
 static void cuda_release(bench_device *dev, void *p) {
-  (void)dev;
-  if (p) cudaFree(p);
+  cuda_bench *cb = (cuda_bench *)dev;
+  ein_device_free(cb->ctx, EIN_BACKEND_CUDA, cb->device, p);
 }
 
 static bool cuda_time(bench_device *dev, bench_work_fn work, void *arg,
@@ -152,8 +153,8 @@ static bool cuda_gemm_rate(bench_device *dev, ein_dtype dt, double *rate,
   if (!op.a) return false;
   op.c = cuda_upload(dev, NULL, bytes, msg, cap);
   double ms = op.c ? floor_time(&op, 5) : -1;
-  cudaFree(op.a);
-  if (op.c) cudaFree(op.c);
+  cuda_release(dev, op.a);
+  cuda_release(dev, op.c);
   if (ms <= 0) return false;
   *rate = 2.0 * op.n * (double)op.n * op.n / (ms * 1e-3);
   return true;
@@ -168,8 +169,8 @@ static bool cuda_copy_rate(bench_device *dev, double *rate, char *msg,
   if (!op.a) return false;
   op.c = cuda_upload(dev, NULL, op.bytes, msg, cap);
   double ms = op.c ? floor_time(&op, 10) : -1;
-  cudaFree(op.a);
-  if (op.c) cudaFree(op.c);
+  cuda_release(dev, op.a);
+  cuda_release(dev, op.c);
   if (ms <= 0) return false;
   *rate = 2.0 * (double)op.bytes / (ms * 1e-3);
   return true;
@@ -203,6 +204,7 @@ bench_device *bench_cuda_open(int device, ein_ctx *ctx, char *msg,
     snprintf(msg, cap, "out of memory");
     return NULL;
   }
+  cb->ctx = ctx;
   cb->device = device;
   struct cudaDeviceProp prop;
   int l2 = 0;

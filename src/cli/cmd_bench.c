@@ -22,7 +22,6 @@
 #include "args.h"
 #include "bench_device.h"
 #include "commands.h"
-#include "cuda_backend.h"
 #include "dtype.h"
 
 void cmd_bench_help(void) {
@@ -49,6 +48,8 @@ void cmd_bench_help(void) {
       "  --no-floor    skip the floor measurements\n"
       "  --json        one JSON object instead of the text report\n"
       "  (see einc check --help for -D, --reduce, --numpy, --)\n"
+      "\n"
+      CLI_HELP_EXIT
       "\n"
       "example:\n"
       "  einc bench 'b h i d, b h j d -> b h i j' 8x16x2048x128 "
@@ -328,19 +329,38 @@ static void bench_release(bench_state *bs) {
   ein_ctx_destroy(bs->ctx);
 }
 
+/* The timer for the memory backend `kind` keeps its tensors in (its
+ * entry's, through ein_backend_dl_device): the host's clock, or CUDA
+ * events. EXIT_OK with bs->dev set, else the exit status, message printed:
+ * a device that cannot be opened is a runtime failure; a backend whose
+ * memory has no timer here (the emulated device, which runs the CUDA path
+ * on the CPU: its times mean nothing) is a usage error. */
+static int bench_open(bench_state *bs, ein_backend_kind kind) {
+  switch (ein_backend_dl_device(kind, 0).device_type) {
+  case kDLCPU: bs->dev = bench_cpu_open(bs->msg, sizeof bs->msg); break;
+  case kDLCUDA:
+    bs->dev = bench_cuda_open(0, bs->ctx, bs->msg, sizeof bs->msg);
+    break;
+  default:
+    cli_errorf("einc bench times backends on host or CUDA memory; '%s' "
+               "keeps its tensors elsewhere (the emulated device's times "
+               "mean nothing): bench cpu or cuda",
+               ein_backend_name(kind));
+    return EXIT_INVALID;
+  }
+  if (bs->dev) return EXIT_OK;
+  cli_errorf("%s", bs->msg);
+  return EXIT_INTERNAL;
+}
+
 /* Opens the device, plans, uploads, measures and reports one case. */
 static int bench_case(bench_state *bs, const char *expr,
                       const cli_shape *shapes, int nin, const bench_opts *bo,
                       const ein_options *opt) {
-  bs->dev = opt->backend == EIN_BACKEND_CUDA
-                ? bench_cuda_open(0, bs->ctx, bs->msg, sizeof bs->msg)
-                : bench_cpu_open(bs->msg, sizeof bs->msg);
-  if (!bs->dev) {
-    cli_errorf("%s", bs->msg);
-    return EXIT_INVALID;
-  }
+  int rc = bench_open(bs, opt->backend);
+  if (rc != EXIT_OK) return rc;
   bench_result res = {0};
-  int rc = bench_plan(bs, expr, shapes, nin, opt, &res.plan_ms);
+  rc = bench_plan(bs, expr, shapes, nin, opt, &res.plan_ms);
   if (rc == EXIT_OK) rc = bench_buffers(bs, shapes, nin, bo, &res.copies);
   if (rc == EXIT_OK) rc = bench_measure(bs, bo, &res);
   if (rc == EXIT_OK) report(expr, bo, bs->dev, &res);
@@ -367,11 +387,6 @@ int cmd_bench(int argc, char **argv) {
   ein_options *opt = &common.options;
   if (opt->backend == EIN_BACKEND_AUTO)
     opt->backend = ein_backend_default();
-  if (opt->backend == EIN_BACKEND_EMU) {
-    cli_errorf("the emulated device (emu) runs the CUDA path on the CPU "
-               "for testing; its times mean nothing: bench cpu or cuda");
-    return EXIT_INVALID;
-  }
   if (ein_ctx_create(&bs.ctx) != EIN_OK) {
     cli_errorf("out of memory");
     return EXIT_INTERNAL;

@@ -32,8 +32,7 @@ void cmd_check_help(void) {
       "  -v, --verbose   also print every axis with its size and role\n"
       CLI_HELP_OPERANDS
       "\n"
-      "Exit status: 0 valid, 2 invalid expression, shape or usage, 1 "
-      "internal error.\n"
+      CLI_HELP_EXIT
       "\n"
       "examples:\n"
       "  einc check 'b h i d, b h j d -> b h i j' 8x16x2048x128 "

@@ -31,6 +31,8 @@ void cmd_cuda_src_help(void) {
        "                  file's own otherwise), f64, f16, bf16, integers\n"
        "  (see einc check --help for -D, --reduce, --numpy, --)\n"
        "\n"
+       CLI_HELP_EXIT
+       "\n"
        "example:\n"
        "  einc cuda-src 'b s d -> b s' 32x4096x1024 --reduce sum --dtype bf16");
 }

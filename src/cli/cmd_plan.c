@@ -42,6 +42,8 @@ void cmd_plan_help(void) {
       "                  generated kernel (needs no GPU)\n"
       "  (see einc check --help for -D, --reduce, --numpy, --)\n"
       "\n"
+      CLI_HELP_EXIT
+      "\n"
       "example:\n"
       "  einc plan 'b h i d, b h j d -> b h i j' 8x16x2048x128 "
       "8x16x2048x128 --dtype bf16");
