@@ -185,6 +185,39 @@ for cmd in plan eval bench cuda-src; do
 done
 "$EINC" check --help | grep -q -- "holding '->' or ','" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check --help says what is an operand" >&2; }
 
+# bench --steps on the CPU: one line per plan step (two here) with
+# its measured and predicted time and a share; the shares sum to ~100%,
+# and the JSON carries the same
+chain=('a b, b c, c d -> a d' 20x30 30x40 40x5 --backend cpu --runs 3 --warmup 1 --steps)
+text=$("$EINC" bench "${chain[@]}" 2>&1)
+lines=$(printf '%s\n' "$text" | grep -cE '^  [0-9]+ +[a-z]+ \([a-z]+\) +[0-9.]+ (ns|µs|ms|s) +[0-9.]+ (ns|µs|ms|s) +[0-9.]+%$')
+sum=$(printf '%s\n' "$text" | awk '/^  [0-9]+ / { sub("%", "", $NF); s += $NF } END { printf "%.1f", s }')
+if [ "$lines" = 2 ] && awk -v s="$sum" 'BEGIN { exit !(s > 99.5 && s < 100.5) }' &&
+   printf '%s\n' "$text" | grep -q '^steps    median of 3 marked runs'; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  printf 'FAIL: bench --steps text (%s step lines, shares %s%%):\n%s\n' "$lines" "$sum" "$text" >&2
+fi
+if command -v python3 >/dev/null; then
+  "$EINC" bench "${chain[@]}" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+st = d["steps"]
+assert d["steps_runs"] == 3, d
+assert [s["step"] for s in st] == [1, 2], st
+assert all(s["kind"] and s["ms"] > 0 and s["predicted_ms"] > 0 for s in st), st
+assert abs(sum(s["share"] for s in st) - 1) < 1e-3, st
+assert abs(sum(s["ms"] for s in st) - d["steps_ms"]) < 1e-3 * d["steps_ms"], d
+' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench --steps --json" >&2; }
+  "$EINC" bench "${chain[@]}" --json --no-floor | python3 -c '
+import json, sys
+st = json.load(sys.stdin)["steps"]
+assert len(st) == 2 and all(s["predicted_ms"] is None for s in st), st
+' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench --steps --no-floor: predicted null" >&2; }
+fi
+"$EINC" bench 'a -> a' 4 --backend cpu --runs 1 --json | grep -q '"steps"' && { failed=$((failed + 1)); echo "FAIL: steps without --steps" >&2; } || passed=$((passed + 1))
+
 # Exit statuses, one class per row for every command: 0 success, 1 runtime
 # failure (I/O, device, memory), 2 usage or expression error.
 tmp=$(mktemp -d)

@@ -84,6 +84,65 @@ static bool cuda_time(bench_device *dev, bench_work_fn work, void *arg,
   return true;
 }
 
+/* Per-step times on the GPU: an event recorded on the bench's stream at
+ * each mark (the context queues the steps there), read once the run is
+ * done. ev[i] is before step i, ev[n] after the last. */
+typedef struct cuda_marks {
+  cudaStream_t stream;
+  cudaEvent_t *ev;
+  cudaError_t failed; /* the first failed record */
+} cuda_marks;
+
+static void cuda_mark(void *arg, int step) {
+  cuda_marks *m = arg;
+  cudaError_t e = cudaEventRecord(m->ev[step], m->stream);
+  if (e != cudaSuccess && m->failed == cudaSuccess) m->failed = e;
+}
+
+/* One marked run's step times into ms[0, nsteps). */
+static bool marked_run(cuda_marks *m, bench_marked_fn work, void *arg,
+                       int run, int nsteps, double *ms, char *msg,
+                       size_t cap) {
+  if (!work(arg, run, cuda_mark, m)) {
+    *msg = '\0'; /* the work printed its failure */
+    return false;
+  }
+  if (!cuda_ok(m->failed, "cudaEventRecord (step)", msg, cap) ||
+      !cuda_ok(cudaEventSynchronize(m->ev[nsteps]), "cudaEventSynchronize",
+               msg, cap))
+    return false;
+  for (int i = 0; i < nsteps; i++) {
+    float t = 0;
+    if (!cuda_ok(cudaEventElapsedTime(&t, m->ev[i], m->ev[i + 1]),
+                 "cudaEventElapsedTime (step)", msg, cap))
+      return false;
+    ms[i] = t;
+  }
+  return true;
+}
+
+static bool cuda_time_steps(bench_device *dev, bench_marked_fn work,
+                            void *arg, int runs, int nsteps, double *ms,
+                            char *msg, size_t cap) {
+  cuda_bench *cb = (cuda_bench *)dev;
+  cuda_marks m = {cb->stream, calloc((size_t)nsteps + 1, sizeof *m.ev),
+                  cudaSuccess};
+  if (!m.ev) {
+    snprintf(msg, cap, "out of memory");
+    return false;
+  }
+  int made = 0;
+  bool ok = true;
+  for (; made <= nsteps && ok; made++)
+    ok = cuda_ok(cudaEventCreate(&m.ev[made]), "cudaEventCreate", msg, cap);
+  if (!ok) made--; /* the last create failed */
+  for (int r = 0; r < runs && ok; r++)
+    ok = marked_run(&m, work, arg, r, nsteps, ms + r * nsteps, msg, cap);
+  for (int i = 0; i < made; i++) cudaEventDestroy(m.ev[i]);
+  free(m.ev);
+  return ok;
+}
+
 /* A floor measurement: a GEMM or a copy, timed by cuda_time like a case. */
 typedef struct floor_op {
   cuda_bench *cb;
@@ -238,6 +297,7 @@ bench_device *bench_cuda_open(int device, ein_ctx *ctx, char *msg,
   cb->base.upload = cuda_upload;
   cb->base.release = cuda_release;
   cb->base.time = cuda_time;
+  cb->base.time_steps = cuda_time_steps;
   cb->base.gemm_rate = cuda_gemm_rate;
   cb->base.copy_rate = cuda_copy_rate;
   cb->base.close = cuda_close;

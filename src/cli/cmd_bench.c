@@ -22,12 +22,15 @@
 #include "args.h"
 #include "bench_device.h"
 #include "commands.h"
+#include "ctx_internal.h"
 #include "dtype.h"
+#include "plan.h"
 
 void cmd_bench_help(void) {
   puts(
       "usage: einc bench EXPR SHAPE|FILE.npy... [--dtype T] [--backend B]\n"
-      "                  [--runs N] [--warmup N] [--no-floor] [--json]\n"
+      "                  [--runs N] [--warmup N] [--no-floor] [--steps]\n"
+      "                  [--json]\n"
       "                  [-D NAME=SIZE]... [--reduce R] [--numpy]\n"
       "\n"
       "Times EXPR on random inputs of the given shapes and reports the\n"
@@ -46,6 +49,10 @@ void cmd_bench_help(void) {
       "  --runs N      timed runs (default 20), each timed alone\n"
       "  --warmup N    untimed runs first (default 3; they compile kernels)\n"
       "  --no-floor    skip the floor measurements\n"
+      "  --steps       also time each plan step (as many runs again, with a\n"
+      "                mark around each step: the host clock on the CPU,\n"
+      "                CUDA events on a GPU) beside its roofline time at\n"
+      "                the floor's rates and its share of the steps' total\n"
       "  --json        one JSON object instead of the text report\n"
       "  (see einc check --help for -D, --reduce, --numpy, --)\n"
       "\n"
@@ -60,7 +67,7 @@ typedef struct bench_opts {
   bool retype;     /* --dtype given */
   ein_dtype dtype; /* the case's dtype */
   int runs, warmup;
-  bool json, floor;
+  bool json, floor, steps;
   cli_common *common;
 } bench_opts;
 
@@ -82,6 +89,7 @@ static int bench_option(int argc, char **argv, int *i, void *state) {
   const char *arg = argv[*i];
   if (strcmp(arg, "--json") == 0) return bo->json = true, 1;
   if (strcmp(arg, "--no-floor") == 0) return bo->floor = false, 1;
+  if (strcmp(arg, "--steps") == 0) return bo->steps = true, 1;
   bool backend = cli_is_option(arg, "--backend");
   bool runs = cli_is_option(arg, "--runs");
   bool warmup = cli_is_option(arg, "--warmup");
@@ -105,6 +113,18 @@ typedef struct bench_run {
   DLTensor *output;
 } bench_run;
 
+static bool run_marked(void *arg, int run, ein_step_mark_fn mark,
+                       void *mark_arg) {
+  bench_run *br = arg;
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  for (int i = 0; i < br->ninputs; i++)
+    ins[i] = &br->inputs[run % br->copies][i];
+  ein_status st = ein_plan_execute_marked(br->ctx, br->plan, ins, br->ninputs,
+                                          br->output, mark, mark_arg);
+  if (st) cli_print_error(ein_last_error(br->ctx));
+  return st == EIN_OK;
+}
+
 static bool run_once(void *arg, int run) {
   bench_run *br = arg;
   const DLTensor *ins[EIN_MAX_OPERANDS];
@@ -122,10 +142,86 @@ typedef struct bench_result {
   double flops, min_bytes;
   double gemm_rate, copy_rate; /* 0 when not measured */
   int copies;
+  int nsteps;      /* --steps: the plan's steps, */
+  double *step_ms; /* the median time of each (owned by bench_state) */
 } bench_result;
 
+/* A time in milliseconds in the unit that keeps it readable: "850 ns",
+ * "12.5 µs", "3.20 ms", "1.50 s". */
+static const char *time_text(char *buf, size_t cap, double ms) {
+  static const struct { double scale; const char *unit; } units[] = {
+      {1e6, "ns"}, {1e3, "\xc2\xb5s"}, {1, "ms"}, {1e-3, "s"}};
+  int u = 0;
+  while (u < 3 && ms * units[u].scale >= 1000) u++;
+  snprintf(buf, cap, "%.3g %s", ms * units[u].scale, units[u].unit);
+  return buf;
+}
+
+/* A step's roofline time at the floor's rates (0 when not measured). */
+static double step_predicted_ms(const ein_step *s, const bench_result *r) {
+  double c = r->gemm_rate > 0 ? s->flops / r->gemm_rate : 0;
+  double m = r->copy_rate > 0
+                 ? (s->bytes_read + s->bytes_written) / r->copy_rate
+                 : 0;
+  return fmax(c, m) * 1e3;
+}
+
+static double steps_total_ms(const bench_result *r) {
+  double t = 0;
+  for (int i = 0; i < r->nsteps; i++) t += r->step_ms[i];
+  return t;
+}
+
+/* --steps in the text report: one line per step, the slowest to blame. */
+static void report_steps_text(const ein_plan_ir *ir, const bench_result *r,
+                              int runs) {
+  double total = steps_total_ms(r);
+  char a[32], b[32];
+  printf("steps    median of %d marked runs, %s in all; predicted: the "
+         "roofline at the floor's rates\n",
+         runs, time_text(a, sizeof a, total));
+  printf("  %-4s %-22s %12s %12s %7s\n", "step", "kind", "measured",
+         "predicted", "share");
+  for (int i = 0; i < r->nsteps; i++) {
+    const ein_step *s = &ir->steps[i];
+    char kind[48];
+    snprintf(kind, sizeof kind, "%s (%s)", ein_step_name(s),
+             ein_step_role_name(s->role));
+    double pred = step_predicted_ms(s, r);
+    /* 'µ' is two bytes and one column: pad by hand */
+    time_text(a, sizeof a, r->step_ms[i]);
+    if (pred > 0) time_text(b, sizeof b, pred); else snprintf(b, sizeof b, "-");
+    printf("  %-4d %-22s %*s %*s %6.1f%%\n", i + 1, kind,
+           12 + (strstr(a, "\xc2\xb5") ? 1 : 0), a,
+           12 + (strstr(b, "\xc2\xb5") ? 1 : 0), b,
+           total > 0 ? 100.0 * r->step_ms[i] / total : 0.0);
+  }
+}
+
+/* --steps in the JSON report: the "steps" member, after a comma. */
+static void report_steps_json(const ein_plan_ir *ir, const bench_result *r,
+                              int runs) {
+  double total = steps_total_ms(r);
+  printf(",\"steps_runs\":%d,\"steps_ms\":%.6g,\"steps\":[", runs, total);
+  for (int i = 0; i < r->nsteps; i++) {
+    const ein_step *s = &ir->steps[i];
+    double pred = step_predicted_ms(s, r);
+    printf("%s{\"step\":%d,\"kind\":\"%s\",\"role\":\"%s\",\"ms\":%.6g,",
+           i ? "," : "", i + 1, ein_step_name(s), ein_step_role_name(s->role),
+           r->step_ms[i]);
+    if (pred > 0)
+      printf("\"predicted_ms\":%.6g,", pred);
+    else
+      printf("\"predicted_ms\":null,");
+    printf("\"share\":%.6g}", total > 0 ? r->step_ms[i] / total : 0.0);
+  }
+  printf("]");
+}
+
 static void report(const char *expr, const bench_opts *bo,
-                   const bench_device *dev, const bench_result *r) {
+                   const bench_device *dev, const ein_plan *plan,
+                   const bench_result *r) {
+  const ein_plan_ir *ir = ein_plan_ir_of(plan);
   double fl_c = r->gemm_rate > 0 ? r->flops / r->gemm_rate * 1e3 : 0;
   double fl_m = r->copy_rate > 0 ? r->min_bytes / r->copy_rate * 1e3 : 0;
   double floor_ms = fmax(fl_c, fl_m);
@@ -150,6 +246,7 @@ static void report(const char *expr, const bench_opts *bo,
              "\"floor_bound\":\"%s\",\"floor_ratio\":%.4g",
              r->gemm_rate * 1e-12, r->copy_rate * 1e-9, floor_ms, bound,
              r->median_ms / floor_ms);
+    if (r->step_ms) report_steps_json(ir, r, bo->runs);
     printf("}\n");
     return;
   }
@@ -169,6 +266,7 @@ static void report(const char *expr, const bench_opts *bo,
            "  einc/floor %.3f\n",
            floor_ms, bound, r->gemm_rate * 1e-12, r->copy_rate * 1e-9,
            r->median_ms / floor_ms);
+  if (r->step_ms) report_steps_text(ir, r, bo->runs);
 }
 
 /* Everything one benchmark holds, released by bench_release. */
@@ -180,6 +278,7 @@ typedef struct bench_state {
   DLTensor shape_only[EIN_MAX_OPERANDS]; /* the inputs' shapes, no data */
   DLTensor out;
   double *ms; /* one time per timed run */
+  double *step_ms; /* --steps: [run][step], then each step's median */
   void *bufs[32 * EIN_MAX_OPERANDS + 1];
   int nbufs;
   char msg[512];
@@ -285,6 +384,32 @@ static int bench_buffers(bench_state *bs, const cli_shape *shapes, int nin,
   return rc;
 }
 
+/* --steps: as many runs again, each with a mark around every step; each
+ * step's median lands in res->step_ms[0, nsteps). */
+static int measure_steps(bench_state *bs, const bench_opts *bo,
+                         bench_result *res) {
+  int n = ein_plan_nsteps(bs->plan), runs = bo->runs;
+  bs->step_ms = calloc((size_t)runs * (size_t)(n > 0 ? n : 1) + (size_t)n,
+                       sizeof *bs->step_ms);
+  if (!bs->step_ms) {
+    cli_errorf("out of memory");
+    return EXIT_INTERNAL;
+  }
+  double *med = bs->step_ms + (size_t)runs * (size_t)n, *col = bs->ms;
+  if (!bs->dev->time_steps(bs->dev, run_marked, &bs->br, runs, n,
+                           bs->step_ms, bs->msg, sizeof bs->msg)) {
+    if (*bs->msg) cli_errorf("steps: %s", bs->msg);
+    return EXIT_INTERNAL;
+  }
+  for (int i = 0; i < n; i++) { /* bs->ms (the case's times) is read */
+    for (int r = 0; r < runs; r++) col[r] = bs->step_ms[r * n + i];
+    med[i] = bench_median(col, runs);
+  }
+  res->nsteps = n;
+  res->step_ms = med;
+  return EXIT_OK;
+}
+
 /* The first run alone (it compiles kernels or reads them from cache),
  * then the warm-up and timed runs, then the floor's rates. */
 static int bench_measure(bench_state *bs, const bench_opts *bo,
@@ -311,7 +436,7 @@ static int bench_measure(bench_state *bs, const bench_opts *bo,
     cli_errorf("floor: %s", bs->msg);
     return EXIT_INTERNAL;
   }
-  return EXIT_OK;
+  return bo->steps ? measure_steps(bs, bo, res) : EXIT_OK;
 }
 
 static void bench_release(bench_state *bs) {
@@ -326,6 +451,7 @@ static void bench_release(bench_state *bs) {
   }
   free(bs->br.inputs);
   free(bs->ms);
+  free(bs->step_ms);
   ein_ctx_destroy(bs->ctx);
 }
 
@@ -363,7 +489,7 @@ static int bench_case(bench_state *bs, const char *expr,
   rc = bench_plan(bs, expr, shapes, nin, opt, &res.plan_ms);
   if (rc == EXIT_OK) rc = bench_buffers(bs, shapes, nin, bo, &res.copies);
   if (rc == EXIT_OK) rc = bench_measure(bs, bo, &res);
-  if (rc == EXIT_OK) report(expr, bo, bs->dev, &res);
+  if (rc == EXIT_OK) report(expr, bo, bs->dev, bs->plan, &res);
   return rc;
 }
 
@@ -373,7 +499,7 @@ int cmd_bench(int argc, char **argv) {
   static bench_state bs;
   memset(&common, 0, sizeof common);
   memset(&bs, 0, sizeof bs);
-  bench_opts bo = {false, EIN_DT_F32, 20, 3, false, true, &common};
+  bench_opts bo = {false, EIN_DT_F32, 20, 3, false, true, false, &common};
   const char *pos[EIN_MAX_OPERANDS + 1];
   int npos, nin;
   int r = cli_parse_args(argc, argv, "bench", cmd_bench_help, &common,
