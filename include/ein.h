@@ -394,6 +394,23 @@ EIN_API ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
                                     const DLTensor *const *inputs,
                                     int ninputs, DLTensor *output);
 
+/* Called on the calling thread before each step of a run starts,
+ * mark(arg, i) for step i of ein_plan_nsteps(), and mark(arg, nsteps)
+ * after the last one. */
+typedef void (*ein_step_mark_fn)(void *arg, int step);
+
+/* ein_plan_execute with a mark around each step, to time steps one by one
+ * (`einc bench --steps`). On the CPU a step has finished when the next mark
+ * comes, so the clock between marks is its time. A GPU backend only queues
+ * a step, on the stream the context queues on (ein_ctx_set_cuda_stream):
+ * record an event there at each mark and read the times between them once
+ * the stream is done. */
+EIN_NODISCARD
+EIN_API ein_status ein_plan_execute_marked(ein_ctx *ctx, const ein_plan *plan,
+                                           const DLTensor *const *inputs,
+                                           int ninputs, DLTensor *output,
+                                           ein_step_mark_fn mark, void *arg);
+
 EIN_API void ein_plan_destroy(ein_plan *plan);
 
 /* The output's rank and shape. */

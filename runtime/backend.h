@@ -71,13 +71,26 @@ typedef enum ein_copy_dir {
   EIN_COPY_TO_HOST
 } ein_copy_dir;
 
+/* Marks around the steps of one run (ein_plan_execute_marked): a backend
+ * calls ein_step_mark(marks, i) right before it starts step i, and
+ * ein_step_mark(marks, nsteps) after the last; marks may be NULL. */
+typedef struct ein_step_marks {
+  ein_step_mark_fn fn;
+  void *arg;
+} ein_step_marks;
+
+static inline void ein_step_mark(const ein_step_marks *marks, int step) {
+  if (marks) marks->fn(marks->arg, step);
+}
+
 struct ein_backend {
   const ein_backend_entry *entry;
   /* Runs every step of plan. inputs[i] is operand i's first element (in
-   * the backend's memory); `program` is entry->prepare's result. */
+   * the backend's memory); `program` is entry->prepare's result; marks
+   * (may be NULL) are called around each step. */
   ein_status (*run)(ein_backend *self, const ein_plan_ir *plan,
                     const void *program, char *const *inputs, char *output,
-                    ein_error_rec *err);
+                    const ein_step_marks *marks, ein_error_rec *err);
   /* Device memory: bytes may be 0 (a valid, unique pointer comes back). */
   ein_status (*alloc)(ein_backend *self, size_t bytes, void **ptr,
                       ein_error_rec *err);

@@ -82,6 +82,23 @@ expect 2 "" "einc: error: the reduction 'max' takes a single operand, but the ex
   a, a ->
   ^~~~~~~" -- check 'a, a ->' 3 3 --reduce max
 
+# UTF-8 axis names (Python identifiers, as einops takes): carets count
+# characters, and check -v pads names by the columns they take
+expect 0 "2x4" "" -- check 'α β, β γ -> α γ' 2x3 3x4
+expect 2 "" "einc: error: axis 'β' is 4 in operand 2 but 3 in operand 1
+  α β, β γ -> α γ
+    ^  ^" -- check 'α β, β γ -> α γ' 2x3 4x5
+expect 2 "" "einc: error: axis 'q' is in the output but in no input, so its size is unknown; give it with a length binding (q=N) or write a number
+  形状 x -> x q
+              ^" -- check '形状 x -> x q' 2x3
+expect 2 "" "einc: error: unexpected '→'; expected an axis name, a number, '...', '(', ',' or '->'
+  a → a
+    ^" -- check 'a → a' 3
+expect 0 "3
+  axis  size                  role
+  形状  2                     reduced
+  x     3                     kept" "" -- check -v '形状 x -> x' 2x3
+
 # usage errors
 expect 2 "" "einc: error: bad shape '8xq': expected sizes of 0 or more (at most 9223372036854775807) separated by 'x', like 8x16x2048, or 'scalar' for a 0-d tensor" -- check 'a b -> a' 8xq
 expect 2 "" "einc: error: bad shape '8x': expected sizes of 0 or more (at most 9223372036854775807) separated by 'x', like 8x16x2048, or 'scalar' for a 0-d tensor" -- check 'a b -> a' 8x
@@ -167,6 +184,118 @@ for cmd in plan eval bench cuda-src; do
   "$EINC" $cmd --help | grep -q -- "--reduce, --numpy, --)" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: $cmd --help points at --" >&2; }
 done
 "$EINC" check --help | grep -q -- "holding '->' or ','" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check --help says what is an operand" >&2; }
+
+# bench --steps on the CPU: one line per plan step (two here) with
+# its measured and predicted time and a share; the shares sum to ~100%,
+# and the JSON carries the same
+chain=('a b, b c, c d -> a d' 20x30 30x40 40x5 --backend cpu --runs 3 --warmup 1 --steps)
+text=$("$EINC" bench "${chain[@]}" 2>&1)
+lines=$(printf '%s\n' "$text" | grep -cE '^  [0-9]+ +[a-z]+ \([a-z]+\) +[0-9.]+ (ns|µs|ms|s) +[0-9.]+ (ns|µs|ms|s) +[0-9.]+%$')
+sum=$(printf '%s\n' "$text" | awk '/^  [0-9]+ / { sub("%", "", $NF); s += $NF } END { printf "%.1f", s }')
+if [ "$lines" = 2 ] && awk -v s="$sum" 'BEGIN { exit !(s > 99.5 && s < 100.5) }' &&
+   printf '%s\n' "$text" | grep -q '^steps    median of 3 marked runs'; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  printf 'FAIL: bench --steps text (%s step lines, shares %s%%):\n%s\n' "$lines" "$sum" "$text" >&2
+fi
+if command -v python3 >/dev/null; then
+  "$EINC" bench "${chain[@]}" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+st = d["steps"]
+assert d["steps_runs"] == 3, d
+assert [s["step"] for s in st] == [1, 2], st
+assert all(s["kind"] and s["ms"] > 0 and s["predicted_ms"] > 0 for s in st), st
+assert abs(sum(s["share"] for s in st) - 1) < 1e-3, st
+assert abs(sum(s["ms"] for s in st) - d["steps_ms"]) < 1e-3 * d["steps_ms"], d
+' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench --steps --json" >&2; }
+  "$EINC" bench "${chain[@]}" --json --no-floor | python3 -c '
+import json, sys
+st = json.load(sys.stdin)["steps"]
+assert len(st) == 2 and all(s["predicted_ms"] is None for s in st), st
+' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench --steps --no-floor: predicted null" >&2; }
+fi
+"$EINC" bench 'a -> a' 4 --backend cpu --runs 1 --json | grep -q '"steps"' && { failed=$((failed + 1)); echo "FAIL: steps without --steps" >&2; } || passed=$((passed + 1))
+
+# Exit statuses, one class per row for every command: 0 success, 1 runtime
+# failure (I/O, device, memory), 2 usage or expression error.
+tmp=$(mktemp -d)
+trap 'rm -f "$out" "$err"; rm -rf "$tmp"' EXIT
+# write_npy FILE SHAPE BYTES: a version-1 .npy of f32 zeros
+write_npy() {
+  local dict="{'descr': '<f4', 'fortran_order': False, 'shape': $2, }"
+  local pad=$(( (64 - (10 + ${#dict} + 1) % 64) % 64 ))
+  local hlen=$(( ${#dict} + 1 + pad ))
+  { printf '\x93NUMPY\x01\x00'
+    printf "\\x$(printf %02x $((hlen & 255)))\\x$(printf %02x $((hlen >> 8)))"
+    printf '%s%*s\n' "$dict" $pad ''
+    head -c "$3" /dev/zero; } > "$1"
+}
+write_npy "$tmp/v.npy" '(4,)' 16
+status_is() { # status_is WANT ARGS...
+  local want=$1
+  shift
+  "$EINC" "$@" >/dev/null 2>"$err" </dev/null
+  local got=$?
+  if [ "$got" = "$want" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    printf 'FAIL: einc %s: status %s, want %s\n  %s\n' "$*" "$got" "$want" "$(cat "$err")" >&2
+  fi
+}
+have_gpu=0
+nvidia-smi -L >/dev/null 2>&1 && have_gpu=1
+missing="$tmp/missing.npy"
+quick=(--runs 1 --warmup 0 --no-floor --backend cpu)
+# check
+status_is 0 check 'a -> a' "$tmp/v.npy"
+status_is 1 check 'a -> a' "$missing"
+status_is 2 check 'a -> a' 4 --bogus
+status_is 2 check 'a -> a b' 4
+# plan
+status_is 0 plan 'a -> a' "$tmp/v.npy"
+status_is 1 plan 'a -> a' "$missing"
+status_is 2 plan 'a -> a' 4 --dtype q8
+status_is 2 plan 'a, a -> a' 4 5
+# eval: I/O both ways, host memory, and the device where there is none
+status_is 0 eval 'a -> a' "$tmp/v.npy" -o "$tmp/o.npy"
+status_is 1 eval 'a -> a' "$missing" -o "$tmp/o.npy"
+status_is 1 eval 'a -> a' "$tmp/v.npy" -o "$tmp/no/such/dir.npy"
+status_is 1 eval 'a -> a r' "$tmp/v.npy" -D r=1000000000000000 -o "$tmp/o.npy"
+[ $have_gpu = 1 ] || status_is 1 eval 'a -> a' "$tmp/v.npy" --print --backend cuda
+status_is 2 eval 'a -> a' "$tmp/v.npy"
+status_is 2 eval 'a b -> a' "$tmp/v.npy" --print
+printf 'junk' > "$tmp/junk.npy"
+status_is 2 eval 'a -> a' "$tmp/junk.npy" --print
+# bench
+status_is 0 bench 'a -> a' 4 "${quick[@]}"
+status_is 1 bench 'a -> a' "$missing" "${quick[@]}"
+[ $have_gpu = 1 ] || status_is 1 bench 'a -> a' 4 --runs 1 --backend cuda
+status_is 2 bench 'a -> a' 4 --backend emu
+status_is 2 bench 'a -> a' 4 --runs=0
+status_is 2 bench 'a ->' 4 5 "${quick[@]}"
+# cuda-src (plans for CUDA without a GPU; a build without CUDA has no
+# CUDA plans, a device failure)
+if "$EINC" cuda-src 'a -> a' 4 >/dev/null 2>&1; then
+  status_is 0 cuda-src 'a -> a' "$tmp/v.npy"
+else
+  status_is 1 cuda-src 'a -> a' 4
+fi
+status_is 1 cuda-src 'a -> a' "$missing"
+status_is 2 cuda-src 'a -> a' 4 --frob
+status_is 2 cuda-src 'a -> (a' 4
+# the program itself
+status_is 0 --help
+status_is 0 --version
+status_is 2
+status_is 2 frob
+status_is 2 help frob
+"$EINC" --help | grep -q '^Exit status: 0 success; 1 runtime failure' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --help documents the exit statuses" >&2; }
+for cmd in check plan eval bench cuda-src; do
+  "$EINC" $cmd --help | grep -q '^Exit status: 0 success; 1 runtime failure' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: $cmd --help documents the exit statuses" >&2; }
+done
 
 echo "ein-test-summary: cli: $passed passed, $failed failed"
 [ "$failed" = 0 ]

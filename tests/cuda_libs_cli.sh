@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cuda_libs_cli.sh EINC MAJOR - `einc eval --backend cuda` when the CUDA
 # libraries cannot be loaded (EINC_CUDA_LIBS_DISABLE, EINC_CUDART naming a
-# missing file): exit status 2, like any other device error, and a message
+# missing file): exit status 1, like any other device failure, and a message
 # that names the library and how to install it. Planning for CUDA and CPU
 # evaluation need no CUDA library. With the libraries, the run ends as the
 # machine allows: a result on a GPU, else "no CUDA device".
@@ -40,10 +40,10 @@ check() {
 
 eval_cuda=(eval --backend cuda 'i j -> j i' "$work/a.npy" -o "$work/o.npy")
 rt="libcudart\\.so\\.$MAJOR"
-EINC_CUDA_LIBS_DISABLE=1 check "disabled" 2 \
+EINC_CUDA_LIBS_DISABLE=1 check "disabled" 1 \
   "^einc: error: the CUDA backend needs $rt \(the CUDA runtime, from CUDA $MAJOR\), which could not be loaded: loading is disabled by EINC_CUDA_LIBS_DISABLE=1; install the CUDA $MAJOR toolkit, or .pip install .*nvidia-cuda-runtime.* and add its lib directory to LD_LIBRARY_PATH" \
   -- "${eval_cuda[@]}"
-EINC_CUDART=$work/missing/libcudart.so check "EINC_CUDART" 2 \
+EINC_CUDART=$work/missing/libcudart.so check "EINC_CUDART" 1 \
   "needs $rt .*: $work/missing/libcudart\\.so: cannot open shared object file.*\(named by EINC_CUDART\)" \
   -- "${eval_cuda[@]}"
 EINC_CUDA_LIBS_DISABLE=1 check "plan without libraries" 0 "" \
@@ -53,7 +53,7 @@ EINC_CUDA_LIBS_DISABLE=1 check "CPU eval without libraries" 0 "" \
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   check "GPU eval" 0 "" -- "${eval_cuda[@]}"
 else
-  check "no GPU" 2 "^einc: error: (no usable CUDA device|CUDA device 0 does not exist)" \
+  check "no GPU" 1 "^einc: error: (no usable CUDA device|CUDA device 0 does not exist)" \
     -- "${eval_cuda[@]}"
 fi
 

@@ -186,7 +186,8 @@ with open(P("junk.npy"), "wb") as f:
 r = einc("eval", "i -> i", P("junk.npy"), "-o", P("e.npy"))
 check(r.returncode == 2 and "not a .npy" in r.stderr, "bad magic")
 r = einc("eval", "i -> i", P("missing.npy"), "-o", P("e.npy"))
-check(r.returncode == 2 and "cannot open" in r.stderr, "missing input")
+check(r.returncode == 1 and "cannot open" in r.stderr,
+      "missing input: an I/O failure")
 r = einc("eval", "i j -> j i", P("a.npy"))
 check(r.returncode == 2 and "-o" in r.stderr, "no -o")
 r = einc("eval", "i j -> j i", P("a.npy"), "-o", P("e.npy"), "--backend",
@@ -199,7 +200,7 @@ if has_gpu():
     for name in ("e.npy", "ref.npy"):
         os.remove(P(name))
 else:
-    check(r.returncode == 2 and "CUDA" in r.stderr and
+    check(r.returncode == 1 and "CUDA" in r.stderr and
           not os.path.exists(P("e.npy")), "cuda unavailable: " + r.stderr)
 # The emulated device runs the CUDA path on every machine: the same
 # results as the CPU (a transpose exactly; a contraction within f32's).
@@ -520,6 +521,48 @@ for name, want in COMPLEX_PRINTS:
     r = einc("eval", expr, P(name + ".npy"), "--print")
     check(r.returncode == 0 and r.stdout == want + "\n",
           "--print %s:\n%s\nwant:\n%s\n%s" % (name, r.stdout, want, r.stderr))
+
+# plan, check, cuda-src and bench take .npy files in place of shapes: the
+# header's shape (and, where no --dtype is given, its dtype). The data is
+# not read, but its size is checked as eval checks it; a file that cannot
+# be opened is an I/O failure (exit 1), a malformed one invalid input (2)
+write_npy(P("s1.npy"), "<f8", (3, 4), [0.0] * 12)
+write_npy(P("s2.npy"), "<f8", (4, 5), [0.0] * 20)
+write_npy(P("s3.npy"), "<V2", (4, 5), [0] * 20)
+r = einc("check", "i j, j k -> i k", P("s1.npy"), P("s2.npy"))
+check(r.returncode == 0 and r.stdout == "3x5\n", "check on files: %r" % (r,))
+r = einc("check", "i j, j k -> i k", "3x4", P("s2.npy"))
+check(r.returncode == 0 and r.stdout == "3x5\n", "a shape and a file: %r" % (r,))
+r = einc("plan", "i j, j k -> i k", P("s1.npy"), P("s2.npy"), "--json")
+plan = json.loads(r.stdout) if r.returncode == 0 else {}
+check(plan.get("dtype") == "f64" and plan.get("output_shape") == [3, 5],
+      "plan takes shape and dtype from the files: %r" % (r,))
+r = einc("plan", "i j -> j i", P("s3.npy"), "--json")
+check(r.returncode == 0 and json.loads(r.stdout)["dtype"] == "bf16",
+      "plan reads '<V2' as bf16: %r" % (r,))
+r = einc("plan", "i j, j k -> i k", P("s1.npy"), P("s2.npy"), "--json",
+         "--dtype", "f16")
+check(r.returncode == 0 and json.loads(r.stdout)["dtype"] == "f16",
+      "--dtype overrides the files' dtype: %r" % (r,))
+r = einc("cuda-src", "i j -> j i", P("s1.npy"))
+check(r.returncode == 0 and "(f64)" in r.stdout.splitlines()[0],
+      "cuda-src takes a file: %r" % (r.stdout[:200],))
+r = einc("check", "i j, k -> i k", P("s1.npy"), P("s2.npy"))
+check(r.returncode == 2 and r.stderr.startswith(
+    "einc: error: operand 2 names 1 dim but its tensor has 2 (shape 4x5)"),
+      "an expression error on file shapes: %r" % (r,))
+r = einc("plan", "i j -> i", P("missing.npy"))
+check(r.returncode == 1 and "cannot open" in r.stderr,
+      "a file that cannot be opened is exit 1: %r" % (r,))
+write_npy(P("short.npy"), "<f8", (3, 4), [0.0] * 12, truncate=8)
+r = einc("check", "i j -> i", P("short.npy"))
+check(r.returncode == 2 and "truncated" in r.stderr,
+      "a truncated file is exit 2: %r" % (r,))
+with open(P("junk.npy"), "wb") as f:
+    f.write(b"not numpy")
+r = einc("plan", "i j -> i", P("junk.npy"))
+check(r.returncode == 2 and "is not a .npy file" in r.stderr,
+      "a file that is no .npy is exit 2: %r" % (r,))
 
 print("ein-test-summary: eval_cli: %d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "cases.h"
+#include "error.h" /* ein_quote_name */
 #include "harness.h"
 
 static const err_case cases[] = {
@@ -66,6 +67,38 @@ static void check_format(ein_ctx *ctx) {
             "  a b,  c -> a x\n"
             "               ^\n",
             "whitespace display");
+
+  /* UTF-8: carets count characters, not bytes ('β' is two bytes and one
+   * column), and a wide character takes two columns ('^~' under '形') */
+  bind_case(ctx, "\xce\xb1 \xce\xb2, \xce\xb2 \xce\xb3 -> \xce\xb1 \xce\xb3",
+            "2x3 4x5", "", &b);
+  ein_error_format(ein_last_error(ctx), out, sizeof out);
+  CHECK_STR(out,
+            "error: axis '\xce\xb2' is 4 in operand 2 but 3 in operand 1\n"
+            "  \xce\xb1 \xce\xb2, \xce\xb2 \xce\xb3 -> \xce\xb1 \xce\xb3\n"
+            "    ^  ^\n",
+            "carets under two-byte names");
+  bind_case(ctx, "\xe5\xbd\xa2\xe7\x8a\xb6 b, \xe5\xbd\xa2\xe7\x8a\xb6 c -> b c",
+            "2x3 4x5", "", &b);
+  ein_error_format(ein_last_error(ctx), out, sizeof out);
+  CHECK_STR(out,
+            "error: axis '\xe5\xbd\xa2\xe7\x8a\xb6' is 4 in operand 2 but 2 in "
+            "operand 1\n"
+            "  \xe5\xbd\xa2\xe7\x8a\xb6 b, \xe5\xbd\xa2\xe7\x8a\xb6 c -> b c\n"
+            "  ^~~~    ^~~~\n",
+            "carets under wide names");
+  /* what a terminal must not get as is shows as one '?' per character */
+  bind_case(ctx, "a \xe2\x80\xae\xff -> a", "2", "", &b);
+  ein_error_format(ein_last_error(ctx), out, sizeof out);
+  CHECK(strstr(out, "\n  a ?? -> a\n    ^\n") != NULL,
+        "invisible and invalid shown as '?':\n%s", out);
+  /* a long name is shortened between characters, never inside one */
+  char name[64], quoted[96], want[96] = "'";
+  for (int i = 0; i < 30; i++) memcpy(name + 2 * i, "\xce\xb1", 2);
+  for (int i = 0; i < 18; i++) strcat(want, "\xce\xb1");
+  strcat(want, "...'");
+  ein_quote_name(quoted, sizeof quoted, name, 60);
+  CHECK_STR(quoted, want, "a long UTF-8 name quoted");
 
   /* a long expression is shown as a window around the culprit */
   char expr[4096];

@@ -81,8 +81,32 @@ int main(void) {
          "*@0 _NAME:rest@1 #@6 _NAME:b@7 NAME:n@9 _+@10 _INT:1@11 INT:2@13 "
          "_*@14 _NAME:h@15 NAME:n@17 _-@18 _INT:1@19 _EOF@20 ");
   expect("a;b", E, "NAME:a@0 _BADBYTE@1 _NAME:b@2 _EOF@3 ");
-  expect("a\xc3\xa9", E, "NAME:a@0 _BADBYTE@1 _BADBYTE@2 _EOF@3 ");
   expect("\x01", E, "BADBYTE@0 _EOF@1 ");
+
+  /* UTF-8 names: Python identifiers (letters of any script, marks, digits
+   * and connectors after the first); offsets are bytes */
+  expect("a\xc3\xa9", E, "NAME:a\xc3\xa9@0 _EOF@3 ");            /* aé */
+  expect("\xce\xb1 \xce\xb2->\xce\xb2", E,                      /* α β->β */
+         "NAME:\xce\xb1@0 NAME:\xce\xb2@3 _->@5 _NAME:\xce\xb2@7 _EOF@9 ");
+  expect("x\xc2\xb7y _\xd0\xb6 \xe5\xbd\xa2\xe7\x8a\xb6", E, /* x·y _ж 形状 */
+         "NAME:x\xc2\xb7y@0 NAME:_\xd0\xb6@5 "
+         "NAME:\xe5\xbd\xa2\xe7\x8a\xb6@9 _EOF@15 ");
+  /* as Python: x₁ and x² are no identifiers (No, not Nd), x١ is */
+  expect("x\xe2\x82\x81 x\xd9\xa1", E,
+         "NAME:x@0 _BADBYTE@1 NAME:x\xd9\xa1@5 _EOF@8 ");
+  expect("e\xcc\x81 \xe2\x85\xa0", E,     /* e + combining acute; Ⅰ (Nl) */
+         "NAME:e\xcc\x81@0 NAME:\xe2\x85\xa0@4 _EOF@7 ");
+  expect("2\xce\xb1", E, "NUMNAME@0 _EOF@3 "); /* 2α: glued, as 2b */
+  /* a character that is no name is one token over all its bytes; a byte
+   * that is not UTF-8 (a stray continuation, a cut sequence, 0xFF) one on
+   * its own */
+  expect("a\xe2\x86\x92" "b", E, "NAME:a@0 _BADBYTE@1 _NAME:b@4 _EOF@5 "); /* → */
+  expect("\xcc\x81" "a", E, "BADBYTE@0 _NAME:a@2 _EOF@3 "); /* a lone mark */
+  expect("\x80" "a \xc3 b \xff", E,
+         "BADBYTE@0 _NAME:a@1 BADBYTE@3 NAME:b@5 BADBYTE@7 _EOF@8 ");
+  expect("\xed\xa0\x80", E, "BADBYTE@0 _EOF@3 "); /* a surrogate */
+  expect("\xe2\x80\xae", E, "BADBYTE@0 _EOF@3 ");      /* a bidi override */
+  expect("\xc2\xa0" "a", E, "BADBYTE@0 _NAME:a@2 _EOF@3 "); /* no-break space */
 
   /* numpy: every letter is its own token; digits and '_' stay tokens the
    * parser rejects with a dialect message */
@@ -92,6 +116,7 @@ int main(void) {
   expect("...ii", N, "ELL@0 _NAME:i@3 _NAME:i@4 _EOF@5 ");
   expect("Ab, b", N, "NAME:A@0 _NAME:b@1 _,@2 NAME:b@4 _EOF@5 ");
   expect("i_1", N, "NAME:i@0 _BADBYTE@1 _INT:1@2 _EOF@3 ");
+  expect("i\xce\xb1", N, "NAME:i@0 _BADBYTE@1 _EOF@3 "); /* numpy is ASCII */
   expect("(i)", N, "(@0 _NAME:i@1 _)@2 _EOF@3 ");
 
   /* an embedded NUL is a token of its own, not the end */

@@ -458,6 +458,43 @@ static void test_cache_and_errors(ein_ctx *ctx) {
         "sum over an empty axis is 0");
 }
 
+/* ein_plan_execute_marked: marks 0..nsteps in order, each once, and the
+ * result the same as without marks; a NULL mark is a plain execute. */
+typedef struct mark_log {
+  int steps[16], n;
+} mark_log;
+
+static void log_mark(void *arg, int step) {
+  mark_log *m = arg;
+  if (m->n < 16) m->steps[m->n] = step;
+  m->n++;
+}
+
+static void test_step_marks(ein_ctx *ctx) {
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, -1, 2, -2, 3, -3}, w[2] = {2, 3};
+  float c[2];
+  int64_t sa[2] = {2, 3}, sb[2] = {3, 2}, sw[1] = {2}, sc[1] = {2};
+  DLTensor ta = {a, {kDLCPU, 0}, 2, F32, sa, NULL, 0};
+  DLTensor tb = {b, {kDLCPU, 0}, 2, F32, sb, NULL, 0};
+  DLTensor tw = {w, {kDLCPU, 0}, 1, F32, sw, NULL, 0};
+  DLTensor tc = {c, {kDLCPU, 0}, 1, F32, sc, NULL, 0};
+  const DLTensor *ins[3] = {&ta, &tb, &tw};
+  ein_plan *p;
+  REQUIRE_OK(ein_plan_create(ctx, "i j, j k, k -> i", ins, 3, NULL, NULL, &p));
+  int n = ein_plan_nsteps(p);
+  mark_log m = {{0}, 0};
+  CHECK(ein_plan_execute_marked(ctx, p, ins, 3, &tc, log_mark, &m) == EIN_OK,
+        "marked execute: %s", ein_last_error(ctx)->message);
+  bool in_order = m.n == n + 1;
+  for (int i = 0; in_order && i <= n; i++) in_order = m.steps[i] == i;
+  CHECK(n >= 2 && in_order, "%d steps, %d marks", n, m.n);
+  /* [14 -14; 32 -32] @ [2 3] */
+  CHECK(c[0] == -14 && c[1] == -32, "marked values %g %g", c[0], c[1]);
+  CHECK(ein_plan_execute_marked(ctx, p, ins, 3, &tc, NULL, NULL) == EIN_OK,
+        "no mark: a plain execute");
+  ein_plan_destroy(p);
+}
+
 int main(void) {
   ein_ctx *ctx;
   REQUIRE_OK(ein_ctx_create(&ctx));
@@ -468,6 +505,7 @@ int main(void) {
   test_report_times(ctx);
   test_linear_path(ctx);
   test_cache_and_errors(ctx);
+  test_step_marks(ctx);
   ein_ctx_destroy(ctx);
   return test_summary("plan");
 }

@@ -191,7 +191,8 @@ static ein_status run_gemm(const ein_step *s, char *c, const char *a,
 
 static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
                           const void *program, char *const *inputs,
-                          char *output, ein_error_rec *err) {
+                          char *output, const ein_step_marks *marks,
+                          ein_error_rec *err) {
   (void)program;
   cpu_backend *cb = (cpu_backend *)self;
   workspace ws;
@@ -201,6 +202,7 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
   ein_status st = EIN_OK;
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
+    ein_step_mark(marks, i);
     char *dst = ein_buffer_base(plan, s->dst.buffer, inputs, output,
                                 ws.data);
     const char *src[2] = {NULL, NULL};
@@ -221,6 +223,7 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
     }
     if (st) break;
   }
+  if (!st) ein_step_mark(marks, plan->nsteps);
   workspace_give(cb, ws);
   return st;
 }

@@ -311,11 +311,12 @@ static ein_status blas_ready(cuda_backend *cb, const ein_cuda_program *prog,
 static ein_status run_steps(cuda_backend *cb, const ein_plan_ir *plan,
                             const ein_cuda_program *prog, char *const *inputs,
                             char *output, char *workspace, char *scratch,
-                            ein_error_rec *err) {
+                            const ein_step_marks *marks, ein_error_rec *err) {
   ein_status bst = blas_ready(cb, prog, err);
   if (bst) return bst;
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
+    ein_step_mark(marks, i); /* the caller records an event on cb->stream */
     const ein_cuda_step *cs = &prog->steps[i];
     char *dst =
         ein_buffer_base(plan, s->dst.buffer, inputs, output, workspace) +
@@ -331,12 +332,14 @@ static ein_status run_steps(cuda_backend *cb, const ein_plan_ir *plan,
     if (st)
       return st;
   }
+  ein_step_mark(marks, plan->nsteps);
   return EIN_OK;
 }
 
 static ein_status cuda_run(ein_backend *self, const ein_plan_ir *plan,
                            const void *program, char *const *inputs,
-                           char *output, ein_error_rec *err) {
+                           char *output, const ein_step_marks *marks,
+                           ein_error_rec *err) {
   cuda_backend *cb = (cuda_backend *)self;
   const ein_cuda_program *prog = program;
   if (!prog || prog->nsteps != plan->nsteps)
@@ -356,7 +359,8 @@ static ein_status cuda_run(ein_backend *self, const ein_plan_ir *plan,
                        &ws, err);
   if (!st)
     st = run_steps(cb, plan, prog, inputs, output, ws,
-                   prog->scratch_bytes ? (char *)ws + scratch_at : NULL, err);
+                   prog->scratch_bytes ? (char *)ws + scratch_at : NULL,
+                   marks, err);
   if (ws)
     cudaFreeAsync(ws, cb->stream);
   pthread_mutex_unlock(&cb->lock);

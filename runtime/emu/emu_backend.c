@@ -265,10 +265,12 @@ static ein_status run_kernel(emu_program *p, int step, const ein_cuda_step *cs,
 
 static ein_status run_steps(emu_program *p, const ein_plan_ir *plan,
                             char *const *inputs, char *output, char *ws,
-                            char *scratch, ein_error_rec *err) {
+                            char *scratch, const ein_step_marks *marks,
+                            ein_error_rec *err) {
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
     const ein_cuda_step *cs = &p->cuda->steps[i];
+    ein_step_mark(marks, i);
     char *dst = ein_buffer_base(plan, s->dst.buffer, inputs, output, ws) +
                 s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
     const char *src[2] = {NULL, NULL};
@@ -280,12 +282,14 @@ static ein_status run_steps(emu_program *p, const ein_plan_ir *plan,
                    : run_kernel(p, i, cs, dst, src[0], src[1], scratch, err);
     if (st) return st;
   }
+  ein_step_mark(marks, plan->nsteps);
   return EIN_OK;
 }
 
 static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
                           const void *program, char *const *inputs,
-                          char *output, ein_error_rec *err) {
+                          char *output, const ein_step_marks *marks,
+                          ein_error_rec *err) {
   emu_program *p = (emu_program *)program;
   if (!p || p->cuda->nsteps != plan->nsteps)
     return ein_fail_internal(err, "emu backend: the plan has no CUDA program");
@@ -302,7 +306,7 @@ static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
     return st;
   }
   ein_emu_device_begin();
-  st = run_steps(p, plan, inputs, output, ws, scratch, err);
+  st = run_steps(p, plan, inputs, output, ws, scratch, marks, err);
   ein_emu_device_end();
   ein_emu_free(scratch);
   ein_emu_free(ws);

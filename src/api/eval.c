@@ -503,7 +503,7 @@ static ein_status check_inputs(ein_thread_rec *me,
 /* Runs a plan whose layouts are known to match the tensors. */
 static ein_status run_plan(ein_thread_rec *me, const ein_plan *plan,
                            const DLTensor *const *inputs, int n,
-                           DLTensor *output) {
+                           DLTensor *output, const ein_step_marks *marks) {
   uintptr_t olo, ohi;
   byte_range(output, &olo, &ohi);
   char *ptrs[EIN_MAX_OPERANDS];
@@ -521,7 +521,7 @@ static ein_status run_plan(ein_thread_rec *me, const ein_plan *plan,
   if (!be) return me->err.pub.status;
   double t0 = ein_trace_now();
   ein_status st = be->run(be, plan->ir, plan->program, ptrs,
-                          (char *)output->data + output->byte_offset,
+                          (char *)output->data + output->byte_offset, marks,
                           &me->err);
   ein_trace_end("run (queued; kernels compiled or loaded on first use)", t0);
   return st;
@@ -570,9 +570,10 @@ static ein_status check_layout(ein_thread_rec *me, const ein_plan *plan,
               tensor_name(index, name, sizeof name));
 }
 
-ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
-                            const DLTensor *const *inputs, int ninputs,
-                            DLTensor *output) {
+/* ein_plan_execute and ein_plan_execute_marked (marks may be NULL). */
+static ein_status execute(ein_ctx *ctx, const ein_plan *plan,
+                          const DLTensor *const *inputs, int ninputs,
+                          DLTensor *output, const ein_step_marks *marks) {
   if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
   ein_thread_rec *me = ein_ctx_enter(ctx);
   if (!me) return EIN_ERR_NO_MEMORY;
@@ -617,7 +618,22 @@ ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
                 "the tensors are on %s device %d but the plan was made "
                 "for device %d",
                 kind->name, device, plan->device);
-  return run_plan(me, plan, inputs, ninputs, output);
+  return run_plan(me, plan, inputs, ninputs, output, marks);
+}
+
+ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
+                            const DLTensor *const *inputs, int ninputs,
+                            DLTensor *output) {
+  return execute(ctx, plan, inputs, ninputs, output, NULL);
+}
+
+ein_status ein_plan_execute_marked(ein_ctx *ctx, const ein_plan *plan,
+                                   const DLTensor *const *inputs,
+                                   int ninputs, DLTensor *output,
+                                   ein_step_mark_fn mark, void *arg) {
+  if (!mark) return execute(ctx, plan, inputs, ninputs, output, NULL);
+  const ein_step_marks marks = {mark, arg};
+  return execute(ctx, plan, inputs, ninputs, output, &marks);
 }
 
 ein_status ein_eval(ein_ctx *ctx, const char *expr,
@@ -661,7 +677,7 @@ ein_status ein_eval(ein_ctx *ctx, const char *expr,
   }
   /* Our reference keeps the plan alive even if another thread evicts it
    * from the cache meanwhile. */
-  st = run_plan(me, plan, inputs, ninputs, output);
+  st = run_plan(me, plan, inputs, ninputs, output, NULL);
   ein_plan_release(plan);
   return st;
 }

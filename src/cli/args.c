@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "npy.h"
+
 void cli_errorf(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -55,11 +57,16 @@ void cli_numpy_hint(ein_status status, const char *expr,
 }
 
 int cli_exit_status(ein_status status) {
-  if (status == EIN_OK) return EXIT_OK;
-  if (status == EIN_ERR_NO_MEMORY || status == EIN_ERR_INTERNAL ||
-      status == EIN_ERR_BACKEND)
-    return EXIT_INTERNAL;
-  return EXIT_INVALID;
+  switch (status) {
+  case EIN_OK: return EXIT_OK;
+  /* what the machine failed at, not what the user wrote */
+  case EIN_ERR_NO_MEMORY:
+  case EIN_ERR_DEVICE_MEMORY:
+  case EIN_ERR_DEVICE:
+  case EIN_ERR_BACKEND:
+  case EIN_ERR_INTERNAL: return EXIT_INTERNAL;
+  default: return EXIT_INVALID;
+  }
 }
 
 /* Parses a non-negative decimal int64 filling all of [s, end). */
@@ -78,6 +85,7 @@ static bool parse_size(const char *s, size_t len, int64_t *out) {
 
 bool cli_parse_shape(const char *text, cli_shape *out) {
   out->ndim = 0;
+  out->dtype = EIN_DT_F32;
   if (strcmp(text, "scalar") == 0) return true;
   const char *p = text;
   for (;;) {
@@ -220,17 +228,47 @@ int cli_parse_args(int argc, char **argv, const char *command,
   return CLI_ARGS_OK;
 }
 
-bool cli_expr_and_shapes(const char *command, const char *const *pos,
-                         int npos, cli_shape *shapes, int *nshapes) {
+/* The shape and dtype in the header of the .npy file at path. */
+static int npy_shape(const char *path, cli_shape *out) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    cli_errorf("cannot open '%.200s': %s", path, strerror(errno));
+    return EXIT_INTERNAL;
+  }
+  char msg[1024];
+  bool ok = npy_read_header(f, path, &out->dtype, &out->ndim, out->dims, msg,
+                            sizeof msg);
+  fclose(f);
+  if (ok) return EXIT_OK;
+  cli_errorf("%s", msg);
+  return EXIT_INVALID;
+}
+
+static bool is_npy_path(const char *arg) {
+  size_t n = strlen(arg);
+  return n > 4 && strcmp(arg + n - 4, ".npy") == 0;
+}
+
+int cli_expr_and_shapes(const char *command, const char *const *pos, int npos,
+                        cli_shape *shapes, int *nshapes) {
   if (npos == 0) {
     cli_errorf("%s needs an expression (see einc %s --help)", command,
                command);
-    return false;
+    return EXIT_INVALID;
   }
   *nshapes = npos - 1;
-  for (int i = 0; i < *nshapes; i++)
-    if (!cli_parse_shape(pos[i + 1], &shapes[i])) return false;
-  return true;
+  for (int i = 0; i < *nshapes; i++) {
+    const char *arg = pos[i + 1];
+    int rc = is_npy_path(arg) ? npy_shape(arg, &shapes[i])
+             : cli_parse_shape(arg, &shapes[i]) ? EXIT_OK
+                                                : EXIT_INVALID;
+    if (rc != EXIT_OK) return rc;
+  }
+  return EXIT_OK;
+}
+
+void cli_shapes_set_dtype(cli_shape *shapes, int n, ein_dtype dt) {
+  for (int i = 0; i < n; i++) shapes[i].dtype = dt;
 }
 
 bool cli_parse_backend(const char *v, ein_backend_kind *out) {
@@ -265,29 +303,28 @@ const char *cli_option_value(int argc, char **argv, int *i) {
   return argv[++*i];
 }
 
-void cli_shape_tensors(const cli_shape *shapes, int n, DLDataType dt,
-                       DLDeviceType device, DLTensor *tensors,
-                       const DLTensor **ptrs) {
+void cli_shape_tensors(const cli_shape *shapes, int n, DLDeviceType device,
+                       DLTensor *tensors, const DLTensor **ptrs) {
   for (int i = 0; i < n; i++) {
     memset(&tensors[i], 0, sizeof tensors[i]);
     tensors[i].device = (DLDevice){device, 0};
     tensors[i].ndim = shapes[i].ndim;
     tensors[i].shape = (int64_t *)shapes[i].dims;
-    tensors[i].dtype = dt;
+    tensors[i].dtype = ein_dtype_to_dl(shapes[i].dtype);
     ptrs[i] = &tensors[i];
   }
 }
 
 int cli_plan_shapes(const char *expr, const cli_shape *shapes, int n,
-                    ein_dtype dt, DLDeviceType device, const ein_options *o,
-                    ein_ctx **ctx, ein_plan **plan) {
+                    DLDeviceType device, const ein_options *o, ein_ctx **ctx,
+                    ein_plan **plan) {
   if (ein_ctx_create(ctx) != EIN_OK) {
     cli_errorf("out of memory");
     return EXIT_INTERNAL;
   }
   DLTensor tensors[EIN_MAX_OPERANDS];
   const DLTensor *ins[EIN_MAX_OPERANDS];
-  cli_shape_tensors(shapes, n, ein_dtype_to_dl(dt), device, tensors, ins);
+  cli_shape_tensors(shapes, n, device, tensors, ins);
   ein_status st = ein_plan_create(*ctx, expr, ins, n, NULL, o, plan);
   if (!st) return EXIT_OK;
   cli_print_error(ein_last_error(*ctx));

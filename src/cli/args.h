@@ -12,9 +12,11 @@
 #include "dtype.h"
 #include "ein.h"
 
+/* An operand's shape, from text ("8x16") or a .npy file's header. */
 typedef struct cli_shape {
   int ndim;
   int64_t dims[EIN_MAX_DIMS];
+  ein_dtype dtype; /* the file's dtype; f32 for a shape in text */
 } cli_shape;
 
 /* Options common to the commands that take an expression. */
@@ -59,10 +61,16 @@ int cli_parse_args(int argc, char **argv, const char *command,
                    void *state, const char **pos, int maxpos, int *npos);
 
 /* For commands taking EXPR SHAPE...: checks that pos[0] (the expression)
- * exists and parses pos[1..npos) into shapes. False, with the message
- * printed, when the expression is missing or a shape is malformed. */
-bool cli_expr_and_shapes(const char *command, const char *const *pos,
-                         int npos, cli_shape *shapes, int *nshapes);
+ * exists and reads pos[1..npos) into shapes: an operand ending in ".npy"
+ * is a file whose header gives the shape and dtype (the data is not read),
+ * any other a shape in text (cli_parse_shape). EXIT_OK, or the exit status
+ * with the message printed: EXIT_INVALID for a missing expression, a
+ * malformed shape or file, EXIT_INTERNAL for a file that cannot be read. */
+int cli_expr_and_shapes(const char *command, const char *const *pos, int npos,
+                        cli_shape *shapes, int *nshapes);
+
+/* --dtype: every shape's dtype is dt, whatever a file's header says. */
+void cli_shapes_set_dtype(cli_shape *shapes, int n, ein_dtype dt);
 
 /* Prints "einc: error: ..." with the caret display of an error record. */
 void cli_print_error(const ein_error *err);
@@ -76,14 +84,27 @@ void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_numpy_hint(ein_status status, const char *expr,
                     const DLTensor *const *ins, int n, const ein_options *o);
 
-/* Exit statuses of einc. */
+/* Exit statuses of einc, the same for every command (CLI_HELP_EXIT). */
 enum {
   EXIT_OK = 0,
-  EXIT_INTERNAL = 1, /* out of memory, internal error */
-  EXIT_INVALID = 2   /* invalid expression, shape or usage */
+  EXIT_INTERNAL = 1, /* a runtime failure: a file cannot be read or
+                        written, the device is missing or fails, memory
+                        (host or device) runs out, an internal error */
+  EXIT_INVALID = 2   /* usage, or invalid input: an unknown option or bad
+                        value, a malformed shape or .npy file, an
+                        expression that is invalid or does not fit the
+                        inputs, a memory limit no plan keeps */
 };
 
-/* The exit status for a library status. */
+/* The lines of every --help on exit statuses. */
+#define CLI_HELP_EXIT                                                        \
+  "Exit status: 0 success; 1 runtime failure (a file cannot be read or\n"   \
+  "written, no device or a device error, out of memory); 2 usage or\n"     \
+  "expression error (bad option or value, malformed shape or .npy file,\n" \
+  "invalid expression or one that does not fit the inputs).\n"
+
+/* The exit status for a library status: EXIT_INTERNAL for memory, device,
+ * backend and internal failures, EXIT_INVALID for the rest. */
 int cli_exit_status(ein_status status);
 
 /* True when arg is the option `name` of a command's own options, alone
@@ -104,18 +125,17 @@ bool cli_parse_backend(const char *v, ein_backend_kind *out);
  * error listing the names and returns false for anything else. */
 bool cli_parse_dtype(const char *v, ein_dtype *out);
 
-/* Shape-only tensors (data NULL) of dtype dt on `device` for planning:
- * tensors[i] describes shapes[i], ptrs[i] points at it. */
-void cli_shape_tensors(const cli_shape *shapes, int n, DLDataType dt,
-                       DLDeviceType device, DLTensor *tensors,
-                       const DLTensor **ptrs);
+/* Shape-only tensors (data NULL) of each shape's dtype on `device` for
+ * planning: tensors[i] describes shapes[i], ptrs[i] points at it. */
+void cli_shape_tensors(const cli_shape *shapes, int n, DLDeviceType device,
+                       DLTensor *tensors, const DLTensor **ptrs);
 
-/* Plans expr for the shapes alone (cli_shape_tensors' tensors of dtype dt
- * on `device`) in a new context. EXIT_OK with *ctx and *plan the caller's
- * to destroy; else the exit status, with the message printed and nothing
- * left to destroy. */
+/* Plans expr for the shapes alone (cli_shape_tensors' tensors on `device`)
+ * in a new context. EXIT_OK with *ctx and *plan the caller's to destroy;
+ * else the exit status, with the message printed and nothing left to
+ * destroy. */
 int cli_plan_shapes(const char *expr, const cli_shape *shapes, int n,
-                    ein_dtype dt, DLDeviceType device, const ein_options *o,
-                    ein_ctx **ctx, ein_plan **plan);
+                    DLDeviceType device, const ein_options *o, ein_ctx **ctx,
+                    ein_plan **plan);
 
 #endif

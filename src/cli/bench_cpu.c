@@ -55,6 +55,35 @@ static bool cpu_time(bench_device *dev, bench_work_fn work, void *arg,
   return true;
 }
 
+/* The clock at each mark of one run: at[i] before step i, at[n] after. */
+typedef struct cpu_marks {
+  double *at;
+} cpu_marks;
+
+static void cpu_mark(void *arg, int step) {
+  ((cpu_marks *)arg)->at[step] = bench_now_ms();
+}
+
+static bool cpu_time_steps(bench_device *dev, bench_marked_fn work,
+                           void *arg, int runs, int nsteps, double *ms,
+                           char *msg, size_t cap) {
+  (void)dev;
+  cpu_marks m = {calloc((size_t)nsteps + 1, sizeof *m.at)};
+  if (!m.at) {
+    snprintf(msg, cap, "out of memory");
+    return false;
+  }
+  bool ok = true;
+  for (int r = 0; r < runs && ok; r++) {
+    ok = work(arg, r, cpu_mark, &m);
+    for (int i = 0; i < nsteps && ok; i++)
+      ms[r * nsteps + i] = m.at[i + 1] - m.at[i];
+  }
+  if (!ok) *msg = '\0'; /* the work printed its failure */
+  free(m.at);
+  return ok;
+}
+
 static bool cpu_gemm_rate(bench_device *dev, ein_dtype dt, double *rate,
                           char *msg, size_t cap) {
   (void)dev;
@@ -150,6 +179,7 @@ bench_device *bench_cpu_open(char *msg, size_t cap) {
   d->upload = cpu_upload;
   d->release = cpu_release;
   d->time = cpu_time;
+  d->time_steps = cpu_time_steps;
   d->gemm_rate = cpu_gemm_rate;
   d->copy_rate = cpu_copy_rate;
   d->close = cpu_close;

@@ -15,6 +15,7 @@
 
 typedef struct cuda_bench {
   bench_device base;
+  ein_ctx *ctx; /* whose device memory the bench's buffers are */
   int device;
   cudaStream_t stream;
   cudaEvent_t start, stop;
@@ -35,25 +36,25 @@ static bool blas_ok(cublasStatus_t s, const char *call, char *msg,
   return false;
 }
 
+/* Buffers come from the library's public calls, as a user's would. */
 static void *cuda_upload(bench_device *dev, const void *src, size_t bytes,
                          char *msg, size_t cap) {
   cuda_bench *cb = (cuda_bench *)dev;
   void *p = NULL;
-  if (!cuda_ok(cudaSetDevice(cb->device), "cudaSetDevice", msg, cap) ||
-      !cuda_ok(cudaMalloc(&p, bytes ? bytes : 256), "cudaMalloc", msg, cap))
-    return NULL;
-  cudaError_t e = src ? cudaMemcpy(p, src, bytes, cudaMemcpyHostToDevice)
-                      : cudaMemset(p, 0, bytes);
-  if (!cuda_ok(e, "cudaMemcpy (bench input)", msg, cap)) {
-    cudaFree(p);
-    return NULL;
-  }
-  return p;
+  ein_status st =
+      ein_device_alloc(cb->ctx, EIN_BACKEND_CUDA, cb->device, bytes, &p);
+  if (!st && src)
+    st = ein_device_copy(cb->ctx, EIN_BACKEND_CUDA, cb->device, p, src,
+                         bytes, EIN_COPY_HOST_TO_DEVICE);
+  if (!st) return p;
+  snprintf(msg, cap, "%s", ein_last_error(cb->ctx)->message);
+  ein_device_free(cb->ctx, EIN_BACKEND_CUDA, cb->device, p);
+  return NULL;
 }
 
 static void cuda_release(bench_device *dev, void *p) {
-  (void)dev;
-  if (p) cudaFree(p);
+  cuda_bench *cb = (cuda_bench *)dev;
+  ein_device_free(cb->ctx, EIN_BACKEND_CUDA, cb->device, p);
 }
 
 static bool cuda_time(bench_device *dev, bench_work_fn work, void *arg,
@@ -81,6 +82,65 @@ static bool cuda_time(bench_device *dev, bench_work_fn work, void *arg,
     ms[r] = t;
   }
   return true;
+}
+
+/* Per-step times on the GPU: an event recorded on the bench's stream at
+ * each mark (the context queues the steps there), read once the run is
+ * done. ev[i] is before step i, ev[n] after the last. */
+typedef struct cuda_marks {
+  cudaStream_t stream;
+  cudaEvent_t *ev;
+  cudaError_t failed; /* the first failed record */
+} cuda_marks;
+
+static void cuda_mark(void *arg, int step) {
+  cuda_marks *m = arg;
+  cudaError_t e = cudaEventRecord(m->ev[step], m->stream);
+  if (e != cudaSuccess && m->failed == cudaSuccess) m->failed = e;
+}
+
+/* One marked run's step times into ms[0, nsteps). */
+static bool marked_run(cuda_marks *m, bench_marked_fn work, void *arg,
+                       int run, int nsteps, double *ms, char *msg,
+                       size_t cap) {
+  if (!work(arg, run, cuda_mark, m)) {
+    *msg = '\0'; /* the work printed its failure */
+    return false;
+  }
+  if (!cuda_ok(m->failed, "cudaEventRecord (step)", msg, cap) ||
+      !cuda_ok(cudaEventSynchronize(m->ev[nsteps]), "cudaEventSynchronize",
+               msg, cap))
+    return false;
+  for (int i = 0; i < nsteps; i++) {
+    float t = 0;
+    if (!cuda_ok(cudaEventElapsedTime(&t, m->ev[i], m->ev[i + 1]),
+                 "cudaEventElapsedTime (step)", msg, cap))
+      return false;
+    ms[i] = t;
+  }
+  return true;
+}
+
+static bool cuda_time_steps(bench_device *dev, bench_marked_fn work,
+                            void *arg, int runs, int nsteps, double *ms,
+                            char *msg, size_t cap) {
+  cuda_bench *cb = (cuda_bench *)dev;
+  cuda_marks m = {cb->stream, calloc((size_t)nsteps + 1, sizeof *m.ev),
+                  cudaSuccess};
+  if (!m.ev) {
+    snprintf(msg, cap, "out of memory");
+    return false;
+  }
+  int made = 0;
+  bool ok = true;
+  for (; made <= nsteps && ok; made++)
+    ok = cuda_ok(cudaEventCreate(&m.ev[made]), "cudaEventCreate", msg, cap);
+  if (!ok) made--; /* the last create failed */
+  for (int r = 0; r < runs && ok; r++)
+    ok = marked_run(&m, work, arg, r, nsteps, ms + r * nsteps, msg, cap);
+  for (int i = 0; i < made; i++) cudaEventDestroy(m.ev[i]);
+  free(m.ev);
+  return ok;
 }
 
 /* A floor measurement: a GEMM or a copy, timed by cuda_time like a case. */
@@ -152,8 +212,8 @@ static bool cuda_gemm_rate(bench_device *dev, ein_dtype dt, double *rate,
   if (!op.a) return false;
   op.c = cuda_upload(dev, NULL, bytes, msg, cap);
   double ms = op.c ? floor_time(&op, 5) : -1;
-  cudaFree(op.a);
-  if (op.c) cudaFree(op.c);
+  cuda_release(dev, op.a);
+  cuda_release(dev, op.c);
   if (ms <= 0) return false;
   *rate = 2.0 * op.n * (double)op.n * op.n / (ms * 1e-3);
   return true;
@@ -168,8 +228,8 @@ static bool cuda_copy_rate(bench_device *dev, double *rate, char *msg,
   if (!op.a) return false;
   op.c = cuda_upload(dev, NULL, op.bytes, msg, cap);
   double ms = op.c ? floor_time(&op, 10) : -1;
-  cudaFree(op.a);
-  if (op.c) cudaFree(op.c);
+  cuda_release(dev, op.a);
+  cuda_release(dev, op.c);
   if (ms <= 0) return false;
   *rate = 2.0 * (double)op.bytes / (ms * 1e-3);
   return true;
@@ -203,6 +263,7 @@ bench_device *bench_cuda_open(int device, ein_ctx *ctx, char *msg,
     snprintf(msg, cap, "out of memory");
     return NULL;
   }
+  cb->ctx = ctx;
   cb->device = device;
   struct cudaDeviceProp prop;
   int l2 = 0;
@@ -236,6 +297,7 @@ bench_device *bench_cuda_open(int device, ein_ctx *ctx, char *msg,
   cb->base.upload = cuda_upload;
   cb->base.release = cuda_release;
   cb->base.time = cuda_time;
+  cb->base.time_steps = cuda_time_steps;
   cb->base.gemm_rate = cuda_gemm_rate;
   cb->base.copy_rate = cuda_copy_rate;
   cb->base.close = cuda_close;

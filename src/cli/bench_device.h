@@ -24,6 +24,11 @@ typedef struct bench_device bench_device;
  * reason already printed. */
 typedef bool (*bench_work_fn)(void *arg, int run);
 
+/* Work to time step by step: like bench_work_fn, passing mark and
+ * mark_arg to ein_plan_execute_marked. */
+typedef bool (*bench_marked_fn)(void *arg, int run, ein_step_mark_fn mark,
+                                void *mark_arg);
+
 struct bench_device {
   const char *name;      /* "cpu", "cuda:0" */
   char description[128]; /* "NVIDIA H100 80GB HBM3", "2 cores" */
@@ -38,6 +43,11 @@ struct bench_device {
    * run's milliseconds in ms[]. */
   bool (*time)(bench_device *dev, bench_work_fn work, void *arg, int warmup,
                int runs, double *ms, char *msg, size_t cap);
+  /* Runs `work` `runs` times with a mark around each of its `nsteps`
+   * steps: ms[r * nsteps + i] is step i's milliseconds in run r (the host
+   * clock between marks; on a GPU, events recorded at the marks). */
+  bool (*time_steps)(bench_device *dev, bench_marked_fn work, void *arg,
+                     int runs, int nsteps, double *ms, char *msg, size_t cap);
   /* FLOP/s of an n^3 GEMM in dtype dt (n = 8192 on a GPU, smaller on the
    * host); 0 when the device has no GEMM for dt. */
   bool (*gemm_rate)(bench_device *dev, ein_dtype dt, double *flops_per_s,

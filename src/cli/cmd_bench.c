@@ -22,13 +22,15 @@
 #include "args.h"
 #include "bench_device.h"
 #include "commands.h"
-#include "cuda_backend.h"
+#include "ctx_internal.h"
 #include "dtype.h"
+#include "plan.h"
 
 void cmd_bench_help(void) {
   puts(
-      "usage: einc bench EXPR SHAPE... [--dtype T] [--backend auto|cpu|cuda]\n"
-      "                  [--runs N] [--warmup N] [--no-floor] [--json]\n"
+      "usage: einc bench EXPR SHAPE|FILE.npy... [--dtype T] [--backend B]\n"
+      "                  [--runs N] [--warmup N] [--no-floor] [--steps]\n"
+      "                  [--json]\n"
       "                  [-D NAME=SIZE]... [--reduce R] [--numpy]\n"
       "\n"
       "Times EXPR on random inputs of the given shapes and reports the\n"
@@ -39,13 +41,22 @@ void cmd_bench_help(void) {
       "memcpy on the host. Inputs that fit twice in the last-level cache are\n"
       "copied and rotated between runs.\n"
       "\n"
+      "  FILE.npy      in place of a shape: a .npy file's shape (and its\n"
+      "                dtype, the first file's, without --dtype); the data\n"
+      "                is not read: inputs are random all the same\n"
       "  --dtype T     f32 (default), f64, f16, bf16, c64, c128, integers\n"
       "  --backend B   auto (default: cuda when a GPU exists, else cpu)\n"
       "  --runs N      timed runs (default 20), each timed alone\n"
       "  --warmup N    untimed runs first (default 3; they compile kernels)\n"
       "  --no-floor    skip the floor measurements\n"
+      "  --steps       also time each plan step (as many runs again, with a\n"
+      "                mark around each step: the host clock on the CPU,\n"
+      "                CUDA events on a GPU) beside its roofline time at\n"
+      "                the floor's rates and its share of the steps' total\n"
       "  --json        one JSON object instead of the text report\n"
       "  (see einc check --help for -D, --reduce, --numpy, --)\n"
+      "\n"
+      CLI_HELP_EXIT
       "\n"
       "example:\n"
       "  einc bench 'b h i d, b h j d -> b h i j' 8x16x2048x128 "
@@ -53,9 +64,10 @@ void cmd_bench_help(void) {
 }
 
 typedef struct bench_opts {
-  ein_dtype dtype;
+  bool retype;     /* --dtype given */
+  ein_dtype dtype; /* the case's dtype */
   int runs, warmup;
-  bool json, floor;
+  bool json, floor, steps;
   cli_common *common;
 } bench_opts;
 
@@ -77,6 +89,7 @@ static int bench_option(int argc, char **argv, int *i, void *state) {
   const char *arg = argv[*i];
   if (strcmp(arg, "--json") == 0) return bo->json = true, 1;
   if (strcmp(arg, "--no-floor") == 0) return bo->floor = false, 1;
+  if (strcmp(arg, "--steps") == 0) return bo->steps = true, 1;
   bool backend = cli_is_option(arg, "--backend");
   bool runs = cli_is_option(arg, "--runs");
   bool warmup = cli_is_option(arg, "--warmup");
@@ -88,6 +101,7 @@ static int bench_option(int argc, char **argv, int *i, void *state) {
     return cli_parse_backend(v, &bo->common->options.backend) ? 1 : -1;
   if (runs) return parse_count("--runs", v, 1, &bo->runs) ? 1 : -1;
   if (warmup) return parse_count("--warmup", v, 0, &bo->warmup) ? 1 : -1;
+  bo->retype = true;
   return cli_parse_dtype(v, &bo->dtype) ? 1 : -1;
 }
 
@@ -98,6 +112,18 @@ typedef struct bench_run {
   DLTensor (*inputs)[EIN_MAX_OPERANDS]; /* [copy][operand] */
   DLTensor *output;
 } bench_run;
+
+static bool run_marked(void *arg, int run, ein_step_mark_fn mark,
+                       void *mark_arg) {
+  bench_run *br = arg;
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  for (int i = 0; i < br->ninputs; i++)
+    ins[i] = &br->inputs[run % br->copies][i];
+  ein_status st = ein_plan_execute_marked(br->ctx, br->plan, ins, br->ninputs,
+                                          br->output, mark, mark_arg);
+  if (st) cli_print_error(ein_last_error(br->ctx));
+  return st == EIN_OK;
+}
 
 static bool run_once(void *arg, int run) {
   bench_run *br = arg;
@@ -116,10 +142,86 @@ typedef struct bench_result {
   double flops, min_bytes;
   double gemm_rate, copy_rate; /* 0 when not measured */
   int copies;
+  int nsteps;      /* --steps: the plan's steps, */
+  double *step_ms; /* the median time of each (owned by bench_state) */
 } bench_result;
 
+/* A time in milliseconds in the unit that keeps it readable: "850 ns",
+ * "12.5 µs", "3.20 ms", "1.50 s". */
+static const char *time_text(char *buf, size_t cap, double ms) {
+  static const struct { double scale; const char *unit; } units[] = {
+      {1e6, "ns"}, {1e3, "\xc2\xb5s"}, {1, "ms"}, {1e-3, "s"}};
+  int u = 0;
+  while (u < 3 && ms * units[u].scale >= 1000) u++;
+  snprintf(buf, cap, "%.3g %s", ms * units[u].scale, units[u].unit);
+  return buf;
+}
+
+/* A step's roofline time at the floor's rates (0 when not measured). */
+static double step_predicted_ms(const ein_step *s, const bench_result *r) {
+  double c = r->gemm_rate > 0 ? s->flops / r->gemm_rate : 0;
+  double m = r->copy_rate > 0
+                 ? (s->bytes_read + s->bytes_written) / r->copy_rate
+                 : 0;
+  return fmax(c, m) * 1e3;
+}
+
+static double steps_total_ms(const bench_result *r) {
+  double t = 0;
+  for (int i = 0; i < r->nsteps; i++) t += r->step_ms[i];
+  return t;
+}
+
+/* --steps in the text report: one line per step, the slowest to blame. */
+static void report_steps_text(const ein_plan_ir *ir, const bench_result *r,
+                              int runs) {
+  double total = steps_total_ms(r);
+  char a[32], b[32];
+  printf("steps    median of %d marked runs, %s in all; predicted: the "
+         "roofline at the floor's rates\n",
+         runs, time_text(a, sizeof a, total));
+  printf("  %-4s %-22s %12s %12s %7s\n", "step", "kind", "measured",
+         "predicted", "share");
+  for (int i = 0; i < r->nsteps; i++) {
+    const ein_step *s = &ir->steps[i];
+    char kind[48];
+    snprintf(kind, sizeof kind, "%s (%s)", ein_step_name(s),
+             ein_step_role_name(s->role));
+    double pred = step_predicted_ms(s, r);
+    /* 'µ' is two bytes and one column: pad by hand */
+    time_text(a, sizeof a, r->step_ms[i]);
+    if (pred > 0) time_text(b, sizeof b, pred); else snprintf(b, sizeof b, "-");
+    printf("  %-4d %-22s %*s %*s %6.1f%%\n", i + 1, kind,
+           12 + (strstr(a, "\xc2\xb5") ? 1 : 0), a,
+           12 + (strstr(b, "\xc2\xb5") ? 1 : 0), b,
+           total > 0 ? 100.0 * r->step_ms[i] / total : 0.0);
+  }
+}
+
+/* --steps in the JSON report: the "steps" member, after a comma. */
+static void report_steps_json(const ein_plan_ir *ir, const bench_result *r,
+                              int runs) {
+  double total = steps_total_ms(r);
+  printf(",\"steps_runs\":%d,\"steps_ms\":%.6g,\"steps\":[", runs, total);
+  for (int i = 0; i < r->nsteps; i++) {
+    const ein_step *s = &ir->steps[i];
+    double pred = step_predicted_ms(s, r);
+    printf("%s{\"step\":%d,\"kind\":\"%s\",\"role\":\"%s\",\"ms\":%.6g,",
+           i ? "," : "", i + 1, ein_step_name(s), ein_step_role_name(s->role),
+           r->step_ms[i]);
+    if (pred > 0)
+      printf("\"predicted_ms\":%.6g,", pred);
+    else
+      printf("\"predicted_ms\":null,");
+    printf("\"share\":%.6g}", total > 0 ? r->step_ms[i] / total : 0.0);
+  }
+  printf("]");
+}
+
 static void report(const char *expr, const bench_opts *bo,
-                   const bench_device *dev, const bench_result *r) {
+                   const bench_device *dev, const ein_plan *plan,
+                   const bench_result *r) {
+  const ein_plan_ir *ir = ein_plan_ir_of(plan);
   double fl_c = r->gemm_rate > 0 ? r->flops / r->gemm_rate * 1e3 : 0;
   double fl_m = r->copy_rate > 0 ? r->min_bytes / r->copy_rate * 1e3 : 0;
   double floor_ms = fmax(fl_c, fl_m);
@@ -144,6 +246,7 @@ static void report(const char *expr, const bench_opts *bo,
              "\"floor_bound\":\"%s\",\"floor_ratio\":%.4g",
              r->gemm_rate * 1e-12, r->copy_rate * 1e-9, floor_ms, bound,
              r->median_ms / floor_ms);
+    if (r->step_ms) report_steps_json(ir, r, bo->runs);
     printf("}\n");
     return;
   }
@@ -163,6 +266,7 @@ static void report(const char *expr, const bench_opts *bo,
            "  einc/floor %.3f\n",
            floor_ms, bound, r->gemm_rate * 1e-12, r->copy_rate * 1e-9,
            r->median_ms / floor_ms);
+  if (r->step_ms) report_steps_text(ir, r, bo->runs);
 }
 
 /* Everything one benchmark holds, released by bench_release. */
@@ -174,6 +278,7 @@ typedef struct bench_state {
   DLTensor shape_only[EIN_MAX_OPERANDS]; /* the inputs' shapes, no data */
   DLTensor out;
   double *ms; /* one time per timed run */
+  double *step_ms; /* --steps: [run][step], then each step's median */
   void *bufs[32 * EIN_MAX_OPERANDS + 1];
   int nbufs;
   char msg[512];
@@ -182,11 +287,11 @@ typedef struct bench_state {
 /* Plans the case from the shapes alone (the plan says how big the output
  * is); *plan_ms is how long that took. */
 static int bench_plan(bench_state *bs, const char *expr,
-                      const cli_shape *shapes, int nin, ein_dtype dtype,
+                      const cli_shape *shapes, int nin,
                       const ein_options *opt, double *plan_ms) {
   const DLTensor *ins[EIN_MAX_OPERANDS];
-  cli_shape_tensors(shapes, nin, ein_dtype_to_dl(dtype),
-                    bs->dev->dl.device_type, bs->shape_only, ins);
+  cli_shape_tensors(shapes, nin, bs->dev->dl.device_type, bs->shape_only,
+                    ins);
   double t0 = bench_now_ms();
   ein_status st = ein_plan_create(bs->ctx, expr, ins, nin, NULL, opt,
                                   &bs->plan);
@@ -279,6 +384,32 @@ static int bench_buffers(bench_state *bs, const cli_shape *shapes, int nin,
   return rc;
 }
 
+/* --steps: as many runs again, each with a mark around every step; each
+ * step's median lands in res->step_ms[0, nsteps). */
+static int measure_steps(bench_state *bs, const bench_opts *bo,
+                         bench_result *res) {
+  int n = ein_plan_nsteps(bs->plan), runs = bo->runs;
+  bs->step_ms = calloc((size_t)runs * (size_t)(n > 0 ? n : 1) + (size_t)n,
+                       sizeof *bs->step_ms);
+  if (!bs->step_ms) {
+    cli_errorf("out of memory");
+    return EXIT_INTERNAL;
+  }
+  double *med = bs->step_ms + (size_t)runs * (size_t)n, *col = bs->ms;
+  if (!bs->dev->time_steps(bs->dev, run_marked, &bs->br, runs, n,
+                           bs->step_ms, bs->msg, sizeof bs->msg)) {
+    if (*bs->msg) cli_errorf("steps: %s", bs->msg);
+    return EXIT_INTERNAL;
+  }
+  for (int i = 0; i < n; i++) { /* bs->ms (the case's times) is read */
+    for (int r = 0; r < runs; r++) col[r] = bs->step_ms[r * n + i];
+    med[i] = bench_median(col, runs);
+  }
+  res->nsteps = n;
+  res->step_ms = med;
+  return EXIT_OK;
+}
+
 /* The first run alone (it compiles kernels or reads them from cache),
  * then the warm-up and timed runs, then the floor's rates. */
 static int bench_measure(bench_state *bs, const bench_opts *bo,
@@ -305,7 +436,7 @@ static int bench_measure(bench_state *bs, const bench_opts *bo,
     cli_errorf("floor: %s", bs->msg);
     return EXIT_INTERNAL;
   }
-  return EXIT_OK;
+  return bo->steps ? measure_steps(bs, bo, res) : EXIT_OK;
 }
 
 static void bench_release(bench_state *bs) {
@@ -320,25 +451,45 @@ static void bench_release(bench_state *bs) {
   }
   free(bs->br.inputs);
   free(bs->ms);
+  free(bs->step_ms);
   ein_ctx_destroy(bs->ctx);
+}
+
+/* The timer for the memory backend `kind` keeps its tensors in (its
+ * entry's, through ein_backend_dl_device): the host's clock, or CUDA
+ * events. EXIT_OK with bs->dev set, else the exit status, message printed:
+ * a device that cannot be opened is a runtime failure; a backend whose
+ * memory has no timer here (the emulated device, which runs the CUDA path
+ * on the CPU: its times mean nothing) is a usage error. */
+static int bench_open(bench_state *bs, ein_backend_kind kind) {
+  switch (ein_backend_dl_device(kind, 0).device_type) {
+  case kDLCPU: bs->dev = bench_cpu_open(bs->msg, sizeof bs->msg); break;
+  case kDLCUDA:
+    bs->dev = bench_cuda_open(0, bs->ctx, bs->msg, sizeof bs->msg);
+    break;
+  default:
+    cli_errorf("einc bench times backends on host or CUDA memory; '%s' "
+               "keeps its tensors elsewhere (the emulated device's times "
+               "mean nothing): bench cpu or cuda",
+               ein_backend_name(kind));
+    return EXIT_INVALID;
+  }
+  if (bs->dev) return EXIT_OK;
+  cli_errorf("%s", bs->msg);
+  return EXIT_INTERNAL;
 }
 
 /* Opens the device, plans, uploads, measures and reports one case. */
 static int bench_case(bench_state *bs, const char *expr,
                       const cli_shape *shapes, int nin, const bench_opts *bo,
                       const ein_options *opt) {
-  bs->dev = opt->backend == EIN_BACKEND_CUDA
-                ? bench_cuda_open(0, bs->ctx, bs->msg, sizeof bs->msg)
-                : bench_cpu_open(bs->msg, sizeof bs->msg);
-  if (!bs->dev) {
-    cli_errorf("%s", bs->msg);
-    return EXIT_INVALID;
-  }
+  int rc = bench_open(bs, opt->backend);
+  if (rc != EXIT_OK) return rc;
   bench_result res = {0};
-  int rc = bench_plan(bs, expr, shapes, nin, bo->dtype, opt, &res.plan_ms);
+  rc = bench_plan(bs, expr, shapes, nin, opt, &res.plan_ms);
   if (rc == EXIT_OK) rc = bench_buffers(bs, shapes, nin, bo, &res.copies);
   if (rc == EXIT_OK) rc = bench_measure(bs, bo, &res);
-  if (rc == EXIT_OK) report(expr, bo, bs->dev, &res);
+  if (rc == EXIT_OK) report(expr, bo, bs->dev, bs->plan, &res);
   return rc;
 }
 
@@ -348,27 +499,25 @@ int cmd_bench(int argc, char **argv) {
   static bench_state bs;
   memset(&common, 0, sizeof common);
   memset(&bs, 0, sizeof bs);
-  bench_opts bo = {EIN_DT_F32, 20, 3, false, true, &common};
+  bench_opts bo = {false, EIN_DT_F32, 20, 3, false, true, false, &common};
   const char *pos[EIN_MAX_OPERANDS + 1];
   int npos, nin;
   int r = cli_parse_args(argc, argv, "bench", cmd_bench_help, &common,
                          bench_option, &bo, pos, EIN_MAX_OPERANDS + 1, &npos);
   if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
-  if (!cli_expr_and_shapes("bench", pos, npos, shapes, &nin))
-    return EXIT_INVALID;
+  int rc = cli_expr_and_shapes("bench", pos, npos, shapes, &nin);
+  if (rc != EXIT_OK) return rc;
+  /* one dtype for every input: --dtype, else the first file's */
+  if (!bo.retype && nin > 0) bo.dtype = shapes[0].dtype;
+  cli_shapes_set_dtype(shapes, nin, bo.dtype);
   ein_options *opt = &common.options;
   if (opt->backend == EIN_BACKEND_AUTO)
     opt->backend = ein_backend_default();
-  if (opt->backend == EIN_BACKEND_EMU) {
-    cli_errorf("the emulated device (emu) runs the CUDA path on the CPU "
-               "for testing; its times mean nothing: bench cpu or cuda");
-    return EXIT_INVALID;
-  }
   if (ein_ctx_create(&bs.ctx) != EIN_OK) {
     cli_errorf("out of memory");
     return EXIT_INTERNAL;
   }
-  int rc = bench_case(&bs, pos[0], shapes, nin, &bo, opt);
+  rc = bench_case(&bs, pos[0], shapes, nin, &bo, opt);
   bench_release(&bs);
   return rc;
 }

@@ -8,10 +8,11 @@
 #include "args.h"
 #include "commands.h"
 #include "shape_text.h"
+#include "utf8.h"
 
 void cmd_check_help(void) {
   puts(
-      "usage: einc check EXPR SHAPE... [-D NAME=SIZE]... [--reduce R] "
+      "usage: einc check EXPR SHAPE|FILE.npy... [-D NAME=SIZE]... [--reduce R] "
       "[--numpy] [-v]\n"
       "\n"
       "Checks that EXPR applies to inputs of the given shapes and prints the\n"
@@ -20,6 +21,8 @@ void cmd_check_help(void) {
       "  EXPR            an expression, e.g. 'b h i d, b h j d -> b h i j'\n"
       "  SHAPE           one per input operand: sizes joined by 'x', like\n"
       "                  8x16x2048, or 'scalar' for a 0-d tensor\n"
+      "  FILE.npy        in place of a shape: the shape in a .npy file's\n"
+      "                  header (its data is not read)\n"
       "  -D NAME=SIZE    a length binding: the size of an output-only axis\n"
       "                  (a repeat), or a check of an axis the shapes define\n"
       "  --reduce R      how axes missing from the output are reduced: sum\n"
@@ -29,15 +32,15 @@ void cmd_check_help(void) {
       "  -v, --verbose   also print every axis with its size and role\n"
       CLI_HELP_OPERANDS
       "\n"
-      "Exit status: 0 valid, 2 invalid expression, shape or usage, 1 "
-      "internal error.\n"
+      CLI_HELP_EXIT
       "\n"
       "examples:\n"
       "  einc check 'b h i d, b h j d -> b h i j' 8x16x2048x128 "
       "8x16x2048x128\n"
       "  einc check 'b c (h 2) (w 2) -> b c h w' 8x3x64x64 --reduce mean\n"
       "  einc check 'h w -> h w r' 4x5 -D r=3\n"
-      "  einc check --numpy 'ij,jk' 3x4 4x5");
+      "  einc check --numpy 'ij,jk' 3x4 4x5\n"
+      "  einc check 'i j, j k -> i k' a.npy b.npy");
 }
 
 static void print_shape(int ndim, const int64_t *shape) {
@@ -45,17 +48,20 @@ static void print_shape(int ndim, const int64_t *shape) {
   puts(ein_format_shape(text, sizeof text, shape, ndim));
 }
 
+/* Names are padded by the columns they take, not their bytes ('α'). */
 static void print_axes(const ein_binding *b) {
   static const char *const roles[] = {"kept", "reduced", "repeated"};
-  int width = 4;
+  size_t width = 4;
   for (int i = 0; i < ein_binding_naxes(b); i++) {
-    int len = (int)strlen(ein_binding_axis(b, i).name);
-    if (len > width) width = len;
+    const char *name = ein_binding_axis(b, i).name;
+    size_t cols = ein_utf8_columns(name, strlen(name));
+    if (cols > width) width = cols;
   }
-  printf("  %-*s  %-20s  %s\n", width, "axis", "size", "role");
+  printf("  %-*s  %-20s  %s\n", (int)width, "axis", "size", "role");
   for (int i = 0; i < ein_binding_naxes(b); i++) {
     ein_axis_info a = ein_binding_axis(b, i);
-    printf("  %-*s  %-20lld  %s\n", width, a.name, (long long)a.size,
+    size_t pad = width - ein_utf8_columns(a.name, strlen(a.name));
+    printf("  %s%*s  %-20lld  %s\n", a.name, (int)pad, "", (long long)a.size,
            roles[a.role]);
   }
 }
@@ -70,8 +76,8 @@ int cmd_check(int argc, char **argv) {
                          NULL, pos, EIN_MAX_OPERANDS + 1, &npos);
   if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
   int nshapes;
-  if (!cli_expr_and_shapes("check", pos, npos, shapes, &nshapes))
-    return EXIT_INVALID;
+  r = cli_expr_and_shapes("check", pos, npos, shapes, &nshapes);
+  if (r != EXIT_OK) return r;
   const char *expr = pos[0];
 
   ein_ctx *ctx;
@@ -92,8 +98,7 @@ int cmd_check(int argc, char **argv) {
     cli_print_error(ein_last_error(ctx));
     DLTensor tensors[EIN_MAX_OPERANDS];
     const DLTensor *ins[EIN_MAX_OPERANDS];
-    cli_shape_tensors(shapes, nshapes, ein_dtype_to_dl(EIN_DT_F32), kDLCPU,
-                      tensors, ins);
+    cli_shape_tensors(shapes, nshapes, kDLCPU, tensors, ins);
     cli_numpy_hint(st, expr, ins, nshapes, &common.options);
     ein_ctx_destroy(ctx);
     return cli_exit_status(st);

@@ -17,27 +17,39 @@
 #include "plan.h"
 
 void cmd_cuda_src_help(void) {
-  puts("usage: einc cuda-src EXPR SHAPE... [--dtype T] [-D NAME=SIZE]...\n"
+  puts("usage: einc cuda-src EXPR SHAPE|FILE.npy... [--dtype T]\n"
+       "                     [-D NAME=SIZE]...\n"
        "                     [--reduce R] [--numpy]\n"
        "\n"
        "Plans EXPR for the CUDA backend and prints each step: the cuBLAS\n"
        "call of a GEMM step, or the CUDA C source einc generates (and NVRTC\n"
        "compiles at run time) with its grid and block. Needs no GPU.\n"
        "\n"
-       "  --dtype T       f32 (default), f64, f16, bf16, c64, c128, or an\n"
-       "                  integer type\n"
+       "  FILE.npy        in place of a shape: the shape and dtype in a .npy\n"
+       "                  file's header (its data is not read)\n"
+       "  --dtype T       every input's dtype: f32 (default for shapes; a\n"
+       "                  file's own otherwise), f64, f16, bf16, c64, c128,\n"
+       "                  integers\n"
        "  (see einc check --help for -D, --reduce, --numpy, --)\n"
+       "\n"
+       CLI_HELP_EXIT
        "\n"
        "example:\n"
        "  einc cuda-src 'b s d -> b s' 32x4096x1024 --reduce sum --dtype bf16");
 }
 
+typedef struct src_opts {
+  bool retype;     /* --dtype given */
+  ein_dtype dtype; /* its value */
+} src_opts;
+
 static int src_option(int argc, char **argv, int *i, void *state) {
-  ein_dtype *dt = state;
+  src_opts *so = state;
   if (!cli_is_option(argv[*i], "--dtype")) return 0;
   const char *v = cli_option_value(argc, argv, i);
   if (!v) return -1;
-  return cli_parse_dtype(v, dt) ? 1 : -1;
+  so->retype = true;
+  return cli_parse_dtype(v, &so->dtype) ? 1 : -1;
 }
 
 /* A GEMM step: the cuBLAS call it makes. */
@@ -100,20 +112,22 @@ int cmd_cuda_src(int argc, char **argv) {
   static cli_common common;
   static cli_shape shapes[EIN_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
-  ein_dtype dt = EIN_DT_F32;
+  src_opts so = {false, EIN_DT_F32};
   const char *pos[EIN_MAX_OPERANDS + 1];
   int npos, nshapes;
   int r = cli_parse_args(argc, argv, "cuda-src", cmd_cuda_src_help, &common,
-                         src_option, &dt, pos, EIN_MAX_OPERANDS + 1, &npos);
+                         src_option, &so, pos, EIN_MAX_OPERANDS + 1, &npos);
   if (r != CLI_ARGS_OK)
     return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
-  if (!cli_expr_and_shapes("cuda-src", pos, npos, shapes, &nshapes))
-    return EXIT_INVALID;
+  int rc = cli_expr_and_shapes("cuda-src", pos, npos, shapes, &nshapes);
+  if (rc != EXIT_OK) return rc;
+  if (so.retype) cli_shapes_set_dtype(shapes, nshapes, so.dtype);
+  ein_dtype dt = nshapes ? shapes[0].dtype : so.dtype; /* for the title */
   common.options.backend = EIN_BACKEND_CUDA;
   ein_ctx *ctx;
   ein_plan *plan;
-  int rc = cli_plan_shapes(pos[0], shapes, nshapes, dt, kDLCUDA,
-                           &common.options, &ctx, &plan);
+  rc = cli_plan_shapes(pos[0], shapes, nshapes, kDLCUDA, &common.options,
+                       &ctx, &plan);
   if (rc != EXIT_OK) return rc;
   print_program(pos[0], dt, plan);
   ein_plan_destroy(plan);

@@ -5,6 +5,7 @@
  * appears and an existing one is left untouched. "-o -" writes the .npy to
  * stdout instead, and --print the result as numpy's repr (print_array.h).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,8 @@ void cmd_eval_help(void) {
       "                  cache hits, the run); EINC_TRACE=1 prints the\n"
       "                  phases without -v\n"
       "  (see einc check --help for -D, --reduce, --numpy, --)\n"
+      "\n"
+      CLI_HELP_EXIT
       "\n"
       "example:\n"
       "  einc eval 'i j, j k -> i k' a.npy b.npy -o c.npy");
@@ -232,15 +235,36 @@ static int write_result(const char *out_path, bool print, const DLTensor *out) {
   return EXIT_OK;
 }
 
+/* Reads the .npy file at path into *a. The exit status tells what failed:
+ * a file that cannot be opened or read, or whose data does not fit in
+ * memory, is a runtime failure; a malformed file (its header, or a size
+ * that disagrees with it) is invalid input. npy.c reports both alike, so
+ * the stream's error flag and errno (ENOMEM from malloc) tell them apart;
+ * the file is read once, so a pipe works too. */
+static int load_input(const char *path, npy_array *a) {
+  char msg[1024];
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    cli_errorf("cannot open '%.200s': %s", path, strerror(errno));
+    return EXIT_INTERNAL;
+  }
+  errno = 0;
+  int rc = EXIT_OK;
+  if (!npy_read_stream(f, path, a, msg, sizeof msg)) {
+    rc = ferror(f) || errno == ENOMEM ? EXIT_INTERNAL : EXIT_INVALID;
+    cli_errorf("%s", msg);
+  }
+  fclose(f);
+  return rc;
+}
+
 /* Reads the n input files; *loaded counts those read (to free). */
 static int load_inputs(const char **paths, int n, npy_array *inputs,
                        int *loaded) {
-  char msg[1024];
-  for (*loaded = 0; *loaded < n; (*loaded)++)
-    if (!npy_read(paths[*loaded], &inputs[*loaded], msg, sizeof msg)) {
-      cli_errorf("%s", msg);
-      return EXIT_INVALID;
-    }
+  for (*loaded = 0; *loaded < n; (*loaded)++) {
+    int rc = load_input(paths[*loaded], &inputs[*loaded]);
+    if (rc != EXIT_OK) return rc;
+  }
   return EXIT_OK;
 }
 

@@ -15,7 +15,7 @@
 
 void cmd_plan_help(void) {
   puts(
-      "usage: einc plan EXPR SHAPE... [--dtype T] [--json] [--device M]\n"
+      "usage: einc plan EXPR SHAPE|FILE.npy... [--dtype T] [--json] [--device M]\n"
       "                 [--memory-limit B] [-D NAME=SIZE]... "
       "[--reduce R] [--numpy]\n"
       "\n"
@@ -25,8 +25,12 @@ void cmd_plan_help(void) {
       "its batch/M/N/K groups and transposes, copies, reductions) with\n"
       "FLOPs, bytes, arithmetic intensity and a roofline time.\n"
       "\n"
-      "  --dtype T       f32 (default), f64, f16, bf16, c64, c128, or an\n"
-       "                  integer type\n"
+      "  SHAPE           one per input: sizes joined by 'x' (8x16x2048)\n"
+      "  FILE.npy        in place of a shape: the shape and dtype in a .npy\n"
+      "                  file's header (its data is not read)\n"
+      "  --dtype T       every input's dtype: f32 (default for shapes; a\n"
+      "                  file's own otherwise), f64, f16, bf16, c64, c128,\n"
+      "                  integers\n"
       "  --json          print one JSON object instead of the table\n"
       "  --device M      device model for predicted times: h100 (default:\n"
       "                  780 TFLOP/s bf16, 51 TFLOP/s f32, 2.96 TB/s,\n"
@@ -39,6 +43,8 @@ void cmd_plan_help(void) {
       "                  generated kernel (needs no GPU)\n"
       "  (see einc check --help for -D, --reduce, --numpy, --)\n"
       "\n"
+      CLI_HELP_EXIT
+      "\n"
       "example:\n"
       "  einc plan 'b h i d, b h j d -> b h i j' 8x16x2048x128 "
       "8x16x2048x128 --dtype bf16");
@@ -46,7 +52,8 @@ void cmd_plan_help(void) {
 
 typedef struct plan_opts {
   const char *model;
-  ein_dtype dtype;
+  bool retype;     /* --dtype given */
+  ein_dtype dtype; /* its value */
   bool json;
   cli_common *common;
 } plan_opts;
@@ -70,6 +77,7 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
     return cli_parse_backend(v, &po->common->options.backend) ? 1 : -1;
   if (dtype) {
     if (!cli_parse_dtype(v, &po->dtype)) return -1;
+    po->retype = true;
   } else if (device) {
     if (strcmp(v, "h100") != 0 && strcmp(v, "h200") != 0) {
       cli_errorf("unknown device model '%.40s' (h100, h200)", v);
@@ -92,22 +100,22 @@ int cmd_plan(int argc, char **argv) {
   static cli_common common;
   static cli_shape shapes[EIN_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
-  plan_opts po = {"h100", EIN_DT_F32, false, &common};
+  plan_opts po = {"h100", false, EIN_DT_F32, false, &common};
   const char *pos[EIN_MAX_OPERANDS + 1];
   int npos;
   int r = cli_parse_args(argc, argv, "plan", cmd_plan_help, &common,
                          plan_option, &po, pos, EIN_MAX_OPERANDS + 1, &npos);
   if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
   int nshapes;
-  if (!cli_expr_and_shapes("plan", pos, npos, shapes, &nshapes))
-    return EXIT_INVALID;
+  int rc = cli_expr_and_shapes("plan", pos, npos, shapes, &nshapes);
+  if (rc != EXIT_OK) return rc;
+  if (po.retype) cli_shapes_set_dtype(shapes, nshapes, po.dtype);
   const char *expr = pos[0], *model = po.model;
-  ein_dtype dt = po.dtype;
   bool json = po.json;
   ein_ctx *ctx;
   ein_plan *plan;
-  int rc = cli_plan_shapes(
-      expr, shapes, nshapes, dt,
+  rc = cli_plan_shapes(
+      expr, shapes, nshapes,
       ein_backend_dl_device(common.options.backend, 0).device_type,
       &common.options, &ctx, &plan);
   if (rc != EXIT_OK) return rc;

@@ -36,13 +36,14 @@ static void main_help(void) {
        "commands:");
   for (int i = 0; i < NCOMMANDS; i++)
     printf("  %-10s %s\n", commands[i].name, commands[i].summary);
-  puts("\n"
+  fputs("\n"
        "Expressions name axes: 'b h i d, b h j d -> b h i j' (einsum),\n"
        "'b (heads d) -> b heads d' (split), 'b c (h 2) (w 2) -> b c h w'\n"
        "with --reduce mean (pooling), 'h w -> h w r' with -D r=3 (repeat).\n"
        "The grammar is in docs/language.md.\n"
        "\n"
-       "Exit status: 0 success, 2 invalid input or usage, 1 internal error.");
+       CLI_HELP_EXIT,
+       stdout);
 }
 
 int main(int argc, char **argv) {
@@ -53,12 +54,15 @@ int main(int argc, char **argv) {
   const char *name = argv[1];
   if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 ||
       strcmp(name, "help") == 0) {
-    if (argc > 2)
+    if (argc > 2) {
       for (int i = 0; i < NCOMMANDS; i++)
         if (strcmp(argv[2], commands[i].name) == 0) {
           commands[i].help();
           return EXIT_OK;
         }
+      cli_errorf("unknown command '%.80s' (see einc --help)", argv[2]);
+      return EXIT_INVALID;
+    }
     main_help();
     return EXIT_OK;
   }

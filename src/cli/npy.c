@@ -241,6 +241,16 @@ static void set_tensor(npy_array *out, ein_dtype dt, int ndim, bool fortran) {
   out->t.strides = out->strides;
 }
 
+bool npy_read_header(FILE *f, const char *path, ein_dtype *dt, int *ndim,
+                     int64_t *shape, char *msg, size_t cap) {
+  size_t hlen;
+  bool fortran;
+  int64_t bytes;
+  return read_preamble(f, path, &hlen, msg, cap) &&
+         read_header(f, path, hlen, dt, &fortran, ndim, shape, msg, cap) &&
+         data_bytes(f, path, *dt, *ndim, shape, &bytes, msg, cap);
+}
+
 bool npy_read_stream(FILE *f, const char *path, npy_array *out, char *msg,
                      size_t cap) {
   memset(out, 0, sizeof *out);

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "dtype.h"
 #include "ein.h"
 
 typedef struct npy_array {
@@ -33,6 +34,13 @@ bool npy_read(const char *path, npy_array *out, char *msg, size_t cap);
  * cannot seek skips the size check before allocating. */
 bool npy_read_stream(FILE *f, const char *path, npy_array *out, char *msg,
                      size_t cap);
+
+/* Reads only the header of the .npy file open at f (`einc plan` and
+ * `check` take files in place of shapes): its dtype and shape, checked as
+ * npy_read_stream checks them, the data's size included, without reading
+ * the data. False with the message in msg. */
+bool npy_read_header(FILE *f, const char *path, ein_dtype *dt, int *ndim,
+                     int64_t *shape, char *msg, size_t cap);
 
 /* Writes a C-contiguous tensor to path atomically: on failure no file is
  * left (an older file at path stays as it was). */

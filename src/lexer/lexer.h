@@ -1,7 +1,7 @@
 /*
  * lexer.h - tokens of einc expressions and shape specs.
  *
- * Takes: a NUL-terminated text of known length and a dialect.
+ * Takes: a NUL-terminated UTF-8 text of known length and a dialect.
  * Gives: tokens that are slices of that text (offset and length, never
  * copies), each marked with whether whitespace precedes it; shape specs use
  * that to tell "n+1" (one dim) from "n + 1" (an error).
@@ -20,7 +20,8 @@
 
 typedef enum ein_tok_kind {
   TOK_EOF = 0,
-  TOK_NAME,      /* [A-Za-z_][A-Za-z0-9_]*; one letter in the numpy dialect */
+  TOK_NAME,      /* a Python identifier in UTF-8, such as 'b', 'x_1', 'α';
+                    one ASCII letter in the numpy dialect */
   TOK_INT,       /* [0-9]+ (the parser checks its value) */
   TOK_ELLIPSIS,  /* ... */
   TOK_LPAREN,    /* ( */
@@ -34,7 +35,9 @@ typedef enum ein_tok_kind {
   TOK_BAD_DOTS,  /* one or two dots that do not make an ellipsis */
   TOK_NUMBER_NAME, /* digits then a name, "2b" (einops dialect): an error,
                       as in einops, not the number 2 and the axis b */
-  TOK_BAD_BYTE,  /* a byte no rule accepts (punctuation, control, non-ASCII) */
+  TOK_BAD_BYTE,  /* a character no rule accepts (punctuation, control, a
+                    non-letter such as '→'), all its bytes; or one byte
+                    that is not UTF-8 */
   TOK_NUL        /* a NUL byte inside the text */
 } ein_tok_kind;
 

@@ -5,6 +5,16 @@
  * The text is NUL-terminated, so the NUL byte is the sentinel and no bounds
  * checks are needed (re2c:yyfill:enable = 0). A NUL before the end is
  * reported as TOK_NUL rather than silently ending the text.
+ *
+ * The text is UTF-8 (re2c's UTF-8 mode: the rules name code points and
+ * re2c compiles them to byte sequences). Axis names in the einops dialect
+ * are identifiers as Python reads them (einops checks str.isidentifier):
+ * a letter, letter number or '_', then those, marks, digits and connector
+ * punctuation, so 'α β' and '形状' are names (not 'x₁': a subscript is
+ * no digit to Python either). Python also folds names to
+ * NFKC; einc compares them as written. The numpy dialect keeps numpy's
+ * ASCII letters. A character no rule takes is one TOK_BAD_BYTE token over
+ * all its bytes; a byte that is not UTF-8 is one on its own.
  */
 #include "lexer.h"
 
@@ -16,17 +26,29 @@ void ein_lexer_init(ein_lexer *lx, const char *src, size_t len,
   lx->dialect = dialect;
 }
 
+/*!include:re2c "unicode_categories.re" */
+
 /*!re2c
   re2c:define:YYCTYPE = "unsigned char";
   re2c:yyfill:enable = 0;
+  re2c:flags:utf-8 = 1;
+  re2c:flags:case-ranges = 1;
   re2c:indent:string = "  ";
 
   space = [ \t\n\r\v\f];
-  ident = [A-Za-z_][A-Za-z0-9_]*;
+  // Python's identifier classes (Unicode XID_Start, XID_Continue): the
+  // categories plus the few code points Unicode adds to keep old names
+  // valid (Other_ID_Start, Other_ID_Continue).
+  id_start = L | Nl | [_\u1885\u1886\u2118\u212E\u309B\u309C];
+  id_continue = id_start | Mn | Mc | Nd | Pc
+              | [\u00B7\u0387\u1369-\u1371\u19DA];
+  ident = id_start id_continue*;
   digits = [0-9]+;
 */
 
-/* The tokens both dialects share; each lexer adds its own names. */
+/* The tokens both dialects share; each lexer adds its own names, then
+ * "[^]" (any other character) and "*" (a byte that is not UTF-8), which
+ * come last since they would shadow a one-character rule after them. */
 /*!rules:re2c:common
   "\x00"  { kind = TOK_NUL; goto done; }
   digits  { kind = TOK_INT; goto done; }
@@ -37,7 +59,6 @@ void ein_lexer_init(ein_lexer *lx, const char *src, size_t len,
   "("     { kind = TOK_LPAREN; goto done; }
   ")"     { kind = TOK_RPAREN; goto done; }
   ","     { kind = TOK_COMMA; goto done; }
-  *       { kind = TOK_BAD_BYTE; goto done; }
 */
 
 /* Skips whitespace from *pos; true if any was skipped. */
@@ -64,6 +85,8 @@ static ein_tok_kind lex_einops(const unsigned char **cursor) {
     "*"     { kind = TOK_STAR; goto done; }
     "#"     { kind = TOK_HASH; goto done; }
     "+"     { kind = TOK_PLUS; goto done; }
+    [^]     { kind = TOK_BAD_BYTE; goto done; }
+    *       { kind = TOK_BAD_BYTE; goto done; }
   */
 done:
   (void)YYMARKER;
@@ -77,6 +100,8 @@ static ein_tok_kind lex_numpy(const unsigned char **cursor) {
   ein_tok_kind kind;
   /*!use:re2c:common
     [A-Za-z] { kind = TOK_NAME; goto done; }
+    [^]      { kind = TOK_BAD_BYTE; goto done; }
+    *        { kind = TOK_BAD_BYTE; goto done; }
   */
 done:
   (void)YYMARKER;

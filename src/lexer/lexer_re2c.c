@@ -6,6 +6,16 @@
  * The text is NUL-terminated, so the NUL byte is the sentinel and no bounds
  * checks are needed (re2c:yyfill:enable = 0). A NUL before the end is
  * reported as TOK_NUL rather than silently ending the text.
+ *
+ * The text is UTF-8 (re2c's UTF-8 mode: the rules name code points and
+ * re2c compiles them to byte sequences). Axis names in the einops dialect
+ * are identifiers as Python reads them (einops checks str.isidentifier):
+ * a letter, letter number or '_', then those, marks, digits and connector
+ * punctuation, so 'α β' and '形状' are names (not 'x₁': a subscript is
+ * no digit to Python either). Python also folds names to
+ * NFKC; einc compares them as written. The numpy dialect keeps numpy's
+ * ASCII letters. A character no rule takes is one TOK_BAD_BYTE token over
+ * all its bytes; a byte that is not UTF-8 is one on its own.
  */
 #include "lexer.h"
 
@@ -19,7 +29,12 @@ void ein_lexer_init(ein_lexer *lx, const char *src, size_t len,
 
 
 
-/* The tokens both dialects share; each lexer adds its own names. */
+
+
+
+/* The tokens both dialects share; each lexer adds its own names, then
+ * "[^]" (any other character) and "*" (a byte that is not UTF-8), which
+ * come last since they would shadow a one-character rule after them. */
 
 
 /* Skips whitespace from *pos; true if any was skipped. */
@@ -32,11 +47,7 @@ static bool skip_space(const unsigned char *s, size_t *pos) {
   unsigned char yych;
   yych = *YYCURSOR;
   switch (yych) {
-    case '\t':
-    case '\n':
-    case '\v':
-    case '\f':
-    case '\r':
+    case '\t' ... '\r':
     case ' ': goto yy2;
     default: goto yy1;
   }
@@ -46,11 +57,7 @@ yy1:
 yy2:
   yych = *++YYCURSOR;
   switch (yych) {
-    case '\t':
-    case '\n':
-    case '\v':
-    case '\f':
-    case '\r':
+    case '\t' ... '\r':
     case ' ': goto yy2;
     default: goto yy3;
   }
@@ -70,9 +77,17 @@ static ein_tok_kind lex_einops(const unsigned char **cursor) {
   
 {
   unsigned char yych;
+  unsigned int yyaccept = 0;
   yych = *YYCURSOR;
   switch (yych) {
     case 0x00: goto yy5;
+    case 0x01 ... '"':
+    case '$' ... '\'':
+    case '/':
+    case ':' ... '@':
+    case '[' ... '^':
+    case '`':
+    case '{' ... 0x7F: goto yy6;
     case '#': goto yy7;
     case '(': goto yy8;
     case ')': goto yy9;
@@ -81,70 +96,49 @@ static ein_tok_kind lex_einops(const unsigned char **cursor) {
     case ',': goto yy12;
     case '-': goto yy13;
     case '.': goto yy15;
-    case '0':
-    case '1':
-    case '2':
-    case '3':
-    case '4':
-    case '5':
-    case '6':
-    case '7':
-    case '8':
-    case '9': goto yy17;
-    case 'A':
-    case 'B':
-    case 'C':
-    case 'D':
-    case 'E':
-    case 'F':
-    case 'G':
-    case 'H':
-    case 'I':
-    case 'J':
-    case 'K':
-    case 'L':
-    case 'M':
-    case 'N':
-    case 'O':
-    case 'P':
-    case 'Q':
-    case 'R':
-    case 'S':
-    case 'T':
-    case 'U':
-    case 'V':
-    case 'W':
-    case 'X':
-    case 'Y':
-    case 'Z':
+    case '0' ... '9': goto yy17;
+    case 'A' ... 'Z':
     case '_':
-    case 'a':
-    case 'b':
-    case 'c':
-    case 'd':
-    case 'e':
-    case 'f':
-    case 'g':
-    case 'h':
-    case 'i':
-    case 'j':
-    case 'k':
-    case 'l':
-    case 'm':
-    case 'n':
-    case 'o':
-    case 'p':
-    case 'q':
-    case 'r':
-    case 's':
-    case 't':
-    case 'u':
-    case 'v':
-    case 'w':
-    case 'x':
-    case 'y':
-    case 'z': goto yy19;
-    default: goto yy6;
+    case 'a' ... 'z': goto yy19;
+    case 0xC2: goto yy23;
+    case 0xC3: goto yy24;
+    case 0xC4 ... 0xCA:
+    case 0xD0 ... 0xD1:
+    case 0xD3:
+    case 0xDA: goto yy25;
+    case 0xCB: goto yy26;
+    case 0xCC: goto yy27;
+    case 0xCD: goto yy28;
+    case 0xCE: goto yy29;
+    case 0xCF: goto yy30;
+    case 0xD2: goto yy31;
+    case 0xD4: goto yy32;
+    case 0xD5: goto yy33;
+    case 0xD6: goto yy34;
+    case 0xD7: goto yy35;
+    case 0xD8: goto yy36;
+    case 0xD9: goto yy37;
+    case 0xDB: goto yy38;
+    case 0xDC: goto yy39;
+    case 0xDD: goto yy40;
+    case 0xDE: goto yy41;
+    case 0xDF: goto yy42;
+    case 0xE0: goto yy43;
+    case 0xE1: goto yy44;
+    case 0xE2: goto yy45;
+    case 0xE3: goto yy46;
+    case 0xE4: goto yy47;
+    case 0xE5 ... 0xE8:
+    case 0xEB ... 0xEC: goto yy48;
+    case 0xE9: goto yy49;
+    case 0xEA: goto yy50;
+    case 0xED: goto yy51;
+    case 0xEE: goto yy52;
+    case 0xEF: goto yy53;
+    case 0xF0: goto yy54;
+    case 0xF1 ... 0xF3: goto yy55;
+    case 0xF4: goto yy56;
+    default: goto yy21;
   }
 yy5:
   ++YYCURSOR;
@@ -173,7 +167,7 @@ yy12:
 yy13:
   yych = *++YYCURSOR;
   switch (yych) {
-    case '>': goto yy21;
+    case '>': goto yy57;
     default: goto yy14;
   }
 yy14:
@@ -181,233 +175,8280 @@ yy14:
 yy15:
   yych = *++YYCURSOR;
   switch (yych) {
-    case '.': goto yy22;
+    case '.': goto yy58;
     default: goto yy16;
   }
 yy16:
   { kind = TOK_BAD_DOTS; goto done; }
 yy17:
-  yych = *++YYCURSOR;
+  yyaccept = 0;
+  yych = *(YYMARKER = ++YYCURSOR);
   switch (yych) {
-    case '0':
-    case '1':
-    case '2':
-    case '3':
-    case '4':
-    case '5':
-    case '6':
-    case '7':
-    case '8':
-    case '9': goto yy17;
-    case 'A':
-    case 'B':
-    case 'C':
-    case 'D':
-    case 'E':
-    case 'F':
-    case 'G':
-    case 'H':
-    case 'I':
-    case 'J':
-    case 'K':
-    case 'L':
-    case 'M':
-    case 'N':
-    case 'O':
-    case 'P':
-    case 'Q':
-    case 'R':
-    case 'S':
-    case 'T':
-    case 'U':
-    case 'V':
-    case 'W':
-    case 'X':
-    case 'Y':
-    case 'Z':
+    case '0' ... '9': goto yy17;
+    case 'A' ... 'Z':
     case '_':
-    case 'a':
-    case 'b':
-    case 'c':
-    case 'd':
-    case 'e':
-    case 'f':
-    case 'g':
-    case 'h':
-    case 'i':
-    case 'j':
-    case 'k':
-    case 'l':
-    case 'm':
-    case 'n':
-    case 'o':
-    case 'p':
-    case 'q':
-    case 'r':
-    case 's':
-    case 't':
-    case 'u':
-    case 'v':
-    case 'w':
-    case 'x':
-    case 'y':
-    case 'z': goto yy23;
+    case 'a' ... 'z': goto yy59;
+    case 0xC2: goto yy61;
+    case 0xC3: goto yy63;
+    case 0xC4 ... 0xCA:
+    case 0xD0 ... 0xD1:
+    case 0xD3:
+    case 0xDA: goto yy64;
+    case 0xCB: goto yy65;
+    case 0xCD: goto yy66;
+    case 0xCE: goto yy67;
+    case 0xCF: goto yy68;
+    case 0xD2: goto yy69;
+    case 0xD4: goto yy70;
+    case 0xD5: goto yy71;
+    case 0xD6: goto yy72;
+    case 0xD7: goto yy73;
+    case 0xD8: goto yy74;
+    case 0xD9: goto yy75;
+    case 0xDB: goto yy76;
+    case 0xDC: goto yy77;
+    case 0xDD: goto yy78;
+    case 0xDE: goto yy79;
+    case 0xDF: goto yy80;
+    case 0xE0: goto yy81;
+    case 0xE1: goto yy82;
+    case 0xE2: goto yy83;
+    case 0xE3: goto yy84;
+    case 0xE4: goto yy85;
+    case 0xE5 ... 0xE8:
+    case 0xEB ... 0xEC: goto yy86;
+    case 0xE9: goto yy87;
+    case 0xEA: goto yy88;
+    case 0xED: goto yy89;
+    case 0xEF: goto yy90;
+    case 0xF0: goto yy91;
     default: goto yy18;
   }
 yy18:
   { kind = TOK_INT; goto done; }
 yy19:
-  yych = *++YYCURSOR;
+  yyaccept = 1;
+  yych = *(YYMARKER = ++YYCURSOR);
   switch (yych) {
-    case '0':
-    case '1':
-    case '2':
-    case '3':
-    case '4':
-    case '5':
-    case '6':
-    case '7':
-    case '8':
-    case '9':
-    case 'A':
-    case 'B':
-    case 'C':
-    case 'D':
-    case 'E':
-    case 'F':
-    case 'G':
-    case 'H':
-    case 'I':
-    case 'J':
-    case 'K':
-    case 'L':
-    case 'M':
-    case 'N':
-    case 'O':
-    case 'P':
-    case 'Q':
-    case 'R':
-    case 'S':
-    case 'T':
-    case 'U':
-    case 'V':
-    case 'W':
-    case 'X':
-    case 'Y':
-    case 'Z':
+    case '0' ... '9':
+    case 'A' ... 'Z':
     case '_':
-    case 'a':
-    case 'b':
-    case 'c':
-    case 'd':
-    case 'e':
-    case 'f':
-    case 'g':
-    case 'h':
-    case 'i':
-    case 'j':
-    case 'k':
-    case 'l':
-    case 'm':
-    case 'n':
-    case 'o':
-    case 'p':
-    case 'q':
-    case 'r':
-    case 's':
-    case 't':
-    case 'u':
-    case 'v':
-    case 'w':
-    case 'x':
-    case 'y':
-    case 'z': goto yy19;
+    case 'a' ... 'z': goto yy19;
+    case 0xC2: goto yy92;
+    case 0xC3: goto yy93;
+    case 0xC4 ... 0xCA:
+    case 0xCC:
+    case 0xD0 ... 0xD1:
+    case 0xD3:
+    case 0xDA: goto yy94;
+    case 0xCB: goto yy95;
+    case 0xCD: goto yy96;
+    case 0xCE: goto yy97;
+    case 0xCF: goto yy98;
+    case 0xD2: goto yy99;
+    case 0xD4: goto yy100;
+    case 0xD5: goto yy101;
+    case 0xD6: goto yy102;
+    case 0xD7: goto yy103;
+    case 0xD8: goto yy104;
+    case 0xD9: goto yy105;
+    case 0xDB: goto yy106;
+    case 0xDC: goto yy107;
+    case 0xDD: goto yy108;
+    case 0xDE: goto yy109;
+    case 0xDF: goto yy110;
+    case 0xE0: goto yy111;
+    case 0xE1: goto yy112;
+    case 0xE2: goto yy113;
+    case 0xE3: goto yy114;
+    case 0xE4: goto yy115;
+    case 0xE5 ... 0xE8:
+    case 0xEB ... 0xEC: goto yy116;
+    case 0xE9: goto yy117;
+    case 0xEA: goto yy118;
+    case 0xED: goto yy119;
+    case 0xEF: goto yy120;
+    case 0xF0: goto yy121;
+    case 0xF3: goto yy122;
     default: goto yy20;
   }
 yy20:
   { kind = TOK_NAME; goto done; }
 yy21:
   ++YYCURSOR;
-  { kind = TOK_ARROW; goto done; }
 yy22:
-  yych = *++YYCURSOR;
-  switch (yych) {
-    case '.': goto yy25;
-    default: goto yy16;
-  }
+  { kind = TOK_BAD_BYTE; goto done; }
 yy23:
   yych = *++YYCURSOR;
   switch (yych) {
-    case '0':
-    case '1':
-    case '2':
-    case '3':
-    case '4':
-    case '5':
-    case '6':
-    case '7':
-    case '8':
-    case '9':
-    case 'A':
-    case 'B':
-    case 'C':
-    case 'D':
-    case 'E':
-    case 'F':
-    case 'G':
-    case 'H':
-    case 'I':
-    case 'J':
-    case 'K':
-    case 'L':
-    case 'M':
-    case 'N':
-    case 'O':
-    case 'P':
-    case 'Q':
-    case 'R':
-    case 'S':
-    case 'T':
-    case 'U':
-    case 'V':
-    case 'W':
-    case 'X':
-    case 'Y':
-    case 'Z':
-    case '_':
-    case 'a':
-    case 'b':
-    case 'c':
-    case 'd':
-    case 'e':
-    case 'f':
-    case 'g':
-    case 'h':
-    case 'i':
-    case 'j':
-    case 'k':
-    case 'l':
-    case 'm':
-    case 'n':
-    case 'o':
-    case 'p':
-    case 'q':
-    case 'r':
-    case 's':
-    case 't':
-    case 'u':
-    case 'v':
-    case 'w':
-    case 'x':
-    case 'y':
-    case 'z': goto yy23;
-    default: goto yy24;
+    case 0x80 ... 0xA9:
+    case 0xAB ... 0xB4:
+    case 0xB6 ... 0xB9:
+    case 0xBB ... 0xBF: goto yy6;
+    case 0xAA:
+    case 0xB5:
+    case 0xBA: goto yy19;
+    default: goto yy22;
   }
 yy24:
-  { kind = TOK_NUMBER_NAME; goto done; }
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0x98 ... 0xB6:
+    case 0xB8 ... 0xBF: goto yy19;
+    case 0x97:
+    case 0xB7: goto yy6;
+    default: goto yy22;
+  }
 yy25:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy19;
+    default: goto yy22;
+  }
+yy26:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x86 ... 0x91:
+    case 0xA0 ... 0xA4:
+    case 0xAC:
+    case 0xAE: goto yy19;
+    case 0x82 ... 0x85:
+    case 0x92 ... 0x9F:
+    case 0xA5 ... 0xAB:
+    case 0xAD:
+    case 0xAF ... 0xBF: goto yy6;
+    default: goto yy22;
+  }
+yy27:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy6;
+    default: goto yy22;
+  }
+yy28:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAF:
+    case 0xB5:
+    case 0xB8 ... 0xB9:
+    case 0xBE: goto yy6;
+    case 0xB0 ... 0xB4:
+    case 0xB6 ... 0xB7:
+    case 0xBA ... 0xBD:
+    case 0xBF: goto yy19;
+    default: goto yy22;
+  }
+yy29:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x87:
+    case 0x8B:
+    case 0x8D:
+    case 0xA2: goto yy6;
+    case 0x86:
+    case 0x88 ... 0x8A:
+    case 0x8C:
+    case 0x8E ... 0xA1:
+    case 0xA3 ... 0xBF: goto yy19;
+    default: goto yy22;
+  }
+yy30:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB5:
+    case 0xB7 ... 0xBF: goto yy19;
+    case 0xB6: goto yy6;
+    default: goto yy22;
+  }
+yy31:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x8A ... 0xBF: goto yy19;
+    case 0x82 ... 0x89: goto yy6;
+    default: goto yy22;
+  }
+yy32:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAF:
+    case 0xB1 ... 0xBF: goto yy19;
+    case 0xB0: goto yy6;
+    default: goto yy22;
+  }
+yy33:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0x99:
+    case 0xA1 ... 0xBF: goto yy19;
+    case 0x97 ... 0x98:
+    case 0x9A ... 0xA0: goto yy6;
+    default: goto yy22;
+  }
+yy34:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87: goto yy19;
+    case 0x88 ... 0xBF: goto yy6;
+    default: goto yy22;
+  }
+yy35:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0xAB ... 0xAF:
+    case 0xB3 ... 0xBF: goto yy6;
+    case 0x90 ... 0xAA:
+    case 0xB0 ... 0xB2: goto yy19;
+    default: goto yy22;
+  }
+yy36:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9F: goto yy6;
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy22;
+  }
+yy37:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8A:
+    case 0xAE ... 0xAF:
+    case 0xB1 ... 0xBF: goto yy19;
+    case 0x8B ... 0xAD:
+    case 0xB0: goto yy6;
+    default: goto yy22;
+  }
+yy38:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x93:
+    case 0x95:
+    case 0xA5 ... 0xA6:
+    case 0xAE ... 0xAF:
+    case 0xBA ... 0xBC:
+    case 0xBF: goto yy19;
+    case 0x94:
+    case 0x96 ... 0xA4:
+    case 0xA7 ... 0xAD:
+    case 0xB0 ... 0xB9:
+    case 0xBD ... 0xBE: goto yy6;
+    default: goto yy22;
+  }
+yy39:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0x91:
+    case 0xB0 ... 0xBF: goto yy6;
+    case 0x90:
+    case 0x92 ... 0xAF: goto yy19;
+    default: goto yy22;
+  }
+yy40:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8C: goto yy6;
+    case 0x8D ... 0xBF: goto yy19;
+    default: goto yy22;
+  }
+yy41:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA5:
+    case 0xB1: goto yy19;
+    case 0xA6 ... 0xB0:
+    case 0xB2 ... 0xBF: goto yy6;
+    default: goto yy22;
+  }
+yy42:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89:
+    case 0xAB ... 0xB3:
+    case 0xB6 ... 0xB9:
+    case 0xBB ... 0xBF: goto yy6;
+    case 0x8A ... 0xAA:
+    case 0xB4 ... 0xB5:
+    case 0xBA: goto yy19;
+    default: goto yy22;
+  }
+yy43:
+  yyaccept = 2;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0xA0: goto yy123;
+    case 0xA1: goto yy124;
+    case 0xA2: goto yy125;
+    case 0xA3:
+    case 0xBF: goto yy126;
+    case 0xA4: goto yy127;
+    case 0xA5: goto yy128;
+    case 0xA6: goto yy129;
+    case 0xA7: goto yy130;
+    case 0xA8: goto yy131;
+    case 0xA9: goto yy132;
+    case 0xAA: goto yy133;
+    case 0xAB: goto yy134;
+    case 0xAC: goto yy135;
+    case 0xAD: goto yy136;
+    case 0xAE: goto yy137;
+    case 0xAF: goto yy138;
+    case 0xB0: goto yy139;
+    case 0xB1: goto yy140;
+    case 0xB2: goto yy141;
+    case 0xB3: goto yy142;
+    case 0xB4: goto yy143;
+    case 0xB5: goto yy144;
+    case 0xB6: goto yy145;
+    case 0xB7:
+    case 0xB9: goto yy146;
+    case 0xB8: goto yy147;
+    case 0xBA: goto yy148;
+    case 0xBB: goto yy149;
+    case 0xBC: goto yy150;
+    case 0xBD: goto yy151;
+    case 0xBE: goto yy152;
+    default: goto yy22;
+  }
+yy44:
+  yyaccept = 2;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80: goto yy153;
+    case 0x81: goto yy154;
+    case 0x82: goto yy155;
+    case 0x83: goto yy156;
+    case 0x84 ... 0x88:
+    case 0x91 ... 0x98:
+    case 0xB4 ... 0xB6:
+    case 0xB8 ... 0xBB: goto yy94;
+    case 0x89: goto yy157;
+    case 0x8A: goto yy158;
+    case 0x8B: goto yy159;
+    case 0x8C: goto yy160;
+    case 0x8D: goto yy161;
+    case 0x8E: goto yy162;
+    case 0x8F: goto yy163;
+    case 0x90: goto yy164;
+    case 0x99: goto yy165;
+    case 0x9A: goto yy166;
+    case 0x9B: goto yy167;
+    case 0x9C: goto yy168;
+    case 0x9D: goto yy169;
+    case 0x9E: goto yy170;
+    case 0x9F: goto yy171;
+    case 0xA0: goto yy172;
+    case 0xA1: goto yy173;
+    case 0xA2: goto yy174;
+    case 0xA3: goto yy175;
+    case 0xA4: goto yy176;
+    case 0xA5: goto yy177;
+    case 0xA6: goto yy178;
+    case 0xA7: goto yy179;
+    case 0xA8: goto yy180;
+    case 0xA9: goto yy181;
+    case 0xAA: goto yy182;
+    case 0xAB:
+    case 0xB2:
+    case 0xB7: goto yy126;
+    case 0xAC: goto yy183;
+    case 0xAD: goto yy184;
+    case 0xAE: goto yy185;
+    case 0xAF: goto yy186;
+    case 0xB0: goto yy187;
+    case 0xB1: goto yy188;
+    case 0xB3: goto yy189;
+    case 0xBC: goto yy190;
+    case 0xBD: goto yy191;
+    case 0xBE: goto yy192;
+    case 0xBF: goto yy193;
+    default: goto yy22;
+  }
+yy45:
+  yyaccept = 2;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80:
+    case 0x83:
+    case 0x87 ... 0xAF:
+    case 0xB9 ... 0xBF: goto yy126;
+    case 0x81: goto yy194;
+    case 0x82: goto yy195;
+    case 0x84: goto yy196;
+    case 0x85: goto yy197;
+    case 0x86: goto yy198;
+    case 0xB0: goto yy199;
+    case 0xB1: goto yy200;
+    case 0xB2: goto yy94;
+    case 0xB3: goto yy201;
+    case 0xB4: goto yy202;
+    case 0xB5: goto yy203;
+    case 0xB6: goto yy204;
+    case 0xB7: goto yy205;
+    case 0xB8: goto yy206;
+    default: goto yy22;
+  }
+yy46:
+  yyaccept = 2;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80: goto yy207;
+    case 0x81: goto yy164;
+    case 0x82: goto yy208;
+    case 0x83: goto yy209;
+    case 0x84: goto yy210;
+    case 0x85:
+    case 0x90 ... 0xBF: goto yy94;
+    case 0x86: goto yy211;
+    case 0x87: goto yy212;
+    case 0x88 ... 0x8F: goto yy126;
+    default: goto yy22;
+  }
+yy47:
+  yyaccept = 2;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80 ... 0xB5:
+    case 0xB8 ... 0xBF: goto yy94;
+    case 0xB6: goto yy175;
+    case 0xB7: goto yy126;
+    default: goto yy22;
+  }
+yy48:
+  yyaccept = 2;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy94;
+    default: goto yy22;
+  }
+yy49:
+  yyaccept = 2;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80 ... 0xBE: goto yy94;
+    case 0xBF: goto yy213;
+    default: goto yy22;
+  }
+yy50:
+  yyaccept = 2;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80 ... 0x91:
+    case 0x94 ... 0x97:
+    case 0x9D:
+    case 0xB0 ... 0xBF: goto yy94;
+    case 0x92: goto yy213;
+    case 0x93: goto yy214;
+    case 0x98: goto yy215;
+    case 0x99: goto yy216;
+    case 0x9A: goto yy217;
+    case 0x9B: goto yy218;
+    case 0x9C: goto yy219;
+    case 0x9E: goto yy220;
+    case 0x9F: goto yy221;
+    case 0xA0: goto yy222;
+    case 0xA1: goto yy170;
+    case 0xA2: goto yy223;
+    case 0xA3: goto yy224;
+    case 0xA4: goto yy225;
+    case 0xA5: goto yy226;
+    case 0xA6: goto yy227;
+    case 0xA7: goto yy228;
+    case 0xA8: goto yy229;
+    case 0xA9: goto yy230;
+    case 0xAA: goto yy231;
+    case 0xAB: goto yy232;
+    case 0xAC: goto yy233;
+    case 0xAD: goto yy234;
+    case 0xAE: goto yy126;
+    case 0xAF: goto yy235;
+    default: goto yy22;
+  }
+yy51:
+  yyaccept = 2;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80 ... 0x9D: goto yy94;
+    case 0x9E: goto yy236;
+    case 0x9F: goto yy237;
+    case 0xA0 ... 0xBF: goto yy126;
+    default: goto yy22;
+  }
+yy52:
+  yyaccept = 2;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy126;
+    default: goto yy22;
+  }
+yy53:
+  yyaccept = 2;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80 ... 0xA3:
+    case 0xB8: goto yy126;
+    case 0xA4 ... 0xA8:
+    case 0xAA:
+    case 0xB0 ... 0xB3:
+    case 0xBA: goto yy94;
+    case 0xA9: goto yy238;
+    case 0xAB: goto yy239;
+    case 0xAC: goto yy240;
+    case 0xAD: goto yy241;
+    case 0xAE: goto yy242;
+    case 0xAF: goto yy243;
+    case 0xB4: goto yy244;
+    case 0xB5: goto yy245;
+    case 0xB6: goto yy246;
+    case 0xB7: goto yy247;
+    case 0xB9: goto yy248;
+    case 0xBB: goto yy249;
+    case 0xBC: goto yy250;
+    case 0xBD: goto yy251;
+    case 0xBE: goto yy252;
+    case 0xBF: goto yy253;
+    default: goto yy22;
+  }
+yy54:
+  yyaccept = 2;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x90: goto yy254;
+    case 0x91: goto yy255;
+    case 0x92: goto yy256;
+    case 0x93: goto yy257;
+    case 0x94 ... 0x95:
+    case 0x97 ... 0x9A:
+    case 0x9C:
+    case 0x9F:
+    case 0xAC ... 0xAE:
+    case 0xB0 ... 0xBF: goto yy258;
+    case 0x96: goto yy259;
+    case 0x9B: goto yy260;
+    case 0x9D: goto yy261;
+    case 0x9E: goto yy262;
+    case 0xA0 ... 0xA9: goto yy116;
+    case 0xAA: goto yy263;
+    case 0xAB: goto yy264;
+    case 0xAF: goto yy265;
+    default: goto yy22;
+  }
+yy55:
+  yyaccept = 2;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy258;
+    default: goto yy22;
+  }
+yy56:
+  yyaccept = 2;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80 ... 0x8F: goto yy258;
+    default: goto yy22;
+  }
+yy57:
+  ++YYCURSOR;
+  { kind = TOK_ARROW; goto done; }
+yy58:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case '.': goto yy266;
+    default: goto yy16;
+  }
+yy59:
+  yyaccept = 3;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case '0' ... '9':
+    case 'A' ... 'Z':
+    case '_':
+    case 'a' ... 'z': goto yy59;
+    case 0xC2: goto yy267;
+    case 0xC3: goto yy63;
+    case 0xC4 ... 0xCA:
+    case 0xCC:
+    case 0xD0 ... 0xD1:
+    case 0xD3:
+    case 0xDA: goto yy64;
+    case 0xCB: goto yy65;
+    case 0xCD: goto yy268;
+    case 0xCE: goto yy269;
+    case 0xCF: goto yy68;
+    case 0xD2: goto yy270;
+    case 0xD4: goto yy70;
+    case 0xD5: goto yy71;
+    case 0xD6: goto yy271;
+    case 0xD7: goto yy272;
+    case 0xD8: goto yy273;
+    case 0xD9: goto yy274;
+    case 0xDB: goto yy275;
+    case 0xDC: goto yy276;
+    case 0xDD: goto yy277;
+    case 0xDE: goto yy278;
+    case 0xDF: goto yy279;
+    case 0xE0: goto yy280;
+    case 0xE1: goto yy281;
+    case 0xE2: goto yy282;
+    case 0xE3: goto yy283;
+    case 0xE4: goto yy85;
+    case 0xE5 ... 0xE8:
+    case 0xEB ... 0xEC: goto yy86;
+    case 0xE9: goto yy87;
+    case 0xEA: goto yy284;
+    case 0xED: goto yy89;
+    case 0xEF: goto yy285;
+    case 0xF0: goto yy286;
+    case 0xF3: goto yy287;
+    default: goto yy60;
+  }
+yy60:
+  { kind = TOK_NUMBER_NAME; goto done; }
+yy61:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xAA:
+    case 0xB5:
+    case 0xBA: goto yy59;
+    default: goto yy62;
+  }
+yy62:
+  YYCURSOR = YYMARKER;
+  switch (yyaccept) {
+    case 0: goto yy18;
+    case 1: goto yy20;
+    case 2: goto yy22;
+    default: goto yy60;
+  }
+yy63:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0x98 ... 0xB6:
+    case 0xB8 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy64:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy65:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x86 ... 0x91:
+    case 0xA0 ... 0xA4:
+    case 0xAC:
+    case 0xAE: goto yy59;
+    default: goto yy62;
+  }
+yy66:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xB0 ... 0xB4:
+    case 0xB6 ... 0xB7:
+    case 0xBA ... 0xBD:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy67:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x86:
+    case 0x88 ... 0x8A:
+    case 0x8C:
+    case 0x8E ... 0xA1:
+    case 0xA3 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy68:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB5:
+    case 0xB7 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy69:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x8A ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy70:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAF:
+    case 0xB1 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy71:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0x99:
+    case 0xA1 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy72:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87: goto yy59;
+    default: goto yy62;
+  }
+yy73:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0xAA:
+    case 0xB0 ... 0xB2: goto yy59;
+    default: goto yy62;
+  }
+yy74:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy75:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8A:
+    case 0xAE ... 0xAF:
+    case 0xB1 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy76:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x93:
+    case 0x95:
+    case 0xA5 ... 0xA6:
+    case 0xAE ... 0xAF:
+    case 0xBA ... 0xBC:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy77:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90:
+    case 0x92 ... 0xAF: goto yy59;
+    default: goto yy62;
+  }
+yy78:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x8D ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy79:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA5:
+    case 0xB1: goto yy59;
+    default: goto yy62;
+  }
+yy80:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x8A ... 0xAA:
+    case 0xB4 ... 0xB5:
+    case 0xBA: goto yy59;
+    default: goto yy62;
+  }
+yy81:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0: goto yy288;
+    case 0xA1: goto yy289;
+    case 0xA2: goto yy290;
+    case 0xA4: goto yy291;
+    case 0xA5: goto yy292;
+    case 0xA6: goto yy293;
+    case 0xA7: goto yy294;
+    case 0xA8: goto yy295;
+    case 0xA9: goto yy296;
+    case 0xAA: goto yy297;
+    case 0xAB: goto yy298;
+    case 0xAC: goto yy299;
+    case 0xAD: goto yy300;
+    case 0xAE: goto yy301;
+    case 0xAF: goto yy302;
+    case 0xB0: goto yy303;
+    case 0xB1: goto yy304;
+    case 0xB2: goto yy305;
+    case 0xB3: goto yy306;
+    case 0xB4: goto yy307;
+    case 0xB5: goto yy308;
+    case 0xB6: goto yy309;
+    case 0xB7:
+    case 0xB9: goto yy310;
+    case 0xB8: goto yy311;
+    case 0xBA: goto yy312;
+    case 0xBB: goto yy313;
+    case 0xBC: goto yy314;
+    case 0xBD: goto yy315;
+    case 0xBE: goto yy316;
+    default: goto yy62;
+  }
+yy82:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy317;
+    case 0x81: goto yy318;
+    case 0x82: goto yy319;
+    case 0x83: goto yy320;
+    case 0x84 ... 0x88:
+    case 0x91 ... 0x98:
+    case 0xB4 ... 0xB6:
+    case 0xB8 ... 0xBB: goto yy64;
+    case 0x89: goto yy321;
+    case 0x8A: goto yy322;
+    case 0x8B: goto yy323;
+    case 0x8C: goto yy324;
+    case 0x8D: goto yy325;
+    case 0x8E: goto yy326;
+    case 0x8F: goto yy327;
+    case 0x90: goto yy328;
+    case 0x99: goto yy329;
+    case 0x9A: goto yy330;
+    case 0x9B: goto yy331;
+    case 0x9C: goto yy332;
+    case 0x9D: goto yy333;
+    case 0x9E: goto yy334;
+    case 0x9F: goto yy335;
+    case 0xA0: goto yy74;
+    case 0xA1: goto yy336;
+    case 0xA2: goto yy337;
+    case 0xA3: goto yy338;
+    case 0xA4: goto yy339;
+    case 0xA5: goto yy340;
+    case 0xA6: goto yy341;
+    case 0xA7: goto yy342;
+    case 0xA8: goto yy343;
+    case 0xA9: goto yy344;
+    case 0xAA: goto yy345;
+    case 0xAC: goto yy346;
+    case 0xAD: goto yy347;
+    case 0xAE: goto yy348;
+    case 0xAF: goto yy349;
+    case 0xB0: goto yy350;
+    case 0xB1: goto yy351;
+    case 0xB3: goto yy352;
+    case 0xBC: goto yy353;
+    case 0xBD: goto yy354;
+    case 0xBE: goto yy355;
+    case 0xBF: goto yy356;
+    default: goto yy62;
+  }
+yy83:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81: goto yy357;
+    case 0x82: goto yy358;
+    case 0x84: goto yy359;
+    case 0x85: goto yy360;
+    case 0x86: goto yy361;
+    case 0xB0: goto yy362;
+    case 0xB1: goto yy363;
+    case 0xB2: goto yy64;
+    case 0xB3: goto yy364;
+    case 0xB4: goto yy365;
+    case 0xB5: goto yy366;
+    case 0xB6: goto yy367;
+    case 0xB7: goto yy368;
+    case 0xB8: goto yy369;
+    default: goto yy62;
+  }
+yy84:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy370;
+    case 0x81: goto yy328;
+    case 0x82: goto yy371;
+    case 0x83: goto yy372;
+    case 0x84: goto yy373;
+    case 0x85:
+    case 0x90 ... 0xBF: goto yy64;
+    case 0x86: goto yy374;
+    case 0x87: goto yy375;
+    default: goto yy62;
+  }
+yy85:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB5:
+    case 0xB8 ... 0xBF: goto yy64;
+    case 0xB6: goto yy338;
+    default: goto yy62;
+  }
+yy86:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy64;
+    default: goto yy62;
+  }
+yy87:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBE: goto yy64;
+    case 0xBF: goto yy376;
+    default: goto yy62;
+  }
+yy88:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x91:
+    case 0x94 ... 0x97:
+    case 0x9D:
+    case 0xB0 ... 0xBF: goto yy64;
+    case 0x92: goto yy376;
+    case 0x93: goto yy377;
+    case 0x98: goto yy378;
+    case 0x99: goto yy379;
+    case 0x9A: goto yy380;
+    case 0x9B: goto yy381;
+    case 0x9C: goto yy382;
+    case 0x9E: goto yy383;
+    case 0x9F: goto yy384;
+    case 0xA0: goto yy385;
+    case 0xA1: goto yy334;
+    case 0xA2: goto yy386;
+    case 0xA3: goto yy387;
+    case 0xA4: goto yy388;
+    case 0xA5: goto yy389;
+    case 0xA6: goto yy390;
+    case 0xA7: goto yy391;
+    case 0xA8: goto yy392;
+    case 0xA9: goto yy393;
+    case 0xAA: goto yy394;
+    case 0xAB: goto yy395;
+    case 0xAC: goto yy396;
+    case 0xAD: goto yy397;
+    case 0xAF: goto yy398;
+    default: goto yy62;
+  }
+yy89:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9D: goto yy64;
+    case 0x9E: goto yy399;
+    case 0x9F: goto yy400;
+    default: goto yy62;
+  }
+yy90:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA4 ... 0xA8:
+    case 0xAA:
+    case 0xB0 ... 0xB3:
+    case 0xBA: goto yy64;
+    case 0xA9: goto yy401;
+    case 0xAB: goto yy402;
+    case 0xAC: goto yy403;
+    case 0xAD: goto yy404;
+    case 0xAE: goto yy278;
+    case 0xAF: goto yy405;
+    case 0xB4: goto yy406;
+    case 0xB5: goto yy276;
+    case 0xB6: goto yy407;
+    case 0xB7: goto yy408;
+    case 0xB9: goto yy409;
+    case 0xBB: goto yy410;
+    case 0xBC: goto yy411;
+    case 0xBD: goto yy412;
+    case 0xBE: goto yy413;
+    case 0xBF: goto yy414;
+    default: goto yy62;
+  }
+yy91:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90: goto yy415;
+    case 0x91: goto yy416;
+    case 0x92: goto yy417;
+    case 0x93: goto yy418;
+    case 0x96: goto yy419;
+    case 0x9B: goto yy420;
+    case 0x9D: goto yy421;
+    case 0x9E: goto yy422;
+    case 0xA0 ... 0xA9: goto yy86;
+    case 0xAA: goto yy423;
+    case 0xAB: goto yy424;
+    case 0xAF: goto yy425;
+    default: goto yy62;
+  }
+yy92:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xAA:
+    case 0xB5:
+    case 0xB7:
+    case 0xBA: goto yy19;
+    default: goto yy62;
+  }
+yy93:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0x98 ... 0xB6:
+    case 0xB8 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy94:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy95:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x86 ... 0x91:
+    case 0xA0 ... 0xA4:
+    case 0xAC:
+    case 0xAE: goto yy19;
+    default: goto yy62;
+  }
+yy96:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB4:
+    case 0xB6 ... 0xB7:
+    case 0xBA ... 0xBD:
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy97:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x86 ... 0x8A:
+    case 0x8C:
+    case 0x8E ... 0xA1:
+    case 0xA3 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy98:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB5:
+    case 0xB7 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy99:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x83 ... 0x87:
+    case 0x8A ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy100:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAF:
+    case 0xB1 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy101:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0x99:
+    case 0xA1 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy102:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87:
+    case 0x91 ... 0xBD:
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy103:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x82:
+    case 0x84 ... 0x85:
+    case 0x87:
+    case 0x90 ... 0xAA:
+    case 0xB0 ... 0xB2: goto yy19;
+    default: goto yy62;
+  }
+yy104:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0x9A:
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy105:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA9:
+    case 0xAE ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy106:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x93:
+    case 0x95 ... 0x9C:
+    case 0x9F ... 0xA8:
+    case 0xAA ... 0xBC:
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy107:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy108:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8A:
+    case 0x8D ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy109:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB1: goto yy19;
+    default: goto yy62;
+  }
+yy110:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB5:
+    case 0xBA: goto yy19;
+    default: goto yy62;
+  }
+yy111:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0: goto yy426;
+    case 0xA1: goto yy427;
+    case 0xA2: goto yy428;
+    case 0xA3: goto yy429;
+    case 0xA4: goto yy94;
+    case 0xA5: goto yy430;
+    case 0xA6: goto yy431;
+    case 0xA7: goto yy432;
+    case 0xA8: goto yy433;
+    case 0xA9: goto yy434;
+    case 0xAA: goto yy435;
+    case 0xAB: goto yy436;
+    case 0xAC: goto yy437;
+    case 0xAD: goto yy438;
+    case 0xAE: goto yy439;
+    case 0xAF: goto yy440;
+    case 0xB0: goto yy441;
+    case 0xB1: goto yy442;
+    case 0xB2: goto yy443;
+    case 0xB3: goto yy444;
+    case 0xB4: goto yy445;
+    case 0xB5: goto yy446;
+    case 0xB6: goto yy447;
+    case 0xB7: goto yy448;
+    case 0xB8: goto yy449;
+    case 0xB9: goto yy450;
+    case 0xBA: goto yy451;
+    case 0xBB: goto yy452;
+    case 0xBC: goto yy453;
+    case 0xBD: goto yy454;
+    case 0xBE: goto yy455;
+    case 0xBF: goto yy456;
+    default: goto yy62;
+  }
+yy112:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x84 ... 0x88:
+    case 0x91 ... 0x98:
+    case 0x9E:
+    case 0xAC:
+    case 0xAE:
+    case 0xB4 ... 0xB6:
+    case 0xB8 ... 0xBB: goto yy94;
+    case 0x81: goto yy457;
+    case 0x82: goto yy458;
+    case 0x83: goto yy459;
+    case 0x89: goto yy460;
+    case 0x8A: goto yy461;
+    case 0x8B: goto yy462;
+    case 0x8C: goto yy463;
+    case 0x8D: goto yy464;
+    case 0x8E: goto yy465;
+    case 0x8F: goto yy466;
+    case 0x90: goto yy467;
+    case 0x99: goto yy468;
+    case 0x9A: goto yy469;
+    case 0x9B: goto yy470;
+    case 0x9C: goto yy471;
+    case 0x9D: goto yy472;
+    case 0x9F: goto yy473;
+    case 0xA0: goto yy474;
+    case 0xA1:
+    case 0xB0: goto yy475;
+    case 0xA2: goto yy476;
+    case 0xA3: goto yy477;
+    case 0xA4: goto yy478;
+    case 0xA5: goto yy479;
+    case 0xA6: goto yy480;
+    case 0xA7: goto yy481;
+    case 0xA8: goto yy482;
+    case 0xA9: goto yy483;
+    case 0xAA: goto yy484;
+    case 0xAD: goto yy485;
+    case 0xAF: goto yy486;
+    case 0xB1: goto yy487;
+    case 0xB3: goto yy488;
+    case 0xB7: goto yy489;
+    case 0xBC: goto yy490;
+    case 0xBD: goto yy491;
+    case 0xBE: goto yy492;
+    case 0xBF: goto yy493;
+    default: goto yy62;
+  }
+yy113:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy494;
+    case 0x81: goto yy495;
+    case 0x82: goto yy496;
+    case 0x83: goto yy497;
+    case 0x84: goto yy498;
+    case 0x85: goto yy499;
+    case 0x86: goto yy500;
+    case 0xB0: goto yy501;
+    case 0xB1: goto yy502;
+    case 0xB2: goto yy94;
+    case 0xB3: goto yy503;
+    case 0xB4: goto yy504;
+    case 0xB5: goto yy505;
+    case 0xB6: goto yy506;
+    case 0xB7: goto yy507;
+    case 0xB8: goto yy508;
+    default: goto yy62;
+  }
+yy114:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy509;
+    case 0x81: goto yy467;
+    case 0x82: goto yy510;
+    case 0x83: goto yy511;
+    case 0x84: goto yy512;
+    case 0x85:
+    case 0x90 ... 0xBF: goto yy94;
+    case 0x86: goto yy513;
+    case 0x87: goto yy514;
+    default: goto yy62;
+  }
+yy115:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB5:
+    case 0xB8 ... 0xBF: goto yy94;
+    case 0xB6: goto yy477;
+    default: goto yy62;
+  }
+yy116:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy94;
+    default: goto yy62;
+  }
+yy117:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBE: goto yy94;
+    case 0xBF: goto yy515;
+    default: goto yy62;
+  }
+yy118:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x91:
+    case 0x94 ... 0x97:
+    case 0x9D:
+    case 0xA2:
+    case 0xA6:
+    case 0xAA:
+    case 0xB0 ... 0xBF: goto yy94;
+    case 0x92: goto yy515;
+    case 0x93: goto yy516;
+    case 0x98: goto yy517;
+    case 0x99: goto yy518;
+    case 0x9A: goto yy519;
+    case 0x9B: goto yy109;
+    case 0x9C: goto yy520;
+    case 0x9E: goto yy521;
+    case 0x9F: goto yy522;
+    case 0xA0: goto yy523;
+    case 0xA1: goto yy486;
+    case 0xA3: goto yy524;
+    case 0xA4: goto yy525;
+    case 0xA5: goto yy526;
+    case 0xA7: goto yy527;
+    case 0xA8: goto yy528;
+    case 0xA9: goto yy529;
+    case 0xAB: goto yy530;
+    case 0xAC: goto yy531;
+    case 0xAD: goto yy532;
+    case 0xAF: goto yy533;
+    default: goto yy62;
+  }
+yy119:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9D: goto yy94;
+    case 0x9E: goto yy534;
+    case 0x9F: goto yy535;
+    default: goto yy62;
+  }
+yy120:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA4 ... 0xA8:
+    case 0xAA:
+    case 0xB0 ... 0xB3:
+    case 0xBA: goto yy94;
+    case 0xA9: goto yy525;
+    case 0xAB: goto yy536;
+    case 0xAC: goto yy537;
+    case 0xAD: goto yy538;
+    case 0xAE: goto yy109;
+    case 0xAF: goto yy539;
+    case 0xB4: goto yy540;
+    case 0xB5: goto yy107;
+    case 0xB6: goto yy541;
+    case 0xB7: goto yy542;
+    case 0xB8: goto yy543;
+    case 0xB9: goto yy544;
+    case 0xBB: goto yy545;
+    case 0xBC: goto yy546;
+    case 0xBD: goto yy547;
+    case 0xBE: goto yy548;
+    case 0xBF: goto yy549;
+    default: goto yy62;
+  }
+yy121:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90: goto yy550;
+    case 0x91: goto yy551;
+    case 0x92: goto yy552;
+    case 0x93: goto yy553;
+    case 0x96: goto yy554;
+    case 0x9B: goto yy555;
+    case 0x9D: goto yy556;
+    case 0x9E: goto yy557;
+    case 0xA0 ... 0xA9: goto yy116;
+    case 0xAA: goto yy558;
+    case 0xAB: goto yy559;
+    case 0xAF: goto yy560;
+    default: goto yy62;
+  }
+yy122:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0: goto yy561;
+    default: goto yy62;
+  }
+yy123:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0x9A:
+    case 0xA4:
+    case 0xA8: goto yy19;
+    case 0x96 ... 0x99:
+    case 0x9B ... 0xA3:
+    case 0xA5 ... 0xA7:
+    case 0xA9 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy124:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x98: goto yy19;
+    case 0x99 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy125:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9F:
+    case 0xB3 ... 0xBF: goto yy6;
+    case 0xA0 ... 0xB2: goto yy19;
+    default: goto yy62;
+  }
+yy126:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy127:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0xBA ... 0xBC:
+    case 0xBE ... 0xBF: goto yy6;
+    case 0x84 ... 0xB9:
+    case 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy128:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0x91 ... 0x97:
+    case 0xA2 ... 0xB0: goto yy6;
+    case 0x90:
+    case 0x98 ... 0xA1:
+    case 0xB1 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy129:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x85 ... 0x8C:
+    case 0x8F ... 0x90:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2:
+    case 0xB6 ... 0xB9:
+    case 0xBD: goto yy19;
+    case 0x81 ... 0x84:
+    case 0x8D ... 0x8E:
+    case 0x91 ... 0x92:
+    case 0xA9:
+    case 0xB1:
+    case 0xB3 ... 0xB5:
+    case 0xBA ... 0xBC:
+    case 0xBE ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy130:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8D:
+    case 0x8F ... 0x9B:
+    case 0x9E:
+    case 0xA2 ... 0xAF:
+    case 0xB2 ... 0xBF: goto yy6;
+    case 0x8E:
+    case 0x9C ... 0x9D:
+    case 0x9F ... 0xA1:
+    case 0xB0 ... 0xB1: goto yy19;
+    default: goto yy62;
+  }
+yy131:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x8B ... 0x8E:
+    case 0x91 ... 0x92:
+    case 0xA9:
+    case 0xB1:
+    case 0xB4:
+    case 0xB7:
+    case 0xBA ... 0xBF: goto yy6;
+    case 0x85 ... 0x8A:
+    case 0x8F ... 0x90:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2 ... 0xB3:
+    case 0xB5 ... 0xB6:
+    case 0xB8 ... 0xB9: goto yy19;
+    default: goto yy62;
+  }
+yy132:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x98:
+    case 0x9D:
+    case 0x9F ... 0xB1:
+    case 0xB5 ... 0xBF: goto yy6;
+    case 0x99 ... 0x9C:
+    case 0x9E:
+    case 0xB2 ... 0xB4: goto yy19;
+    default: goto yy62;
+  }
+yy133:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x8E:
+    case 0x92:
+    case 0xA9:
+    case 0xB1:
+    case 0xB4:
+    case 0xBA ... 0xBC:
+    case 0xBE ... 0xBF: goto yy6;
+    case 0x85 ... 0x8D:
+    case 0x8F ... 0x91:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2 ... 0xB3:
+    case 0xB5 ... 0xB9:
+    case 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy134:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0x91 ... 0x9F:
+    case 0xA2 ... 0xBF: goto yy6;
+    case 0x90:
+    case 0xA0 ... 0xA1: goto yy19;
+    default: goto yy62;
+  }
+yy135:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x8D ... 0x8E:
+    case 0x91 ... 0x92:
+    case 0xA9:
+    case 0xB1:
+    case 0xB4:
+    case 0xBA ... 0xBC:
+    case 0xBE ... 0xBF: goto yy6;
+    case 0x85 ... 0x8C:
+    case 0x8F ... 0x90:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2 ... 0xB3:
+    case 0xB5 ... 0xB9:
+    case 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy136:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9B:
+    case 0x9E:
+    case 0xA2 ... 0xB0:
+    case 0xB2 ... 0xBF: goto yy6;
+    case 0x9C ... 0x9D:
+    case 0x9F ... 0xA1:
+    case 0xB1: goto yy19;
+    default: goto yy62;
+  }
+yy137:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x84:
+    case 0x8B ... 0x8D:
+    case 0x91:
+    case 0x96 ... 0x98:
+    case 0x9B:
+    case 0x9D:
+    case 0xA0 ... 0xA2:
+    case 0xA5 ... 0xA7:
+    case 0xAB ... 0xAD:
+    case 0xBA ... 0xBF: goto yy6;
+    case 0x83:
+    case 0x85 ... 0x8A:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0x95:
+    case 0x99 ... 0x9A:
+    case 0x9C:
+    case 0x9E ... 0x9F:
+    case 0xA3 ... 0xA4:
+    case 0xA8 ... 0xAA:
+    case 0xAE ... 0xB9: goto yy19;
+    default: goto yy62;
+  }
+yy138:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0x91 ... 0xBF: goto yy6;
+    case 0x90: goto yy19;
+    default: goto yy62;
+  }
+yy139:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x8D:
+    case 0x91:
+    case 0xA9:
+    case 0xBA ... 0xBC:
+    case 0xBE ... 0xBF: goto yy6;
+    case 0x85 ... 0x8C:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0xA8:
+    case 0xAA ... 0xB9:
+    case 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy140:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x97:
+    case 0x9A ... 0x9F:
+    case 0xA2 ... 0xBF: goto yy6;
+    case 0x98 ... 0x99:
+    case 0xA0 ... 0xA1: goto yy19;
+    default: goto yy62;
+  }
+yy141:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x8D:
+    case 0x91:
+    case 0xA9:
+    case 0xB4:
+    case 0xBA ... 0xBC:
+    case 0xBE ... 0xBF: goto yy6;
+    case 0x85 ... 0x8C:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0xA8:
+    case 0xAA ... 0xB3:
+    case 0xB5 ... 0xB9:
+    case 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy142:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9D:
+    case 0x9F:
+    case 0xA2 ... 0xB0:
+    case 0xB3 ... 0xBF: goto yy6;
+    case 0x9E:
+    case 0xA0 ... 0xA1:
+    case 0xB1 ... 0xB2: goto yy19;
+    default: goto yy62;
+  }
+yy143:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x8D:
+    case 0x91:
+    case 0xBB ... 0xBC:
+    case 0xBE ... 0xBF: goto yy6;
+    case 0x85 ... 0x8C:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0xBA:
+    case 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy144:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8D:
+    case 0x8F ... 0x9F:
+    case 0xA2 ... 0xB9: goto yy6;
+    case 0x8E:
+    case 0xA0 ... 0xA1:
+    case 0xBA ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy145:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x97 ... 0x99:
+    case 0xB2:
+    case 0xBC:
+    case 0xBE ... 0xBF: goto yy6;
+    case 0x85 ... 0x96:
+    case 0x9A ... 0xB1:
+    case 0xB3 ... 0xBB:
+    case 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy146:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86: goto yy19;
+    case 0x87 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy147:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0xB1:
+    case 0xB4 ... 0xBF: goto yy6;
+    case 0x81 ... 0xB0:
+    case 0xB2 ... 0xB3: goto yy19;
+    default: goto yy62;
+  }
+yy148:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x83:
+    case 0x85 ... 0x86:
+    case 0x89:
+    case 0x8B ... 0x8C:
+    case 0x8E ... 0x93:
+    case 0x98:
+    case 0xA0:
+    case 0xA4:
+    case 0xA6:
+    case 0xA8 ... 0xA9:
+    case 0xAC:
+    case 0xB1:
+    case 0xB4 ... 0xBC:
+    case 0xBE ... 0xBF: goto yy6;
+    case 0x81 ... 0x82:
+    case 0x84:
+    case 0x87 ... 0x88:
+    case 0x8A:
+    case 0x8D:
+    case 0x94 ... 0x97:
+    case 0x99 ... 0x9F:
+    case 0xA1 ... 0xA3:
+    case 0xA5:
+    case 0xA7:
+    case 0xAA ... 0xAB:
+    case 0xAD ... 0xB0:
+    case 0xB2 ... 0xB3:
+    case 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy149:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86:
+    case 0x9C ... 0x9F: goto yy19;
+    case 0x85:
+    case 0x87 ... 0x9B:
+    case 0xA0 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy150:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy19;
+    case 0x81 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy151:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87:
+    case 0x89 ... 0xAC: goto yy19;
+    case 0x88:
+    case 0xAD ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy152:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87:
+    case 0x8D ... 0xBF: goto yy6;
+    case 0x88 ... 0x8C: goto yy19;
+    default: goto yy62;
+  }
+yy153:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA:
+    case 0xBF: goto yy19;
+    case 0xAB ... 0xBE: goto yy6;
+    default: goto yy62;
+  }
+yy154:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0x96 ... 0x99:
+    case 0x9E ... 0xA0:
+    case 0xA2 ... 0xA4:
+    case 0xA7 ... 0xAD:
+    case 0xB1 ... 0xB4: goto yy6;
+    case 0x90 ... 0x95:
+    case 0x9A ... 0x9D:
+    case 0xA1:
+    case 0xA5 ... 0xA6:
+    case 0xAE ... 0xB0:
+    case 0xB5 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy155:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x8E:
+    case 0xA0 ... 0xBF: goto yy19;
+    case 0x82 ... 0x8D:
+    case 0x8F ... 0x9F: goto yy6;
+    default: goto yy62;
+  }
+yy156:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x87:
+    case 0x8D:
+    case 0x90 ... 0xBA:
+    case 0xBC ... 0xBF: goto yy19;
+    case 0x86:
+    case 0x88 ... 0x8C:
+    case 0x8E ... 0x8F:
+    case 0xBB: goto yy6;
+    default: goto yy62;
+  }
+yy157:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x8A ... 0x8D:
+    case 0x90 ... 0x96:
+    case 0x98:
+    case 0x9A ... 0x9D:
+    case 0xA0 ... 0xBF: goto yy19;
+    case 0x89:
+    case 0x8E ... 0x8F:
+    case 0x97:
+    case 0x99:
+    case 0x9E ... 0x9F: goto yy6;
+    default: goto yy62;
+  }
+yy158:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x8A ... 0x8D:
+    case 0x90 ... 0xB0:
+    case 0xB2 ... 0xB5:
+    case 0xB8 ... 0xBE: goto yy19;
+    case 0x89:
+    case 0x8E ... 0x8F:
+    case 0xB1:
+    case 0xB6 ... 0xB7:
+    case 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy159:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x82 ... 0x85:
+    case 0x88 ... 0x96:
+    case 0x98 ... 0xBF: goto yy19;
+    case 0x81:
+    case 0x86 ... 0x87:
+    case 0x97: goto yy6;
+    default: goto yy62;
+  }
+yy160:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x90:
+    case 0x92 ... 0x95:
+    case 0x98 ... 0xBF: goto yy19;
+    case 0x91:
+    case 0x96 ... 0x97: goto yy6;
+    default: goto yy62;
+  }
+yy161:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9A: goto yy19;
+    case 0x9B ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy162:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0xA0 ... 0xBF: goto yy19;
+    case 0x90 ... 0x9F: goto yy6;
+    default: goto yy62;
+  }
+yy163:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB4: goto yy19;
+    case 0xB5 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy164:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy6;
+    case 0x81 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy165:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAC:
+    case 0xAF ... 0xBF: goto yy19;
+    case 0xAD ... 0xAE: goto yy6;
+    default: goto yy62;
+  }
+yy166:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x9B ... 0x9F: goto yy6;
+    case 0x81 ... 0x9A:
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy167:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA:
+    case 0xAE ... 0xB8: goto yy19;
+    case 0xAB ... 0xAD:
+    case 0xB9 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy168:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8C:
+    case 0x8E ... 0x91:
+    case 0xA0 ... 0xB1: goto yy19;
+    case 0x8D:
+    case 0x92 ... 0x9F:
+    case 0xB2 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy169:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x91:
+    case 0xA0 ... 0xAC:
+    case 0xAE ... 0xB0: goto yy19;
+    case 0x92 ... 0x9F:
+    case 0xAD:
+    case 0xB1 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy170:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB3: goto yy19;
+    case 0xB4 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy171:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0x98 ... 0x9B:
+    case 0x9D ... 0xBF: goto yy6;
+    case 0x97:
+    case 0x9C: goto yy19;
+    default: goto yy62;
+  }
+yy172:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9F: goto yy6;
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy173:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB7: goto yy19;
+    case 0xB8 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy174:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA8:
+    case 0xAA:
+    case 0xB0 ... 0xBF: goto yy19;
+    case 0xA9:
+    case 0xAB ... 0xAF: goto yy6;
+    default: goto yy62;
+  }
+yy175:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB5: goto yy19;
+    case 0xB6 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy176:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9E: goto yy19;
+    case 0x9F ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy177:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0xAE ... 0xAF:
+    case 0xB5 ... 0xBF: goto yy6;
+    case 0x90 ... 0xAD:
+    case 0xB0 ... 0xB4: goto yy19;
+    default: goto yy62;
+  }
+yy178:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAB: goto yy19;
+    case 0xAC ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy179:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x88 ... 0xBF: goto yy6;
+    case 0x81 ... 0x87: goto yy19;
+    default: goto yy62;
+  }
+yy180:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0xA0 ... 0xBF: goto yy19;
+    case 0x97 ... 0x9F: goto yy6;
+    default: goto yy62;
+  }
+yy181:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x94: goto yy19;
+    case 0x95 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy182:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA6:
+    case 0xA8 ... 0xBF: goto yy6;
+    case 0xA7: goto yy19;
+    default: goto yy62;
+  }
+yy183:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0xB4 ... 0xBF: goto yy6;
+    case 0x85 ... 0xB3: goto yy19;
+    default: goto yy62;
+  }
+yy184:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x8C ... 0xBF: goto yy6;
+    case 0x85 ... 0x8B: goto yy19;
+    default: goto yy62;
+  }
+yy185:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0xA1 ... 0xAD:
+    case 0xB0 ... 0xB9: goto yy6;
+    case 0x83 ... 0xA0:
+    case 0xAE ... 0xAF:
+    case 0xBA ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy186:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA5: goto yy19;
+    case 0xA6 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy187:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA3: goto yy19;
+    case 0xA4 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy188:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8C:
+    case 0x90 ... 0x99:
+    case 0xBE ... 0xBF: goto yy6;
+    case 0x8D ... 0x8F:
+    case 0x9A ... 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy189:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA8:
+    case 0xAD:
+    case 0xB2 ... 0xB4:
+    case 0xB7 ... 0xBF: goto yy6;
+    case 0xA9 ... 0xAC:
+    case 0xAE ... 0xB1:
+    case 0xB5 ... 0xB6: goto yy19;
+    default: goto yy62;
+  }
+yy190:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0x98 ... 0x9D:
+    case 0xA0 ... 0xBF: goto yy19;
+    case 0x96 ... 0x97:
+    case 0x9E ... 0x9F: goto yy6;
+    default: goto yy62;
+  }
+yy191:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x88 ... 0x8D:
+    case 0x90 ... 0x97:
+    case 0x99:
+    case 0x9B:
+    case 0x9D:
+    case 0x9F ... 0xBD: goto yy19;
+    case 0x86 ... 0x87:
+    case 0x8E ... 0x8F:
+    case 0x98:
+    case 0x9A:
+    case 0x9C:
+    case 0x9E:
+    case 0xBE ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy192:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB4:
+    case 0xB6 ... 0xBC:
+    case 0xBE: goto yy19;
+    case 0xB5:
+    case 0xBD:
+    case 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy193:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x85:
+    case 0x8D ... 0x8F:
+    case 0x94 ... 0x95:
+    case 0x9C ... 0x9F:
+    case 0xAD ... 0xB1:
+    case 0xB5:
+    case 0xBD ... 0xBF: goto yy6;
+    case 0x82 ... 0x84:
+    case 0x86 ... 0x8C:
+    case 0x90 ... 0x93:
+    case 0x96 ... 0x9B:
+    case 0xA0 ... 0xAC:
+    case 0xB2 ... 0xB4:
+    case 0xB6 ... 0xBC: goto yy19;
+    default: goto yy62;
+  }
+yy194:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB0:
+    case 0xB2 ... 0xBE: goto yy6;
+    case 0xB1:
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy195:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0x9D ... 0xBF: goto yy6;
+    case 0x90 ... 0x9C: goto yy19;
+    default: goto yy62;
+  }
+yy196:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x83 ... 0x86:
+    case 0x88 ... 0x89:
+    case 0x94:
+    case 0x96 ... 0x97:
+    case 0x9E ... 0xA3:
+    case 0xA5:
+    case 0xA7:
+    case 0xA9:
+    case 0xBA ... 0xBB: goto yy6;
+    case 0x82:
+    case 0x87:
+    case 0x8A ... 0x93:
+    case 0x95:
+    case 0x98 ... 0x9D:
+    case 0xA4:
+    case 0xA6:
+    case 0xA8:
+    case 0xAA ... 0xB9:
+    case 0xBC ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy197:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x8A ... 0x8D:
+    case 0x8F ... 0x9F: goto yy6;
+    case 0x85 ... 0x89:
+    case 0x8E:
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy198:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88: goto yy19;
+    case 0x89 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy199:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAE:
+    case 0xB0 ... 0xBF: goto yy19;
+    case 0xAF: goto yy6;
+    default: goto yy62;
+  }
+yy200:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9E:
+    case 0xA0 ... 0xBF: goto yy19;
+    case 0x9F: goto yy6;
+    default: goto yy62;
+  }
+yy201:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA4:
+    case 0xAB ... 0xAE:
+    case 0xB2 ... 0xB3: goto yy19;
+    case 0xA5 ... 0xAA:
+    case 0xAF ... 0xB1:
+    case 0xB4 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy202:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA5:
+    case 0xA7:
+    case 0xAD:
+    case 0xB0 ... 0xBF: goto yy19;
+    case 0xA6:
+    case 0xA8 ... 0xAC:
+    case 0xAE ... 0xAF: goto yy6;
+    default: goto yy62;
+  }
+yy203:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA7:
+    case 0xAF: goto yy19;
+    case 0xA8 ... 0xAE:
+    case 0xB0 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy204:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0xA0 ... 0xA6:
+    case 0xA8 ... 0xAE:
+    case 0xB0 ... 0xB6:
+    case 0xB8 ... 0xBE: goto yy19;
+    case 0x97 ... 0x9F:
+    case 0xA7:
+    case 0xAF:
+    case 0xB7:
+    case 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy205:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0x88 ... 0x8E:
+    case 0x90 ... 0x96:
+    case 0x98 ... 0x9E: goto yy19;
+    case 0x87:
+    case 0x8F:
+    case 0x97:
+    case 0x9F ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy206:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAE:
+    case 0xB0 ... 0xBF: goto yy6;
+    case 0xAF: goto yy19;
+    default: goto yy62;
+  }
+yy207:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x88 ... 0xA0:
+    case 0xAA ... 0xB0:
+    case 0xB6 ... 0xB7:
+    case 0xBD ... 0xBF: goto yy6;
+    case 0x85 ... 0x87:
+    case 0xA1 ... 0xA9:
+    case 0xB1 ... 0xB5:
+    case 0xB8 ... 0xBC: goto yy19;
+    default: goto yy62;
+  }
+yy208:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0x9B ... 0x9F:
+    case 0xA1 ... 0xBF: goto yy19;
+    case 0x97 ... 0x9A:
+    case 0xA0: goto yy6;
+    default: goto yy62;
+  }
+yy209:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBA:
+    case 0xBC ... 0xBF: goto yy19;
+    case 0xBB: goto yy6;
+    default: goto yy62;
+  }
+yy210:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0xAE ... 0xB0: goto yy6;
+    case 0x85 ... 0xAD:
+    case 0xB1 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy211:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8E:
+    case 0xA0 ... 0xBA: goto yy19;
+    case 0x8F ... 0x9F:
+    case 0xBB ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy212:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAF: goto yy6;
+    case 0xB0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy213:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8C: goto yy19;
+    case 0x8D ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy214:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0xBE ... 0xBF: goto yy6;
+    case 0x90 ... 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy215:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8C:
+    case 0x90 ... 0x9F:
+    case 0xAA ... 0xAB: goto yy19;
+    case 0x8D ... 0x8F:
+    case 0xA0 ... 0xA9:
+    case 0xAC ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy216:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAE:
+    case 0xBF: goto yy19;
+    case 0xAF ... 0xBE: goto yy6;
+    default: goto yy62;
+  }
+yy217:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9D:
+    case 0xA0 ... 0xBF: goto yy19;
+    case 0x9E ... 0x9F: goto yy6;
+    default: goto yy62;
+  }
+yy218:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAF: goto yy19;
+    case 0xB0 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy219:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0xA0 ... 0xA1: goto yy6;
+    case 0x97 ... 0x9F:
+    case 0xA2 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy220:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x8B ... 0x8E:
+    case 0x90 ... 0xAD:
+    case 0xB0 ... 0xB1: goto yy19;
+    case 0x89 ... 0x8A:
+    case 0x8F:
+    case 0xAE ... 0xAF:
+    case 0xB2 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy221:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB6: goto yy6;
+    case 0xB7 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy222:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x83 ... 0x85:
+    case 0x87 ... 0x8A:
+    case 0x8C ... 0xA2: goto yy19;
+    case 0x82:
+    case 0x86:
+    case 0x8B:
+    case 0xA3 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy223:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0xB4 ... 0xBF: goto yy6;
+    case 0x82 ... 0xB3: goto yy19;
+    default: goto yy62;
+  }
+yy224:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB1:
+    case 0xB8 ... 0xBA:
+    case 0xBC ... 0xBF: goto yy6;
+    case 0xB2 ... 0xB7:
+    case 0xBB: goto yy19;
+    default: goto yy62;
+  }
+yy225:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89:
+    case 0xA6 ... 0xAF: goto yy6;
+    case 0x8A ... 0xA5:
+    case 0xB0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy226:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0xA0 ... 0xBC: goto yy19;
+    case 0x87 ... 0x9F:
+    case 0xBD ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy227:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0xB3 ... 0xBF: goto yy6;
+    case 0x84 ... 0xB2: goto yy19;
+    default: goto yy62;
+  }
+yy228:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8E:
+    case 0x90 ... 0x9F:
+    case 0xA5:
+    case 0xB0 ... 0xB9:
+    case 0xBF: goto yy6;
+    case 0x8F:
+    case 0xA0 ... 0xA4:
+    case 0xA6 ... 0xAF:
+    case 0xBA ... 0xBE: goto yy19;
+    default: goto yy62;
+  }
+yy229:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA8: goto yy19;
+    case 0xA9 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy230:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x84 ... 0x8B:
+    case 0xA0 ... 0xB6:
+    case 0xBA:
+    case 0xBE ... 0xBF: goto yy19;
+    case 0x83:
+    case 0x8C ... 0x9F:
+    case 0xB7 ... 0xB9:
+    case 0xBB ... 0xBD: goto yy6;
+    default: goto yy62;
+  }
+yy231:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAF:
+    case 0xB1:
+    case 0xB5 ... 0xB6:
+    case 0xB9 ... 0xBD: goto yy19;
+    case 0xB0:
+    case 0xB2 ... 0xB4:
+    case 0xB7 ... 0xB8:
+    case 0xBE ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy232:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x82:
+    case 0x9B ... 0x9D:
+    case 0xA0 ... 0xAA:
+    case 0xB2 ... 0xB4: goto yy19;
+    case 0x81:
+    case 0x83 ... 0x9A:
+    case 0x9E ... 0x9F:
+    case 0xAB ... 0xB1:
+    case 0xB5 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy233:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x87 ... 0x88:
+    case 0x8F ... 0x90:
+    case 0x97 ... 0x9F:
+    case 0xA7:
+    case 0xAF: goto yy6;
+    case 0x81 ... 0x86:
+    case 0x89 ... 0x8E:
+    case 0x91 ... 0x96:
+    case 0xA0 ... 0xA6:
+    case 0xA8 ... 0xAE:
+    case 0xB0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy234:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9A:
+    case 0x9C ... 0x9F:
+    case 0xA4 ... 0xA5: goto yy19;
+    case 0x9B:
+    case 0xA0 ... 0xA3:
+    case 0xA6 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy235:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA2: goto yy19;
+    case 0xA3 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy236:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA3:
+    case 0xB0 ... 0xBF: goto yy19;
+    case 0xA4 ... 0xAF: goto yy6;
+    default: goto yy62;
+  }
+yy237:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0x8B ... 0xBB: goto yy19;
+    case 0x87 ... 0x8A:
+    case 0xBC ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy238:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAD:
+    case 0xB0 ... 0xBF: goto yy19;
+    case 0xAE ... 0xAF: goto yy6;
+    default: goto yy62;
+  }
+yy239:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x99: goto yy19;
+    case 0x9A ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy240:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0x93 ... 0x97:
+    case 0x9D:
+    case 0x9F ... 0xA8:
+    case 0xAA ... 0xB6:
+    case 0xB8 ... 0xBC:
+    case 0xBE: goto yy19;
+    case 0x87 ... 0x92:
+    case 0x98 ... 0x9C:
+    case 0x9E:
+    case 0xA9:
+    case 0xB7:
+    case 0xBD:
+    case 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy241:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x83 ... 0x84:
+    case 0x86 ... 0xBF: goto yy19;
+    case 0x82:
+    case 0x85: goto yy6;
+    default: goto yy62;
+  }
+yy242:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB1: goto yy19;
+    case 0xB2 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy243:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x92: goto yy6;
+    case 0x93 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy244:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBD: goto yy19;
+    case 0xBE ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy245:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F: goto yy6;
+    case 0x90 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy246:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0x92 ... 0xBF: goto yy19;
+    case 0x90 ... 0x91: goto yy6;
+    default: goto yy62;
+  }
+yy247:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87:
+    case 0xB0 ... 0xBB: goto yy19;
+    case 0x88 ... 0xAF:
+    case 0xBC ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy248:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAF:
+    case 0xB5: goto yy6;
+    case 0xB0 ... 0xB4:
+    case 0xB6 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy249:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBC: goto yy19;
+    case 0xBD ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy250:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA0:
+    case 0xBB ... 0xBF: goto yy6;
+    case 0xA1 ... 0xBA: goto yy19;
+    default: goto yy62;
+  }
+yy251:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x9B ... 0xA5: goto yy6;
+    case 0x81 ... 0x9A:
+    case 0xA6 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy252:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBE: goto yy19;
+    case 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy253:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x88 ... 0x89:
+    case 0x90 ... 0x91:
+    case 0x98 ... 0x99:
+    case 0x9D ... 0xBF: goto yy6;
+    case 0x82 ... 0x87:
+    case 0x8A ... 0x8F:
+    case 0x92 ... 0x97:
+    case 0x9A ... 0x9C: goto yy19;
+    default: goto yy62;
+  }
+yy254:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy562;
+    case 0x81: goto yy563;
+    case 0x82:
+    case 0x90 ... 0x91:
+    case 0x98 ... 0x9B:
+    case 0xB0: goto yy94;
+    case 0x83: goto yy564;
+    case 0x84:
+    case 0x86 ... 0x89:
+    case 0x93:
+    case 0x96 ... 0x97:
+    case 0x9E ... 0x9F:
+    case 0xA3:
+    case 0xA5:
+    case 0xA7:
+    case 0xAF:
+    case 0xB2 ... 0xBF: goto yy126;
+    case 0x85: goto yy163;
+    case 0x8A: goto yy565;
+    case 0x8B: goto yy566;
+    case 0x8C: goto yy567;
+    case 0x8D: goto yy568;
+    case 0x8E: goto yy217;
+    case 0x8F: goto yy569;
+    case 0x92: goto yy570;
+    case 0x94: goto yy571;
+    case 0x95: goto yy187;
+    case 0x9C: goto yy572;
+    case 0x9D: goto yy573;
+    case 0xA0: goto yy574;
+    case 0xA1: goto yy575;
+    case 0xA2: goto yy176;
+    case 0xA4: goto yy576;
+    case 0xA6: goto yy577;
+    case 0xA8: goto yy578;
+    case 0xA9: goto yy579;
+    case 0xAA: goto yy580;
+    case 0xAB: goto yy581;
+    case 0xAC: goto yy175;
+    case 0xAD: goto yy582;
+    case 0xAE: goto yy583;
+    case 0xB1: goto yy198;
+    default: goto yy62;
+  }
+yy255:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy584;
+    case 0x81:
+    case 0x89:
+    case 0x8E ... 0x91:
+    case 0x94 ... 0x95:
+    case 0x97:
+    case 0x9B ... 0xA1:
+    case 0xA4 ... 0xAA:
+    case 0xAC ... 0xBF: goto yy126;
+    case 0x82: goto yy585;
+    case 0x83: goto yy586;
+    case 0x84: goto yy587;
+    case 0x85: goto yy588;
+    case 0x86: goto yy589;
+    case 0x87: goto yy590;
+    case 0x88: goto yy591;
+    case 0x8A: goto yy212;
+    case 0x8B: goto yy176;
+    case 0x8C: goto yy135;
+    case 0x8D: goto yy592;
+    case 0x92:
+    case 0x98: goto yy218;
+    case 0x93: goto yy593;
+    case 0x96: goto yy594;
+    case 0x99: goto yy595;
+    case 0x9A: goto yy596;
+    case 0xA2: goto yy172;
+    case 0xA3: goto yy597;
+    case 0xAB: goto yy598;
+    default: goto yy62;
+  }
+yy256:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8D:
+    case 0x90: goto yy94;
+    case 0x8E: goto yy124;
+    case 0x8F:
+    case 0x92 ... 0xBF: goto yy126;
+    case 0x91: goto yy594;
+    default: goto yy62;
+  }
+yy257:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F: goto yy94;
+    case 0x90: goto yy594;
+    case 0x91 ... 0xBF: goto yy126;
+    default: goto yy62;
+  }
+yy258:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy126;
+    default: goto yy62;
+  }
+yy259:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9F:
+    case 0xAA:
+    case 0xAF ... 0xBB:
+    case 0xBF: goto yy126;
+    case 0xA0 ... 0xA7:
+    case 0xBC: goto yy94;
+    case 0xA8: goto yy598;
+    case 0xA9: goto yy176;
+    case 0xAB: goto yy599;
+    case 0xAC: goto yy218;
+    case 0xAD: goto yy600;
+    case 0xAE: goto yy601;
+    case 0xBD: goto yy602;
+    case 0xBE: goto yy603;
+    default: goto yy62;
+  }
+yy260:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy604;
+    case 0x81 ... 0xAF:
+    case 0xB3 ... 0xBF: goto yy126;
+    case 0xB0: goto yy94;
+    case 0xB1: goto yy605;
+    case 0xB2: goto yy606;
+    default: goto yy62;
+  }
+yy261:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0xA0 ... 0xBF: goto yy126;
+    case 0x90:
+    case 0x96 ... 0x99: goto yy94;
+    case 0x91: goto yy607;
+    case 0x92: goto yy608;
+    case 0x93: goto yy609;
+    case 0x94: goto yy610;
+    case 0x95: goto yy611;
+    case 0x9A: goto yy612;
+    case 0x9B: goto yy613;
+    case 0x9C: goto yy614;
+    case 0x9D: goto yy615;
+    case 0x9E: goto yy616;
+    case 0x9F: goto yy617;
+    default: goto yy62;
+  }
+yy262:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9F:
+    case 0xA4 ... 0xB7:
+    case 0xBB ... 0xBF: goto yy126;
+    case 0xA0 ... 0xA2: goto yy94;
+    case 0xA3: goto yy618;
+    case 0xB8: goto yy619;
+    case 0xB9: goto yy620;
+    case 0xBA: goto yy621;
+    default: goto yy62;
+  }
+yy263:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9A:
+    case 0x9C ... 0xBF: goto yy94;
+    case 0x9B: goto yy622;
+    default: goto yy62;
+  }
+yy264:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9B:
+    case 0x9D ... 0x9F: goto yy94;
+    case 0x9C: goto yy163;
+    case 0xA0: goto yy570;
+    case 0xA1 ... 0xBF: goto yy126;
+    default: goto yy62;
+  }
+yy265:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9F:
+    case 0xA9 ... 0xBF: goto yy126;
+    case 0xA0 ... 0xA7: goto yy94;
+    case 0xA8: goto yy570;
+    default: goto yy62;
+  }
+yy266:
   ++YYCURSOR;
   { kind = TOK_ELLIPSIS; goto done; }
+yy267:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xAA:
+    case 0xB5:
+    case 0xB7:
+    case 0xBA: goto yy59;
+    default: goto yy62;
+  }
+yy268:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB4:
+    case 0xB6 ... 0xB7:
+    case 0xBA ... 0xBD:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy269:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x86 ... 0x8A:
+    case 0x8C:
+    case 0x8E ... 0xA1:
+    case 0xA3 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy270:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x83 ... 0x87:
+    case 0x8A ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy271:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87:
+    case 0x91 ... 0xBD:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy272:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x82:
+    case 0x84 ... 0x85:
+    case 0x87:
+    case 0x90 ... 0xAA:
+    case 0xB0 ... 0xB2: goto yy59;
+    default: goto yy62;
+  }
+yy273:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0x9A:
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy274:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA9:
+    case 0xAE ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy275:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x93:
+    case 0x95 ... 0x9C:
+    case 0x9F ... 0xA8:
+    case 0xAA ... 0xBC:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy276:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy277:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8A:
+    case 0x8D ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy278:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB1: goto yy59;
+    default: goto yy62;
+  }
+yy279:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB5:
+    case 0xBA: goto yy59;
+    default: goto yy62;
+  }
+yy280:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0: goto yy623;
+    case 0xA1: goto yy624;
+    case 0xA2: goto yy290;
+    case 0xA3: goto yy625;
+    case 0xA4: goto yy64;
+    case 0xA5: goto yy626;
+    case 0xA6: goto yy627;
+    case 0xA7: goto yy628;
+    case 0xA8: goto yy629;
+    case 0xA9: goto yy630;
+    case 0xAA: goto yy631;
+    case 0xAB: goto yy632;
+    case 0xAC: goto yy633;
+    case 0xAD: goto yy634;
+    case 0xAE: goto yy635;
+    case 0xAF: goto yy636;
+    case 0xB0: goto yy637;
+    case 0xB1: goto yy638;
+    case 0xB2: goto yy639;
+    case 0xB3: goto yy640;
+    case 0xB4: goto yy641;
+    case 0xB5: goto yy642;
+    case 0xB6: goto yy643;
+    case 0xB7: goto yy644;
+    case 0xB8: goto yy645;
+    case 0xB9: goto yy646;
+    case 0xBA: goto yy647;
+    case 0xBB: goto yy648;
+    case 0xBC: goto yy649;
+    case 0xBD: goto yy650;
+    case 0xBE: goto yy651;
+    case 0xBF: goto yy652;
+    default: goto yy62;
+  }
+yy281:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x84 ... 0x88:
+    case 0x91 ... 0x98:
+    case 0x9E:
+    case 0xAC:
+    case 0xAE:
+    case 0xB4 ... 0xB6:
+    case 0xB8 ... 0xBB: goto yy64;
+    case 0x81: goto yy653;
+    case 0x82: goto yy380;
+    case 0x83: goto yy320;
+    case 0x89: goto yy321;
+    case 0x8A: goto yy322;
+    case 0x8B: goto yy323;
+    case 0x8C: goto yy324;
+    case 0x8D: goto yy654;
+    case 0x8E: goto yy326;
+    case 0x8F: goto yy327;
+    case 0x90: goto yy328;
+    case 0x99: goto yy329;
+    case 0x9A: goto yy330;
+    case 0x9B: goto yy331;
+    case 0x9C: goto yy655;
+    case 0x9D: goto yy656;
+    case 0x9F: goto yy657;
+    case 0xA0: goto yy658;
+    case 0xA1:
+    case 0xB0: goto yy336;
+    case 0xA2: goto yy659;
+    case 0xA3: goto yy338;
+    case 0xA4: goto yy660;
+    case 0xA5: goto yy661;
+    case 0xA6: goto yy662;
+    case 0xA7: goto yy663;
+    case 0xA8: goto yy664;
+    case 0xA9: goto yy665;
+    case 0xAA: goto yy666;
+    case 0xAD: goto yy667;
+    case 0xAF: goto yy334;
+    case 0xB1: goto yy668;
+    case 0xB3: goto yy669;
+    case 0xB7: goto yy670;
+    case 0xBC: goto yy353;
+    case 0xBD: goto yy354;
+    case 0xBE: goto yy355;
+    case 0xBF: goto yy356;
+    default: goto yy62;
+  }
+yy282:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy671;
+    case 0x81: goto yy672;
+    case 0x82: goto yy358;
+    case 0x83: goto yy673;
+    case 0x84: goto yy359;
+    case 0x85: goto yy360;
+    case 0x86: goto yy361;
+    case 0xB0: goto yy362;
+    case 0xB1: goto yy363;
+    case 0xB2: goto yy64;
+    case 0xB3: goto yy674;
+    case 0xB4: goto yy365;
+    case 0xB5: goto yy675;
+    case 0xB6: goto yy367;
+    case 0xB7: goto yy676;
+    case 0xB8: goto yy369;
+    default: goto yy62;
+  }
+yy283:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy677;
+    case 0x81: goto yy328;
+    case 0x82: goto yy678;
+    case 0x83: goto yy372;
+    case 0x84: goto yy373;
+    case 0x85:
+    case 0x90 ... 0xBF: goto yy64;
+    case 0x86: goto yy374;
+    case 0x87: goto yy375;
+    default: goto yy62;
+  }
+yy284:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x91:
+    case 0x94 ... 0x97:
+    case 0x9D:
+    case 0xA2:
+    case 0xA6:
+    case 0xAA:
+    case 0xB0 ... 0xBF: goto yy64;
+    case 0x92: goto yy376;
+    case 0x93: goto yy377;
+    case 0x98: goto yy679;
+    case 0x99: goto yy680;
+    case 0x9A: goto yy681;
+    case 0x9B: goto yy278;
+    case 0x9C: goto yy382;
+    case 0x9E: goto yy383;
+    case 0x9F: goto yy384;
+    case 0xA0: goto yy682;
+    case 0xA1: goto yy334;
+    case 0xA3: goto yy683;
+    case 0xA4: goto yy401;
+    case 0xA5: goto yy684;
+    case 0xA7: goto yy685;
+    case 0xA8: goto yy686;
+    case 0xA9: goto yy687;
+    case 0xAB: goto yy688;
+    case 0xAC: goto yy396;
+    case 0xAD: goto yy397;
+    case 0xAF: goto yy689;
+    default: goto yy62;
+  }
+yy285:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA4 ... 0xA8:
+    case 0xAA:
+    case 0xB0 ... 0xB3:
+    case 0xBA: goto yy64;
+    case 0xA9: goto yy401;
+    case 0xAB: goto yy402;
+    case 0xAC: goto yy690;
+    case 0xAD: goto yy404;
+    case 0xAE: goto yy278;
+    case 0xAF: goto yy405;
+    case 0xB4: goto yy406;
+    case 0xB5: goto yy276;
+    case 0xB6: goto yy407;
+    case 0xB7: goto yy408;
+    case 0xB8: goto yy691;
+    case 0xB9: goto yy692;
+    case 0xBB: goto yy410;
+    case 0xBC: goto yy693;
+    case 0xBD: goto yy412;
+    case 0xBE: goto yy413;
+    case 0xBF: goto yy414;
+    default: goto yy62;
+  }
+yy286:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90: goto yy694;
+    case 0x91: goto yy695;
+    case 0x92: goto yy417;
+    case 0x93: goto yy418;
+    case 0x96: goto yy696;
+    case 0x9B: goto yy697;
+    case 0x9D: goto yy698;
+    case 0x9E: goto yy699;
+    case 0xA0 ... 0xA9: goto yy86;
+    case 0xAA: goto yy423;
+    case 0xAB: goto yy424;
+    case 0xAF: goto yy425;
+    default: goto yy62;
+  }
+yy287:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0: goto yy700;
+    default: goto yy62;
+  }
+yy288:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0x9A:
+    case 0xA4:
+    case 0xA8: goto yy59;
+    default: goto yy62;
+  }
+yy289:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x98: goto yy59;
+    default: goto yy62;
+  }
+yy290:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0 ... 0xB2: goto yy59;
+    default: goto yy62;
+  }
+yy291:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x84 ... 0xB9:
+    case 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy292:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90:
+    case 0x98 ... 0xA1:
+    case 0xB1 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy293:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x85 ... 0x8C:
+    case 0x8F ... 0x90:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2:
+    case 0xB6 ... 0xB9:
+    case 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy294:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x8E:
+    case 0x9C ... 0x9D:
+    case 0x9F ... 0xA1:
+    case 0xB0 ... 0xB1: goto yy59;
+    default: goto yy62;
+  }
+yy295:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0x8A:
+    case 0x8F ... 0x90:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2 ... 0xB3:
+    case 0xB5 ... 0xB6:
+    case 0xB8 ... 0xB9: goto yy59;
+    default: goto yy62;
+  }
+yy296:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x99 ... 0x9C:
+    case 0x9E:
+    case 0xB2 ... 0xB4: goto yy59;
+    default: goto yy62;
+  }
+yy297:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0x8D:
+    case 0x8F ... 0x91:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2 ... 0xB3:
+    case 0xB5 ... 0xB9:
+    case 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy298:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90:
+    case 0xA0 ... 0xA1: goto yy59;
+    default: goto yy62;
+  }
+yy299:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0x8C:
+    case 0x8F ... 0x90:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2 ... 0xB3:
+    case 0xB5 ... 0xB9:
+    case 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy300:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x9C ... 0x9D:
+    case 0x9F ... 0xA1:
+    case 0xB1: goto yy59;
+    default: goto yy62;
+  }
+yy301:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x83:
+    case 0x85 ... 0x8A:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0x95:
+    case 0x99 ... 0x9A:
+    case 0x9C:
+    case 0x9E ... 0x9F:
+    case 0xA3 ... 0xA4:
+    case 0xA8 ... 0xAA:
+    case 0xAE ... 0xB9: goto yy59;
+    default: goto yy62;
+  }
+yy302:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90: goto yy59;
+    default: goto yy62;
+  }
+yy303:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0x8C:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0xA8:
+    case 0xAA ... 0xB9:
+    case 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy304:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x98 ... 0x99:
+    case 0xA0 ... 0xA1: goto yy59;
+    default: goto yy62;
+  }
+yy305:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0x8C:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0xA8:
+    case 0xAA ... 0xB3:
+    case 0xB5 ... 0xB9:
+    case 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy306:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x9E:
+    case 0xA0 ... 0xA1:
+    case 0xB1 ... 0xB2: goto yy59;
+    default: goto yy62;
+  }
+yy307:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0x8C:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0xBA:
+    case 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy308:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x8E:
+    case 0xA0 ... 0xA1:
+    case 0xBA ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy309:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0x96:
+    case 0x9A ... 0xB1:
+    case 0xB3 ... 0xBB:
+    case 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy310:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86: goto yy59;
+    default: goto yy62;
+  }
+yy311:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0xB0:
+    case 0xB2 ... 0xB3: goto yy59;
+    default: goto yy62;
+  }
+yy312:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x82:
+    case 0x84:
+    case 0x87 ... 0x88:
+    case 0x8A:
+    case 0x8D:
+    case 0x94 ... 0x97:
+    case 0x99 ... 0x9F:
+    case 0xA1 ... 0xA3:
+    case 0xA5:
+    case 0xA7:
+    case 0xAA ... 0xAB:
+    case 0xAD ... 0xB0:
+    case 0xB2 ... 0xB3:
+    case 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy313:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86:
+    case 0x9C ... 0x9F: goto yy59;
+    default: goto yy62;
+  }
+yy314:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy59;
+    default: goto yy62;
+  }
+yy315:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87:
+    case 0x89 ... 0xAC: goto yy59;
+    default: goto yy62;
+  }
+yy316:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x88 ... 0x8C: goto yy59;
+    default: goto yy62;
+  }
+yy317:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy318:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0x95:
+    case 0x9A ... 0x9D:
+    case 0xA1:
+    case 0xA5 ... 0xA6:
+    case 0xAE ... 0xB0:
+    case 0xB5 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy319:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x8E:
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy320:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x87:
+    case 0x8D:
+    case 0x90 ... 0xBA:
+    case 0xBC ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy321:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x8A ... 0x8D:
+    case 0x90 ... 0x96:
+    case 0x98:
+    case 0x9A ... 0x9D:
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy322:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x8A ... 0x8D:
+    case 0x90 ... 0xB0:
+    case 0xB2 ... 0xB5:
+    case 0xB8 ... 0xBE: goto yy59;
+    default: goto yy62;
+  }
+yy323:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x82 ... 0x85:
+    case 0x88 ... 0x96:
+    case 0x98 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy324:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x90:
+    case 0x92 ... 0x95:
+    case 0x98 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy325:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9A: goto yy59;
+    default: goto yy62;
+  }
+yy326:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy327:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB4: goto yy59;
+    default: goto yy62;
+  }
+yy328:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy329:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAC:
+    case 0xAF ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy330:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x9A:
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy331:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA:
+    case 0xAE ... 0xB8: goto yy59;
+    default: goto yy62;
+  }
+yy332:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8C:
+    case 0x8E ... 0x91:
+    case 0xA0 ... 0xB1: goto yy59;
+    default: goto yy62;
+  }
+yy333:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x91:
+    case 0xA0 ... 0xAC:
+    case 0xAE ... 0xB0: goto yy59;
+    default: goto yy62;
+  }
+yy334:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB3: goto yy59;
+    default: goto yy62;
+  }
+yy335:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x97:
+    case 0x9C: goto yy59;
+    default: goto yy62;
+  }
+yy336:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB7: goto yy59;
+    default: goto yy62;
+  }
+yy337:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA8:
+    case 0xAA:
+    case 0xB0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy338:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB5: goto yy59;
+    default: goto yy62;
+  }
+yy339:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9E: goto yy59;
+    default: goto yy62;
+  }
+yy340:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0xAD:
+    case 0xB0 ... 0xB4: goto yy59;
+    default: goto yy62;
+  }
+yy341:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAB: goto yy59;
+    default: goto yy62;
+  }
+yy342:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x87: goto yy59;
+    default: goto yy62;
+  }
+yy343:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy344:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x94: goto yy59;
+    default: goto yy62;
+  }
+yy345:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA7: goto yy59;
+    default: goto yy62;
+  }
+yy346:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0xB3: goto yy59;
+    default: goto yy62;
+  }
+yy347:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0x8B: goto yy59;
+    default: goto yy62;
+  }
+yy348:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x83 ... 0xA0:
+    case 0xAE ... 0xAF:
+    case 0xBA ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy349:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA5: goto yy59;
+    default: goto yy62;
+  }
+yy350:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA3: goto yy59;
+    default: goto yy62;
+  }
+yy351:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x8D ... 0x8F:
+    case 0x9A ... 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy352:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA9 ... 0xAC:
+    case 0xAE ... 0xB1:
+    case 0xB5 ... 0xB6: goto yy59;
+    default: goto yy62;
+  }
+yy353:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0x98 ... 0x9D:
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy354:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x88 ... 0x8D:
+    case 0x90 ... 0x97:
+    case 0x99:
+    case 0x9B:
+    case 0x9D:
+    case 0x9F ... 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy355:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB4:
+    case 0xB6 ... 0xBC:
+    case 0xBE: goto yy59;
+    default: goto yy62;
+  }
+yy356:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82 ... 0x84:
+    case 0x86 ... 0x8C:
+    case 0x90 ... 0x93:
+    case 0x96 ... 0x9B:
+    case 0xA0 ... 0xAC:
+    case 0xB2 ... 0xB4:
+    case 0xB6 ... 0xBC: goto yy59;
+    default: goto yy62;
+  }
+yy357:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xB1:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy358:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0x9C: goto yy59;
+    default: goto yy62;
+  }
+yy359:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82:
+    case 0x87:
+    case 0x8A ... 0x93:
+    case 0x95:
+    case 0x98 ... 0x9D:
+    case 0xA4:
+    case 0xA6:
+    case 0xA8:
+    case 0xAA ... 0xB9:
+    case 0xBC ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy360:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0x89:
+    case 0x8E:
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy361:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88: goto yy59;
+    default: goto yy62;
+  }
+yy362:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAE:
+    case 0xB0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy363:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9E:
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy364:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA4:
+    case 0xAB ... 0xAE:
+    case 0xB2 ... 0xB3: goto yy59;
+    default: goto yy62;
+  }
+yy365:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA5:
+    case 0xA7:
+    case 0xAD:
+    case 0xB0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy366:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA7:
+    case 0xAF: goto yy59;
+    default: goto yy62;
+  }
+yy367:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0xA0 ... 0xA6:
+    case 0xA8 ... 0xAE:
+    case 0xB0 ... 0xB6:
+    case 0xB8 ... 0xBE: goto yy59;
+    default: goto yy62;
+  }
+yy368:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0x88 ... 0x8E:
+    case 0x90 ... 0x96:
+    case 0x98 ... 0x9E: goto yy59;
+    default: goto yy62;
+  }
+yy369:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xAF: goto yy59;
+    default: goto yy62;
+  }
+yy370:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0x87:
+    case 0xA1 ... 0xA9:
+    case 0xB1 ... 0xB5:
+    case 0xB8 ... 0xBC: goto yy59;
+    default: goto yy62;
+  }
+yy371:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0x9B ... 0x9F:
+    case 0xA1 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy372:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBA:
+    case 0xBC ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy373:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0xAD:
+    case 0xB1 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy374:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8E:
+    case 0xA0 ... 0xBA: goto yy59;
+    default: goto yy62;
+  }
+yy375:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xB0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy376:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8C: goto yy59;
+    default: goto yy62;
+  }
+yy377:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy378:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8C:
+    case 0x90 ... 0x9F:
+    case 0xAA ... 0xAB: goto yy59;
+    default: goto yy62;
+  }
+yy379:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAE:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy380:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9D:
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy381:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAF: goto yy59;
+    default: goto yy62;
+  }
+yy382:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x97 ... 0x9F:
+    case 0xA2 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy383:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x8B ... 0x8E:
+    case 0x90 ... 0xAD:
+    case 0xB0 ... 0xB1: goto yy59;
+    default: goto yy62;
+  }
+yy384:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xB7 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy385:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x83 ... 0x85:
+    case 0x87 ... 0x8A:
+    case 0x8C ... 0xA2: goto yy59;
+    default: goto yy62;
+  }
+yy386:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82 ... 0xB3: goto yy59;
+    default: goto yy62;
+  }
+yy387:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xB2 ... 0xB7:
+    case 0xBB: goto yy59;
+    default: goto yy62;
+  }
+yy388:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x8A ... 0xA5:
+    case 0xB0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy389:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0xA0 ... 0xBC: goto yy59;
+    default: goto yy62;
+  }
+yy390:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x84 ... 0xB2: goto yy59;
+    default: goto yy62;
+  }
+yy391:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x8F:
+    case 0xA0 ... 0xA4:
+    case 0xA6 ... 0xAF:
+    case 0xBA ... 0xBE: goto yy59;
+    default: goto yy62;
+  }
+yy392:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA8: goto yy59;
+    default: goto yy62;
+  }
+yy393:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x84 ... 0x8B:
+    case 0xA0 ... 0xB6:
+    case 0xBA:
+    case 0xBE ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy394:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAF:
+    case 0xB1:
+    case 0xB5 ... 0xB6:
+    case 0xB9 ... 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy395:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x82:
+    case 0x9B ... 0x9D:
+    case 0xA0 ... 0xAA:
+    case 0xB2 ... 0xB4: goto yy59;
+    default: goto yy62;
+  }
+yy396:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x86:
+    case 0x89 ... 0x8E:
+    case 0x91 ... 0x96:
+    case 0xA0 ... 0xA6:
+    case 0xA8 ... 0xAE:
+    case 0xB0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy397:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9A:
+    case 0x9C ... 0x9F:
+    case 0xA4 ... 0xA5: goto yy59;
+    default: goto yy62;
+  }
+yy398:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA2: goto yy59;
+    default: goto yy62;
+  }
+yy399:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA3:
+    case 0xB0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy400:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0x8B ... 0xBB: goto yy59;
+    default: goto yy62;
+  }
+yy401:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAD:
+    case 0xB0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy402:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x99: goto yy59;
+    default: goto yy62;
+  }
+yy403:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0x93 ... 0x97:
+    case 0x9D:
+    case 0x9F ... 0xA8:
+    case 0xAA ... 0xB6:
+    case 0xB8 ... 0xBC:
+    case 0xBE: goto yy59;
+    default: goto yy62;
+  }
+yy404:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x83 ... 0x84:
+    case 0x86 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy405:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x93 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy406:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy407:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0x92 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy408:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87:
+    case 0xB0 ... 0xBB: goto yy59;
+    default: goto yy62;
+  }
+yy409:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xB0 ... 0xB4:
+    case 0xB6 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy410:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBC: goto yy59;
+    default: goto yy62;
+  }
+yy411:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA1 ... 0xBA: goto yy59;
+    default: goto yy62;
+  }
+yy412:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x9A:
+    case 0xA6 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy413:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBE: goto yy59;
+    default: goto yy62;
+  }
+yy414:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82 ... 0x87:
+    case 0x8A ... 0x8F:
+    case 0x92 ... 0x97:
+    case 0x9A ... 0x9C: goto yy59;
+    default: goto yy62;
+  }
+yy415:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy701;
+    case 0x81: goto yy702;
+    case 0x82:
+    case 0x90 ... 0x91:
+    case 0x98 ... 0x9B:
+    case 0xB0: goto yy64;
+    case 0x83: goto yy703;
+    case 0x85: goto yy327;
+    case 0x8A: goto yy704;
+    case 0x8B: goto yy705;
+    case 0x8C: goto yy706;
+    case 0x8D: goto yy707;
+    case 0x8E: goto yy380;
+    case 0x8F: goto yy708;
+    case 0x92: goto yy709;
+    case 0x94: goto yy710;
+    case 0x95: goto yy350;
+    case 0x9C: goto yy686;
+    case 0x9D: goto yy711;
+    case 0xA0: goto yy712;
+    case 0xA1: goto yy713;
+    case 0xA2: goto yy339;
+    case 0xA4: goto yy714;
+    case 0xA6: goto yy715;
+    case 0xA8: goto yy716;
+    case 0xA9: goto yy717;
+    case 0xAA: goto yy718;
+    case 0xAB: goto yy719;
+    case 0xAC: goto yy338;
+    case 0xAD: goto yy720;
+    case 0xAE: goto yy721;
+    case 0xB1: goto yy361;
+    default: goto yy62;
+  }
+yy416:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy722;
+    case 0x82: goto yy723;
+    case 0x83: goto yy724;
+    case 0x84: goto yy725;
+    case 0x85: goto yy726;
+    case 0x86: goto yy727;
+    case 0x87: goto yy728;
+    case 0x88: goto yy729;
+    case 0x8A: goto yy375;
+    case 0x8B: goto yy339;
+    case 0x8C: goto yy299;
+    case 0x8D: goto yy730;
+    case 0x92:
+    case 0x98: goto yy381;
+    case 0x93: goto yy731;
+    case 0x96: goto yy732;
+    case 0x99: goto yy733;
+    case 0x9A: goto yy734;
+    case 0xA2: goto yy74;
+    case 0xA3: goto yy735;
+    case 0xAB: goto yy736;
+    default: goto yy62;
+  }
+yy417:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8D:
+    case 0x90: goto yy64;
+    case 0x8E: goto yy289;
+    case 0x91: goto yy732;
+    default: goto yy62;
+  }
+yy418:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F: goto yy64;
+    case 0x90: goto yy732;
+    default: goto yy62;
+  }
+yy419:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0 ... 0xA7:
+    case 0xBC: goto yy64;
+    case 0xA8: goto yy736;
+    case 0xA9: goto yy339;
+    case 0xAB: goto yy737;
+    case 0xAC: goto yy381;
+    case 0xAD: goto yy738;
+    case 0xAE: goto yy739;
+    case 0xBD: goto yy740;
+    case 0xBE: goto yy741;
+    default: goto yy62;
+  }
+yy420:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy742;
+    case 0xB0: goto yy64;
+    case 0xB1: goto yy743;
+    case 0xB2: goto yy744;
+    default: goto yy62;
+  }
+yy421:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90:
+    case 0x96 ... 0x99: goto yy64;
+    case 0x91: goto yy745;
+    case 0x92: goto yy746;
+    case 0x93: goto yy747;
+    case 0x94: goto yy748;
+    case 0x95: goto yy749;
+    case 0x9A: goto yy750;
+    case 0x9B: goto yy751;
+    case 0x9C: goto yy752;
+    case 0x9D: goto yy753;
+    case 0x9E: goto yy754;
+    case 0x9F: goto yy755;
+    default: goto yy62;
+  }
+yy422:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0 ... 0xA2: goto yy64;
+    case 0xA3: goto yy756;
+    case 0xB8: goto yy757;
+    case 0xB9: goto yy758;
+    case 0xBA: goto yy759;
+    default: goto yy62;
+  }
+yy423:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9A:
+    case 0x9C ... 0xBF: goto yy64;
+    case 0x9B: goto yy760;
+    default: goto yy62;
+  }
+yy424:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9B:
+    case 0x9D ... 0x9F: goto yy64;
+    case 0x9C: goto yy327;
+    case 0xA0: goto yy709;
+    default: goto yy62;
+  }
+yy425:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0 ... 0xA7: goto yy64;
+    case 0xA8: goto yy709;
+    default: goto yy62;
+  }
+yy426:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAD: goto yy19;
+    default: goto yy62;
+  }
+yy427:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9B: goto yy19;
+    default: goto yy62;
+  }
+yy428:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0 ... 0xB2: goto yy19;
+    default: goto yy62;
+  }
+yy429:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA4 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy430:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA3:
+    case 0xA6 ... 0xAF:
+    case 0xB1 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy431:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x85 ... 0x8C:
+    case 0x8F ... 0x90:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2:
+    case 0xB6 ... 0xB9:
+    case 0xBC ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy432:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x87 ... 0x88:
+    case 0x8B ... 0x8E:
+    case 0x97:
+    case 0x9C ... 0x9D:
+    case 0x9F ... 0xA3:
+    case 0xA6 ... 0xB1: goto yy19;
+    default: goto yy62;
+  }
+yy433:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x83:
+    case 0x85 ... 0x8A:
+    case 0x8F ... 0x90:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2 ... 0xB3:
+    case 0xB5 ... 0xB6:
+    case 0xB8 ... 0xB9:
+    case 0xBC:
+    case 0xBE ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy434:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x87 ... 0x88:
+    case 0x8B ... 0x8D:
+    case 0x91:
+    case 0x99 ... 0x9C:
+    case 0x9E:
+    case 0xA6 ... 0xB5: goto yy19;
+    default: goto yy62;
+  }
+yy435:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x83:
+    case 0x85 ... 0x8D:
+    case 0x8F ... 0x91:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2 ... 0xB3:
+    case 0xB5 ... 0xB9:
+    case 0xBC ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy436:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x87 ... 0x89:
+    case 0x8B ... 0x8D:
+    case 0x90:
+    case 0xA0 ... 0xA3:
+    case 0xA6 ... 0xAF: goto yy19;
+    default: goto yy62;
+  }
+yy437:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x83:
+    case 0x85 ... 0x8C:
+    case 0x8F ... 0x90:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2 ... 0xB3:
+    case 0xB5 ... 0xB9:
+    case 0xBC ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy438:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x87 ... 0x88:
+    case 0x8B ... 0x8D:
+    case 0x96 ... 0x97:
+    case 0x9C ... 0x9D:
+    case 0x9F ... 0xA3:
+    case 0xA6 ... 0xAF:
+    case 0xB1: goto yy19;
+    default: goto yy62;
+  }
+yy439:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82 ... 0x83:
+    case 0x85 ... 0x8A:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0x95:
+    case 0x99 ... 0x9A:
+    case 0x9C:
+    case 0x9E ... 0x9F:
+    case 0xA3 ... 0xA4:
+    case 0xA8 ... 0xAA:
+    case 0xAE ... 0xB9:
+    case 0xBE ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy440:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x86 ... 0x88:
+    case 0x8A ... 0x8D:
+    case 0x90:
+    case 0x97:
+    case 0xA6 ... 0xAF: goto yy19;
+    default: goto yy62;
+  }
+yy441:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x85 ... 0x8C:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0xA8:
+    case 0xAA ... 0xB9:
+    case 0xBD ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy442:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86 ... 0x88:
+    case 0x8A ... 0x8D:
+    case 0x95 ... 0x96:
+    case 0x98 ... 0x99:
+    case 0xA0 ... 0xA3:
+    case 0xA6 ... 0xAF: goto yy19;
+    default: goto yy62;
+  }
+yy443:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x83:
+    case 0x85 ... 0x8C:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0xA8:
+    case 0xAA ... 0xB3:
+    case 0xB5 ... 0xB9:
+    case 0xBC ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy444:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86 ... 0x88:
+    case 0x8A ... 0x8D:
+    case 0x95 ... 0x96:
+    case 0x9E:
+    case 0xA0 ... 0xA3:
+    case 0xA6 ... 0xAF:
+    case 0xB1 ... 0xB2: goto yy19;
+    default: goto yy62;
+  }
+yy445:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x83:
+    case 0x85 ... 0x8C:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0xBA:
+    case 0xBD ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy446:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86 ... 0x88:
+    case 0x8A ... 0x8E:
+    case 0x97:
+    case 0xA0 ... 0xA3:
+    case 0xA6 ... 0xAF:
+    case 0xBA ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy447:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82 ... 0x83:
+    case 0x85 ... 0x96:
+    case 0x9A ... 0xB1:
+    case 0xB3 ... 0xBB:
+    case 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy448:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0x8A:
+    case 0x8F ... 0x94:
+    case 0x96:
+    case 0x98 ... 0x9F:
+    case 0xA6 ... 0xAF:
+    case 0xB2 ... 0xB3: goto yy19;
+    default: goto yy62;
+  }
+yy449:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0xBA: goto yy19;
+    default: goto yy62;
+  }
+yy450:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8E:
+    case 0x90 ... 0x99: goto yy19;
+    default: goto yy62;
+  }
+yy451:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x82:
+    case 0x84:
+    case 0x87 ... 0x88:
+    case 0x8A:
+    case 0x8D:
+    case 0x94 ... 0x97:
+    case 0x99 ... 0x9F:
+    case 0xA1 ... 0xA3:
+    case 0xA5:
+    case 0xA7:
+    case 0xAA ... 0xAB:
+    case 0xAD ... 0xB9:
+    case 0xBB ... 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy452:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86:
+    case 0x88 ... 0x8D:
+    case 0x90 ... 0x99:
+    case 0x9C ... 0x9F: goto yy19;
+    default: goto yy62;
+  }
+yy453:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x98 ... 0x99:
+    case 0xA0 ... 0xA9:
+    case 0xB5:
+    case 0xB7:
+    case 0xB9:
+    case 0xBE ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy454:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87:
+    case 0x89 ... 0xAC:
+    case 0xB1 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy455:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86 ... 0x97:
+    case 0x99 ... 0xBC: goto yy19;
+    default: goto yy62;
+  }
+yy456:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x86: goto yy19;
+    default: goto yy62;
+  }
+yy457:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89:
+    case 0x90 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy458:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9D:
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy459:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x87:
+    case 0x8D:
+    case 0x90 ... 0xBA:
+    case 0xBC ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy460:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x8A ... 0x8D:
+    case 0x90 ... 0x96:
+    case 0x98:
+    case 0x9A ... 0x9D:
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy461:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x8A ... 0x8D:
+    case 0x90 ... 0xB0:
+    case 0xB2 ... 0xB5:
+    case 0xB8 ... 0xBE: goto yy19;
+    default: goto yy62;
+  }
+yy462:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x82 ... 0x85:
+    case 0x88 ... 0x96:
+    case 0x98 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy463:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x90:
+    case 0x92 ... 0x95:
+    case 0x98 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy464:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9A:
+    case 0x9D ... 0x9F:
+    case 0xA9 ... 0xB1: goto yy19;
+    default: goto yy62;
+  }
+yy465:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy466:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB4: goto yy19;
+    default: goto yy62;
+  }
+yy467:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy468:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAC:
+    case 0xAF ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy469:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x9A:
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy470:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA:
+    case 0xAE ... 0xB8: goto yy19;
+    default: goto yy62;
+  }
+yy471:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8C:
+    case 0x8E ... 0x94:
+    case 0xA0 ... 0xB4: goto yy19;
+    default: goto yy62;
+  }
+yy472:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x93:
+    case 0xA0 ... 0xAC:
+    case 0xAE ... 0xB0:
+    case 0xB2 ... 0xB3: goto yy19;
+    default: goto yy62;
+  }
+yy473:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x93:
+    case 0x97:
+    case 0x9C ... 0x9D:
+    case 0xA0 ... 0xA9: goto yy19;
+    default: goto yy62;
+  }
+yy474:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x8B ... 0x8D:
+    case 0x90 ... 0x99:
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy475:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB7: goto yy19;
+    default: goto yy62;
+  }
+yy476:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA:
+    case 0xB0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy477:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB5: goto yy19;
+    default: goto yy62;
+  }
+yy478:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9E:
+    case 0xA0 ... 0xAB:
+    case 0xB0 ... 0xBB: goto yy19;
+    default: goto yy62;
+  }
+yy479:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x86 ... 0xAD:
+    case 0xB0 ... 0xB4: goto yy19;
+    default: goto yy62;
+  }
+yy480:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAB:
+    case 0xB0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy481:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89:
+    case 0x90 ... 0x9A: goto yy19;
+    default: goto yy62;
+  }
+yy482:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9B:
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy483:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9E:
+    case 0xA0 ... 0xBC:
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy484:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89:
+    case 0x90 ... 0x99:
+    case 0xA7:
+    case 0xB0 ... 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy485:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8B:
+    case 0x90 ... 0x99:
+    case 0xAB ... 0xB3: goto yy19;
+    default: goto yy62;
+  }
+yy486:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB3: goto yy19;
+    default: goto yy62;
+  }
+yy487:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89:
+    case 0x8D ... 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy488:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0x92:
+    case 0x94 ... 0xB6:
+    case 0xB8 ... 0xB9: goto yy19;
+    default: goto yy62;
+  }
+yy489:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB5:
+    case 0xBC ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy490:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0x98 ... 0x9D:
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy491:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x88 ... 0x8D:
+    case 0x90 ... 0x97:
+    case 0x99:
+    case 0x9B:
+    case 0x9D:
+    case 0x9F ... 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy492:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB4:
+    case 0xB6 ... 0xBC:
+    case 0xBE: goto yy19;
+    default: goto yy62;
+  }
+yy493:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82 ... 0x84:
+    case 0x86 ... 0x8C:
+    case 0x90 ... 0x93:
+    case 0x96 ... 0x9B:
+    case 0xA0 ... 0xAC:
+    case 0xB2 ... 0xB4:
+    case 0xB6 ... 0xBC: goto yy19;
+    default: goto yy62;
+  }
+yy494:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy495:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x94:
+    case 0xB1:
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy496:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0x9C: goto yy19;
+    default: goto yy62;
+  }
+yy497:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0x9C:
+    case 0xA1:
+    case 0xA5 ... 0xB0: goto yy19;
+    default: goto yy62;
+  }
+yy498:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82:
+    case 0x87:
+    case 0x8A ... 0x93:
+    case 0x95:
+    case 0x98 ... 0x9D:
+    case 0xA4:
+    case 0xA6:
+    case 0xA8:
+    case 0xAA ... 0xB9:
+    case 0xBC ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy499:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0x89:
+    case 0x8E:
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy500:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88: goto yy19;
+    default: goto yy62;
+  }
+yy501:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAE:
+    case 0xB0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy502:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9E:
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy503:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA4:
+    case 0xAB ... 0xB3: goto yy19;
+    default: goto yy62;
+  }
+yy504:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA5:
+    case 0xA7:
+    case 0xAD:
+    case 0xB0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy505:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA7:
+    case 0xAF:
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy506:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0xA0 ... 0xA6:
+    case 0xA8 ... 0xAE:
+    case 0xB0 ... 0xB6:
+    case 0xB8 ... 0xBE: goto yy19;
+    default: goto yy62;
+  }
+yy507:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0x88 ... 0x8E:
+    case 0x90 ... 0x96:
+    case 0x98 ... 0x9E:
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy508:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xAF: goto yy19;
+    default: goto yy62;
+  }
+yy509:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0x87:
+    case 0xA1 ... 0xAF:
+    case 0xB1 ... 0xB5:
+    case 0xB8 ... 0xBC: goto yy19;
+    default: goto yy62;
+  }
+yy510:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0x99 ... 0x9F:
+    case 0xA1 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy511:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBA:
+    case 0xBC ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy512:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0xAD:
+    case 0xB1 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy513:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8E:
+    case 0xA0 ... 0xBA: goto yy19;
+    default: goto yy62;
+  }
+yy514:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xB0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy515:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8C: goto yy19;
+    default: goto yy62;
+  }
+yy516:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy517:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8C:
+    case 0x90 ... 0xAB: goto yy19;
+    default: goto yy62;
+  }
+yy518:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAF:
+    case 0xB4 ... 0xBD:
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy519:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9D:
+    case 0x9F ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy520:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x97 ... 0x9F:
+    case 0xA2 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy521:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x8B ... 0x8E:
+    case 0x90 ... 0xAD:
+    case 0xB0 ... 0xB1: goto yy19;
+    default: goto yy62;
+  }
+yy522:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xB7 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy523:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA7: goto yy19;
+    default: goto yy62;
+  }
+yy524:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x90 ... 0x99:
+    case 0xA0 ... 0xB7:
+    case 0xBB: goto yy19;
+    default: goto yy62;
+  }
+yy525:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAD:
+    case 0xB0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy526:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x93:
+    case 0xA0 ... 0xBC: goto yy19;
+    default: goto yy62;
+  }
+yy527:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x8F ... 0x99:
+    case 0xA0 ... 0xBE: goto yy19;
+    default: goto yy62;
+  }
+yy528:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB6: goto yy19;
+    default: goto yy62;
+  }
+yy529:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8D:
+    case 0x90 ... 0x99:
+    case 0xA0 ... 0xB6:
+    case 0xBA ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy530:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x9B ... 0x9D:
+    case 0xA0 ... 0xAF:
+    case 0xB2 ... 0xB6: goto yy19;
+    default: goto yy62;
+  }
+yy531:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x86:
+    case 0x89 ... 0x8E:
+    case 0x91 ... 0x96:
+    case 0xA0 ... 0xA6:
+    case 0xA8 ... 0xAE:
+    case 0xB0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy532:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9A:
+    case 0x9C ... 0x9F:
+    case 0xA4 ... 0xA5: goto yy19;
+    default: goto yy62;
+  }
+yy533:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA:
+    case 0xAC ... 0xAD:
+    case 0xB0 ... 0xB9: goto yy19;
+    default: goto yy62;
+  }
+yy534:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA3:
+    case 0xB0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy535:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0x8B ... 0xBB: goto yy19;
+    default: goto yy62;
+  }
+yy536:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x99: goto yy19;
+    default: goto yy62;
+  }
+yy537:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0x93 ... 0x97:
+    case 0x9D ... 0xA8:
+    case 0xAA ... 0xB6:
+    case 0xB8 ... 0xBC:
+    case 0xBE: goto yy19;
+    default: goto yy62;
+  }
+yy538:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x83 ... 0x84:
+    case 0x86 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy539:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x93 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy540:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy541:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0x92 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy542:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87:
+    case 0xB0 ... 0xBB: goto yy19;
+    default: goto yy62;
+  }
+yy543:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0xA0 ... 0xAD:
+    case 0xB3 ... 0xB4: goto yy19;
+    default: goto yy62;
+  }
+yy544:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x8D ... 0x8F:
+    case 0xB0 ... 0xB4:
+    case 0xB6 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy545:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBC: goto yy19;
+    default: goto yy62;
+  }
+yy546:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0x99:
+    case 0xA1 ... 0xBA:
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy547:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x9A:
+    case 0xA6 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy548:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBE: goto yy19;
+    default: goto yy62;
+  }
+yy549:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82 ... 0x87:
+    case 0x8A ... 0x8F:
+    case 0x92 ... 0x97:
+    case 0x9A ... 0x9C: goto yy19;
+    default: goto yy62;
+  }
+yy550:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy761;
+    case 0x81: goto yy762;
+    case 0x82:
+    case 0x90 ... 0x91:
+    case 0x98 ... 0x9B:
+    case 0xB0: goto yy94;
+    case 0x83: goto yy763;
+    case 0x85: goto yy466;
+    case 0x87: goto yy764;
+    case 0x8A: goto yy765;
+    case 0x8B: goto yy766;
+    case 0x8C: goto yy767;
+    case 0x8D: goto yy768;
+    case 0x8E: goto yy458;
+    case 0x8F: goto yy769;
+    case 0x92: goto yy770;
+    case 0x94: goto yy771;
+    case 0x95: goto yy772;
+    case 0x9C: goto yy528;
+    case 0x9D: goto yy773;
+    case 0xA0: goto yy774;
+    case 0xA1: goto yy775;
+    case 0xA2: goto yy776;
+    case 0xA4: goto yy777;
+    case 0xA6: goto yy778;
+    case 0xA8: goto yy779;
+    case 0xA9: goto yy780;
+    case 0xAA: goto yy781;
+    case 0xAB: goto yy782;
+    case 0xAC: goto yy477;
+    case 0xAD: goto yy783;
+    case 0xAE: goto yy784;
+    case 0xB1: goto yy500;
+    default: goto yy62;
+  }
+yy551:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x86:
+    case 0x92:
+    case 0x98: goto yy94;
+    case 0x81: goto yy785;
+    case 0x82: goto yy763;
+    case 0x83: goto yy786;
+    case 0x84: goto yy787;
+    case 0x85: goto yy788;
+    case 0x87: goto yy789;
+    case 0x88: goto yy790;
+    case 0x8A: goto yy514;
+    case 0x8B: goto yy791;
+    case 0x8C: goto yy437;
+    case 0x8D: goto yy792;
+    case 0x93: goto yy793;
+    case 0x96: goto yy794;
+    case 0x97: goto yy795;
+    case 0x99: goto yy796;
+    case 0x9A: goto yy475;
+    case 0x9B: goto yy797;
+    case 0xA2: goto yy798;
+    case 0xA3: goto yy799;
+    case 0xAB: goto yy800;
+    default: goto yy62;
+  }
+yy552:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8D:
+    case 0x90: goto yy94;
+    case 0x8E: goto yy801;
+    case 0x91: goto yy802;
+    default: goto yy62;
+  }
+yy553:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F: goto yy94;
+    case 0x90: goto yy802;
+    default: goto yy62;
+  }
+yy554:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0 ... 0xA7:
+    case 0xBC: goto yy94;
+    case 0xA8: goto yy800;
+    case 0xA9: goto yy803;
+    case 0xAB: goto yy804;
+    case 0xAC: goto yy528;
+    case 0xAD: goto yy805;
+    case 0xAE: goto yy806;
+    case 0xBD: goto yy807;
+    case 0xBE: goto yy808;
+    default: goto yy62;
+  }
+yy555:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy809;
+    case 0xB0: goto yy94;
+    case 0xB1: goto yy810;
+    case 0xB2: goto yy811;
+    default: goto yy62;
+  }
+yy556:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85: goto yy812;
+    case 0x86: goto yy813;
+    case 0x89: goto yy814;
+    case 0x90:
+    case 0x96 ... 0x99: goto yy94;
+    case 0x91: goto yy815;
+    case 0x92: goto yy816;
+    case 0x93: goto yy817;
+    case 0x94: goto yy818;
+    case 0x95: goto yy819;
+    case 0x9A: goto yy820;
+    case 0x9B: goto yy821;
+    case 0x9C: goto yy822;
+    case 0x9D: goto yy823;
+    case 0x9E: goto yy824;
+    case 0x9F: goto yy825;
+    default: goto yy62;
+  }
+yy557:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0 ... 0xA2: goto yy94;
+    case 0xA3: goto yy826;
+    case 0xB8: goto yy827;
+    case 0xB9: goto yy828;
+    case 0xBA: goto yy829;
+    default: goto yy62;
+  }
+yy558:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9A:
+    case 0x9C ... 0xBF: goto yy94;
+    case 0x9B: goto yy830;
+    default: goto yy62;
+  }
+yy559:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9B:
+    case 0x9D ... 0x9F: goto yy94;
+    case 0x9C: goto yy466;
+    case 0xA0: goto yy831;
+    default: goto yy62;
+  }
+yy560:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0 ... 0xA7: goto yy94;
+    case 0xA8: goto yy831;
+    default: goto yy62;
+  }
+yy561:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x84 ... 0x86: goto yy94;
+    case 0x87: goto yy832;
+    default: goto yy62;
+  }
+yy562:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8B:
+    case 0x8D ... 0xA6:
+    case 0xA8 ... 0xBA:
+    case 0xBC ... 0xBD:
+    case 0xBF: goto yy19;
+    case 0x8C:
+    case 0xA7:
+    case 0xBB:
+    case 0xBE: goto yy6;
+    default: goto yy62;
+  }
+yy563:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8D:
+    case 0x90 ... 0x9D: goto yy19;
+    case 0x8E ... 0x8F:
+    case 0x9E ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy564:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBA: goto yy19;
+    case 0xBB ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy565:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9C:
+    case 0xA0 ... 0xBF: goto yy19;
+    case 0x9D ... 0x9F: goto yy6;
+    default: goto yy62;
+  }
+yy566:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x90: goto yy19;
+    case 0x91 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy567:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9F:
+    case 0xB0 ... 0xBF: goto yy19;
+    case 0xA0 ... 0xAF: goto yy6;
+    default: goto yy62;
+  }
+yy568:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8A:
+    case 0x90 ... 0xB5: goto yy19;
+    case 0x8B ... 0x8F:
+    case 0xB6 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy569:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x88 ... 0x8F:
+    case 0x91 ... 0x95: goto yy19;
+    case 0x84 ... 0x87:
+    case 0x90:
+    case 0x96 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy570:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9D: goto yy19;
+    case 0x9E ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy571:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA7:
+    case 0xB0 ... 0xBF: goto yy19;
+    case 0xA8 ... 0xAF: goto yy6;
+    default: goto yy62;
+  }
+yy572:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB6: goto yy19;
+    case 0xB7 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy573:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0xA0 ... 0xA7: goto yy19;
+    case 0x96 ... 0x9F:
+    case 0xA8 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy574:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x88:
+    case 0x8A ... 0xB5:
+    case 0xB7 ... 0xB8:
+    case 0xBC:
+    case 0xBF: goto yy19;
+    case 0x86 ... 0x87:
+    case 0x89:
+    case 0xB6:
+    case 0xB9 ... 0xBB:
+    case 0xBD ... 0xBE: goto yy6;
+    default: goto yy62;
+  }
+yy575:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0xA0 ... 0xB6: goto yy19;
+    case 0x96 ... 0x9F:
+    case 0xB7 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy576:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0xA0 ... 0xB9: goto yy19;
+    case 0x96 ... 0x9F:
+    case 0xBA ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy577:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB7:
+    case 0xBE ... 0xBF: goto yy19;
+    case 0xB8 ... 0xBD: goto yy6;
+    default: goto yy62;
+  }
+yy578:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x90 ... 0x93:
+    case 0x95 ... 0x97:
+    case 0x99 ... 0xB3: goto yy19;
+    case 0x81 ... 0x8F:
+    case 0x94:
+    case 0x98:
+    case 0xB4 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy579:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9F:
+    case 0xBD ... 0xBF: goto yy6;
+    case 0xA0 ... 0xBC: goto yy19;
+    default: goto yy62;
+  }
+yy580:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9C: goto yy19;
+    case 0x9D ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy581:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87:
+    case 0x89 ... 0xA4: goto yy19;
+    case 0x88:
+    case 0xA5 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy582:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0xA0 ... 0xB2: goto yy19;
+    case 0x96 ... 0x9F:
+    case 0xB3 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy583:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x91: goto yy19;
+    case 0x92 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy584:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0xB8 ... 0xBF: goto yy6;
+    case 0x83 ... 0xB7: goto yy19;
+    default: goto yy62;
+  }
+yy585:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0xB0 ... 0xBF: goto yy6;
+    case 0x83 ... 0xAF: goto yy19;
+    default: goto yy62;
+  }
+yy586:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0xA9 ... 0xBF: goto yy6;
+    case 0x90 ... 0xA8: goto yy19;
+    default: goto yy62;
+  }
+yy587:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0xA7 ... 0xBF: goto yy6;
+    case 0x83 ... 0xA6: goto yy19;
+    default: goto yy62;
+  }
+yy588:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0xB3 ... 0xB5:
+    case 0xB7 ... 0xBF: goto yy6;
+    case 0x90 ... 0xB2:
+    case 0xB6: goto yy19;
+    default: goto yy62;
+  }
+yy589:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0xB3 ... 0xBF: goto yy6;
+    case 0x83 ... 0xB2: goto yy19;
+    default: goto yy62;
+  }
+yy590:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x85 ... 0x99:
+    case 0x9B ... 0xBF: goto yy6;
+    case 0x81 ... 0x84:
+    case 0x9A: goto yy19;
+    default: goto yy62;
+  }
+yy591:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x91:
+    case 0x93 ... 0xAB: goto yy19;
+    case 0x92:
+    case 0xAC ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy592:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9C:
+    case 0xA2 ... 0xBF: goto yy6;
+    case 0x9D ... 0xA1: goto yy19;
+    default: goto yy62;
+  }
+yy593:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x86:
+    case 0x88 ... 0xBF: goto yy6;
+    case 0x84 ... 0x85:
+    case 0x87: goto yy19;
+    default: goto yy62;
+  }
+yy594:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAE: goto yy19;
+    case 0xAF ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy595:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x85 ... 0xBF: goto yy6;
+    case 0x84: goto yy19;
+    default: goto yy62;
+  }
+yy596:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA: goto yy19;
+    case 0xAB ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy597:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9F:
+    case 0xBF: goto yy19;
+    case 0xA0 ... 0xBE: goto yy6;
+    default: goto yy62;
+  }
+yy598:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB8: goto yy19;
+    case 0xB9 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy599:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0xAE ... 0xBF: goto yy6;
+    case 0x90 ... 0xAD: goto yy19;
+    default: goto yy62;
+  }
+yy600:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0xA3 ... 0xB7:
+    case 0xBD ... 0xBF: goto yy19;
+    case 0x84 ... 0xA2:
+    case 0xB8 ... 0xBC: goto yy6;
+    default: goto yy62;
+  }
+yy601:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F: goto yy19;
+    case 0x90 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy602:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x90: goto yy19;
+    case 0x85 ... 0x8F:
+    case 0x91 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy603:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x92:
+    case 0xA0 ... 0xBF: goto yy6;
+    case 0x93 ... 0x9F: goto yy19;
+    default: goto yy62;
+  }
+yy604:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81: goto yy19;
+    case 0x82 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy605:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA:
+    case 0xB0 ... 0xBC: goto yy19;
+    case 0xAB ... 0xAF:
+    case 0xBD ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy606:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x90 ... 0x99: goto yy19;
+    case 0x89 ... 0x8F:
+    case 0x9A ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy607:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x94:
+    case 0x96 ... 0xBF: goto yy19;
+    case 0x95: goto yy6;
+    default: goto yy62;
+  }
+yy608:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9C:
+    case 0x9E ... 0x9F:
+    case 0xA2:
+    case 0xA5 ... 0xA6:
+    case 0xA9 ... 0xAC:
+    case 0xAE ... 0xB9:
+    case 0xBB:
+    case 0xBD ... 0xBF: goto yy19;
+    case 0x9D:
+    case 0xA0 ... 0xA1:
+    case 0xA3 ... 0xA4:
+    case 0xA7 ... 0xA8:
+    case 0xAD:
+    case 0xBA:
+    case 0xBC: goto yy6;
+    default: goto yy62;
+  }
+yy609:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x85 ... 0xBF: goto yy19;
+    case 0x84: goto yy6;
+    default: goto yy62;
+  }
+yy610:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x87 ... 0x8A:
+    case 0x8D ... 0x94:
+    case 0x96 ... 0x9C:
+    case 0x9E ... 0xB9:
+    case 0xBB ... 0xBE: goto yy19;
+    case 0x86:
+    case 0x8B ... 0x8C:
+    case 0x95:
+    case 0x9D:
+    case 0xBA:
+    case 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy611:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86:
+    case 0x8A ... 0x90:
+    case 0x92 ... 0xBF: goto yy19;
+    case 0x85:
+    case 0x87 ... 0x89:
+    case 0x91: goto yy6;
+    default: goto yy62;
+  }
+yy612:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA5:
+    case 0xA8 ... 0xBF: goto yy19;
+    case 0xA6 ... 0xA7: goto yy6;
+    default: goto yy62;
+  }
+yy613:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x82 ... 0x9A:
+    case 0x9C ... 0xBA:
+    case 0xBC ... 0xBF: goto yy19;
+    case 0x81:
+    case 0x9B:
+    case 0xBB: goto yy6;
+    default: goto yy62;
+  }
+yy614:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x94:
+    case 0x96 ... 0xB4:
+    case 0xB6 ... 0xBF: goto yy19;
+    case 0x95:
+    case 0xB5: goto yy6;
+    default: goto yy62;
+  }
+yy615:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8E:
+    case 0x90 ... 0xAE:
+    case 0xB0 ... 0xBF: goto yy19;
+    case 0x8F:
+    case 0xAF: goto yy6;
+    default: goto yy62;
+  }
+yy616:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x8A ... 0xA8:
+    case 0xAA ... 0xBF: goto yy19;
+    case 0x89:
+    case 0xA9: goto yy6;
+    default: goto yy62;
+  }
+yy617:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x84 ... 0x8B: goto yy19;
+    case 0x83:
+    case 0x8C ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy618:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84: goto yy19;
+    case 0x85 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy619:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x85 ... 0x9F:
+    case 0xA1 ... 0xA2:
+    case 0xA4:
+    case 0xA7:
+    case 0xA9 ... 0xB2:
+    case 0xB4 ... 0xB7:
+    case 0xB9:
+    case 0xBB: goto yy19;
+    case 0x84:
+    case 0xA0:
+    case 0xA3:
+    case 0xA5 ... 0xA6:
+    case 0xA8:
+    case 0xB3:
+    case 0xB8:
+    case 0xBA:
+    case 0xBC ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy620:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81:
+    case 0x83 ... 0x86:
+    case 0x88:
+    case 0x8A:
+    case 0x8C:
+    case 0x90:
+    case 0x93:
+    case 0x95 ... 0x96:
+    case 0x98:
+    case 0x9A:
+    case 0x9C:
+    case 0x9E:
+    case 0xA0:
+    case 0xA3:
+    case 0xA5 ... 0xA6:
+    case 0xAB:
+    case 0xB3:
+    case 0xB8:
+    case 0xBD:
+    case 0xBF: goto yy6;
+    case 0x82:
+    case 0x87:
+    case 0x89:
+    case 0x8B:
+    case 0x8D ... 0x8F:
+    case 0x91 ... 0x92:
+    case 0x94:
+    case 0x97:
+    case 0x99:
+    case 0x9B:
+    case 0x9D:
+    case 0x9F:
+    case 0xA1 ... 0xA2:
+    case 0xA4:
+    case 0xA7 ... 0xAA:
+    case 0xAC ... 0xB2:
+    case 0xB4 ... 0xB7:
+    case 0xB9 ... 0xBC:
+    case 0xBE: goto yy19;
+    default: goto yy62;
+  }
+yy621:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89:
+    case 0x8B ... 0x9B:
+    case 0xA1 ... 0xA3:
+    case 0xA5 ... 0xA9:
+    case 0xAB ... 0xBB: goto yy19;
+    case 0x8A:
+    case 0x9C ... 0xA0:
+    case 0xA4:
+    case 0xAA:
+    case 0xBC ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy622:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96: goto yy19;
+    case 0x97 ... 0xBF: goto yy6;
+    default: goto yy62;
+  }
+yy623:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAD: goto yy59;
+    default: goto yy62;
+  }
+yy624:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9B: goto yy59;
+    default: goto yy62;
+  }
+yy625:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA4 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy626:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA3:
+    case 0xA6 ... 0xAF:
+    case 0xB1 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy627:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x85 ... 0x8C:
+    case 0x8F ... 0x90:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2:
+    case 0xB6 ... 0xB9:
+    case 0xBC ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy628:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x87 ... 0x88:
+    case 0x8B ... 0x8E:
+    case 0x97:
+    case 0x9C ... 0x9D:
+    case 0x9F ... 0xA3:
+    case 0xA6 ... 0xB1: goto yy59;
+    default: goto yy62;
+  }
+yy629:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x83:
+    case 0x85 ... 0x8A:
+    case 0x8F ... 0x90:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2 ... 0xB3:
+    case 0xB5 ... 0xB6:
+    case 0xB8 ... 0xB9:
+    case 0xBC:
+    case 0xBE ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy630:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x87 ... 0x88:
+    case 0x8B ... 0x8D:
+    case 0x91:
+    case 0x99 ... 0x9C:
+    case 0x9E:
+    case 0xA6 ... 0xB5: goto yy59;
+    default: goto yy62;
+  }
+yy631:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x83:
+    case 0x85 ... 0x8D:
+    case 0x8F ... 0x91:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2 ... 0xB3:
+    case 0xB5 ... 0xB9:
+    case 0xBC ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy632:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x87 ... 0x89:
+    case 0x8B ... 0x8D:
+    case 0x90:
+    case 0xA0 ... 0xA3:
+    case 0xA6 ... 0xAF: goto yy59;
+    default: goto yy62;
+  }
+yy633:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x83:
+    case 0x85 ... 0x8C:
+    case 0x8F ... 0x90:
+    case 0x93 ... 0xA8:
+    case 0xAA ... 0xB0:
+    case 0xB2 ... 0xB3:
+    case 0xB5 ... 0xB9:
+    case 0xBC ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy634:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x87 ... 0x88:
+    case 0x8B ... 0x8D:
+    case 0x96 ... 0x97:
+    case 0x9C ... 0x9D:
+    case 0x9F ... 0xA3:
+    case 0xA6 ... 0xAF:
+    case 0xB1: goto yy59;
+    default: goto yy62;
+  }
+yy635:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82 ... 0x83:
+    case 0x85 ... 0x8A:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0x95:
+    case 0x99 ... 0x9A:
+    case 0x9C:
+    case 0x9E ... 0x9F:
+    case 0xA3 ... 0xA4:
+    case 0xA8 ... 0xAA:
+    case 0xAE ... 0xB9:
+    case 0xBE ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy636:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x86 ... 0x88:
+    case 0x8A ... 0x8D:
+    case 0x90:
+    case 0x97:
+    case 0xA6 ... 0xAF: goto yy59;
+    default: goto yy62;
+  }
+yy637:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x85 ... 0x8C:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0xA8:
+    case 0xAA ... 0xB9:
+    case 0xBD ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy638:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86 ... 0x88:
+    case 0x8A ... 0x8D:
+    case 0x95 ... 0x96:
+    case 0x98 ... 0x99:
+    case 0xA0 ... 0xA3:
+    case 0xA6 ... 0xAF: goto yy59;
+    default: goto yy62;
+  }
+yy639:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x83:
+    case 0x85 ... 0x8C:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0xA8:
+    case 0xAA ... 0xB3:
+    case 0xB5 ... 0xB9:
+    case 0xBC ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy640:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86 ... 0x88:
+    case 0x8A ... 0x8D:
+    case 0x95 ... 0x96:
+    case 0x9E:
+    case 0xA0 ... 0xA3:
+    case 0xA6 ... 0xAF:
+    case 0xB1 ... 0xB2: goto yy59;
+    default: goto yy62;
+  }
+yy641:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x83:
+    case 0x85 ... 0x8C:
+    case 0x8E ... 0x90:
+    case 0x92 ... 0xBA:
+    case 0xBD ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy642:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86 ... 0x88:
+    case 0x8A ... 0x8E:
+    case 0x97:
+    case 0xA0 ... 0xA3:
+    case 0xA6 ... 0xAF:
+    case 0xBA ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy643:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82 ... 0x83:
+    case 0x85 ... 0x96:
+    case 0x9A ... 0xB1:
+    case 0xB3 ... 0xBB:
+    case 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy644:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0x8A:
+    case 0x8F ... 0x94:
+    case 0x96:
+    case 0x98 ... 0x9F:
+    case 0xA6 ... 0xAF:
+    case 0xB2 ... 0xB3: goto yy59;
+    default: goto yy62;
+  }
+yy645:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0xBA: goto yy59;
+    default: goto yy62;
+  }
+yy646:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8E:
+    case 0x90 ... 0x99: goto yy59;
+    default: goto yy62;
+  }
+yy647:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x82:
+    case 0x84:
+    case 0x87 ... 0x88:
+    case 0x8A:
+    case 0x8D:
+    case 0x94 ... 0x97:
+    case 0x99 ... 0x9F:
+    case 0xA1 ... 0xA3:
+    case 0xA5:
+    case 0xA7:
+    case 0xAA ... 0xAB:
+    case 0xAD ... 0xB9:
+    case 0xBB ... 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy648:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86:
+    case 0x88 ... 0x8D:
+    case 0x90 ... 0x99:
+    case 0x9C ... 0x9F: goto yy59;
+    default: goto yy62;
+  }
+yy649:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x98 ... 0x99:
+    case 0xA0 ... 0xA9:
+    case 0xB5:
+    case 0xB7:
+    case 0xB9:
+    case 0xBE ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy650:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87:
+    case 0x89 ... 0xAC:
+    case 0xB1 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy651:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86 ... 0x97:
+    case 0x99 ... 0xBC: goto yy59;
+    default: goto yy62;
+  }
+yy652:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x86: goto yy59;
+    default: goto yy62;
+  }
+yy653:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89:
+    case 0x90 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy654:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9A:
+    case 0x9D ... 0x9F:
+    case 0xA9 ... 0xB1: goto yy59;
+    default: goto yy62;
+  }
+yy655:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8C:
+    case 0x8E ... 0x94:
+    case 0xA0 ... 0xB4: goto yy59;
+    default: goto yy62;
+  }
+yy656:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x93:
+    case 0xA0 ... 0xAC:
+    case 0xAE ... 0xB0:
+    case 0xB2 ... 0xB3: goto yy59;
+    default: goto yy62;
+  }
+yy657:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x93:
+    case 0x97:
+    case 0x9C ... 0x9D:
+    case 0xA0 ... 0xA9: goto yy59;
+    default: goto yy62;
+  }
+yy658:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x8B ... 0x8D:
+    case 0x90 ... 0x99:
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy659:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA:
+    case 0xB0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy660:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9E:
+    case 0xA0 ... 0xAB:
+    case 0xB0 ... 0xBB: goto yy59;
+    default: goto yy62;
+  }
+yy661:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x86 ... 0xAD:
+    case 0xB0 ... 0xB4: goto yy59;
+    default: goto yy62;
+  }
+yy662:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAB:
+    case 0xB0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy663:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89:
+    case 0x90 ... 0x9A: goto yy59;
+    default: goto yy62;
+  }
+yy664:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9B:
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy665:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9E:
+    case 0xA0 ... 0xBC:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy666:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89:
+    case 0x90 ... 0x99:
+    case 0xA7:
+    case 0xB0 ... 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy667:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8B:
+    case 0x90 ... 0x99:
+    case 0xAB ... 0xB3: goto yy59;
+    default: goto yy62;
+  }
+yy668:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89:
+    case 0x8D ... 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy669:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0x92:
+    case 0x94 ... 0xB6:
+    case 0xB8 ... 0xB9: goto yy59;
+    default: goto yy62;
+  }
+yy670:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB5:
+    case 0xBC ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy671:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy672:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x94:
+    case 0xB1:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy673:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0x9C:
+    case 0xA1:
+    case 0xA5 ... 0xB0: goto yy59;
+    default: goto yy62;
+  }
+yy674:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA4:
+    case 0xAB ... 0xB3: goto yy59;
+    default: goto yy62;
+  }
+yy675:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA7:
+    case 0xAF:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy676:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0x88 ... 0x8E:
+    case 0x90 ... 0x96:
+    case 0x98 ... 0x9E:
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy677:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85 ... 0x87:
+    case 0xA1 ... 0xAF:
+    case 0xB1 ... 0xB5:
+    case 0xB8 ... 0xBC: goto yy59;
+    default: goto yy62;
+  }
+yy678:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96:
+    case 0x99 ... 0x9F:
+    case 0xA1 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy679:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8C:
+    case 0x90 ... 0xAB: goto yy59;
+    default: goto yy62;
+  }
+yy680:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAF:
+    case 0xB4 ... 0xBD:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy681:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9D:
+    case 0x9F ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy682:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA7: goto yy59;
+    default: goto yy62;
+  }
+yy683:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x90 ... 0x99:
+    case 0xA0 ... 0xB7:
+    case 0xBB: goto yy59;
+    default: goto yy62;
+  }
+yy684:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x93:
+    case 0xA0 ... 0xBC: goto yy59;
+    default: goto yy62;
+  }
+yy685:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x8F ... 0x99:
+    case 0xA0 ... 0xBE: goto yy59;
+    default: goto yy62;
+  }
+yy686:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB6: goto yy59;
+    default: goto yy62;
+  }
+yy687:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8D:
+    case 0x90 ... 0x99:
+    case 0xA0 ... 0xB6:
+    case 0xBA ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy688:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x9B ... 0x9D:
+    case 0xA0 ... 0xAF:
+    case 0xB2 ... 0xB6: goto yy59;
+    default: goto yy62;
+  }
+yy689:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA:
+    case 0xAC ... 0xAD:
+    case 0xB0 ... 0xB9: goto yy59;
+    default: goto yy62;
+  }
+yy690:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0x93 ... 0x97:
+    case 0x9D ... 0xA8:
+    case 0xAA ... 0xB6:
+    case 0xB8 ... 0xBC:
+    case 0xBE: goto yy59;
+    default: goto yy62;
+  }
+yy691:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F:
+    case 0xA0 ... 0xAD:
+    case 0xB3 ... 0xB4: goto yy59;
+    default: goto yy62;
+  }
+yy692:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x8D ... 0x8F:
+    case 0xB0 ... 0xB4:
+    case 0xB6 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy693:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0x99:
+    case 0xA1 ... 0xBA:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy694:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy701;
+    case 0x81: goto yy702;
+    case 0x82:
+    case 0x90 ... 0x91:
+    case 0x98 ... 0x9B:
+    case 0xB0: goto yy64;
+    case 0x83: goto yy703;
+    case 0x85: goto yy327;
+    case 0x87: goto yy833;
+    case 0x8A: goto yy704;
+    case 0x8B: goto yy834;
+    case 0x8C: goto yy706;
+    case 0x8D: goto yy835;
+    case 0x8E: goto yy380;
+    case 0x8F: goto yy708;
+    case 0x92: goto yy836;
+    case 0x94: goto yy710;
+    case 0x95: goto yy350;
+    case 0x9C: goto yy686;
+    case 0x9D: goto yy711;
+    case 0xA0: goto yy712;
+    case 0xA1: goto yy713;
+    case 0xA2: goto yy339;
+    case 0xA4: goto yy714;
+    case 0xA6: goto yy715;
+    case 0xA8: goto yy837;
+    case 0xA9: goto yy717;
+    case 0xAA: goto yy718;
+    case 0xAB: goto yy838;
+    case 0xAC: goto yy338;
+    case 0xAD: goto yy720;
+    case 0xAE: goto yy721;
+    case 0xB1: goto yy361;
+    default: goto yy62;
+  }
+yy695:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x86:
+    case 0x92:
+    case 0x98: goto yy64;
+    case 0x81: goto yy839;
+    case 0x82: goto yy703;
+    case 0x83: goto yy840;
+    case 0x84: goto yy841;
+    case 0x85: goto yy842;
+    case 0x87: goto yy843;
+    case 0x88: goto yy844;
+    case 0x8A: goto yy375;
+    case 0x8B: goto yy845;
+    case 0x8C: goto yy633;
+    case 0x8D: goto yy846;
+    case 0x93: goto yy847;
+    case 0x96: goto yy848;
+    case 0x97: goto yy314;
+    case 0x99: goto yy849;
+    case 0x9A: goto yy336;
+    case 0x9B: goto yy850;
+    case 0xA2: goto yy74;
+    case 0xA3: goto yy851;
+    case 0xAB: goto yy736;
+    default: goto yy62;
+  }
+yy696:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0 ... 0xA7:
+    case 0xBC: goto yy64;
+    case 0xA8: goto yy736;
+    case 0xA9: goto yy852;
+    case 0xAB: goto yy340;
+    case 0xAC: goto yy686;
+    case 0xAD: goto yy853;
+    case 0xAE: goto yy739;
+    case 0xBD: goto yy854;
+    case 0xBE: goto yy855;
+    default: goto yy62;
+  }
+yy697:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy742;
+    case 0xB0: goto yy64;
+    case 0xB1: goto yy743;
+    case 0xB2: goto yy856;
+    default: goto yy62;
+  }
+yy698:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x85: goto yy857;
+    case 0x86: goto yy858;
+    case 0x89: goto yy859;
+    case 0x90:
+    case 0x96 ... 0x99: goto yy64;
+    case 0x91: goto yy745;
+    case 0x92: goto yy746;
+    case 0x93: goto yy747;
+    case 0x94: goto yy748;
+    case 0x95: goto yy749;
+    case 0x9A: goto yy750;
+    case 0x9B: goto yy751;
+    case 0x9C: goto yy752;
+    case 0x9D: goto yy753;
+    case 0x9E: goto yy754;
+    case 0x9F: goto yy860;
+    default: goto yy62;
+  }
+yy699:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0 ... 0xA2: goto yy64;
+    case 0xA3: goto yy861;
+    case 0xB8: goto yy757;
+    case 0xB9: goto yy758;
+    case 0xBA: goto yy759;
+    default: goto yy62;
+  }
+yy700:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x84 ... 0x86: goto yy64;
+    case 0x87: goto yy381;
+    default: goto yy62;
+  }
+yy701:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8B:
+    case 0x8D ... 0xA6:
+    case 0xA8 ... 0xBA:
+    case 0xBC ... 0xBD:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy702:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8D:
+    case 0x90 ... 0x9D: goto yy59;
+    default: goto yy62;
+  }
+yy703:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBA: goto yy59;
+    default: goto yy62;
+  }
+yy704:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9C:
+    case 0xA0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy705:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x90: goto yy59;
+    default: goto yy62;
+  }
+yy706:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9F:
+    case 0xB0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy707:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8A:
+    case 0x90 ... 0xB5: goto yy59;
+    default: goto yy62;
+  }
+yy708:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x88 ... 0x8F:
+    case 0x91 ... 0x95: goto yy59;
+    default: goto yy62;
+  }
+yy709:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9D: goto yy59;
+    default: goto yy62;
+  }
+yy710:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA7:
+    case 0xB0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy711:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0xA0 ... 0xA7: goto yy59;
+    default: goto yy62;
+  }
+yy712:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x88:
+    case 0x8A ... 0xB5:
+    case 0xB7 ... 0xB8:
+    case 0xBC:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy713:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0xA0 ... 0xB6: goto yy59;
+    default: goto yy62;
+  }
+yy714:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0xA0 ... 0xB9: goto yy59;
+    default: goto yy62;
+  }
+yy715:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB7:
+    case 0xBE ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy716:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x90 ... 0x93:
+    case 0x95 ... 0x97:
+    case 0x99 ... 0xB3: goto yy59;
+    default: goto yy62;
+  }
+yy717:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0 ... 0xBC: goto yy59;
+    default: goto yy62;
+  }
+yy718:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9C: goto yy59;
+    default: goto yy62;
+  }
+yy719:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87:
+    case 0x89 ... 0xA4: goto yy59;
+    default: goto yy62;
+  }
+yy720:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0xA0 ... 0xB2: goto yy59;
+    default: goto yy62;
+  }
+yy721:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x91: goto yy59;
+    default: goto yy62;
+  }
+yy722:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x83 ... 0xB7: goto yy59;
+    default: goto yy62;
+  }
+yy723:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x83 ... 0xAF: goto yy59;
+    default: goto yy62;
+  }
+yy724:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0xA8: goto yy59;
+    default: goto yy62;
+  }
+yy725:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x83 ... 0xA6: goto yy59;
+    default: goto yy62;
+  }
+yy726:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0xB2:
+    case 0xB6: goto yy59;
+    default: goto yy62;
+  }
+yy727:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x83 ... 0xB2: goto yy59;
+    default: goto yy62;
+  }
+yy728:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x81 ... 0x84:
+    case 0x9A: goto yy59;
+    default: goto yy62;
+  }
+yy729:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x91:
+    case 0x93 ... 0xAB: goto yy59;
+    default: goto yy62;
+  }
+yy730:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x9D ... 0xA1: goto yy59;
+    default: goto yy62;
+  }
+yy731:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x84 ... 0x85:
+    case 0x87: goto yy59;
+    default: goto yy62;
+  }
+yy732:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAE: goto yy59;
+    default: goto yy62;
+  }
+yy733:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x84: goto yy59;
+    default: goto yy62;
+  }
+yy734:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA: goto yy59;
+    default: goto yy62;
+  }
+yy735:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9F:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy736:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB8: goto yy59;
+    default: goto yy62;
+  }
+yy737:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0xAD: goto yy59;
+    default: goto yy62;
+  }
+yy738:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0xA3 ... 0xB7:
+    case 0xBD ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy739:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F: goto yy59;
+    default: goto yy62;
+  }
+yy740:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x90: goto yy59;
+    default: goto yy62;
+  }
+yy741:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x93 ... 0x9F: goto yy59;
+    default: goto yy62;
+  }
+yy742:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81: goto yy59;
+    default: goto yy62;
+  }
+yy743:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA:
+    case 0xB0 ... 0xBC: goto yy59;
+    default: goto yy62;
+  }
+yy744:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x90 ... 0x99: goto yy59;
+    default: goto yy62;
+  }
+yy745:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x94:
+    case 0x96 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy746:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9C:
+    case 0x9E ... 0x9F:
+    case 0xA2:
+    case 0xA5 ... 0xA6:
+    case 0xA9 ... 0xAC:
+    case 0xAE ... 0xB9:
+    case 0xBB:
+    case 0xBD ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy747:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x85 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy748:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x87 ... 0x8A:
+    case 0x8D ... 0x94:
+    case 0x96 ... 0x9C:
+    case 0x9E ... 0xB9:
+    case 0xBB ... 0xBE: goto yy59;
+    default: goto yy62;
+  }
+yy749:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86:
+    case 0x8A ... 0x90:
+    case 0x92 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy750:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA5:
+    case 0xA8 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy751:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x82 ... 0x9A:
+    case 0x9C ... 0xBA:
+    case 0xBC ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy752:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x94:
+    case 0x96 ... 0xB4:
+    case 0xB6 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy753:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8E:
+    case 0x90 ... 0xAE:
+    case 0xB0 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy754:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x8A ... 0xA8:
+    case 0xAA ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy755:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x84 ... 0x8B: goto yy59;
+    default: goto yy62;
+  }
+yy756:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84: goto yy59;
+    default: goto yy62;
+  }
+yy757:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x85 ... 0x9F:
+    case 0xA1 ... 0xA2:
+    case 0xA4:
+    case 0xA7:
+    case 0xA9 ... 0xB2:
+    case 0xB4 ... 0xB7:
+    case 0xB9:
+    case 0xBB: goto yy59;
+    default: goto yy62;
+  }
+yy758:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82:
+    case 0x87:
+    case 0x89:
+    case 0x8B:
+    case 0x8D ... 0x8F:
+    case 0x91 ... 0x92:
+    case 0x94:
+    case 0x97:
+    case 0x99:
+    case 0x9B:
+    case 0x9D:
+    case 0x9F:
+    case 0xA1 ... 0xA2:
+    case 0xA4:
+    case 0xA7 ... 0xAA:
+    case 0xAC ... 0xB2:
+    case 0xB4 ... 0xB7:
+    case 0xB9 ... 0xBC:
+    case 0xBE: goto yy59;
+    default: goto yy62;
+  }
+yy759:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89:
+    case 0x8B ... 0x9B:
+    case 0xA1 ... 0xA3:
+    case 0xA5 ... 0xA9:
+    case 0xAB ... 0xBB: goto yy59;
+    default: goto yy62;
+  }
+yy760:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96: goto yy59;
+    default: goto yy62;
+  }
+yy761:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8B:
+    case 0x8D ... 0xA6:
+    case 0xA8 ... 0xBA:
+    case 0xBC ... 0xBD:
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy762:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8D:
+    case 0x90 ... 0x9D: goto yy19;
+    default: goto yy62;
+  }
+yy763:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBA: goto yy19;
+    default: goto yy62;
+  }
+yy764:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xBD: goto yy19;
+    default: goto yy62;
+  }
+yy765:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9C:
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy766:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x90:
+    case 0xA0: goto yy19;
+    default: goto yy62;
+  }
+yy767:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9F:
+    case 0xB0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy768:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8A:
+    case 0x90 ... 0xBA: goto yy19;
+    default: goto yy62;
+  }
+yy769:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x88 ... 0x8F:
+    case 0x91 ... 0x95: goto yy19;
+    default: goto yy62;
+  }
+yy770:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9D:
+    case 0xA0 ... 0xA9: goto yy19;
+    default: goto yy62;
+  }
+yy771:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA7:
+    case 0xB0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy772:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA3: goto yy19;
+    default: goto yy62;
+  }
+yy773:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0xA0 ... 0xA7: goto yy19;
+    default: goto yy62;
+  }
+yy774:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x88:
+    case 0x8A ... 0xB5:
+    case 0xB7 ... 0xB8:
+    case 0xBC:
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy775:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0xA0 ... 0xB6: goto yy19;
+    default: goto yy62;
+  }
+yy776:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9E: goto yy19;
+    default: goto yy62;
+  }
+yy777:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0xA0 ... 0xB9: goto yy19;
+    default: goto yy62;
+  }
+yy778:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB7:
+    case 0xBE ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy779:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x85 ... 0x86:
+    case 0x8C ... 0x93:
+    case 0x95 ... 0x97:
+    case 0x99 ... 0xB3:
+    case 0xB8 ... 0xBA:
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy780:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0 ... 0xBC: goto yy19;
+    default: goto yy62;
+  }
+yy781:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9C: goto yy19;
+    default: goto yy62;
+  }
+yy782:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87:
+    case 0x89 ... 0xA6: goto yy19;
+    default: goto yy62;
+  }
+yy783:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x95:
+    case 0xA0 ... 0xB2: goto yy19;
+    default: goto yy62;
+  }
+yy784:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x91: goto yy19;
+    default: goto yy62;
+  }
+yy785:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0xA6 ... 0xAF:
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy786:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0xA8:
+    case 0xB0 ... 0xB9: goto yy19;
+    default: goto yy62;
+  }
+yy787:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB4:
+    case 0xB6 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy788:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0xB3:
+    case 0xB6: goto yy19;
+    default: goto yy62;
+  }
+yy789:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x90 ... 0x9A: goto yy19;
+    default: goto yy62;
+  }
+yy790:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x91:
+    case 0x93 ... 0xB7: goto yy19;
+    default: goto yy62;
+  }
+yy791:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA:
+    case 0xB0 ... 0xB9: goto yy19;
+    default: goto yy62;
+  }
+yy792:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x87 ... 0x88:
+    case 0x8B ... 0x8D:
+    case 0x97:
+    case 0x9D ... 0xA3:
+    case 0xA6 ... 0xAC:
+    case 0xB0 ... 0xB4: goto yy19;
+    default: goto yy62;
+  }
+yy793:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x87:
+    case 0x90 ... 0x99: goto yy19;
+    default: goto yy62;
+  }
+yy794:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB5:
+    case 0xB8 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy795:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy19;
+    default: goto yy62;
+  }
+yy796:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x84:
+    case 0x90 ... 0x99: goto yy19;
+    default: goto yy62;
+  }
+yy797:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89: goto yy19;
+    default: goto yy62;
+  }
+yy798:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy799:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA9:
+    case 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy800:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB8: goto yy19;
+    default: goto yy62;
+  }
+yy801:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x98: goto yy19;
+    default: goto yy62;
+  }
+yy802:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAE: goto yy19;
+    default: goto yy62;
+  }
+yy803:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9E:
+    case 0xA0 ... 0xA9: goto yy19;
+    default: goto yy62;
+  }
+yy804:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0xAD:
+    case 0xB0 ... 0xB4: goto yy19;
+    default: goto yy62;
+  }
+yy805:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x90 ... 0x99:
+    case 0xA3 ... 0xB7:
+    case 0xBD ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy806:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8F: goto yy19;
+    default: goto yy62;
+  }
+yy807:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x90 ... 0xBE: goto yy19;
+    default: goto yy62;
+  }
+yy808:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x8F ... 0x9F: goto yy19;
+    default: goto yy62;
+  }
+yy809:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x81: goto yy19;
+    default: goto yy62;
+  }
+yy810:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA:
+    case 0xB0 ... 0xBC: goto yy19;
+    default: goto yy62;
+  }
+yy811:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x90 ... 0x99:
+    case 0x9D ... 0x9E: goto yy19;
+    default: goto yy62;
+  }
+yy812:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA5 ... 0xA9:
+    case 0xAD ... 0xB2:
+    case 0xBB ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy813:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x85 ... 0x8B:
+    case 0xAA ... 0xAD: goto yy19;
+    default: goto yy62;
+  }
+yy814:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82 ... 0x84: goto yy19;
+    default: goto yy62;
+  }
+yy815:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x94:
+    case 0x96 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy816:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9C:
+    case 0x9E ... 0x9F:
+    case 0xA2:
+    case 0xA5 ... 0xA6:
+    case 0xA9 ... 0xAC:
+    case 0xAE ... 0xB9:
+    case 0xBB:
+    case 0xBD ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy817:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x85 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy818:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x87 ... 0x8A:
+    case 0x8D ... 0x94:
+    case 0x96 ... 0x9C:
+    case 0x9E ... 0xB9:
+    case 0xBB ... 0xBE: goto yy19;
+    default: goto yy62;
+  }
+yy819:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x86:
+    case 0x8A ... 0x90:
+    case 0x92 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy820:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA5:
+    case 0xA8 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy821:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x82 ... 0x9A:
+    case 0x9C ... 0xBA:
+    case 0xBC ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy822:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x94:
+    case 0x96 ... 0xB4:
+    case 0xB6 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy823:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8E:
+    case 0x90 ... 0xAE:
+    case 0xB0 ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy824:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x8A ... 0xA8:
+    case 0xAA ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy825:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x84 ... 0x8B:
+    case 0x8E ... 0xBF: goto yy19;
+    default: goto yy62;
+  }
+yy826:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x90 ... 0x96: goto yy19;
+    default: goto yy62;
+  }
+yy827:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x85 ... 0x9F:
+    case 0xA1 ... 0xA2:
+    case 0xA4:
+    case 0xA7:
+    case 0xA9 ... 0xB2:
+    case 0xB4 ... 0xB7:
+    case 0xB9:
+    case 0xBB: goto yy19;
+    default: goto yy62;
+  }
+yy828:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82:
+    case 0x87:
+    case 0x89:
+    case 0x8B:
+    case 0x8D ... 0x8F:
+    case 0x91 ... 0x92:
+    case 0x94:
+    case 0x97:
+    case 0x99:
+    case 0x9B:
+    case 0x9D:
+    case 0x9F:
+    case 0xA1 ... 0xA2:
+    case 0xA4:
+    case 0xA7 ... 0xAA:
+    case 0xAC ... 0xB2:
+    case 0xB4 ... 0xB7:
+    case 0xB9 ... 0xBC:
+    case 0xBE: goto yy19;
+    default: goto yy62;
+  }
+yy829:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89:
+    case 0x8B ... 0x9B:
+    case 0xA1 ... 0xA3:
+    case 0xA5 ... 0xA9:
+    case 0xAB ... 0xBB: goto yy19;
+    default: goto yy62;
+  }
+yy830:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x96: goto yy19;
+    default: goto yy62;
+  }
+yy831:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9D: goto yy19;
+    default: goto yy62;
+  }
+yy832:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAF: goto yy19;
+    default: goto yy62;
+  }
+yy833:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xBD: goto yy59;
+    default: goto yy62;
+  }
+yy834:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x90:
+    case 0xA0: goto yy59;
+    default: goto yy62;
+  }
+yy835:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8A:
+    case 0x90 ... 0xBA: goto yy59;
+    default: goto yy62;
+  }
+yy836:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9D:
+    case 0xA0 ... 0xA9: goto yy59;
+    default: goto yy62;
+  }
+yy837:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x85 ... 0x86:
+    case 0x8C ... 0x93:
+    case 0x95 ... 0x97:
+    case 0x99 ... 0xB3:
+    case 0xB8 ... 0xBA:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy838:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x87:
+    case 0x89 ... 0xA6: goto yy59;
+    default: goto yy62;
+  }
+yy839:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x86:
+    case 0xA6 ... 0xAF:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy840:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0xA8:
+    case 0xB0 ... 0xB9: goto yy59;
+    default: goto yy62;
+  }
+yy841:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB4:
+    case 0xB6 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy842:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x90 ... 0xB3:
+    case 0xB6: goto yy59;
+    default: goto yy62;
+  }
+yy843:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x90 ... 0x9A: goto yy59;
+    default: goto yy62;
+  }
+yy844:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x91:
+    case 0x93 ... 0xB7: goto yy59;
+    default: goto yy62;
+  }
+yy845:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xAA:
+    case 0xB0 ... 0xB9: goto yy59;
+    default: goto yy62;
+  }
+yy846:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x87 ... 0x88:
+    case 0x8B ... 0x8D:
+    case 0x97:
+    case 0x9D ... 0xA3:
+    case 0xA6 ... 0xAC:
+    case 0xB0 ... 0xB4: goto yy59;
+    default: goto yy62;
+  }
+yy847:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x85:
+    case 0x87:
+    case 0x90 ... 0x99: goto yy59;
+    default: goto yy62;
+  }
+yy848:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xB5:
+    case 0xB8 ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy849:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80:
+    case 0x84:
+    case 0x90 ... 0x99: goto yy59;
+    default: goto yy62;
+  }
+yy850:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x89: goto yy59;
+    default: goto yy62;
+  }
+yy851:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xA9:
+    case 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy852:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9E:
+    case 0xA0 ... 0xA9: goto yy59;
+    default: goto yy62;
+  }
+yy853:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x83:
+    case 0x90 ... 0x99:
+    case 0xA3 ... 0xB7:
+    case 0xBD ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy854:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x90 ... 0xBE: goto yy59;
+    default: goto yy62;
+  }
+yy855:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x8F ... 0x9F: goto yy59;
+    default: goto yy62;
+  }
+yy856:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x88:
+    case 0x90 ... 0x99:
+    case 0x9D ... 0x9E: goto yy59;
+    default: goto yy62;
+  }
+yy857:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0xA5 ... 0xA9:
+    case 0xAD ... 0xB2:
+    case 0xBB ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy858:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x85 ... 0x8B:
+    case 0xAA ... 0xAD: goto yy59;
+    default: goto yy62;
+  }
+yy859:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x82 ... 0x84: goto yy59;
+    default: goto yy62;
+  }
+yy860:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x82:
+    case 0x84 ... 0x8B:
+    case 0x8E ... 0xBF: goto yy59;
+    default: goto yy62;
+  }
+yy861:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x84:
+    case 0x90 ... 0x96: goto yy59;
+    default: goto yy62;
+  }
 }
 
 done:
@@ -425,137 +8466,136 @@ static ein_tok_kind lex_numpy(const unsigned char **cursor) {
   unsigned char yych;
   yych = *YYCURSOR;
   switch (yych) {
-    case 0x00: goto yy27;
-    case '(': goto yy29;
-    case ')': goto yy30;
-    case ',': goto yy31;
-    case '-': goto yy32;
-    case '.': goto yy34;
-    case '0':
-    case '1':
-    case '2':
-    case '3':
-    case '4':
-    case '5':
-    case '6':
-    case '7':
-    case '8':
-    case '9': goto yy36;
-    case 'A':
-    case 'B':
-    case 'C':
-    case 'D':
-    case 'E':
-    case 'F':
-    case 'G':
-    case 'H':
-    case 'I':
-    case 'J':
-    case 'K':
-    case 'L':
-    case 'M':
-    case 'N':
-    case 'O':
-    case 'P':
-    case 'Q':
-    case 'R':
-    case 'S':
-    case 'T':
-    case 'U':
-    case 'V':
-    case 'W':
-    case 'X':
-    case 'Y':
-    case 'Z':
-    case 'a':
-    case 'b':
-    case 'c':
-    case 'd':
-    case 'e':
-    case 'f':
-    case 'g':
-    case 'h':
-    case 'i':
-    case 'j':
-    case 'k':
-    case 'l':
-    case 'm':
-    case 'n':
-    case 'o':
-    case 'p':
-    case 'q':
-    case 'r':
-    case 's':
-    case 't':
-    case 'u':
-    case 'v':
-    case 'w':
-    case 'x':
-    case 'y':
-    case 'z': goto yy38;
-    default: goto yy28;
+    case 0x00: goto yy863;
+    case 0x01 ... '\'':
+    case '*' ... '+':
+    case '/':
+    case ':' ... '@':
+    case '[' ... '`':
+    case '{' ... 0x7F: goto yy864;
+    case '(': goto yy865;
+    case ')': goto yy866;
+    case ',': goto yy867;
+    case '-': goto yy868;
+    case '.': goto yy870;
+    case '0' ... '9': goto yy872;
+    case 'A' ... 'Z':
+    case 'a' ... 'z': goto yy874;
+    case 0xC2 ... 0xDF: goto yy877;
+    case 0xE0: goto yy878;
+    case 0xE1 ... 0xEF: goto yy879;
+    case 0xF0: goto yy880;
+    case 0xF1 ... 0xF3: goto yy881;
+    case 0xF4: goto yy882;
+    default: goto yy875;
   }
-yy27:
+yy863:
   ++YYCURSOR;
   { kind = TOK_NUL; goto done; }
-yy28:
+yy864:
   ++YYCURSOR;
   { kind = TOK_BAD_BYTE; goto done; }
-yy29:
+yy865:
   ++YYCURSOR;
   { kind = TOK_LPAREN; goto done; }
-yy30:
+yy866:
   ++YYCURSOR;
   { kind = TOK_RPAREN; goto done; }
-yy31:
+yy867:
   ++YYCURSOR;
   { kind = TOK_COMMA; goto done; }
-yy32:
+yy868:
   yych = *++YYCURSOR;
   switch (yych) {
-    case '>': goto yy39;
-    default: goto yy33;
+    case '>': goto yy883;
+    default: goto yy869;
   }
-yy33:
+yy869:
   { kind = TOK_MINUS; goto done; }
-yy34:
+yy870:
   yych = *++YYCURSOR;
   switch (yych) {
-    case '.': goto yy40;
-    default: goto yy35;
+    case '.': goto yy884;
+    default: goto yy871;
   }
-yy35:
+yy871:
   { kind = TOK_BAD_DOTS; goto done; }
-yy36:
+yy872:
   yych = *++YYCURSOR;
   switch (yych) {
-    case '0':
-    case '1':
-    case '2':
-    case '3':
-    case '4':
-    case '5':
-    case '6':
-    case '7':
-    case '8':
-    case '9': goto yy36;
-    default: goto yy37;
+    case '0' ... '9': goto yy872;
+    default: goto yy873;
   }
-yy37:
+yy873:
   { kind = TOK_INT; goto done; }
-yy38:
+yy874:
   ++YYCURSOR;
   { kind = TOK_NAME; goto done; }
-yy39:
+yy875:
   ++YYCURSOR;
-  { kind = TOK_ARROW; goto done; }
-yy40:
+yy876:
+  { kind = TOK_BAD_BYTE; goto done; }
+yy877:
   yych = *++YYCURSOR;
   switch (yych) {
-    case '.': goto yy41;
-    default: goto yy35;
+    case 0x80 ... 0xBF: goto yy864;
+    default: goto yy876;
   }
-yy41:
+yy878:
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0xA0 ... 0xBF: goto yy885;
+    default: goto yy876;
+  }
+yy879:
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy885;
+    default: goto yy876;
+  }
+yy880:
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x90 ... 0xBF: goto yy887;
+    default: goto yy876;
+  }
+yy881:
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy887;
+    default: goto yy876;
+  }
+yy882:
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80 ... 0x8F: goto yy887;
+    default: goto yy876;
+  }
+yy883:
+  ++YYCURSOR;
+  { kind = TOK_ARROW; goto done; }
+yy884:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case '.': goto yy888;
+    default: goto yy871;
+  }
+yy885:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy864;
+    default: goto yy886;
+  }
+yy886:
+  YYCURSOR = YYMARKER;
+  goto yy876;
+yy887:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy885;
+    default: goto yy886;
+  }
+yy888:
   ++YYCURSOR;
   { kind = TOK_ELLIPSIS; goto done; }
 }

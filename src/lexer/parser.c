@@ -13,6 +13,7 @@
 
 #include "checked.h"
 #include "lexer.h"
+#include "utf8.h"
 
 typedef struct parser {
   ein_lexer lx;
@@ -66,6 +67,26 @@ static ein_status no_memory(parser *p) {
   return ein_fail_memory(p->err, "out of memory while parsing");
 }
 
+/* Describes a TOK_BAD_BYTE token, s[0, len): a character shown as itself
+ * where a terminal shows it, else by its bytes. */
+static void describe_bad_char(const unsigned char *s, size_t len, char *buf,
+                              size_t cap) {
+  size_t clen;
+  int width = ein_utf8_char((const char *)s, &clen);
+  if (*s < 0x21 || *s == 0x7f)
+    snprintf(buf, cap, "control byte 0x%02X", *s);
+  else if (width >= 0)
+    snprintf(buf, cap, "'%.*s'", (int)len, (const char *)s);
+  else if (len == 1)
+    snprintf(buf, cap, "byte 0x%02X (the text is not UTF-8)", *s);
+  else { /* a format or private-use character: its bytes, not itself */
+    int n = snprintf(buf, cap, "invisible character (UTF-8");
+    for (size_t i = 0; i < len && n > 0 && (size_t)n < cap; i++)
+      n += snprintf(buf + n, cap - (size_t)n, " %02X", s[i]);
+    if (n > 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, ")");
+  }
+}
+
 /* Describes the lookahead for "found ..." in messages. */
 static void describe_tok(parser *p, char *buf, size_t cap) {
   ein_token t = p->tok;
@@ -82,12 +103,7 @@ static void describe_tok(parser *p, char *buf, size_t cap) {
     snprintf(buf, cap, "'%.*s'", (int)t.length, (const char *)s);
     return;
   case TOK_BAD_BYTE:
-    if (*s >= 0x21 && *s < 0x7f)
-      snprintf(buf, cap, "'%c'", *s);
-    else if (*s >= 0x80)
-      snprintf(buf, cap, "the non-ASCII byte 0x%02X", *s);
-    else
-      snprintf(buf, cap, "the control byte 0x%02X", *s);
+    describe_bad_char(s, t.length, buf, cap);
     return;
   default:
     snprintf(buf, cap, "%s", ein_tok_kind_name(t.kind));
@@ -114,20 +130,9 @@ static ein_status unexpected(parser *p, const char *expected) {
                    "with a letter or '_', and a number is followed by a space",
                    p->tok.length > 40 ? 40 : (int)p->tok.length,
                    p->lx.src + p->tok.offset);
-  case TOK_BAD_BYTE: {
-    unsigned char c = (unsigned char)p->lx.src[p->tok.offset];
-    if (c >= 0x80)
-      return fail_at(p, EIN_ERR_SYNTAX, at,
-                     "unexpected non-ASCII byte 0x%02X (expressions are "
-                     "ASCII); expected %s",
-                     c, expected);
-    if (c < 0x21 || c == 0x7f)
-      return fail_at(p, EIN_ERR_SYNTAX, at,
-                     "unexpected control byte 0x%02X; expected %s", c,
-                     expected);
+  case TOK_BAD_BYTE:
     return fail_at(p, EIN_ERR_SYNTAX, at, "unexpected %s; expected %s",
                    found, expected);
-  }
   case TOK_MINUS:
     return fail_at(p, EIN_ERR_SYNTAX, at,
                    "expected %s, found '-' (did you mean '->'?)", expected);
@@ -157,6 +162,14 @@ static ein_status int_value(parser *p, ein_token t, int64_t *out) {
   return EIN_OK;
 }
 
+/* True when the lookahead starts a name of the einops dialect ('α'). */
+static bool is_einops_name(const parser *p) {
+  ein_lexer lx;
+  ein_lexer_init(&lx, p->lx.src, p->lx.len, EIN_DIALECT_EINOPS);
+  lx.pos = p->tok.offset;
+  return ein_lex_next(&lx).kind == TOK_NAME;
+}
+
 /* In the numpy dialect, constructs of the einops dialect get a message that
  * names the dialect rather than a bare syntax error. */
 static ein_status numpy_dialect_error(parser *p) {
@@ -168,6 +181,7 @@ static ein_status numpy_dialect_error(parser *p) {
   case TOK_INT: what = "numbers"; break;
   case TOK_BAD_BYTE:
     if (*s == '_') what = "'_' in names";
+    if ((unsigned char)*s >= 0x80 && is_einops_name(p)) what = "non-ASCII letters";
     break;
   default: break;
   }

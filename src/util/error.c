@@ -1,16 +1,20 @@
 /*
  * error.c - error records and their caret rendering.
  *
- * Rendering maps each byte of the expression to one display column
- * (whitespace becomes ' ', other unprintable bytes '?'), so byte offsets are
- * columns and carets line up even for tabs, newlines and UTF-8.
+ * Rendering shows the expression one character at a time and draws each
+ * caret under the columns its character takes (utf8.h): 'α' is two bytes
+ * and one column, '形' two columns. Whitespace becomes ' ', and what should
+ * not reach a terminal as is (control and format characters, bytes that
+ * are not UTF-8) becomes one '?', so carets line up for any text.
  */
 #include "error.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "utf8.h"
 
 void ein_error_init(ein_error_rec *err) {
   memset(err, 0, sizeof *err);
@@ -89,8 +93,9 @@ DEFINE_FAIL(ein_fail_shape, EIN_ERR_BAD_SHAPE)
 
 void ein_quote_name(char *buf, size_t cap, const char *name, size_t len) {
   enum { MAX_SHOWN = 40 };
-  if (len > MAX_SHOWN)
-    snprintf(buf, cap, "'%.*s...'", MAX_SHOWN - 3, name);
+  if (len > MAX_SHOWN) /* cut between characters, never inside one */
+    snprintf(buf, cap, "'%.*s...'",
+             (int)ein_utf8_floor(name, MAX_SHOWN - 3), name);
   else
     snprintf(buf, cap, "'%.*s'", (int)len, name);
 }
@@ -114,38 +119,56 @@ static void puts_n(writer *w, const char *s, size_t n) {
 
 static void put_str(writer *w, const char *s) { puts_n(w, s, strlen(s)); }
 
-static char display_byte(unsigned char c) {
-  if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
-      c == '\f')
-    return ' ';
-  if (c < 0x20 || c >= 0x7f) return '?';
-  return (char)c;
-}
-
 enum { WINDOW = 76, ELIDE = 3 };
 
-/* Shows expr[start, end) and a caret line marking the spans inside it. */
-static void put_excerpt(writer *w, const ein_error *e, size_t start,
-                        size_t end) {
-  put_str(w, "  ");
-  if (start > 0) put_str(w, "...");
-  for (size_t i = start; i < end; i++)
-    put(w, display_byte((unsigned char)e->expr[i]));
-  if (end < e->expr_len) put_str(w, "...");
-  put(w, '\n');
+/* The character at s: its length in bytes in *len and its columns, with
+ * what is shown as '?' (see put_char) taking one. */
+static size_t char_columns(const char *s, size_t *len) {
+  int width = ein_utf8_char(s, len);
+  return width < 0 ? 1 : (size_t)width;
+}
 
-  /* The caret line covers [start, end] (end itself for a span at EOF). */
-  size_t width = end - start + 1;
-  char marks[WINDOW + 2];
-  memset(marks, ' ', sizeof marks);
-  size_t last = 0;
-  for (int s = e->nspans - 1; s >= 0; s--) { /* spans[0] drawn last, wins */
+/* Shows the character at s as a terminal should see it; returns its
+ * length in bytes. */
+static size_t put_char(writer *w, const char *s) {
+  unsigned char c = (unsigned char)*s;
+  if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
+      c == '\f') {
+    put(w, ' ');
+    return 1;
+  }
+  size_t len;
+  if (ein_utf8_char(s, &len) < 0)
+    put(w, '?');
+  else
+    puts_n(w, s, len);
+  return len;
+}
+
+/* The mark under byte offset i: '^' where a span starts, '~' inside one,
+ * ' ' elsewhere; spans[0] wins where two overlap. */
+static char mark_at(const ein_error *e, size_t i) {
+  for (int s = 0; s < e->nspans; s++) {
     size_t off = e->spans[s].offset, len = e->spans[s].length;
-    if (off < start || off > end) continue;
-    if (len == 0) len = 1;
-    for (size_t i = 0; i < len && off - start + i < width; i++) {
-      marks[off - start + i] = i == 0 ? '^' : '~';
-      if (off - start + i + 1 > last) last = off - start + i + 1;
+    if (i == off) return '^';
+    if (i > off && i < off + len) return '~';
+  }
+  return ' ';
+}
+
+/* The caret line under expr[start, end] (end itself for a span at EOF):
+ * each character's mark fills the columns it takes ('^~' under a wide
+ * one). A column is never wider than its bytes, so the window fits. */
+static void put_carets(writer *w, const ein_error *e, size_t start,
+                       size_t end) {
+  char marks[WINDOW + 8];
+  size_t cols = 0, last = 0, len = 1;
+  for (size_t i = start; i <= end && cols < sizeof marks; i += len) {
+    size_t width = i < end ? char_columns(e->expr + i, &len) : 1;
+    char m = mark_at(e, i);
+    for (size_t k = 0; k < width && cols < sizeof marks; k++) {
+      marks[cols++] = k > 0 && m == '^' ? '~' : m;
+      if (m != ' ') last = cols;
     }
   }
   put_str(w, "  ");
@@ -154,7 +177,22 @@ static void put_excerpt(writer *w, const ein_error *e, size_t start,
   put(w, '\n');
 }
 
-/* A window of at most WINDOW bytes around the span at `off`. */
+/* Shows expr[start, end) and the caret line under it. */
+static void put_excerpt(writer *w, const ein_error *e, size_t start,
+                        size_t end) {
+  put_str(w, "  ");
+  if (start > 0) put_str(w, "...");
+  for (size_t i = start; i < end;) i += put_char(w, e->expr + i);
+  if (end < e->expr_len) put_str(w, "...");
+  put(w, '\n');
+  put_carets(w, e, start, end);
+}
+
+static bool is_continuation(const ein_error *e, size_t i) {
+  return ((unsigned char)e->expr[i] & 0xC0) == 0x80;
+}
+
+/* A window of about WINDOW bytes around the span at `off`. */
 static void window_around(const ein_error *e, size_t off, size_t len,
                           size_t *start, size_t *end) {
   if (e->expr_len <= WINDOW) {
@@ -171,6 +209,12 @@ static void window_around(const ein_error *e, size_t off, size_t len,
     *end = e->expr_len;
     *start = *end - WINDOW;
   }
+  /* never cut a character in two: widen over continuation bytes (10xxxxxx)
+   * to its first and last byte, at most 3 of them as UTF-8 has */
+  for (int k = 0; k < 3 && *start > 0 && is_continuation(e, *start); k++)
+    --*start;
+  for (int k = 0; k < 3 && *end < e->expr_len && is_continuation(e, *end); k++)
+    ++*end;
 }
 
 size_t ein_error_format(const ein_error *e, char *buf, size_t cap) {
