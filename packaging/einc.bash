@@ -4,10 +4,11 @@
 # Completes the commands, each command's options (the lists of its --help;
 # tests/install_test.sh checks that every option --help names is offered),
 # the values of --dtype, --backend, --reduce and --device, and .npy files
-# for eval. Self-contained: it needs none of bash-completion's helpers.
+# as operands (eval's inputs; the other commands take one in place of a
+# shape). Self-contained: it needs none of bash-completion's helpers.
 
 _einc_commands="check plan eval bench cuda-src help"
-_einc_dtypes="f32 f64 f16 bf16 i8 i16 i32 i64 u8 u16 u32 u64 bool"
+_einc_dtypes="f32 f64 f16 bf16 c64 c128 i8 i16 i32 i64 u8 u16 u32 u64 bool"
 _einc_common="-D --reduce --numpy -v --verbose -h --help --"
 
 # The options of one command (the common ones included).
@@ -16,7 +17,7 @@ _einc_options() {
     check) echo "$_einc_common" ;;
     plan) echo "--dtype --json --device --memory-limit --backend $_einc_common" ;;
     eval) echo "-o --output --print --dtype --backend $_einc_common" ;;
-    bench) echo "--dtype --backend --runs --warmup --no-floor --json $_einc_common" ;;
+    bench) echo "--dtype --backend --runs --warmup --no-floor --steps --json $_einc_common" ;;
     cuda-src) echo "--dtype $_einc_common" ;;
   esac
 }
@@ -70,7 +71,7 @@ _einc() {
   esac
   if [[ $cur == -* ]]; then
     mapfile -t COMPREPLY < <(compgen -W "$(_einc_options "$command")" -- "$cur")
-  elif [[ $command == eval ]]; then
+  elif ((COMP_CWORD > 2)); then
     _einc_files '*.npy' "$cur"
   fi
   return 0
