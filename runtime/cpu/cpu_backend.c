@@ -158,6 +158,35 @@ static ein_status run_gemm(const ein_step *s, char *c, const char *a,
   return EIN_OK;
 }
 
+/* OpenBLAS runs a GEMM call on its own threads from this many
+ * multiply-adds on (m n k; 0.3.x: 65536 times its multithread threshold
+ * of 4); smaller calls stay on the caller's thread. */
+#define BLAS_THREADED_WORK (4.0 * 65536.0)
+
+/* The threads for a plan's LOOP steps. Our OpenMP team and OpenBLAS's
+ * pthreads are two pools that both busy-wait after their work (libgomp
+ * spins for a while before it sleeps, OpenBLAS's workers yield in a loop
+ * for far longer). On a machine with as many cores as threads, a loop
+ * after a threaded GEMM, or a GEMM after a loop, shares its cores with the
+ * other pool's spinning threads: on 2 cores bilinear took 8-16 ms instead
+ * of 3.5, quadform 28 instead of 18. A plan with a GEMM that OpenBLAS
+ * threads therefore runs its loops on the calling thread: the GEMM keeps
+ * every core, and the loops (memory-bound, a small part of such plans)
+ * lose at most their own parallel speed-up. */
+static int loop_threads(const ein_plan_ir *plan, int threads) {
+#ifdef EIN_HAVE_CBLAS
+  for (int i = 0; i < plan->nsteps && threads > 1; i++) {
+    const ein_gemm *g = &plan->steps[i].gemm;
+    if (plan->steps[i].kind == EIN_STEP_GEMM &&
+        (double)g->m * (double)g->n * (double)g->k > BLAS_THREADED_WORK)
+      return 1;
+  }
+#else
+  (void)plan;
+#endif
+  return threads;
+}
+
 static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
                           const void *program, char *const *inputs,
                           char *output, ein_error_rec *err) {
@@ -168,6 +197,7 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
     return ein_fail_memory(err, "cannot allocate %lld bytes of workspace",
                            (long long)plan->workspace_bytes);
   ein_status st = EIN_OK;
+  int threads = loop_threads(plan, cb->threads);
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
     char *dst = ein_buffer_base(plan, s->dst.buffer, inputs, output,
@@ -180,10 +210,10 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
     dst += s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
     if (s->kind == EIN_STEP_GEMM)
       st = run_gemm(s, dst, src[0], src[1], err);
-    else if (ein_cpu_tiny_contract(s, dst, src[0], src[1], cb->threads))
+    else if (ein_cpu_tiny_contract(s, dst, src[0], src[1], threads))
       st = EIN_OK;
     else {
-      st = ein_cpu_loop(s, dst, src[0], src[1], cb->threads);
+      st = ein_cpu_loop(s, dst, src[0], src[1], threads);
       if (st)
         ein_fail(err, st, "cpu backend: step %d has more axes than it handles",
                  i + 1);
