@@ -19,6 +19,7 @@
 #include "backend.h"
 #include "cpu_contract.h"
 #include "cpu_loops.h"
+#include "cpu_threads.h"
 
 #ifdef EIN_HAVE_CBLAS
 #include <cblas.h>
@@ -189,6 +190,40 @@ static ein_status run_gemm(const ein_step *s, char *c, const char *a,
   return EIN_OK;
 }
 
+/* OpenBLAS runs a GEMM call on its own threads from this many
+ * multiply-adds on (m n k; 0.3.x: 65536 times its multithread threshold
+ * of 4); smaller calls stay on the caller's thread. */
+#define BLAS_THREADED_WORK (4.0 * 65536.0)
+
+/* FLOPs of BLAS GEMM per byte a loop moves in the same time on one core
+ * (~60 GFLOP/s against ~20 GB/s on our 2-core host): a GEMM step's FLOPs
+ * over this, against a loop's bytes, says which of the two takes longer. */
+#define GEMM_FLOPS_PER_LOOP_BYTE 3.0
+
+/* Our OpenMP team and OpenBLAS's pthreads are two pools that both
+ * busy-wait after their work (libgomp spins for a while before it sleeps,
+ * OpenBLAS's workers yield in a loop for far longer). With as many threads
+ * as cores, a loop after a threaded GEMM, or a GEMM after a loop, shares
+ * its cores with the other pool's spinning threads: on 2 cores bilinear
+ * took 12-16 ms instead of 4, quadform 28 instead of 18. So when the
+ * threaded GEMMs of a plan take longer than its loops, the loops run on
+ * the calling thread: the GEMMs keep every core, and the loops lose at
+ * most their own parallel speed-up. */
+int ein_cpu_loop_threads(const ein_plan_ir *plan, int threads) {
+  double gemm_flops = 0, loop_bytes = 0;
+  for (int i = 0; i < plan->nsteps; i++) {
+    const ein_step *s = &plan->steps[i];
+    const ein_gemm *g = &s->gemm;
+    if (s->kind != EIN_STEP_GEMM)
+      loop_bytes += s->bytes_read + s->bytes_written;
+    else if ((double)g->m * (double)g->n * (double)g->k > BLAS_THREADED_WORK)
+      gemm_flops += s->flops;
+  }
+  bool gemm_bound = gemm_flops > 0 &&
+                    gemm_flops / GEMM_FLOPS_PER_LOOP_BYTE >= loop_bytes;
+  return gemm_bound ? 1 : threads;
+}
+
 static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
                           const void *program, char *const *inputs,
                           char *output, const ein_step_marks *marks,
@@ -200,6 +235,11 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
     return ein_fail_memory(err, "cannot allocate %lld bytes of workspace",
                            (long long)plan->workspace_bytes);
   ein_status st = EIN_OK;
+#ifdef EIN_HAVE_CBLAS
+  int threads = ein_cpu_loop_threads(plan, cb->threads);
+#else
+  int threads = cb->threads; /* the fallback GEMM runs on this thread */
+#endif
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
     ein_step_mark(marks, i);
@@ -213,10 +253,10 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
     dst += s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
     if (s->kind == EIN_STEP_GEMM)
       st = run_gemm(s, dst, src[0], src[1], err);
-    else if (ein_cpu_tiny_contract(s, dst, src[0], src[1], cb->threads))
+    else if (ein_cpu_tiny_contract(s, dst, src[0], src[1], threads))
       st = EIN_OK;
     else {
-      st = ein_cpu_loop(s, dst, src[0], src[1], cb->threads);
+      st = ein_cpu_loop(s, dst, src[0], src[1], threads);
       if (st)
         ein_fail(err, st, "cpu backend: step %d has more axes than it handles",
                  i + 1);
