@@ -11,7 +11,7 @@ import math
 import re
 
 from . import _einc
-from ._api import EincError, _fast, _lengths, _shape_of, evaluate
+from ._api import EincError, _fast, _fast_setup, _lengths, _shape_of, evaluate
 from ._arrays import stack
 
 _REDUCTIONS = ("min", "max", "sum", "mean", "prod", "any", "all")
@@ -37,10 +37,13 @@ def rearrange(tensor, pattern: str, **axes_lengths):
     """
     if "->" not in pattern:
         raise EincError(f"rearrange needs '->' in its pattern: {pattern!r}")
-    if not axes_lengths:
-        result = _fast((tensor, pattern), False, None)  # plain numpy, cached
-        if result is not None:
-            return result
+    # numpy arrays and torch CPU tensors: a cached plan, or a view
+    lengths = _lengths(axes_lengths) if axes_lengths else None
+    result = _fast((tensor, pattern), False, None, lengths)
+    if result is None and _fast_setup():  # numpy or torch just came
+        result = _fast((tensor, pattern), False, None, lengths)
+    if result is not None:
+        return result
     return evaluate(pattern, (_single(tensor),), numpy=False,
                     lengths=_lengths(axes_lengths))
 
@@ -71,10 +74,12 @@ def reduce(tensor, pattern: str, reduction, **axes_lengths):
         raise EincError(
             f"unknown reduction {reduction!r}: einc compiles "
             f"{', '.join(_REDUCTIONS)}, or give a callable fn(x, axes)")
-    if not axes_lengths:
-        result = _fast((tensor, pattern), False, reduction)
-        if result is not None:
-            return result
+    lengths = _lengths(axes_lengths) if axes_lengths else None
+    result = _fast((tensor, pattern), False, reduction, lengths)
+    if result is None and _fast_setup():
+        result = _fast((tensor, pattern), False, reduction, lengths)
+    if result is not None:
+        return result
     return evaluate(pattern, (_single(tensor),), reduce=reduction,
                     numpy=False, lengths=_lengths(axes_lengths))
 
