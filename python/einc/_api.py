@@ -158,8 +158,12 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
     receives the result in place.
 
     Tensors are anything with ``__dlpack__`` (numpy, torch, ...), taken
-    without copies; the result is an array of the same library. Errors
-    raise einc.EincError with the expression and a caret under the culprit.
+    without copies; the result is an array of the same library. As with
+    numpy.einsum, a one-tensor expression that only re-reads its input
+    ('ij->ji', 'ii->i', 'b (h d) -> b h d') returns a view of a numpy array
+    or torch CPU tensor: writing into it writes into the input. ``out=``
+    always writes into out. Errors raise einc.EincError with the
+    expression and a caret under the culprit.
     """
     if out is None and backend == "auto":
         # The cached path of plain numpy and torch CPU calls

@@ -1,8 +1,8 @@
 """einops' functions with einops' signatures, compiled by einc:
 rearrange, reduce, repeat, parse_shape, pack and unpack. ``import einc as
-einops`` works for these calls; results are new arrays (einops returns views
-where it can), and errors are einc.EincError, a RuntimeError as einops'
-EinopsError is.
+einops`` works for these calls; rearrange and reduce return views where the
+result only re-reads the input, as einops does (repeat always copies), and
+errors are einc.EincError, a RuntimeError as einops' EinopsError is.
 """
 
 from __future__ import annotations
@@ -34,6 +34,12 @@ def rearrange(tensor, pattern: str, **axes_lengths):
         (32, 3, 30, 40)
         >>> einc.rearrange(np.zeros((2, 16)), 'b (h d) -> b h d', h=8).shape
         (2, 8, 2)
+
+    Like einops, the result is a view of the tensor (numpy arrays and torch
+    CPU tensors) when strides can express it: a transpose, a split, a merge
+    of axes adjacent in memory, a squeeze. Writing into such a result
+    writes into the tensor; ``.copy()`` (``.clone()``) gives one of your
+    own. Other cases, and other array libraries, give a new array.
     """
     if "->" not in pattern:
         raise EincError(f"rearrange needs '->' in its pattern: {pattern!r}")
@@ -65,7 +71,8 @@ def reduce(tensor, pattern: str, reduction, **axes_lengths):
                  [10.5, 12.5]]]])
 
     The named reductions are compiled into one pass; a callable runs
-    between two compiled rearranges.
+    between two compiled rearranges. When nothing is reduced the result
+    may be a view of the tensor, as rearrange's is.
     """
     if callable(reduction):
         return _reduce_callable(_single(tensor), pattern, reduction,
@@ -150,6 +157,9 @@ def repeat(tensor, pattern: str, **axes_lengths):
                [1., 1., 0., 0.],
                [0., 0., 1., 1.],
                [0., 0., 1., 1.]])
+
+    The result is always a new array (einops' torch backend may return an
+    expanded view; a writable view repeating elements is a trap).
     """
     return evaluate(pattern, (_single(tensor),), numpy=False,
                     lengths=_lengths(axes_lengths))
