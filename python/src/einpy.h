@@ -6,7 +6,8 @@
  * DLPack capsules into DLTensors (tensors.c), Python option values into an
  * ein_options (options.c), einc's errors into einc.EincError with the
  * caret text (errors.c), keeps a cache of plans for plain numpy calls
- * (fastpath.c), and wraps ein_plan and ein_shape_memo as Python
+ * (fastpath.c), hands back views of inputs through DLPack (views.c), and
+ * wraps ein_plan and ein_shape_memo as Python
  * types (plan_type.c, memo_type.c). module.c holds the one ein_ctx of the
  * process and the module's functions. Everything friendly (einops'
  * signatures, picking the array library of the result) is Python, in
