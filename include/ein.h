@@ -436,6 +436,22 @@ EIN_API int64_t ein_plan_workspace_bytes(const ein_plan *plan);
 EIN_API int ein_plan_nsteps(const ein_plan *plan);
 EIN_API int ein_plan_count_steps(const ein_plan *plan, const char *kind);
 
+/* Whether the plan's output is a strided view of one input: the plan is
+ * one plain copy (same dtype, no arithmetic, nothing reduced, no axis
+ * repeated) from that input into a C-contiguous output (ein_plan_create
+ * with a NULL output, or compact strides), so a caller may hand back the
+ * input's memory instead of running the plan. Then returns 1 with
+ * *input (the input's index), view_strides[0..ein_plan_output_ndim) (in
+ * elements, possibly negative or 0 where the input's are; a size-1 dim
+ * gets the stride that keeps a compact view compact) and *view_offset
+ * (elements from the input's first element to the view's). Returns 0
+ * otherwise: arithmetic, a copy that strides cannot express (merging
+ * axes that are not adjacent in memory), a repeat, an empty output, or
+ * any other output layout. Transposes, splits and merges of adjacent
+ * axes, squeezes and diagonals ('i i -> i') are views. */
+EIN_API int ein_plan_output_view(const ein_plan *plan, int *input,
+                                 int64_t *view_strides, int64_t *view_offset);
+
 typedef enum ein_describe_format {
   EIN_DESCRIBE_TEXT = 0, /* a report for people, one line per step */
   EIN_DESCRIBE_JSON = 1  /* the same as one JSON object */

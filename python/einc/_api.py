@@ -85,31 +85,42 @@ def _torch_numpy_dtype(t):
 _TORCH_TO_NUMPY = {}
 
 
-def _fast_setup():
+def _fast_setup() -> bool:
     """Arms _einc.fast (the cached path of plain numpy calls) once numpy is
     in use, and for torch CPU tensors once torch is; einc itself imports
-    neither."""
+    neither. Whether it armed anything new (the caller then tries _fast
+    again, so the first call views where later ones do)."""
     global _fast_ready, _fast_torch
+    if _fast_torch:
+        return False
+    armed = False
     np = sys.modules.get("numpy")
     if np is not None and not _fast_ready:
-        _einc.fast_setup(np.ndarray, np.empty, numpy_dialect)
-        _fast_ready = True
+        from ._arrays import _numpy_exports_read_only
+
+        # views need versioned DLPack (NumPy 2.1): legacy imports are
+        # read-only
+        _einc.fast_setup(np.ndarray, np.empty, numpy_dialect,
+                         np.from_dlpack if _numpy_exports_read_only()
+                         else None)
+        _fast_ready = armed = True
     torch = sys.modules.get("torch")
     if _fast_ready and torch is not None and hasattr(torch, "from_numpy"):
         for name in ("float16", "float32", "float64", "int8", "int16",
                      "int32", "int64", "uint8", "bool"):
             _TORCH_TO_NUMPY[getattr(torch, name)] = np.dtype(name)
         _einc.fast_setup_torch(torch.Tensor, torch._C._to_dlpack,
-                               torch.from_numpy, _torch_numpy_dtype)
-        _fast_torch = True
+                               torch.from_numpy, _torch_numpy_dtype,
+                               torch._C._from_dlpack)
+        _fast_torch = armed = True
+    return armed
 
 
 def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
              numpy=None, lengths=()):
     """Runs expr on tensors through ein_eval and returns the result, an
     array of the inputs' library (or out)."""
-    if not _fast_torch:  # numpy or torch imported since the last call
-        _fast_setup()
+    _fast_setup()  # numpy or torch imported since the last call
     prepared = prepare(tensors)
     if numpy is None:
         numpy = numpy_dialect(expr, [len(t.shape) for t in prepared.tensors])
@@ -147,13 +158,20 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
     receives the result in place.
 
     Tensors are anything with ``__dlpack__`` (numpy, torch, ...), taken
-    without copies; the result is an array of the same library. Errors
-    raise einc.EincError with the expression and a caret under the culprit.
+    without copies; the result is an array of the same library. As with
+    numpy.einsum, a one-tensor expression that only re-reads its input
+    ('ij->ji', 'ii->i', 'b (h d) -> b h d') returns a view of a numpy array
+    or torch CPU tensor: writing into it writes into the input. ``out=``
+    always writes into out. Errors raise einc.EincError with the
+    expression and a caret under the culprit.
     """
-    if out is None and not axis_sizes and backend == "auto":
-        # The cached path of plain numpy calls (python/src/fastpath.c);
-        # None sends the call the general way.
-        result = _fast(args, numpy, reduce)
+    if out is None and backend == "auto":
+        # The cached path of plain numpy and torch CPU calls
+        # (python/src/fastpath.c); None sends the call the general way.
+        lengths = _lengths(axis_sizes) if axis_sizes else None
+        result = _fast(args, numpy, reduce, lengths)
+        if result is None and _fast_setup():  # numpy or torch just came
+            result = _fast(args, numpy, reduce, lengths)
         if result is not None:
             return result
     expr, tensors = split_expr(args)

@@ -1,8 +1,8 @@
 """einops' functions with einops' signatures, compiled by einc:
 rearrange, reduce, repeat, parse_shape, pack and unpack. ``import einc as
-einops`` works for these calls; results are new arrays (einops returns views
-where it can), and errors are einc.EincError, a RuntimeError as einops'
-EinopsError is.
+einops`` works for these calls; rearrange and reduce return views where the
+result only re-reads the input, as einops does (repeat always copies), and
+errors are einc.EincError, a RuntimeError as einops' EinopsError is.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 import re
 
 from . import _einc
-from ._api import EincError, _fast, _lengths, _shape_of, evaluate
+from ._api import EincError, _fast, _fast_setup, _lengths, _shape_of, evaluate
 from ._arrays import stack
 
 _REDUCTIONS = ("min", "max", "sum", "mean", "prod", "any", "all")
@@ -34,13 +34,22 @@ def rearrange(tensor, pattern: str, **axes_lengths):
         (32, 3, 30, 40)
         >>> einc.rearrange(np.zeros((2, 16)), 'b (h d) -> b h d', h=8).shape
         (2, 8, 2)
+
+    Like einops, the result is a view of the tensor (numpy arrays and torch
+    CPU tensors) when strides can express it: a transpose, a split, a merge
+    of axes adjacent in memory, a squeeze. Writing into such a result
+    writes into the tensor; ``.copy()`` (``.clone()``) gives one of your
+    own. Other cases, and other array libraries, give a new array.
     """
     if "->" not in pattern:
         raise EincError(f"rearrange needs '->' in its pattern: {pattern!r}")
-    if not axes_lengths:
-        result = _fast((tensor, pattern), False, None)  # plain numpy, cached
-        if result is not None:
-            return result
+    # numpy arrays and torch CPU tensors: a cached plan, or a view
+    lengths = _lengths(axes_lengths) if axes_lengths else None
+    result = _fast((tensor, pattern), False, None, lengths)
+    if result is None and _fast_setup():  # numpy or torch just came
+        result = _fast((tensor, pattern), False, None, lengths)
+    if result is not None:
+        return result
     return evaluate(pattern, (_single(tensor),), numpy=False,
                     lengths=_lengths(axes_lengths))
 
@@ -62,7 +71,8 @@ def reduce(tensor, pattern: str, reduction, **axes_lengths):
                  [10.5, 12.5]]]])
 
     The named reductions are compiled into one pass; a callable runs
-    between two compiled rearranges.
+    between two compiled rearranges. When nothing is reduced the result
+    may be a view of the tensor, as rearrange's is.
     """
     if callable(reduction):
         return _reduce_callable(_single(tensor), pattern, reduction,
@@ -71,10 +81,12 @@ def reduce(tensor, pattern: str, reduction, **axes_lengths):
         raise EincError(
             f"unknown reduction {reduction!r}: einc compiles "
             f"{', '.join(_REDUCTIONS)}, or give a callable fn(x, axes)")
-    if not axes_lengths:
-        result = _fast((tensor, pattern), False, reduction)
-        if result is not None:
-            return result
+    lengths = _lengths(axes_lengths) if axes_lengths else None
+    result = _fast((tensor, pattern), False, reduction, lengths)
+    if result is None and _fast_setup():
+        result = _fast((tensor, pattern), False, reduction, lengths)
+    if result is not None:
+        return result
     return evaluate(pattern, (_single(tensor),), reduce=reduction,
                     numpy=False, lengths=_lengths(axes_lengths))
 
@@ -145,6 +157,9 @@ def repeat(tensor, pattern: str, **axes_lengths):
                [1., 1., 0., 0.],
                [0., 0., 1., 1.],
                [0., 0., 1., 1.]])
+
+    The result is always a new array (einops' torch backend may return an
+    expanded view; a writable view repeating elements is a trap).
     """
     return evaluate(pattern, (_single(tensor),), numpy=False,
                     lengths=_lengths(axes_lengths))

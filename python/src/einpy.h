@@ -6,7 +6,8 @@
  * DLPack capsules into DLTensors (tensors.c), Python option values into an
  * ein_options (options.c), einc's errors into einc.EincError with the
  * caret text (errors.c), keeps a cache of plans for plain numpy calls
- * (fastpath.c), and wraps ein_plan and ein_shape_memo as Python
+ * (fastpath.c), hands back views of inputs through DLPack (views.c), and
+ * wraps ein_plan and ein_shape_memo as Python
  * types (plan_type.c, memo_type.c). module.c holds the one ein_ctx of the
  * process and the module's functions. Everything friendly (einops'
  * signatures, picking the array library of the result) is Python, in
@@ -56,6 +57,24 @@ PyObject *einpy_raise(const ein_error *err);
 PyObject *einpy_raise_status(ein_status status, const char *fmt, ...);
 
 /* ----------------------------------------------------------- tensors.c */
+
+/* DLPack 1.0's versioned managed tensor, which Debian's dlpack.h (older)
+ * lacks, as the standard lays it out. */
+typedef struct einpy_dlpack_version {
+  uint32_t major;
+  uint32_t minor;
+} einpy_dlpack_version;
+
+typedef struct einpy_managed_versioned {
+  einpy_dlpack_version version;
+  void *manager_ctx;
+  void (*deleter)(struct einpy_managed_versioned *self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} einpy_managed_versioned;
+
+enum { EINPY_FLAG_READ_ONLY = 1 };
+
 
 /* A tensor taken from a DLPack producer. `t` points into the managed
  * struct, which this owns until einpy_tensor_release (the producer's
@@ -147,6 +166,25 @@ int einpy_fast_import(PyObject *tensors, einpy_tensor *in, int *n);
 
 /* numpy.empty(shape, dtype); only after einpy_fast_import returned 1. */
 PyObject *einpy_fast_empty(PyObject *shape, PyObject *dtype);
+
+/* ------------------------------------------------------------- views.c */
+
+/* A DLPack capsule for a strided view of `source` (a host tensor): the
+ * view's ndim, shape, strides (elements) and the element offset of its
+ * first element from source's. Takes source over (it is emptied; the
+ * capsule's tensor releases it when its consumer is done, or the capsule
+ * when it was never consumed). `versioned`: DLPack 1.0, carrying source's
+ * read-only flag (NumPy reads legacy capsules as read-only), else legacy
+ * (torch). NULL with an exception on failure (source then released). */
+PyObject *einpy_view_capsule(einpy_tensor *source, int versioned, int ndim,
+                             const int64_t *shape, const int64_t *strides,
+                             int64_t offset);
+
+/* An object whose __dlpack__ gives `capsule` once: numpy.from_dlpack
+ * takes producers, not capsules. */
+PyObject *einpy_view_exporter(PyObject *capsule);
+
+int einpy_views_init(PyObject *module);
 
 /* ------------------------------------------------- plan_type.c, memo.c */
 

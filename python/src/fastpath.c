@@ -21,6 +21,11 @@
  * (shared, not copied), about half of torch.empty's cost. The plan does
  * not depend on the framework, so numpy and torch calls share entries.
  *
+ * Where the plan only re-reads one input (ein_plan_output_view: a
+ * transpose, a split or merge of adjacent axes, a diagonal), a hit runs
+ * nothing: the result is a view of that input (views.c), as numpy.einsum
+ * and einops give. Axis lengths (rearrange's h=8) are part of the key.
+ *
  * Anything out of the ordinary answers None and the caller takes the
  * general path, which gives the same result or the same error: inputs
  * that are not exactly numpy.ndarray (or all exactly torch.Tensor),
@@ -43,6 +48,7 @@
 
 typedef struct fast_entry {
   PyObject *expr;      /* str, compared by value */
+  PyObject *lengths;   /* ((name, size), ...) compared by value, or NULL */
   int dialect;         /* -1: detected, 0: einops, 1: numpy */
   int reduction;       /* ein_reduction */
   int ninputs;
@@ -56,6 +62,10 @@ typedef struct fast_entry {
   int keep_gil;        /* a plan too small to be worth a thread switch */
   int evicted;
   Py_hash_t hash;
+  /* ein_plan_output_view's answer: the result is a view of an input. */
+  int is_view, view_input;
+  int64_t view_offset;
+  int64_t view_strides[EIN_MAX_DIMS];
 } fast_entry;
 
 /* numpy.ndarray, numpy.empty and einc's numpy_dialect(expr, ranks), set by
@@ -64,12 +74,17 @@ typedef struct fast_entry {
  * fast_setup_torch; NULL until torch is in use. */
 static PyObject *ndarray_type, *np_empty, *dialect_fn;
 static PyObject *tensor_type, *to_dlpack, *from_numpy, *torch_np_dtype;
+/* numpy.from_dlpack (None before NumPy 2.1, which reads no versioned
+ * DLPack: numpy results are then copies) and torch._C._from_dlpack, for
+ * views (views.c's capsules): set by fast_setup and fast_setup_torch. */
+static PyObject *np_from_dlpack, *torch_from_dlpack;
 static fast_entry *slots[FAST_SLOTS];
 static int next_victim;
 
 static void entry_free(fast_entry *e) {
   ein_plan_destroy(e->plan);
   Py_XDECREF(e->expr);
+  Py_XDECREF(e->lengths);
   Py_XDECREF(e->out_shape);
   Py_XDECREF(e->np_dtype);
   PyMem_Free(e);
@@ -91,8 +106,17 @@ static int same_layout(const fast_entry *e, int i, const DLTensor *t) {
   return 1;
 }
 
+/* Whether the entry was made for these axis lengths (NULL: none). */
+static int same_lengths(const fast_entry *e, PyObject *lengths) {
+  if (!e->lengths || !lengths) return e->lengths == lengths;
+  int r = PyObject_RichCompareBool(e->lengths, lengths, Py_EQ);
+  if (r < 0) PyErr_Clear();
+  return r == 1;
+}
+
 static fast_entry *lookup(PyObject *expr, Py_hash_t hash, int dialect,
-                          int reduction, einpy_tensor *in, int n) {
+                          int reduction, PyObject *lengths, einpy_tensor *in,
+                          int n) {
   for (int s = 0; s < FAST_SLOTS; s++) {
     fast_entry *e = slots[s];
     if (!e || e->hash != hash || e->ninputs != n || e->dialect != dialect ||
@@ -104,6 +128,7 @@ static fast_entry *lookup(PyObject *expr, Py_hash_t hash, int dialect,
     if (e->expr != expr &&
         PyUnicode_Compare(e->expr, expr) != 0) /* equal hashes, other str */
       continue;
+    if (!same_lengths(e, lengths)) continue;
     return e;
   }
   return NULL;
@@ -185,31 +210,40 @@ static int make_plan(fast_entry *e, const char *expr, const ein_options *o,
    * costs more than another thread could gain meanwhile. */
   e->keep_gil = ok && ein_plan_flops(e->plan) < KEEP_GIL_FLOPS &&
                 ein_plan_min_bytes(e->plan) < KEEP_GIL_BYTES;
+  e->is_view = ok && ein_plan_output_view(e->plan, &e->view_input,
+                                          e->view_strides, &e->view_offset);
   return ok ? 0 : -1;
 }
 
 /* A new entry for these tensors, or NULL with no exception when the
  * general path should take the call (it raises the error, if any). */
 static fast_entry *plan_entry(PyObject *expr, Py_hash_t hash, int dialect,
-                              int reduction, PyObject *first,
-                              einpy_tensor *in, int n) {
+                              int reduction, PyObject *lengths,
+                              PyObject *first, einpy_tensor *in, int n) {
+  static PyObject *no_lengths;
+  if (!no_lengths && !(no_lengths = PyTuple_New(0))) return NULL;
   int is_numpy = resolve_dialect(expr, dialect, in, n);
   PyObject *utf8 = is_numpy < 0 ? NULL : PyUnicode_AsUTF8String(expr);
   fast_entry *e = utf8 ? einpy_calloc(1, sizeof *e) : NULL;
-  if (!e) {
+  einpy_options o;
+  if (!e || einpy_options_parse(is_numpy ? Py_True : Py_False,
+                                ein_reduction_name((ein_reduction)reduction),
+                                "auto", lengths ? lengths : no_lengths,
+                                &o) < 0) {
     Py_XDECREF(utf8);
+    if (e) PyMem_Free(e);
     return NULL;
   }
   Py_INCREF(expr);
   e->expr = expr;
+  Py_XINCREF(lengths);
+  e->lengths = lengths;
   e->hash = hash;
   e->dialect = dialect;
   e->reduction = reduction;
   record_layouts(e, in, n);
-  ein_options o = {.dialect = is_numpy ? EIN_DIALECT_NUMPY : EIN_DIALECT_EINOPS,
-                   .reduction = (ein_reduction)reduction,
-                   .backend = EIN_BACKEND_AUTO};
-  int ok = make_plan(e, PyBytes_AsString(utf8), &o, in, first) == 0;
+  int ok = make_plan(e, PyBytes_AsString(utf8), &o.opt, in, first) == 0;
+  einpy_options_free(&o);
   Py_DECREF(utf8);
   if (ok) return e;
   entry_free(e);
@@ -317,6 +351,27 @@ static PyObject *run_entry(fast_entry *e, einpy_tensor *in, int n) {
   return out;
 }
 
+/* The view e's plan reads in[e->view_input] as, made by the input's own
+ * library; the input is handed to the view (in[] keeps nothing of it). */
+static PyObject *make_view(fast_entry *e, einpy_tensor *in, int torch) {
+  PyObject *capsule = einpy_view_capsule(
+      &in[e->view_input], !torch, ein_plan_output_ndim(e->plan),
+      ein_plan_output_shape(e->plan), e->view_strides, e->view_offset);
+  if (!capsule) return NULL;
+  PyObject *result = NULL;
+  if (torch) {
+    result = PyObject_CallFunctionObjArgs(torch_from_dlpack, capsule, NULL);
+  } else {
+    PyObject *producer = einpy_view_exporter(capsule);
+    result = producer ? PyObject_CallFunctionObjArgs(np_from_dlpack,
+                                                     producer, NULL)
+                      : NULL;
+    Py_XDECREF(producer);
+  }
+  Py_DECREF(capsule);
+  return result;
+}
+
 /* The ein_reduction a name gives, or -1 (no exception). The last name
  * seen is remembered by identity: callers pass the same str constant. */
 static PyObject *last_reduction; /* owned */
@@ -357,11 +412,12 @@ static int split_args(PyObject *args, PyObject **expr, Py_ssize_t *first,
 /* The table's entry for this call, planned on a miss; NULL (no exception)
  * for the general path. */
 static fast_entry *entry_for(PyObject *expr, int dialect, int reduction,
-                             PyObject *first, einpy_tensor *in, int n) {
+                             PyObject *lengths, PyObject *first,
+                             einpy_tensor *in, int n) {
   Py_hash_t hash = PyObject_Hash(expr);
-  fast_entry *e = lookup(expr, hash, dialect, reduction, in, n);
+  fast_entry *e = lookup(expr, hash, dialect, reduction, lengths, in, n);
   if (e) return e;
-  e = plan_entry(expr, hash, dialect, reduction, first, in, n);
+  e = plan_entry(expr, hash, dialect, reduction, lengths, first, in, n);
   if (e)
     insert(e);
   else
@@ -369,19 +425,25 @@ static fast_entry *entry_for(PyObject *expr, int dialect, int reduction,
   return e;
 }
 
-/* fast(args, numpy, reduce) -> result, or None for the general path.
- * args is einsum's (expression first or last, then or before the
- * tensors); numpy None guesses the dialect, else its truth picks it;
- * reduce None is 'sum'. */
+/* fast(args, numpy, reduce[, lengths]) -> result, or None for the
+ * general path. args is einsum's (expression first or last, then or
+ * before the tensors); numpy None guesses the dialect, else its truth
+ * picks it; reduce None is 'sum'; lengths, a tuple of (name, size) pairs
+ * or None. The result is a view of an input where the plan says it can
+ * be (views.c), else a new array. */
 static PyObject *py_fast(PyObject *self, PyObject *fargs) {
   (void)self;
-  if (PyTuple_Size(fargs) != 3) {
-    PyErr_SetString(PyExc_TypeError, "fast(args, numpy, reduce)");
+  Py_ssize_t nargs = PyTuple_Size(fargs);
+  if (nargs != 3 && nargs != 4) {
+    PyErr_SetString(PyExc_TypeError, "fast(args, numpy, reduce[, lengths])");
     return NULL;
   }
   PyObject *args = PyTuple_GetItem(fargs, 0), *expr;
   PyObject *numpy = PyTuple_GetItem(fargs, 1);
   PyObject *reduce = PyTuple_GetItem(fargs, 2);
+  PyObject *lengths = nargs == 4 ? PyTuple_GetItem(fargs, 3) : Py_None;
+  if (lengths == Py_None) lengths = NULL;
+  else if (!PyTuple_Check(lengths)) Py_RETURN_NONE;
   Py_ssize_t first, count;
   int dialect = numpy == Py_None ? -1 : PyObject_IsTrue(numpy);
   int reduction = reduce == Py_None              ? (int)EIN_REDUCE_SUM
@@ -395,11 +457,18 @@ static PyObject *py_fast(PyObject *self, PyObject *fargs) {
       !import_items(args, first, count, 1, in, &n))
     Py_RETURN_NONE;
   PyObject *first_item = PyTuple_GetItem(args, first);
-  fast_entry *e = entry_for(expr, dialect, reduction, first_item, in, n);
+  int torch = (PyObject *)Py_TYPE(first_item) == tensor_type;
+  fast_entry *e =
+      entry_for(expr, dialect, reduction, lengths, first_item, in, n);
+  if (e && e->is_view && (torch || np_from_dlpack != Py_None)) {
+    PyObject *view = make_view(e, in, torch);
+    einpy_tensors_release(in, n);
+    return view;
+  }
   PyObject *result = e ? run_entry(e, in, n) : NULL;
   einpy_tensors_release(in, n);
   if (!e) Py_RETURN_NONE;
-  if (result && (PyObject *)Py_TYPE(first_item) == tensor_type) {
+  if (result && torch) {
     PyObject *array = result; /* the torch tensor shares its memory */
     result = PyObject_CallFunctionObjArgs(from_numpy, array, NULL);
     Py_DECREF(array);
@@ -407,50 +476,52 @@ static PyObject *py_fast(PyObject *self, PyObject *fargs) {
   return result;
 }
 
-/* fast_setup(numpy.ndarray, numpy.empty, numpy_dialect) */
-static PyObject *py_fast_setup(PyObject *self, PyObject *args) {
-  (void)self;
-  PyObject *type, *empty, *dialect;
-  if (!PyArg_ParseTuple(args, "OOO:fast_setup", &type, &empty, &dialect))
-    return NULL;
-  Py_INCREF(type);
-  Py_INCREF(empty);
-  Py_INCREF(dialect);
-  Py_CLEAR(ndarray_type);
-  Py_CLEAR(np_empty);
-  Py_CLEAR(dialect_fn);
-  ndarray_type = type, np_empty = empty, dialect_fn = dialect;
-  Py_RETURN_NONE;
-}
-
-/* fast_setup_torch(torch.Tensor, torch._C._to_dlpack, torch.from_numpy,
- *                  tensor -> numpy dtype) */
-static PyObject *py_fast_setup_torch(PyObject *self, PyObject *args) {
-  (void)self;
-  PyObject *type, *export, *wrap, *dtype_fn;
-  if (!PyArg_ParseTuple(args, "OOOO:fast_setup_torch", &type, &export, &wrap,
-                        &dtype_fn))
-    return NULL;
-  PyObject *objs[] = {type, export, wrap, dtype_fn};
-  PyObject **slots_[] = {&tensor_type, &to_dlpack, &from_numpy,
-                         &torch_np_dtype};
-  for (int i = 0; i < 4; i++) {
+/* Keeps n new references in the given slots, dropping the old ones. */
+static void keep(PyObject **objs, PyObject ***slots_, int n) {
+  for (int i = 0; i < n; i++) {
     Py_INCREF(objs[i]);
     Py_CLEAR(*slots_[i]);
     *slots_[i] = objs[i];
   }
+}
+
+/* fast_setup(numpy.ndarray, numpy.empty, numpy_dialect, numpy.from_dlpack) */
+static PyObject *py_fast_setup(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *objs[4];
+  if (!PyArg_ParseTuple(args, "OOOO:fast_setup", &objs[0], &objs[1],
+                        &objs[2], &objs[3]))
+    return NULL;
+  PyObject **slots_[] = {&ndarray_type, &np_empty, &dialect_fn,
+                         &np_from_dlpack};
+  keep(objs, slots_, 4);
+  Py_RETURN_NONE;
+}
+
+/* fast_setup_torch(torch.Tensor, torch._C._to_dlpack, torch.from_numpy,
+ *                  tensor -> numpy dtype, torch._C._from_dlpack) */
+static PyObject *py_fast_setup_torch(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *objs[5];
+  if (!PyArg_ParseTuple(args, "OOOOO:fast_setup_torch", &objs[0], &objs[1],
+                        &objs[2], &objs[3], &objs[4]))
+    return NULL;
+  PyObject **slots_[] = {&tensor_type, &to_dlpack, &from_numpy,
+                         &torch_np_dtype, &torch_from_dlpack};
+  keep(objs, slots_, 5);
   Py_RETURN_NONE;
 }
 
 static PyMethodDef fast_methods[] = {
     {"fast", py_fast, METH_VARARGS,
-     "fast(args, numpy, reduce) -> result, or None when the "
-     "call needs the general path"},
+     "fast(args, numpy, reduce[, lengths]) -> result (a view of an input "
+     "where the plan only re-reads it), or None when the call needs the "
+     "general path"},
     {"fast_setup", py_fast_setup, METH_VARARGS,
-     "fast_setup(ndarray, empty, numpy_dialect): enables fast()"},
+     "fast_setup(ndarray, empty, numpy_dialect, from_dlpack): enables fast()"},
     {"fast_setup_torch", py_fast_setup_torch, METH_VARARGS,
-     "fast_setup_torch(Tensor, _to_dlpack, from_numpy, numpy_dtype_of): "
-     "fast() takes torch CPU tensors too"},
+     "fast_setup_torch(Tensor, _to_dlpack, from_numpy, numpy_dtype_of, "
+     "_from_dlpack): fast() takes torch CPU tensors too"},
     {NULL, NULL, 0, NULL}};
 
 int einpy_fast_init(PyObject *module) {
@@ -468,5 +539,7 @@ void einpy_fast_free(void) {
   Py_CLEAR(to_dlpack);
   Py_CLEAR(from_numpy);
   Py_CLEAR(torch_np_dtype);
+  Py_CLEAR(np_from_dlpack);
+  Py_CLEAR(torch_from_dlpack);
   Py_CLEAR(last_reduction);
 }

@@ -280,6 +280,7 @@ PyMODINIT_FUNC PyInit__einc(void) {
   if (!m) return NULL;
   if (einpy_errors_init(m) < 0 || einpy_plan_type_init(m) < 0 ||
       einpy_memo_type_init(m) < 0 || einpy_fast_init(m) < 0 ||
+      einpy_views_init(m) < 0 ||
       add_constants(m) < 0) {
     Py_DECREF(m);
     return NULL;

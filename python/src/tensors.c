@@ -13,26 +13,12 @@
  * the GIL held (deleters may touch Python objects). Nothing is copied.
  *
  * Debian's dlpack.h predates DLPack 1.0, so the versioned struct is
- * spelled out here as the standard lays it out.
+ * spelled out in einpy.h as the standard lays it out.
  */
 #include <string.h>
 
 #include "einpy.h"
 
-typedef struct einpy_dlpack_version {
-  uint32_t major;
-  uint32_t minor;
-} einpy_dlpack_version;
-
-typedef struct einpy_managed_versioned {
-  einpy_dlpack_version version;
-  void *manager_ctx;
-  void (*deleter)(struct einpy_managed_versioned *self);
-  uint64_t flags;
-  DLTensor dl_tensor;
-} einpy_managed_versioned;
-
-enum { EINPY_FLAG_READ_ONLY = 1 };
 
 static const char VERSIONED[] = "dltensor_versioned";
 static const char LEGACY[] = "dltensor";

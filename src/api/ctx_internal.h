@@ -86,6 +86,10 @@ struct ein_cuda_program;
 const struct ein_plan_ir *ein_plan_ir_of(const ein_plan *plan);
 const struct ein_cuda_program *ein_plan_cuda_program(const ein_plan *plan);
 
+/* Whether the plan was made for a C-contiguous output (a NULL output in
+ * ein_plan_create, or compact strides; size-1 dims' strides aside). */
+bool ein_plan_output_compact(const ein_plan *plan);
+
 /* The context's open device of backend kind (opened under the context's
  * lock on first use); NULL with the error on me->err when it cannot be. */
 ein_backend *ein_ctx_backend(ein_thread_rec *me, ein_backend_kind kind,

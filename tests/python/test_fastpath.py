@@ -117,10 +117,13 @@ def test_read_only_inputs():
     a = np.broadcast_to(rand((1, 4)), (3, 4))  # read-only, stride 0
     assert not a.flags.writeable
     for _ in range(2):
-        got = _einc.fast(("i j -> j i", a), False, None)
+        got = _einc.fast(("i j -> (j i)", a), False, None)
         assert got is not None
-        np.testing.assert_array_equal(got, a.T)
-        assert got.flags.writeable
+        np.testing.assert_array_equal(got, a.T.reshape(-1))
+        assert got.flags.writeable  # a new array
+        view = _einc.fast(("i j -> j i", a), False, None)
+        np.testing.assert_array_equal(view, a.T)
+        assert np.shares_memory(view, a) and not view.flags.writeable
 
 
 def test_no_leaks_while_evicting():

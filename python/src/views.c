@@ -1,0 +1,175 @@
+/*
+ * views.c - results that are views of an input, handed over through
+ * DLPack.
+ *
+ * When a plan only re-reads one input's memory (ein_plan_output_view: a
+ * transpose, a split or merge of adjacent axes, a diagonal), the fast
+ * path returns a view of that input instead of a copy, as numpy.einsum
+ * and einops do. The view is made by the input's own library from a
+ * DLPack tensor built here: the input's data pointer moved to the view's
+ * first element, with the view's shape and strides. Its manager holds the
+ * input's own managed tensor (whose deleter keeps the input's memory
+ * alive), so the view outlives the call and its deleter lets the input go.
+ * torch._C._from_dlpack takes the capsule itself (legacy DLPack), and
+ * costs half of Tensor.as_strided; numpy.from_dlpack wants a producer, so
+ * a one-shot exporter object carries the capsule (numpy's as_strided is a
+ * Python function several times dearer). NumPy makes arrays of legacy
+ * capsules read-only, so numpy's views travel versioned (NumPy 2.1 on),
+ * with the input's read-only flag.
+ *
+ * The deleter may run on a thread without the GIL (torch frees storage
+ * anywhere), so the view's memory is C's malloc, not PyMem; the input's
+ * own deleter takes the GIL where it needs it (numpy's does).
+ */
+#include <stdlib.h>
+
+#include "einpy.h"
+
+typedef struct view_tensor {
+  union {
+    DLManagedTensor legacy;
+    einpy_managed_versioned versioned;
+  } m;
+  einpy_tensor source; /* the input; released with the view */
+  int64_t shape[EIN_MAX_DIMS], strides[EIN_MAX_DIMS];
+} view_tensor;
+
+static void view_free(view_tensor *v) {
+  einpy_tensor_release(&v->source);
+  free(v);
+}
+
+static void legacy_deleter(DLManagedTensor *self) {
+  view_free(self->manager_ctx);
+}
+
+static void versioned_deleter(einpy_managed_versioned *self) {
+  view_free(self->manager_ctx);
+}
+
+static const char LEGACY[] = "dltensor", VERSIONED[] = "dltensor_versioned";
+
+/* The capsule's destructor: a tensor nobody consumed (its name unchanged)
+ * is freed here; a consumed one belongs to its consumer. */
+static void capsule_free(PyObject *capsule) {
+  if (PyCapsule_IsValid(capsule, LEGACY))
+    view_free(((DLManagedTensor *)PyCapsule_GetPointer(capsule, LEGACY))
+                  ->manager_ctx);
+  else if (PyCapsule_IsValid(capsule, VERSIONED))
+    view_free(((einpy_managed_versioned *)PyCapsule_GetPointer(capsule,
+                                                              VERSIONED))
+                  ->manager_ctx);
+}
+
+/* The view's DLTensor: the source's device and dtype, its data pointer
+ * moved to the view's first element (byte_offset folded in: torch reads
+ * only data). */
+static void fill_tensor(view_tensor *v, DLTensor *t, int ndim,
+                        const int64_t *shape, const int64_t *strides,
+                        int64_t offset) {
+  const DLTensor *src = v->source.t;
+  memcpy(v->shape, shape, sizeof(int64_t) * (size_t)ndim);
+  memcpy(v->strides, strides, sizeof(int64_t) * (size_t)ndim);
+  int64_t itemsize = (src->dtype.bits * src->dtype.lanes + 7) / 8;
+  t->data = (char *)src->data + src->byte_offset + offset * itemsize;
+  t->byte_offset = 0;
+  t->device = src->device;
+  t->dtype = src->dtype;
+  t->ndim = ndim;
+  t->shape = v->shape;
+  t->strides = v->strides;
+}
+
+PyObject *einpy_view_capsule(einpy_tensor *source, int versioned, int ndim,
+                             const int64_t *shape, const int64_t *strides,
+                             int64_t offset) {
+  view_tensor *v = calloc(1, sizeof *v);
+  if (!v) {
+    einpy_tensor_release(source);
+    return PyErr_NoMemory();
+  }
+  v->source = *source;
+  memset(source, 0, sizeof *source);
+  DLTensor *t = versioned ? &v->m.versioned.dl_tensor : &v->m.legacy.dl_tensor;
+  fill_tensor(v, t, ndim, shape, strides, offset);
+  if (versioned) {
+    v->m.versioned.version = (einpy_dlpack_version){1, 0};
+    v->m.versioned.manager_ctx = v;
+    v->m.versioned.deleter = versioned_deleter;
+    v->m.versioned.flags = v->source.read_only ? EINPY_FLAG_READ_ONLY : 0;
+  } else {
+    v->m.legacy.manager_ctx = v;
+    v->m.legacy.deleter = legacy_deleter;
+  }
+  PyObject *capsule =
+      PyCapsule_New(&v->m, versioned ? VERSIONED : LEGACY, capsule_free);
+  if (!capsule) view_free(v);
+  return capsule;
+}
+
+/* ---------------------------------------------------------- exporter */
+
+typedef struct exporter {
+  PyObject_HEAD
+  PyObject *capsule; /* given away by the first __dlpack__ */
+} exporter;
+
+static PyObject *exporter_type;
+
+static PyObject *exporter_dlpack(PyObject *self, PyObject *args,
+                                 PyObject *kwargs) {
+  (void)args, (void)kwargs; /* one CPU tensor, whatever is asked */
+  exporter *e = (exporter *)self;
+  if (!e->capsule) {
+    PyErr_SetString(PyExc_BufferError, "this view was exported already");
+    return NULL;
+  }
+  PyObject *capsule = e->capsule;
+  e->capsule = NULL;
+  return capsule;
+}
+
+static PyObject *exporter_device(PyObject *self, PyObject *args) {
+  (void)self, (void)args;
+  return Py_BuildValue("(ii)", (int)kDLCPU, 0);
+}
+
+static void exporter_dealloc(PyObject *self) {
+  PyTypeObject *type = Py_TYPE(self);
+  Py_CLEAR(((exporter *)self)->capsule);
+  freefunc free_fn = (freefunc)PyType_GetSlot(type, Py_tp_free);
+  free_fn(self);
+  Py_DECREF(type);
+}
+
+static PyMethodDef exporter_methods[] = {
+    {"__dlpack__", (PyCFunction)(void (*)(void))exporter_dlpack,
+     METH_VARARGS | METH_KEYWORDS, "the view's capsule (once)"},
+    {"__dlpack_device__", exporter_device, METH_NOARGS, "(kDLCPU, 0)"},
+    {NULL, NULL, 0, NULL}};
+
+static PyType_Slot exporter_slots[] = {
+    {Py_tp_dealloc, (void *)exporter_dealloc},
+    {Py_tp_methods, exporter_methods},
+    {0, NULL}};
+
+static PyType_Spec exporter_spec = {"einc._einc._ViewExporter",
+                                    sizeof(exporter), 0, Py_TPFLAGS_DEFAULT,
+                                    exporter_slots};
+
+PyObject *einpy_view_exporter(PyObject *capsule) {
+  allocfunc alloc =
+      (allocfunc)PyType_GetSlot((PyTypeObject *)exporter_type, Py_tp_alloc);
+  PyObject *self = alloc((PyTypeObject *)exporter_type, 0);
+  if (!self) return NULL;
+  Py_INCREF(capsule);
+  ((exporter *)self)->capsule = capsule;
+  return self;
+}
+
+int einpy_views_init(PyObject *module) {
+  (void)module;
+  if (!exporter_type && !(exporter_type = PyType_FromSpec(&exporter_spec)))
+    return -1;
+  return 0;
+}
