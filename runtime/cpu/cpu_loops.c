@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_simd.h"
 #include "half.h"
 #include "loop_axes.h"
 
@@ -91,6 +92,10 @@ static void load_f32(ein_dtype dt, const char *p, int64_t st, int64_t n,
     LOAD_ROW(float, ((const float *)p)[i * st]);
     return;
   case EIN_DT_F16:
+    if (st == 1 && ein_cpu_avx2()) {
+      ein_avx2_f16_to_f32((const uint16_t *)p, n, out);
+      return;
+    }
     if (st == 1) { /* a separate loop, so that the compiler vectorises it */
       load_f16_contiguous((const uint16_t *)p, n, out);
       return;
@@ -153,7 +158,13 @@ static void store_f32(ein_dtype dt, char *p, int64_t st, int64_t n,
     }
     STORE_ROW(float, in[i]);
     return;
-  case EIN_DT_F16: STORE_ROW(uint16_t, ein_f32_to_f16(in[i])); return;
+  case EIN_DT_F16:
+    if (st == 1 && ein_cpu_avx2()) {
+      ein_avx2_f32_to_f16(in, n, (uint16_t *)p);
+      return;
+    }
+    STORE_ROW(uint16_t, ein_f32_to_f16(in[i]));
+    return;
   case EIN_DT_BF16: STORE_ROW(uint16_t, ein_f32_to_bf16(in[i])); return;
   case EIN_DT_F64: STORE_ROW(double, in[i]); return;
   default: return;
@@ -276,9 +287,11 @@ static void take_row(loop_job *j, ein_loop_axes *from, int at) {
 #include "cpu_loops_copy.inc"
 #define W 2
 #define T uint16_t
+#define TRANSPOSE_AVX2 ein_avx2_transpose_2
 #include "cpu_loops_copy.inc"
 #define W 4
 #define T uint32_t
+#define TRANSPOSE_AVX2 ein_avx2_transpose_4
 #include "cpu_loops_copy.inc"
 #define W 8
 #define T uint64_t
