@@ -12,7 +12,10 @@
  *     that are not multiples of the 8x8 blocks nor of the 32x32 tiles)
  *     for 1, 2, 4 and 8-byte elements, compared exactly;
  *   - a product with a broadcast operand (channel scaling) in f16, f32
- *     and f64, whose f16 results are rounded by the f32 -> f16 row store.
+ *     and f64, whose f16 results are rounded by the f32 -> f16 row store;
+ *   - sums of products that read one operand across its rows (`i j, j
+ *     i ->` and its batched and 3-axis forms: the tiled pass), with sides
+ *     that are not multiples of its blocks.
  * The expected values convert f16 with half.h's scalar ein_f16_to_f32.
  * Everything runs twice: with the portable loops forced, then with what
  * the CPU allows (the AVX2/F16C kernels of cpu_simd.c on most x86 CPUs);
@@ -279,6 +282,63 @@ static void scale_case(ein_dtype dt, uint16_t *keep, bool compare) {
   free(x), free(g), free(out);
 }
 
+/* A sum of products of two operands over axes b i j k (sizes n, element
+ * strides sa and sb; the result indexed by b): `expr` in ein's words. */
+static void dot_case(ein_dtype dt, const char *expr, const int64_t n[4],
+                     const int64_t sa[4], const int64_t sb[4], int nda,
+                     const int64_t *sha, int ndb, const int64_t *shb) {
+  size_t esz = ein_dtype_size(dt);
+  int64_t tot = n[0] * n[1] * n[2] * n[3], per = tot / n[0];
+  char *x = malloc((size_t)tot * esz), *y = malloc((size_t)tot * esz);
+  char *out = malloc((size_t)n[0] * esz);
+  fill(dt, x, tot, false, false);
+  fill(dt, y, tot, true, false);
+  int64_t osh[1] = {n[0]}, sh_a[4], sh_b[4];
+  memcpy(sh_a, sha, (size_t)nda * sizeof *sh_a);
+  memcpy(sh_b, shb, (size_t)ndb * sizeof *sh_b);
+  DLTensor a = {.data = x, .ndim = nda, .shape = sh_a,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  DLTensor b = {.data = y, .ndim = ndb, .shape = sh_b,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  DLTensor c = {.data = out, .ndim = n[0] > 1 ? 1 : 0, .shape = osh,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  const DLTensor *ins[2] = {&a, &b};
+  ein_status s = ein_eval(ctx, expr, ins, 2, &c, NULL);
+  CHECK(s == EIN_OK, "%s %s: %s", expr, ein_dtype_name(dt),
+        ein_status_name(s));
+  for (int64_t o = 0; s == EIN_OK && o < n[0]; o++) {
+    double want = 0, mag = 0;
+    for (int64_t r = 0; r < per; r++) {
+      int64_t i = r / (n[2] * n[3]), jj = r / n[3] % n[2], k = r % n[3];
+      double v = load(dt, x, o * sa[0] + i * sa[1] + jj * sa[2] + k * sa[3]) *
+                 load(dt, y, o * sb[0] + i * sb[1] + jj * sb[2] + k * sb[3]);
+      want += v, mag += fabs(v);
+    }
+    check_out(dt, EIN_REDUCE_SUM, out, o, want, mag, expr);
+  }
+  free(x), free(y), free(out);
+}
+
+static void dots(void) {
+  static const ein_dtype dts[] = {EIN_DT_F16, EIN_DT_F32, EIN_DT_F64};
+  for (int d = 0; d < 3; d++) {
+    /* i j, j i -> with I = 37, J = 70 */
+    const int64_t n1[4] = {1, 37, 70, 1}, a1[4] = {0, 70, 1, 0},
+                  b1[4] = {0, 1, 37, 0}, s1a[2] = {37, 70}, s1b[2] = {70, 37};
+    dot_case(dts[d], "i j, j i ->", n1, a1, b1, 2, s1a, 2, s1b);
+    /* b i j, b j i -> b with B = 5, I = 9, J = 13 */
+    const int64_t n2[4] = {5, 9, 13, 1}, a2[4] = {117, 13, 1, 0},
+                  b2[4] = {117, 1, 9, 0}, s2a[3] = {5, 9, 13},
+                  s2b[3] = {5, 13, 9};
+    dot_case(dts[d], "b i j, b j i -> b", n2, a2, b2, 3, s2a, 3, s2b);
+    /* i j k, k j i -> with I = 20, J = 3, K = 70 */
+    const int64_t n3[4] = {1, 20, 3, 70}, a3[4] = {0, 210, 70, 1},
+                  b3[4] = {0, 1, 20, 60}, s3a[3] = {20, 3, 70},
+                  s3b[3] = {70, 3, 20};
+    dot_case(dts[d], "i j k, k j i ->", n3, a3, b3, 3, s3a, 3, s3b);
+  }
+}
+
 /* One pass over every case; `f16_out` carries the f16 products from the
  * portable pass (compare false) to the other (compare true). */
 static void all_cases(uint16_t *f16_out, bool compare) {
@@ -287,6 +347,7 @@ static void all_cases(uint16_t *f16_out, bool compare) {
   scale_case(EIN_DT_F16, f16_out, compare);
   scale_case(EIN_DT_F32, NULL, false);
   scale_case(EIN_DT_F64, NULL, false);
+  dots();
 }
 
 int main(void) {
