@@ -8,8 +8,18 @@
  *     and a NaN, so the branch-free f16 conversion is checked on its
  *     special cases; inputs read backwards (negative strides);
  *   - copies along short destination rows (nearest upsampling, pixel
- *     shuffle, repeats) for 1, 2, 4 and 8-byte elements, compared exactly.
+ *     shuffle, repeats) and transposes (4-d and 3-d permutes with sides
+ *     that are not multiples of the 8x8 blocks nor of the 32x32 tiles)
+ *     for 1, 2, 4 and 8-byte elements, compared exactly;
+ *   - a product with a broadcast operand (channel scaling) in f16, f32
+ *     and f64, whose f16 results are rounded by the f32 -> f16 row store;
+ *   - sums of products that read one operand across its rows (`i j, j
+ *     i ->` and its batched and 3-axis forms: the tiled pass), with sides
+ *     that are not multiples of its blocks.
  * The expected values convert f16 with half.h's scalar ein_f16_to_f32.
+ * Everything runs twice: with the portable loops forced, then with what
+ * the CPU allows (the AVX2/F16C kernels of cpu_simd.c on most x86 CPUs);
+ * the f16 products of the two passes must agree bit for bit.
  */
 #include <math.h>
 #include <stdint.h>
@@ -17,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_simd.h"
 #include "dtype.h"
 #include "ein.h"
 #include "half.h"
@@ -79,9 +90,11 @@ static void check_out(ein_dtype dt, ein_reduction op, const void *out,
   double got = load(dt, out, o);
   double eps = dt == EIN_DT_F16 ? 2e-3 : dt == EIN_DT_BF16 ? 1e-2
                : dt == EIN_DT_F32 ? 1e-5 : 1e-12;
+  /* f16 results below 2^-14 are subnormal: rounded to half of 2^-24 */
+  double subnormal_ulp = dt == EIN_DT_F16 ? 0x1p-25 : 1e-30;
   bool ok = isnan(want) ? isnan(got)
             : isinf(want) ? got == want
-            : fabs(got - want) <= eps * (mag + fabs(want)) + 1e-30;
+            : fabs(got - want) <= eps * (mag + fabs(want)) + subnormal_ulp;
   (void)op;
   CHECK(ok, "%s %s: out[%lld] = %.9g, want %.9g", what, ein_dtype_name(dt),
         (long long)o, got, want);
@@ -198,6 +211,16 @@ static void copy_case(ein_dtype dt, const char *expr, const int64_t in4[4],
   free(in), free(out);
 }
 
+/* b c h w -> b h w c: channels last. */
+static int64_t nhwc_src(const int64_t *oi, const int64_t *in) {
+  return ((oi[0] * in[1] + oi[3]) * in[2] + oi[1]) * in[3] + oi[2];
+}
+
+/* a b c d -> a d c b (as the 3-d `a b c -> c b a` under a size-1 a). */
+static int64_t adcb_src(const int64_t *oi, const int64_t *in) {
+  return ((oi[0] * in[1] + oi[3]) * in[2] + oi[2]) * in[3] + oi[1];
+}
+
 static void copies(void) {
   static const ein_dtype dts[] = {EIN_DT_U8, EIN_DT_F16, EIN_DT_F32,
                                   EIN_DT_F64};
@@ -210,13 +233,132 @@ static void copies(void) {
     const ein_length ps[2] = {{"r1", 2}, {"r2", 2}};
     copy_case(dts[d], "b (c r1 r2) h w -> b c (h r1) (w r2)", ps_in, ps_out,
               shuffle_src, ps, 2);
+    const int64_t t_in[4] = {2, 45, 3, 13}, t_out[4] = {2, 3, 13, 45};
+    copy_case(dts[d], "b c h w -> b h w c", t_in, t_out, nhwc_src, NULL, 0);
+    const int64_t u_in[4] = {1, 70, 5, 9}, u_out[4] = {1, 5, 9, 70};
+    copy_case(dts[d], "b c h w -> b h w c", u_in, u_out, nhwc_src, NULL, 0);
+    const int64_t v_in[4] = {1, 37, 3, 41}, v_out[4] = {1, 41, 3, 37};
+    copy_case(dts[d], "a b c d -> a d c b", v_in, v_out, adcb_src, NULL, 0);
   }
+}
+
+/* `b c h w, c -> b c h w` (channel scaling): each result against the
+ * product in double; the f16 results are kept in `keep` (when not NULL)
+ * or compared bit for bit with it. */
+static void scale_case(ein_dtype dt, uint16_t *keep, bool compare) {
+  enum { B = 2, C = 5, H = 3, Wd = 67, N = B * C * H * Wd };
+  size_t esz = ein_dtype_size(dt);
+  char *x = malloc(N * esz), *g = malloc(C * esz), *out = malloc(N * esz);
+  fill(dt, x, N, false, dt == EIN_DT_F16);
+  fill(dt, g, C, true, false);
+  int64_t xs[4] = {B, C, H, Wd}, gs[1] = {C};
+  DLTensor a = {.data = x, .ndim = 4, .shape = xs,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  DLTensor b = {.data = g, .ndim = 1, .shape = gs,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  DLTensor c = {.data = out, .ndim = 4, .shape = xs,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  const DLTensor *ins[2] = {&a, &b};
+  ein_status s = ein_eval(ctx, "b c h w, c -> b c h w", ins, 2, &c, NULL);
+  CHECK(s == EIN_OK, "channel scaling %s: %s", ein_dtype_name(dt),
+        ein_status_name(s));
+  for (int64_t o = 0; s == EIN_OK && o < N; o++) {
+    double want = load(dt, x, o) * load(dt, g, o / (H * Wd) % C);
+    check_out(dt, EIN_REDUCE_SUM, out, o, want, fabs(want),
+              "channel scaling");
+  }
+  if (dt == EIN_DT_F16 && keep && !compare)
+    memcpy(keep, out, N * esz);
+  if (dt == EIN_DT_F16 && keep && compare) {
+    int64_t differ = 0;
+    for (int64_t o = 0; o < N; o++) {
+      uint16_t h = ((uint16_t *)out)[o];
+      bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+      differ += !nan && h != keep[o];
+    }
+    CHECK(differ == 0, "channel scaling f16: %lld results differ between "
+          "the portable and the AVX2 rows", (long long)differ);
+  }
+  free(x), free(g), free(out);
+}
+
+/* A sum of products of two operands over axes b i j k (sizes n, element
+ * strides sa and sb; the result indexed by b): `expr` in ein's words. */
+static void dot_case(ein_dtype dt, const char *expr, const int64_t n[4],
+                     const int64_t sa[4], const int64_t sb[4], int nda,
+                     const int64_t *sha, int ndb, const int64_t *shb) {
+  size_t esz = ein_dtype_size(dt);
+  int64_t tot = n[0] * n[1] * n[2] * n[3], per = tot / n[0];
+  char *x = malloc((size_t)tot * esz), *y = malloc((size_t)tot * esz);
+  char *out = malloc((size_t)n[0] * esz);
+  fill(dt, x, tot, false, false);
+  fill(dt, y, tot, true, false);
+  int64_t osh[1] = {n[0]}, sh_a[4], sh_b[4];
+  memcpy(sh_a, sha, (size_t)nda * sizeof *sh_a);
+  memcpy(sh_b, shb, (size_t)ndb * sizeof *sh_b);
+  DLTensor a = {.data = x, .ndim = nda, .shape = sh_a,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  DLTensor b = {.data = y, .ndim = ndb, .shape = sh_b,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  DLTensor c = {.data = out, .ndim = n[0] > 1 ? 1 : 0, .shape = osh,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  const DLTensor *ins[2] = {&a, &b};
+  ein_status s = ein_eval(ctx, expr, ins, 2, &c, NULL);
+  CHECK(s == EIN_OK, "%s %s: %s", expr, ein_dtype_name(dt),
+        ein_status_name(s));
+  for (int64_t o = 0; s == EIN_OK && o < n[0]; o++) {
+    double want = 0, mag = 0;
+    for (int64_t r = 0; r < per; r++) {
+      int64_t i = r / (n[2] * n[3]), jj = r / n[3] % n[2], k = r % n[3];
+      double v = load(dt, x, o * sa[0] + i * sa[1] + jj * sa[2] + k * sa[3]) *
+                 load(dt, y, o * sb[0] + i * sb[1] + jj * sb[2] + k * sb[3]);
+      want += v, mag += fabs(v);
+    }
+    check_out(dt, EIN_REDUCE_SUM, out, o, want, mag, expr);
+  }
+  free(x), free(y), free(out);
+}
+
+static void dots(void) {
+  static const ein_dtype dts[] = {EIN_DT_F16, EIN_DT_F32, EIN_DT_F64};
+  for (int d = 0; d < 3; d++) {
+    /* i j, j i -> with I = 37, J = 70 */
+    const int64_t n1[4] = {1, 37, 70, 1}, a1[4] = {0, 70, 1, 0},
+                  b1[4] = {0, 1, 37, 0}, s1a[2] = {37, 70}, s1b[2] = {70, 37};
+    dot_case(dts[d], "i j, j i ->", n1, a1, b1, 2, s1a, 2, s1b);
+    /* b i j, b j i -> b with B = 5, I = 9, J = 13 */
+    const int64_t n2[4] = {5, 9, 13, 1}, a2[4] = {117, 13, 1, 0},
+                  b2[4] = {117, 1, 9, 0}, s2a[3] = {5, 9, 13},
+                  s2b[3] = {5, 13, 9};
+    dot_case(dts[d], "b i j, b j i -> b", n2, a2, b2, 3, s2a, 3, s2b);
+    /* i j k, k j i -> with I = 20, J = 3, K = 70 */
+    const int64_t n3[4] = {1, 20, 3, 70}, a3[4] = {0, 210, 70, 1},
+                  b3[4] = {0, 1, 20, 60}, s3a[3] = {20, 3, 70},
+                  s3b[3] = {70, 3, 20};
+    dot_case(dts[d], "i j k, k j i ->", n3, a3, b3, 3, s3a, 3, s3b);
+  }
+}
+
+/* One pass over every case; `f16_out` carries the f16 products from the
+ * portable pass (compare false) to the other (compare true). */
+static void all_cases(uint16_t *f16_out, bool compare) {
+  reductions();
+  copies();
+  scale_case(EIN_DT_F16, f16_out, compare);
+  scale_case(EIN_DT_F32, NULL, false);
+  scale_case(EIN_DT_F64, NULL, false);
+  dots();
 }
 
 int main(void) {
   REQUIRE_OK(ein_ctx_create(&ctx));
-  reductions();
-  copies();
+  static uint16_t f16_out[2 * 5 * 3 * 67];
+  ein_cpu_simd_force_portable(true);
+  all_cases(f16_out, false);
+  ein_cpu_simd_force_portable(false);
+  printf("cpu_loops: the portable pass, then the %s pass\n",
+         ein_cpu_avx2() ? "AVX2/F16C" : "portable (no AVX2/F16C here)");
+  all_cases(f16_out, true);
   ein_ctx_destroy(ctx);
   return test_summary("cpu_loops");
 }

@@ -15,7 +15,11 @@
  * f64, i64 for integers and bool, C's float/double _Complex for c64/c128,
  * whose layout is numpy's), so the dtype switch happens per row,
  * not per element, and the inner loops vectorise. Outer kept indices are
- * split across OpenMP threads when there is enough work.
+ * split across OpenMP threads in chunks handed out dynamically when there
+ * is enough work (over 2^16 element operations, or 256 KiB moved by a
+ * copy; below that a parallel region costs more than it gains). f16 rows
+ * and 2- and 4-byte transposes use cpu_simd.c's AVX2/F16C kernels where
+ * the CPU has them.
  */
 #include "alloc.h"
 #include "cpu_loops.h"
@@ -25,13 +29,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_simd.h"
 #include "half.h"
 #include "loop_axes.h"
 
 /* ROW: elements per row chunk (staged rows fit in L1); LANES: partial
  * accumulators of a row fold; ROW_MIN: copies along rows shorter than
- * this walk a plane with the next axis. */
-enum { ROW = 512, LANES = 32, ROW_MIN = 16 };
+ * this walk a plane with the next axis; TP x TQ: the block of a sum of
+ * products read across one source's rows (run_rows_tiled; TP f32 values
+ * fill a 64-byte line). */
+enum { ROW = 512, LANES = 32, ROW_MIN = 16, TP = 16, TQ = 64 };
 
 #ifdef _OPENMP
 #define OMP_PARALLEL_FOR                                                     \
@@ -99,6 +106,10 @@ static void load_f32(ein_dtype dt, const char *p, int64_t st, int64_t n,
     LOAD_ROW(float, ((const float *)p)[i * st]);
     return;
   case EIN_DT_F16:
+    if (st == 1 && ein_cpu_avx2()) {
+      ein_avx2_f16_to_f32((const uint16_t *)p, n, out);
+      return;
+    }
     if (st == 1) { /* a separate loop, so that the compiler vectorises it */
       load_f16_contiguous((const uint16_t *)p, n, out);
       return;
@@ -192,7 +203,13 @@ static void store_f32(ein_dtype dt, char *p, int64_t st, int64_t n,
     }
     STORE_ROW(float, in[i]);
     return;
-  case EIN_DT_F16: STORE_ROW(uint16_t, ein_f32_to_f16(in[i])); return;
+  case EIN_DT_F16:
+    if (st == 1 && ein_cpu_avx2()) {
+      ein_avx2_f32_to_f16(in, n, (uint16_t *)p);
+      return;
+    }
+    STORE_ROW(uint16_t, ein_f32_to_f16(in[i]));
+    return;
   case EIN_DT_BF16: STORE_ROW(uint16_t, ein_f32_to_bf16(in[i])); return;
   case EIN_DT_F64: STORE_ROW(double, in[i]); return;
   default: return;
@@ -285,6 +302,7 @@ typedef struct loop_job {
 #define IDENT_PROD 1.0f
 #define MAXV INFINITY
 #define MINV (-INFINITY)
+#define TRANSPOSE_AVX2 ein_avx2_transpose_4
 #include "cpu_loops_acc.inc"
 
 #define T double
@@ -352,6 +370,15 @@ static bool run_split(const loop_job *j, int threads) {
   return false;
 }
 
+/* Threaded steps hand out their outer rows in chunks, a few per thread,
+ * to whichever thread asks next (dynamic scheduling): on a loaded
+ * machine a thread that is not scheduled for a while then delays one
+ * small chunk, not a fixed half of the step. */
+static inline int64_t chunk_count(int64_t nouter, int threads) {
+  int64_t n = 8 * (int64_t)threads;
+  return nouter < n ? nouter : n;
+}
+
 /* Moves axis `at` of `from` into the row fields of the job. */
 static void take_row(loop_job *j, ein_loop_axes *from, int at) {
   ein_loop_axes_take(from, at, &j->row_n, j->row_st);
@@ -371,9 +398,11 @@ static void take_row(loop_job *j, ein_loop_axes *from, int at) {
 #include "cpu_loops_copy.inc"
 #define W 2
 #define T uint16_t
+#define TRANSPOSE_AVX2 ein_avx2_transpose_2
 #include "cpu_loops_copy.inc"
 #define W 4
 #define T uint32_t
+#define TRANSPOSE_AVX2 ein_avx2_transpose_4
 #include "cpu_loops_copy.inc"
 #define W 8
 #define T uint64_t
@@ -423,9 +452,10 @@ static bool try_copy(const ein_step *s, ein_loop_axes *kept,
   double bytes = (double)nouter * (double)na * (double)nb * (double)w;
 #ifdef _OPENMP
   if (threads > 1 && nouter > 1 && bytes > 1 << 18) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int t = 0; t < threads; t++)
-      fn(kept, nouter * t / threads, nouter * (t + 1) / threads, dst, src,
+    int64_t nchunks = chunk_count(nouter, threads);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (int64_t c = 0; c < nchunks; c++)
+      fn(kept, nouter * c / nchunks, nouter * (c + 1) / nchunks, dst, src,
          na, sta, nb, stb);
     return true;
   }
@@ -495,11 +525,10 @@ static void run_job(loop_job *j, int threads) {
         (double)nouter * (double)j->row_n <= 1 << 20 && run_split(j, threads))
       return;
     if (nouter > 1) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t t = 0; t < threads; t++) {
-        int64_t lo = nouter * t / threads, hi = nouter * (t + 1) / threads;
-        run_range(j, lo, hi);
-      }
+      int64_t nchunks = chunk_count(nouter, threads);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+      for (int64_t c = 0; c < nchunks; c++)
+        run_range(j, nouter * c / nchunks, nouter * (c + 1) / nchunks);
       return;
     }
   }

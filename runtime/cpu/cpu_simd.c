@@ -1,0 +1,182 @@
+/*
+ * cpu_simd.c - AVX2/F16C kernels for the CPU loops, chosen at run time.
+ *
+ * The library is built for the baseline x86-64 (SSE2) so that it runs on
+ * any x86 CPU; the few loops where wider instructions pay most are
+ * compiled here for AVX2 and F16C with GCC's target attribute and called
+ * only after __builtin_cpu_supports has said yes:
+ *   - f16 <-> f32 rows: one vcvtph2ps/vcvtps2ph per 8 values, where the
+ *     portable mask form (cpu_loops.c) takes about ten SSE2 instructions
+ *     per 4;
+ *   - transposing block copies: 8x8 blocks loaded as 8 rows and written
+ *     as 8 columns through register shuffles, where the portable tile
+ *     moves one element per load and store.
+ * On other CPUs and compilers ein_cpu_avx2() is false and the kernels are
+ * stubs that are never called. EINC_CPU_SIMD=0 forces the portable loops
+ * (to compare the two), as does ein_cpu_simd_force_portable (tests).
+ */
+#include "cpu_simd.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define EIN_HAVE_AVX2_KERNELS 1
+#include <immintrin.h>
+#endif
+
+/* -1: not yet asked; 0/1: what the CPU and EINC_CPU_SIMD allow. */
+static atomic_int cpu_allows = -1;
+static atomic_bool forced_portable = false;
+
+static int detect(void) {
+  const char *env = getenv("EINC_CPU_SIMD");
+  if (env && env[0] == '0') return 0;
+#ifdef EIN_HAVE_AVX2_KERNELS
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#else
+  return 0;
+#endif
+}
+
+bool ein_cpu_avx2(void) {
+  if (atomic_load_explicit(&forced_portable, memory_order_relaxed))
+    return false;
+  int a = atomic_load_explicit(&cpu_allows, memory_order_relaxed);
+  if (a < 0) { /* racing first callers all store the same answer */
+    a = detect();
+    atomic_store_explicit(&cpu_allows, a, memory_order_relaxed);
+  }
+  return a == 1;
+}
+
+void ein_cpu_simd_force_portable(bool portable) {
+  atomic_store_explicit(&forced_portable, portable, memory_order_relaxed);
+}
+
+#ifdef EIN_HAVE_AVX2_KERNELS
+#define AVX2 __attribute__((target("avx2,f16c")))
+
+AVX2 void ein_avx2_f16_to_f32(const uint16_t *p, int64_t n, float *out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                  (const __m128i *)(const void *)(p + i))));
+  if (i < n) { /* the tail through a zero-padded block */
+    uint16_t h[8] = {0};
+    float f[8];
+    for (int64_t k = 0; k < n - i; k++) h[k] = p[i + k];
+    _mm256_storeu_ps(f, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)
+                                                            (void *)h)));
+    for (int64_t k = 0; k < n - i; k++) out[i + k] = f[k];
+  }
+}
+
+AVX2 void ein_avx2_f32_to_f16(const float *in, int64_t n, uint16_t *out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128((__m128i *)(void *)(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i),
+                                     _MM_FROUND_TO_NEAREST_INT));
+  if (i < n) {
+    float f[8] = {0};
+    uint16_t h[8];
+    for (int64_t k = 0; k < n - i; k++) f[k] = in[i + k];
+    _mm_storeu_si128((__m128i *)(void *)h,
+                     _mm256_cvtps_ph(_mm256_loadu_ps(f),
+                                     _MM_FROUND_TO_NEAREST_INT));
+    for (int64_t k = 0; k < n - i; k++) out[i + k] = h[k];
+  }
+}
+
+/* One 8x8 block of 4-byte elements: rows of s (along b) become rows of d
+ * (along a) in three rounds of shuffles (pairs, quads, 128-bit halves). */
+AVX2 static inline void block8x8_4(uint32_t *d, const uint32_t *s,
+                                   int64_t db, int64_t sa) {
+  __m256 r[8], t[8], u[8];
+  for (int a = 0; a < 8; a++)
+    r[a] = _mm256_loadu_ps((const float *)(const void *)(s + a * sa));
+  for (int k = 0; k < 4; k++) {
+    t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+    t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+  }
+  for (int k = 0; k < 2; k++) {
+    __m256 *tk = t + 4 * k, *uk = u + 4 * k;
+    uk[0] = _mm256_shuffle_ps(tk[0], tk[2], 0x44);
+    uk[1] = _mm256_shuffle_ps(tk[0], tk[2], 0xee);
+    uk[2] = _mm256_shuffle_ps(tk[1], tk[3], 0x44);
+    uk[3] = _mm256_shuffle_ps(tk[1], tk[3], 0xee);
+  }
+  for (int b = 0; b < 4; b++) {
+    _mm256_storeu_ps((float *)(void *)(d + b * db),
+                     _mm256_permute2f128_ps(u[b], u[b + 4], 0x20));
+    _mm256_storeu_ps((float *)(void *)(d + (b + 4) * db),
+                     _mm256_permute2f128_ps(u[b], u[b + 4], 0x31));
+  }
+}
+
+/* One 8x8 block of 2-byte elements in SSE2 registers: interleave 16-bit
+ * pairs, then 32-bit, then 64-bit halves. */
+AVX2 static inline void block8x8_2(uint16_t *d, const uint16_t *s,
+                                   int64_t db, int64_t sa) {
+  __m128i r[8], t[8], u[8];
+  for (int a = 0; a < 8; a++)
+    r[a] = _mm_loadu_si128((const __m128i *)(const void *)(s + a * sa));
+  for (int k = 0; k < 4; k++) {
+    t[2 * k] = _mm_unpacklo_epi16(r[2 * k], r[2 * k + 1]);
+    t[2 * k + 1] = _mm_unpackhi_epi16(r[2 * k], r[2 * k + 1]);
+  }
+  for (int k = 0; k < 2; k++) {
+    __m128i *tk = t + 4 * k, *uk = u + 4 * k;
+    uk[0] = _mm_unpacklo_epi32(tk[0], tk[2]);
+    uk[1] = _mm_unpackhi_epi32(tk[0], tk[2]);
+    uk[2] = _mm_unpacklo_epi32(tk[1], tk[3]);
+    uk[3] = _mm_unpackhi_epi32(tk[1], tk[3]);
+  }
+  for (int k = 0; k < 4; k++) {
+    _mm_storeu_si128((__m128i *)(void *)(d + 2 * k * db),
+                     _mm_unpacklo_epi64(u[k], u[k + 4]));
+    _mm_storeu_si128((__m128i *)(void *)(d + (2 * k + 1) * db),
+                     _mm_unpackhi_epi64(u[k], u[k + 4]));
+  }
+}
+
+/* The 8x8 blocks, then what is left element by element: the right edge
+ * (a >= a8) of the block rows, and whole rows b >= b8. */
+#define TRANSPOSE_BODY(block)                                               \
+  int64_t a8 = an & ~(int64_t)7, b8 = bn & ~(int64_t)7;                     \
+  for (int64_t b = 0; b < b8; b += 8)                                       \
+    for (int64_t a = 0; a < a8; a += 8)                                     \
+      block(d + a + b * db, s + a * sa + b, db, sa);                        \
+  for (int64_t b = 0; b < bn; b++)                                          \
+    for (int64_t a = b < b8 ? a8 : 0; a < an; a++)                          \
+      d[a + b * db] = s[a * sa + b];
+
+AVX2 void ein_avx2_transpose_4(uint32_t *d, const uint32_t *s, int64_t an,
+                               int64_t bn, int64_t db, int64_t sa) {
+  TRANSPOSE_BODY(block8x8_4)
+}
+
+AVX2 void ein_avx2_transpose_2(uint16_t *d, const uint16_t *s, int64_t an,
+                               int64_t bn, int64_t db, int64_t sa) {
+  TRANSPOSE_BODY(block8x8_2)
+}
+
+#else /* no AVX2 kernels: never called, since ein_cpu_avx2() is false */
+
+void ein_avx2_f16_to_f32(const uint16_t *p, int64_t n, float *out) {
+  (void)p, (void)n, (void)out;
+}
+void ein_avx2_f32_to_f16(const float *in, int64_t n, uint16_t *out) {
+  (void)in, (void)n, (void)out;
+}
+void ein_avx2_transpose_4(uint32_t *d, const uint32_t *s, int64_t an,
+                          int64_t bn, int64_t db, int64_t sa) {
+  (void)d, (void)s, (void)an, (void)bn, (void)db, (void)sa;
+}
+void ein_avx2_transpose_2(uint16_t *d, const uint16_t *s, int64_t an,
+                          int64_t bn, int64_t db, int64_t sa) {
+  (void)d, (void)s, (void)an, (void)bn, (void)db, (void)sa;
+}
+#endif
