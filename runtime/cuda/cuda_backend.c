@@ -315,8 +315,8 @@ static ein_status run_gemm(cuda_backend *cb, const ein_step *s,
 
 /* ----------------------------------------------------------- kernels */
 
-/* Where kernel_handles puts step i's kernel (j 0) or split pass 2 (j 1):
- * its main handle, then its vector variant's (NULL when none). */
+/* Where a plan's handle set holds step i's kernel (j 0) or split pass 2
+ * (j 1): its main handle, then its vector variant's (NULL when none). */
 static int handle_at(int step, int j) { return 4 * step + 2 * j; }
 
 /* The handles of every kernel the plan launches, from the kernel cache
