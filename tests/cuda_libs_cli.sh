@@ -4,7 +4,10 @@
 # missing file): exit status 1, like any other device failure, and a message
 # that names the library and how to install it. Planning for CUDA and CPU
 # evaluation need no CUDA library. With the libraries, the run ends as the
-# machine allows: a result on a GPU, else "no CUDA device".
+# machine allows: a result on a GPU, else "no CUDA device". cuBLAS and
+# NVRTC are opened by the first plan that needs them, so without them a
+# backend still opens: a transpose runs without cuBLAS, a GEMM fails
+# naming it; with an empty kernel cache a transpose fails naming NVRTC.
 set -u
 EINC=${1:?usage: cuda_libs_cli.sh path/to/einc MAJOR}
 MAJOR=${2:?usage: cuda_libs_cli.sh path/to/einc MAJOR}
@@ -12,11 +15,15 @@ passed=0 failed=0
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# A 2x3 float32 .npy of zeros.
-h="{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
-while [ $(((10 + ${#h} + 1) % 64)) != 0 ]; do h="$h "; done
-{ printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $((${#h} + 1)))\\x00"
-  printf '%s\n' "$h"; head -c 24 /dev/zero; } >"$work/a.npy"
+# zeros_npy ROWS COLS FILE: a float32 .npy of zeros.
+zeros_npy() {
+  local h="{'descr': '<f4', 'fortran_order': False, 'shape': ($1, $2), }"
+  while [ $(((10 + ${#h} + 1) % 64)) != 0 ]; do h="$h "; done
+  { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $((${#h} + 1)))\\x00"
+    printf '%s\n' "$h"; head -c $(($1 * $2 * 4)) /dev/zero; } >"$3"
+}
+zeros_npy 2 3 "$work/a.npy"
+zeros_npy 256 256 "$work/m.npy" # 2 * 256^3 flops: a cuBLAS GEMM
 
 # check WHAT STATUS STDERR-PATTERN -- ARGS...   (grep -E; '' : no stderr)
 check() {
@@ -50,10 +57,27 @@ EINC_CUDA_LIBS_DISABLE=1 check "plan without libraries" 0 "" \
   -- plan --backend cuda 'i j -> j i' 2x3
 EINC_CUDA_LIBS_DISABLE=1 check "CPU eval without libraries" 0 "" \
   -- eval 'i j -> j i' "$work/a.npy" -o "$work/o.npy"
+gemm_cuda=(eval --backend cuda 'i j, j k -> i k' "$work/m.npy" "$work/m.npy"
+           -o "$work/o.npy")
+no_blas=$work/missing/libcublas.so no_nvrtc=$work/missing/libnvrtc.so
+empty_cache=$work/empty-cache
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   check "GPU eval" 0 "" -- "${eval_cuda[@]}"
+  EINC_CUBLAS=$no_blas check "transpose without cuBLAS" 0 "" -- "${eval_cuda[@]}"
+  EINC_CUBLAS=$no_blas check "GEMM without cuBLAS" 1 \
+    "^einc: error: the CUDA backend needs libcublas\\.so\\.$MAJOR .*EINC_CUBLAS" \
+    -- "${gemm_cuda[@]}"
+  EINC_NVRTC=$no_nvrtc EINC_CACHE_DIR=$empty_cache \
+    check "kernel compile without NVRTC" 1 \
+    "^einc: error: the CUDA backend needs libnvrtc\\.so\\.$MAJOR .*EINC_NVRTC" \
+    -- "${eval_cuda[@]}"
 else
-  check "no GPU" 1 "^einc: error: (no usable CUDA device|CUDA device 0 does not exist)" \
+  no_gpu="^einc: error: (no usable CUDA device|CUDA device 0 does not exist)"
+  check "no GPU" 1 "$no_gpu" -- "${eval_cuda[@]}"
+  # The backend asks for cuBLAS and NVRTC only when a plan needs them.
+  EINC_CUBLAS=$no_blas check "no GPU, no cuBLAS" 1 "$no_gpu" \
+    -- "${gemm_cuda[@]}"
+  EINC_NVRTC=$no_nvrtc check "no GPU, no NVRTC" 1 "$no_gpu" \
     -- "${eval_cuda[@]}"
 fi
 

@@ -8,27 +8,41 @@
  *              ein_cuda_malloc, an NVRTC compile) fails with
  *              EIN_ERR_DEVICE naming libcudart (NVRTC: libnvrtc) and how
  *              to install it; a forwarder returns its library's failure.
- *   no-cublas  EINC_CUBLAS names a missing file: a backend names
- *              libcublas; the runtime and NVRTC still load.
- *   no-nvrtc   EINC_NVRTC names a missing file: a backend and a compile
- *              name libnvrtc.
+ *   no-cublas  EINC_CUBLAS names a missing file: the runtime and NVRTC
+ *              still load, and creating a backend does not need cuBLAS
+ *              (without a GPU it fails for want of a device, not of
+ *              cuBLAS). On a GPU: a GEMM plan fails naming libcublas
+ *              with its output untouched, a transpose runs.
+ *   no-nvrtc   EINC_NVRTC names a missing file: a compile names
+ *              libnvrtc; creating a backend does not need it. On a GPU,
+ *              with an empty kernel cache: a transpose fails naming
+ *              libnvrtc with its output untouched, a cuBLAS-only GEMM
+ *              runs.
+ *   lazy       the real libraries: creating a backend (with or without a
+ *              GPU) and making a kernel's disk-cache key open neither
+ *              cuBLAS nor NVRTC.
  *   race       the real libraries, first used by 8 threads at once (run
  *              under TSan by tests/run.sh): every thread sees the same.
  *
- * Needs the CUDA toolkit's libraries for no-cublas, no-nvrtc and race; no
- * GPU.
+ * Needs the CUDA toolkit's libraries for no-cublas, no-nvrtc, lazy and
+ * race; a GPU only for the parts said to need one.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "ctx_internal.h"
 #include "cuda_backend.h"
 #include "cuda_libs.h"
+#include "cuda_program.h"
 #include "ein.h"
 #include "harness.h"
+#include "kernel_cache.h"
 #include "nvrtc_compile.h"
 
 static char soname_of[3][32];
@@ -110,7 +124,78 @@ static void disabled(void) {
         "cublasCreate forwarder");
 }
 
+/* Creating a backend needs the runtime alone: with a GPU it opens (and is
+ * closed again; true is returned), without one it fails for want of a
+ * device, never naming `lib`. */
+static bool backend_opens_without(const char *lib) {
+  ein_error_rec err;
+  ein_error_init(&err);
+  ein_backend *be = ein_cuda_backend_create(0, &err);
+  CHECK(be || (err.pub.status == EIN_ERR_DEVICE && !has(err.message, lib) &&
+               (has(err.message, "no usable CUDA device") ||
+                has(err.message, "does not exist"))),
+        "backend without %s: %s", lib, err.message);
+  ein_error_clear(&err);
+  if (be)
+    be->destroy(be);
+  return be != NULL;
+}
+
+enum { N = 256 }; /* 2 N^3 flops: past gemm_min_flops, so on cuBLAS */
+
+typedef struct gpu_result {
+  ein_status status;
+  char message[512];
+  bool gemm, kernels; /* what the plan's CUDA program has */
+  float out0;         /* the output's first element afterwards */
+} gpu_result;
+
+/* On the GPU: expr over N x N f32 inputs of ones, into an output that
+ * holds -7 before the run. */
+static gpu_result eval_on_gpu(const char *expr, int nin) {
+  gpu_result r = {.out0 = 0};
+  ein_ctx *ctx = NULL;
+  REQUIRE_OK(ein_ctx_create(&ctx));
+  size_t bytes = (size_t)N * N * sizeof(float);
+  float *ones = malloc(bytes), *out = malloc(bytes);
+  for (size_t i = 0; i < (size_t)N * N; i++) ones[i] = 1, out[i] = -7;
+  void *mem[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < 3; i++) {
+    REQUIRE_OK(ein_device_alloc(ctx, EIN_BACKEND_CUDA, 0, bytes, &mem[i]));
+    REQUIRE_OK(ein_device_copy(ctx, EIN_BACKEND_CUDA, 0, mem[i],
+                               i < 2 ? ones : out, bytes,
+                               EIN_COPY_HOST_TO_DEVICE));
+  }
+  int64_t shape[2] = {N, N};
+  DLTensor t[3];
+  for (int i = 0; i < 3; i++)
+    t[i] = (DLTensor){.data = mem[i], .device = {kDLCUDA, 0}, .ndim = 2,
+                      .dtype = {kDLFloat, 32, 1}, .shape = shape};
+  const DLTensor *ins[2] = {&t[0], &t[1]};
+  ein_plan *plan = NULL;
+  REQUIRE_OK(ein_plan_create(ctx, expr, ins, nin, &t[2], NULL, &plan));
+  const ein_cuda_program *prog = ein_plan_cuda_program(plan);
+  for (int i = 0; i < prog->nsteps; i++) {
+    r.gemm |= prog->steps[i].cublas;
+    r.kernels |= !prog->steps[i].cublas &&
+                 prog->steps[i].kernel.kind != EIN_KERNEL_NONE;
+  }
+  r.status = ein_plan_execute(ctx, plan, ins, nin, &t[2]);
+  snprintf(r.message, sizeof r.message, "%s", ein_last_error(ctx)->message);
+  REQUIRE_OK(ein_ctx_synchronize(ctx));
+  REQUIRE_OK(ein_device_copy(ctx, EIN_BACKEND_CUDA, 0, out, mem[2], bytes,
+                             EIN_COPY_DEVICE_TO_HOST));
+  r.out0 = out[0];
+  ein_plan_destroy(plan);
+  for (int i = 0; i < 3; i++) ein_device_free(ctx, EIN_BACKEND_CUDA, 0, mem[i]);
+  ein_ctx_destroy(ctx);
+  free(ones);
+  free(out);
+  return r;
+}
+
 static void no_cublas(void) {
+  const char *blas = soname_of[EIN_LIB_CUBLAS];
   ein_error_rec err;
   ein_error_init(&err);
   CHECK(ein_cuda_lib_require(EIN_LIB_CUDART, &err) == EIN_OK,
@@ -119,13 +204,67 @@ static void no_cublas(void) {
         "NVRTC still loads: %s", err.message);
   ein_error_clear(&err);
   CHECK(ein_nvrtc_version() > 0, "NVRTC answers");
-  backend_fails(soname_of[EIN_LIB_CUBLAS], "/nonexistent/libcublas");
-  backend_fails("EINC_CUBLAS", "nvidia-cublas");
+  if (!backend_opens_without(blas))
+    return;
+  gpu_result g = eval_on_gpu("i j, j k -> i k", 2);
+  CHECK(g.gemm && g.status == EIN_ERR_DEVICE && has(g.message, blas) &&
+            has(g.message, "EINC_CUBLAS") && g.out0 == -7,
+        "GEMM plan without cuBLAS: %s: %s (output %g)",
+        ein_status_name(g.status), g.message, g.out0);
+  gpu_result t = eval_on_gpu("i j -> j i", 1);
+  CHECK(!t.gemm && t.status == EIN_OK && t.out0 == 1,
+        "transpose without cuBLAS: %s (output %g)", t.message, t.out0);
 }
 
 static void no_nvrtc(void) {
-  backend_fails(soname_of[EIN_LIB_NVRTC], "/nonexistent/libnvrtc");
-  compile_fails(soname_of[EIN_LIB_NVRTC], "EINC_NVRTC");
+  const char *nvrtc = soname_of[EIN_LIB_NVRTC];
+  compile_fails(nvrtc, "EINC_NVRTC");
+  if (!backend_opens_without(nvrtc))
+    return;
+  char dir[] = "/tmp/einc-no-nvrtc-XXXXXX"; /* no kernel on disk */
+  CHECK(mkdtemp(dir) != NULL, "temporary cache directory");
+  setenv("EINC_CACHE_DIR", dir, 1);
+  gpu_result t = eval_on_gpu("i j -> j i", 1);
+  CHECK(t.kernels && t.status == EIN_ERR_DEVICE && has(t.message, nvrtc) &&
+            t.out0 == -7,
+        "kernel plan without NVRTC: %s: %s (output %g)",
+        ein_status_name(t.status), t.message, t.out0);
+  gpu_result g = eval_on_gpu("i j, j k -> i k", 2);
+  CHECK(g.gemm && !g.kernels && g.status == EIN_OK && g.out0 == N,
+        "cuBLAS-only plan without NVRTC: %s (output %g)", g.message, g.out0);
+  rmdir(dir);
+}
+
+/* Whether a library whose path contains `part` is mapped. */
+static int find_mapped(struct dl_phdr_info *info, size_t size, void *part) {
+  (void)size;
+  return info->dlpi_name && strstr(info->dlpi_name, part) != NULL;
+}
+
+static bool mapped(const char *part) {
+  return dl_iterate_phdr(find_mapped, (void *)part) != 0;
+}
+
+static void lazy(void) {
+  CHECK(!mapped("libcublas") && !mapped("libnvrtc"), "nothing opened yet");
+  backend_opens_without("libcublas");
+  CHECK(mapped("libcudart"), "creating a backend opens the runtime");
+  CHECK(!mapped("libcublas"), "creating a backend does not open cuBLAS");
+  CHECK(!mapped("libnvrtc"), "creating a backend does not open NVRTC");
+  /* A kernel found on disk is loaded by its key: making the key must not
+   * need NVRTC either. */
+  ein_kcache *c = ein_kcache_create(90);
+  static char src[] = "extern \"C\" __global__ void ein_main() {}";
+  ein_kernel_src k = {.kind = EIN_KERNEL_MAP, .source = src,
+                      .len = sizeof src - 1};
+  ein_strbuf key = {0};
+  if (c)
+    ein_kcache_disk_key(c, &k, &key);
+  CHECK(c && !key.failed && key.len > k.len && strstr(key.data, src),
+        "a disk key is made");
+  CHECK(!mapped("libnvrtc"), "a disk key does not open NVRTC");
+  ein_strbuf_free(&key);
+  ein_kcache_destroy(c);
 }
 
 typedef struct first_use {
@@ -184,10 +323,13 @@ int main(int argc, char **argv) {
   } else if (strcmp(mode, "no-nvrtc") == 0) {
     setenv("EINC_NVRTC", "/nonexistent/libnvrtc.so", 1);
     no_nvrtc();
+  } else if (strcmp(mode, "lazy") == 0) {
+    lazy();
   } else if (strcmp(mode, "race") == 0) {
     race();
   } else {
-    fprintf(stderr, "usage: test_cuda_libs [disabled|no-cublas|no-nvrtc|race]\n");
+    fprintf(stderr, "usage: test_cuda_libs "
+                    "[disabled|no-cublas|no-nvrtc|lazy|race]\n");
     return 2;
   }
   char name[64];

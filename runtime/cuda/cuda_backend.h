@@ -4,8 +4,8 @@
  * functions exist and report that CUDA is not available, so callers never
  * need #ifdefs.
  *
- * Takes: plans (plan.h) with their CUDA programs (cuda_program.h), and
- * device pointers. Gives: outputs written asynchronously on the backend's
+ * Takes: plans (plan.h) with their programs (ein_cuda_plan_program below,
+ * around cuda_program.h's), and device pointers. Gives: outputs written asynchronously on the backend's
  * stream: a stream the backend creates (blocking, so it orders with the
  * legacy default stream) unless the caller sets its own.
  */
@@ -18,6 +18,14 @@
 #include "backend.h"
 #include "error.h"
 
+/* The CUDA entry's program for a plan (cuda_entry.c): the plan's CUDA
+ * program, and the kernel handles each backend that ran it resolved
+ * (run_cache.h), so a later run looks nothing up. */
+typedef struct ein_cuda_plan_program {
+  struct ein_cuda_program *cuda;
+  struct ein_kernel_sets *kernels; /* 4 handles per step (cuda_backend.c) */
+} ein_cuda_plan_program;
+
 /* True when this build has the CUDA backend. */
 bool ein_cuda_built(void);
 
@@ -26,9 +34,11 @@ bool ein_cuda_built(void);
 int ein_cuda_device_count(void);
 
 /* A backend for device `device`. On failure NULL and the reason on err
- * (EIN_ERR_DEVICE: no driver or device, or a CUDA library that cannot be
- * loaded, named with how to install it; EIN_ERR_BACKEND: a CUDA or cuBLAS
- * call failed; EIN_ERR_NO_MEMORY). */
+ * (EIN_ERR_DEVICE: no driver or device, or the CUDA runtime library cannot
+ * be loaded, named with how to install it; EIN_ERR_BACKEND: a CUDA call
+ * failed; EIN_ERR_NO_MEMORY). cuBLAS and NVRTC are opened later, by the
+ * first run that needs them: a run fails with EIN_ERR_DEVICE naming the
+ * missing one before it queues any work. */
 ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err);
 
 /* Synchronous device memory for the CLI and tests. */

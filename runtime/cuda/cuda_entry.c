@@ -4,13 +4,67 @@
  * are pure C (cuda_program.c), so CUDA plans are made and shown anywhere;
  * device_count and open come from cuda_backend.c or, in builds without
  * CUDA, cuda_none.c.
+ *
+ * A plan's program is the CUDA program with, beside it, the kernel
+ * handles the backends that run it resolve (ein_cuda_plan_program): they
+ * live and die with the plan, which every backend running it shares.
  */
+#include "alloc.h"
 #include "backend.h"
 #include "cuda_backend.h"
 #include "cuda_program.h"
+#include "run_cache.h"
 
 static bool cuda_memory(DLDeviceType t) {
   return t == kDLCUDA || t == kDLCUDAManaged;
+}
+
+static void cuda_program_free(void *program) {
+  ein_cuda_plan_program *p = program;
+  if (!p)
+    return;
+  ein_kernel_sets_destroy(p->kernels);
+  ein_cuda_program_free(p->cuda);
+  ein_free(p);
+}
+
+static ein_status cuda_prepare(const ein_plan_ir *plan, void **program,
+                               ein_error_rec *err) {
+  *program = NULL;
+  ein_cuda_plan_program *p = ein_calloc(1, sizeof *p);
+  if (!p)
+    return ein_fail_memory(err, "out of memory preparing a CUDA plan");
+  void *cuda;
+  ein_status st = ein_cuda_prepare(plan, &cuda, err);
+  if (!st) {
+    p->cuda = cuda;
+    /* Per step: its kernel and its split pass 2, each main and vector. */
+    p->kernels = ein_kernel_sets_create(4 * p->cuda->nsteps);
+    if (!p->kernels)
+      st = ein_fail_memory(err, "out of memory preparing a CUDA plan");
+  }
+  if (st) {
+    cuda_program_free(p);
+    return st;
+  }
+  *program = p;
+  return EIN_OK;
+}
+
+static void cuda_describe(const ein_plan_ir *plan, const void *program,
+                          ein_strbuf *sb) {
+  ein_cuda_describe(plan, ((const ein_cuda_plan_program *)program)->cuda, sb);
+}
+
+static void cuda_describe_step_json(const ein_plan_ir *plan,
+                                    const void *program, int step,
+                                    ein_strbuf *sb) {
+  ein_cuda_describe_step_json(
+      plan, ((const ein_cuda_plan_program *)program)->cuda, step, sb);
+}
+
+static const ein_cuda_program *cuda_program_of(const void *program) {
+  return ((const ein_cuda_plan_program *)program)->cuda;
 }
 
 const ein_backend_entry ein_cuda_entry = {
@@ -20,11 +74,11 @@ const ein_backend_entry ein_cuda_entry = {
     .memory_name = "CUDA device memory",
     .accepts = cuda_memory,
     .caps = ein_cuda_caps,
-    .prepare = ein_cuda_prepare,
-    .program_free = ein_cuda_program_free,
-    .describe = ein_cuda_describe,
-    .describe_step_json = ein_cuda_describe_step_json,
-    .cuda_program = ein_cuda_program_of,
+    .prepare = cuda_prepare,
+    .program_free = cuda_program_free,
+    .describe = cuda_describe,
+    .describe_step_json = cuda_describe_step_json,
+    .cuda_program = cuda_program_of,
     .device_count = ein_cuda_device_count,
     .open = ein_cuda_backend_create,
 };

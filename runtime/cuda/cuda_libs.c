@@ -107,6 +107,7 @@
     (d, s, n, k, st))                                                          \
   X(RT, cudaError_t, RT_FAIL, cudaMemset, (void *p, int v, size_t n),          \
     (p, v, n))                                                                 \
+  X(RT, cudaError_t, RT_FAIL, cudaRuntimeGetVersion, (int *v), (v))           \
   X(RT, cudaError_t, RT_FAIL, cudaSetDevice, (int d), (d))                     \
   X(RT, cudaError_t, RT_FAIL, cudaStreamCreate, (cudaStream_t * s), (s))       \
   X(RT, cudaError_t, RT_FAIL, cudaStreamCreateWithFlags,                       \

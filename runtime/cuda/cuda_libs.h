@@ -42,8 +42,10 @@ typedef enum ein_cuda_lib {
  * library, why it could not be loaded and how to install it. */
 ein_status ein_cuda_lib_require(ein_cuda_lib lib, ein_error_rec *err);
 
-/* ein_cuda_lib_require for the runtime, cuBLAS and NVRTC in that order:
- * everything the CUDA backend needs. */
+/* ein_cuda_lib_require for the runtime, cuBLAS and NVRTC in that order,
+ * for `einc bench`, which calls all three itself. The backend opens the
+ * runtime when it is created, cuBLAS when a plan with a GEMM first runs
+ * and NVRTC when a kernel must be compiled (cuda_backend.c). */
 ein_status ein_cuda_libs_require_all(ein_error_rec *err);
 
 #endif

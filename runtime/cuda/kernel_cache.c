@@ -12,6 +12,7 @@
 #include "alloc.h"
 #include "disk_cache.h"
 #include "nvrtc_compile.h"
+#include "run_cache.h"
 #include "strbuf.h"
 #include "trace.h"
 
@@ -25,6 +26,7 @@ typedef struct kentry {
 
 struct ein_kcache {
   int arch;
+  uint64_t id; /* ein_kernel_owner_new */
   kentry *slots;
   size_t cap, n;
   ein_kcache_stats stats;
@@ -37,6 +39,7 @@ ein_kcache *ein_kcache_create(int arch) {
   if (!c)
     return NULL;
   c->arch = arch;
+  c->id = ein_kernel_owner_new();
   c->cap = 64;
   c->slots = ein_calloc(c->cap, sizeof *c->slots);
   if (!c->slots) {
@@ -60,6 +63,8 @@ void ein_kcache_destroy(ein_kcache *c) {
 }
 
 ein_kcache_stats ein_kcache_get_stats(const ein_kcache *c) { return c->stats; }
+
+uint64_t ein_kcache_id(const ein_kcache *c) { return c->id; }
 
 static kentry *find_slot(kentry *slots, size_t cap, uint64_t hash,
                          const char *src, size_t len) {
@@ -111,12 +116,17 @@ static ein_status load(const char *img, const ein_kernel_src *k, kentry *e,
 }
 
 /* The disk key of a kernel: everything that changes the cubin, the
- * prelude NVRTC compiles before the source included. */
-static void disk_key(const ein_kcache *c, const ein_kernel_src *k,
-                     ein_strbuf *key) {
+ * prelude NVRTC compiles before the source included. The CUDA runtime's
+ * version stands for the toolkit's: asking NVRTC its own would open
+ * NVRTC (~20 ms) in a process that compiles nothing. */
+void ein_kcache_disk_key(const ein_kcache *c, const ein_kernel_src *k,
+                         ein_strbuf *key) {
   const char *prelude = ein_codegen_prelude(false);
-  ein_strbuf_printf(key, "einc kernel v2\nsm_%d\nnvrtc %d\n%s\n", c->arch,
-                    ein_nvrtc_version(), ein_nvrtc_options());
+  int runtime = 0;
+  if (cudaRuntimeGetVersion(&runtime) != cudaSuccess)
+    runtime = 0;
+  ein_strbuf_printf(key, "einc kernel v3\nsm_%d\ncudart %d\n%s\n", c->arch,
+                    runtime, ein_nvrtc_options());
   ein_strbuf_printf(key, "prelude %016llx\n",
                     (unsigned long long)ein_fnv1a(prelude, strlen(prelude),
                                                   EIN_FNV_SEED));
@@ -190,7 +200,7 @@ ein_status ein_kcache_get(ein_kcache *c, const ein_kernel_src *k,
     return ein_fail_memory(err, "out of memory caching a kernel");
   memcpy(fresh.source, k->source, k->len + 1);
   ein_strbuf key = {0};
-  disk_key(c, k, &key);
+  ein_kcache_disk_key(c, k, &key);
   ein_status st = load_or_compile(c, k, &key, &fresh, err);
   ein_strbuf_free(&key);
   if (st) {
