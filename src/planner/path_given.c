@@ -49,7 +49,7 @@ static ein_status read_tuple(reader *r, int *pos, int *k, ein_error_rec *err) {
   r->p++;
   *k = 0;
   if (take(r, close)) return EIN_OK;
-  do {
+  for (;;) {
     skip_space(r);
     if (!isdigit((unsigned char)*r->p))
       return syntax(r, err, "an operand position (0, 1, ...)");
@@ -60,9 +60,11 @@ static ein_status read_tuple(reader *r, int *pos, int *k, ein_error_rec *err) {
     }
     if (*k < MAX_PER_TUPLE) pos[*k] = (int)v;
     (*k)++;
-    if (take(r, close)) return EIN_OK;
-  } while (take(r, ','));
-  return syntax(r, err, close == ')' ? "',' or ')'" : "',' or ']'");
+    bool comma = take(r, ',');
+    if (take(r, close)) return EIN_OK; /* "(0, 1)", or "(0,)" as Python */
+    if (!comma)
+      return syntax(r, err, close == ')' ? "',' or ')'" : "',' or ']'");
+  }
 }
 
 /* One contraction into lin[*npairs]: a tuple of exactly two positions. */

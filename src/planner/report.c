@@ -130,7 +130,9 @@ static void append_right(ein_strbuf *sb, const char *text, int width) {
 /* The path in opt_einsum's linear form, which names operands by their
  * place in a list that each contraction shrinks (the two removed, the
  * result appended), from the plan's SSA form (0..n-1 the inputs, n+k the
- * k-th result). lin[k] is sorted, as opt_einsum writes it. */
+ * k-th result). lin[k] keeps the order of the plan's own pair (opt_einsum
+ * takes either order and writes its own sorted), so the path given back
+ * through --path (path_given.h) makes this very plan again. */
 static void linear_path(const ein_plan_ir *ir, int (*lin)[2]) {
   int live[EIN_MAX_OPERANDS], nlive = ir->ninputs;
   for (int i = 0; i < nlive; i++) live[i] = i;
@@ -139,8 +141,8 @@ static void linear_path(const ein_plan_ir *ir, int (*lin)[2]) {
     for (int s = 0; s < 2; s++)
       for (int i = 0; i < nlive; i++)
         if (live[i] == ir->path[k][s]) at[s] = i;
-    lin[k][0] = at[0] < at[1] ? at[0] : at[1];
-    lin[k][1] = at[0] < at[1] ? at[1] : at[0];
+    lin[k][0] = at[0];
+    lin[k][1] = at[1];
     int kept = 0; /* drop both, keeping the order of the rest */
     for (int i = 0; i < nlive; i++)
       if (i != at[0] && i != at[1]) live[kept++] = live[i];
