@@ -238,6 +238,16 @@ typedef struct ein_options {
   int64_t memory_limit; /* bytes one intermediate may take; 0: no limit.
                          The planner picks a contraction order within it,
                          or fails with EIN_ERR_LIMIT naming the sizes */
+  const char *path;     /* the contraction order to take instead of the
+                         search's, in opt_einsum's linear form: "[(0, 1),
+                         (0, 1)]" (each pair names two operands by their
+                         place in a list from which every contraction
+                         removes its two and appends its result; spaces
+                         optional, lists as well as tuples: "[[0,1],[0,1]]").
+                         n operands need n-1 pairs ("[]" for one); anything
+                         else fails with EIN_ERR_INVALID_ARGUMENT. The
+                         report's path is printed in this form. NULL or "":
+                         searched. Copied where the plan needs it */
 } ein_options;
 
 /* ------------------------------------------------------------ backends */
@@ -457,10 +467,51 @@ typedef enum ein_describe_format {
   EIN_DESCRIBE_JSON = 1  /* the same as one JSON object */
 } ein_describe_format;
 
+/* The rates a plan's predicted time is computed with: a roofline per step,
+ * the larger of its FLOPs over the peak of its dtype and its bytes over the
+ * bandwidth. f16 and bf16 take flops_half; f32 and integers flops_f32;
+ * f64 flops_f64; complex types a quarter of their parts' rate. */
+typedef struct ein_device_model {
+  char name[32];         /* "h100", "h200", "cpu", or a caller's */
+  char description[160]; /* the device: "NVIDIA H100 80GB HBM3",
+                            "Intel(R) Xeon(R) ..., 2 threads"; may be "" */
+  double flops_half;     /* FLOP/s of a large GEMM in f16/bf16 */
+  double flops_f32;      /* ... in f32 */
+  double flops_f64;      /* ... in f64 */
+  double bytes_per_s;    /* memory bandwidth: bytes read plus written */
+  const char *source;    /* where the rates come from (static text):
+                            "built-in", "measured" (by this call),
+                            "cache" (measured earlier), "assumed" (a GPU
+                            with no rates known, or none: h100's) */
+} ein_device_model;
+
+/* A device model by name:
+ *   "h100", "h200"  rates measured on those GPUs, built in;
+ *   "cpu"           this host as the CPU backend uses it: the GEMM rate
+ *                   (f32, f64; f16 and bf16 are computed in f32) and the
+ *                   copy bandwidth with the backend's threads, measured
+ *                   once (about 0.1 s) and kept in the einc cache
+ *                   directory ($EINC_CACHE_DIR, else $XDG_CACHE_HOME/einc,
+ *                   else ~/.cache/einc) under the CPU's model name and the
+ *                   thread count; an entry that is damaged or holds
+ *                   impossible rates is measured again;
+ *   "cuda"          GPU 0 of this machine: h100 or h200 by its name;
+ *                   another GPU, or none, gets h100's rates with source
+ *                   "assumed" and the reason in the description.
+ * EIN_ERR_INVALID_ARGUMENT for other names (out is then untouched),
+ * EIN_ERR_NO_MEMORY when the measurement cannot get its buffers. Safe
+ * from several threads: a process measures at most once. */
+EIN_NODISCARD
+EIN_API ein_status ein_device_model_get(const char *name,
+                                        ein_device_model *out);
+
 /* Describes the plan: axes, naive and optimised FLOPs, the largest
  * intermediate, one entry per step (kind, operands, batch/M/N/K groups,
  * transposes, FLOPs, bytes, arithmetic intensity) and a predicted time on
- * a device model ("h100", the default when NULL, or "h200"). A plan for
+ * a device model: a name for ein_device_model_get ("h100", the default
+ * when NULL or unknown, "h200", "cpu" or "cuda"). The JSON's
+ * "device_model" carries the model's name, description, source, every
+ * rate, and the rate of the plan's dtype (flops_per_s). A plan for
  * CUDA (or the emulated device) adds per step what it runs: in text, a
  * "cuda:" section with each step's cuBLAS call or kernels; in JSON, a
  * "cuda" member of each step with "cublas" (types, compute, transposes,
@@ -472,6 +523,14 @@ EIN_API size_t ein_plan_describe(const ein_plan *plan,
                                  ein_describe_format format,
                                  const char *device_model, char *buf,
                                  size_t cap);
+
+/* ein_plan_describe with the caller's model (from ein_device_model_get,
+ * or rates of its own). NULL, or a model with a rate that is not
+ * positive, describes with h100's. */
+EIN_API size_t ein_plan_describe_model(const ein_plan *plan,
+                                       ein_describe_format format,
+                                       const ein_device_model *model,
+                                       char *buf, size_t cap);
 
 /* ---------------------------------------------- shape checks for tests */
 

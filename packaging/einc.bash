@@ -15,10 +15,10 @@ _einc_common="-D --reduce --numpy -v --verbose -h --help --"
 _einc_options() {
   case $1 in
     check) echo "$_einc_common" ;;
-    plan) echo "--dtype --json --device --memory-limit --backend $_einc_common" ;;
-    eval) echo "-o --output --print --dtype --backend $_einc_common" ;;
-    bench) echo "--dtype --backend --runs --warmup --no-floor --steps --json $_einc_common" ;;
-    cuda-src) echo "--dtype $_einc_common" ;;
+    plan) echo "--dtype --json --device --memory-limit --backend --path $_einc_common" ;;
+    eval) echo "-o --output --print --dtype --backend --path $_einc_common" ;;
+    bench) echo "--dtype --backend --runs --warmup --no-floor --steps --json --path $_einc_common" ;;
+    cuda-src) echo "--dtype --path $_einc_common" ;;
   esac
 }
 
@@ -29,9 +29,9 @@ _einc_values() {
     --dtype) echo "$_einc_dtypes" ;;
     --backend) echo "auto cpu cuda emu" ;;
     --reduce) echo "sum mean max min prod any all" ;;
-    --device) echo "h100 h200" ;;
+    --device) echo "cpu h100 h200" ;;
     -o | --output) return 2 ;;
-    -D | --runs | --warmup | --memory-limit) return 1 ;;
+    -D | --runs | --warmup | --memory-limit | --path) return 1 ;;
     *) return 3 ;;
   esac
 }

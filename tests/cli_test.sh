@@ -5,7 +5,10 @@ set -u
 EINC=${1:?usage: cli_test.sh path/to/einc}
 passed=0 failed=0
 out=$(mktemp) err=$(mktemp)
-trap 'rm -f "$out" "$err"' EXIT
+# the CPU's device model is measured once into this cache, not the user's
+EINC_CACHE_DIR=$(mktemp -d)
+export EINC_CACHE_DIR
+trap 'rm -rf "$out" "$err" "$EINC_CACHE_DIR"' EXIT
 
 # expect STATUS STDOUT STDERR -- ARGS...   (exact texts; '*' skips a stream)
 expect() {
@@ -286,6 +289,90 @@ fi
 status_is 1 cuda-src 'a -> a' "$missing"
 status_is 2 cuda-src 'a -> a' 4 --frob
 status_is 2 cuda-src 'a -> (a' 4
+# The device of predicted times: the CPU's own rates, measured on first use
+# into the cache and read from it after; a damaged entry is measured again.
+# pass_if COND-STATUS MESSAGE
+pass_if() {
+  if [ "$1" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $2" >&2; fi
+}
+models=$tmp/models # a cache of its own: the plans above measured already
+model_of() { # the "device_model" object of a JSON plan
+  EINC_CACHE_DIR=$models "$EINC" plan "$@" --json | grep -o '"device_model":{[^}]*}'
+}
+copy=('a b -> b a' 1000x1000)
+first=$(model_of "${copy[@]}")
+second=$(model_of "${copy[@]}")
+case $first in *'"name":"cpu"'*'"source":"measured"'*) r=0 ;; *) r=1 ;; esac
+pass_if $r "the first CPU plan measures the CPU: $first"
+pass_if "$([ "${second/\"source\":\"cache\"/\"source\":\"measured\"}" = "$first" ] && echo 0)" \
+  "the second reads the same rates from the cache: $second"
+entry=$(ls "$models" | head -1)
+printf 'XXXX' | dd of="$models/$entry" bs=1 seek=70 conv=notrunc 2>/dev/null
+case $(model_of "${copy[@]}") in *'"source":"measured"'*) r=0 ;; *) r=1 ;; esac
+pass_if $r "a damaged cache entry is measured again"
+# the text names the device and its rates; --device picks another
+"$EINC" plan "${copy[@]}" | grep -qE '^predicted    [0-9.]+ (ns|µs|ms|s) on cpu: .+, [0-9]+ threads? \([0-9.]+ [GMT]FLOP/s f32, [0-9.]+ [GMT]B/s\)$'
+pass_if $? "plan on the CPU predicts for the CPU"
+expect 0 '*' "" -- plan "${copy[@]}" --device h100
+grep -qx 'predicted    2.7 µs on h100: NVIDIA H100 (51 TFLOP/s f32, 2.96 TB/s)' "$out"
+pass_if $? "--device h100: $(grep predicted "$out")"
+expect 0 '*' "" -- plan "${copy[@]}" --device=h200
+grep -qx 'predicted    1.86 µs on h200: NVIDIA H200 (51 TFLOP/s f32, 4.3 TB/s)' "$out"
+pass_if $? "--device h200: $(grep predicted "$out")"
+# the CPU's prediction is its bytes over its measured bandwidth (a copy is
+# memory bound)
+m=$(model_of "${copy[@]}" --device cpu)
+bw=$(printf '%s' "$m" | grep -o '"bytes_per_s":[0-9.e+]*' | cut -d: -f2)
+pred=$(EINC_CACHE_DIR=$models "$EINC" plan "${copy[@]}" --device cpu --json | grep -o '"predicted_seconds":[0-9.e+-]*' | head -1 | cut -d: -f2)
+awk -v p="$pred" -v b="$bw" 'BEGIN { exit !(b > 0 && p > 0 && (p * b / 8e6 - 1) ^ 2 < 1e-8) }'
+pass_if $? "--device cpu: predicted $pred s is 8 MB over $bw B/s"
+expect 2 "" "einc: error: unknown device model 'tpu' (cpu, h100, h200)" -- plan "${copy[@]}" --device tpu
+# CUDA: the GPU present, or h100's rates with a note; --device names one
+"$EINC" plan "${copy[@]}" --backend cuda >"$out" 2>"$err"
+if [ $have_gpu = 1 ]; then
+  grep -qE '^predicted .* on h[12]00: NVIDIA ' "$out" || grep -q '^einc: note: predicted times are for h100: .* has no rates in einc' "$err"
+else
+  grep -qx "einc: note: predicted times are for h100: no CUDA GPU found: h100's rates assumed" "$err" &&
+    grep -q "on h100: no CUDA GPU found" "$out"
+fi
+pass_if $? "--backend cuda predicts for the GPU present: $(grep predicted "$out") $(cat "$err")"
+expect 0 '*' "" -- plan "${copy[@]}" --backend emu --device h200
+grep -q '^predicted    1.86 µs on h200: NVIDIA H200' "$out"
+pass_if $? "--backend emu --device h200"
+
+# --path: the order given instead of the search's, shown as given; the
+# linear path a plan prints, given back, makes the same plan
+chain3=('a b, b c, c d -> a d' 100x10 10x100 100x10)
+expect 0 '*' "" -- plan "${chain3[@]}" --device h100 --path '[(0, 1), (0, 1)]'
+grep -qx 'path         given (0,1) (2,3)' "$out" && grep -qx '             as opt_einsum: \[(0, 1), (0, 1)\]' "$out"
+pass_if $? "plan --path shows the order given: $(grep -A1 '^path' "$out")"
+for net in 'a b, b c, c d, d e -> a e 10x20 20x30 30x40 40x50' 'i j, j k, k l, l i -> 6x7 7x8 8x9 9x6' 'b h i d, b h j d, b h j e -> b h i e 2x3x4x5 2x3x6x5 2x3x6x7'; do
+  read -r -a words <<<"${net% ->*}"
+  expr="${net%% [0-9]*x*}"
+  shapes="${net#"$expr" }"
+  # shellcheck disable=SC2086
+  searched=$("$EINC" plan "$expr" $shapes --device h100)
+  lin=$(printf '%s\n' "$searched" | sed -n 's/^ *as opt_einsum: //p')
+  # shellcheck disable=SC2086
+  given=$("$EINC" plan "$expr" $shapes --device h100 --path "$lin")
+  want=$(printf '%s\n' "$searched" | sed -E 's/^path         (dp|greedy) /path         given /')
+  pass_if "$([ -n "$lin" ] && [ "$given" = "$want" ] && echo 0)" "round trip of $lin on $expr:
+$searched
+$given"
+done
+same plan "${chain3[@]}" --path '[(1, 2), (0, 1)]' :: plan "${chain3[@]}" --path='[[1,2],[0,1]]'
+same cuda-src "${chain3[@]}" --path '[(1, 2), (0, 1)]' :: cuda-src "${chain3[@]}" --path='[[1, 2], [0, 1]]'
+"$EINC" cuda-src "${chain3[@]}" --path '[(0, 1), (0, 1)]' >/dev/null 2>&1
+r1=$?
+"$EINC" cuda-src "${chain3[@]}" >/dev/null 2>&1
+pass_if "$([ $r1 = $? ] && echo 0)" "cuda-src takes --path"
+status_is 0 bench "${chain3[@]}" --path '[(0, 2), (0, 1)]' "${quick[@]}"
+expect 2 "" "einc: error: path '[(0, 1)]' has 1 contraction, but 3 operands need 2" -- plan "${chain3[@]}" --path '[(0, 1)]'
+expect 2 "" "einc: error: path '[(0, 3), (0, 1)]': contraction 1 names operand 3, but only 3 operands are left at that point (0 to 2)" -- plan "${chain3[@]}" --path '[(0, 3), (0, 1)]'
+expect 2 "" "einc: error: path '[(0 1), (0, 1)]': expected ',' or ')' at character 5; give opt_einsum's linear form, e.g. [(0, 1), (0, 1)]" -- eval 'a, a, a -> a' "$tmp/v.npy" "$tmp/v.npy" "$tmp/v.npy" --print --path '[(0 1), (0, 1)]'
+same eval 'a, a, a -> a' "$tmp/v.npy" "$tmp/v.npy" "$tmp/v.npy" --print --path '[(0, 2), (0, 1)]' :: eval 'a, a, a -> a' "$tmp/v.npy" "$tmp/v.npy" "$tmp/v.npy" --print
+expect 2 "" "einc: error: path '[(0, 1, 2)]': contraction 1 names 3 operands; einc contracts two at a time, (i, j)" -- bench "${chain3[@]}" --path '[(0, 1, 2)]' "${quick[@]}"
+status_is 2 check 'a -> a' 4 --path '[]'
 # the program itself
 status_is 0 --help
 status_is 0 --version

@@ -53,7 +53,8 @@ EINC_CUDA_LIBS_DISABLE=1 check "disabled" 1 \
 EINC_CUDART=$work/missing/libcudart.so check "EINC_CUDART" 1 \
   "needs $rt .*: $work/missing/libcudart\\.so: cannot open shared object file.*\(named by EINC_CUDART\)" \
   -- "${eval_cuda[@]}"
-EINC_CUDA_LIBS_DISABLE=1 check "plan without libraries" 0 "" \
+EINC_CUDA_LIBS_DISABLE=1 check "plan without libraries" 0 \
+  "^einc: note: predicted times are for h100: no CUDA GPU found" \
   -- plan --backend cuda 'i j -> j i' 2x3
 EINC_CUDA_LIBS_DISABLE=1 check "CPU eval without libraries" 0 "" \
   -- eval 'i j -> j i' "$work/a.npy" -o "$work/o.npy"

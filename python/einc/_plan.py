@@ -50,7 +50,10 @@ class Plan:
         self.expr = expr
         self.shapes = shapes
         self.dtype = dtype
-        self.device = device
+        # the device the plan targets, as `einc plan` predicts for it: this
+        # CPU's measured rates, or the GPU present for cuda and emu
+        self.device = device or ("cuda" if str(backend) in ("cuda", "emu")
+                                 else "cpu")
         self._code = dtype_code(dtype)
         self._plan = _einc.Plan(expr, shapes, self._code[0], self._code[1],
                                 bool(numpy), _reduction_name(reduce),
@@ -71,8 +74,9 @@ class Plan:
         return self._dict
 
     def describe(self, device=None) -> str:
-        """The text report, with predicted times on device model 'h100'
-        (the default) or 'h200'."""
+        """The text report, with predicted times on a device model: 'cpu'
+        (this host's measured rates), 'h100', 'h200', 'cuda' (the GPU
+        present); by default the device the plan targets."""
         return self._plan.describe(False, device or self.device)
 
     def __str__(self) -> str:

@@ -20,6 +20,7 @@
 #include "cpu_contract.h"
 #include "cpu_loops.h"
 #include "cpu_threads.h"
+#include "cpu_rates.h"
 
 #ifdef EIN_HAVE_CBLAS
 #include <cblas.h>
@@ -154,6 +155,22 @@ static void gemm_one(const ein_gemm_call *g, ein_dtype dt, double alpha,
     gemm_f64(g, alpha, (const double *)a, (const double *)b, (double *)c);
   else
     gemm_f32(g, (float)alpha, (const float *)a, (const float *)b, (float *)c);
+#endif
+}
+
+void ein_cpu_gemm_square(ein_dtype dt, int64_t n, const char *a,
+                         const char *b, char *c) {
+  ein_gemm_call g = {.m = n, .n = n, .k = n, .lda = n, .ldb = n, .ldc = n};
+  gemm_one(&g, dt, 1.0, a, b, c);
+}
+
+int ein_cpu_threads(void) {
+  const char *env = getenv("EINC_NUM_THREADS");
+  if (env && atoi(env) > 0) return atoi(env);
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
 #endif
 }
 
@@ -326,13 +343,7 @@ static ein_backend *cpu_open(int device, ein_error_rec *err) {
   cb->base.free = cpu_free;
   cb->base.copy = cpu_copy;
   cb->base.destroy = cpu_destroy;
-#ifdef _OPENMP
-  cb->threads = omp_get_max_threads();
-#else
-  cb->threads = 1;
-#endif
-  const char *env = getenv("EINC_NUM_THREADS");
-  if (env && atoi(env) > 0) cb->threads = atoi(env);
+  cb->threads = ein_cpu_threads();
   return &cb->base;
 }
 

@@ -114,6 +114,17 @@ int ein_cuda_device_count(void) {
   return n;
 }
 
+bool ein_cuda_device_name(int device, char *buf, size_t cap) {
+  struct cudaDeviceProp prop;
+  if (device < 0 || device >= ein_cuda_device_count() ||
+      cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  snprintf(buf, cap, "%s", prop.name);
+  return true;
+}
+
 /* Makes `device` current and remembers the caller's device. */
 static ein_status enter(int device, int *prev, ein_error_rec *err) {
   CU(cudaGetDevice(prev));

@@ -33,6 +33,10 @@ bool ein_cuda_built(void);
  * library, or CUDA support in this build. */
 int ein_cuda_device_count(void);
 
+/* The name of device `device` ("NVIDIA H100 80GB HBM3"); false when it
+ * cannot be read (no runtime library, driver or such device). */
+bool ein_cuda_device_name(int device, char *buf, size_t cap);
+
 /* A backend for device `device`. On failure NULL and the reason on err
  * (EIN_ERR_DEVICE: no driver or device, or the CUDA runtime library cannot
  * be loaded, named with how to install it; EIN_ERR_BACKEND: a CUDA call

@@ -14,6 +14,13 @@ static ein_status unavailable(ein_error_rec *err) {
 bool ein_cuda_built(void) { return false; }
 int ein_cuda_device_count(void) { return 0; }
 
+bool ein_cuda_device_name(int device, char *buf, size_t cap) {
+  (void)device;
+  (void)buf;
+  (void)cap;
+  return false;
+}
+
 ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
   (void)device;
   unavailable(err);

@@ -184,6 +184,9 @@ static void key_options(ein_strbuf *k, const char *expr, size_t len,
                      o->allow_tf32 != 0, device};
   ein_strbuf_append(k, head, sizeof head);
   ein_strbuf_append(k, &o->memory_limit, sizeof o->memory_limit);
+  size_t plen = o->path ? strlen(o->path) + 1 : 0; /* NULL differs from "" */
+  ein_strbuf_append(k, &plen, sizeof plen);
+  if (plen) ein_strbuf_append(k, o->path, plen);
   for (int i = 0; i < o->nlengths; i++) {
     const char *name = o->lengths[i].name; /* check_options: not NULL */
     size_t n = strlen(name);
@@ -402,7 +405,7 @@ static ein_status bind_and_plan(ein_thread_rec *me, const char *expr,
     return st;
   }
   const ein_backend_caps *caps = ein_ctx_caps(me->ctx, backend);
-  ein_plan_limits limits = {o->memory_limit};
+  ein_plan_limits limits = {o->memory_limit, o->path};
   st = ein_plan_build(ein_binding_problem(b), descs, od, caps, &limits,
                       &me->err, ir);
   ein_binding_destroy(b);
@@ -770,10 +773,25 @@ int ein_plan_count_steps(const ein_plan *plan, const char *kind) {
 
 size_t ein_plan_describe(const ein_plan *plan, ein_describe_format format,
                          const char *device_model, char *buf, size_t cap) {
+  ein_device_model m;
+  if (!device_model || ein_device_model_get(device_model, &m) != EIN_OK)
+    m = *ein_device_model_find(NULL);
+  return ein_plan_describe_model(plan, format, &m, buf, cap);
+}
+
+static bool usable_model(const ein_device_model *m) {
+  return m && m->flops_half > 0 && m->flops_f32 > 0 && m->flops_f64 > 0 &&
+         m->bytes_per_s > 0;
+}
+
+size_t ein_plan_describe_model(const ein_plan *plan,
+                               ein_describe_format format,
+                               const ein_device_model *model, char *buf,
+                               size_t cap) {
   if (cap > 0 && buf) buf[0] = 0;
   if (!plan) return 0;
-  const ein_device_model *m = ein_device_model_find(device_model);
-  if (!m) m = ein_device_model_find(NULL);
+  const ein_device_model *m =
+      usable_model(model) ? model : ein_device_model_find(NULL);
   ein_strbuf sb = {0};
   bool json = format == EIN_DESCRIBE_JSON;
   ein_report_hook hook = {NULL, plan->program};

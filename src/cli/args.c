@@ -172,6 +172,11 @@ int cli_common_option(int argc, char **argv, int *i, cli_common *common) {
     common->options.lengths = common->lengths;
     return 1;
   }
+  if (common->takes_path && has_prefix_option(arg, "--path")) {
+    /* checked by the planner, which knows the operand count */
+    common->options.path = option_value(argc, argv, i, "--path");
+    return common->options.path ? 1 : -1;
+  }
   if (has_prefix_option(arg, "--reduce")) {
     const char *v = option_value(argc, argv, i, "--reduce");
     if (!v) return -1;
@@ -186,9 +191,20 @@ int cli_common_option(int argc, char **argv, int *i, cli_common *common) {
   return 0;
 }
 
+/* "--name=value": a long option glued to its value, whatever the value
+ * holds (--path's pairs hold ','). No expression starts that way. */
+static bool glued_long_option(const char *arg) {
+  if (strncmp(arg, "--", 2) != 0) return false;
+  const char *p = arg + 2;
+  while ((*p >= 'a' && *p <= 'z') || *p == '-') p++;
+  return p > arg + 2 && *p == '=';
+}
+
 /* An argument that starts with '-' is an option, unless it holds "->" or ','
- * and so can only be an expression ('-> a', '-a, b'): no option has either. */
+ * and so can only be an expression ('-> a', '-a, b'): no option name has
+ * either, and only a glued value may. */
 static bool looks_like_option(const char *arg) {
+  if (glued_long_option(arg)) return true;
   return arg[0] == '-' && arg[1] != '\0' && !strstr(arg, "->") &&
          !strchr(arg, ',');
 }

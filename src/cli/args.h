@@ -24,13 +24,15 @@ typedef struct cli_common {
   ein_options options;
   ein_length lengths[EIN_MAX_AXES];
   bool verbose;
+  bool takes_path; /* the command plans: --path sets options.path */
 } cli_common;
 
 /* Parses "8x16x2048" or "scalar". On failure prints a message naming `text`
  * to stderr and returns false. */
 bool cli_parse_shape(const char *text, cli_shape *out);
 
-/* Tries to consume a common option at argv[*i] (-D, --reduce, --numpy, -v);
+/* Tries to consume a common option at argv[*i] (-D, --reduce, --numpy, -v,
+ * and --path where common->takes_path);
  * advances *i past any value it takes. Returns 1 when consumed, 0 when the
  * argument is not a common option, -1 on a malformed one (message printed). */
 int cli_common_option(int argc, char **argv, int *i, cli_common *common);
@@ -39,12 +41,19 @@ int cli_common_option(int argc, char **argv, int *i, cli_common *common);
  * this command's, -1 malformed with the message printed). */
 typedef int (*cli_option_fn)(int argc, char **argv, int *i, void *state);
 
+/* The --help lines of --path (plan, eval, bench, cuda-src). */
+#define CLI_HELP_PATH                                                        \
+  "  --path P        the contraction order to take instead of searching,\n" \
+  "                  in opt_einsum's linear form, as `einc plan` prints\n"   \
+  "                  it: '[(0, 1), (0, 1)]' (n operands: n-1 pairs)\n"
+
 /* The lines of every command's --help on operands and option values. */
 #define CLI_HELP_OPERANDS                                                     \
   "  --              ends the options: every later argument is an operand\n" \
   "  An argument holding '->' or ',' is always the expression, even when it\n" \
-  "  starts with '-' ('-> a', '-a, b'); other expressions that start with\n" \
-  "  '-' follow '--'.\n"                                                    \
+  "  starts with '-' ('-> a', '-a, b'), unless it is a long option glued to\n" \
+  "  its value ('--path=[(0,1)]'); other expressions that start with '-'\n" \
+  "  follow '--'.\n"                                                        \
   "  An option's value follows it ('--dtype f16') or is glued with '='\n"    \
   "  ('--dtype=f16'); -D also takes it glued ('-Dr=3').\n"
 

@@ -30,7 +30,7 @@ void cmd_bench_help(void) {
   puts(
       "usage: einc bench EXPR SHAPE|FILE.npy... [--dtype T] [--backend B]\n"
       "                  [--runs N] [--warmup N] [--no-floor] [--steps]\n"
-      "                  [--json]\n"
+      "                  [--json] [--path P]\n"
       "                  [-D NAME=SIZE]... [--reduce R] [--numpy]\n"
       "\n"
       "Times EXPR on random inputs of the given shapes and reports the\n"
@@ -54,6 +54,8 @@ void cmd_bench_help(void) {
       "                CUDA events on a GPU) beside its roofline time at\n"
       "                the floor's rates and its share of the steps' total\n"
       "  --json        one JSON object instead of the text report\n"
+      "  --path P      the contraction order to take instead of searching,\n"
+      "                in opt_einsum's linear form: '[(0, 1), (0, 1)]'\n"
       "  (see einc check --help for -D, --reduce, --numpy, --)\n"
       "\n"
       CLI_HELP_EXIT
@@ -498,6 +500,7 @@ int cmd_bench(int argc, char **argv) {
   static cli_shape shapes[EIN_MAX_OPERANDS];
   static bench_state bs;
   memset(&common, 0, sizeof common);
+  common.takes_path = true;
   memset(&bs, 0, sizeof bs);
   bench_opts bo = {false, EIN_DT_F32, 20, 3, false, true, false, &common};
   const char *pos[EIN_MAX_OPERANDS + 1];

@@ -17,7 +17,7 @@
 #include "plan.h"
 
 void cmd_cuda_src_help(void) {
-  puts("usage: einc cuda-src EXPR SHAPE|FILE.npy... [--dtype T]\n"
+  puts("usage: einc cuda-src EXPR SHAPE|FILE.npy... [--dtype T] [--path P]\n"
        "                     [-D NAME=SIZE]...\n"
        "                     [--reduce R] [--numpy]\n"
        "\n"
@@ -30,6 +30,7 @@ void cmd_cuda_src_help(void) {
        "  --dtype T       every input's dtype: f32 (default for shapes; a\n"
        "                  file's own otherwise), f64, f16, bf16, c64, c128,\n"
        "                  integers\n"
+       CLI_HELP_PATH
        "  (see einc check --help for -D, --reduce, --numpy, --)\n"
        "\n"
        CLI_HELP_EXIT
@@ -112,6 +113,7 @@ int cmd_cuda_src(int argc, char **argv) {
   static cli_common common;
   static cli_shape shapes[EIN_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
+  common.takes_path = true;
   src_opts so = {false, EIN_DT_F32};
   const char *pos[EIN_MAX_OPERANDS + 1];
   int npos, nshapes;

@@ -23,7 +23,8 @@
 void cmd_eval_help(void) {
   puts(
       "usage: einc eval EXPR IN.npy... -o OUT.npy [--backend B] [--dtype T]\n"
-      "                 [--print] [-D NAME=SIZE]... [--reduce R] [--numpy]\n"
+      "                 [--print] [--path P] [-D NAME=SIZE]... [--reduce R]\n"
+      "                 [--numpy]\n"
       "\n"
       "Evaluates EXPR on NumPy .npy files (format 1-3, C or Fortran order,\n"
       "little-endian f2/f4/f8, c8/c16 (complex), integers, bool) and writes\n"
@@ -52,6 +53,7 @@ void cmd_eval_help(void) {
       "                  the device, cuBLAS, planning, kernel compiles or\n"
       "                  cache hits, the run); EINC_TRACE=1 prints the\n"
       "                  phases without -v\n"
+      CLI_HELP_PATH
       "  (see einc check --help for -D, --reduce, --numpy, --)\n"
       "\n"
       CLI_HELP_EXIT
@@ -347,6 +349,7 @@ int cmd_eval(int argc, char **argv) {
   static cli_common common;
   static npy_array inputs[EIN_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
+  common.takes_path = true;
   eval_opts eo = {NULL, false, &common, false, EIN_DT_F32};
   const char *pos[EIN_MAX_OPERANDS + 1];
   int npos;

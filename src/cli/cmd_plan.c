@@ -3,7 +3,9 @@
  * of the given shapes and dtype and prints the plan (text or JSON): axes,
  * naive and optimised FLOPs, the largest intermediate, every step with
  * its GEMM groups, FLOPs, bytes and intensity, and a predicted time on a
- * device model. Nothing is computed and no memory for data is allocated.
+ * device model: the device the plan targets (this CPU's measured rates,
+ * or the GPU present) unless --device names one. Nothing is computed and
+ * no memory for data is allocated.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +18,8 @@
 void cmd_plan_help(void) {
   puts(
       "usage: einc plan EXPR SHAPE|FILE.npy... [--dtype T] [--json] [--device M]\n"
-      "                 [--memory-limit B] [-D NAME=SIZE]... "
-      "[--reduce R] [--numpy]\n"
+      "                 [--memory-limit B] [--path P] [-D NAME=SIZE]...\n"
+      "                 [--reduce R] [--numpy]\n"
       "\n"
       "Plans EXPR for inputs of the given shapes and prints the plan: every\n"
       "axis, naive and optimised FLOPs (opt_einsum's count: a multiply-add\n"
@@ -32,11 +34,18 @@ void cmd_plan_help(void) {
       "                  file's own otherwise), f64, f16, bf16, c64, c128,\n"
       "                  integers\n"
       "  --json          print one JSON object instead of the table\n"
-      "  --device M      device model for predicted times: h100 (default:\n"
-      "                  780 TFLOP/s bf16, 51 TFLOP/s f32, 2.96 TB/s,\n"
-      "                  measured on our H100) or h200\n"
+      "  --device M      device model for predicted times: cpu (this host's\n"
+      "                  GEMM rate and copy bandwidth, measured once, about\n"
+      "                  0.1 s, and cached in $EINC_CACHE_DIR or\n"
+      "                  ~/.cache/einc), h100 (780 TFLOP/s bf16, 51 TFLOP/s\n"
+      "                  f32, 2.96 TB/s, measured on our H100) or h200.\n"
+      "                  Default: the device the plan targets, cpu for the\n"
+      "                  CPU backend, the GPU present for cuda and emu (an\n"
+      "                  unknown GPU, or none, gets h100's rates, with a\n"
+      "                  note)\n"
       "  --memory-limit B  largest intermediate allowed, in bytes: the\n"
       "                  path keeps within it, or the plan fails (exit 2)\n"
+      CLI_HELP_PATH
       "  --backend B     cpu (default), cuda or emu: plan for the CUDA\n"
       "                  backend (or the emulated device, which runs the\n"
       "                  same) and name each step's cuBLAS call or\n"
@@ -79,8 +88,9 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
     if (!cli_parse_dtype(v, &po->dtype)) return -1;
     po->retype = true;
   } else if (device) {
-    if (strcmp(v, "h100") != 0 && strcmp(v, "h200") != 0) {
-      cli_errorf("unknown device model '%.40s' (h100, h200)", v);
+    if (strcmp(v, "cpu") != 0 && strcmp(v, "h100") != 0 &&
+        strcmp(v, "h200") != 0) {
+      cli_errorf("unknown device model '%.40s' (cpu, h100, h200)", v);
       return -1;
     }
     po->model = v;
@@ -96,11 +106,51 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
   return 1;
 }
 
+/* The model of --device, else of the device the backend targets; an
+ * assumed one (a GPU einc has no rates for) is said on stderr. */
+static int resolve_model(const char *named, ein_backend_kind backend,
+                         ein_device_model *m) {
+  const char *name = named                        ? named
+                     : backend == EIN_BACKEND_CUDA ||
+                             backend == EIN_BACKEND_EMU
+                         ? "cuda"
+                         : "cpu";
+  ein_status st = ein_device_model_get(name, m);
+  if (st) {
+    cli_errorf("the device model '%s' could not be made: %s", name,
+               ein_status_name(st));
+    return cli_exit_status(st);
+  }
+  if (m->source && strcmp(m->source, "assumed") == 0)
+    fprintf(stderr, "einc: note: predicted times are for %s: %s\n", m->name,
+            m->description);
+  return EXIT_OK;
+}
+
+/* Prints the plan's report on the model. */
+static int print_report(const ein_plan *plan, bool json,
+                        const ein_device_model *m) {
+  ein_describe_format fmt = json ? EIN_DESCRIBE_JSON : EIN_DESCRIBE_TEXT;
+  size_t len = ein_plan_describe_model(plan, fmt, m, NULL, 0);
+  char *text = malloc(len + 1);
+  int rc = EXIT_OK;
+  if (!text || len == 0) {
+    cli_errorf("out of memory");
+    rc = EXIT_INTERNAL;
+  } else {
+    ein_plan_describe_model(plan, fmt, m, text, len + 1);
+    fputs(text, stdout);
+  }
+  free(text);
+  return rc;
+}
+
 int cmd_plan(int argc, char **argv) {
   static cli_common common;
   static cli_shape shapes[EIN_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
-  plan_opts po = {"h100", false, EIN_DT_F32, false, &common};
+  common.takes_path = true;
+  plan_opts po = {NULL, false, EIN_DT_F32, false, &common};
   const char *pos[EIN_MAX_OPERANDS + 1];
   int npos;
   int r = cli_parse_args(argc, argv, "plan", cmd_plan_help, &common,
@@ -110,26 +160,16 @@ int cmd_plan(int argc, char **argv) {
   int rc = cli_expr_and_shapes("plan", pos, npos, shapes, &nshapes);
   if (rc != EXIT_OK) return rc;
   if (po.retype) cli_shapes_set_dtype(shapes, nshapes, po.dtype);
-  const char *expr = pos[0], *model = po.model;
-  bool json = po.json;
   ein_ctx *ctx;
   ein_plan *plan;
   rc = cli_plan_shapes(
-      expr, shapes, nshapes,
+      pos[0], shapes, nshapes,
       ein_backend_dl_device(common.options.backend, 0).device_type,
       &common.options, &ctx, &plan);
   if (rc != EXIT_OK) return rc;
-  ein_describe_format fmt = json ? EIN_DESCRIBE_JSON : EIN_DESCRIBE_TEXT;
-  size_t len = ein_plan_describe(plan, fmt, model, NULL, 0);
-  char *text = malloc(len + 1);
-  if (!text || len == 0) {
-    cli_errorf("out of memory");
-    rc = EXIT_INTERNAL;
-  } else {
-    ein_plan_describe(plan, fmt, model, text, len + 1);
-    fputs(text, stdout);
-  }
-  free(text);
+  ein_device_model m;
+  rc = resolve_model(po.model, common.options.backend, &m);
+  if (rc == EXIT_OK) rc = print_report(plan, po.json, &m);
   ein_plan_destroy(plan);
   ein_ctx_destroy(ctx);
   return rc;

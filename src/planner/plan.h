@@ -200,6 +200,8 @@ typedef struct ein_plan_ir {
 /* Options of the planner beyond ein_options. */
 typedef struct ein_plan_limits {
   int64_t memory_limit; /* bytes for one intermediate; 0: none */
+  const char *path;     /* the contraction order in opt_einsum's linear
+                           form (path_given.h); NULL or "": searched */
 } ein_plan_limits;
 
 /* Builds a plan. `inputs` has problem->ninputs entries; `output` gives the

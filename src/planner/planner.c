@@ -23,6 +23,7 @@
 
 #include "alloc.h"
 #include "path.h"
+#include "path_given.h"
 #include "plan.h"
 
 /* A strided view of problem axes on a buffer. */
@@ -54,6 +55,7 @@ typedef struct planner {
   int cap_steps, cap_bufs;
   double memory_limit; /* elements of one intermediate; 0: none */
   int64_t memory_limit_bytes; /* the same as the caller gave it */
+  int (*given)[2]; /* the caller's order as SSA pairs; NULL: search */
   node *nodes;
   int nnodes;
 } planner;
@@ -942,10 +944,14 @@ static ein_status build_tree(planner *pl, ein_axset outset,
                              const ein_axset *sets) {
   int n = pl->p->ninputs;
   ein_path_query q = {n, sets, outset, pl->size, pl->memory_limit};
-  int (*pairs)[2] = ein_arena_alloc(pl->arena, (size_t)n, sizeof *pairs);
-  if (!pairs) return no_memory(pl);
-  if (!ein_path_search(&q, pl->arena, pairs, &pl->ir->path_method))
-    return no_memory(pl);
+  int (*pairs)[2] = pl->given;
+  if (pairs) {
+    pl->ir->path_method = "given";
+  } else {
+    pairs = ein_arena_alloc(pl->arena, (size_t)n, sizeof *pairs);
+    if (!pairs || !ein_path_search(&q, pl->arena, pairs, &pl->ir->path_method))
+      return no_memory(pl);
+  }
   pl->ir->path = pairs;
   pl->ir->npath = n - 1;
   for (int k = 0; k < n - 1; k++) {
@@ -1175,6 +1181,15 @@ static ein_status plan_steps(planner *pl, bool empty, pview *inv,
   return st;
 }
 
+/* The caller's contraction order, checked against the operand count
+ * whether or not the plan contracts (one operand takes "[]"). */
+static ein_status given_path(planner *pl, const char *text) {
+  int n = pl->p->ninputs;
+  pl->given = ein_arena_alloc(pl->arena, (size_t)n, sizeof *pl->given);
+  if (!pl->given) return no_memory(pl);
+  return ein_path_given(text, n, pl->given, pl->err);
+}
+
 /* Sets up the planner over a new plan; checks the operand count and
  * dtypes and picks the compute dtype and the memory limit. */
 static ein_status planner_init(planner *pl, const ein_tensor_desc *inputs,
@@ -1195,6 +1210,9 @@ static ein_status planner_init(planner *pl, const ein_tensor_desc *inputs,
     pl->memory_limit =
         (double)limits->memory_limit / (double)ein_dtype_size(pl->cdtype);
   }
+  if (limits && limits->path && *limits->path &&
+      (st = given_path(pl, limits->path)))
+    return st;
   ir->dtype = pl->dtype;
   ir->reduction = p->reduction;
   ir->ninputs = p->ninputs;

@@ -14,8 +14,8 @@
  * cuBLAS GEMM 8192^3 and a device-to-device copy. f64 is the H100's
  * FP64 tensor-core rate less the same margin (not measured). */
 static const ein_device_model models[] = {
-    {"h100", 780e12, 51e12, 55e12, 2.96e12},
-    {"h200", 780e12, 51e12, 55e12, 4.3e12},
+    {"h100", "NVIDIA H100", 780e12, 51e12, 55e12, 2.96e12, "built-in"},
+    {"h200", "NVIDIA H200", 780e12, 51e12, 55e12, 4.3e12, "built-in"},
 };
 
 const ein_device_model *ein_device_model_find(const char *name) {
@@ -41,7 +41,7 @@ static double peak_for(const ein_device_model *m, ein_dtype dt) {
 static double step_seconds(const ein_device_model *m, const ein_step *s) {
   ein_dtype dt = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
   double t_flops = s->flops / peak_for(m, dt);
-  double t_bytes = (s->bytes_read + s->bytes_written) / m->bandwidth;
+  double t_bytes = (s->bytes_read + s->bytes_written) / m->bytes_per_s;
   return fmax(t_flops, t_bytes);
 }
 
@@ -108,6 +108,16 @@ static void time_text(char *buf, size_t cap, double seconds) {
   snprintf(buf, cap, "%.3g %s", seconds * units[u].scale, units[u].unit);
 }
 
+/* A rate with a decimal prefix that keeps it readable: "780 TFLOP/s",
+ * "95.1 GFLOP/s", "2.96 TB/s", "11.2 GB/s". */
+static void rate_text(char *buf, size_t cap, double rate, const char *unit) {
+  static const struct { double scale; const char *prefix; } p[] = {
+      {1e12, "T"}, {1e9, "G"}, {1e6, "M"}};
+  int i = 0;
+  while (i < 2 && rate < p[i].scale) i++;
+  snprintf(buf, cap, "%.3g %s%s", rate / p[i].scale, p[i].prefix, unit);
+}
+
 /* Appends text right-aligned in `width` columns; 'µ' is two bytes but one
  * column. */
 static void append_right(ein_strbuf *sb, const char *text, int width) {
@@ -120,7 +130,9 @@ static void append_right(ein_strbuf *sb, const char *text, int width) {
 /* The path in opt_einsum's linear form, which names operands by their
  * place in a list that each contraction shrinks (the two removed, the
  * result appended), from the plan's SSA form (0..n-1 the inputs, n+k the
- * k-th result). lin[k] is sorted, as opt_einsum writes it. */
+ * k-th result). lin[k] keeps the order of the plan's own pair (opt_einsum
+ * takes either order and writes its own sorted), so the path given back
+ * through --path (path_given.h) makes this very plan again. */
 static void linear_path(const ein_plan_ir *ir, int (*lin)[2]) {
   int live[EIN_MAX_OPERANDS], nlive = ir->ninputs;
   for (int i = 0; i < nlive; i++) live[i] = i;
@@ -129,8 +141,8 @@ static void linear_path(const ein_plan_ir *ir, int (*lin)[2]) {
     for (int s = 0; s < 2; s++)
       for (int i = 0; i < nlive; i++)
         if (live[i] == ir->path[k][s]) at[s] = i;
-    lin[k][0] = at[0] < at[1] ? at[0] : at[1];
-    lin[k][1] = at[0] < at[1] ? at[1] : at[0];
+    lin[k][0] = at[0];
+    lin[k][1] = at[1];
     int kept = 0; /* drop both, keeping the order of the rest */
     for (int i = 0; i < nlive; i++)
       if (i != at[0] && i != at[1]) live[kept++] = live[i];
@@ -187,12 +199,13 @@ static void text_summary(const ein_plan_ir *ir, const char *expr,
                     (long long)ir->largest_intermediate, sc, u);
   u = size_unit((double)ir->workspace_bytes, &sc);
   ein_strbuf_printf(sb, "   workspace %.3g %s\n", sc, u);
-  char t[32];
+  char t[32], flops[32], bw[32];
   time_text(t, sizeof t, ein_plan_predicted_seconds(ir, m));
-  ein_strbuf_printf(sb,
-                    "predicted    %s on %s (%.0f TFLOP/s %s, %.3g TB/s)\n",
-                    t, m->name, peak_for(m, ir->dtype) / 1e12,
-                    ein_dtype_name(ir->dtype), m->bandwidth / 1e12);
+  rate_text(flops, sizeof flops, peak_for(m, ir->dtype), "FLOP/s");
+  rate_text(bw, sizeof bw, m->bytes_per_s, "B/s");
+  ein_strbuf_printf(sb, "predicted    %s on %s%s%s (%s %s, %s)\n", t, m->name,
+                    m->description[0] ? ": " : "", m->description, flops,
+                    ein_dtype_name(ir->dtype), bw);
 }
 
 /* "a,b -> c": the buffers a step reads and writes. */
@@ -277,6 +290,24 @@ static void json_group(const ein_plan_ir *ir, const char *key,
   ein_strbuf_printf(sb, "],\"size\":%lld}", (long long)g->size);
 }
 
+/* "device_model": the model's name, description, source and rates, and
+ * the rate of the plan's dtype (flops_per_s). */
+static void json_model(const ein_plan_ir *ir, const ein_device_model *m,
+                       ein_strbuf *sb) {
+  ein_strbuf_printf(sb, "\"device_model\":{\"name\":");
+  ein_strbuf_json_string(sb, m->name);
+  ein_strbuf_printf(sb, ",\"description\":");
+  ein_strbuf_json_string(sb, m->description);
+  ein_strbuf_printf(sb, ",\"source\":");
+  ein_strbuf_json_string(sb, m->source ? m->source : "caller");
+  ein_strbuf_printf(sb,
+                    ",\"flops_per_s\":%.6g,\"flops_half_per_s\":%.6g,"
+                    "\"flops_f32_per_s\":%.6g,\"flops_f64_per_s\":%.6g,"
+                    "\"bytes_per_s\":%.6g}",
+                    peak_for(m, ir->dtype), m->flops_half, m->flops_f32,
+                    m->flops_f64, m->bytes_per_s);
+}
+
 /* The plan's fields before its steps, up to the opening of "steps". */
 static void json_summary(const ein_plan_ir *ir, const char *expr,
                          const char *backend, const ein_device_model *m,
@@ -311,15 +342,13 @@ static void json_summary(const ein_plan_ir *ir, const char *expr,
   ein_strbuf_printf(sb,
                     "],\"naive_flops\":%.17g,\"flops\":%.17g,"
                     "\"speedup\":%.6g,\"largest_intermediate\":%lld,"
-                    "\"workspace_bytes\":%lld,\"bytes_moved\":%.17g,"
-                    "\"device_model\":{\"name\":\"%s\",\"flops_per_s\":%.6g,"
-                    "\"bytes_per_s\":%.6g},\"predicted_seconds\":%.6g,"
-                    "\"steps\":[",
+                    "\"workspace_bytes\":%lld,\"bytes_moved\":%.17g,",
                     ir->naive_flops, ir->flops,
                     ir->flops > 0 ? ir->naive_flops / ir->flops : 1.0,
                     (long long)ir->largest_intermediate,
-                    (long long)ir->workspace_bytes, ir->bytes_moved, m->name,
-                    peak_for(m, ir->dtype), m->bandwidth,
+                    (long long)ir->workspace_bytes, ir->bytes_moved);
+  json_model(ir, m, sb);
+  ein_strbuf_printf(sb, ",\"predicted_seconds\":%.6g,\"steps\":[",
                     ein_plan_predicted_seconds(ir, m));
 }
 

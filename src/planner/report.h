@@ -1,7 +1,8 @@
 /*
  * report.h - describing a plan (text or JSON) with a predicted time.
  *
- * Takes: a plan (plan.h), the expression text and a device model.
+ * Takes: a plan (plan.h), the expression text and a device model (its
+ * rates, ein_device_model in ein.h).
  * Gives: the report appended to a string buffer. The prediction is a
  * roofline per step: max(FLOPs / peak rate, bytes / bandwidth).
  */
@@ -13,13 +14,9 @@
 #include "plan.h"
 #include "strbuf.h"
 
-typedef struct ein_device_model {
-  const char *name;
-  double flops_half, flops_f32, flops_f64; /* FLOP/s of a large GEMM */
-  double bandwidth;                        /* bytes/s read + written */
-} ein_device_model;
-
-/* "h100" (the default for NULL) or "h200"; NULL when unknown. */
+/* The built-in models (ein_device_model, ein.h): "h100" (the default for
+ * NULL) or "h200"; NULL when unknown. Models measured on this machine
+ * ("cpu") are src/api's: the planner measures nothing. */
 const ein_device_model *ein_device_model_find(const char *name);
 
 double ein_plan_predicted_seconds(const ein_plan_ir *ir,

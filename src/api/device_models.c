@@ -1,0 +1,159 @@
+/*
+ * device_models.c - ein_device_model_get and ein_plan_describe_model: the
+ * models of the machine a plan runs on (device_models.h).
+ *
+ * The "cpu" model's rates are measured by runtime/cpu/cpu_rates.c and
+ * kept in the disk cache (runtime/disk_cache.h) under the CPU's model name
+ * and the thread count, as text that is parsed and checked when read: a
+ * file the cache's checksum passes but whose rates are not positive and
+ * finite is measured again, not trusted. A process also keeps the model it
+ * resolved, so it measures or reads the file once per thread count.
+ */
+#include "device_models.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "cpu_rates.h"
+#include "cuda_backend.h"
+#include "disk_cache.h"
+#include "report.h"
+
+enum { PAYLOAD_CAP = 256 };
+static const char PAYLOAD_HEAD[] = "einc cpu rates 1\n";
+
+size_t ein_cpu_model_key(char *buf, size_t cap) {
+  char cpu[128];
+  ein_cpu_model_name(cpu, sizeof cpu);
+  int n = snprintf(buf, cap, "device-model cpu 1|%s|%d threads", cpu,
+                   ein_cpu_threads());
+  return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+/* The model's fixed parts: name, description, the half rate (f16 and bf16
+ * are computed in f32 on the host). */
+static void cpu_model_from(const ein_cpu_rates *r, const char *source,
+                           ein_device_model *out) {
+  char cpu[128];
+  ein_cpu_model_name(cpu, sizeof cpu);
+  int threads = ein_cpu_threads();
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "cpu");
+  snprintf(out->description, sizeof out->description, "%s, %d thread%s",
+           cpu, threads, threads == 1 ? "" : "s");
+  out->flops_half = out->flops_f32 = r->gemm_f32;
+  out->flops_f64 = r->gemm_f64;
+  out->bytes_per_s = r->copy;
+  out->source = source;
+}
+
+static bool plausible(double rate) {
+  return isfinite(rate) && rate > 0 && rate < 1e18;
+}
+
+/* The rates in a cache payload; false for anything malformed. */
+static bool parse_payload(const char *p, size_t size, ein_cpu_rates *r) {
+  char text[PAYLOAD_CAP];
+  size_t head = sizeof PAYLOAD_HEAD - 1;
+  if (size >= sizeof text || size < head || memcmp(p, PAYLOAD_HEAD, head))
+    return false;
+  memcpy(text, p, size);
+  text[size] = '\0';
+  int used = 0;
+  if (sscanf(text + head, "f32 %lg\nf64 %lg\ncopy %lg\n%n", &r->gemm_f32,
+             &r->gemm_f64, &r->copy, &used) != 3 ||
+      text[head + (size_t)used] != '\0')
+    return false;
+  return plausible(r->gemm_f32) && plausible(r->gemm_f64) &&
+         plausible(r->copy);
+}
+
+static bool cache_read(const char *dir, const char *key, size_t keylen,
+                       ein_cpu_rates *r) {
+  char *payload;
+  size_t size;
+  if (!dir || !ein_disk_cache_load(dir, key, keylen, &payload, &size))
+    return false;
+  bool ok = parse_payload(payload, size, r);
+  ein_free(payload);
+  return ok;
+}
+
+ein_status ein_cpu_model_in(const char *dir, ein_device_model *out) {
+  char key[256];
+  size_t keylen = ein_cpu_model_key(key, sizeof key);
+  ein_cpu_rates r;
+  if (cache_read(dir, key, keylen, &r)) {
+    cpu_model_from(&r, "cache", out);
+    return EIN_OK;
+  }
+  if (!ein_cpu_rates_measure(&r)) return EIN_ERR_NO_MEMORY;
+  char text[PAYLOAD_CAP];
+  int n = snprintf(text, sizeof text, "%sf32 %.17g\nf64 %.17g\ncopy %.17g\n",
+                   PAYLOAD_HEAD, r.gemm_f32, r.gemm_f64, r.copy);
+  /* a cache that cannot be written only costs the next process a
+   * measurement */
+  if (dir && n > 0 && (size_t)n < sizeof text)
+    (void)ein_disk_cache_store(dir, key, keylen, text, (size_t)n);
+  cpu_model_from(&r, "measured", out);
+  return EIN_OK;
+}
+
+/* The process's "cpu" model, for the thread count it was resolved with;
+ * later calls get it with source "cache". */
+static ein_status cpu_model(ein_device_model *out) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static ein_device_model memo;
+  static int memo_threads; /* 0: none yet */
+  pthread_mutex_lock(&lock);
+  ein_status st = EIN_OK;
+  if (memo_threads == ein_cpu_threads()) {
+    *out = memo;
+    out->source = "cache";
+  } else {
+    char dir[4096];
+    bool have_dir = ein_disk_cache_dir(dir, sizeof dir);
+    st = ein_cpu_model_in(have_dir ? dir : NULL, out);
+    if (!st) memo = *out, memo_threads = ein_cpu_threads();
+  }
+  pthread_mutex_unlock(&lock);
+  return st;
+}
+
+/* GPU 0 by its name: a known one's built-in rates, else h100's, said. */
+static void cuda_model(ein_device_model *out) {
+  char gpu[128];
+  bool found = ein_cuda_device_name(0, gpu, sizeof gpu);
+  const char *known = !found                ? NULL
+                      : strstr(gpu, "H200") ? "h200"
+                      : strstr(gpu, "H100") ? "h100"
+                                            : NULL;
+  *out = *ein_device_model_find(known ? known : "h100");
+  if (known) {
+    snprintf(out->description, sizeof out->description, "%s", gpu);
+    return;
+  }
+  out->source = "assumed";
+  if (found)
+    snprintf(out->description, sizeof out->description,
+             "%.100s has no rates in einc: h100's assumed", gpu);
+  else
+    snprintf(out->description, sizeof out->description,
+             "no CUDA GPU found: h100's rates assumed");
+}
+
+ein_status ein_device_model_get(const char *name, ein_device_model *out) {
+  if (!name || !out) return EIN_ERR_INVALID_ARGUMENT;
+  if (strcmp(name, "cpu") == 0) return cpu_model(out);
+  if (strcmp(name, "cuda") == 0) {
+    cuda_model(out);
+    return EIN_OK;
+  }
+  const ein_device_model *m = ein_device_model_find(name);
+  if (!m) return EIN_ERR_INVALID_ARGUMENT;
+  *out = *m;
+  return EIN_OK;
+}

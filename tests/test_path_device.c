@@ -1,0 +1,383 @@
+/*
+ * test_path_device.c - a contraction order given by the caller
+ * (ein_options.path, src/planner/path_given.c) and the device models of
+ * predicted times (ein_device_model_get, src/api/device_models.c).
+ *
+ * Paths: random contractions evaluated with a random linear path and with
+ * the searched one agree with the naive reference; the plan shows the
+ * order it was given; the searched plan's linear path fed back gives the
+ * same plan; malformed, short, long and out-of-range paths fail with
+ * EIN_ERR_INVALID_ARGUMENT and a message that says why, without a caret.
+ * Models: the "cpu" model is measured once and then read from the disk
+ * cache (the measurement counter, not a clock, tells); a damaged entry and
+ * one with a valid checksum but impossible rates are measured again; the
+ * built-in and "cuda" models and unknown names.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_rates.h"
+#include "device_models.h"
+#include "disk_cache.h"
+#include "harness.h"
+#include "reference.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static int below(int n) {
+  rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+  return (int)((rng * 0x2545F4914F6CDD1Dull >> 33) % (uint64_t)n);
+}
+
+/* A random contraction in the numpy dialect over axes a..f. */
+typedef struct rcase {
+  char expr[128];
+  int n;
+  int ndim[6];
+  int64_t dims[6][4];
+  int64_t size[6];
+} rcase;
+
+static void random_case(rcase *c) {
+  memset(c, 0, sizeof *c);
+  c->n = 2 + below(4);
+  for (int a = 0; a < 6; a++) c->size[a] = 1 + below(4);
+  bool used[6] = {false};
+  char *e = c->expr;
+  for (int i = 0; i < c->n; i++) {
+    int want = 1 + below(3);
+    bool here[6] = {false};
+    for (int k = 0; k < want; k++) {
+      int a = below(6);
+      if (here[a]) continue;
+      here[a] = used[a] = true;
+      *e++ = (char)('a' + a);
+      c->dims[i][c->ndim[i]++] = c->size[a];
+    }
+    *e++ = i + 1 < c->n ? ',' : '-';
+  }
+  *e++ = '>';
+  for (int a = 0; a < 6; a++)
+    if (used[a] && below(2)) *e++ = (char)('a' + a);
+}
+
+/* A random linear path for n operands, in one of the spellings allowed. */
+static void random_path(int n, char *buf, size_t cap, int (*lin)[2]) {
+  int style = below(3), len = 0;
+  len += snprintf(buf + len, cap - (size_t)len, "[");
+  for (int k = 0; k < n - 1; k++) {
+    int live = n - k, i = below(live), j = below(live - 1);
+    if (j >= i) j++;
+    lin[k][0] = i, lin[k][1] = j;
+    const char *fmt = style == 0   ? "%s(%d, %d)"
+                      : style == 1 ? "%s[%d,%d]"
+                                   : "%s ( %d ,%d ) ";
+    len += snprintf(buf + len, cap - (size_t)len, fmt, k ? ", " : "", i, j);
+  }
+  snprintf(buf + len, cap - (size_t)len, "]");
+}
+
+typedef struct tensors {
+  DLTensor t[6];
+  const DLTensor *p[6];
+  double *data[6];
+} tensors;
+
+static void make_inputs(const rcase *c, tensors *x) {
+  for (int i = 0; i < c->n; i++) {
+    int64_t count = 1;
+    for (int d = 0; d < c->ndim[i]; d++) count *= c->dims[i][d];
+    x->data[i] = malloc((size_t)count * sizeof(double) + 8);
+    for (int64_t k = 0; k < count; k++) x->data[i][k] = below(2001) / 1000.0 - 1;
+    x->t[i] = (DLTensor){x->data[i], {kDLCPU, 0}, c->ndim[i],
+                         {kDLFloat, 64, 1}, (int64_t *)c->dims[i], NULL, 0};
+    x->p[i] = &x->t[i];
+  }
+}
+
+/* Evaluates the case with `path` (NULL: searched) into out (numel doubles). */
+static ein_status eval_with(ein_ctx *ctx, const rcase *c, const tensors *x,
+                            const char *path, double *out, int64_t *shape,
+                            int ndim) {
+  ein_options o = {.dialect = EIN_DIALECT_NUMPY, .path = path};
+  DLTensor y = {out, {kDLCPU, 0}, ndim, {kDLFloat, 64, 1}, shape, NULL, 0};
+  return ein_eval(ctx, c->expr, x->p, c->n, &y, &o);
+}
+
+static bool close_to(const double *a, const double *b, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (fabs(a[i] - b[i]) > 1e-9 * (1 + fabs(b[i]))) return false;
+  return true;
+}
+
+/* The plan's JSON for the case with `path`. */
+static void plan_json(ein_ctx *ctx, const rcase *c, const tensors *x,
+                      const char *path, char *buf, size_t cap) {
+  ein_options o = {.dialect = EIN_DIALECT_NUMPY, .path = path};
+  ein_plan *p = NULL;
+  buf[0] = '\0';
+  if (ein_plan_create(ctx, c->expr, x->p, c->n, NULL, &o, &p) == EIN_OK)
+    (void)ein_plan_describe(p, EIN_DESCRIBE_JSON, "h100", buf, cap);
+  ein_plan_destroy(p);
+}
+
+/* The JSON array after "key": in json, as text ("[[0,1],[0,1]]"). */
+static void json_array(const char *json, const char *key, char *out,
+                       size_t cap) {
+  out[0] = '\0';
+  const char *s = strstr(json, key);
+  if (!s) return;
+  s += strlen(key);
+  int depth = 0;
+  size_t n = 0;
+  do {
+    depth += (*s == '[') - (*s == ']');
+    if (n + 1 < cap) out[n++] = *s;
+  } while (*s++ && depth > 0);
+  out[n] = '\0';
+}
+
+/* Searched and given paths agree with the reference; the plan names the
+ * order given; the searched plan's path fed back gives the same plan. */
+static void random_paths(ein_ctx *ctx, int cases) {
+  int bad_result = 0, bad_shown = 0, bad_trip = 0;
+  for (int r = 0; r < cases; r++) {
+    rcase c;
+    random_case(&c);
+    tensors x;
+    make_inputs(&c, &x);
+    ein_binding *b;
+    ein_options numpy = {.dialect = EIN_DIALECT_NUMPY};
+    REQUIRE_OK(ein_bind(ctx, c.expr, x.p, c.n, &numpy, &b));
+    int64_t numel = 1, shape[8];
+    int ndim = ein_binding_output_ndim(b);
+    for (int d = 0; d < ndim; d++)
+      numel *= shape[d] = ein_binding_output_shape(b)[d];
+    double *ref = calloc((size_t)numel + 1, 8), *got = calloc((size_t)numel + 1, 8);
+    ref_eval(ein_binding_problem(b), x.p, ref, numel);
+    ein_binding_destroy(b);
+    char path[512], json[65536], shown[512], want[512];
+    int lin[8][2];
+    random_path(c.n, path, sizeof path, lin);
+    ein_status st = eval_with(ctx, &c, &x, path, got, shape, ndim);
+    if (st || !close_to(got, ref, numel))
+      bad_result++, fprintf(stderr, "given path %s on %s: %s\n", path, c.expr,
+                            ein_status_name(st));
+    st = eval_with(ctx, &c, &x, NULL, got, shape, ndim);
+    if (st || !close_to(got, ref, numel))
+      bad_result++, fprintf(stderr, "searched path on %s\n", c.expr);
+    /* the plan shows the order given, as given */
+    plan_json(ctx, &c, &x, path, json, sizeof json);
+    json_array(json, "\"path_linear\":", shown, sizeof shown);
+    int len = snprintf(want, sizeof want, "[");
+    for (int k = 0; k < c.n - 1; k++) {
+      len += snprintf(want + len, sizeof want - (size_t)len, "%s[%d,%d]",
+                      k ? "," : "", lin[k][0], lin[k][1]);
+    }
+    snprintf(want + len, sizeof want - (size_t)len, "]");
+    if (strcmp(shown, want) != 0 || !strstr(json, "\"path_method\":\"given\""))
+      bad_shown++, fprintf(stderr, "%s on %s shows %s\n", path, c.expr, shown);
+    /* round trip: the searched plan's linear path gives the same plan */
+    char searched[65536], again[65536];
+    plan_json(ctx, &c, &x, NULL, searched, sizeof searched);
+    json_array(searched, "\"path_linear\":", shown, sizeof shown);
+    plan_json(ctx, &c, &x, shown, again, sizeof again);
+    char *m1 = strstr(searched, "\"path_method\":\""),
+         *m2 = strstr(again, "\"path_method\":\"given\"");
+    if (!m1 || !m2 || strcmp(strchr(m1 + 15, '"'), strchr(m2 + 15, '"')) ||
+        m1 - searched != m2 - again ||
+        strncmp(searched, again, (size_t)(m1 - searched)))
+      bad_trip++, fprintf(stderr, "round trip of %s on %s:\n%s\n%s\n", shown,
+                          c.expr, searched, again);
+    for (int i = 0; i < c.n; i++) free(x.data[i]);
+    free(ref), free(got);
+  }
+  CHECK(bad_result == 0, "%d of %d cases differ from the reference",
+        bad_result, cases);
+  CHECK(bad_shown == 0, "%d of %d plans do not show the path given",
+        bad_shown, cases);
+  CHECK(bad_trip == 0, "%d of %d round trips give another plan", bad_trip,
+        cases);
+}
+
+/* A path that must fail: status, a message holding `says`, no caret. */
+static void bad_path(ein_ctx *ctx, const char *path, const char *says) {
+  int64_t s[3][2] = {{2, 3}, {3, 4}, {4, 5}};
+  DLTensor t[3];
+  const DLTensor *p[3];
+  for (int i = 0; i < 3; i++) {
+    t[i] = (DLTensor){NULL, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s[i], NULL, 0};
+    p[i] = &t[i];
+  }
+  ein_options o = {.path = path};
+  ein_plan *plan = NULL;
+  ein_status st = ein_plan_create(ctx, "i j, j k, k l -> i l", p, 3, NULL, &o,
+                                  &plan);
+  ein_plan_destroy(plan);
+  const ein_error *e = ein_last_error(ctx);
+  CHECK(st == EIN_ERR_INVALID_ARGUMENT, "path %s: %s", path,
+        ein_status_name(st));
+  CHECK(e->message && strstr(e->message, says), "path %s: message '%s' "
+        "lacks '%s'", path, e->message ? e->message : "", says);
+  char text[1024];
+  ein_error_format(e, text, sizeof text);
+  CHECK(!strchr(text, '^'), "path %s: a caret in\n%s", path, text);
+}
+
+static void bad_paths(ein_ctx *ctx) {
+  bad_path(ctx, "[(0, 1)]", "has 1 contraction, but 3 operands need 2");
+  bad_path(ctx, "[(0, 1), (0, 1), (0, 1)]", "has 3 contractions");
+  bad_path(ctx, "[(0, 3), (0, 1)]", "names operand 3, but only 3 operands");
+  bad_path(ctx, "[(0, 1), (0, 2)]", "names operand 2, but only 2 operands");
+  bad_path(ctx, "[(1, 1), (0, 1)]", "names operand 1 twice");
+  bad_path(ctx, "[(0, 1, 2)]", "names 3 operands");
+  bad_path(ctx, "[(0,), (0, 1)]", "names 1 operand;");
+  bad_path(ctx, "[(0, 1), (0, 1)", "expected ',' or ']' at character 16");
+  bad_path(ctx, "(0, 1), (0, 1)", "expected '(' or '[' opening a contraction");
+  bad_path(ctx, "[(0, 1)] (0, 1)", "expected the end of the path");
+  bad_path(ctx, "[(a, 1), (0, 1)]", "expected an operand position");
+  bad_path(ctx, "optimal", "expected '[' opening");
+  bad_path(ctx, "[(0, 99999999999), (0, 1)]", "names operand 99999");
+  /* the accepted spellings */
+  int64_t s[3][2] = {{2, 3}, {3, 4}, {4, 5}};
+  const char *good[] = {"[(0, 1), (0, 1)]", "[[0,1],[0,1]]", "((1,2),(0,1))",
+                        " [ (2 , 0) , (1,0), ] ", "[(0,1),(0,1),]"};
+  for (size_t g = 0; g < sizeof good / sizeof *good; g++) {
+    DLTensor t[3];
+    const DLTensor *p[3];
+    for (int i = 0; i < 3; i++) {
+      t[i] = (DLTensor){NULL, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s[i], NULL, 0};
+      p[i] = &t[i];
+    }
+    ein_options o = {.path = good[g]};
+    ein_plan *plan = NULL;
+    ein_status st = ein_plan_create(ctx, "i j, j k, k l -> i l", p, 3, NULL,
+                                    &o, &plan);
+    CHECK(st == EIN_OK, "path %s: %s", good[g], ein_last_error(ctx)->message);
+    ein_plan_destroy(plan);
+  }
+}
+
+/* The "cpu" model: measured once into the cache, then read; damaged or
+ * impossible entries measured again. */
+static void cpu_model_cache(void) {
+  char dir[] = "/tmp/einc-model-XXXXXX";
+  if (!mkdtemp(dir)) {
+    CHECK(false, "mkdtemp failed");
+    return;
+  }
+  ein_device_model m1, m2;
+  int n0 = ein_cpu_rates_measure_count();
+  REQUIRE_OK(ein_cpu_model_in(dir, &m1));
+  CHECK(ein_cpu_rates_measure_count() == n0 + 1, "first use measures");
+  CHECK_STR(m1.source, "measured", "first use");
+  CHECK(m1.flops_f32 > 0 && m1.flops_f64 > 0 && m1.bytes_per_s > 0 &&
+            m1.flops_half == m1.flops_f32,
+        "rates %g %g %g %g", m1.flops_half, m1.flops_f32, m1.flops_f64,
+        m1.bytes_per_s);
+  CHECK(strstr(m1.description, "thread") != NULL, "%s", m1.description);
+  REQUIRE_OK(ein_cpu_model_in(dir, &m2));
+  CHECK(ein_cpu_rates_measure_count() == n0 + 1, "second use reads the cache");
+  CHECK_STR(m2.source, "cache", "second use");
+  CHECK(m2.flops_f32 == m1.flops_f32 && m2.flops_f64 == m1.flops_f64 &&
+            m2.bytes_per_s == m1.bytes_per_s,
+        "the cache gives back the rates measured");
+  /* a flipped byte: the cache's checksum fails */
+  char key[256], path[4096];
+  size_t keylen = ein_cpu_model_key(key, sizeof key);
+  ein_disk_cache_path(dir, key, keylen, path, sizeof path);
+  FILE *f = fopen(path, "r+b");
+  CHECK(f != NULL, "the entry is at %s", path);
+  if (f) {
+    fseek(f, -5, SEEK_END);
+    int ch = fgetc(f);
+    fseek(f, -5, SEEK_END);
+    fputc(ch ^ 0x11, f);
+    fclose(f);
+  }
+  REQUIRE_OK(ein_cpu_model_in(dir, &m2));
+  CHECK(ein_cpu_rates_measure_count() == n0 + 2, "a damaged entry is measured");
+  CHECK_STR(m2.source, "measured", "after damage");
+  /* a whole entry with impossible rates: not trusted */
+  const char *liars[] = {"einc cpu rates 1\nf32 -5\nf64 1e9\ncopy 1e9\n",
+                         "einc cpu rates 1\nf32 nan\nf64 1e9\ncopy 1e9\n",
+                         "einc cpu rates 1\nf32 1e9\nf64 1e9\n",
+                         "einc cpu rates 2\nf32 1e9\nf64 1e9\ncopy 1e9\n",
+                         "einc cpu rates 1\nf32 1e9\nf64 1e9\ncopy 1e9\nx"};
+  for (int i = 0; i < 5; i++) {
+    CHECK(ein_disk_cache_store(dir, key, keylen, liars[i], strlen(liars[i])),
+          "store");
+    int before = ein_cpu_rates_measure_count();
+    REQUIRE_OK(ein_cpu_model_in(dir, &m2));
+    CHECK(ein_cpu_rates_measure_count() == before + 1 &&
+              strcmp(m2.source, "measured") == 0 && m2.flops_f32 > 0,
+          "entry %d is measured again, not trusted", i);
+  }
+  /* and a good one written by hand is read as it is */
+  const char *good = "einc cpu rates 1\nf32 1e11\nf64 5e10\ncopy 2e10\n";
+  CHECK(ein_disk_cache_store(dir, key, keylen, good, strlen(good)), "store");
+  REQUIRE_OK(ein_cpu_model_in(dir, &m2));
+  CHECK(m2.flops_f32 == 1e11 && m2.flops_f64 == 5e10 && m2.bytes_per_s == 2e10 &&
+            strcmp(m2.source, "cache") == 0,
+        "a good entry is read: %g %g %g", m2.flops_f32, m2.flops_f64,
+        m2.bytes_per_s);
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK(system(cmd) == 0, "cleanup");
+}
+
+/* Named models, and a describe on each: its name and rates in the JSON. */
+static void named_models(ein_ctx *ctx) {
+  ein_device_model m;
+  REQUIRE_OK(ein_device_model_get("h100", &m));
+  CHECK(strcmp(m.name, "h100") == 0 && m.bytes_per_s == 2.96e12, "h100");
+  REQUIRE_OK(ein_device_model_get("h200", &m));
+  CHECK(strcmp(m.name, "h200") == 0 && m.bytes_per_s == 4.3e12, "h200");
+  REQUIRE_OK(ein_device_model_get("cuda", &m));
+  CHECK((strcmp(m.name, "h100") == 0 || strcmp(m.name, "h200") == 0) &&
+            m.description[0],
+        "cuda: %s (%s)", m.name, m.description);
+  CHECK(ein_device_model_get("tpu", &m) == EIN_ERR_INVALID_ARGUMENT, "tpu");
+  CHECK(ein_device_model_get(NULL, &m) == EIN_ERR_INVALID_ARGUMENT, "NULL");
+  /* a caller's model: its rates make the prediction */
+  int64_t s[2][2] = {{256, 256}, {256, 256}};
+  DLTensor t[2];
+  const DLTensor *p[2];
+  for (int i = 0; i < 2; i++) {
+    t[i] = (DLTensor){NULL, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s[i], NULL, 0};
+    p[i] = &t[i];
+  }
+  ein_plan *plan;
+  REQUIRE_OK(ein_plan_create(ctx, "i j, j k -> i k", p, 2, NULL, NULL, &plan));
+  ein_device_model mine = {"mine", "a test device", 1e9, 1e9, 1e9, 1e15,
+                           NULL};
+  char json[8192];
+  (void)ein_plan_describe_model(plan, EIN_DESCRIBE_JSON, &mine, json,
+                                sizeof json);
+  /* 2*256^3 FLOPs at 1 GFLOP/s: compute bound, 33.5 ms */
+  CHECK(strstr(json, "\"name\":\"mine\",\"description\":\"a test device\","
+                     "\"source\":\"caller\",\"flops_per_s\":1e+09") &&
+            strstr(json, "\"predicted_seconds\":0.0335544,"),
+        "%s", json);
+  mine.bytes_per_s = 0; /* unusable: h100's instead */
+  (void)ein_plan_describe_model(plan, EIN_DESCRIBE_JSON, &mine, json,
+                                sizeof json);
+  CHECK(strstr(json, "\"device_model\":{\"name\":\"h100\"") != NULL, "%s",
+        json);
+  ein_plan_destroy(plan);
+}
+
+int main(void) {
+  ein_ctx *ctx;
+  REQUIRE_OK(ein_ctx_create(&ctx));
+  random_paths(ctx, 300);
+  bad_paths(ctx);
+  cpu_model_cache();
+  named_models(ctx);
+  ein_ctx_destroy(ctx);
+  return test_summary("path_device");
+}
