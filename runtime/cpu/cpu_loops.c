@@ -47,19 +47,6 @@ enum { ROW = 512, LANES = 32, ROW_MIN = 16, TP = 16, TQ = 64 };
 #define OMP_PARALLEL_FOR
 #endif
 
-typedef enum acc_kind { ACC_F32, ACC_F64, ACC_I64, ACC_C64, ACC_C128 } acc_kind;
-
-/* The planner's accumulator (ein_step.acc_dtype) as a loop family. */
-static acc_kind acc_of(ein_dtype dt) {
-  switch (dt) {
-  case EIN_DT_F64: return ACC_F64;
-  case EIN_DT_F32: return ACC_F32;
-  case EIN_DT_C64: return ACC_C64;
-  case EIN_DT_C128: return ACC_C128;
-  default: return ACC_I64;
-  }
-}
-
 /* --------------------------------------------------- row conversion */
 
 /* f16 -> f32 with masks instead of branches, so that a row loop of it
@@ -284,7 +271,7 @@ typedef struct loop_job {
   char *dst;
   const char *src[2];
   size_t esz[3];   /* element sizes: dst, src0, src1 */
-  acc_kind acc;
+  ein_acc acc;
   ein_loop_axes outer;  /* kept axes except the row axis (mode K) / all kept */
   ein_loop_axes red;    /* reduced axes except the row axis (mode R) / all */
   int64_t row_n;    /* length of the row axis */
@@ -351,21 +338,21 @@ typedef struct loop_job {
 
 static void run_range(const loop_job *j, int64_t lo, int64_t hi) {
   switch (j->acc) {
-  case ACC_F32: run_range_f32(j, lo, hi); return;
-  case ACC_F64: run_range_f64(j, lo, hi); return;
-  case ACC_I64: run_range_i64(j, lo, hi); return;
-  case ACC_C64: run_range_c64(j, lo, hi); return;
-  case ACC_C128: run_range_c128(j, lo, hi); return;
+  case EIN_ACC_F32: run_range_f32(j, lo, hi); return;
+  case EIN_ACC_F64: run_range_f64(j, lo, hi); return;
+  case EIN_ACC_I64: run_range_i64(j, lo, hi); return;
+  case EIN_ACC_C64: run_range_c64(j, lo, hi); return;
+  case EIN_ACC_C128: run_range_c128(j, lo, hi); return;
   }
 }
 
 static bool run_split(const loop_job *j, int threads) {
   switch (j->acc) {
-  case ACC_F32: return run_split_f32(j, threads);
-  case ACC_F64: return run_split_f64(j, threads);
-  case ACC_I64: return run_split_i64(j, threads);
-  case ACC_C64: return run_split_c64(j, threads);
-  case ACC_C128: return run_split_c128(j, threads);
+  case EIN_ACC_F32: return run_split_f32(j, threads);
+  case EIN_ACC_F64: return run_split_f64(j, threads);
+  case EIN_ACC_I64: return run_split_i64(j, threads);
+  case EIN_ACC_C64: return run_split_c64(j, threads);
+  case EIN_ACC_C128: return run_split_c128(j, threads);
   }
   return false;
 }
@@ -496,14 +483,14 @@ static void run_fill(const loop_job *j) {
   ein_loop_cursor_start(&j->outer, 0, &c);
   for (int64_t o = 0; o < n; o++, ein_loop_cursor_next(&j->outer, &c)) {
     char *p = j->dst + c.off[0] * (int64_t)j->esz[0];
-    if (j->acc == ACC_I64) {
+    if (j->acc == EIN_ACC_I64) {
       int64_t v = (int64_t)s->fill;
       store_i64(s->dst_dtype, p, 1, 1, &v);
-    } else if (j->acc == ACC_C64 || j->acc == ACC_C128) {
+    } else if (j->acc == EIN_ACC_C64 || j->acc == EIN_ACC_C128) {
       /* the mean of nothing is nan+nanj, as numpy's */
       double complex v = CMPLX(s->fill, isnan(s->fill) ? s->fill : 0);
       store_c128(s->dst_dtype, p, 1, 1, &v);
-    } else if (j->acc == ACC_F64 || s->dst_dtype == EIN_DT_F64) {
+    } else if (j->acc == EIN_ACC_F64 || s->dst_dtype == EIN_DT_F64) {
       double v = s->fill;
       store_f64(s->dst_dtype, p, 1, 1, &v);
     } else {
@@ -551,7 +538,7 @@ ein_status ein_cpu_loop(const ein_step *s, char *dst, const char *src0,
   j.esz[0] = ein_dtype_size(s->dst_dtype);
   j.esz[1] = s->nsrc > 0 ? ein_dtype_size(s->src_dtype[0]) : 1;
   j.esz[2] = s->nsrc > 1 ? ein_dtype_size(s->src_dtype[1]) : 1;
-  j.acc = acc_of(s->acc_dtype);
+  j.acc = ein_acc_of(s->acc_dtype);
   ein_loop_axes kept, red;
   bool empty;
   if (!ein_loop_axes_split(s, &kept, &red, &empty)) return EIN_ERR_LIMIT;

@@ -48,9 +48,6 @@ enum {
 /* Grid-stride loops make any grid correct; this bounds the grid. */
 static const int64_t MAX_BLOCKS = 1 << 16;
 
-/* ACC_C64 and ACC_C128 are the preludes' ein_c64 and ein_c128. */
-typedef enum acc_kind { ACC_F32, ACC_F64, ACC_I64, ACC_C64, ACC_C128 } acc_kind;
-
 const char *ein_kernel_kind_name(ein_kernel_kind kind) {
   switch (kind) {
   case EIN_KERNEL_NONE: return "none";
@@ -125,29 +122,20 @@ static const char *word_type(int64_t bytes) {
   }
 }
 
-/* The planner's accumulator (ein_step.acc_dtype) as a C type family. */
-static acc_kind acc_of(ein_dtype dt) {
-  switch (dt) {
-  case EIN_DT_F64: return ACC_F64;
-  case EIN_DT_F32: return ACC_F32;
-  case EIN_DT_C64: return ACC_C64;
-  case EIN_DT_C128: return ACC_C128;
-  default: return ACC_I64;
-  }
-}
-
-static const char *acc_type(acc_kind a) {
+/* C names of the accumulators; EIN_ACC_C64 and EIN_ACC_C128 are the
+ * preludes' ein_c64 and ein_c128. */
+static const char *acc_type(ein_acc a) {
   static const char *const names[] = {"float", "double", "long long",
                                       "ein_c64", "ein_c128"};
   return names[a];
 }
 
-static size_t acc_size(acc_kind a) {
-  return a == ACC_F32 ? 4 : a == ACC_C128 ? 16 : 8;
+static size_t acc_size(ein_acc a) {
+  return a == EIN_ACC_F32 ? 4 : a == EIN_ACC_C128 ? 16 : 8;
 }
 
 /* Expression converting stored value `x` of dtype dt to the accumulator. */
-static void emit_load(ein_strbuf *sb, ein_dtype dt, acc_kind acc,
+static void emit_load(ein_strbuf *sb, ein_dtype dt, ein_acc acc,
                       const char *x) {
   if (dt == EIN_DT_F16)
     ein_strbuf_printf(sb, "(%s)ein_h2f(%s)", acc_type(acc), x);
@@ -173,31 +161,31 @@ static void emit_store_value(ein_strbuf *sb, ein_dtype dt, const char *v) {
 
 /* A double as a CUDA C literal of the accumulator type; for a complex
  * one v + 0i, or nan+nanj for a NaN (numpy's mean of nothing). */
-static void emit_constant(ein_strbuf *sb, double v, acc_kind acc) {
-  if (acc == ACC_C64 || acc == ACC_C128) {
-    acc_kind part = acc == ACC_C64 ? ACC_F32 : ACC_F64;
+static void emit_constant(ein_strbuf *sb, double v, ein_acc acc) {
+  if (acc == EIN_ACC_C64 || acc == EIN_ACC_C128) {
+    ein_acc part = acc == EIN_ACC_C64 ? EIN_ACC_F32 : EIN_ACC_F64;
     ein_strbuf_printf(sb, "%s(", acc_type(acc));
     emit_constant(sb, v, part);
     ein_strbuf_printf(sb, ", ");
     emit_constant(sb, isnan(v) ? v : 0, part);
     ein_strbuf_printf(sb, ")");
-  } else if (acc == ACC_I64) {
+  } else if (acc == EIN_ACC_I64) {
     ein_strbuf_printf(sb, "(long long)%lldLL", (long long)v);
   } else if (isnan(v)) {
-    ein_strbuf_printf(sb, acc == ACC_F32
+    ein_strbuf_printf(sb, acc == EIN_ACC_F32
                               ? "__int_as_float(0x7fc00000)"
                               : "__longlong_as_double(0x7ff8000000000000LL)");
   } else if (isinf(v)) {
     ein_strbuf_printf(sb, "%s%s", v < 0 ? "-" : "",
-                      acc == ACC_F32
+                      acc == EIN_ACC_F32
                           ? "__int_as_float(0x7f800000)"
                           : "__longlong_as_double(0x7ff0000000000000LL)");
   } else {
     char num[48];
-    snprintf(num, sizeof num, acc == ACC_F32 ? "%.9g" : "%.17g", v);
+    snprintf(num, sizeof num, acc == EIN_ACC_F32 ? "%.9g" : "%.17g", v);
     bool plain = strpbrk(num, ".e") == NULL;
     ein_strbuf_printf(sb, "%s%s%s", num, plain ? ".0" : "",
-                      acc == ACC_F32 ? "f" : "");
+                      acc == EIN_ACC_F32 ? "f" : "");
   }
 }
 
@@ -214,17 +202,17 @@ const char *ein_codegen_prelude(bool host) {
 /* The combine expression of a reduction over accumulators a and b.
  * Integer sums and products wrap (computed unsigned); max and min let NaN
  * win, as numpy. */
-static void emit_combine(ein_strbuf *sb, ein_reduction op, acc_kind acc) {
+static void emit_combine(ein_strbuf *sb, ein_reduction op, ein_acc acc) {
   const char *t = acc_type(acc);
   switch (op) {
   case EIN_REDUCE_SUM:
   case EIN_REDUCE_MEAN:
     ein_strbuf_printf(
-        sb, acc == ACC_I64 ? "(long long)((ein_u64)a + (ein_u64)b)" : "a + b");
+        sb, acc == EIN_ACC_I64 ? "(long long)((ein_u64)a + (ein_u64)b)" : "a + b");
     break;
   case EIN_REDUCE_PROD:
     ein_strbuf_printf(
-        sb, acc == ACC_I64 ? "(long long)((ein_u64)a * (ein_u64)b)" : "a * b");
+        sb, acc == EIN_ACC_I64 ? "(long long)((ein_u64)a * (ein_u64)b)" : "a * b");
     break;
   case EIN_REDUCE_MAX:
     ein_strbuf_printf(sb, "(b > a || b != b) ? b : a");
@@ -243,18 +231,18 @@ static void emit_combine(ein_strbuf *sb, ein_reduction op, acc_kind acc) {
 
 /* The reduction's starting value; int64 extremes are written as hex
  * because a double cannot hold INT64_MAX exactly. */
-static void emit_identity(ein_strbuf *sb, ein_reduction op, acc_kind acc) {
+static void emit_identity(ein_strbuf *sb, ein_reduction op, ein_acc acc) {
   switch (op) {
   case EIN_REDUCE_PROD:
   case EIN_REDUCE_ALL: emit_constant(sb, 1, acc); return;
   case EIN_REDUCE_MAX:
-    if (acc == ACC_I64)
+    if (acc == EIN_ACC_I64)
       ein_strbuf_printf(sb, "(long long)(-0x7fffffffffffffffLL - 1)");
     else
       emit_constant(sb, -INFINITY, acc);
     return;
   case EIN_REDUCE_MIN:
-    if (acc == ACC_I64)
+    if (acc == EIN_ACC_I64)
       ein_strbuf_printf(sb, "(long long)0x7fffffffffffffffLL");
     else
       emit_constant(sb, INFINITY, acc);
@@ -269,7 +257,7 @@ typedef struct gen {
   const ein_step *s;
   ein_strbuf *sb;
   ein_loop_axes kept, red;
-  acc_kind acc;
+  ein_acc acc;
   bool wide;       /* 64-bit indices */
   const char *idx; /* "int" or "long long" */
 } gen;
@@ -1160,7 +1148,7 @@ static void emit_header(gen *g, ein_kernel_kind kind, const red_shape *r) {
         "static __device__ __forceinline__ %s ein_mul(%s a, %s b) "
         "{ return %s; }\n",
         t, t, t,
-        g->acc == ACC_I64 ? "(long long)((ein_u64)a * (ein_u64)b)" : "a * b");
+        g->acc == EIN_ACC_I64 ? "(long long)((ein_u64)a * (ein_u64)b)" : "a * b");
   }
 }
 
@@ -1247,7 +1235,7 @@ ein_status ein_codegen_step(const ein_step *s, ein_step_kernels *kernels) {
     return EIN_ERR_LIMIT;
   if (empty)
     return EIN_OK; /* EIN_KERNEL_NONE */
-  g.acc = acc_of(s->acc_dtype);
+  g.acc = ein_acc_of(s->acc_dtype);
   g.wide = needs_wide(&g);
   g.idx = g.wide ? "long long" : "int";
   ein_strbuf sb = {0};

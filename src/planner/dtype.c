@@ -82,3 +82,13 @@ ein_dtype ein_dtype_real(ein_dtype dt) {
 ein_dtype ein_dtype_compute(ein_dtype dt) {
   return dt == EIN_DT_F16 || dt == EIN_DT_BF16 ? EIN_DT_F32 : dt;
 }
+
+ein_acc ein_acc_of(ein_dtype acc_dtype) {
+  switch (acc_dtype) {
+  case EIN_DT_F64: return EIN_ACC_F64;
+  case EIN_DT_F32: return EIN_ACC_F32;
+  case EIN_DT_C64: return EIN_ACC_C64;
+  case EIN_DT_C128: return EIN_ACC_C128;
+  default: return EIN_ACC_I64;
+  }
+}

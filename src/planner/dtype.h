@@ -55,4 +55,17 @@ ein_dtype ein_dtype_real(ein_dtype dt);
  * accumulates in c64, as f32 does in f32: docs/design.md, "Complex"). */
 ein_dtype ein_dtype_compute(ein_dtype dt);
 
+/* The five accumulators a plan step can name (ein_step.acc_dtype, decided
+ * by the planner): the CPU loops and the CUDA code generator both switch
+ * on this, so the mapping from a dtype lives here once. Integers
+ * accumulate in 64 bits. */
+typedef enum ein_acc {
+  EIN_ACC_F32,
+  EIN_ACC_F64,
+  EIN_ACC_I64,
+  EIN_ACC_C64,
+  EIN_ACC_C128
+} ein_acc;
+ein_acc ein_acc_of(ein_dtype acc_dtype);
+
 #endif
