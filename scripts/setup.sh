@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # setup.sh - install what einc needs, build it, and run the main job: the
-# plan of an attention block (steps, FLOPs, predicted H100 time) and its
+# plan of an attention block (steps, FLOPs, predicted time on the device it targets) and its
 # evaluation on random .npy inputs on the CPU, on the emulated CUDA device,
 # and on GPU 0 when there is one (each checked against the CPU result).
 # Also installs the Python package einc into the virtual environment
