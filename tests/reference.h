@@ -10,6 +10,18 @@
 #define EIN_TEST_REFERENCE_H
 
 #include <complex.h>
+
+/* CMPLX for compilers whose <complex.h> lacks it (clang 14 with glibc):
+ * the parts set through the array view C17 gives complex types. */
+#ifndef CMPLX
+static inline double complex ref_cmplx(double re, double im) {
+  double complex z;
+  ((double *)&z)[0] = re;
+  ((double *)&z)[1] = im;
+  return z;
+}
+#define CMPLX(re, im) ref_cmplx(re, im)
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -488,7 +488,12 @@ static void run_fill(const loop_job *j) {
       store_i64(s->dst_dtype, p, 1, 1, &v);
     } else if (j->acc == EIN_ACC_C64 || j->acc == EIN_ACC_C128) {
       /* the mean of nothing is nan+nanj, as numpy's */
-      double complex v = CMPLX(s->fill, isnan(s->fill) ? s->fill : 0);
+      /* parts set through the array view C17 gives complex types (6.2.5),
+       * since clang's <complex.h> lacks CMPLX and a nan times I is not
+       * a nan imaginary part */
+      double complex v;
+      ((double *)&v)[0] = s->fill;
+      ((double *)&v)[1] = isnan(s->fill) ? s->fill : 0;
       store_c128(s->dst_dtype, p, 1, 1, &v);
     } else if (j->acc == EIN_ACC_F64 || s->dst_dtype == EIN_DT_F64) {
       double v = s->fill;

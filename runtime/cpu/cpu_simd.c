@@ -23,6 +23,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define EIN_HAVE_AVX2_KERNELS 1
 #include <immintrin.h>
+#include <cpuid.h>
 #endif
 
 /* -1: not yet asked; 0/1: what the CPU and EINC_CPU_SIMD allow. */
@@ -33,8 +34,13 @@ static int detect(void) {
   const char *env = getenv("EINC_CPU_SIMD");
   if (env && env[0] == '0') return 0;
 #ifdef EIN_HAVE_AVX2_KERNELS
+  /* F16C read from CPUID leaf 1 (ECX bit 29): clang 14's
+   * __builtin_cpu_supports does not know "f16c". AVX2 through the builtin,
+   * which also checks that the OS saves the YMM registers F16C needs. */
+  unsigned a, b, c, d;
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) &&
+         (c & bit_F16C);
 #else
   return 0;
 #endif
