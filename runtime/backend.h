@@ -128,6 +128,22 @@ static inline char *ein_buffer_base(const ein_plan_ir *plan, int buf,
   return NULL;
 }
 
+/* Where step s writes and what it reads, given the run's pointers: each
+ * operand's buffer base plus its element offset. src[k] for k >= nsrc is
+ * NULL. Every backend's run loop starts a step with this. */
+static inline char *ein_step_operands(const ein_plan_ir *plan,
+                                      const ein_step *s, char *const *inputs,
+                                      char *output, char *workspace,
+                                      const char *src[2]) {
+  src[0] = src[1] = NULL;
+  for (int k = 0; k < s->nsrc; k++)
+    src[k] = ein_buffer_base(plan, s->src[k].buffer, inputs, output,
+                             workspace) +
+             s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
+  return ein_buffer_base(plan, s->dst.buffer, inputs, output, workspace) +
+         s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
+}
+
 /* The table's entries; each backend's file defines its own. */
 extern const ein_backend_entry ein_cpu_entry, ein_cuda_entry, ein_emu_entry;
 

@@ -260,14 +260,8 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
     ein_step_mark(marks, i);
-    char *dst = ein_buffer_base(plan, s->dst.buffer, inputs, output,
-                                ws.data);
-    const char *src[2] = {NULL, NULL};
-    for (int k = 0; k < s->nsrc; k++)
-      src[k] = ein_buffer_base(plan, s->src[k].buffer, inputs, output,
-                               ws.data) +
-               s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
-    dst += s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
+    const char *src[2];
+    char *dst = ein_step_operands(plan, s, inputs, output, ws.data, src);
     if (s->kind == EIN_STEP_GEMM)
       st = run_gemm(s, dst, src[0], src[1], err);
     else if (ein_cpu_tiny_contract(s, dst, src[0], src[1], threads))

@@ -489,14 +489,8 @@ static ein_status run_steps(cuda_backend *cb, const ein_plan_ir *plan,
     const ein_step *s = &plan->steps[i];
     ein_step_mark(marks, i); /* the caller records an event on cb->stream */
     const ein_cuda_step *cs = &prog->steps[i];
-    char *dst =
-        ein_buffer_base(plan, s->dst.buffer, inputs, output, workspace) +
-        s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
-    const char *src[2] = {NULL, NULL};
-    for (int k = 0; k < s->nsrc; k++)
-      src[k] =
-          ein_buffer_base(plan, s->src[k].buffer, inputs, output, workspace) +
-          s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
+    const char *src[2];
+    char *dst = ein_step_operands(plan, s, inputs, output, workspace, src);
     if (kept && !cs->cublas && cs->kernel.kind != EIN_KERNEL_NONE)
       cb->kept_launches += cs->finish.kind == EIN_KERNEL_NONE ? 1 : 2;
     ein_status st =

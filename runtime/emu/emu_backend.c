@@ -271,12 +271,8 @@ static ein_status run_steps(emu_program *p, const ein_plan_ir *plan,
     const ein_step *s = &plan->steps[i];
     const ein_cuda_step *cs = &p->cuda->steps[i];
     ein_step_mark(marks, i);
-    char *dst = ein_buffer_base(plan, s->dst.buffer, inputs, output, ws) +
-                s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
-    const char *src[2] = {NULL, NULL};
-    for (int k = 0; k < s->nsrc; k++)
-      src[k] = ein_buffer_base(plan, s->src[k].buffer, inputs, output, ws) +
-               s->src[k].offset * (int64_t)ein_dtype_size(s->src_dtype[k]);
+    const char *src[2];
+    char *dst = ein_step_operands(plan, s, inputs, output, ws, src);
     ein_status st =
         cs->cublas ? run_gemm(s, &cs->gemm, dst, src[0], src[1], err)
                    : run_kernel(p, i, cs, dst, src[0], src[1], scratch, err);
