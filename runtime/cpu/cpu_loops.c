@@ -84,6 +84,11 @@ static void load_bf16_contiguous(const uint16_t *restrict p, int64_t n,
 
 static void load_f32(ein_dtype dt, const char *p, int64_t st, int64_t n,
                      float *out) {
+  if (st == 0 && n > 1) { /* a broadcast: one conversion, then copies */
+    load_f32(dt, p, 1, 1, out);
+    for (int64_t i = 1; i < n; i++) out[i] = out[0];
+    return;
+  }
   switch (dt) {
   case EIN_DT_F32:
     if (st == 1) {
@@ -277,7 +282,79 @@ typedef struct loop_job {
   int64_t row_n;    /* length of the row axis */
   int64_t row_st[3];
   bool row_reduced; /* mode R: the row axis is reduced */
+  /* mode K: a window of `win` source elements per result, contiguous and
+   * taken out of red (the 2x2 of a pooling's fastest axis), else 1 */
+  int64_t win;
+  bool simd;        /* rows go straight from the source to cpu_simd.c */
+  bool simd_scale;  /* f16 rows times a broadcast f16 value, f16 out */
 } loop_job;
+
+/* Results per row chunk: a window reads ROW source values per chunk. */
+static inline int64_t row_chunk(const loop_job *j) { return ROW / j->win; }
+
+/* ------------------------------------- AVX2 rows for f32 accumulators */
+
+/* The kernels' fold for a step's reduction, or -1 when they have none. */
+static int simd_fold_of(ein_reduction op) {
+  switch (op) {
+  case EIN_REDUCE_SUM: case EIN_REDUCE_MEAN: return EIN_SIMD_SUM;
+  case EIN_REDUCE_MAX: return EIN_SIMD_MAX;
+  case EIN_REDUCE_MIN: return EIN_SIMD_MIN;
+  default: return -1;
+  }
+}
+
+/* Decides once per step whether its f32-accumulated rows take the
+ * kernels: one f32 or f16 source read along contiguous runs (the row,
+ * or a window's rows) in a fold they do; or an f16 map `x * g` with g
+ * broadcast along the row, unscaled, into a contiguous f16 row. */
+static void simd_plan(loop_job *j) {
+  const ein_step *s = j->s;
+  if (j->acc != EIN_ACC_F32 || s->kind == EIN_STEP_FILL || !ein_cpu_avx2())
+    return;
+  ein_dtype d0 = s->src_dtype[0];
+  j->simd = s->nsrc == 1 && (d0 == EIN_DT_F32 || d0 == EIN_DT_F16) &&
+            (j->row_st[1] == 1 || j->win > 1) && simd_fold_of(s->op) >= 0;
+  j->simd_scale = s->nsrc == 2 && !j->row_reduced && j->red.n == 0 &&
+                  d0 == EIN_DT_F16 && s->src_dtype[1] == EIN_DT_F16 &&
+                  s->dst_dtype == EIN_DT_F16 && s->alpha == 1 &&
+                  s->op != EIN_REDUCE_ANY && s->op != EIN_REDUCE_ALL &&
+                  j->row_st[0] == 1 &&
+                  ((j->row_st[1] == 1 && j->row_st[2] == 0) ||
+                   (j->row_st[1] == 0 && j->row_st[2] == 1));
+}
+
+/* init folded with the n contiguous source values at element offset
+ * off (j->simd). */
+static float simd_reduce_row(const loop_job *j, int64_t off, int64_t n,
+                             float init) {
+  const char *p = j->src[0] + off * (int64_t)j->esz[1];
+  ein_simd_fold op = (ein_simd_fold)simd_fold_of(j->s->op);
+  if (j->s->src_dtype[0] == EIN_DT_F16)
+    return ein_avx2_reduce_f16(op, init, (const uint16_t *)p, n);
+  return ein_avx2_reduce_f32(op, init, (const float *)p, n);
+}
+
+/* acc[i] folded with the n contiguous source values at off (j->simd). */
+static void simd_fold_row(const loop_job *j, int64_t off, int64_t n,
+                          float *acc) {
+  const char *p = j->src[0] + off * (int64_t)j->esz[1];
+  ein_simd_fold op = (ein_simd_fold)simd_fold_of(j->s->op);
+  if (j->s->src_dtype[0] == EIN_DT_F16)
+    ein_avx2_fold_f16(op, acc, (const uint16_t *)p, n);
+  else
+    ein_avx2_fold_f32(op, acc, (const float *)p, n);
+}
+
+/* The n results of a row at offsets off (j->simd_scale): the contiguous
+ * source times the broadcast one, f16 to f16. */
+static void simd_scale_row(const loop_job *j, const int64_t off[3],
+                           int64_t n) {
+  int row = j->row_st[1] == 1 ? 1 : 2, g = 3 - row;
+  const uint16_t *x = (const uint16_t *)(const void *)j->src[row - 1] + off[row];
+  float s = ein_f16_to_f32(((const uint16_t *)(const void *)j->src[g - 1])[off[g]]);
+  ein_avx2_scale_f16(x, n, s, (uint16_t *)(void *)j->dst + off[0]);
+}
 
 /* The row kernels, one instance per accumulator type (see the .inc). */
 #define T float
@@ -290,6 +367,7 @@ typedef struct loop_job {
 #define MAXV INFINITY
 #define MINV (-INFINITY)
 #define TRANSPOSE_AVX2 ein_avx2_transpose_4
+#define SIMD_ROWS
 #include "cpu_loops_acc.inc"
 
 #define T double
@@ -454,6 +532,23 @@ static bool try_copy(const ein_step *s, ein_loop_axes *kept,
   return true;
 }
 
+/* A window along a kept row (mode K, one source): a reduced axis of
+ * source stride 1 whose length is the row's source stride, as the w2 of
+ * `b c h (w w2) -> b c h w`. It leaves red: each chunk of results then
+ * folds contiguous source runs of win x its length (vector loads,
+ * where the row itself would be read at stride win), and folds each
+ * result's window at the end. */
+static void take_window(loop_job *j, ein_loop_axes *red) {
+  if (j->s->nsrc != 1 || j->row_st[1] < 2 || j->row_st[1] > ROW / 16)
+    return;
+  for (int i = 0; i < red->n; i++)
+    if (red->st[i][1] == 1 && red->size[i] == j->row_st[1]) {
+      int64_t st[3];
+      ein_loop_axes_take(red, i, &j->win, st);
+      return;
+    }
+}
+
 /* The row axis: the source's fastest axis if it is reduced and long
  * enough to be worth folding as a row (short ones, like the 2x2 window
  * of a pooling, are better folded element-wise along a kept row). */
@@ -468,6 +563,7 @@ static void choose_row(loop_job *j, ein_loop_axes *kept, ein_loop_axes *red) {
     take_row(j, red, red->n - 1);
   } else if (kept->n) {
     take_row(j, kept, kept->n - 1);
+    take_window(j, red);
   } else {
     j->row_n = 1; /* a scalar copy */
   }
@@ -544,12 +640,14 @@ ein_status ein_cpu_loop(const ein_step *s, char *dst, const char *src0,
   j.esz[1] = s->nsrc > 0 ? ein_dtype_size(s->src_dtype[0]) : 1;
   j.esz[2] = s->nsrc > 1 ? ein_dtype_size(s->src_dtype[1]) : 1;
   j.acc = ein_acc_of(s->acc_dtype);
+  j.win = 1;
   ein_loop_axes kept, red;
   bool empty;
   if (!ein_loop_axes_split(s, &kept, &red, &empty)) return EIN_ERR_LIMIT;
   if (empty) return EIN_OK;
   if (try_copy(s, &kept, &red, dst, src0, threads)) return EIN_OK;
   choose_row(&j, &kept, &red);
+  simd_plan(&j);
   if (s->kind == EIN_STEP_FILL)
     run_fill(&j);
   else

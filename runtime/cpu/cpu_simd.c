@@ -24,6 +24,7 @@
 #define EIN_HAVE_AVX2_KERNELS 1
 #include <immintrin.h>
 #include <cpuid.h>
+#include <math.h>
 #endif
 
 /* -1: not yet asked; 0/1: what the CPU and EINC_CPU_SIMD allow. */
@@ -169,6 +170,119 @@ AVX2 void ein_avx2_transpose_2(uint16_t *d, const uint16_t *s, int64_t an,
   TRANSPOSE_BODY(block8x8_2)
 }
 
+/* ---------------------------------------------- row folds (issue 18)
+ * Reductions and f16 maps read their rows straight from the source:
+ * f16 is converted inside the vector loop (no staged f32 row and second
+ * pass), and a row folded to one value keeps four vector accumulators,
+ * so that neither the adds' latency nor one max chain limits it. */
+
+/* 8 values at p + i as f32: loaded, or converted from f16. */
+AVX2 static inline __m256 load8(const void *p, int64_t i, bool f16) {
+  if (f16)
+    return _mm256_cvtph_ps(_mm_loadu_si128(
+        (const __m128i *)(const void *)((const uint16_t *)p + i)));
+  return _mm256_loadu_ps((const float *)p + i);
+}
+
+AVX2 static inline float load1(const void *p, int64_t i, bool f16) {
+  return f16 ? _cvtsh_ss(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+/* The fold of v into acc, lane by lane: the portable fold's rule (a
+ * greater value, or a NaN, replaces the accumulator), as compares and a
+ * blend, since vmaxps alone would let a number replace a NaN. */
+AVX2 static inline __m256 fold8(ein_simd_fold op, __m256 acc, __m256 v) {
+  if (op == EIN_SIMD_SUM) return _mm256_add_ps(acc, v);
+  __m256 better = op == EIN_SIMD_MAX ? _mm256_cmp_ps(v, acc, _CMP_GT_OQ)
+                                     : _mm256_cmp_ps(acc, v, _CMP_GT_OQ);
+  __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+  return _mm256_blendv_ps(acc, v, _mm256_or_ps(better, nan));
+}
+
+static inline float fold1(ein_simd_fold op, float acc, float v) {
+  switch (op) {
+  case EIN_SIMD_MAX: return (v > acc || v != v) ? v : acc;
+  case EIN_SIMD_MIN: return (v < acc || v != v) ? v : acc;
+  default: return acc + v;
+  }
+}
+
+/* A row is folded in blocks of 512 values, each into four fresh
+ * accumulators that then join the running one: a long sum so rounds as
+ * the portable fold of 512-value chunks does (about sqrt(512) values per
+ * partial sum), not as 32 partials of the whole row. */
+AVX2 static inline float reduce_row(ein_simd_fold op, float init,
+                                    const void *p, int64_t n, bool f16) {
+  float id = op == EIN_SIMD_SUM ? 0.0f
+             : op == EIN_SIMD_MAX ? -INFINITY : INFINITY;
+  __m256 total = _mm256_set1_ps(id);
+  int64_t i = 0;
+  while (i + 32 <= n) {
+    __m256 a0 = _mm256_set1_ps(id), a1 = a0, a2 = a0, a3 = a0;
+    int64_t end = n - i > 512 ? i + 512 : n;
+    for (; i + 32 <= end; i += 32) {
+      a0 = fold8(op, a0, load8(p, i, f16));
+      a1 = fold8(op, a1, load8(p, i + 8, f16));
+      a2 = fold8(op, a2, load8(p, i + 16, f16));
+      a3 = fold8(op, a3, load8(p, i + 24, f16));
+    }
+    total = fold8(op, total, fold8(op, fold8(op, a0, a1), fold8(op, a2, a3)));
+  }
+  for (; i + 8 <= n; i += 8) total = fold8(op, total, load8(p, i, f16));
+  float lane[8], acc = init;
+  _mm256_storeu_ps(lane, total);
+  for (int l = 0; l < 8; l++) acc = fold1(op, acc, lane[l]);
+  for (; i < n; i++) acc = fold1(op, acc, load1(p, i, f16));
+  return acc;
+}
+
+AVX2 float ein_avx2_reduce_f32(ein_simd_fold op, float init, const float *p,
+                               int64_t n) {
+  return reduce_row(op, init, p, n, false);
+}
+
+AVX2 float ein_avx2_reduce_f16(ein_simd_fold op, float init,
+                               const uint16_t *p, int64_t n) {
+  return reduce_row(op, init, p, n, true);
+}
+
+AVX2 static inline void fold_row(ein_simd_fold op, float *acc, const void *p,
+                                 int64_t n, bool f16) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256 x0 = fold8(op, _mm256_loadu_ps(acc + i), load8(p, i, f16));
+    __m256 x1 = fold8(op, _mm256_loadu_ps(acc + i + 8), load8(p, i + 8, f16));
+    _mm256_storeu_ps(acc + i, x0);
+    _mm256_storeu_ps(acc + i + 8, x1);
+  }
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(acc + i,
+                     fold8(op, _mm256_loadu_ps(acc + i), load8(p, i, f16)));
+  for (; i < n; i++) acc[i] = fold1(op, acc[i], load1(p, i, f16));
+}
+
+AVX2 void ein_avx2_fold_f32(ein_simd_fold op, float *acc, const float *p,
+                            int64_t n) {
+  fold_row(op, acc, p, n, false);
+}
+
+AVX2 void ein_avx2_fold_f16(ein_simd_fold op, float *acc, const uint16_t *p,
+                            int64_t n) {
+  fold_row(op, acc, p, n, true);
+}
+
+AVX2 void ein_avx2_scale_f16(const uint16_t *p, int64_t n, float s,
+                             uint16_t *out) {
+  __m256 vs = _mm256_set1_ps(s);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128((__m128i *)(void *)(out + i),
+                     _mm256_cvtps_ph(_mm256_mul_ps(load8(p, i, true), vs),
+                                     _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; i++)
+    out[i] = _cvtss_sh(_cvtsh_ss(p[i]) * s, _MM_FROUND_TO_NEAREST_INT);
+}
+
 #else /* no AVX2 kernels: never called, since ein_cpu_avx2() is false */
 
 void ein_avx2_f16_to_f32(const uint16_t *p, int64_t n, float *out) {
@@ -184,5 +298,28 @@ void ein_avx2_transpose_4(uint32_t *d, const uint32_t *s, int64_t an,
 void ein_avx2_transpose_2(uint16_t *d, const uint16_t *s, int64_t an,
                           int64_t bn, int64_t db, int64_t sa) {
   (void)d, (void)s, (void)an, (void)bn, (void)db, (void)sa;
+}
+
+float ein_avx2_reduce_f32(ein_simd_fold op, float init, const float *p,
+                          int64_t n) {
+  (void)op, (void)p, (void)n;
+  return init;
+}
+float ein_avx2_reduce_f16(ein_simd_fold op, float init, const uint16_t *p,
+                          int64_t n) {
+  (void)op, (void)p, (void)n;
+  return init;
+}
+void ein_avx2_fold_f32(ein_simd_fold op, float *acc, const float *p,
+                       int64_t n) {
+  (void)op, (void)acc, (void)p, (void)n;
+}
+void ein_avx2_fold_f16(ein_simd_fold op, float *acc, const uint16_t *p,
+                       int64_t n) {
+  (void)op, (void)acc, (void)p, (void)n;
+}
+void ein_avx2_scale_f16(const uint16_t *p, int64_t n, float s,
+                        uint16_t *out) {
+  (void)p, (void)n, (void)s, (void)out;
 }
 #endif

@@ -35,4 +35,28 @@ void ein_avx2_transpose_4(uint32_t *d, const uint32_t *s, int64_t an,
 void ein_avx2_transpose_2(uint16_t *d, const uint16_t *s, int64_t an,
                           int64_t bn, int64_t db, int64_t sa);
 
+/* ---- row folds (issue 18: reductions and f16 maps) ----
+ * The folds these kernels do: a sum (also a mean's), or a max or min in
+ * which NaN wins (as numpy's, and as cpu_loops_acc.inc's portable fold:
+ * a value replaces the accumulator when greater, or when it is NaN). */
+typedef enum ein_simd_fold { EIN_SIMD_SUM, EIN_SIMD_MAX, EIN_SIMD_MIN } ein_simd_fold;
+
+/* init folded with n values of an f32 or f16 row (f16 converted in the
+ * vector loop, never staged), in several vector accumulators. */
+float ein_avx2_reduce_f32(ein_simd_fold op, float init, const float *p,
+                          int64_t n);
+float ein_avx2_reduce_f16(ein_simd_fold op, float init, const uint16_t *p,
+                          int64_t n);
+
+/* acc[i] = fold(acc[i], p[i]) for i < n, from an f32 or f16 row. */
+void ein_avx2_fold_f32(ein_simd_fold op, float *acc, const float *p,
+                       int64_t n);
+void ein_avx2_fold_f16(ein_simd_fold op, float *acc, const uint16_t *p,
+                       int64_t n);
+
+/* out[i] = f16(f32(p[i]) * s) for i < n: a row scaled by a broadcast
+ * value, f16 in and out, rounded once (as the staged f32 row is). */
+void ein_avx2_scale_f16(const uint16_t *p, int64_t n, float s,
+                        uint16_t *out);
+
 #endif
