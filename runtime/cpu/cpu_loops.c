@@ -189,14 +189,14 @@ static void store_f32(ein_dtype dt, char *p, int64_t st, int64_t n,
                       const float *in) {
   switch (dt) {
   case EIN_DT_F32:
-    if (st == 1) {
+    if (st == 1 && n > 1) {
       memcpy(p, in, (size_t)n * sizeof(float));
       return;
     }
     STORE_ROW(float, in[i]);
     return;
-  case EIN_DT_F16:
-    if (st == 1 && ein_cpu_avx2()) {
+  case EIN_DT_F16: /* one result (a row fold's) without the vector tail */
+    if (st == 1 && n > 1 && ein_cpu_avx2()) {
       ein_avx2_f32_to_f16(in, n, (uint16_t *)p);
       return;
     }
@@ -286,6 +286,7 @@ typedef struct loop_job {
    * taken out of red (the 2x2 of a pooling's fastest axis), else 1 */
   int64_t win;
   bool simd;        /* rows go straight from the source to cpu_simd.c */
+  bool simd_pairs;  /* ... a window of 2 included */
   bool simd_scale;  /* f16 rows times a broadcast f16 value, f16 out */
 } loop_job;
 
@@ -315,6 +316,7 @@ static void simd_plan(loop_job *j) {
   ein_dtype d0 = s->src_dtype[0];
   j->simd = s->nsrc == 1 && (d0 == EIN_DT_F32 || d0 == EIN_DT_F16) &&
             (j->row_st[1] == 1 || j->win > 1) && simd_fold_of(s->op) >= 0;
+  j->simd_pairs = j->simd && j->win == 2;
   j->simd_scale = s->nsrc == 2 && !j->row_reduced && j->red.n == 0 &&
                   d0 == EIN_DT_F16 && s->src_dtype[1] == EIN_DT_F16 &&
                   s->dst_dtype == EIN_DT_F16 && s->alpha == 1 &&
@@ -335,12 +337,18 @@ static float simd_reduce_row(const loop_job *j, int64_t off, int64_t n,
   return ein_avx2_reduce_f32(op, init, (const float *)p, n);
 }
 
-/* acc[i] folded with the n contiguous source values at off (j->simd). */
+/* acc[i] folded with the n contiguous source values at off (j->simd),
+ * or with the pairs of 2n values (j->simd_pairs). */
 static void simd_fold_row(const loop_job *j, int64_t off, int64_t n,
                           float *acc) {
   const char *p = j->src[0] + off * (int64_t)j->esz[1];
   ein_simd_fold op = (ein_simd_fold)simd_fold_of(j->s->op);
-  if (j->s->src_dtype[0] == EIN_DT_F16)
+  bool f16 = j->s->src_dtype[0] == EIN_DT_F16;
+  if (j->simd_pairs && f16)
+    ein_avx2_fold_pairs_f16(op, acc, (const uint16_t *)p, n);
+  else if (j->simd_pairs)
+    ein_avx2_fold_pairs_f32(op, acc, (const float *)p, n);
+  else if (f16)
     ein_avx2_fold_f16(op, acc, (const uint16_t *)p, n);
   else
     ein_avx2_fold_f32(op, acc, (const float *)p, n);
