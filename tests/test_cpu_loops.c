@@ -6,13 +6,19 @@
  *     middle axis, rows longer than the fold's lanes and of odd lengths,
  *     in f16, bf16, f32 and f64; f16 inputs made of subnormals, an Inf
  *     and a NaN, so the branch-free f16 conversion is checked on its
- *     special cases; inputs read backwards (negative strides);
+ *     special cases; inputs read backwards (negative strides); rows and
+ *     columns longer than the AVX2 folds' 512-value blocks;
+ *   - windows folded along the row (poolings of 2x2, 2x3, 3x2 and 1x2,
+ *     rows of results that end in part vectors, strided and offset
+ *     inputs), and a long column of windows whose reduction is split
+ *     across threads;
  *   - copies along short destination rows (nearest upsampling, pixel
  *     shuffle, repeats) and transposes (4-d and 3-d permutes with sides
  *     that are not multiples of the 8x8 blocks nor of the 32x32 tiles)
  *     for 1, 2, 4 and 8-byte elements, compared exactly;
- *   - a product with a broadcast operand (channel scaling) in f16, f32
- *     and f64, whose f16 results are rounded by the f32 -> f16 row store;
+ *   - a product with a broadcast operand (channel scaling, either
+ *     operand first) in f16, bf16, f32 and f64, whose f16 results are
+ *     rounded once, by the f32 -> f16 row store or the AVX2 scale kernel;
  *   - sums of products that read one operand across its rows (`i j, j
  *     i ->` and its batched and 3-axis forms: the tiled pass), with sides
  *     that are not multiples of its blocks.
@@ -160,6 +166,94 @@ static void reductions(void) {
         reduce_case(EIN_DT_F16, ops[k], axis, false, true, 2, 9, 333);
         reduce_case(EIN_DT_F16, ops[k], axis, true, true, 2, 9, 64);
       }
+  /* rows longer than the kernels' 512-value blocks, ending in a part
+   * block, a part vector and single values (1100 = 2 x 512 + 64 + 8 + 4
+   * + ...: 76 after the blocks); columns of 1100 in the other axis */
+  for (int d = 0; d < 4; d++)
+    for (int k = 0; k < 4; k++) {
+      reduce_case(dts[d], ops[k], 2, false, false, 2, 3, 1100);
+      reduce_case(dts[d], ops[k], 1, false, false, 2, 4, 1100);
+    }
+  for (int k = 0; k < 4; k++)
+    reduce_case(EIN_DT_F16, ops[k], 2, false, true, 1, 2, 1100);
+}
+
+/* `p (q a) (r b) -> p q r` with the window a x b folded: a pooling
+ * (or, with Q < 0, `p (q a) (r b) -> p r` over -Q values of q: the
+ * windows of a column folded). The input has P x Q*A x R*B values, its
+ * rows `pad` elements apart (a strided view), and starts `off` elements
+ * into its buffer. */
+static void window_case(ein_dtype dt, ein_reduction op, bool special,
+                        int64_t P, int64_t Q, int64_t R, int64_t A,
+                        int64_t B, int64_t pad, int64_t off) {
+  size_t esz = ein_dtype_size(dt);
+  bool column = Q < 0;
+  Q = column ? -Q : Q;
+  int64_t rows = P * Q * A, wid = R * B + pad, on = P * (column ? 1 : Q) * R;
+  char *in = malloc((size_t)(off + rows * wid) * esz);
+  char *out = malloc((size_t)on * esz);
+  fill(dt, in, off + rows * wid, false, special);
+  int64_t shape[3] = {P, Q * A, R * B}, st[3] = {Q * A * wid, wid, 1};
+  int64_t oshape[3] = {P, Q, R};
+  if (column) oshape[1] = R;
+  DLTensor a = {.data = in, .ndim = 3, .shape = shape, .strides = st,
+                .byte_offset = (uint64_t)off * esz,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  DLTensor c = {.data = out, .ndim = column ? 2 : 3, .shape = oshape,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  const DLTensor *ins[1] = {&a};
+  ein_length len[2] = {{"a", A}, {"b", B}};
+  ein_options opt = {.reduction = op, .lengths = len, .nlengths = 2};
+  char what[96];
+  snprintf(what, sizeof what, "%s %lldx%lld op %d, %lld outputs a row%s",
+           column ? "column windows" : "pool", (long long)A, (long long)B,
+           (int)op, (long long)R, special ? " f16 specials" : "");
+  ein_status s = ein_eval(ctx, column ? "p (q a) (r b) -> p r"
+                                      : "p (q a) (r b) -> p q r",
+                          ins, 1, &c, &opt);
+  CHECK(s == EIN_OK, "%s: %s", what, ein_status_name(s));
+  int64_t nq = column ? Q : 1, count = nq * A * B;
+  for (int64_t o = 0; s == EIN_OK && o < on; o++) {
+    int64_t p = column ? o / R : o / (Q * R), r = o % R;
+    double acc = ident(op), mag = 0;
+    for (int64_t j = 0; j < nq; j++)
+      for (int64_t i = 0; i < A; i++)
+        for (int64_t k = 0; k < B; k++) {
+          int64_t q = column ? j : o / R % Q;
+          double v = load(dt, in, off + (p * Q * A + q * A + i) * wid +
+                                      r * B + k);
+          acc = fold(op, acc, v);
+          mag += fabs(v);
+        }
+    if (op == EIN_REDUCE_MEAN) acc /= (double)count, mag /= (double)count;
+    check_out(dt, op, out, o, acc, mag, what);
+  }
+  free(in), free(out);
+}
+
+/* Windows of 2 along the row (the pair kernel: rows of results that
+ * end in a part vector, one result, a row of 8), of 3 (staged in wide
+ * rows), 1 x 2 (no other reduced axis), and a long column of windows
+ * (2000 x 2 rows into 37 results: the reduction split across threads). */
+static void windows(void) {
+  static const ein_dtype dts[] = {EIN_DT_F16, EIN_DT_BF16, EIN_DT_F32,
+                                  EIN_DT_F64};
+  static const ein_reduction ops[] = {EIN_REDUCE_SUM, EIN_REDUCE_MEAN,
+                                      EIN_REDUCE_MAX, EIN_REDUCE_MIN};
+  for (int d = 0; d < 4; d++)
+    for (int k = 0; k < 4; k++) {
+      window_case(dts[d], ops[k], false, 2, 3, 13, 2, 2, 0, 0);
+      window_case(dts[d], ops[k], false, 2, 5, 1, 2, 2, 3, 1);
+      window_case(dts[d], ops[k], false, 1, 3, 8, 2, 2, 5, 3);
+      window_case(dts[d], ops[k], false, 2, 3, 11, 2, 3, 1, 2);
+      window_case(dts[d], ops[k], false, 3, 7, 29, 1, 2, 0, 1);
+      window_case(dts[d], ops[k], false, 1, -2000, 37, 1, 2, 0, 0);
+      window_case(dts[d], ops[k], false, 2, -30, 19, 3, 2, 1, 0);
+    }
+  for (int k = 0; k < 4; k++) {
+    window_case(EIN_DT_F16, ops[k], true, 2, 9, 21, 2, 2, 0, 0);
+    window_case(EIN_DT_F16, ops[k], true, 2, 9, 21, 2, 3, 0, 0);
+  }
 }
 
 /* A copy case: out[index] must equal in[src(index)] byte for byte. */
@@ -242,11 +336,14 @@ static void copies(void) {
   }
 }
 
-/* `b c h w, c -> b c h w` (channel scaling): each result against the
- * product in double; the f16 results are kept in `keep` (when not NULL)
- * or compared bit for bit with it. */
-static void scale_case(ein_dtype dt, uint16_t *keep, bool compare) {
-  enum { B = 2, C = 5, H = 3, Wd = 67, N = B * C * H * Wd };
+/* `b c h w, c -> b c h w` (channel scaling), or with the operands
+ * swapped: each result against the product in double; the f16 results
+ * are kept in `keep` (when not NULL) or compared bit for bit with it. */
+enum { SCALE_N = 2 * 5 * 3 * 67 };
+
+static void scale_case(ein_dtype dt, uint16_t *keep, bool compare,
+                       bool swap) {
+  enum { B = 2, C = 5, H = 3, Wd = 67, N = SCALE_N };
   size_t esz = ein_dtype_size(dt);
   char *x = malloc(N * esz), *g = malloc(C * esz), *out = malloc(N * esz);
   fill(dt, x, N, false, dt == EIN_DT_F16);
@@ -258,8 +355,10 @@ static void scale_case(ein_dtype dt, uint16_t *keep, bool compare) {
                 .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
   DLTensor c = {.data = out, .ndim = 4, .shape = xs,
                 .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
-  const DLTensor *ins[2] = {&a, &b};
-  ein_status s = ein_eval(ctx, "b c h w, c -> b c h w", ins, 2, &c, NULL);
+  const DLTensor *ins[2] = {swap ? &b : &a, swap ? &a : &b};
+  ein_status s = ein_eval(ctx, swap ? "c, b c h w -> b c h w"
+                                    : "b c h w, c -> b c h w",
+                          ins, 2, &c, NULL);
   CHECK(s == EIN_OK, "channel scaling %s: %s", ein_dtype_name(dt),
         ein_status_name(s));
   for (int64_t o = 0; s == EIN_OK && o < N; o++) {
@@ -343,16 +442,19 @@ static void dots(void) {
  * portable pass (compare false) to the other (compare true). */
 static void all_cases(uint16_t *f16_out, bool compare) {
   reductions();
+  windows();
   copies();
-  scale_case(EIN_DT_F16, f16_out, compare);
-  scale_case(EIN_DT_F32, NULL, false);
-  scale_case(EIN_DT_F64, NULL, false);
+  scale_case(EIN_DT_F16, f16_out, compare, false);
+  scale_case(EIN_DT_F16, f16_out + SCALE_N, compare, true);
+  scale_case(EIN_DT_F32, NULL, false, false);
+  scale_case(EIN_DT_F64, NULL, false, false);
+  scale_case(EIN_DT_BF16, NULL, false, true);
   dots();
 }
 
 int main(void) {
   REQUIRE_OK(ein_ctx_create(&ctx));
-  static uint16_t f16_out[2 * 5 * 3 * 67];
+  static uint16_t f16_out[2 * SCALE_N];
   ein_cpu_simd_force_portable(true);
   all_cases(f16_out, false);
   ein_cpu_simd_force_portable(false);

@@ -483,6 +483,14 @@ static const struct named_case {
     {"chscale", "b c h w, c -> b c h w", "2x5x6x7 5", "", NULL},
     {"rowdot", "b i, b i -> b", "30x40 30x40", "", NULL},
     {"quadform", "i j, j k, i k -> i", "20x30 30x25 20x25", "", NULL},
+    /* issue 18's CPU row kernels: a max over rows longer than their
+     * 512-value blocks, windows of 2 (the pair kernel: 13 results a row)
+     * and of 3, a mean over long columns */
+    {"spatial_max", "b c h w -> b c", "2x3x37x29", "", "max"},
+    {"pool_max", "b c (h h2) (w w2) -> b c h w", "2x3x10x26", "h2=2 w2=2",
+     "max"},
+    {"pool3_min", "b (h h2) (w w2) -> b h w", "2x9x33", "h2=3 w2=3", "min"},
+    {"seq_mean", "b s d -> b d", "3x700x21", "", "mean"},
 };
 
 /* Fills c from a named case in dtype dt. */
