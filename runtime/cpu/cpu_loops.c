@@ -19,7 +19,12 @@
  * is enough work (over 2^16 element operations, or 256 KiB moved by a
  * copy; below that a parallel region costs more than it gains). f16 rows
  * and 2- and 4-byte transposes use cpu_simd.c's AVX2/F16C kernels where
- * the CPU has them.
+ * the CPU has them, and so do the commonest f32-accumulated folds (sum,
+ * mean, max, min of one f32 or f16 source) and f16 products with a
+ * broadcast value: those read the source directly, without a staged
+ * row. A reduced axis that forms a window along a kept row (the w2 of a
+ * pooling `(w w2) -> w`) is folded from the contiguous runs it makes
+ * with the row, not read at the row's stride.
  */
 #include "alloc.h"
 #include "cpu_loops.h"
@@ -359,9 +364,10 @@ static void simd_fold_row(const loop_job *j, int64_t off, int64_t n,
 static void simd_scale_row(const loop_job *j, const int64_t off[3],
                            int64_t n) {
   int row = j->row_st[1] == 1 ? 1 : 2, g = 3 - row;
-  const uint16_t *x = (const uint16_t *)(const void *)j->src[row - 1] + off[row];
-  float s = ein_f16_to_f32(((const uint16_t *)(const void *)j->src[g - 1])[off[g]]);
-  ein_avx2_scale_f16(x, n, s, (uint16_t *)(void *)j->dst + off[0]);
+  const uint16_t *x = (const uint16_t *)(const void *)j->src[row - 1];
+  const uint16_t *gp = (const uint16_t *)(const void *)j->src[g - 1];
+  ein_avx2_scale_f16(x + off[row], n, ein_f16_to_f32(gp[off[g]]),
+                     (uint16_t *)(void *)j->dst + off[0]);
 }
 
 /* The row kernels, one instance per accumulator type (see the .inc). */

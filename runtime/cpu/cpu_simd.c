@@ -10,7 +10,11 @@
  *     per 4;
  *   - transposing block copies: 8x8 blocks loaded as 8 rows and written
  *     as 8 columns through register shuffles, where the portable tile
- *     moves one element per load and store.
+ *     moves one element per load and store;
+ *   - row folds (sum, max, min) of f32 and f16 rows, into one value or
+ *     element-wise into a row, and f16 rows times a broadcast value:
+ *     f16 converted in the loop that folds it, where the portable path
+ *     stages an f32 row first (and SSE2 gives half the width).
  * On other CPUs and compilers ein_cpu_avx2() is false and the kernels are
  * stubs that are never called. EINC_CPU_SIMD=0 forces the portable loops
  * (to compare the two), as does ein_cpu_simd_force_portable (tests).
