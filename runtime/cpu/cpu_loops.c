@@ -291,7 +291,7 @@ typedef struct loop_job {
    * taken out of red (the 2x2 of a pooling's fastest axis), else 1 */
   int64_t win;
   bool simd;        /* rows go straight from the source to cpu_simd.c */
-  bool simd_pairs;  /* ... a window of 2 included */
+  bool simd_pairs;  /* ... a window of 2, red at most one axis */
   bool simd_scale;  /* f16 rows times a broadcast f16 value, f16 out */
 } loop_job;
 
@@ -321,7 +321,7 @@ static void simd_plan(loop_job *j) {
   ein_dtype d0 = s->src_dtype[0];
   j->simd = s->nsrc == 1 && (d0 == EIN_DT_F32 || d0 == EIN_DT_F16) &&
             (j->row_st[1] == 1 || j->win > 1) && simd_fold_of(s->op) >= 0;
-  j->simd_pairs = j->simd && j->win == 2;
+  j->simd_pairs = j->simd && j->win == 2 && j->red.n <= 1;
   j->simd_scale = s->nsrc == 2 && !j->row_reduced && j->red.n == 0 &&
                   d0 == EIN_DT_F16 && s->src_dtype[1] == EIN_DT_F16 &&
                   s->dst_dtype == EIN_DT_F16 && s->alpha == 1 &&
@@ -342,21 +342,28 @@ static float simd_reduce_row(const loop_job *j, int64_t off, int64_t n,
   return ein_avx2_reduce_f32(op, init, (const float *)p, n);
 }
 
-/* acc[i] folded with the n contiguous source values at off (j->simd),
- * or with the pairs of 2n values (j->simd_pairs). */
+/* acc[i] folded with the n contiguous source values at off (j->simd). */
 static void simd_fold_row(const loop_job *j, int64_t off, int64_t n,
                           float *acc) {
   const char *p = j->src[0] + off * (int64_t)j->esz[1];
   ein_simd_fold op = (ein_simd_fold)simd_fold_of(j->s->op);
-  bool f16 = j->s->src_dtype[0] == EIN_DT_F16;
-  if (j->simd_pairs && f16)
-    ein_avx2_fold_pairs_f16(op, acc, (const uint16_t *)p, n);
-  else if (j->simd_pairs)
-    ein_avx2_fold_pairs_f32(op, acc, (const float *)p, n);
-  else if (f16)
+  if (j->s->src_dtype[0] == EIN_DT_F16)
     ein_avx2_fold_f16(op, acc, (const uint16_t *)p, n);
   else
     ein_avx2_fold_f32(op, acc, (const float *)p, n);
+}
+
+/* acc[0..n) = the windows of two of the n results at off, over reduced
+ * indices rlo..rhi (j->simd_pairs: their rows lie one stride apart). */
+static void simd_pairs_chunk(const loop_job *j, int64_t off, int64_t n,
+                             int64_t rlo, int64_t rhi, float *acc) {
+  int64_t rst = j->red.n ? j->red.st[0][1] : 0;
+  const char *p = j->src[0] + (off + rlo * rst) * (int64_t)j->esz[1];
+  ein_simd_fold op = (ein_simd_fold)simd_fold_of(j->s->op);
+  if (j->s->src_dtype[0] == EIN_DT_F16)
+    ein_avx2_fold_pairs_f16(op, (const uint16_t *)p, rhi - rlo, rst, n, acc);
+  else
+    ein_avx2_fold_pairs_f32(op, (const float *)p, rhi - rlo, rst, n, acc);
 }
 
 /* The n results of a row at offsets off (j->simd_scale): the contiguous

@@ -275,33 +275,54 @@ AVX2 void ein_avx2_fold_f16(ein_simd_fold op, float *acc, const uint16_t *p,
   fold_row(op, acc, p, n, true);
 }
 
-/* acc[i] folded with the pair p[2i], p[2i + 1]: the pair's 16 values
- * loaded as two vectors, split into even and odd lanes (within each
- * 128-bit half), folded together, then put back in order. */
-AVX2 static inline void fold_pairs(ein_simd_fold op, float *acc, const void *p,
+/* The 8 pairs p[k + 2l], p[k + 2l + 1] (l < 8) folded, in order: the
+ * 16 values loaded as two vectors, split into even and odd lanes
+ * (within each 128-bit half), folded together, then put back in order. */
+AVX2 static inline __m256 pair8(ein_simd_fold op, const void *p, int64_t k,
+                                bool f16) {
+  __m256 lo = load8(p, k, f16), hi = load8(p, k + 8, f16);
+  __m256 pair = fold8(op, _mm256_shuffle_ps(lo, hi, 0x88),
+                      _mm256_shuffle_ps(lo, hi, 0xdd));
+  return _mm256_castpd_ps(
+      _mm256_permute4x64_pd(_mm256_castps_pd(pair), 0xd8));
+}
+
+AVX2 static inline float pair1(ein_simd_fold op, const void *p, int64_t k,
+                               bool f16) {
+  return fold1(op, load1(p, k, f16), load1(p, k + 1, f16));
+}
+
+/* The pairs of `rows` rows, rst elements apart, folded into the n
+ * results (overwritten): all rows of a block of 8 results at once, so
+ * that a 2x2 pooling takes one call per chunk and no identity fill. */
+AVX2 static inline void fold_pairs(ein_simd_fold op, float *acc,
+                                   const void *p, int64_t rows, int64_t rst,
                                    int64_t n, bool f16) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    __m256 lo = load8(p, 2 * i, f16), hi = load8(p, 2 * i + 8, f16);
-    __m256 pair = fold8(op, _mm256_shuffle_ps(lo, hi, 0x88),
-                        _mm256_shuffle_ps(lo, hi, 0xdd));
-    pair = _mm256_castpd_ps(
-        _mm256_permute4x64_pd(_mm256_castps_pd(pair), 0xd8));
-    _mm256_storeu_ps(acc + i, fold8(op, _mm256_loadu_ps(acc + i), pair));
+    __m256 a = pair8(op, p, 2 * i, f16);
+    for (int64_t r = 1; r < rows; r++)
+      a = fold8(op, a, pair8(op, p, r * rst + 2 * i, f16));
+    _mm256_storeu_ps(acc + i, a);
   }
-  for (; i < n; i++)
-    acc[i] = fold1(op, acc[i],
-                   fold1(op, load1(p, 2 * i, f16), load1(p, 2 * i + 1, f16)));
+  for (; i < n; i++) {
+    float a = pair1(op, p, 2 * i, f16);
+    for (int64_t r = 1; r < rows; r++)
+      a = fold1(op, a, pair1(op, p, r * rst + 2 * i, f16));
+    acc[i] = a;
+  }
 }
 
-AVX2 void ein_avx2_fold_pairs_f32(ein_simd_fold op, float *acc,
-                                  const float *p, int64_t n) {
-  fold_pairs(op, acc, p, n, false);
+AVX2 void ein_avx2_fold_pairs_f32(ein_simd_fold op, const float *p,
+                                  int64_t rows, int64_t rst, int64_t n,
+                                  float *acc) {
+  fold_pairs(op, acc, p, rows, rst, n, false);
 }
 
-AVX2 void ein_avx2_fold_pairs_f16(ein_simd_fold op, float *acc,
-                                  const uint16_t *p, int64_t n) {
-  fold_pairs(op, acc, p, n, true);
+AVX2 void ein_avx2_fold_pairs_f16(ein_simd_fold op, const uint16_t *p,
+                                  int64_t rows, int64_t rst, int64_t n,
+                                  float *acc) {
+  fold_pairs(op, acc, p, rows, rst, n, true);
 }
 
 AVX2 void ein_avx2_scale_f16(const uint16_t *p, int64_t n, float s,
@@ -355,12 +376,13 @@ void ein_avx2_scale_f16(const uint16_t *p, int64_t n, float s,
                         uint16_t *out) {
   (void)p, (void)n, (void)s, (void)out;
 }
-void ein_avx2_fold_pairs_f32(ein_simd_fold op, float *acc, const float *p,
-                             int64_t n) {
-  (void)op, (void)acc, (void)p, (void)n;
+void ein_avx2_fold_pairs_f32(ein_simd_fold op, const float *p, int64_t rows,
+                             int64_t rst, int64_t n, float *acc) {
+  (void)op, (void)p, (void)rows, (void)rst, (void)n, (void)acc;
 }
-void ein_avx2_fold_pairs_f16(ein_simd_fold op, float *acc, const uint16_t *p,
-                             int64_t n) {
-  (void)op, (void)acc, (void)p, (void)n;
+void ein_avx2_fold_pairs_f16(ein_simd_fold op, const uint16_t *p,
+                             int64_t rows, int64_t rst, int64_t n,
+                             float *acc) {
+  (void)op, (void)p, (void)rows, (void)rst, (void)n, (void)acc;
 }
 #endif

@@ -54,12 +54,14 @@ void ein_avx2_fold_f32(ein_simd_fold op, float *acc, const float *p,
 void ein_avx2_fold_f16(ein_simd_fold op, float *acc, const uint16_t *p,
                        int64_t n);
 
-/* acc[i] = fold(acc[i], fold(p[2i], p[2i + 1])) for i < n: a window of
- * two along the row (a 2x2 pooling's fastest axis). */
-void ein_avx2_fold_pairs_f32(ein_simd_fold op, float *acc, const float *p,
-                             int64_t n);
-void ein_avx2_fold_pairs_f16(ein_simd_fold op, float *acc, const uint16_t *p,
-                             int64_t n);
+/* acc[i] = the fold of the pairs p[r rst + 2i], p[r rst + 2i + 1] over
+ * r < rows (rows >= 1), for i < n, acc overwritten: windows of two
+ * along the row (a 2x2 pooling's fastest axis) in `rows` rows. */
+void ein_avx2_fold_pairs_f32(ein_simd_fold op, const float *p, int64_t rows,
+                             int64_t rst, int64_t n, float *acc);
+void ein_avx2_fold_pairs_f16(ein_simd_fold op, const uint16_t *p,
+                             int64_t rows, int64_t rst, int64_t n,
+                             float *acc);
 
 /* out[i] = f16(f32(p[i]) * s) for i < n: a row scaled by a broadcast
  * value, f16 in and out, rounded once (as the staged f32 row is). */
