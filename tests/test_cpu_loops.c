@@ -178,53 +178,54 @@ static void reductions(void) {
     reduce_case(EIN_DT_F16, ops[k], 2, false, true, 1, 2, 1100);
 }
 
-/* `p (q a) (r b) -> p q r` with the window a x b folded: a pooling
- * (or, with Q < 0, `p (q a) (r b) -> p r` over -Q values of q: the
- * windows of a column folded). The input has P x Q*A x R*B values, its
- * rows `pad` elements apart (a strided view), and starts `off` elements
- * into its buffer. */
-static void window_case(ein_dtype dt, ein_reduction op, bool special,
-                        int64_t P, int64_t Q, int64_t R, int64_t A,
-                        int64_t B, int64_t pad, int64_t off) {
+/* `p (q a) (r b) -> KEEP` with the window a x b folded, KEEP being
+ * "p q r" (a pooling), "p r" (the windows of a column) or "q r" (p and a
+ * reduced too: two reduced axes that do not fuse). The input has P x
+ * Q*A x R*B values, its rows `pad` elements apart (a strided view), and
+ * starts `off` elements into its buffer. */
+static void window_case(ein_dtype dt, ein_reduction op, const char *keep,
+                        bool special, int64_t P, int64_t Q, int64_t R,
+                        int64_t A, int64_t B, int64_t pad, int64_t off) {
   size_t esz = ein_dtype_size(dt);
-  bool column = Q < 0;
-  Q = column ? -Q : Q;
-  int64_t rows = P * Q * A, wid = R * B + pad, on = P * (column ? 1 : Q) * R;
+  bool kp = strchr(keep, 'p') != NULL, kq = strchr(keep, 'q') != NULL;
+  int64_t rows = P * Q * A, wid = R * B + pad;
+  int64_t np = kp ? P : 1, nq = kq ? Q : 1, on = np * nq * R;
   char *in = malloc((size_t)(off + rows * wid) * esz);
   char *out = malloc((size_t)on * esz);
   fill(dt, in, off + rows * wid, false, special);
   int64_t shape[3] = {P, Q * A, R * B}, st[3] = {Q * A * wid, wid, 1};
-  int64_t oshape[3] = {P, Q, R};
-  if (column) oshape[1] = R;
+  int64_t oshape[3], nd = 0;
+  if (kp) oshape[nd++] = P;
+  if (kq) oshape[nd++] = Q;
+  oshape[nd++] = R;
   DLTensor a = {.data = in, .ndim = 3, .shape = shape, .strides = st,
                 .byte_offset = (uint64_t)off * esz,
                 .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
-  DLTensor c = {.data = out, .ndim = column ? 2 : 3, .shape = oshape,
+  DLTensor c = {.data = out, .ndim = (int)nd, .shape = oshape,
                 .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
   const DLTensor *ins[1] = {&a};
   ein_length len[2] = {{"a", A}, {"b", B}};
   ein_options opt = {.reduction = op, .lengths = len, .nlengths = 2};
-  char what[96];
-  snprintf(what, sizeof what, "%s %lldx%lld op %d, %lld outputs a row%s",
-           column ? "column windows" : "pool", (long long)A, (long long)B,
-           (int)op, (long long)R, special ? " f16 specials" : "");
-  ein_status s = ein_eval(ctx, column ? "p (q a) (r b) -> p r"
-                                      : "p (q a) (r b) -> p q r",
-                          ins, 1, &c, &opt);
+  char expr[64], what[128];
+  snprintf(expr, sizeof expr, "p (q a) (r b) -> %s", keep);
+  snprintf(what, sizeof what, "'%s' %lldx%lld op %d, %lld outputs a row%s",
+           expr, (long long)A, (long long)B, (int)op, (long long)R,
+           special ? " f16 specials" : "");
+  ein_status s = ein_eval(ctx, expr, ins, 1, &c, &opt);
   CHECK(s == EIN_OK, "%s: %s", what, ein_status_name(s));
-  int64_t nq = column ? Q : 1, count = nq * A * B;
+  int64_t count = (P / np) * (Q / nq) * A * B;
   for (int64_t o = 0; s == EIN_OK && o < on; o++) {
-    int64_t p = column ? o / R : o / (Q * R), r = o % R;
+    int64_t op_ = o / (nq * R), oq = o / R % nq, r = o % R;
     double acc = ident(op), mag = 0;
-    for (int64_t j = 0; j < nq; j++)
-      for (int64_t i = 0; i < A; i++)
-        for (int64_t k = 0; k < B; k++) {
-          int64_t q = column ? j : o / R % Q;
-          double v = load(dt, in, off + (p * Q * A + q * A + i) * wid +
-                                      r * B + k);
-          acc = fold(op, acc, v);
-          mag += fabs(v);
-        }
+    for (int64_t p = kp ? op_ : 0; p < (kp ? op_ + 1 : P); p++)
+      for (int64_t q = kq ? oq : 0; q < (kq ? oq + 1 : Q); q++)
+        for (int64_t i = 0; i < A; i++)
+          for (int64_t k = 0; k < B; k++) {
+            double v = load(dt, in, off + (p * Q * A + q * A + i) * wid +
+                                        r * B + k);
+            acc = fold(op, acc, v);
+            mag += fabs(v);
+          }
     if (op == EIN_REDUCE_MEAN) acc /= (double)count, mag /= (double)count;
     check_out(dt, op, out, o, acc, mag, what);
   }
@@ -233,8 +234,9 @@ static void window_case(ein_dtype dt, ein_reduction op, bool special,
 
 /* Windows of 2 along the row (the pair kernel: rows of results that
  * end in a part vector, one result, a row of 8), of 3 (staged in wide
- * rows), 1 x 2 (no other reduced axis), and a long column of windows
- * (2000 x 2 rows into 37 results: the reduction split across threads). */
+ * rows), 1 x 2 (no other reduced axis), a long column of windows
+ * (2000 x 2 rows into 37 results: the reduction split across threads),
+ * and windows under two reduced axes that do not fuse. */
 static void windows(void) {
   static const ein_dtype dts[] = {EIN_DT_F16, EIN_DT_BF16, EIN_DT_F32,
                                   EIN_DT_F64};
@@ -242,17 +244,18 @@ static void windows(void) {
                                       EIN_REDUCE_MAX, EIN_REDUCE_MIN};
   for (int d = 0; d < 4; d++)
     for (int k = 0; k < 4; k++) {
-      window_case(dts[d], ops[k], false, 2, 3, 13, 2, 2, 0, 0);
-      window_case(dts[d], ops[k], false, 2, 5, 1, 2, 2, 3, 1);
-      window_case(dts[d], ops[k], false, 1, 3, 8, 2, 2, 5, 3);
-      window_case(dts[d], ops[k], false, 2, 3, 11, 2, 3, 1, 2);
-      window_case(dts[d], ops[k], false, 3, 7, 29, 1, 2, 0, 1);
-      window_case(dts[d], ops[k], false, 1, -2000, 37, 1, 2, 0, 0);
-      window_case(dts[d], ops[k], false, 2, -30, 19, 3, 2, 1, 0);
+      window_case(dts[d], ops[k], "p q r", false, 2, 3, 13, 2, 2, 0, 0);
+      window_case(dts[d], ops[k], "p q r", false, 2, 5, 1, 2, 2, 3, 1);
+      window_case(dts[d], ops[k], "p q r", false, 1, 3, 8, 2, 2, 5, 3);
+      window_case(dts[d], ops[k], "p q r", false, 2, 3, 11, 2, 3, 1, 2);
+      window_case(dts[d], ops[k], "p q r", false, 3, 7, 29, 1, 2, 0, 1);
+      window_case(dts[d], ops[k], "p r", false, 1, 2000, 37, 1, 2, 0, 0);
+      window_case(dts[d], ops[k], "p r", false, 2, 30, 19, 3, 2, 1, 0);
+      window_case(dts[d], ops[k], "q r", false, 3, 4, 21, 2, 2, 1, 0);
     }
   for (int k = 0; k < 4; k++) {
-    window_case(EIN_DT_F16, ops[k], true, 2, 9, 21, 2, 2, 0, 0);
-    window_case(EIN_DT_F16, ops[k], true, 2, 9, 21, 2, 3, 0, 0);
+    window_case(EIN_DT_F16, ops[k], "p q r", true, 2, 9, 21, 2, 2, 0, 0);
+    window_case(EIN_DT_F16, ops[k], "p q r", true, 2, 9, 21, 2, 3, 0, 0);
   }
 }
 
