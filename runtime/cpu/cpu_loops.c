@@ -411,10 +411,13 @@ static bool try_copy(const ein_step *s, ein_loop_axes *kept,
   int64_t na = 1, nb = 1, sta[3] = {0}, stb[3] = {0};
   if (kept->n) {
     /* a: the destination's fastest axis; b: the source's fastest other
-     * axis, when the source is faster along it than along a. */
+     * axis, when the source is faster along it than along a. A repeat
+     * (source stride 0) is never b: it transposes nothing, and as b it
+     * would cut long contiguous rows into tiles of TILE elements. */
     int ia = kept->n - 1, ib = -1;
     for (int i = 0; i < kept->n; i++)
-      if (i != ia && llabs(kept->st[i][1]) < llabs(kept->st[ia][1]) &&
+      if (i != ia && kept->st[i][1] != 0 &&
+          llabs(kept->st[i][1]) < llabs(kept->st[ia][1]) &&
           (ib < 0 || llabs(kept->st[i][1]) < llabs(kept->st[ib][1])))
         ib = i;
     /* Short rows with no transposition (repeats along the fastest axis,
