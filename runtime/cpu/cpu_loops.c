@@ -471,7 +471,12 @@ static bool try_copy(const ein_step *s, ein_loop_axes *kept,
       : w == 4 ? copy_range_4
       : w == 8 ? copy_range_8
                : copy_range_16;
-  double bytes = (double)nouter * (double)na * (double)nb * (double)w;
+  /* Bytes moved: each element written, and read from a line of its own
+   * when the source row is strided by a line or more (diagonals, column
+   * gathers: 16 times the written bytes for f32). */
+  double rd = nb == 1 ? (double)llabs(sta[1]) * (double)w : (double)w;
+  double bytes = (double)nouter * (double)na * (double)nb *
+                 ((double)w + (rd < 64 ? (double)w : 64));
 #ifdef _OPENMP
   if (threads > 1 && nouter > 1 && bytes > 1 << 18) {
     int64_t nchunks = chunk_count(nouter, threads);
