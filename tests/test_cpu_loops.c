@@ -278,6 +278,10 @@ static void view_copies(ein_dtype dt, int64_t pad) {
   const int64_t d_in[4] = {2, 3, 100, 100}, d_out[4] = {2, 3, 100, 1};
   copy_view_case(dt, "a b i i -> a b i", d_in, 3, d_out, diag_src, NULL, 0,
                  pad);
+  /* enough lines read (4096 of them) for the gather to take threads */
+  const int64_t e_in[4] = {4, 4, 256, 256}, e_out[4] = {4, 4, 256, 1};
+  copy_view_case(dt, "a b i i -> a b i", e_in, 3, e_out, diag_src, NULL, 0,
+                 pad);
 }
 
 static void copies(void) {
