@@ -235,6 +235,15 @@ check(any("emu: compile kernels" in l for l in cold) and
       not any("disk cache" in l for l in cold), "cold phases: %r" % cold)
 check(any("emu: kernels from the disk cache" in l for l in warm) and
       not any("emu: compile" in l for l in warm), "warm phases: %r" % warm)
+# -v's kernel-cache counts agree with the phases: the cold run compiled,
+# the warm one loaded from disk and compiled nothing.
+def cache_counts(text):
+    return [l for l in text.splitlines() if l.startswith("kernel cache: ")]
+check(cache_counts(runs[0].stdout + runs[0].stderr) ==
+      ["kernel cache: 1 compiled, 0 from disk, 0 from memory"] and
+      cache_counts(runs[1].stdout + runs[1].stderr) ==
+      ["kernel cache: 0 compiled, 1 from disk, 0 from memory"],
+      "-v counts: %r" % [cache_counts(r.stdout + r.stderr) for r in runs[:2]])
 check(any(l.split("ms  ")[1].startswith("  emu:") for l in warm) and
       any("run (queued" in l for l in warm) and
       any("plan (bind" in l for l in warm), "nesting and plan: %r" % warm)

@@ -16,6 +16,10 @@
  *     shuffle, repeats) and transposes (4-d and 3-d permutes with sides
  *     that are not multiples of the 8x8 blocks nor of the 32x32 tiles)
  *     for 1, 2, 4 and 8-byte elements, compared exactly;
+ *   - issue 18's copy rows (patchify with 2 to 5 channels moved last, a
+ *     p2 of two 8-blocks and a tail; repeat_kv; long diagonals) on
+ *     contiguous inputs and on strided, offset views;
+ *   - outer products with rows longer than a row chunk, both ways round;
  *   - a product with a broadcast operand (channel scaling, either
  *     operand first) in f16, bf16, f32 and f64, whose f16 results are
  *     rounded once, by the f32 -> f16 row store or the AVX2 scale kernel;
@@ -274,12 +278,20 @@ static int64_t shuffle_src(const int64_t *oi, const int64_t *in) {
   return ((oi[0] * in[1] + c * 4 + r1 * 2 + r2) * in[2] + h) * in[3] + w;
 }
 
-static void copy_case(ein_dtype dt, const char *expr, const int64_t in4[4],
-                      const int64_t out4[4], src_index src,
-                      const ein_length *lens, int nlens) {
+/* A copy case: out[index] must equal in[src(index)] byte for byte. The
+ * input is 4-d; the output has ndo axes (out4[0..ndo)). With pad > 0 the
+ * input is a view into a larger buffer: its rows pad elements apart more
+ * than their length and its first element pad elements in (byte_offset),
+ * so strided and offset sources reach the copy paths too. */
+static void copy_view_case(ein_dtype dt, const char *expr,
+                           const int64_t in4[4], int ndo,
+                           const int64_t out4[4], src_index src,
+                           const ein_length *lens, int nlens, int64_t pad) {
   size_t esz = ein_dtype_size(dt);
-  int64_t n = in4[0] * in4[1] * in4[2] * in4[3];
-  int64_t on = out4[0] * out4[1] * out4[2] * out4[3];
+  int64_t st[4] = {0, 0, 0, 1}, on = 1;
+  st[2] = in4[3] + pad, st[1] = st[2] * in4[2], st[0] = st[1] * in4[1];
+  int64_t n = st[0] * in4[0] + pad; /* buffer elements, the offset included */
+  for (int k = 0; k < ndo; k++) on *= out4[k];
   unsigned char *in = malloc((size_t)n * esz), *out = calloc((size_t)on, esz);
   for (int64_t i = 0; i < n * (int64_t)esz; i++)
     in[i] = (unsigned char)(i * 7 + i / 251); /* distinct-ish bytes */
@@ -287,25 +299,33 @@ static void copy_case(ein_dtype dt, const char *expr, const int64_t in4[4],
     for (int64_t i = 0; i < n; i++) ((uint16_t *)in)[i] &= 0x3fff;
   int64_t ish[4], osh[4];
   memcpy(ish, in4, sizeof ish), memcpy(osh, out4, sizeof osh);
-  DLTensor a = {.data = in, .ndim = 4, .shape = ish,
+  DLTensor a = {.data = in, .ndim = 4, .shape = ish, .strides = pad ? st : NULL,
+                .byte_offset = (uint64_t)pad * esz,
                 .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
-  DLTensor c = {.data = out, .ndim = 4, .shape = osh,
+  DLTensor c = {.data = out, .ndim = ndo, .shape = osh,
                 .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
   const DLTensor *ins[1] = {&a};
   ein_options opt = {.lengths = lens, .nlengths = nlens};
   ein_status s = ein_eval(ctx, expr, ins, 1, &c, &opt);
   CHECK(s == EIN_OK, "%s %s: %s", expr, ein_dtype_name(dt),
         ein_status_name(s));
-  int64_t bad = 0, oi[4];
+  int64_t bad = 0, oi[4] = {0};
   for (int64_t o = 0; s == EIN_OK && o < on; o++) {
-    int64_t r = o;
-    for (int k = 3; k >= 0; k--) oi[k] = r % out4[k], r /= out4[k];
-    bad += memcmp(out + o * (int64_t)esz, in + src(oi, in4) * (int64_t)esz,
-                  esz) != 0;
+    int64_t r = o, at = pad;
+    for (int k = ndo - 1; k >= 0; k--) oi[k] = r % out4[k], r /= out4[k];
+    int64_t li = src(oi, in4); /* the logical C-order index, in the view */
+    for (int k = 3; k >= 0; k--) at += li % in4[k] * st[k], li /= in4[k];
+    bad += memcmp(out + o * (int64_t)esz, in + at * (int64_t)esz, esz) != 0;
   }
-  CHECK(bad == 0, "%s %s: %lld of %lld elements wrong", expr,
-        ein_dtype_name(dt), (long long)bad, (long long)on);
+  CHECK(bad == 0, "%s %s (pad %lld): %lld of %lld elements wrong", expr,
+        ein_dtype_name(dt), (long long)pad, (long long)bad, (long long)on);
   free(in), free(out);
+}
+
+static void copy_case(ein_dtype dt, const char *expr, const int64_t in4[4],
+                      const int64_t out4[4], src_index src,
+                      const ein_length *lens, int nlens) {
+  copy_view_case(dt, expr, in4, 4, out4, src, lens, nlens, 0);
 }
 
 /* b c h w -> b h w c: channels last. */
@@ -316,6 +336,49 @@ static int64_t nhwc_src(const int64_t *oi, const int64_t *in) {
 /* a b c d -> a d c b (as the 3-d `a b c -> c b a` under a size-1 a). */
 static int64_t adcb_src(const int64_t *oi, const int64_t *in) {
   return ((oi[0] * in[1] + oi[3]) * in[2] + oi[2]) * in[3] + oi[1];
+}
+
+/* b c (h 3) (w 19) -> b (h w) (3 19 c): patchify, c channels moved
+ * last (2 to 4 of them: the AVX2 interleave; 5: the tiles), p2 = 19 a
+ * block of 8 twice and a tail of 3. */
+enum { PF1 = 3, PF2 = 19 };
+static int64_t patch_src(const int64_t *oi, const int64_t *in) {
+  int64_t nc = in[1], nw = in[3] / PF2, h = oi[1] / nw, w = oi[1] % nw,
+          p1 = oi[2] / (PF2 * nc), p2 = oi[2] / nc % PF2, c = oi[2] % nc;
+  return ((oi[0] * nc + c) * in[2] + h * PF1 + p1) * in[3] + w * PF2 + p2;
+}
+
+/* b h s d -> b (h 3) s d: repeat_kv, whole (s d) blocks repeated. */
+static int64_t repeat_src(const int64_t *oi, const int64_t *in) {
+  return ((oi[0] * in[1] + oi[1] / 3) * in[2] + oi[2]) * in[3] + oi[3];
+}
+
+/* a b i i -> a b i: diagonals, rows read a line apart. */
+static int64_t diag_src(const int64_t *oi, const int64_t *in) {
+  return ((oi[0] * in[1] + oi[1]) * in[2] + oi[2]) * in[3] + oi[2];
+}
+
+/* The cases of issue 18's copy rows, contiguous and as strided, offset
+ * views (pad 5). */
+static void view_copies(ein_dtype dt, int64_t pad) {
+  const ein_length pl[2] = {{"p1", PF1}, {"p2", PF2}};
+  for (int64_t c = 2; c <= 5; c++) {
+    const int64_t in[4] = {2, c, 2 * PF1, 3 * PF2},
+                  out[4] = {2, 6, PF1 * PF2 * c, 1};
+    copy_view_case(dt, "b c (h p1) (w p2) -> b (h w) (p1 p2 c)", in, 3, out,
+                   patch_src, pl, 2, pad);
+  }
+  const ein_length r3[1] = {{"r", 3}};
+  const int64_t r_in[4] = {2, 3, 5, 37}, r_out[4] = {2, 9, 5, 37};
+  copy_view_case(dt, "b h s d -> b (h r) s d", r_in, 4, r_out, repeat_src,
+                 r3, 1, pad);
+  const int64_t d_in[4] = {2, 3, 100, 100}, d_out[4] = {2, 3, 100, 1};
+  copy_view_case(dt, "a b i i -> a b i", d_in, 3, d_out, diag_src, NULL, 0,
+                 pad);
+  /* enough lines read (4096 of them) for the gather to take threads */
+  const int64_t e_in[4] = {4, 4, 256, 256}, e_out[4] = {4, 4, 256, 1};
+  copy_view_case(dt, "a b i i -> a b i", e_in, 3, e_out, diag_src, NULL, 0,
+                 pad);
 }
 
 static void copies(void) {
@@ -336,6 +399,8 @@ static void copies(void) {
     copy_case(dts[d], "b c h w -> b h w c", u_in, u_out, nhwc_src, NULL, 0);
     const int64_t v_in[4] = {1, 37, 3, 41}, v_out[4] = {1, 41, 3, 37};
     copy_case(dts[d], "a b c d -> a d c b", v_in, v_out, adcb_src, NULL, 0);
+    view_copies(dts[d], 0);
+    view_copies(dts[d], 5);
   }
 }
 
@@ -382,6 +447,39 @@ static void scale_case(ein_dtype dt, uint16_t *keep, bool compare,
           "the portable and the AVX2 rows", (long long)differ);
   }
   free(x), free(g), free(out);
+}
+
+/* `b i, b j -> b i j` and `b i, b j -> b j i` (outer products: nothing
+ * reduced, rows longer than a ROW chunk of the loops and of odd length,
+ * written straight into the destination in f32 and f64) against the
+ * product in double. */
+static void outer_case(ein_dtype dt, bool swap) {
+  enum { B = 3, I = 5, J = 1100 };
+  size_t esz = ein_dtype_size(dt);
+  char *x = malloc(B * I * esz), *y = malloc(B * J * esz),
+       *out = malloc((size_t)B * I * J * esz);
+  fill(dt, x, B * I, false, false);
+  fill(dt, y, B * J, true, false);
+  int64_t xs[2] = {B, I}, ys[2] = {B, J};
+  int64_t os[3] = {B, swap ? J : I, swap ? I : J};
+  DLTensor a = {.data = x, .ndim = 2, .shape = xs,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  DLTensor b = {.data = y, .ndim = 2, .shape = ys,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  DLTensor c = {.data = out, .ndim = 3, .shape = os,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  const DLTensor *ins[2] = {&a, &b};
+  const char *expr = swap ? "b i, b j -> b j i" : "b i, b j -> b i j";
+  ein_status s = ein_eval(ctx, expr, ins, 2, &c, NULL);
+  CHECK(s == EIN_OK, "%s %s: %s", expr, ein_dtype_name(dt),
+        ein_status_name(s));
+  for (int64_t o = 0; s == EIN_OK && o < B * I * J; o++) {
+    int64_t bb = o / (I * J), r = o % (I * J);
+    int64_t i = swap ? r % I : r / J, j = swap ? r / I : r % J;
+    double want = load(dt, x, bb * I + i) * load(dt, y, bb * J + j);
+    check_out(dt, EIN_REDUCE_SUM, out, o, want, fabs(want), expr);
+  }
+  free(x), free(y), free(out);
 }
 
 /* A sum of products of two operands over axes b i j k (sizes n, element
@@ -452,6 +550,9 @@ static void all_cases(uint16_t *f16_out, bool compare) {
   scale_case(EIN_DT_F32, NULL, false, false);
   scale_case(EIN_DT_F64, NULL, false, false);
   scale_case(EIN_DT_BF16, NULL, false, true);
+  static const ein_dtype odt[] = {EIN_DT_F16, EIN_DT_F32, EIN_DT_F64};
+  for (int d = 0; d < 3; d++)
+    for (int swap = 0; swap < 2; swap++) outer_case(odt[d], swap);
   dots();
 }
 

@@ -483,6 +483,13 @@ static const struct named_case {
     {"chscale", "b c h w, c -> b c h w", "2x5x6x7 5", "", NULL},
     {"rowdot", "b i, b i -> b", "30x40 30x40", "", NULL},
     {"quadform", "i j, j k, i k -> i", "20x30 30x25 20x25", "", NULL},
+    /* issue 18's copy rows at sizes that reach their fast paths: three
+     * channels interleaved over a p2 of two blocks of 8 and a tail, long
+     * prefetched diagonals, outer-product rows past a ROW chunk */
+    {"patchify_vec", "b c (h p1) (w p2) -> b (h w) (p1 p2 c)", "2x3x6x38",
+     "p1=3 p2=19", NULL},
+    {"diag_long", "b i i -> b i", "2x100x100", "", NULL},
+    {"outer_long", "b i, b j -> b i j", "2x5 2x1100", "", NULL},
     /* issue 18's CPU row kernels: a max over rows longer than their
      * 512-value blocks, windows of 2 (the pair kernel: 13 results a row)
      * and of 3, a mean over long columns */

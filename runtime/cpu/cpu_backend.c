@@ -1,7 +1,8 @@
 /*
  * cpu_backend.c - runs plans on the host: GEMM steps through CBLAS
  * (OpenBLAS) for f32, f64, c64 and c128 (sgemm, dgemm, cgemm, zgemm),
- * LOOP contractions of tiny matrices through cpu_contract.c, other LOOP
+ * LOOP contractions of tiny matrices, outer products and transposed dots
+ * through cpu_contract.c and cpu_contract_rows.c, other LOOP
  * and FILL steps through cpu_loops.c.
  * Without a CBLAS at build time, GEMMs fall back to a blocked C loop so
  * that einc still builds and computes the same results everywhere.
@@ -264,7 +265,7 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
     char *dst = ein_step_operands(plan, s, inputs, output, ws.data, src);
     if (s->kind == EIN_STEP_GEMM)
       st = run_gemm(s, dst, src[0], src[1], err);
-    else if (ein_cpu_tiny_contract(s, dst, src[0], src[1], threads))
+    else if (ein_cpu_contract(s, dst, src[0], src[1], threads))
       st = EIN_OK;
     else {
       st = ein_cpu_loop(s, dst, src[0], src[1], threads);

@@ -1,7 +1,8 @@
 /*
  * cpu_contract.c - LOOP contractions of many tiny matrices (batched 3x3
  * compositions, small per-batch dot products): one pass over memory with
- * the matrix sizes known to the compiler.
+ * the matrix sizes known to the compiler; and ein_cpu_contract, which
+ * offers a LOOP step to each of the contraction kernels in turn.
  *
  * The planner turns a contraction whose matrices are below
  * caps.gemm_min_call_flops into a LOOP step (one BLAS call per batch
@@ -12,9 +13,13 @@
  * axis (src0 and dst), one N axis (src1 and dst) and one reduced K axis,
  * each at most EIN_CPU_TINY long, and computes every batch element's
  * m x n results as k-term sums with k a compile-time constant for the
- * common sizes, so each sum is a straight run of multiply-adds. A batch
- * of contiguous dot products of any length (`b i, b i -> b`, m = n = 1)
- * comes here too and is summed in vector lanes. Only
+ * common sizes, so each sum is a straight run of multiply-adds. Where the
+ * rows of B and C are contiguous and at most 4 long (3x3 compositions),
+ * a whole row of C is one short vector, sum over p of a[i, p] B[p, :]: a
+ * few vector multiply-adds per row instead of n k scalar ones (GCC's
+ * vector extension, so the baseline SSE2 build uses it on every x86 CPU).
+ * A batch of contiguous dot products of any length (`b i, b i -> b`,
+ * m = n = 1) comes here too and is summed in vector lanes. Only
  * native f32 and f64 steps come here; anything else returns false and
  * takes the general loops.
  */
@@ -144,6 +149,90 @@ DOT_RANGE(dots_f64, double)
     }                                                                        \
   }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define EIN_VECTOR_ROWS 1
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
+
+/* The batch elements lo..hi-1 of t when B's and C's rows are contiguous
+ * (bn = cn = 1) and N <= 4 long: each row of C is one vector, sum over p
+ * of a[i, p] B[p, :], with B's K rows loaded once per element. Loads and
+ * stores move exactly N elements, lane by lane with N a constant (no
+ * memcpy through the stack, whose 12-byte stores a 16-byte load cannot
+ * forward from), so nothing past an operand is read and nothing beside a
+ * row is written. The sizes
+ * and strides are copied to locals (stores through c could otherwise
+ * alias t), and a single batch axis steps by its strides, not a cursor. */
+#define VROW_RANGE(NAME, T, V)                                               \
+  static inline __attribute__((always_inline)) void NAME(                    \
+      const tiny *t, T *c, const T *a, const T *b, int64_t lo, int64_t hi,   \
+      const int64_t N, const int64_t K) {                                    \
+    const int64_t m = t->m, am = t->am, ak = t->ak, bk = t->bk, cm = t->cm;  \
+    const bool one = t->batch.n == 1;                                        \
+    const int64_t s0 = t->batch.st[0][0], s1 = t->batch.st[0][1],            \
+                  s2 = t->batch.st[0][2];                                    \
+    ein_loop_cursor cur;                                                     \
+    ein_loop_cursor_start(&t->batch, lo, &cur);                              \
+    int64_t o0 = cur.off[0], o1 = cur.off[1], o2 = cur.off[2];               \
+    const T alpha = (T)t->alpha;                                             \
+    V brow[EIN_CPU_TINY];                                                    \
+    for (int64_t e = lo; e < hi; e++) {                                      \
+      for (int64_t p = 0; p < K; p++) {                                      \
+        const T *bp = b + o2 + p * bk;                                       \
+        brow[p] = (V){0};                                                    \
+        for (int64_t j = 0; j < N; j++) brow[p][j] = bp[j];                  \
+      }                                                                      \
+      for (int64_t i = 0; i < m; i++) {                                      \
+        const T *ai = a + o1 + i * am;                                       \
+        V acc = ai[0] * brow[0];                                             \
+        for (int64_t p = 1; p < K; p++) acc += ai[p * ak] * brow[p];         \
+        acc *= alpha;                                                        \
+        T *ci = c + o0 + i * cm;                                             \
+        for (int64_t j = 0; j < N; j++) ci[j] = acc[j];                      \
+      }                                                                      \
+      if (one) {                                                             \
+        o0 += s0, o1 += s1, o2 += s2;                                        \
+      } else {                                                               \
+        ein_loop_cursor_next(&t->batch, &cur);                               \
+        o0 = cur.off[0], o1 = cur.off[1], o2 = cur.off[2];                   \
+      }                                                                      \
+    }                                                                        \
+  }
+VROW_RANGE(vrows_f32, float, v4f)
+VROW_RANGE(vrows_f64, double, v4d)
+
+/* One function per element type: N = 2..4 and K = 1..4 as constants. */
+#define VROW_K(RANGE, N)                                                     \
+  switch (t->k) {                                                            \
+  case 1: RANGE(t, c, a, b, lo, hi, N, 1); return;                           \
+  case 2: RANGE(t, c, a, b, lo, hi, N, 2); return;                           \
+  case 3: RANGE(t, c, a, b, lo, hi, N, 3); return;                           \
+  case 4: RANGE(t, c, a, b, lo, hi, N, 4); return;                           \
+  default: RANGE(t, c, a, b, lo, hi, N, t->k); return;                       \
+  }
+#define VROW_RUN(NAME, RANGE, T)                                             \
+  static void NAME(const tiny *t, T *c, const T *a, const T *b, int64_t lo,  \
+                   int64_t hi) {                                             \
+    if (t->n == 2) VROW_K(RANGE, 2)                                          \
+    if (t->n == 3) VROW_K(RANGE, 3)                                          \
+    VROW_K(RANGE, 4)                                                         \
+  }
+VROW_RUN(vrun_f32, vrows_f32, float)
+VROW_RUN(vrun_f64, vrows_f64, double)
+#endif
+
+/* True when the vector-row kernel takes t: rows of B and C contiguous,
+ * 2 to 4 long. */
+static bool vector_rows(const tiny *t) {
+#ifdef EIN_VECTOR_ROWS
+  return t->bn == 1 && t->cn == 1 && t->n >= 2 && t->n <= 4 &&
+         t->k <= EIN_CPU_TINY;
+#else
+  (void)t;
+  return false;
+#endif
+}
+
 TINY_RANGE(range_f32, float)
 TINY_RANGE(range_f64, double)
 TINY_RUN(run_f32, range_f32, float)
@@ -151,8 +240,17 @@ TINY_RUN(run_f64, range_f64, double)
 
 static void run_part(const tiny *t, ein_dtype dt, char *c, const char *a,
                      const char *b, int64_t lo, int64_t hi) {
-  bool dots = t->k > EIN_CPU_TINY;
-  if (dt == EIN_DT_F64)
+  bool dots = t->k > EIN_CPU_TINY, f64 = dt == EIN_DT_F64;
+#ifdef EIN_VECTOR_ROWS
+  if (vector_rows(t)) {
+    if (f64)
+      vrun_f64(t, (double *)c, (const double *)a, (const double *)b, lo, hi);
+    else
+      vrun_f32(t, (float *)c, (const float *)a, (const float *)b, lo, hi);
+    return;
+  }
+#endif
+  if (f64)
     (dots ? dots_f64 : run_f64)(t, (double *)c, (const double *)a,
                                 (const double *)b, lo, hi);
   else
@@ -180,4 +278,11 @@ bool ein_cpu_tiny_contract(const ein_step *s, char *dst, const char *src0,
 #endif
   run_part(&t, s->dst_dtype, dst, src0, src1, 0, nb);
   return true;
+}
+
+bool ein_cpu_contract(const ein_step *s, char *dst, const char *src0,
+                      const char *src1, int threads) {
+  return ein_cpu_tiny_contract(s, dst, src0, src1, threads) ||
+         ein_cpu_outer(s, dst, src0, src1, threads) ||
+         ein_cpu_trace_dot(s, dst, src0, src1, threads);
 }

@@ -479,6 +479,7 @@ static void take_row(loop_job *j, ein_loop_axes *from, int at) {
  * cache (a transpose); otherwise rows are copied along the destination's
  * fastest axis. */
 #define TILE 32
+#define GATHER_AHEAD 64
 #define W 1
 #define T uint8_t
 #include "cpu_loops_copy.inc"
@@ -489,6 +490,7 @@ static void take_row(loop_job *j, ein_loop_axes *from, int at) {
 #define W 4
 #define T uint32_t
 #define TRANSPOSE_AVX2 ein_avx2_transpose_4
+#define INTERLEAVE_AVX2 ein_avx2_interleave_4
 #include "cpu_loops_copy.inc"
 #define W 8
 #define T uint64_t
@@ -500,6 +502,56 @@ typedef struct word16 {
 #define T word16
 #include "cpu_loops_copy.inc"
 
+/* The plane of a copy: a, the destination's fastest axis, and b, the
+ * source's fastest other axis when the source is faster along it than
+ * along a (nb = 1 when there is none), both taken out of kept. A repeat
+ * (source stride 0) is never b: it transposes nothing, and as b it would
+ * cut long contiguous rows into tiles of TILE elements. */
+static void choose_plane(ein_loop_axes *kept, int64_t *na, int64_t sta[3],
+                         int64_t *nb, int64_t stb[3]) {
+  *na = *nb = 1;
+  if (!kept->n) return;
+  int ia = kept->n - 1, ib = -1;
+  for (int i = 0; i < kept->n; i++)
+    if (i != ia && kept->st[i][1] != 0 &&
+        llabs(kept->st[i][1]) < llabs(kept->st[ia][1]) &&
+        (ib < 0 || llabs(kept->st[i][1]) < llabs(kept->st[ib][1])))
+      ib = i;
+  /* Short rows with no transposition (repeats along the fastest axis, as
+   * in nearest upsampling): the next axis of the destination joins them
+   * as the plane's b, so the outer cursor steps once per plane row, not
+   * once per few elements. */
+  if (ib < 0 && kept->n > 1 && kept->size[ia] < ROW_MIN) ib = ia - 1;
+  if (ib >= 0) {
+    ein_loop_axes_take(kept, ib, nb, stb);
+    if (ib < ia) ia--;
+  }
+  ein_loop_axes_take(kept, ia, na, sta);
+}
+
+/* Elements of one plane that are contiguous in operand k (0: dst, 1:
+ * src): the run along a, or along b, or both when one continues the
+ * other. */
+static int64_t plane_run(int k, int64_t na, const int64_t sta[3], int64_t nb,
+                         const int64_t stb[3]) {
+  if (sta[k] == 1) return nb > 1 && stb[k] == na ? na * nb : na;
+  return nb > 1 && stb[k] == 1 ? nb : 1;
+}
+
+/* The order of the outer planes. The kept axes come sorted for the
+ * destination; when a plane's source runs are shorter than its
+ * destination run (a few channels moved last, as in patchify: three
+ * 64-byte source rows per 192-byte destination run), that order makes
+ * the source reads jump between many rows at once, defeating the
+ * hardware prefetchers, while each plane still writes whole lines in
+ * any order: the outer axes are then walked in the source's order. */
+static void order_planes(ein_loop_axes *kept, int64_t na,
+                         const int64_t sta[3], int64_t nb,
+                         const int64_t stb[3]) {
+  if (plane_run(1, na, sta, nb, stb) < plane_run(0, na, sta, nb, stb))
+    ein_loop_axes_sort(kept, 1);
+}
+
 static bool try_copy(const ein_step *s, ein_loop_axes *kept,
                      const ein_loop_axes *red, char *dst, const char *src,
                      int threads) {
@@ -507,26 +559,9 @@ static bool try_copy(const ein_step *s, ein_loop_axes *kept,
   if (!s->plain_copy || red->n != 0 ||
       !(w == 1 || w == 2 || w == 4 || w == 8 || w == 16))
     return false;
-  int64_t na = 1, nb = 1, sta[3] = {0}, stb[3] = {0};
-  if (kept->n) {
-    /* a: the destination's fastest axis; b: the source's fastest other
-     * axis, when the source is faster along it than along a. */
-    int ia = kept->n - 1, ib = -1;
-    for (int i = 0; i < kept->n; i++)
-      if (i != ia && llabs(kept->st[i][1]) < llabs(kept->st[ia][1]) &&
-          (ib < 0 || llabs(kept->st[i][1]) < llabs(kept->st[ib][1])))
-        ib = i;
-    /* Short rows with no transposition (repeats along the fastest axis,
-     * as in nearest upsampling): the next axis of the destination joins
-     * them as the plane's b, so the outer cursor steps once per plane
-     * row, not once per few elements. */
-    if (ib < 0 && kept->n > 1 && kept->size[ia] < ROW_MIN) ib = ia - 1;
-    if (ib >= 0) {
-      ein_loop_axes_take(kept, ib, &nb, stb);
-      if (ib < ia) ia--;
-    }
-    ein_loop_axes_take(kept, ia, &na, sta);
-  }
+  int64_t na, nb, sta[3] = {0}, stb[3] = {0};
+  choose_plane(kept, &na, sta, &nb, stb);
+  order_planes(kept, na, sta, nb, stb);
   int64_t nouter = ein_loop_axes_volume(kept);
   void (*fn)(const ein_loop_axes *, int64_t, int64_t, char *, const char *,
              int64_t, const int64_t *, int64_t, const int64_t *) =
@@ -535,7 +570,12 @@ static bool try_copy(const ein_step *s, ein_loop_axes *kept,
       : w == 4 ? copy_range_4
       : w == 8 ? copy_range_8
                : copy_range_16;
-  double bytes = (double)nouter * (double)na * (double)nb * (double)w;
+  /* Bytes moved: each element written, and read from a line of its own
+   * when the source row is strided by a line or more (diagonals, column
+   * gathers: 16 times the written bytes for f32). */
+  double rd = nb == 1 ? (double)llabs(sta[1]) * (double)w : (double)w;
+  double bytes = (double)nouter * (double)na * (double)nb *
+                 ((double)w + (rd < 64 ? (double)w : 64));
 #ifdef _OPENMP
   if (threads > 1 && nouter > 1 && bytes > 1 << 18) {
     int64_t nchunks = chunk_count(nouter, threads);

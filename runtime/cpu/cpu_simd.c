@@ -174,6 +174,66 @@ AVX2 void ein_avx2_transpose_2(uint16_t *d, const uint16_t *s, int64_t an,
   TRANSPOSE_BODY(block8x8_2)
 }
 
+/* ------------------------------------------------------------ copies */
+
+/* Interleaving copies, d[a + b an] = s[a sa + b] for a < an (2, 3 or 4)
+ * and b < bn: an source rows merged into one contiguous destination run
+ * (a few channels moved last, as in patchify's `(p1 p2 c)`). Blocks of
+ * 8 along b: the an rows loaded as vectors, shuffled into an vectors of
+ * the destination's order and stored whole; the tail element by element.
+ * For 3 rows each is first permuted so that every destination vector is
+ * a blend of the three (row k's element i goes to lane (3 i + k) mod 8). */
+AVX2 static inline void interleave8_2(float *d, const float *s, int64_t sa) {
+  __m256 x = _mm256_loadu_ps(s), y = _mm256_loadu_ps(s + sa);
+  __m256 lo = _mm256_unpacklo_ps(x, y), hi = _mm256_unpackhi_ps(x, y);
+  _mm256_storeu_ps(d, _mm256_permute2f128_ps(lo, hi, 0x20));
+  _mm256_storeu_ps(d + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+
+AVX2 static inline void interleave8_3(float *d, const float *s, int64_t sa) {
+  const __m256i px = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5);
+  const __m256i py = _mm256_setr_epi32(5, 0, 3, 6, 1, 4, 7, 2);
+  const __m256i pz = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
+  __m256 x = _mm256_permutevar8x32_ps(_mm256_loadu_ps(s), px);
+  __m256 y = _mm256_permutevar8x32_ps(_mm256_loadu_ps(s + sa), py);
+  __m256 z = _mm256_permutevar8x32_ps(_mm256_loadu_ps(s + 2 * sa), pz);
+  /* lanes of x: 0 3 6 | 1 4 7 | 2 5 in the three vectors, y one later,
+   * z two later */
+  _mm256_storeu_ps(d, _mm256_blend_ps(_mm256_blend_ps(x, y, 0x92), z, 0x24));
+  _mm256_storeu_ps(d + 8,
+                   _mm256_blend_ps(_mm256_blend_ps(x, y, 0x24), z, 0x49));
+  _mm256_storeu_ps(d + 16,
+                   _mm256_blend_ps(_mm256_blend_ps(x, y, 0x49), z, 0x92));
+}
+
+AVX2 static inline void interleave8_4(float *d, const float *s, int64_t sa) {
+  __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + sa),
+         r2 = _mm256_loadu_ps(s + 2 * sa), r3 = _mm256_loadu_ps(s + 3 * sa);
+  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
+         t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  /* u_k: columns k and k + 4 of the 4 x 8 block */
+  __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee),
+         u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u1, 0x20));
+  _mm256_storeu_ps(d + 8, _mm256_permute2f128_ps(u2, u3, 0x20));
+  _mm256_storeu_ps(d + 16, _mm256_permute2f128_ps(u0, u1, 0x31));
+  _mm256_storeu_ps(d + 24, _mm256_permute2f128_ps(u2, u3, 0x31));
+}
+
+AVX2 void ein_avx2_interleave_4(uint32_t *d, const uint32_t *s, int64_t an,
+                                int64_t bn, int64_t sa) {
+  float *df = (float *)(void *)d;
+  const float *sf = (const float *)(const void *)s;
+  int64_t b8 = bn & ~(int64_t)7;
+  for (int64_t b = 0; b < b8; b += 8) {
+    if (an == 2) interleave8_2(df + 2 * b, sf + b, sa);
+    else if (an == 3) interleave8_3(df + 3 * b, sf + b, sa);
+    else interleave8_4(df + 4 * b, sf + b, sa);
+  }
+  for (int64_t b = b8; b < bn; b++)
+    for (int64_t a = 0; a < an; a++) d[a + b * an] = s[a * sa + b];
+}
+
 /* ---------------------------------------------- row folds (issue 18)
  * Reductions and f16 maps read their rows straight from the source:
  * f16 is converted inside the vector loop (no staged f32 row and second
@@ -352,6 +412,10 @@ void ein_avx2_transpose_4(uint32_t *d, const uint32_t *s, int64_t an,
 void ein_avx2_transpose_2(uint16_t *d, const uint16_t *s, int64_t an,
                           int64_t bn, int64_t db, int64_t sa) {
   (void)d, (void)s, (void)an, (void)bn, (void)db, (void)sa;
+}
+void ein_avx2_interleave_4(uint32_t *d, const uint32_t *s, int64_t an,
+                           int64_t bn, int64_t sa) {
+  (void)d, (void)s, (void)an, (void)bn, (void)sa;
 }
 
 float ein_avx2_reduce_f32(ein_simd_fold op, float init, const float *p,

@@ -35,6 +35,12 @@ void ein_avx2_transpose_4(uint32_t *d, const uint32_t *s, int64_t an,
 void ein_avx2_transpose_2(uint16_t *d, const uint16_t *s, int64_t an,
                           int64_t bn, int64_t db, int64_t sa);
 
+/* An interleaving copy, d[a + b an] = s[a sa + b] for a < an, b < bn,
+ * with an 2, 3 or 4: a few source rows merged into one contiguous run.
+ * 4-byte elements. */
+void ein_avx2_interleave_4(uint32_t *d, const uint32_t *s, int64_t an,
+                           int64_t bn, int64_t sa);
+
 /* ---- row folds (issue 18: reductions and f16 maps) ----
  * The folds these kernels do: a sum (also a mean's), or a max or min in
  * which NaN wins (as numpy's, and as cpu_loops_acc.inc's portable fold:

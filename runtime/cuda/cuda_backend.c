@@ -69,20 +69,24 @@ typedef struct cuda_backend {
   unsigned arrays_next; /* the slot the next new entry takes */
 } cuda_backend;
 
+/* A failed CUDA runtime or cuBLAS call: the library's name and text of
+ * its status; EIN_ERR_DEVICE_MEMORY when it ran out of device memory. */
+static ein_status call_fail(ein_error_rec *err, const char *call, bool oom,
+                            const char *name, const char *text) {
+  return ein_fail(err, oom ? EIN_ERR_DEVICE_MEMORY : EIN_ERR_BACKEND,
+                  "%s failed: %s (%s)", call, name, text);
+}
+
 static ein_status cuda_fail(ein_error_rec *err, const char *call,
                             cudaError_t e) {
-  ein_status st =
-      e == cudaErrorMemoryAllocation ? EIN_ERR_DEVICE_MEMORY : EIN_ERR_BACKEND;
-  return ein_fail(err, st, "%s failed: %s (%s)", call, cudaGetErrorName(e),
-                  cudaGetErrorString(e));
+  return call_fail(err, call, e == cudaErrorMemoryAllocation,
+                   cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
 static ein_status blas_fail(ein_error_rec *err, const char *call,
                             cublasStatus_t s) {
-  ein_status st =
-      s == CUBLAS_STATUS_ALLOC_FAILED ? EIN_ERR_DEVICE_MEMORY : EIN_ERR_BACKEND;
-  return ein_fail(err, st, "%s failed: %s (%s)", call, cublasGetStatusName(s),
-                  cublasGetStatusString(s));
+  return call_fail(err, call, s == CUBLAS_STATUS_ALLOC_FAILED,
+                   cublasGetStatusName(s), cublasGetStatusString(s));
 }
 
 #define CU(call)                                                               \

@@ -131,8 +131,10 @@ static ein_status load_module(emu_backend *eb, emu_program *p,
       ein_free(index);
     else
       p->index = index;
+    bool disk = !st && ein_emu_module_from_disk(p->module);
     pthread_mutex_lock(&eb->lock);
-    eb->stats.compiles += !st;
+    eb->stats.compiles += !st && !disk;
+    eb->stats.disk_hits += disk;
     pthread_mutex_unlock(&eb->lock);
   } else {
     pthread_mutex_lock(&eb->lock);

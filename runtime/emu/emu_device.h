@@ -85,6 +85,10 @@ typedef struct ein_emu_module ein_emu_module;
 ein_status ein_emu_module_load(const char *const *sources, int n,
                                ein_emu_module **out, ein_error_rec *err);
 
+/* Whether ein_emu_module_load found m in the disk cache (else it was
+ * compiled): a backend counts the two apart, as the CUDA backend does. */
+bool ein_emu_module_from_disk(const ein_emu_module *m);
+
 /* Runs kernel `index` (ein_vec when vec) as kernel<<<grid, block>>>(d, s0,
  * s1) and returns when every block has finished. Must be called between
  * ein_emu_device_begin and ein_emu_device_end. Errors:

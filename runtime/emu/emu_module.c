@@ -73,6 +73,7 @@ struct ein_emu_module {
   void *(*tls_touch)(void);
   char *(*shared_range)(char **end);
   size_t tls_size;
+  bool from_disk; /* loaded from the disk cache, not compiled */
 };
 
 static atomic_ulong compiles;
@@ -327,6 +328,7 @@ static ein_status load_or_compile(ein_emu_module *m, const ein_strbuf *tu,
   double t0 = ein_trace_now();
   if (access(path, F_OK) == 0 && open_module(m, path)) {
     ein_trace_end("emu: kernels from the disk cache (dlopen)", t0);
+    m->from_disk = true;
     return EIN_OK;
   }
   t0 = ein_trace_now();
@@ -387,6 +389,10 @@ ein_status ein_emu_module_load(const char *const *sources, int n,
   }
   *out = m;
   return EIN_OK;
+}
+
+bool ein_emu_module_from_disk(const ein_emu_module *m) {
+  return m->from_disk;
 }
 
 void ein_emu_module_free(ein_emu_module *m) {

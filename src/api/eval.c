@@ -728,37 +728,20 @@ const struct ein_cuda_program *ein_plan_cuda_program(const ein_plan *plan) {
              : NULL;
 }
 
-int ein_plan_output_ndim(const ein_plan *plan) {
-  return plan ? plan->ir->out_ndim : 0;
-}
+/* The plan's figures, each read from its IR; a NULL plan reads as empty
+ * (0, or NULL for the shape). */
+#define PLAN_IR_FIELD(type, name, field)                                     \
+  type name(const ein_plan *plan) { return plan ? plan->ir->field : 0; }
 
-const int64_t *ein_plan_output_shape(const ein_plan *plan) {
-  return plan ? plan->ir->out_shape : NULL;
-}
-
-double ein_plan_naive_flops(const ein_plan *plan) {
-  return plan ? plan->ir->naive_flops : 0;
-}
-
-double ein_plan_flops(const ein_plan *plan) {
-  return plan ? plan->ir->flops : 0;
-}
-
-double ein_plan_min_bytes(const ein_plan *plan) {
-  return plan ? plan->ir->min_bytes : 0;
-}
-
-int64_t ein_plan_largest_intermediate(const ein_plan *plan) {
-  return plan ? plan->ir->largest_intermediate : 0;
-}
-
-int64_t ein_plan_workspace_bytes(const ein_plan *plan) {
-  return plan ? plan->ir->workspace_bytes : 0;
-}
-
-int ein_plan_nsteps(const ein_plan *plan) {
-  return plan ? plan->ir->nsteps : 0;
-}
+PLAN_IR_FIELD(int, ein_plan_output_ndim, out_ndim)
+PLAN_IR_FIELD(const int64_t *, ein_plan_output_shape, out_shape)
+PLAN_IR_FIELD(double, ein_plan_naive_flops, naive_flops)
+PLAN_IR_FIELD(double, ein_plan_flops, flops)
+PLAN_IR_FIELD(double, ein_plan_min_bytes, min_bytes)
+PLAN_IR_FIELD(int64_t, ein_plan_largest_intermediate, largest_intermediate)
+PLAN_IR_FIELD(int64_t, ein_plan_workspace_bytes, workspace_bytes)
+PLAN_IR_FIELD(int, ein_plan_nsteps, nsteps)
+#undef PLAN_IR_FIELD
 
 int ein_plan_count_steps(const ein_plan *plan, const char *kind) {
   if (!plan || !kind) return 0;

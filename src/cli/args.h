@@ -112,6 +112,14 @@ enum {
   "expression error (bad option or value, malformed shape or .npy file,\n" \
   "invalid expression or one that does not fit the inputs).\n"
 
+/* How the --help of a command taking operands ends, after its own
+ * options: the pointer to the options check documents, the exit statuses
+ * and the heading of the example that follows. */
+#define CLI_HELP_TAIL                                                        \
+  "  (see einc check --help for -D, --reduce, --numpy, --)\n"                \
+  "\n" CLI_HELP_EXIT "\n"                                                    \
+  "example:\n"
+
 /* The exit status for a library status: EXIT_INTERNAL for memory, device,
  * backend and internal failures, EXIT_INVALID for the rest. */
 int cli_exit_status(ein_status status);

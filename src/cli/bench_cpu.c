@@ -171,17 +171,17 @@ bench_device *bench_cpu_open(char *msg, size_t cap) {
     snprintf(msg, cap, "out of memory");
     return NULL;
   }
-  d->name = "cpu";
+  *d = (bench_device){.name = "cpu",
+                      .dl = {kDLCPU, 0},
+                      .cache_bytes = llc_bytes(),
+                      .upload = cpu_upload,
+                      .release = cpu_release,
+                      .time = cpu_time,
+                      .time_steps = cpu_time_steps,
+                      .gemm_rate = cpu_gemm_rate,
+                      .copy_rate = cpu_copy_rate,
+                      .close = cpu_close};
   snprintf(d->description, sizeof d->description, "%ld cores",
            sysconf(_SC_NPROCESSORS_ONLN));
-  d->dl = (DLDevice){kDLCPU, 0};
-  d->cache_bytes = llc_bytes();
-  d->upload = cpu_upload;
-  d->release = cpu_release;
-  d->time = cpu_time;
-  d->time_steps = cpu_time_steps;
-  d->gemm_rate = cpu_gemm_rate;
-  d->copy_rate = cpu_copy_rate;
-  d->close = cpu_close;
   return d;
 }

@@ -31,11 +31,7 @@ void cmd_cuda_src_help(void) {
        "                  file's own otherwise), f64, f16, bf16, c64, c128,\n"
        "                  integers\n"
        CLI_HELP_PATH
-       "  (see einc check --help for -D, --reduce, --numpy, --)\n"
-       "\n"
-       CLI_HELP_EXIT
-       "\n"
-       "example:\n"
+       CLI_HELP_TAIL
        "  einc cuda-src 'b s d -> b s' 32x4096x1024 --reduce sum --dtype bf16");
 }
 

@@ -54,11 +54,7 @@ void cmd_eval_help(void) {
       "                  cache hits, the run); EINC_TRACE=1 prints the\n"
       "                  phases without -v\n"
       CLI_HELP_PATH
-      "  (see einc check --help for -D, --reduce, --numpy, --)\n"
-      "\n"
-      CLI_HELP_EXIT
-      "\n"
-      "example:\n"
+      CLI_HELP_TAIL
       "  einc eval 'i j, j k -> i k' a.npy b.npy -o c.npy");
 }
 

@@ -50,11 +50,7 @@ void cmd_plan_help(void) {
       "                  backend (or the emulated device, which runs the\n"
       "                  same) and name each step's cuBLAS call or\n"
       "                  generated kernel (needs no GPU)\n"
-      "  (see einc check --help for -D, --reduce, --numpy, --)\n"
-      "\n"
-      CLI_HELP_EXIT
-      "\n"
-      "example:\n"
+      CLI_HELP_TAIL
       "  einc plan 'b h i d, b h j d -> b h i j' 8x16x2048x128 "
       "8x16x2048x128 --dtype bf16");
 }

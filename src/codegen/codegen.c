@@ -296,6 +296,29 @@ static void emit_decompose(gen *g, const ein_loop_axes *la, const char *var,
   ein_strbuf_printf(sb, "    }\n");
 }
 
+/* A Step member `name`(var, &P0, &P1, &P2) that adds to its offset
+ * arguments (those in `params`, a bit mask; P is `prefix`) the offsets of
+ * index `var` over axes la for the operands in `ops`. Every offset
+ * function of the kernel templates (offsets, out_offsets, rest_offsets,
+ * tile_offsets, term_offsets, row_offsets) is one of these. */
+static void emit_offsets_fn(gen *g, const char *name, const char *var,
+                            const char *prefix, unsigned params,
+                            const ein_loop_axes *la, unsigned ops) {
+  ein_strbuf *sb = g->sb;
+  ein_strbuf_printf(sb, "  static __device__ __forceinline__ void %s(idx %s",
+                    name, var);
+  for (int k = 0; k < 3; k++)
+    if (params & (1u << k))
+      ein_strbuf_printf(sb, ", idx &%s%d", prefix, k);
+  ein_strbuf_printf(sb, ") {\n    (void)%s;", var);
+  for (int k = 0; k < 3; k++)
+    if (params & (1u << k))
+      ein_strbuf_printf(sb, " (void)%s%d;", prefix, k);
+  ein_strbuf_printf(sb, "\n");
+  emit_decompose(g, la, var, prefix, ops);
+  ein_strbuf_printf(sb, "  }\n");
+}
+
 /* The accumulator-typed value of the step from stored values x0 (and
  * x1), each an expression. */
 static void emit_value_of(gen *g, const char *x0, const char *x1) {
@@ -331,19 +354,29 @@ static void emit_post(gen *g, const char *v, bool normalise) {
                       v);
 }
 
+static const char *src_type(const ein_step *s, int k) {
+  return k < s->nsrc ? storage_type(s->src_dtype[k]) : "void";
+}
+
+/* The C types a kernel's pointers d, s0 and s1 point to; "void" for a
+ * source the kernel does not have. */
+typedef struct operand_types {
+  const char *d, *s0, *s1;
+} operand_types;
+
+/* d's type `dtype`, the sources' the step's stored types. */
+static operand_types step_types(const ein_step *s, const char *dtype) {
+  return (operand_types){dtype, src_type(s, 0), src_type(s, 1)};
+}
+
 /* The parameter list, typed per operand. */
 static void emit_signature(gen *g, const char *name, unsigned threads,
-                           const char *dtype, const char *s0type,
-                           const char *s1type) {
+                           operand_types t) {
   ein_strbuf_printf(g->sb,
                     "extern \"C\" __global__ void __launch_bounds__(%u) %s(\n"
                     "    %s *__restrict__ d, const %s *__restrict__ s0,\n"
                     "    const %s *__restrict__ s1) {\n",
-                    threads, name, dtype, s0type, s1type);
-}
-
-static const char *src_type(const ein_step *s, int k) {
-  return k < s->nsrc ? storage_type(s->src_dtype[k]) : "void";
+                    threads, name, t.d, t.s0, t.s1);
 }
 
 static int64_t blocks_for(int64_t work, int64_t per_block) {
@@ -362,8 +395,7 @@ typedef enum map_form { MAP_VALUE, MAP_RAW, MAP_HALF_VEC } map_form;
 
 /* The struct's types and item count (the Step interface of map.cuh). */
 static void emit_step_types(gen *g, const char *step, int64_t n,
-                            const char *dtype, const char *s0type,
-                            const char *s1type) {
+                            operand_types t) {
   ein_strbuf_printf(g->sb,
                     "struct %s {\n"
                     "  typedef %s idx;\n"
@@ -372,20 +404,10 @@ static void emit_step_types(gen *g, const char *step, int64_t n,
                     "  typedef %s src1_t;\n"
                     "  static constexpr int nsrc = %d, block = %d;\n"
                     "  static constexpr idx n = ",
-                    step, g->idx, dtype, s0type, s1type, g->s->nsrc,
+                    step, g->idx, t.d, t.s0, t.s1, g->s->nsrc,
                     (int)MAP_BLOCK);
   emit_int(g, n);
   ein_strbuf_printf(g->sb, ";\n");
-}
-
-/* offsets(i, o0, o1, o2): the decomposition of item i over axes la. */
-static void emit_step_offsets(gen *g, const ein_loop_axes *la, unsigned ops) {
-  ein_strbuf_printf(g->sb,
-                    "  static __device__ __forceinline__ void offsets("
-                    "idx i, idx &o0, idx &o1, idx &o2) {\n"
-                    "    (void)i; (void)o1; (void)o2;\n");
-  emit_decompose(g, la, "i", "o", ops);
-  ein_strbuf_printf(g->sb, "  }\n");
 }
 
 /* Closes the accumulator-typed expression the caller has written after
@@ -440,15 +462,16 @@ static void gen_map(gen *g, const char *name, const ein_loop_axes *la,
                     const char *dtype, map_form form) {
   const ein_step *s = g->s;
   bool raw = form == MAP_RAW;
-  const char *s0 = raw ? "uint4" : src_type(s, 0);
-  const char *s1 = raw ? "void" : src_type(s, 1);
+  operand_types t =
+      raw ? (operand_types){dtype, "uint4", "void"} : step_types(s, dtype);
   char step[64];
   snprintf(step, sizeof step, "%s_step", name);
-  emit_step_types(g, step, ein_loop_axes_volume(la), dtype, s0, s1);
-  emit_step_offsets(g, la, s->kind == EIN_STEP_FILL ? 1u : 7u);
+  emit_step_types(g, step, ein_loop_axes_volume(la), t);
+  emit_offsets_fn(g, "offsets", "i", "o", 7u, la,
+                  s->kind == EIN_STEP_FILL ? 1u : 7u);
   emit_step_value(g, form, la);
   ein_strbuf_printf(g->sb, "};\n");
-  emit_signature(g, name, MAP_BLOCK, dtype, s0, s1);
+  emit_signature(g, name, MAP_BLOCK, t);
   ein_strbuf_printf(g->sb, "  %s<%s>(d, s0, s1);\n}\n",
                     form == MAP_HALF_VEC ? "ein_map_half_vec" : "ein_map",
                     step);
@@ -624,16 +647,11 @@ static void gen_staged(gen *g, ein_kernel_src *k, const staged *st) {
   emit_int(g, st->cstride);
   ein_strbuf_printf(sb, ", nrest = ");
   emit_int(g, nrest);
-  ein_strbuf_printf(sb, ";\n  static __device__ __forceinline__ void "
-                        "rest_offsets(idx r, idx &o0, idx &o1, idx &o2) {\n"
-                        "    (void)r; (void)o0; (void)o1; (void)o2;\n");
-  emit_decompose(g, &st->rest, "r", "o", 3u);
-  ein_strbuf_printf(sb, "  }\n  static __device__ __forceinline__ void "
-                        "tile_offsets(idx u, idx &o0, idx &o1, idx &o2) {\n"
-                        "    (void)u; (void)o0; (void)o1; (void)o2;\n");
-  emit_decompose(g, &st->tile, "u", "o", 3u);
-  ein_strbuf_printf(sb, "  }\n};\n");
-  emit_signature(g, "ein_vec", MAP_BLOCK, dt, dt, "void");
+  ein_strbuf_printf(sb, ";\n");
+  emit_offsets_fn(g, "rest_offsets", "r", "o", 7u, &st->rest, 3u);
+  emit_offsets_fn(g, "tile_offsets", "u", "o", 7u, &st->tile, 3u);
+  ein_strbuf_printf(sb, "};\n");
+  emit_signature(g, "ein_vec", MAP_BLOCK, (operand_types){dt, dt, "void"});
   ein_strbuf_printf(sb, "  ein_transpose_staged<ein_vec_step>(d, s0);\n}\n");
   k->has_vec = true;
   k->vec_staged = true;
@@ -685,11 +703,9 @@ static void emit_transpose_step(gen *g, const char *step, int tile,
     ein_strbuf_printf(sb, ",%s%s = ", i == 3 ? "\n      " : " ", names[i]);
     emit_int(g, v[i]);
   }
-  ein_strbuf_printf(sb, ";\n  static __device__ __forceinline__ void "
-                        "rest_offsets(idx r, idx &o0, idx &o1, idx &o2) {\n"
-                        "    (void)r; (void)o0; (void)o1; (void)o2;\n");
-  emit_decompose(g, rest, "r", "o", 3u);
-  ein_strbuf_printf(sb, "  }\n  static __device__ __forceinline__ dst_t "
+  ein_strbuf_printf(sb, ";\n");
+  emit_offsets_fn(g, "rest_offsets", "r", "o", 7u, rest, 3u);
+  ein_strbuf_printf(sb, "  static __device__ __forceinline__ dst_t "
                         "value(const src0_t *s0, idx at) {\n    %s v_ = ",
                     acc_type(g->acc));
   emit_value(g, "at", "0");
@@ -718,7 +734,8 @@ static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
   int64_t nrest = ein_loop_axes_volume(&rest);
   const char *dt = storage_type(s->dst_dtype);
   emit_transpose_step(g, "ein_main_step", TILE, &rest, sa, sb_, sta, stb);
-  emit_signature(g, "ein_main", TILE * TILE_ROWS, dt, src_type(s, 0), "void");
+  emit_signature(g, "ein_main", TILE * TILE_ROWS,
+                 (operand_types){dt, src_type(s, 0), "void"});
   ein_strbuf_printf(g->sb, "  ein_transpose<ein_main_step>(d, s0);\n}\n");
   k->grid[0] = (unsigned)(((sa + TILE - 1) / TILE) * ((sb_ + TILE - 1) / TILE));
   k->grid[1] = (unsigned)(nrest < 65535 ? nrest : 65535);
@@ -729,8 +746,8 @@ static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
   if (!half_transpose_ok(g, &rest, sa, sb_, sta, stb))
     return;
   emit_transpose_step(g, "ein_vec_step", TILE2, &rest, sa, sb_, sta, stb);
-  emit_signature(g, "ein_vec", TILE * TILE_ROWS, "unsigned short",
-                 "unsigned short", "void");
+  emit_signature(g, "ein_vec", TILE * TILE_ROWS,
+                 (operand_types){"unsigned short", "unsigned short", "void"});
   ein_strbuf_printf(g->sb, "  ein_transpose_half<ein_vec_step>(d, s0);\n}\n");
   k->has_vec = true;
   k->vec_bytes = 4;
@@ -800,18 +817,16 @@ static red_shape choose_reduction(const gen *g, bool inner) {
  * Integer sums and products wrap (computed unsigned); max and min let NaN
  * win, as numpy. */
 static void emit_red_head(gen *g, const char *step, const red_shape *r,
-                          int64_t nout, const char *out_t,
-                          const char *s0type, const char *s1type) {
+                          int64_t nout, operand_types t) {
   ein_strbuf *sb = g->sb;
-  const char *t = acc_type(g->acc);
   ein_strbuf_printf(sb,
                     "struct %s {\n"
                     "  typedef %s idx;\n  typedef %s acc_t;\n"
                     "  typedef %s dst_t;\n  typedef %s out_t;\n"
                     "  typedef %s src0_t;\n  typedef %s src1_t;\n"
                     "  static constexpr idx nout = ",
-                    step, g->idx, t, storage_type(g->s->dst_dtype), out_t,
-                    s0type, s1type);
+                    step, g->idx, acc_type(g->acc),
+                    storage_type(g->s->dst_dtype), t.d, t.s0, t.s1);
   emit_int(g, nout);
   ein_strbuf_printf(sb, ", nred = ");
   emit_int(g, r->nred);
@@ -828,12 +843,7 @@ static void emit_red_head(gen *g, const char *step, const red_shape *r,
  * in a vector variant's groups of them), for operands `ops`. */
 static void emit_red_out_offsets(gen *g, const ein_loop_axes *la,
                                  unsigned ops) {
-  ein_strbuf_printf(g->sb,
-                    "  static __device__ __forceinline__ void out_offsets("
-                    "idx o, idx &b0, idx &b1, idx &b2) {\n"
-                    "    (void)o; (void)b0; (void)b1; (void)b2;\n");
-  emit_decompose(g, la, "o", "b", ops);
-  ein_strbuf_printf(g->sb, "  }\n");
+  emit_offsets_fn(g, "out_offsets", "o", "b", 7u, la, ops);
 }
 
 /* result(acc_): scaled and converted to dst's stored type. */
@@ -850,11 +860,8 @@ static void emit_red_result(gen *g) {
  * o2), the accumulator-typed term. */
 static void emit_red_terms(gen *g) {
   ein_strbuf *sb = g->sb;
-  ein_strbuf_printf(sb, "  static __device__ __forceinline__ void "
-                        "term_offsets(idx r, idx &o1, idx &o2) {\n"
-                        "    (void)r; (void)o1; (void)o2;\n");
-  emit_decompose(g, &g->red, "r", "o", 6u);
-  ein_strbuf_printf(sb, "  }\n  static __device__ __forceinline__ acc_t "
+  emit_offsets_fn(g, "term_offsets", "r", "o", 6u, &g->red, 6u);
+  ein_strbuf_printf(sb, "  static __device__ __forceinline__ acc_t "
                         "value(const src0_t *s0, const src1_t *s1, idx o1, "
                         "idx o2) {\n    (void)s1; (void)o2;\n    return ");
   emit_value(g, "o1", "o2");
@@ -864,9 +871,8 @@ static void emit_red_terms(gen *g) {
 /* The kernel `name`(d, s0, s1) calling template `tmpl` with the Step
  * name_step; pass 2 and the vector variant take no s1. */
 static void emit_red_kernel(gen *g, const char *name, const char *tmpl,
-                            unsigned threads, const char *out_t,
-                            const char *s0type, const char *s1type) {
-  emit_signature(g, name, threads, out_t, s0type, s1type);
+                            unsigned threads, operand_types t) {
+  emit_signature(g, name, threads, t);
   bool s1 = strcmp(tmpl, "ein_reduce_finish") != 0 &&
             strcmp(tmpl, "ein_reduce_thread_vec") != 0;
   ein_strbuf_printf(g->sb, "  %s<%s_step>(d, s0%s);\n}\n", tmpl, name,
@@ -881,9 +887,9 @@ static void emit_red_kernel(gen *g, const char *name, const char *tmpl,
 static void gen_reduce(gen *g, ein_kernel_src *k, const red_shape *r) {
   const ein_step *s = g->s;
   bool split = r->kind == EIN_KERNEL_REDUCE_SPLIT;
-  const char *out_t = split ? acc_type(g->acc) : storage_type(s->dst_dtype);
-  emit_red_head(g, "ein_main_step", r, r->nout, out_t, src_type(s, 0),
-                src_type(s, 1));
+  operand_types t = step_types(
+      s, split ? acc_type(g->acc) : storage_type(s->dst_dtype));
+  emit_red_head(g, "ein_main_step", r, r->nout, t);
   ein_strbuf_printf(g->sb,
                     "  static constexpr int lanes = %d, per_block = %d;\n"
                     "  static constexpr bool inner = %s, split = %s;\n"
@@ -896,8 +902,7 @@ static void gen_reduce(gen *g, ein_kernel_src *k, const red_shape *r) {
   emit_red_terms(g);
   emit_red_result(g);
   ein_strbuf_printf(g->sb, "};\n");
-  emit_red_kernel(g, "ein_main", "ein_reduce", 256, out_t, src_type(s, 0),
-                  src_type(s, 1));
+  emit_red_kernel(g, "ein_main", "ein_reduce", 256, t);
   k->grid[0] = (unsigned)r->blocks;
   k->grid[1] = (unsigned)r->splits;
   k->grid[2] = 1;
@@ -983,7 +988,8 @@ static void gen_reduce_thread_vec(gen *g, ein_kernel_src *k,
   const ein_step *s = g->s;
   const char *dt = storage_type(s->dst_dtype);
   int64_t groups = ein_loop_axes_volume(&tv->out);
-  emit_red_head(g, "ein_vec_step", r, groups, dt, src_type(s, 0), "void");
+  operand_types t = {dt, src_type(s, 0), "void"};
+  emit_red_head(g, "ein_vec_step", r, groups, t);
   ein_strbuf_printf(sb,
                     "  static constexpr int block = %d, per_thread = %d, "
                     "width = %d, rows = %lld;\n"
@@ -995,18 +1001,14 @@ static void gen_reduce_thread_vec(gen *g, ein_kernel_src *k,
                                  : word_type(tv->per * (int64_t)ein_dtype_size(
                                                            s->dst_dtype)));
   emit_red_out_offsets(g, &tv->out, 3u);
-  ein_strbuf_printf(sb, "  static __device__ __forceinline__ void "
-                        "row_offsets(idx r, idx &o1) {\n"
-                        "    (void)r; (void)o1;\n");
-  emit_decompose(g, &tv->rows, "r", "o", 2u);
-  ein_strbuf_printf(sb, "  }\n  static __device__ __forceinline__ acc_t "
+  emit_offsets_fn(g, "row_offsets", "r", "o", 2u, &tv->rows, 2u);
+  ein_strbuf_printf(sb, "  static __device__ __forceinline__ acc_t "
                         "load(src0_t x) {\n    return ");
   emit_load(sb, s->src_dtype[0], g->acc, "x");
   ein_strbuf_printf(sb, ";\n  }\n");
   emit_red_result(g);
   ein_strbuf_printf(sb, "};\n");
-  emit_red_kernel(g, "ein_vec", "ein_reduce_thread_vec", MAP_BLOCK, dt,
-                  src_type(s, 0), "void");
+  emit_red_kernel(g, "ein_vec", "ein_reduce_thread_vec", MAP_BLOCK, t);
   k->has_vec = true;
   k->vec_bytes = (unsigned)tv->bytes;
   k->vec_items = (unsigned)tv->per;
@@ -1019,9 +1021,8 @@ static void gen_reduce_thread_vec(gen *g, ein_kernel_src *k,
 static void gen_reduce_thread(gen *g, ein_kernel_src *k, const red_shape *r) {
   ein_strbuf *sb = g->sb;
   const ein_step *s = g->s;
-  const char *dt = storage_type(s->dst_dtype);
-  emit_red_head(g, "ein_main_step", r, r->nout, dt, src_type(s, 0),
-                src_type(s, 1));
+  operand_types t = step_types(s, storage_type(s->dst_dtype));
+  emit_red_head(g, "ein_main_step", r, r->nout, t);
   ein_strbuf_printf(sb, "  static constexpr int block = %d;\n",
                     (int)MAP_BLOCK);
   emit_red_out_offsets(g, &g->kept, 7u);
@@ -1041,8 +1042,7 @@ static void gen_reduce_thread(gen *g, ein_kernel_src *k, const red_shape *r) {
   ein_strbuf_printf(sb, "  }\n");
   emit_red_result(g);
   ein_strbuf_printf(sb, "};\n");
-  emit_red_kernel(g, "ein_main", "ein_reduce_thread", MAP_BLOCK, dt,
-                  src_type(s, 0), src_type(s, 1));
+  emit_red_kernel(g, "ein_main", "ein_reduce_thread", MAP_BLOCK, t);
   k->grid[0] = (unsigned)r->blocks;
   k->grid[1] = k->grid[2] = 1;
   k->block[0] = MAP_BLOCK;
@@ -1055,17 +1055,15 @@ static void gen_reduce_thread(gen *g, ein_kernel_src *k, const red_shape *r) {
 /* A split's pass 2 (reduce.cuh's ein_reduce_finish): the partials at
  * [c][o] of s0 combined in chunk order, scaled and stored. */
 static void gen_finish(gen *g, ein_kernel_src *k, const red_shape *r) {
-  const char *at = acc_type(g->acc);
-  const char *dt = storage_type(g->s->dst_dtype);
-  emit_red_head(g, "ein_main_step", r, r->nout, dt, at, "void");
+  operand_types t = {storage_type(g->s->dst_dtype), acc_type(g->acc), "void"};
+  emit_red_head(g, "ein_main_step", r, r->nout, t);
   ein_strbuf_printf(g->sb,
                     "  static constexpr int splits = %lld, block = %d;\n",
                     (long long)r->splits, (int)FINISH_BLOCK);
   emit_red_out_offsets(g, &g->kept, 1u);
   emit_red_result(g);
   ein_strbuf_printf(g->sb, "};\n");
-  emit_red_kernel(g, "ein_main", "ein_reduce_finish", FINISH_BLOCK, dt, at,
-                  "void");
+  emit_red_kernel(g, "ein_main", "ein_reduce_finish", FINISH_BLOCK, t);
   k->grid[0] = (unsigned)blocks_for(r->nout, FINISH_BLOCK);
   k->grid[1] = k->grid[2] = 1;
   k->block[0] = FINISH_BLOCK;

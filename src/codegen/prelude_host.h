@@ -300,22 +300,17 @@ template <class T, class F> static inline T ein_atomic_update(T *p, F f) {
   }
 }
 
+/* The atomics with a built-in: one read-modify-write of p. */
+#define EIN_ATOMIC_FETCH(T, name, builtin)                                   \
+  static inline T name(T *p, T v) {                                          \
+    return builtin(p, v, __ATOMIC_RELAXED);                                  \
+  }
 #define EIN_ATOMIC_INT_OPS(T)                                                \
-  static inline T atomicAdd(T *p, T v) {                                     \
-    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);                       \
-  }                                                                          \
-  static inline T atomicSub(T *p, T v) {                                     \
-    return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);                       \
-  }                                                                          \
-  static inline T atomicAnd(T *p, T v) {                                     \
-    return __atomic_fetch_and(p, v, __ATOMIC_RELAXED);                       \
-  }                                                                          \
-  static inline T atomicOr(T *p, T v) {                                      \
-    return __atomic_fetch_or(p, v, __ATOMIC_RELAXED);                        \
-  }                                                                          \
-  static inline T atomicXor(T *p, T v) {                                     \
-    return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED);                       \
-  }                                                                          \
+  EIN_ATOMIC_FETCH(T, atomicAdd, __atomic_fetch_add)                         \
+  EIN_ATOMIC_FETCH(T, atomicSub, __atomic_fetch_sub)                         \
+  EIN_ATOMIC_FETCH(T, atomicAnd, __atomic_fetch_and)                         \
+  EIN_ATOMIC_FETCH(T, atomicOr, __atomic_fetch_or)                           \
+  EIN_ATOMIC_FETCH(T, atomicXor, __atomic_fetch_xor)                         \
   static inline T atomicMax(T *p, T v) {                                     \
     return ein_atomic_update(p, [v](T o) { return v > o ? v : o; });         \
   }                                                                          \
@@ -327,6 +322,7 @@ EIN_ATOMIC_INT_OPS(unsigned)
 EIN_ATOMIC_INT_OPS(long long)
 EIN_ATOMIC_INT_OPS(unsigned long long)
 #undef EIN_ATOMIC_INT_OPS
+#undef EIN_ATOMIC_FETCH
 
 static inline float atomicAdd(float *p, float v) {
   return ein_atomic_update(p, [v](float o) { return o + v; });

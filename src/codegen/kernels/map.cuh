@@ -30,16 +30,18 @@
 #ifndef EIN_KERNEL_MAP_CUH
 #define EIN_KERNEL_MAP_CUH
 
+#ifndef EIN_KERNEL_COMMON_CUH
+#include "common.cuh"
+#endif
+
 /* One item per thread and grid stride: fill, map, or a plain copy in
  * 16-byte words (a Step whose types are uint4). */
-template <class Step>
-static __device__ __forceinline__ void
+EIN_STEP_FN
 ein_map(typename Step::dst_t *__restrict__ d,
         const typename Step::src0_t *__restrict__ s0,
         const typename Step::src1_t *__restrict__ s1) {
   typedef typename Step::idx idx;
-  for (idx i = (idx)blockIdx.x * Step::block + threadIdx.x; i < Step::n;
-       i += (idx)gridDim.x * Step::block) {
+  EIN_GRID_LOOP(idx, i, Step::n, Step::block) {
     idx o0 = 0, o1 = 0, o2 = 0;
     Step::offsets(i, o0, o1, o2);
     d[o0] = Step::value(s0, s1, o1, o2);
@@ -50,8 +52,7 @@ ein_map(typename Step::dst_t *__restrict__ d,
  * each thread loads Step::vec elements of every contiguous source as
  * one 16-byte vector (a broadcast source as one element), computes as
  * many results and stores them as one vector. */
-template <class Step>
-static __device__ __forceinline__ void
+EIN_STEP_FN
 ein_map_half_vec(unsigned short *__restrict__ d,
                  const typename Step::src0_t *__restrict__ s0,
                  const typename Step::src1_t *__restrict__ s1) {
@@ -60,8 +61,7 @@ ein_map_half_vec(unsigned short *__restrict__ d,
     uint4 v;
     unsigned short h[Step::vec];
   };
-  for (idx i = (idx)blockIdx.x * Step::block + threadIdx.x; i < Step::n;
-       i += (idx)gridDim.x * Step::block) {
+  EIN_GRID_LOOP(idx, i, Step::n, Step::block) {
     idx o0 = 0, o1 = 0, o2 = 0;
     Step::offsets(i, o0, o1, o2);
     half_vec w0, w1 = {}, w2 = {};

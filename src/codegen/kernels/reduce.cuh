@@ -23,14 +23,17 @@
 #ifndef EIN_KERNEL_REDUCE_CUH
 #define EIN_KERNEL_REDUCE_CUH
 
+#ifndef EIN_KERNEL_MAP_CUH
+#include "map.cuh" /* ein_reduce_thread is a map */
+#endif
+
 /* Lanes of a block cooperate on each output. inner: lanes run along x (a
  * warp, or 256 threads, per output), per_block outputs along y, and the
  * lanes combine with shuffles (past a warp, through shared memory).
  * Outer: outputs run along x, `lanes` lanes along y combine through
  * shared memory. split: blockIdx.y picks a chunk of `chunk` terms, and
  * the unscaled partial goes to d[blockIdx.y][o]. */
-template <class Step>
-static __device__ __forceinline__ void
+EIN_STEP_FN
 ein_reduce(typename Step::out_t *__restrict__ d,
            const typename Step::src0_t *__restrict__ s0,
            const typename Step::src1_t *__restrict__ s1) {
@@ -95,13 +98,11 @@ ein_reduce(typename Step::out_t *__restrict__ d,
  * partials at [c][o] of s0 in chunk order (so every run gives the same
  * bits), then scales and stores as an unsplit kernel would. Blocks of
  * Step::block threads. */
-template <class Step>
-static __device__ __forceinline__ void
+EIN_STEP_FN
 ein_reduce_finish(typename Step::dst_t *__restrict__ d,
                   const typename Step::acc_t *__restrict__ s0) {
   typedef typename Step::idx idx;
-  for (idx o = (idx)blockIdx.x * Step::block + threadIdx.x;
-       o < Step::nout; o += (idx)gridDim.x * Step::block) {
+  EIN_GRID_LOOP(idx, o, Step::nout, Step::block) {
     typename Step::acc_t acc = s0[o];
     for (int c = 1; c < Step::splits; c++)
       acc = Step::comb(acc, s0[(idx)c * Step::nout + o]);
@@ -111,24 +112,31 @@ ein_reduce_finish(typename Step::dst_t *__restrict__ d,
   }
 }
 
-/* A thread per output, blocks of Step::block: the Step's
- * terms(acc, s0, s1, o1, o2) folds its few terms, unrolled at offsets
- * fixed at generation time, so neighbouring threads read neighbouring
- * elements. */
-template <class Step>
-static __device__ __forceinline__ void
+/* A thread per output, blocks of Step::block: a map (map.cuh) whose
+ * items are the outputs and whose value folds an output's few terms with
+ * the Step's terms(acc, s0, s1, o1, o2), unrolled at offsets fixed at
+ * generation time, so neighbouring threads read neighbouring elements. */
+template <class Step> struct ein_reduce_thread_map : Step {
+  typedef typename Step::idx idx;
+  static constexpr idx n = Step::nout;
+  static __device__ __forceinline__ void offsets(idx i, idx &o0, idx &o1,
+                                                 idx &o2) {
+    Step::out_offsets(i, o0, o1, o2);
+  }
+  static __device__ __forceinline__ typename Step::dst_t
+  value(const typename Step::src0_t *s0, const typename Step::src1_t *s1,
+        idx o1, idx o2) {
+    typename Step::acc_t acc = Step::identity();
+    Step::terms(acc, s0, s1, o1, o2);
+    return Step::result(acc);
+  }
+};
+
+EIN_STEP_FN
 ein_reduce_thread(typename Step::dst_t *__restrict__ d,
                   const typename Step::src0_t *__restrict__ s0,
                   const typename Step::src1_t *__restrict__ s1) {
-  typedef typename Step::idx idx;
-  for (idx i = (idx)blockIdx.x * Step::block + threadIdx.x;
-       i < Step::nout; i += (idx)gridDim.x * Step::block) {
-    idx o0 = 0, o1 = 0, o2 = 0;
-    Step::out_offsets(i, o0, o1, o2);
-    typename Step::acc_t acc = Step::identity();
-    Step::terms(acc, s0, s1, o1, o2);
-    d[o0] = Step::result(acc);
-  }
+  ein_map<ein_reduce_thread_map<Step>>(d, s0, s1);
 }
 
 /* reduce_thread's vector variant (codegen.c's thread_vec_choose): a
@@ -140,8 +148,7 @@ ein_reduce_thread(typename Step::dst_t *__restrict__ d,
  * kernel's order (rows outer, the run's elements inner). The Step gives,
  * besides the head: out_offsets over groups of outputs (o2 unused),
  * row_offsets(r, o1), load(x) (a stored element as acc_t), block. */
-template <class Step>
-static __device__ __forceinline__ void
+EIN_STEP_FN
 ein_reduce_thread_vec(typename Step::dst_t *__restrict__ d,
                       const typename Step::src0_t *__restrict__ s0) {
   typedef typename Step::idx idx;
@@ -156,8 +163,7 @@ ein_reduce_thread_vec(typename Step::dst_t *__restrict__ d,
     typename Step::store_t v;
     typename Step::dst_t e[per];
   };
-  for (idx i = (idx)blockIdx.x * Step::block + threadIdx.x;
-       i < Step::nout; i += (idx)gridDim.x * Step::block) {
+  EIN_GRID_LOOP(idx, i, Step::nout, Step::block) {
     idx o0 = 0, o1 = 0, o2 = 0;
     Step::out_offsets(i, o0, o1, o2);
     acc_t acc[per];

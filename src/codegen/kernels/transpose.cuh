@@ -22,12 +22,15 @@
 #ifndef EIN_KERNEL_TRANSPOSE_CUH
 #define EIN_KERNEL_TRANSPOSE_CUH
 
+#ifndef EIN_KERNEL_COMMON_CUH
+#include "common.cuh"
+#endif
+
 /* Reads the tile in rows along a with threads along b (the source's
  * contiguous axis), then writes it in rows along b with threads along a
  * (dst's). The pitch Step::tile + 1 keeps both phases free of bank
  * conflicts. */
-template <class Step>
-static __device__ __forceinline__ void
+EIN_STEP_FN
 ein_transpose(typename Step::dst_t *__restrict__ d,
               const typename Step::src0_t *__restrict__ s0) {
   typedef typename Step::idx idx;
@@ -57,8 +60,7 @@ ein_transpose(typename Step::dst_t *__restrict__ d,
  * pairs along b and written in pairs along a, each pair one aligned
  * 4-byte word on both sides (codegen.c's half_transpose_ok: sizes and
  * strides even, so sa0 and sb1 are 1). */
-template <class Step>
-static __device__ __forceinline__ void
+EIN_STEP_FN
 ein_transpose_half(unsigned short *__restrict__ d,
                    const unsigned short *__restrict__ s0) {
   typedef typename Step::idx idx;
@@ -98,8 +100,7 @@ ein_transpose_half(unsigned short *__restrict__ d,
  * rest_offsets(r, o0, o1, o2) (a tile's first element), and
  * tile_offsets(u, o0, o1, o2) (vector u's place in the tile, o0, and
  * in the source, o1). */
-template <class Step>
-static __device__ __forceinline__ void
+EIN_STEP_FN
 ein_transpose_staged(typename Step::dst_t *__restrict__ d,
                      const typename Step::dst_t *__restrict__ s0) {
   typedef typename Step::idx idx;
