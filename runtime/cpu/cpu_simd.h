@@ -45,7 +45,11 @@ void ein_avx2_interleave_4(uint32_t *d, const uint32_t *s, int64_t an,
  * The folds these kernels do: a sum (also a mean's), or a max or min in
  * which NaN wins (as numpy's, and as cpu_loops_acc.inc's portable fold:
  * a value replaces the accumulator when greater, or when it is NaN). */
-typedef enum ein_simd_fold { EIN_SIMD_SUM, EIN_SIMD_MAX, EIN_SIMD_MIN } ein_simd_fold;
+typedef enum ein_simd_fold {
+  EIN_SIMD_SUM,
+  EIN_SIMD_MAX,
+  EIN_SIMD_MIN
+} ein_simd_fold;
 
 /* init folded with n values of an f32 or f16 row (f16 converted in the
  * vector loop, never staged), in several vector accumulators. */
