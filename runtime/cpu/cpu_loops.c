@@ -387,6 +387,7 @@ static void simd_scale_row(const loop_job *j, const int64_t off[3],
 #define IDENT_PROD 1.0f
 #define MAXV INFINITY
 #define MINV (-INFINITY)
+#define IS_NAN(x) ((x) != (x))
 #define TRANSPOSE_AVX2 ein_avx2_transpose_4
 #define SIMD_ROWS
 #include "cpu_loops_acc.inc"
@@ -400,6 +401,7 @@ static void simd_scale_row(const loop_job *j, const int64_t off[3],
 #define IDENT_PROD 1.0
 #define MAXV INFINITY
 #define MINV (-INFINITY)
+#define IS_NAN(x) ((x) != (x))
 #include "cpu_loops_acc.inc"
 
 #define T int64_t
@@ -411,6 +413,7 @@ static void simd_scale_row(const loop_job *j, const int64_t off[3],
 #define IDENT_PROD 1
 #define MAXV INT64_MAX
 #define MINV INT64_MIN
+#define IS_NAN(x) 0
 #include "cpu_loops_acc.inc"
 
 /* Complex accumulators have no max or min (the planner refuses them):
