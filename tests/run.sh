@@ -117,7 +117,9 @@ if [ "$fuzz_seconds" != 0 ] && command -v clang >/dev/null &&
   echo "fuzzing skipped: clang has no libFuzzer runtime"
   fuzz_skip=3
 elif [ "$fuzz_seconds" != 0 ] && command -v clang >/dev/null; then
-  if CC=clang build build-fuzz -Dfuzz=true -Dtests=false -Dbuildtype=debug \
+  # -Werror here too: the library is also built by clang, whose warnings
+  # differ from GCC's.
+  if CC=clang build build-fuzz -Dfuzz=true -Dtests=false -Dbuildtype=debug -Dwerror=true \
       -Db_lundef=false; then
     for target in parser bind npy; do
       echo "== fuzz: fuzz_$target for ${fuzz_seconds}s"
