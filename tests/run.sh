@@ -119,8 +119,8 @@ if [ "$fuzz_seconds" != 0 ] && command -v clang >/dev/null &&
 elif [ "$fuzz_seconds" != 0 ] && command -v clang >/dev/null; then
   # -Werror here too: the library is also built by clang, whose warnings
   # differ from GCC's.
-  if CC=clang build build-fuzz -Dfuzz=true -Dtests=false -Dbuildtype=debug -Dwerror=true \
-      -Db_lundef=false; then
+  if CC=clang build build-fuzz -Dfuzz=true -Dtests=false -Dbuildtype=debug \
+      -Dwerror=true -Db_lundef=false; then
     for target in parser bind npy; do
       echo "== fuzz: fuzz_$target for ${fuzz_seconds}s"
       seeds=fuzz/corpus-$target
