@@ -38,6 +38,7 @@
  * its plan without the GIL, so evicting it from another thread meanwhile
  * only marks it; the last user frees it.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "einpy.h"
@@ -61,6 +62,7 @@ typedef struct fast_entry {
   int users;           /* calls running the plan without the GIL */
   int keep_gil;        /* a plan too small to be worth a thread switch */
   int evicted;
+  int has_arrow;       /* the expression has '->' (rearrange wants one) */
   Py_hash_t hash;
   /* ein_plan_output_view's answer: the result is a view of an input. */
   int is_view, view_input;
@@ -80,6 +82,23 @@ static PyObject *tensor_type, *to_dlpack, *from_numpy, *torch_np_dtype;
 static PyObject *np_from_dlpack, *torch_from_dlpack;
 static fast_entry *slots[FAST_SLOTS];
 static int next_victim;
+
+/* One call's inputs. numpy arrays are taken (their capsules consumed);
+ * torch tensors stay in their capsules from torch._C._to_dlpack, unused,
+ * so that a view's capsule can go back to torch as it is (torch_view) and
+ * dropping the capsule frees the rest. */
+typedef struct fast_inputs {
+  einpy_tensor t[EIN_MAX_OPERANDS];
+  PyObject *capsules[EIN_MAX_OPERANDS]; /* torch's, owned; NULL for numpy */
+  int n;
+  int torch;
+} fast_inputs;
+
+static void inputs_release(fast_inputs *in) {
+  einpy_tensors_release(in->t, in->n);
+  for (int i = 0; i < in->n; i++) Py_CLEAR(in->capsules[i]);
+  in->n = 0;
+}
 
 static void entry_free(fast_entry *e) {
   ein_plan_destroy(e->plan);
@@ -220,8 +239,10 @@ static int make_plan(fast_entry *e, const char *expr, const ein_options *o,
 static fast_entry *plan_entry(PyObject *expr, Py_hash_t hash, int dialect,
                               int reduction, PyObject *lengths,
                               PyObject *first, einpy_tensor *in, int n) {
-  static PyObject *no_lengths;
-  if (!no_lengths && !(no_lengths = PyTuple_New(0))) return NULL;
+  static PyObject *no_lengths, *arrow;
+  if ((!no_lengths && !(no_lengths = PyTuple_New(0))) ||
+      (!arrow && !(arrow = PyUnicode_InternFromString("->"))))
+    return NULL;
   int is_numpy = resolve_dialect(expr, dialect, in, n);
   PyObject *utf8 = is_numpy < 0 ? NULL : PyUnicode_AsUTF8String(expr);
   fast_entry *e = utf8 ? einpy_calloc(1, sizeof *e) : NULL;
@@ -241,6 +262,7 @@ static fast_entry *plan_entry(PyObject *expr, Py_hash_t hash, int dialect,
   e->hash = hash;
   e->dialect = dialect;
   e->reduction = reduction;
+  e->has_arrow = PyUnicode_Find(expr, arrow, 0, PY_SSIZE_T_MAX, 1) >= 0;
   record_layouts(e, in, n);
   int ok = make_plan(e, PyBytes_AsString(utf8), &o.opt, in, first) == 0;
   einpy_options_free(&o);
@@ -259,64 +281,78 @@ static int all_of_type(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
   return type != NULL;
 }
 
-/* A torch CPU tensor that needs no grad, through torch._C._to_dlpack; 0,
- * or -1 (no exception) for the general path. */
-static int import_torch(PyObject *t, einpy_tensor *out) {
+/* A torch CPU tensor that needs no grad, through torch._C._to_dlpack: its
+ * capsule, left unused (*t points into it); NULL (no exception) for the
+ * general path. */
+static PyObject *import_torch(PyObject *tensor, einpy_tensor *t) {
   static PyObject *requires_grad;
   if (!requires_grad &&
       !(requires_grad = PyUnicode_InternFromString("requires_grad")))
-    return -1;
-  PyObject *grad = PyObject_GetAttr(t, requires_grad);
-  PyObject *capsule = grad == Py_False
-                          ? PyObject_CallFunctionObjArgs(to_dlpack, t, NULL)
-                          : NULL;
+    return NULL;
+  PyObject *grad = PyObject_GetAttr(tensor, requires_grad);
+  PyObject *capsule =
+      grad == Py_False ? PyObject_CallFunctionObjArgs(to_dlpack, tensor, NULL)
+                       : NULL;
   Py_XDECREF(grad);
-  int ok = capsule && einpy_tensor_from_capsule(capsule, out) == 0;
-  Py_XDECREF(capsule);
-  if (ok && (out->t->device.device_type != kDLCPU ||
-             out->t->dtype.code == kDLBfloat ||
-             out->t->dtype.code == kDLComplex)) {
-    einpy_tensor_release(out);
-    ok = 0;
+  DLManagedTensor *m =
+      capsule ? PyCapsule_GetPointer(capsule, "dltensor") : NULL;
+  if (m && m->dl_tensor.device.device_type == kDLCPU &&
+      m->dl_tensor.dtype.code != kDLBfloat &&
+      m->dl_tensor.dtype.code != kDLComplex) {
+    memset(t, 0, sizeof *t);
+    t->t = &m->dl_tensor;
+    return capsule;
   }
+  Py_XDECREF(capsule);
   PyErr_Clear();
-  return ok ? 0 : -1;
+  return NULL;
+}
+
+/* Whether the inputs are all of one dtype. */
+static int one_dtype(const fast_inputs *in) {
+  for (int i = 1; i < in->n; i++) {
+    DLDataType a = in->t[0].t->dtype, b = in->t[i].t->dtype;
+    if (a.code != b.code || a.bits != b.bits || a.lanes != b.lanes) return 0;
+  }
+  return 1;
 }
 
 /* Takes tuple items [first, first + count) through DLPack when all are
  * exactly numpy.ndarray (or, with torch_ok, all exactly torch.Tensor) of
  * one dtype: 1, or 0 with nothing held and no exception. */
 static int import_items(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
-                        int torch_ok, einpy_tensor *in, int *n) {
+                        int torch_ok, fast_inputs *in) {
+  in->n = 0;
   if (count < 1 || count > EIN_MAX_OPERANDS) return 0;
-  int torch = 0;
+  in->torch = 0;
   if (!all_of_type(tuple, first, count, ndarray_type) &&
-      !(torch = torch_ok && all_of_type(tuple, first, count, tensor_type)))
+      !(in->torch = torch_ok && all_of_type(tuple, first, count, tensor_type)))
     return 0;
-  for (*n = 0; *n < (int)count; ++*n) {
-    PyObject *item = PyTuple_GetItem(tuple, first + *n);
-    int r = torch ? import_torch(item, &in[*n])
-                  : einpy_tensor_import_numpy(item, &in[*n]);
-    if (r < 0) {
+  for (; in->n < (int)count; in->n++) {
+    PyObject *item = PyTuple_GetItem(tuple, first + in->n);
+    einpy_tensor *t = &in->t[in->n];
+    int ok = in->torch ? (in->capsules[in->n] = import_torch(item, t)) != NULL
+                       : einpy_tensor_import_numpy(item, t) == 0;
+    if (!in->torch) in->capsules[in->n] = NULL;
+    if (!ok) {
       PyErr_Clear(); /* numpy refused (bfloat16, byte order): general path */
-      einpy_tensors_release(in, *n);
-      *n = 0;
+      inputs_release(in);
       return 0;
     }
   }
-  for (int i = 1; i < *n; i++) {
-    DLDataType a = in[0].t->dtype, b = in[i].t->dtype;
-    if (a.code != b.code || a.bits != b.bits || a.lanes != b.lanes) {
-      einpy_tensors_release(in, *n);
-      return 0;
-    }
-  }
-  return 1;
+  if (one_dtype(in)) return 1;
+  inputs_release(in);
+  return 0;
 }
 
-int einpy_fast_import(PyObject *tensors, einpy_tensor *in, int *n) {
-  return PyTuple_Check(tensors) &&
-         import_items(tensors, 0, PyTuple_Size(tensors), 0, in, n);
+int einpy_fast_import(PyObject *tensors, einpy_tensor *out, int *n) {
+  fast_inputs in;
+  if (!PyTuple_Check(tensors) ||
+      !import_items(tensors, 0, PyTuple_Size(tensors), 0, &in))
+    return 0;
+  memcpy(out, in.t, sizeof(einpy_tensor) * (size_t)in.n); /* numpy's: owned */
+  *n = in.n;
+  return 1;
 }
 
 PyObject *einpy_fast_empty(PyObject *shape, PyObject *dtype) {
@@ -351,24 +387,57 @@ static PyObject *run_entry(fast_entry *e, einpy_tensor *in, int n) {
   return out;
 }
 
-/* The view e's plan reads in[e->view_input] as, made by the input's own
- * library; the input is handed to the view (in[] keeps nothing of it). */
-static PyObject *make_view(fast_entry *e, einpy_tensor *in, int torch) {
+/* The view e's plan reads numpy input in[e->view_input] as, made by
+ * numpy.from_dlpack (views.c); the input is handed to the view. */
+static PyObject *numpy_view(fast_entry *e, fast_inputs *in) {
   PyObject *capsule = einpy_view_capsule(
-      &in[e->view_input], !torch, ein_plan_output_ndim(e->plan),
+      &in->t[e->view_input], 1, ein_plan_output_ndim(e->plan),
       ein_plan_output_shape(e->plan), e->view_strides, e->view_offset);
-  if (!capsule) return NULL;
-  PyObject *result = NULL;
-  if (torch) {
-    result = PyObject_CallFunctionObjArgs(torch_from_dlpack, capsule, NULL);
-  } else {
-    PyObject *producer = einpy_view_exporter(capsule);
-    result = producer ? PyObject_CallFunctionObjArgs(np_from_dlpack,
-                                                     producer, NULL)
-                      : NULL;
-    Py_XDECREF(producer);
+  PyObject *producer = capsule ? einpy_view_exporter(capsule) : NULL;
+  PyObject *result =
+      producer
+          ? PyObject_CallFunctionObjArgs(np_from_dlpack, producer, NULL)
+          : NULL;
+  Py_XDECREF(producer);
+  Py_XDECREF(capsule);
+  return result;
+}
+
+/* The view e's plan reads torch input in[e->view_input] as. torch's own
+ * capsule of the input goes back to torch._C._from_dlpack with its
+ * DLTensor pointed at the view (first element, shape, strides): torch
+ * copies shape and strides when it takes the capsule, and its deleter
+ * (which frees what _to_dlpack made, keeping the input's memory alive
+ * until then) reads only manager_ctx. Half the cost of wrapping the
+ * input in a new managed tensor and capsule (views.c), a third of
+ * Tensor.as_strided's. */
+static PyObject *torch_view(fast_entry *e, fast_inputs *in) {
+  DLTensor *t = in->t[e->view_input].t;
+  int ndim = ein_plan_output_ndim(e->plan);
+  int64_t shape[EIN_MAX_DIMS], strides[EIN_MAX_DIMS];
+  memcpy(shape, ein_plan_output_shape(e->plan), sizeof(int64_t) * (size_t)ndim);
+  memcpy(strides, e->view_strides, sizeof(int64_t) * (size_t)ndim);
+  int64_t itemsize = (t->dtype.bits * t->dtype.lanes + 7) / 8;
+  t->data = (char *)t->data + t->byte_offset + e->view_offset * itemsize;
+  t->byte_offset = 0; /* torch reads only data */
+  t->ndim = ndim;
+  t->shape = shape;
+  t->strides = strides;
+  PyObject *result = PyObject_CallFunctionObjArgs(
+      torch_from_dlpack, in->capsules[e->view_input], NULL);
+  in->t[e->view_input].t = NULL; /* its shape is this frame's */
+  return result;
+}
+
+/* A new result for e: its plan run, the output handed to torch for torch
+ * inputs (sharing numpy's memory). */
+static PyObject *run_fresh(fast_entry *e, fast_inputs *in) {
+  PyObject *result = run_entry(e, in->t, in->n);
+  if (result && in->torch) {
+    PyObject *array = result;
+    result = PyObject_CallFunctionObjArgs(from_numpy, array, NULL);
+    Py_DECREF(array);
   }
-  Py_DECREF(capsule);
   return result;
 }
 
@@ -425,12 +494,39 @@ static fast_entry *entry_for(PyObject *expr, int dialect, int reduction,
   return e;
 }
 
+/* The call of tuple items [first, first + count) on the table's plan:
+ * the result (a view of an input where the plan only re-reads it, else a
+ * new array), or None (a new reference) for the general path. With
+ * need_arrow, expressions without '->' go the general way too (rearrange
+ * raises its own error for them). */
+static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
+                           PyObject *expr, int dialect, int reduction,
+                           PyObject *lengths, int need_arrow) {
+  fast_inputs in;
+  if (!import_items(args, first, count, 1, &in)) Py_RETURN_NONE;
+  fast_entry *e = entry_for(expr, dialect, reduction, lengths,
+                            PyTuple_GetItem(args, first), in.t, in.n);
+  PyObject *result;
+  if (!e || (need_arrow && !e->has_arrow)) {
+    Py_INCREF(Py_None);
+    result = Py_None;
+  } else if (e->is_view && in.torch) {
+    result = torch_view(e, &in);
+  } else if (e->is_view && np_from_dlpack != Py_None) {
+    result = numpy_view(e, &in);
+  } else {
+    result = run_fresh(e, &in);
+  }
+  inputs_release(&in);
+  return result;
+}
+
 /* fast(args, numpy, reduce[, lengths]) -> result, or None for the
  * general path. args is einsum's (expression first or last, then or
  * before the tensors); numpy None guesses the dialect, else its truth
  * picks it; reduce None is 'sum'; lengths, a tuple of (name, size) pairs
  * or None. The result is a view of an input where the plan says it can
- * be (views.c), else a new array. */
+ * be, else a new array. */
 static PyObject *py_fast(PyObject *self, PyObject *fargs) {
   (void)self;
   Py_ssize_t nargs = PyTuple_Size(fargs);
@@ -449,31 +545,86 @@ static PyObject *py_fast(PyObject *self, PyObject *fargs) {
   int reduction = reduce == Py_None              ? (int)EIN_REDUCE_SUM
                   : PyUnicode_CheckExact(reduce) ? parse_reduction(reduce)
                                                  : -1;
-  einpy_tensor in[EIN_MAX_OPERANDS];
-  int n = 0;
   if (dialect < 0 && numpy != Py_None) return NULL; /* its __bool__ raised */
   if (!PyTuple_Check(args) || reduction < 0 ||
-      !split_args(args, &expr, &first, &count) ||
-      !import_items(args, first, count, 1, in, &n))
+      !split_args(args, &expr, &first, &count))
     Py_RETURN_NONE;
-  PyObject *first_item = PyTuple_GetItem(args, first);
-  int torch = (PyObject *)Py_TYPE(first_item) == tensor_type;
-  fast_entry *e =
-      entry_for(expr, dialect, reduction, lengths, first_item, in, n);
-  if (e && e->is_view && (torch || np_from_dlpack != Py_None)) {
-    PyObject *view = make_view(e, in, torch);
-    einpy_tensors_release(in, n);
-    return view;
+  return fast_eval(args, first, count, expr, dialect, reduction, lengths, 0);
+}
+
+/* rearrange's axis lengths, ((name, size), ...) in keyword order as
+ * einc._api._lengths gives them, or NULL (no exception) where Python
+ * should read them: a size not exactly an int, or a name that is one of
+ * rearrange's own parameters (Python's TypeError). */
+static PyObject *lengths_of(PyObject *kwargs) {
+  PyObject *tuple = PyTuple_New(PyDict_Size(kwargs)), *name, *size;
+  Py_ssize_t pos = 0, i = 0;
+  while (tuple && PyDict_Next(kwargs, &pos, &name, &size)) {
+    PyObject *pair =
+        PyLong_CheckExact(size) &&
+                PyUnicode_CompareWithASCIIString(name, "tensor") != 0 &&
+                PyUnicode_CompareWithASCIIString(name, "pattern") != 0
+            ? PyTuple_Pack(2, name, size)
+            : NULL;
+    if (!pair) Py_CLEAR(tuple);
+    else PyTuple_SetItem(tuple, i++, pair);
   }
-  PyObject *result = e ? run_entry(e, in, n) : NULL;
-  einpy_tensors_release(in, n);
-  if (!e) Py_RETURN_NONE;
-  if (result && torch) {
-    PyObject *array = result; /* the torch tensor shares its memory */
-    result = PyObject_CallFunctionObjArgs(from_numpy, array, NULL);
-    Py_DECREF(array);
+  PyErr_Clear();
+  return tuple;
+}
+
+/* The Python einc.rearrange that fast_rearrange was made from. */
+static PyObject *rearrange_general;
+
+/* einc.rearrange(tensor, pattern, **axes_lengths) in C, so that a call
+ * the table serves runs no Python frame: fast_eval as fast((tensor,
+ * pattern), False, None, lengths) gives it. Every other call, and every
+ * miss the table cannot plan, goes to rearrange_general, which checks the
+ * arguments and raises einc's errors. */
+static PyObject *fast_rearrange(PyObject *self, PyObject *args,
+                                PyObject *kwargs) {
+  (void)self;
+  PyObject *lengths = NULL, *result = NULL;
+  int plain = PyTuple_Size(args) == 2 &&
+              PyUnicode_CheckExact(PyTuple_GetItem(args, 1)) &&
+              (!kwargs || PyDict_Size(kwargs) == 0 ||
+               (lengths = lengths_of(kwargs)) != NULL);
+  if (plain)
+    result = fast_eval(args, 0, 1, PyTuple_GetItem(args, 1), 0,
+                       (int)EIN_REDUCE_SUM, lengths, 1);
+  Py_XDECREF(lengths);
+  if (plain && result != Py_None) return result; /* a view, array or error */
+  Py_XDECREF(result);
+  return PyObject_Call(rearrange_general, args, kwargs);
+}
+
+/* fast_rearrange(general, doc) -> the builtin einc.rearrange, which hands
+ * what it does not serve to general. doc is its docstring, a signature
+ * line first ("rearrange(tensor, ...)\n--\n\n"), kept for the life of
+ * the process as builtins' docstrings are (the first one given). */
+static PyObject *py_fast_rearrange(PyObject *self, PyObject *args) {
+  (void)self;
+  static PyMethodDef def = {"rearrange",
+                            (PyCFunction)(void (*)(void))fast_rearrange,
+                            METH_VARARGS | METH_KEYWORDS, NULL};
+  PyObject *general, *doc, *module = NULL, *fn = NULL;
+  if (!PyArg_ParseTuple(args, "OU:fast_rearrange", &general, &doc))
+    return NULL;
+  if (!def.ml_doc) {
+    PyObject *utf8 = PyUnicode_AsUTF8String(doc);
+    char *copy = utf8 ? malloc((size_t)PyBytes_Size(utf8) + 1) : NULL;
+    if (copy) strcpy(copy, PyBytes_AsString(utf8));
+    Py_XDECREF(utf8);
+    if (!copy) return utf8 ? PyErr_NoMemory() : NULL;
+    def.ml_doc = copy;
   }
-  return result;
+  Py_INCREF(general);
+  Py_XDECREF(rearrange_general);
+  rearrange_general = general;
+  module = PyUnicode_FromString("einc");
+  fn = module ? PyCFunction_NewEx(&def, NULL, module) : NULL;
+  Py_XDECREF(module);
+  return fn;
 }
 
 /* Keeps n new references in the given slots, dropping the old ones. */
@@ -517,6 +668,9 @@ static PyMethodDef fast_methods[] = {
      "fast(args, numpy, reduce[, lengths]) -> result (a view of an input "
      "where the plan only re-reads it), or None when the call needs the "
      "general path"},
+    {"fast_rearrange", py_fast_rearrange, METH_VARARGS,
+     "fast_rearrange(general, doc) -> einc.rearrange: the fast path in C, "
+     "general(tensor, pattern, **axes_lengths) for every other call"},
     {"fast_setup", py_fast_setup, METH_VARARGS,
      "fast_setup(ndarray, empty, numpy_dialect, from_dlpack): enables fast()"},
     {"fast_setup_torch", py_fast_setup_torch, METH_VARARGS,
@@ -542,4 +696,5 @@ void einpy_fast_free(void) {
   Py_CLEAR(np_from_dlpack);
   Py_CLEAR(torch_from_dlpack);
   Py_CLEAR(last_reduction);
+  Py_CLEAR(rearrange_general);
 }
