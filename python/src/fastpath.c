@@ -15,16 +15,24 @@
  * where the switch would cost more than the work).
  *
  * torch CPU tensors take the same table once torch is imported: they are
- * exported by torch._C._to_dlpack (the C function behind Tensor.__dlpack__,
- * whose Python wrapper costs several times more), the output is made by
- * numpy.empty as for numpy and handed to torch with torch.from_numpy
- * (shared, not copied), about half of torch.empty's cost. The plan does
- * not depend on the framework, so numpy and torch calls share entries.
+ * exported through DLPack's C exchange table (torch 2.10 on: C calls, no
+ * Python call, no capsule) or else torch._C._to_dlpack (the C function
+ * behind Tensor.__dlpack__, whose Python wrapper costs several times
+ * more); the output is made by numpy.empty as for numpy and handed to
+ * torch with torch.from_numpy (shared, not copied), about half of
+ * torch.empty's cost. The plan does not depend on the framework, so numpy
+ * and torch calls share entries.
  *
  * Where the plan only re-reads one input (ein_plan_output_view: a
  * transpose, a split or merge of adjacent axes, a diagonal), a hit runs
- * nothing: the result is a view of that input (views.c), as numpy.einsum
- * and einops give. Axis lengths (rearrange's h=8) are part of the key.
+ * nothing: the result is a view of that input, as numpy.einsum and einops
+ * give: for numpy a DLPack tensor made in views.c, for torch the input's
+ * own export pointed at the view (torch_view). Axis lengths (rearrange's
+ * h=8) are part of the key.
+ *
+ * einc.rearrange itself is a C function here (fast_rearrange), so a call
+ * the table serves runs no Python frame; it hands every other call to
+ * the Python rearrange (python/einc/_einops.py).
  *
  * Anything out of the ordinary answers None and the caller takes the
  * general path, which gives the same result or the same error: inputs
@@ -80,13 +88,18 @@ static PyObject *tensor_type, *to_dlpack, *from_numpy, *torch_np_dtype;
  * DLPack: numpy results are then copies) and torch._C._from_dlpack, for
  * views (views.c's capsules): set by fast_setup and fast_setup_torch. */
 static PyObject *np_from_dlpack, *torch_from_dlpack;
+/* torch.Tensor.__dlpack_c_exchange_api__ (torch 2.10 on) and its table,
+ * which replace _to_dlpack and _from_dlpack where torch has one. */
+static PyObject *torch_api_capsule;
+static const einpy_exchange_api *torch_api;
 static fast_entry *slots[FAST_SLOTS];
 static int next_victim;
 
-/* One call's inputs. numpy arrays are taken (their capsules consumed);
- * torch tensors stay in their capsules from torch._C._to_dlpack, unused,
- * so that a view's capsule can go back to torch as it is (torch_view) and
- * dropping the capsule frees the rest. */
+/* One call's inputs. numpy arrays are taken (their capsules consumed), as
+ * are torch tensors through torch's exchange table; without one, torch
+ * tensors stay in their capsules from torch._C._to_dlpack, unused, so that
+ * a view's capsule can go back to torch as it is (torch_view) and dropping
+ * the capsule frees the rest. */
 typedef struct fast_inputs {
   einpy_tensor t[EIN_MAX_OPERANDS];
   PyObject *capsules[EIN_MAX_OPERANDS]; /* torch's, owned; NULL for numpy */
@@ -281,31 +294,48 @@ static int all_of_type(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
   return type != NULL;
 }
 
-/* A torch CPU tensor that needs no grad, through torch._C._to_dlpack: its
- * capsule, left unused (*t points into it); NULL (no exception) for the
- * general path. */
-static PyObject *import_torch(PyObject *tensor, einpy_tensor *t) {
+/* Whether the fast path takes a torch tensor of this layout: on the CPU,
+ * of a dtype numpy has (results are made by numpy.empty). */
+static int torch_layout_ok(const DLTensor *t) {
+  return t->device.device_type == kDLCPU && t->dtype.code != kDLBfloat &&
+         t->dtype.code != kDLComplex;
+}
+
+/* A torch CPU tensor that needs no grad, through torch's exchange table
+ * (into *t, owned) or else torch._C._to_dlpack (its capsule, left unused,
+ * *t pointing into it). 1 with *capsule set (NULL for the table), or 0
+ * with nothing held and no exception for the general path. */
+static int import_torch(PyObject *tensor, einpy_tensor *t,
+                        PyObject **capsule) {
   static PyObject *requires_grad;
+  memset(t, 0, sizeof *t);
+  *capsule = NULL;
   if (!requires_grad &&
       !(requires_grad = PyUnicode_InternFromString("requires_grad")))
-    return NULL;
+    return 0;
   PyObject *grad = PyObject_GetAttr(tensor, requires_grad);
-  PyObject *capsule =
-      grad == Py_False ? PyObject_CallFunctionObjArgs(to_dlpack, tensor, NULL)
-                       : NULL;
   Py_XDECREF(grad);
-  DLManagedTensor *m =
-      capsule ? PyCapsule_GetPointer(capsule, "dltensor") : NULL;
-  if (m && m->dl_tensor.device.device_type == kDLCPU &&
-      m->dl_tensor.dtype.code != kDLBfloat &&
-      m->dl_tensor.dtype.code != kDLComplex) {
-    memset(t, 0, sizeof *t);
-    t->t = &m->dl_tensor;
-    return capsule;
+  einpy_managed_versioned *m = NULL;
+  if (grad != Py_False) {
+    /* needs grad, or the attribute failed: the general path */
+  } else if (torch_api) {
+    if (torch_api->managed_tensor_from_py_object_no_sync(tensor, &m) == 0) {
+      t->t = &m->dl_tensor, t->managed = m, t->versioned = 1;
+      if (!(m->flags & EINPY_FLAG_IS_COPIED) && torch_layout_ok(t->t))
+        return 1;
+      einpy_tensor_release(t);
+    }
+  } else if ((*capsule = PyObject_CallFunctionObjArgs(to_dlpack, tensor,
+                                                      NULL)) != NULL) {
+    DLManagedTensor *lm = PyCapsule_GetPointer(*capsule, "dltensor");
+    if (lm && torch_layout_ok(&lm->dl_tensor)) {
+      t->t = &lm->dl_tensor;
+      return 1;
+    }
+    Py_CLEAR(*capsule);
   }
-  Py_XDECREF(capsule);
   PyErr_Clear();
-  return NULL;
+  return 0;
 }
 
 /* Whether the inputs are all of one dtype. */
@@ -331,9 +361,9 @@ static int import_items(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
   for (; in->n < (int)count; in->n++) {
     PyObject *item = PyTuple_GetItem(tuple, first + in->n);
     einpy_tensor *t = &in->t[in->n];
-    int ok = in->torch ? (in->capsules[in->n] = import_torch(item, t)) != NULL
+    in->capsules[in->n] = NULL;
+    int ok = in->torch ? import_torch(item, t, &in->capsules[in->n])
                        : einpy_tensor_import_numpy(item, t) == 0;
-    if (!in->torch) in->capsules[in->n] = NULL;
     if (!ok) {
       PyErr_Clear(); /* numpy refused (bfloat16, byte order): general path */
       inputs_release(in);
@@ -391,7 +421,7 @@ static PyObject *run_entry(fast_entry *e, einpy_tensor *in, int n) {
  * numpy.from_dlpack (views.c); the input is handed to the view. */
 static PyObject *numpy_view(fast_entry *e, fast_inputs *in) {
   PyObject *capsule = einpy_view_capsule(
-      &in->t[e->view_input], 1, ein_plan_output_ndim(e->plan),
+      &in->t[e->view_input], ein_plan_output_ndim(e->plan),
       ein_plan_output_shape(e->plan), e->view_strides, e->view_offset);
   PyObject *producer = capsule ? einpy_view_exporter(capsule) : NULL;
   PyObject *result =
@@ -403,16 +433,18 @@ static PyObject *numpy_view(fast_entry *e, fast_inputs *in) {
   return result;
 }
 
-/* The view e's plan reads torch input in[e->view_input] as. torch's own
- * capsule of the input goes back to torch._C._from_dlpack with its
- * DLTensor pointed at the view (first element, shape, strides): torch
- * copies shape and strides when it takes the capsule, and its deleter
- * (which frees what _to_dlpack made, keeping the input's memory alive
- * until then) reads only manager_ctx. Half the cost of wrapping the
- * input in a new managed tensor and capsule (views.c), a third of
- * Tensor.as_strided's. */
+/* The view e's plan reads torch input in[e->view_input] as. The input's
+ * own managed tensor from torch goes back to torch with its DLTensor
+ * pointed at the view (first element, shape, strides): through the
+ * exchange table's managed_tensor_to_py_object, or as the capsule it came
+ * in to torch._C._from_dlpack. torch copies shape and strides as it takes
+ * the tensor, and its deleter (which frees what the export made, keeping
+ * the input's memory alive until then) reads only manager_ctx. Much
+ * cheaper than wrapping the input in a new managed tensor (views.c), or
+ * Tensor.as_strided. */
 static PyObject *torch_view(fast_entry *e, fast_inputs *in) {
-  DLTensor *t = in->t[e->view_input].t;
+  einpy_tensor *source = &in->t[e->view_input];
+  DLTensor *t = source->t;
   int ndim = ein_plan_output_ndim(e->plan);
   int64_t shape[EIN_MAX_DIMS], strides[EIN_MAX_DIMS];
   memcpy(shape, ein_plan_output_shape(e->plan), sizeof(int64_t) * (size_t)ndim);
@@ -423,9 +455,14 @@ static PyObject *torch_view(fast_entry *e, fast_inputs *in) {
   t->ndim = ndim;
   t->shape = shape;
   t->strides = strides;
-  PyObject *result = PyObject_CallFunctionObjArgs(
-      torch_from_dlpack, in->capsules[e->view_input], NULL);
-  in->t[e->view_input].t = NULL; /* its shape is this frame's */
+  if (!source->managed)
+    return PyObject_CallFunctionObjArgs(
+        torch_from_dlpack, in->capsules[e->view_input], NULL);
+  void *result = NULL;
+  einpy_managed_versioned *m = source->managed;
+  memset(source, 0, sizeof *source); /* torch's now, even on failure */
+  if (torch_api->managed_tensor_to_py_object_no_sync(m, &result) != 0)
+    return NULL;
   return result;
 }
 
@@ -649,17 +686,33 @@ static PyObject *py_fast_setup(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* The exchange table in `capsule` when it is one fastpath.c can use
+ * (DLPack 1.2 or a later 1.x, both functions there), else NULL. */
+static const einpy_exchange_api *exchange_api(PyObject *capsule) {
+  const einpy_exchange_api *api =
+      PyCapsule_IsValid(capsule, "dlpack_exchange_api")
+          ? PyCapsule_GetPointer(capsule, "dlpack_exchange_api")
+          : NULL;
+  if (!api || api->version.major != 1 || api->version.minor < 2 ||
+      !api->managed_tensor_from_py_object_no_sync ||
+      !api->managed_tensor_to_py_object_no_sync)
+    return NULL;
+  return api;
+}
+
 /* fast_setup_torch(torch.Tensor, torch._C._to_dlpack, torch.from_numpy,
- *                  tensor -> numpy dtype, torch._C._from_dlpack) */
+ *                  tensor -> numpy dtype, torch._C._from_dlpack
+ *                  [, torch.Tensor.__dlpack_c_exchange_api__ or None]) */
 static PyObject *py_fast_setup_torch(PyObject *self, PyObject *args) {
   (void)self;
-  PyObject *objs[5];
-  if (!PyArg_ParseTuple(args, "OOOOO:fast_setup_torch", &objs[0], &objs[1],
-                        &objs[2], &objs[3], &objs[4]))
+  PyObject *objs[6] = {NULL, NULL, NULL, NULL, NULL, Py_None};
+  if (!PyArg_ParseTuple(args, "OOOOO|O:fast_setup_torch", &objs[0],
+                        &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
     return NULL;
-  PyObject **slots_[] = {&tensor_type, &to_dlpack, &from_numpy,
-                         &torch_np_dtype, &torch_from_dlpack};
-  keep(objs, slots_, 5);
+  PyObject **slots_[] = {&tensor_type,    &to_dlpack,         &from_numpy,
+                         &torch_np_dtype, &torch_from_dlpack, &torch_api_capsule};
+  keep(objs, slots_, 6);
+  torch_api = exchange_api(torch_api_capsule);
   Py_RETURN_NONE;
 }
 
@@ -675,7 +728,7 @@ static PyMethodDef fast_methods[] = {
      "fast_setup(ndarray, empty, numpy_dialect, from_dlpack): enables fast()"},
     {"fast_setup_torch", py_fast_setup_torch, METH_VARARGS,
      "fast_setup_torch(Tensor, _to_dlpack, from_numpy, numpy_dtype_of, "
-     "_from_dlpack): fast() takes torch CPU tensors too"},
+     "_from_dlpack[, exchange_api]): fast() takes torch CPU tensors too"},
     {NULL, NULL, 0, NULL}};
 
 int einpy_fast_init(PyObject *module) {
@@ -695,6 +748,8 @@ void einpy_fast_free(void) {
   Py_CLEAR(torch_np_dtype);
   Py_CLEAR(np_from_dlpack);
   Py_CLEAR(torch_from_dlpack);
+  Py_CLEAR(torch_api_capsule);
+  torch_api = NULL;
   Py_CLEAR(last_reduction);
   Py_CLEAR(rearrange_general);
 }
