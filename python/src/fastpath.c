@@ -70,7 +70,6 @@ typedef struct fast_entry {
   int users;           /* calls running the plan without the GIL */
   int keep_gil;        /* a plan too small to be worth a thread switch */
   int evicted;
-  int has_arrow;       /* the expression has '->' (rearrange wants one) */
   Py_hash_t hash;
   /* ein_plan_output_view's answer: the result is a view of an input. */
   int is_view, view_input;
@@ -252,10 +251,8 @@ static int make_plan(fast_entry *e, const char *expr, const ein_options *o,
 static fast_entry *plan_entry(PyObject *expr, Py_hash_t hash, int dialect,
                               int reduction, PyObject *lengths,
                               PyObject *first, einpy_tensor *in, int n) {
-  static PyObject *no_lengths, *arrow;
-  if ((!no_lengths && !(no_lengths = PyTuple_New(0))) ||
-      (!arrow && !(arrow = PyUnicode_InternFromString("->"))))
-    return NULL;
+  static PyObject *no_lengths;
+  if (!no_lengths && !(no_lengths = PyTuple_New(0))) return NULL;
   int is_numpy = resolve_dialect(expr, dialect, in, n);
   PyObject *utf8 = is_numpy < 0 ? NULL : PyUnicode_AsUTF8String(expr);
   fast_entry *e = utf8 ? einpy_calloc(1, sizeof *e) : NULL;
@@ -275,7 +272,6 @@ static fast_entry *plan_entry(PyObject *expr, Py_hash_t hash, int dialect,
   e->hash = hash;
   e->dialect = dialect;
   e->reduction = reduction;
-  e->has_arrow = PyUnicode_Find(expr, arrow, 0, PY_SSIZE_T_MAX, 1) >= 0;
   record_layouts(e, in, n);
   int ok = make_plan(e, PyBytes_AsString(utf8), &o.opt, in, first) == 0;
   einpy_options_free(&o);
@@ -533,18 +529,16 @@ static fast_entry *entry_for(PyObject *expr, int dialect, int reduction,
 
 /* The call of tuple items [first, first + count) on the table's plan:
  * the result (a view of an input where the plan only re-reads it, else a
- * new array), or None (a new reference) for the general path. With
- * need_arrow, expressions without '->' go the general way too (rearrange
- * raises its own error for them). */
+ * new array), or None (a new reference) for the general path. */
 static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
                            PyObject *expr, int dialect, int reduction,
-                           PyObject *lengths, int need_arrow) {
+                           PyObject *lengths) {
   fast_inputs in;
   if (!import_items(args, first, count, 1, &in)) Py_RETURN_NONE;
   fast_entry *e = entry_for(expr, dialect, reduction, lengths,
                             PyTuple_GetItem(args, first), in.t, in.n);
   PyObject *result;
-  if (!e || (need_arrow && !e->has_arrow)) {
+  if (!e) {
     Py_INCREF(Py_None);
     result = Py_None;
   } else if (e->is_view && in.torch) {
@@ -586,7 +580,7 @@ static PyObject *py_fast(PyObject *self, PyObject *fargs) {
   if (!PyTuple_Check(args) || reduction < 0 ||
       !split_args(args, &expr, &first, &count))
     Py_RETURN_NONE;
-  return fast_eval(args, first, count, expr, dialect, reduction, lengths, 0);
+  return fast_eval(args, first, count, expr, dialect, reduction, lengths);
 }
 
 /* rearrange's axis lengths, ((name, size), ...) in keyword order as
@@ -617,7 +611,8 @@ static PyObject *rearrange_general;
  * the table serves runs no Python frame: fast_eval as fast((tensor,
  * pattern), False, None, lengths) gives it. Every other call, and every
  * miss the table cannot plan, goes to rearrange_general, which checks the
- * arguments and raises einc's errors. */
+ * arguments and raises einc's errors (a pattern with no '->' among them:
+ * the einops dialect never plans one). */
 static PyObject *fast_rearrange(PyObject *self, PyObject *args,
                                 PyObject *kwargs) {
   (void)self;
@@ -628,7 +623,7 @@ static PyObject *fast_rearrange(PyObject *self, PyObject *args,
                (lengths = lengths_of(kwargs)) != NULL);
   if (plain)
     result = fast_eval(args, 0, 1, PyTuple_GetItem(args, 1), 0,
-                       (int)EIN_REDUCE_SUM, lengths, 1);
+                       (int)EIN_REDUCE_SUM, lengths);
   Py_XDECREF(lengths);
   if (plain && result != Py_None) return result; /* a view, array or error */
   Py_XDECREF(result);

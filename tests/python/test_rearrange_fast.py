@@ -1,0 +1,161 @@
+"""einc.rearrange is a C function (python/src/fastpath.c, fast_rearrange)
+that serves calls from the plan table, a view where the plan only re-reads
+the input, and hands every other call to the Python rearrange. Whatever it
+serves must be what the general path (_api.evaluate, which always copies)
+gives: the same kind of array, dtype, shape and values, on random patterns
+over numpy arrays and torch CPU tensors of every layout (contiguous,
+permuted, strided, reversed, 0-d, empty) and dtype; and where it gives a
+view, the view must address the input's elements as the general path reads
+them: a write through it shows in the input, at that place."""
+import numpy as np
+import pytest
+
+import einc
+from einc import _api, _einc, _einops
+from test_einops_random import rearrange_case
+from test_views import relayout
+
+DTYPES = ["float32", "float64", "int64", "int32", "uint8", "float16",
+          "bool"]
+LAYOUTS = ["contiguous", "permuted", "strided", "reversed"]
+# 0-d and empty inputs: (pattern, shape, lengths)
+EDGES = [("->", (), {}), (" -> () ()", (), {}), ("a b -> b a", (0, 3), {}),
+         ("a b c -> c (a b)", (2, 0, 1), {}),
+         ("(a b) c -> b c a", (0, 2), {"b": 3}),
+         ("a b -> (b a)", (3, 0), {}), ("a () -> a", (4, 1), {})]
+
+
+@pytest.fixture
+def served():
+    """Records the calls einc.rearrange hands to the Python rearrange (the
+    fallback is swapped for a spy around it, then put back)."""
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return _einops._rearrange(*args, **kwargs)
+
+    einc.rearrange(np.ones((2, 3)), "a b -> b a")  # arms the table
+    try:
+        import torch
+        einc.rearrange(torch.ones(2, 3), "a b -> b a")  # and for torch
+    except ImportError:
+        pass
+    _einc.fast_rearrange(spy, "")
+    try:
+        yield calls
+    finally:
+        _einc.fast_rearrange(_einops._rearrange, "")
+
+
+def general(x, pattern, lengths):
+    return _api.evaluate(pattern, (x,), numpy=False,
+                         lengths=_api._lengths(lengths))
+
+
+def as_numpy(a):
+    return a if isinstance(a, np.ndarray) else a.numpy()
+
+
+def check_same_as_general(x, pattern, lengths, calls):
+    """einc.rearrange served it in C, and gave what the general path
+    gives; a view addresses the input as the general path reads it."""
+    del calls[:]
+    got = einc.rearrange(x, pattern, **lengths)
+    assert not calls, f"not served in C: {pattern} {x.shape} {x.dtype}"
+    want = general(x, pattern, lengths)
+    assert type(got) is type(want), pattern
+    assert got.dtype == want.dtype and got.shape == want.shape, pattern
+    g, w = as_numpy(got), as_numpy(want)
+    np.testing.assert_array_equal(g, w, err_msg=pattern)
+    if g.size and np.shares_memory(g, as_numpy(x)):
+        flat = int(np.random.default_rng(g.size).integers(g.size))
+        at = np.unravel_index(flat, g.shape)
+        g[at] = 0 if w[at] else 1  # another value, for every dtype
+        after = as_numpy(general(x, pattern, lengths))
+        np.testing.assert_array_equal(g, after, err_msg=pattern)
+        assert after[at] != w[at], pattern
+    return got
+
+
+def random_input(seed, torch_layouts=False):
+    pattern, x, lengths = rearrange_case(seed)
+    r = np.random.default_rng(seed)
+    layouts = LAYOUTS[:3] if torch_layouts else LAYOUTS  # torch: no negatives
+    x = relayout(x.astype(DTYPES[seed % len(DTYPES)]),
+                 layouts[seed % len(layouts)], r)
+    return pattern, x, lengths
+
+
+@pytest.mark.parametrize("seed", range(160))
+def test_numpy_fast_equals_general(seed, served):
+    pattern, x, lengths = random_input(seed)
+    check_same_as_general(x, pattern, lengths, served)
+
+
+@pytest.mark.parametrize("seed", range(160))
+def test_torch_fast_equals_general(seed, served):
+    torch = pytest.importorskip("torch")
+    pattern, x, lengths = random_input(seed, torch_layouts=True)
+    t = torch.from_numpy(x)
+    got = check_same_as_general(t, pattern, lengths, served)
+    assert got.device == t.device and not got.requires_grad
+
+
+@pytest.mark.parametrize("case", EDGES, ids=[c[0] for c in EDGES])
+def test_zero_d_and_empty(case, served):
+    pattern, shape, lengths = case
+    x = (np.arange(int(np.prod(shape)), dtype=np.float32) + 1).reshape(shape)
+    check_same_as_general(x, pattern, lengths, served)
+    try:
+        import torch
+    except ImportError:
+        return
+    check_same_as_general(torch.from_numpy(x), pattern, lengths, served)
+
+
+def test_random_cases_reach_views_and_copies(served):
+    """The cases above take both of the C path's answers."""
+    torch = pytest.importorskip("torch")
+    views = copies = 0
+    for seed in range(160):
+        pattern, x, lengths = random_input(seed, torch_layouts=True)
+        t = torch.from_numpy(x)
+        got = check_same_as_general(t, pattern, lengths, served)
+        if got.numel() and np.shares_memory(got.numpy(), x):
+            views += 1
+        else:
+            copies += 1
+    assert views > 60 and copies > 10, (views, copies)
+
+
+def test_what_c_leaves_to_python(served):
+    """Calls the table does not serve go to the Python rearrange, which
+    gives their results and errors."""
+    x = np.arange(12.).reshape(3, 4)
+    want = x.reshape(3, 2, 2)
+    np.testing.assert_array_equal(
+        einc.rearrange(x, "a (b c) -> a b c", c=np.int64(2)), want)
+    np.testing.assert_array_equal(
+        einc.rearrange([x[0], x[1]], "n d -> d n"), x[:2].T)
+    np.testing.assert_array_equal(
+        einc.rearrange(tensor=x, pattern="a b -> b a"), x.T)
+    assert len(served) == 3
+    with pytest.raises(einc.EincError, match="needs '->'"):
+        einc.rearrange(x, "a b")  # a table entry would plan it
+    with pytest.raises(TypeError, match="multiple values"):
+        einc.rearrange(x, "a b -> b a", pattern=1)
+    with pytest.raises(TypeError, match="must be an int"):
+        einc.rearrange(x, "a (b c) -> a b c", c=2.0)
+    with pytest.raises(einc.EincError):
+        einc.rearrange(x, "a b c -> c b a")
+
+
+def test_signature_and_docstring():
+    import inspect
+
+    assert str(inspect.signature(einc.rearrange)) == (
+        "(tensor, pattern, **axes_lengths)")
+    assert inspect.getdoc(einc.rearrange) == inspect.getdoc(
+        _einops._rearrange)
+    assert repr(einc.rearrange) == "<built-in function rearrange>"
