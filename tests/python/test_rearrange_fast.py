@@ -93,11 +93,31 @@ def test_numpy_fast_equals_general(seed, served):
     check_same_as_general(x, pattern, lengths, served)
 
 
-@pytest.mark.parametrize("seed", range(160))
-def test_torch_fast_equals_general(seed, served):
+@pytest.fixture(params=["exchange table", "capsules"])
+def torch_route(request, served):
+    """torch tensors through DLPack's C exchange table (torch 2.10 on), or
+    as older torch has them, through torch._C._to_dlpack's capsules."""
     torch = pytest.importorskip("torch")
+    table = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
+    if request.param == "exchange table" and table is None:
+        pytest.skip("this torch has no DLPack exchange table")
+
+    def setup(api):
+        _einc.fast_setup_torch(torch.Tensor, torch._C._to_dlpack,
+                               torch.from_numpy, _api._torch_numpy_dtype,
+                               torch._C._from_dlpack, api)
+
+    setup(table if request.param == "exchange table" else None)
+    try:
+        yield torch
+    finally:
+        setup(table)
+
+
+@pytest.mark.parametrize("seed", range(160))
+def test_torch_fast_equals_general(seed, served, torch_route):
     pattern, x, lengths = random_input(seed, torch_layouts=True)
-    t = torch.from_numpy(x)
+    t = torch_route.from_numpy(x)
     got = check_same_as_general(t, pattern, lengths, served)
     assert got.device == t.device and not got.requires_grad
 
@@ -107,16 +127,42 @@ def test_zero_d_and_empty(case, served):
     pattern, shape, lengths = case
     x = (np.arange(int(np.prod(shape)), dtype=np.float32) + 1).reshape(shape)
     check_same_as_general(x, pattern, lengths, served)
-    try:
-        import torch
-    except ImportError:
-        return
-    check_same_as_general(torch.from_numpy(x), pattern, lengths, served)
 
 
-def test_random_cases_reach_views_and_copies(served):
+@pytest.mark.parametrize("case", EDGES, ids=[c[0] for c in EDGES])
+def test_zero_d_and_empty_torch(case, served, torch_route):
+    pattern, shape, lengths = case
+    x = (np.arange(int(np.prod(shape)), dtype=np.float32) + 1).reshape(shape)
+    check_same_as_general(torch_route.from_numpy(x), pattern, lengths,
+                          served)
+
+
+def test_torch_views_outlive_inputs_and_let_them_go(torch_route):
+    """A view keeps its input's memory; dropped, it lets the input go (its
+    reference count comes back) on either route."""
+    import gc
+    import sys
+
+    torch = torch_route
+    x = torch.arange(30.)[6:].reshape(2, 3, 4)  # a storage offset
+    before = sys.getrefcount(x)
+    for _ in range(2000):
+        v = einc.rearrange(x, "a b c -> c (a b)")
+    want = x.permute(2, 0, 1).reshape(4, 6).clone()
+    assert v.data_ptr() == x.data_ptr()
+    del x
+    gc.collect()
+    assert torch.equal(v, want) and v.stride() == (1, 4)
+    y = torch.ones(4, 6)
+    before = sys.getrefcount(y)
+    for _ in range(2000):
+        einc.rearrange(y, "a b -> b a")
+    assert sys.getrefcount(y) == before
+
+
+def test_random_cases_reach_views_and_copies(served, torch_route):
     """The cases above take both of the C path's answers."""
-    torch = pytest.importorskip("torch")
+    torch = torch_route
     views = copies = 0
     for seed in range(160):
         pattern, x, lengths = random_input(seed, torch_layouts=True)
