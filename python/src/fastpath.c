@@ -37,8 +37,9 @@
  * Anything out of the ordinary answers None and the caller takes the
  * general path, which gives the same result or the same error: inputs
  * that are not exactly numpy.ndarray (or all exactly torch.Tensor),
- * DLPack's refusals (bfloat16, byte-swapped), mixed dtypes, torch tensors
- * that need grad or are not on the CPU or of a dtype numpy lacks, more
+ * numpy's DLPack refusals (bfloat16, byte-swapped), mixed dtypes, torch
+ * tensors that need grad or are not on the CPU, complex ones with the
+ * conjugate or negative bit, torch dtypes einc cannot map to numpy, more
  * than EIN_MAX_OPERANDS inputs, and any failure to plan (so errors keep
  * the general path's messages).
  *
@@ -232,8 +233,9 @@ static int make_plan(fast_entry *e, const char *expr, const ein_options *o,
                       ? einpy_fast_empty(e->out_shape, e->np_dtype)
                       : NULL;
   einpy_tensor t = {0};
-  int ok = out && einpy_tensor_import_numpy(out, &t) == 0 &&
-           ein_plan_create(einpy_ctx(), expr, ins, e->ninputs, t.t, o,
+  int ok = out && einpy_tensor_import_numpy(out, &t) == 0;
+  if (ok && e->dtype.code == kDLBfloat) t.t->dtype = e->dtype; /* uint16 */
+  ok = ok && ein_plan_create(einpy_ctx(), expr, ins, e->ninputs, t.t, o,
                            &e->plan) == EIN_OK;
   einpy_tensor_release(&t);
   Py_XDECREF(out);
@@ -290,11 +292,22 @@ static int all_of_type(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
   return type != NULL;
 }
 
-/* Whether the fast path takes a torch tensor of this layout: on the CPU,
- * of a dtype numpy has (results are made by numpy.empty). */
-static int torch_layout_ok(const DLTensor *t) {
-  return t->device.device_type == kDLCPU && t->dtype.code != kDLBfloat &&
-         t->dtype.code != kDLComplex;
+/* Whether tensor.<method>() is not False (an error counts as set). */
+static int torch_bit(PyObject *tensor, const char *method) {
+  PyObject *r = PyObject_CallMethod(tensor, method, NULL);
+  Py_XDECREF(r);
+  return r != Py_False;
+}
+
+/* Whether the fast path takes a torch tensor exported as t: on the CPU,
+ * and for complex dtypes, with neither the conjugate nor the negative bit
+ * (DLPack cannot say them, and these exports do not refuse them as
+ * Tensor.__dlpack__ does: the general path raises its error). bfloat16
+ * results are made as numpy uint16 arrays (run_fresh). */
+static int torch_layout_ok(PyObject *tensor, const DLTensor *t) {
+  return t->device.device_type == kDLCPU &&
+         (t->dtype.code != kDLComplex ||
+          (!torch_bit(tensor, "is_conj") && !torch_bit(tensor, "is_neg")));
 }
 
 /* A torch CPU tensor that needs no grad, through torch's exchange table
@@ -317,14 +330,14 @@ static int import_torch(PyObject *tensor, einpy_tensor *t,
   } else if (torch_api) {
     if (torch_api->managed_tensor_from_py_object_no_sync(tensor, &m) == 0) {
       t->t = &m->dl_tensor, t->managed = m, t->versioned = 1;
-      if (!(m->flags & EINPY_FLAG_IS_COPIED) && torch_layout_ok(t->t))
+      if (!(m->flags & EINPY_FLAG_IS_COPIED) && torch_layout_ok(tensor, t->t))
         return 1;
       einpy_tensor_release(t);
     }
   } else if ((*capsule = PyObject_CallFunctionObjArgs(to_dlpack, tensor,
                                                       NULL)) != NULL) {
     DLManagedTensor *lm = PyCapsule_GetPointer(*capsule, "dltensor");
-    if (lm && torch_layout_ok(&lm->dl_tensor)) {
+    if (lm && torch_layout_ok(tensor, &lm->dl_tensor)) {
       t->t = &lm->dl_tensor;
       return 1;
     }
@@ -391,6 +404,7 @@ static PyObject *run_entry(fast_entry *e, einpy_tensor *in, int n) {
   PyObject *out = einpy_fast_empty(e->out_shape, e->np_dtype);
   einpy_tensor o = {0};
   if (out && einpy_tensor_import_numpy(out, &o) == 0) {
+    if (e->dtype.code == kDLBfloat) o.t->dtype = e->dtype; /* numpy: uint16 */
     const DLTensor *ins[EIN_MAX_OPERANDS];
     for (int i = 0; i < n; i++) ins[i] = in[i].t;
     ein_status st;
@@ -463,13 +477,20 @@ static PyObject *torch_view(fast_entry *e, fast_inputs *in) {
 }
 
 /* A new result for e: its plan run, the output handed to torch for torch
- * inputs (sharing numpy's memory). */
-static PyObject *run_fresh(fast_entry *e, fast_inputs *in) {
+ * inputs (sharing numpy's memory; bfloat16's, a uint16 array, viewed as
+ * the input's dtype). */
+static PyObject *run_fresh(fast_entry *e, fast_inputs *in, PyObject *first) {
   PyObject *result = run_entry(e, in->t, in->n);
   if (result && in->torch) {
     PyObject *array = result;
     result = PyObject_CallFunctionObjArgs(from_numpy, array, NULL);
     Py_DECREF(array);
+  }
+  if (result && in->torch && e->dtype.code == kDLBfloat) {
+    PyObject *bits = result, *dtype = PyObject_GetAttrString(first, "dtype");
+    result = dtype ? PyObject_CallMethod(bits, "view", "O", dtype) : NULL;
+    Py_XDECREF(dtype);
+    Py_DECREF(bits);
   }
   return result;
 }
@@ -535,8 +556,9 @@ static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
                            PyObject *lengths) {
   fast_inputs in;
   if (!import_items(args, first, count, 1, &in)) Py_RETURN_NONE;
-  fast_entry *e = entry_for(expr, dialect, reduction, lengths,
-                            PyTuple_GetItem(args, first), in.t, in.n);
+  PyObject *first_item = PyTuple_GetItem(args, first);
+  fast_entry *e =
+      entry_for(expr, dialect, reduction, lengths, first_item, in.t, in.n);
   PyObject *result;
   if (!e) {
     Py_INCREF(Py_None);
@@ -546,7 +568,7 @@ static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
   } else if (e->is_view && np_from_dlpack != Py_None) {
     result = numpy_view(e, &in);
   } else {
-    result = run_fresh(e, &in);
+    result = run_fresh(e, &in, first_item);
   }
   inputs_release(&in);
   return result;

@@ -137,6 +137,66 @@ def test_zero_d_and_empty_torch(case, served, torch_route):
                           served)
 
 
+def torch_relayout(t, kind, r):
+    """relayout (test_views) in torch, for dtypes numpy lacks."""
+    torch = pytest.importorskip("torch")
+    if kind == "permuted" and t.ndim > 1:
+        perm = [int(i) for i in r.permutation(t.ndim)]
+        back = [perm.index(i) for i in range(t.ndim)]
+        return t.permute(perm).contiguous().permute(back)
+    if kind == "strided" and t.ndim > 0:
+        big = torch.zeros(t.shape[:-1] + (2 * t.shape[-1],), dtype=t.dtype)
+        big[..., ::2] = t
+        return big[..., ::2]
+    return t
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_torch_bfloat16_and_complex(seed, served, torch_route):
+    """dtypes numpy lacks (bfloat16: results made as uint16) or whose
+    torch tensors carry bits DLPack cannot say (complex)."""
+    torch = torch_route
+    pattern, x, lengths = rearrange_case(seed)
+    dtype = [torch.bfloat16, torch.complex64, torch.complex128][seed % 3]
+    t = torch.from_numpy(x.astype(np.float32)).to(dtype)
+    if dtype.is_complex:
+        t = t * (1 - 2j)
+    t = torch_relayout(t, LAYOUTS[seed % 3], np.random.default_rng(seed))
+    del served[:]
+    got = einc.rearrange(t, pattern, **lengths)
+    assert not served, pattern
+    want = general(t, pattern, lengths)
+    assert got.dtype == want.dtype == dtype and got.shape == want.shape
+    assert torch.equal(got, want), pattern
+    if got.numel() and got.data_ptr() == t.data_ptr() and got.ndim:
+        got[(0,) * got.ndim] = 5
+        assert torch.equal(got, general(t, pattern, lengths)), pattern
+
+
+def test_torch_conjugate_and_negative_bits_go_the_general_way(
+        served, torch_route):
+    """Complex tensors with the conjugate or negative bit: the general path
+    (Tensor.__dlpack__ refuses the conjugate bit)."""
+    torch = torch_route
+    z = torch.arange(6.).reshape(2, 3) * (1 + 1j)
+    for t in [z.conj(), torch._neg_view(z)]:
+        del served[:]
+        try:
+            got = ("ok", einc.rearrange(t, "a b -> b a"))
+        except Exception as e:  # noqa: BLE001 - compared below
+            got = ("error", type(e))
+        assert len(served) == 1
+        try:
+            want = ("ok", general(t, "a b -> b a", {}))
+        except Exception as e:  # noqa: BLE001
+            want = ("error", type(e))
+        assert got[0] == want[0]
+        if got[0] == "ok":
+            assert torch.equal(got[1], want[1])
+        else:
+            assert got[1] is want[1]
+
+
 def test_torch_views_outlive_inputs_and_let_them_go(torch_route):
     """A view keeps its input's memory; dropped, it lets the input go (its
     reference count comes back) on either route."""
