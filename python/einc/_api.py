@@ -107,11 +107,17 @@ def _fast_setup() -> bool:
     torch = sys.modules.get("torch")
     if _fast_ready and torch is not None and hasattr(torch, "from_numpy"):
         for name in ("float16", "float32", "float64", "int8", "int16",
-                     "int32", "int64", "uint8", "bool"):
+                     "int32", "int64", "uint8", "bool", "complex64",
+                     "complex128"):
             _TORCH_TO_NUMPY[getattr(torch, name)] = np.dtype(name)
+        # bfloat16 results are made as uint16 arrays (fastpath.c)
+        _TORCH_TO_NUMPY[torch.bfloat16] = np.dtype("uint16")
+        # torch 2.10 on: DLPack's C exchange table, no Python calls
         _einc.fast_setup_torch(torch.Tensor, torch._C._to_dlpack,
                                torch.from_numpy, _torch_numpy_dtype,
-                               torch._C._from_dlpack)
+                               torch._C._from_dlpack,
+                               getattr(torch.Tensor,
+                                       "__dlpack_c_exchange_api__", None))
         _fast_torch = armed = True
     return armed
 

@@ -7,6 +7,7 @@ errors are einc.EincError, a RuntimeError as einops' EinopsError is.
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 
@@ -43,7 +44,8 @@ def rearrange(tensor, pattern: str, **axes_lengths):
     """
     if "->" not in pattern:
         raise EincError(f"rearrange needs '->' in its pattern: {pattern!r}")
-    # numpy arrays and torch CPU tensors: a cached plan, or a view
+    # numpy arrays and torch CPU tensors: a cached plan, or a view (tried
+    # first in C; here for what C leaves, as numpy ints for lengths)
     lengths = _lengths(axes_lengths) if axes_lengths else None
     result = _fast((tensor, pattern), False, None, lengths)
     if result is None and _fast_setup():  # numpy or torch just came
@@ -52,6 +54,18 @@ def rearrange(tensor, pattern: str, **axes_lengths):
         return result
     return evaluate(pattern, (_single(tensor),), numpy=False,
                     lengths=_lengths(axes_lengths))
+
+
+
+# einc.rearrange is a builtin (python/src/fastpath.c) that serves the calls
+# its plan table knows with no Python frame, and hands every other call to
+# the Python function above (kept as _rearrange; its name stays
+# 'rearrange' for Python's own errors), whose docstring it shows.
+_rearrange = rearrange
+rearrange = _einc.fast_rearrange(
+    _rearrange,
+    "rearrange(tensor, pattern, **axes_lengths)\n--\n\n" +
+    inspect.cleandoc(_rearrange.__doc__))
 
 
 def reduce(tensor, pattern: str, reduction, **axes_lengths):

@@ -5,8 +5,9 @@
  * Python's limited API 3.9 (Meson defines Py_LIMITED_API): it turns
  * DLPack capsules into DLTensors (tensors.c), Python option values into an
  * ein_options (options.c), einc's errors into einc.EincError with the
- * caret text (errors.c), keeps a cache of plans for plain numpy calls
- * (fastpath.c), hands back views of inputs through DLPack (views.c), and
+ * caret text (errors.c), keeps a cache of plans for plain numpy and torch
+ * calls and serves einc.rearrange from it in C (fastpath.c), hands back
+ * numpy views of inputs through DLPack (views.c), and
  * wraps ein_plan and ein_shape_memo as Python
  * types (plan_type.c, memo_type.c). module.c holds the one ein_ctx of the
  * process and the module's functions. Everything friendly (einops'
@@ -73,7 +74,24 @@ typedef struct einpy_managed_versioned {
   DLTensor dl_tensor;
 } einpy_managed_versioned;
 
-enum { EINPY_FLAG_READ_ONLY = 1 };
+enum { EINPY_FLAG_READ_ONLY = 1, EINPY_FLAG_IS_COPIED = 2 };
+
+/* DLPack 1.2's C exchange table, which a framework puts on its tensor type
+ * as __dlpack_c_exchange_api__ (a "dlpack_exchange_api" capsule; torch
+ * 2.10 on): C functions that give a tensor's managed tensor and make a
+ * tensor from one with no Python call and no capsule. Laid out as the
+ * standard's DLPackExchangeAPI; fastpath.c uses the two it needs. */
+typedef struct einpy_exchange_api {
+  einpy_dlpack_version version;
+  void *prev_api;
+  void *managed_tensor_allocator;
+  int (*managed_tensor_from_py_object_no_sync)(void *py_object,
+                                               einpy_managed_versioned **out);
+  int (*managed_tensor_to_py_object_no_sync)(einpy_managed_versioned *tensor,
+                                             void **out_py_object);
+  void *dltensor_from_py_object_no_sync;
+  void *current_work_stream;
+} einpy_exchange_api;
 
 
 /* A tensor taken from a DLPack producer. `t` points into the managed
@@ -154,8 +172,10 @@ PyObject *einpy_shape_tuple(const int64_t *shape, int n);
 
 /* ---------------------------------------------------------- fastpath.c */
 
-/* Adds fast(), fast_setup() and fast_setup_torch() to the module: the
- * cached path of plain numpy calls and torch CPU calls. einpy_fast_free drops its plans (module teardown). */
+/* Adds fast(), fast_rearrange(), fast_setup() and fast_setup_torch() to
+ * the module: the cached path of plain numpy calls and torch CPU calls,
+ * and einc.rearrange built on it. einpy_fast_free drops its plans and
+ * what the setups kept (module teardown). */
 int einpy_fast_init(PyObject *module);
 void einpy_fast_free(void);
 
@@ -169,14 +189,13 @@ PyObject *einpy_fast_empty(PyObject *shape, PyObject *dtype);
 
 /* ------------------------------------------------------------- views.c */
 
-/* A DLPack capsule for a strided view of `source` (a host tensor): the
- * view's ndim, shape, strides (elements) and the element offset of its
- * first element from source's. Takes source over (it is emptied; the
- * capsule's tensor releases it when its consumer is done, or the capsule
- * when it was never consumed). `versioned`: DLPack 1.0, carrying source's
- * read-only flag (NumPy reads legacy capsules as read-only), else legacy
- * (torch). NULL with an exception on failure (source then released). */
-PyObject *einpy_view_capsule(einpy_tensor *source, int versioned, int ndim,
+/* A "dltensor_versioned" capsule for a strided view of `source` (a host
+ * numpy array): the view's ndim, shape, strides (elements) and the element
+ * offset of its first element from source's, with source's read-only
+ * flag. Takes source over (it is emptied; the capsule's tensor releases it
+ * when its consumer is done, or the capsule when it was never consumed).
+ * NULL with an exception on failure (source then released). */
+PyObject *einpy_view_capsule(einpy_tensor *source, int ndim,
                              const int64_t *shape, const int64_t *strides,
                              int64_t offset);
 

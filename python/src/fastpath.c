@@ -15,22 +15,31 @@
  * where the switch would cost more than the work).
  *
  * torch CPU tensors take the same table once torch is imported: they are
- * exported by torch._C._to_dlpack (the C function behind Tensor.__dlpack__,
- * whose Python wrapper costs several times more), the output is made by
- * numpy.empty as for numpy and handed to torch with torch.from_numpy
- * (shared, not copied), about half of torch.empty's cost. The plan does
- * not depend on the framework, so numpy and torch calls share entries.
+ * exported through DLPack's C exchange table (torch 2.10 on: C calls, no
+ * Python call, no capsule) or else torch._C._to_dlpack (the C function
+ * behind Tensor.__dlpack__, whose Python wrapper costs several times
+ * more); the output is made by numpy.empty as for numpy and handed to
+ * torch with torch.from_numpy (shared, not copied), about half of
+ * torch.empty's cost. The plan does not depend on the framework, so numpy
+ * and torch calls share entries.
  *
  * Where the plan only re-reads one input (ein_plan_output_view: a
  * transpose, a split or merge of adjacent axes, a diagonal), a hit runs
- * nothing: the result is a view of that input (views.c), as numpy.einsum
- * and einops give. Axis lengths (rearrange's h=8) are part of the key.
+ * nothing: the result is a view of that input, as numpy.einsum and einops
+ * give: for numpy a DLPack tensor made in views.c, for torch the input's
+ * own export pointed at the view (torch_view). Axis lengths (rearrange's
+ * h=8) are part of the key.
+ *
+ * einc.rearrange itself is a C function here (fast_rearrange), so a call
+ * the table serves runs no Python frame; it hands every other call to
+ * the Python rearrange (python/einc/_einops.py).
  *
  * Anything out of the ordinary answers None and the caller takes the
  * general path, which gives the same result or the same error: inputs
  * that are not exactly numpy.ndarray (or all exactly torch.Tensor),
- * DLPack's refusals (bfloat16, byte-swapped), mixed dtypes, torch tensors
- * that need grad or are not on the CPU or of a dtype numpy lacks, more
+ * numpy's DLPack refusals (bfloat16, byte-swapped), mixed dtypes, torch
+ * tensors that need grad or are not on the CPU, complex ones with the
+ * conjugate or negative bit, torch dtypes einc cannot map to numpy, more
  * than EIN_MAX_OPERANDS inputs, and any failure to plan (so errors keep
  * the general path's messages).
  *
@@ -38,6 +47,7 @@
  * its plan without the GIL, so evicting it from another thread meanwhile
  * only marks it; the last user frees it.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "einpy.h"
@@ -78,8 +88,30 @@ static PyObject *tensor_type, *to_dlpack, *from_numpy, *torch_np_dtype;
  * DLPack: numpy results are then copies) and torch._C._from_dlpack, for
  * views (views.c's capsules): set by fast_setup and fast_setup_torch. */
 static PyObject *np_from_dlpack, *torch_from_dlpack;
+/* torch.Tensor.__dlpack_c_exchange_api__ (torch 2.10 on) and its table,
+ * which replace _to_dlpack and _from_dlpack where torch has one. */
+static PyObject *torch_api_capsule;
+static const einpy_exchange_api *torch_api;
 static fast_entry *slots[FAST_SLOTS];
 static int next_victim;
+
+/* One call's inputs. numpy arrays are taken (their capsules consumed), as
+ * are torch tensors through torch's exchange table; without one, torch
+ * tensors stay in their capsules from torch._C._to_dlpack, unused, so that
+ * a view's capsule can go back to torch as it is (torch_view) and dropping
+ * the capsule frees the rest. */
+typedef struct fast_inputs {
+  einpy_tensor t[EIN_MAX_OPERANDS];
+  PyObject *capsules[EIN_MAX_OPERANDS]; /* torch's, owned; NULL for numpy */
+  int n;
+  int torch;
+} fast_inputs;
+
+static void inputs_release(fast_inputs *in) {
+  einpy_tensors_release(in->t, in->n);
+  for (int i = 0; i < in->n; i++) Py_CLEAR(in->capsules[i]);
+  in->n = 0;
+}
 
 static void entry_free(fast_entry *e) {
   ein_plan_destroy(e->plan);
@@ -201,8 +233,9 @@ static int make_plan(fast_entry *e, const char *expr, const ein_options *o,
                       ? einpy_fast_empty(e->out_shape, e->np_dtype)
                       : NULL;
   einpy_tensor t = {0};
-  int ok = out && einpy_tensor_import_numpy(out, &t) == 0 &&
-           ein_plan_create(einpy_ctx(), expr, ins, e->ninputs, t.t, o,
+  int ok = out && einpy_tensor_import_numpy(out, &t) == 0;
+  if (ok && e->dtype.code == kDLBfloat) t.t->dtype = e->dtype; /* uint16 */
+  ok = ok && ein_plan_create(einpy_ctx(), expr, ins, e->ninputs, t.t, o,
                            &e->plan) == EIN_OK;
   einpy_tensor_release(&t);
   Py_XDECREF(out);
@@ -259,64 +292,106 @@ static int all_of_type(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
   return type != NULL;
 }
 
-/* A torch CPU tensor that needs no grad, through torch._C._to_dlpack; 0,
- * or -1 (no exception) for the general path. */
-static int import_torch(PyObject *t, einpy_tensor *out) {
+/* Whether tensor.<method>() is not False (an error counts as set). */
+static int torch_bit(PyObject *tensor, const char *method) {
+  PyObject *r = PyObject_CallMethod(tensor, method, NULL);
+  Py_XDECREF(r);
+  return r != Py_False;
+}
+
+/* Whether the fast path takes a torch tensor exported as t: on the CPU,
+ * and for complex dtypes, with neither the conjugate nor the negative bit
+ * (DLPack cannot say them, and these exports do not refuse them as
+ * Tensor.__dlpack__ does: the general path raises its error). bfloat16
+ * results are made as numpy uint16 arrays (run_fresh). */
+static int torch_layout_ok(PyObject *tensor, const DLTensor *t) {
+  return t->device.device_type == kDLCPU &&
+         (t->dtype.code != kDLComplex ||
+          (!torch_bit(tensor, "is_conj") && !torch_bit(tensor, "is_neg")));
+}
+
+/* A torch CPU tensor that needs no grad, through torch's exchange table
+ * (into *t, owned) or else torch._C._to_dlpack (its capsule, left unused,
+ * *t pointing into it). 1 with *capsule set (NULL for the table), or 0
+ * with nothing held and no exception for the general path. */
+static int import_torch(PyObject *tensor, einpy_tensor *t,
+                        PyObject **capsule) {
   static PyObject *requires_grad;
+  memset(t, 0, sizeof *t);
+  *capsule = NULL;
   if (!requires_grad &&
       !(requires_grad = PyUnicode_InternFromString("requires_grad")))
-    return -1;
-  PyObject *grad = PyObject_GetAttr(t, requires_grad);
-  PyObject *capsule = grad == Py_False
-                          ? PyObject_CallFunctionObjArgs(to_dlpack, t, NULL)
-                          : NULL;
+    return 0;
+  PyObject *grad = PyObject_GetAttr(tensor, requires_grad);
   Py_XDECREF(grad);
-  int ok = capsule && einpy_tensor_from_capsule(capsule, out) == 0;
-  Py_XDECREF(capsule);
-  if (ok && (out->t->device.device_type != kDLCPU ||
-             out->t->dtype.code == kDLBfloat ||
-             out->t->dtype.code == kDLComplex)) {
-    einpy_tensor_release(out);
-    ok = 0;
+  einpy_managed_versioned *m = NULL;
+  if (grad != Py_False) {
+    /* needs grad, or the attribute failed: the general path */
+  } else if (torch_api) {
+    if (torch_api->managed_tensor_from_py_object_no_sync(tensor, &m) == 0) {
+      t->t = &m->dl_tensor, t->managed = m, t->versioned = 1;
+      if (!(m->flags & EINPY_FLAG_IS_COPIED) && torch_layout_ok(tensor, t->t))
+        return 1;
+      einpy_tensor_release(t);
+    }
+  } else if ((*capsule = PyObject_CallFunctionObjArgs(to_dlpack, tensor,
+                                                      NULL)) != NULL) {
+    DLManagedTensor *lm = PyCapsule_GetPointer(*capsule, "dltensor");
+    if (lm && torch_layout_ok(tensor, &lm->dl_tensor)) {
+      t->t = &lm->dl_tensor;
+      return 1;
+    }
+    Py_CLEAR(*capsule);
   }
   PyErr_Clear();
-  return ok ? 0 : -1;
+  return 0;
+}
+
+/* Whether the inputs are all of one dtype. */
+static int one_dtype(const fast_inputs *in) {
+  for (int i = 1; i < in->n; i++) {
+    DLDataType a = in->t[0].t->dtype, b = in->t[i].t->dtype;
+    if (a.code != b.code || a.bits != b.bits || a.lanes != b.lanes) return 0;
+  }
+  return 1;
 }
 
 /* Takes tuple items [first, first + count) through DLPack when all are
  * exactly numpy.ndarray (or, with torch_ok, all exactly torch.Tensor) of
  * one dtype: 1, or 0 with nothing held and no exception. */
 static int import_items(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
-                        int torch_ok, einpy_tensor *in, int *n) {
+                        int torch_ok, fast_inputs *in) {
+  in->n = 0;
   if (count < 1 || count > EIN_MAX_OPERANDS) return 0;
-  int torch = 0;
+  in->torch = 0;
   if (!all_of_type(tuple, first, count, ndarray_type) &&
-      !(torch = torch_ok && all_of_type(tuple, first, count, tensor_type)))
+      !(in->torch = torch_ok && all_of_type(tuple, first, count, tensor_type)))
     return 0;
-  for (*n = 0; *n < (int)count; ++*n) {
-    PyObject *item = PyTuple_GetItem(tuple, first + *n);
-    int r = torch ? import_torch(item, &in[*n])
-                  : einpy_tensor_import_numpy(item, &in[*n]);
-    if (r < 0) {
+  for (; in->n < (int)count; in->n++) {
+    PyObject *item = PyTuple_GetItem(tuple, first + in->n);
+    einpy_tensor *t = &in->t[in->n];
+    in->capsules[in->n] = NULL;
+    int ok = in->torch ? import_torch(item, t, &in->capsules[in->n])
+                       : einpy_tensor_import_numpy(item, t) == 0;
+    if (!ok) {
       PyErr_Clear(); /* numpy refused (bfloat16, byte order): general path */
-      einpy_tensors_release(in, *n);
-      *n = 0;
+      inputs_release(in);
       return 0;
     }
   }
-  for (int i = 1; i < *n; i++) {
-    DLDataType a = in[0].t->dtype, b = in[i].t->dtype;
-    if (a.code != b.code || a.bits != b.bits || a.lanes != b.lanes) {
-      einpy_tensors_release(in, *n);
-      return 0;
-    }
-  }
-  return 1;
+  if (one_dtype(in)) return 1;
+  inputs_release(in);
+  return 0;
 }
 
-int einpy_fast_import(PyObject *tensors, einpy_tensor *in, int *n) {
-  return PyTuple_Check(tensors) &&
-         import_items(tensors, 0, PyTuple_Size(tensors), 0, in, n);
+int einpy_fast_import(PyObject *tensors, einpy_tensor *out, int *n) {
+  fast_inputs in;
+  if (!PyTuple_Check(tensors) ||
+      !import_items(tensors, 0, PyTuple_Size(tensors), 0, &in))
+    return 0;
+  memcpy(out, in.t, sizeof(einpy_tensor) * (size_t)in.n); /* numpy's: owned */
+  *n = in.n;
+  return 1;
 }
 
 PyObject *einpy_fast_empty(PyObject *shape, PyObject *dtype) {
@@ -329,6 +404,7 @@ static PyObject *run_entry(fast_entry *e, einpy_tensor *in, int n) {
   PyObject *out = einpy_fast_empty(e->out_shape, e->np_dtype);
   einpy_tensor o = {0};
   if (out && einpy_tensor_import_numpy(out, &o) == 0) {
+    if (e->dtype.code == kDLBfloat) o.t->dtype = e->dtype; /* numpy: uint16 */
     const DLTensor *ins[EIN_MAX_OPERANDS];
     for (int i = 0; i < n; i++) ins[i] = in[i].t;
     ein_status st;
@@ -351,24 +427,71 @@ static PyObject *run_entry(fast_entry *e, einpy_tensor *in, int n) {
   return out;
 }
 
-/* The view e's plan reads in[e->view_input] as, made by the input's own
- * library; the input is handed to the view (in[] keeps nothing of it). */
-static PyObject *make_view(fast_entry *e, einpy_tensor *in, int torch) {
+/* The view e's plan reads numpy input in[e->view_input] as, made by
+ * numpy.from_dlpack (views.c); the input is handed to the view. */
+static PyObject *numpy_view(fast_entry *e, fast_inputs *in) {
   PyObject *capsule = einpy_view_capsule(
-      &in[e->view_input], !torch, ein_plan_output_ndim(e->plan),
+      &in->t[e->view_input], ein_plan_output_ndim(e->plan),
       ein_plan_output_shape(e->plan), e->view_strides, e->view_offset);
-  if (!capsule) return NULL;
-  PyObject *result = NULL;
-  if (torch) {
-    result = PyObject_CallFunctionObjArgs(torch_from_dlpack, capsule, NULL);
-  } else {
-    PyObject *producer = einpy_view_exporter(capsule);
-    result = producer ? PyObject_CallFunctionObjArgs(np_from_dlpack,
-                                                     producer, NULL)
-                      : NULL;
-    Py_XDECREF(producer);
+  PyObject *producer = capsule ? einpy_view_exporter(capsule) : NULL;
+  PyObject *result =
+      producer
+          ? PyObject_CallFunctionObjArgs(np_from_dlpack, producer, NULL)
+          : NULL;
+  Py_XDECREF(producer);
+  Py_XDECREF(capsule);
+  return result;
+}
+
+/* The view e's plan reads torch input in[e->view_input] as. The input's
+ * own managed tensor from torch goes back to torch with its DLTensor
+ * pointed at the view (first element, shape, strides): through the
+ * exchange table's managed_tensor_to_py_object, or as the capsule it came
+ * in to torch._C._from_dlpack. torch copies shape and strides as it takes
+ * the tensor, and its deleter (which frees what the export made, keeping
+ * the input's memory alive until then) reads only manager_ctx. Much
+ * cheaper than wrapping the input in a new managed tensor (views.c), or
+ * Tensor.as_strided. */
+static PyObject *torch_view(fast_entry *e, fast_inputs *in) {
+  einpy_tensor *source = &in->t[e->view_input];
+  DLTensor *t = source->t;
+  int ndim = ein_plan_output_ndim(e->plan);
+  int64_t shape[EIN_MAX_DIMS], strides[EIN_MAX_DIMS];
+  memcpy(shape, ein_plan_output_shape(e->plan), sizeof(int64_t) * (size_t)ndim);
+  memcpy(strides, e->view_strides, sizeof(int64_t) * (size_t)ndim);
+  int64_t itemsize = (t->dtype.bits * t->dtype.lanes + 7) / 8;
+  t->data = (char *)t->data + t->byte_offset + e->view_offset * itemsize;
+  t->byte_offset = 0; /* torch reads only data */
+  t->ndim = ndim;
+  t->shape = shape;
+  t->strides = strides;
+  if (!source->managed)
+    return PyObject_CallFunctionObjArgs(
+        torch_from_dlpack, in->capsules[e->view_input], NULL);
+  void *result = NULL;
+  einpy_managed_versioned *m = source->managed;
+  memset(source, 0, sizeof *source); /* torch's now, even on failure */
+  if (torch_api->managed_tensor_to_py_object_no_sync(m, &result) != 0)
+    return NULL;
+  return result;
+}
+
+/* A new result for e: its plan run, the output handed to torch for torch
+ * inputs (sharing numpy's memory; bfloat16's, a uint16 array, viewed as
+ * the input's dtype). */
+static PyObject *run_fresh(fast_entry *e, fast_inputs *in, PyObject *first) {
+  PyObject *result = run_entry(e, in->t, in->n);
+  if (result && in->torch) {
+    PyObject *array = result;
+    result = PyObject_CallFunctionObjArgs(from_numpy, array, NULL);
+    Py_DECREF(array);
   }
-  Py_DECREF(capsule);
+  if (result && in->torch && e->dtype.code == kDLBfloat) {
+    PyObject *bits = result, *dtype = PyObject_GetAttrString(first, "dtype");
+    result = dtype ? PyObject_CallMethod(bits, "view", "O", dtype) : NULL;
+    Py_XDECREF(dtype);
+    Py_DECREF(bits);
+  }
   return result;
 }
 
@@ -425,12 +548,38 @@ static fast_entry *entry_for(PyObject *expr, int dialect, int reduction,
   return e;
 }
 
+/* The call of tuple items [first, first + count) on the table's plan:
+ * the result (a view of an input where the plan only re-reads it, else a
+ * new array), or None (a new reference) for the general path. */
+static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
+                           PyObject *expr, int dialect, int reduction,
+                           PyObject *lengths) {
+  fast_inputs in;
+  if (!import_items(args, first, count, 1, &in)) Py_RETURN_NONE;
+  PyObject *first_item = PyTuple_GetItem(args, first);
+  fast_entry *e =
+      entry_for(expr, dialect, reduction, lengths, first_item, in.t, in.n);
+  PyObject *result;
+  if (!e) {
+    Py_INCREF(Py_None);
+    result = Py_None;
+  } else if (e->is_view && in.torch) {
+    result = torch_view(e, &in);
+  } else if (e->is_view && np_from_dlpack != Py_None) {
+    result = numpy_view(e, &in);
+  } else {
+    result = run_fresh(e, &in, first_item);
+  }
+  inputs_release(&in);
+  return result;
+}
+
 /* fast(args, numpy, reduce[, lengths]) -> result, or None for the
  * general path. args is einsum's (expression first or last, then or
  * before the tensors); numpy None guesses the dialect, else its truth
  * picks it; reduce None is 'sum'; lengths, a tuple of (name, size) pairs
  * or None. The result is a view of an input where the plan says it can
- * be (views.c), else a new array. */
+ * be, else a new array. */
 static PyObject *py_fast(PyObject *self, PyObject *fargs) {
   (void)self;
   Py_ssize_t nargs = PyTuple_Size(fargs);
@@ -449,31 +598,87 @@ static PyObject *py_fast(PyObject *self, PyObject *fargs) {
   int reduction = reduce == Py_None              ? (int)EIN_REDUCE_SUM
                   : PyUnicode_CheckExact(reduce) ? parse_reduction(reduce)
                                                  : -1;
-  einpy_tensor in[EIN_MAX_OPERANDS];
-  int n = 0;
   if (dialect < 0 && numpy != Py_None) return NULL; /* its __bool__ raised */
   if (!PyTuple_Check(args) || reduction < 0 ||
-      !split_args(args, &expr, &first, &count) ||
-      !import_items(args, first, count, 1, in, &n))
+      !split_args(args, &expr, &first, &count))
     Py_RETURN_NONE;
-  PyObject *first_item = PyTuple_GetItem(args, first);
-  int torch = (PyObject *)Py_TYPE(first_item) == tensor_type;
-  fast_entry *e =
-      entry_for(expr, dialect, reduction, lengths, first_item, in, n);
-  if (e && e->is_view && (torch || np_from_dlpack != Py_None)) {
-    PyObject *view = make_view(e, in, torch);
-    einpy_tensors_release(in, n);
-    return view;
+  return fast_eval(args, first, count, expr, dialect, reduction, lengths);
+}
+
+/* rearrange's axis lengths, ((name, size), ...) in keyword order as
+ * einc._api._lengths gives them, or NULL (no exception) where Python
+ * should read them: a size not exactly an int, or a name that is one of
+ * rearrange's own parameters (Python's TypeError). */
+static PyObject *lengths_of(PyObject *kwargs) {
+  PyObject *tuple = PyTuple_New(PyDict_Size(kwargs)), *name, *size;
+  Py_ssize_t pos = 0, i = 0;
+  while (tuple && PyDict_Next(kwargs, &pos, &name, &size)) {
+    PyObject *pair =
+        PyLong_CheckExact(size) &&
+                PyUnicode_CompareWithASCIIString(name, "tensor") != 0 &&
+                PyUnicode_CompareWithASCIIString(name, "pattern") != 0
+            ? PyTuple_Pack(2, name, size)
+            : NULL;
+    if (!pair) Py_CLEAR(tuple);
+    else PyTuple_SetItem(tuple, i++, pair);
   }
-  PyObject *result = e ? run_entry(e, in, n) : NULL;
-  einpy_tensors_release(in, n);
-  if (!e) Py_RETURN_NONE;
-  if (result && torch) {
-    PyObject *array = result; /* the torch tensor shares its memory */
-    result = PyObject_CallFunctionObjArgs(from_numpy, array, NULL);
-    Py_DECREF(array);
+  PyErr_Clear();
+  return tuple;
+}
+
+/* The Python einc.rearrange that fast_rearrange was made from. */
+static PyObject *rearrange_general;
+
+/* einc.rearrange(tensor, pattern, **axes_lengths) in C, so that a call
+ * the table serves runs no Python frame: fast_eval as fast((tensor,
+ * pattern), False, None, lengths) gives it. Every other call, and every
+ * miss the table cannot plan, goes to rearrange_general, which checks the
+ * arguments and raises einc's errors (a pattern with no '->' among them:
+ * the einops dialect never plans one). */
+static PyObject *fast_rearrange(PyObject *self, PyObject *args,
+                                PyObject *kwargs) {
+  (void)self;
+  PyObject *lengths = NULL, *result = NULL;
+  int plain = PyTuple_Size(args) == 2 &&
+              PyUnicode_CheckExact(PyTuple_GetItem(args, 1)) &&
+              (!kwargs || PyDict_Size(kwargs) == 0 ||
+               (lengths = lengths_of(kwargs)) != NULL);
+  if (plain)
+    result = fast_eval(args, 0, 1, PyTuple_GetItem(args, 1), 0,
+                       (int)EIN_REDUCE_SUM, lengths);
+  Py_XDECREF(lengths);
+  if (plain && result != Py_None) return result; /* a view, array or error */
+  Py_XDECREF(result);
+  return PyObject_Call(rearrange_general, args, kwargs);
+}
+
+/* fast_rearrange(general, doc) -> the builtin einc.rearrange, which hands
+ * what it does not serve to general. doc is its docstring, a signature
+ * line first ("rearrange(tensor, ...)\n--\n\n"), kept for the life of
+ * the process as builtins' docstrings are (the first one given). */
+static PyObject *py_fast_rearrange(PyObject *self, PyObject *args) {
+  (void)self;
+  static PyMethodDef def = {"rearrange",
+                            (PyCFunction)(void (*)(void))fast_rearrange,
+                            METH_VARARGS | METH_KEYWORDS, NULL};
+  PyObject *general, *doc, *module = NULL, *fn = NULL;
+  if (!PyArg_ParseTuple(args, "OU:fast_rearrange", &general, &doc))
+    return NULL;
+  if (!def.ml_doc) {
+    PyObject *utf8 = PyUnicode_AsUTF8String(doc);
+    char *copy = utf8 ? malloc((size_t)PyBytes_Size(utf8) + 1) : NULL;
+    if (copy) strcpy(copy, PyBytes_AsString(utf8));
+    Py_XDECREF(utf8);
+    if (!copy) return utf8 ? PyErr_NoMemory() : NULL;
+    def.ml_doc = copy;
   }
-  return result;
+  Py_INCREF(general);
+  Py_XDECREF(rearrange_general);
+  rearrange_general = general;
+  module = PyUnicode_FromString("einc");
+  fn = module ? PyCFunction_NewEx(&def, NULL, module) : NULL;
+  Py_XDECREF(module);
+  return fn;
 }
 
 /* Keeps n new references in the given slots, dropping the old ones. */
@@ -498,17 +703,33 @@ static PyObject *py_fast_setup(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* The exchange table in `capsule` when it is one fastpath.c can use
+ * (DLPack 1.2 or a later 1.x, both functions there), else NULL. */
+static const einpy_exchange_api *exchange_api(PyObject *capsule) {
+  const einpy_exchange_api *api =
+      PyCapsule_IsValid(capsule, "dlpack_exchange_api")
+          ? PyCapsule_GetPointer(capsule, "dlpack_exchange_api")
+          : NULL;
+  if (!api || api->version.major != 1 || api->version.minor < 2 ||
+      !api->managed_tensor_from_py_object_no_sync ||
+      !api->managed_tensor_to_py_object_no_sync)
+    return NULL;
+  return api;
+}
+
 /* fast_setup_torch(torch.Tensor, torch._C._to_dlpack, torch.from_numpy,
- *                  tensor -> numpy dtype, torch._C._from_dlpack) */
+ *                  tensor -> numpy dtype, torch._C._from_dlpack
+ *                  [, torch.Tensor.__dlpack_c_exchange_api__ or None]) */
 static PyObject *py_fast_setup_torch(PyObject *self, PyObject *args) {
   (void)self;
-  PyObject *objs[5];
-  if (!PyArg_ParseTuple(args, "OOOOO:fast_setup_torch", &objs[0], &objs[1],
-                        &objs[2], &objs[3], &objs[4]))
+  PyObject *objs[6] = {NULL, NULL, NULL, NULL, NULL, Py_None};
+  if (!PyArg_ParseTuple(args, "OOOOO|O:fast_setup_torch", &objs[0],
+                        &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
     return NULL;
-  PyObject **slots_[] = {&tensor_type, &to_dlpack, &from_numpy,
-                         &torch_np_dtype, &torch_from_dlpack};
-  keep(objs, slots_, 5);
+  PyObject **slots_[] = {&tensor_type,    &to_dlpack,         &from_numpy,
+                         &torch_np_dtype, &torch_from_dlpack, &torch_api_capsule};
+  keep(objs, slots_, 6);
+  torch_api = exchange_api(torch_api_capsule);
   Py_RETURN_NONE;
 }
 
@@ -517,11 +738,14 @@ static PyMethodDef fast_methods[] = {
      "fast(args, numpy, reduce[, lengths]) -> result (a view of an input "
      "where the plan only re-reads it), or None when the call needs the "
      "general path"},
+    {"fast_rearrange", py_fast_rearrange, METH_VARARGS,
+     "fast_rearrange(general, doc) -> einc.rearrange: the fast path in C, "
+     "general(tensor, pattern, **axes_lengths) for every other call"},
     {"fast_setup", py_fast_setup, METH_VARARGS,
      "fast_setup(ndarray, empty, numpy_dialect, from_dlpack): enables fast()"},
     {"fast_setup_torch", py_fast_setup_torch, METH_VARARGS,
      "fast_setup_torch(Tensor, _to_dlpack, from_numpy, numpy_dtype_of, "
-     "_from_dlpack): fast() takes torch CPU tensors too"},
+     "_from_dlpack[, exchange_api]): fast() takes torch CPU tensors too"},
     {NULL, NULL, 0, NULL}};
 
 int einpy_fast_init(PyObject *module) {
@@ -541,5 +765,8 @@ void einpy_fast_free(void) {
   Py_CLEAR(torch_np_dtype);
   Py_CLEAR(np_from_dlpack);
   Py_CLEAR(torch_from_dlpack);
+  Py_CLEAR(torch_api_capsule);
+  torch_api = NULL;
   Py_CLEAR(last_reduction);
+  Py_CLEAR(rearrange_general);
 }

@@ -1,35 +1,32 @@
 /*
- * views.c - results that are views of an input, handed over through
+ * views.c - numpy results that are views of an input, handed over through
  * DLPack.
  *
  * When a plan only re-reads one input's memory (ein_plan_output_view: a
  * transpose, a split or merge of adjacent axes, a diagonal), the fast
  * path returns a view of that input instead of a copy, as numpy.einsum
- * and einops do. The view is made by the input's own library from a
- * DLPack tensor built here: the input's data pointer moved to the view's
- * first element, with the view's shape and strides. Its manager holds the
- * input's own managed tensor (whose deleter keeps the input's memory
- * alive), so the view outlives the call and its deleter lets the input go.
- * torch._C._from_dlpack takes the capsule itself (legacy DLPack), and
- * costs half of Tensor.as_strided; numpy.from_dlpack wants a producer, so
- * a one-shot exporter object carries the capsule (numpy's as_strided is a
- * Python function several times dearer). NumPy makes arrays of legacy
- * capsules read-only, so numpy's views travel versioned (NumPy 2.1 on),
- * with the input's read-only flag.
+ * and einops do. A numpy view is made by numpy from a DLPack tensor built
+ * here: the input's data pointer moved to the view's first element, with
+ * the view's shape and strides. Its manager holds the input's own managed
+ * tensor (whose deleter keeps the input's memory alive), so the view
+ * outlives the call and its deleter lets the input go. numpy.from_dlpack
+ * wants a producer, not a capsule, so a one-shot exporter object carries
+ * the capsule (numpy's as_strided is a Python function several times
+ * dearer). NumPy makes arrays of legacy capsules read-only, so the views
+ * travel versioned (NumPy 2.1 on), with the input's read-only flag.
+ * (torch views need none of this: fastpath.c hands torch its own managed
+ * tensor back, pointed at the view.)
  *
- * The deleter may run on a thread without the GIL (torch frees storage
- * anywhere), so the view's memory is C's malloc, not PyMem; the input's
- * own deleter takes the GIL where it needs it (numpy's does).
+ * The deleter may run on a thread without the GIL, so the view's memory
+ * is C's malloc, not PyMem; the input's own deleter takes the GIL where
+ * it needs it (numpy's does).
  */
 #include <stdlib.h>
 
 #include "einpy.h"
 
 typedef struct view_tensor {
-  union {
-    DLManagedTensor legacy;
-    einpy_managed_versioned versioned;
-  } m;
+  einpy_managed_versioned m;
   einpy_tensor source; /* the input; released with the view */
   int64_t shape[EIN_MAX_DIMS], strides[EIN_MAX_DIMS];
 } view_tensor;
@@ -39,31 +36,23 @@ static void view_free(view_tensor *v) {
   free(v);
 }
 
-static void legacy_deleter(DLManagedTensor *self) {
-  view_free(self->manager_ctx);
-}
-
 static void versioned_deleter(einpy_managed_versioned *self) {
   view_free(self->manager_ctx);
 }
 
-static const char LEGACY[] = "dltensor", VERSIONED[] = "dltensor_versioned";
+static const char VERSIONED[] = "dltensor_versioned";
 
 /* The capsule's destructor: a tensor nobody consumed (its name unchanged)
  * is freed here; a consumed one belongs to its consumer. */
 static void capsule_free(PyObject *capsule) {
-  if (PyCapsule_IsValid(capsule, LEGACY))
-    view_free(((DLManagedTensor *)PyCapsule_GetPointer(capsule, LEGACY))
-                  ->manager_ctx);
-  else if (PyCapsule_IsValid(capsule, VERSIONED))
+  if (PyCapsule_IsValid(capsule, VERSIONED))
     view_free(((einpy_managed_versioned *)PyCapsule_GetPointer(capsule,
                                                               VERSIONED))
                   ->manager_ctx);
 }
 
 /* The view's DLTensor: the source's device and dtype, its data pointer
- * moved to the view's first element (byte_offset folded in: torch reads
- * only data). */
+ * moved to the view's first element (byte_offset folded in). */
 static void fill_tensor(view_tensor *v, DLTensor *t, int ndim,
                         const int64_t *shape, const int64_t *strides,
                         int64_t offset) {
@@ -80,7 +69,7 @@ static void fill_tensor(view_tensor *v, DLTensor *t, int ndim,
   t->strides = v->strides;
 }
 
-PyObject *einpy_view_capsule(einpy_tensor *source, int versioned, int ndim,
+PyObject *einpy_view_capsule(einpy_tensor *source, int ndim,
                              const int64_t *shape, const int64_t *strides,
                              int64_t offset) {
   view_tensor *v = calloc(1, sizeof *v);
@@ -90,19 +79,12 @@ PyObject *einpy_view_capsule(einpy_tensor *source, int versioned, int ndim,
   }
   v->source = *source;
   memset(source, 0, sizeof *source);
-  DLTensor *t = versioned ? &v->m.versioned.dl_tensor : &v->m.legacy.dl_tensor;
-  fill_tensor(v, t, ndim, shape, strides, offset);
-  if (versioned) {
-    v->m.versioned.version = (einpy_dlpack_version){1, 0};
-    v->m.versioned.manager_ctx = v;
-    v->m.versioned.deleter = versioned_deleter;
-    v->m.versioned.flags = v->source.read_only ? EINPY_FLAG_READ_ONLY : 0;
-  } else {
-    v->m.legacy.manager_ctx = v;
-    v->m.legacy.deleter = legacy_deleter;
-  }
-  PyObject *capsule =
-      PyCapsule_New(&v->m, versioned ? VERSIONED : LEGACY, capsule_free);
+  fill_tensor(v, &v->m.dl_tensor, ndim, shape, strides, offset);
+  v->m.version = (einpy_dlpack_version){1, 0};
+  v->m.manager_ctx = v;
+  v->m.deleter = versioned_deleter;
+  v->m.flags = v->source.read_only ? EINPY_FLAG_READ_ONLY : 0;
+  PyObject *capsule = PyCapsule_New(&v->m, VERSIONED, capsule_free);
   if (!capsule) view_free(v);
   return capsule;
 }
