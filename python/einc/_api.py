@@ -9,7 +9,7 @@ import re
 import sys
 
 from . import _einc
-from ._arrays import prepare
+from ._arrays import check_out, prepare
 
 EincError = _einc.EincError
 
@@ -130,7 +130,8 @@ def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
     prepared = prepare(tensors)
     if numpy is None:
         numpy = numpy_dialect(expr, [len(t.shape) for t in prepared.tensors])
-    out_arg = None if out is None else prepared.wrap_out(out)
+    out_arg = None if out is None else prepared.wrap_out(
+        check_out(out))
     code, bits = prepared.retype
     result = _einc.evaluate(expr, prepared.tensors, out_arg, prepared.alloc,
                             bool(numpy), _reduction_name(reduce),

@@ -93,12 +93,32 @@ def as_tensor(x):
     """x itself when DLPack can take it; a numpy array for anything else
     (lists, Python and numpy scalars)."""
     if hasattr(x, "__dlpack__") and not isinstance(x, (list, tuple)):
-        return x
+        return _torch_resolved(x) if _is_torch(x) else x
     a = _numpy().asarray(x)
     if a.dtype.kind in "OSUVMm":
         raise TypeError(f"einc takes numeric arrays (anything with "
                         f"__dlpack__), not {type(x).__name__}")
     return a
+
+
+def _torch_resolved(x):
+    """torch's negative and conjugate bits are lazy operations DLPack
+    cannot carry (torch's export drops the negative bit without a word:
+    z.conj().imag would read as z.imag): resolved into a new tensor."""
+    if x.is_neg() or x.is_conj():
+        return x.resolve_conj().resolve_neg()
+    return x
+
+
+def check_out(out):
+    """out= must be written where its values live: a torch tensor with the
+    negative or conjugate bit would take einc's values with the sign (or
+    conjugate) flipped."""
+    if _is_torch(out) and (out.is_neg() or out.is_conj()):
+        raise ValueError("out= has torch's negative or conjugate bit set: "
+                         "einc cannot write through it (call "
+                         "resolve_neg()/resolve_conj() first)")
+    return out
 
 
 def stack(tensors):

@@ -300,14 +300,14 @@ static int torch_bit(PyObject *tensor, const char *method) {
 }
 
 /* Whether the fast path takes a torch tensor exported as t: on the CPU,
- * and for complex dtypes, with neither the conjugate nor the negative bit
- * (DLPack cannot say them, and these exports do not refuse them as
- * Tensor.__dlpack__ does: the general path raises its error). bfloat16
- * results are made as numpy uint16 arrays (run_fresh). */
+ * without the negative bit (any dtype: z.conj().imag has it) and, for
+ * complex dtypes, without the conjugate bit. DLPack cannot say either, and
+ * torch's exports drop them silently; the general path resolves them
+ * (_arrays.as_tensor). bfloat16 results are made as numpy uint16 arrays
+ * (run_fresh). */
 static int torch_layout_ok(PyObject *tensor, const DLTensor *t) {
-  return t->device.device_type == kDLCPU &&
-         (t->dtype.code != kDLComplex ||
-          (!torch_bit(tensor, "is_conj") && !torch_bit(tensor, "is_neg")));
+  return t->device.device_type == kDLCPU && !torch_bit(tensor, "is_neg") &&
+         (t->dtype.code != kDLComplex || !torch_bit(tensor, "is_conj"));
 }
 
 /* A torch CPU tensor that needs no grad, through torch's exchange table

@@ -107,3 +107,38 @@ def test_torch_fast_path_memory_flat():
         einc.einsum("i j, j k -> i k", a, b)
         einc.rearrange(a, "i j -> j i")
     assert rss_kib() - before < 4096
+
+
+# torch's lazy negative and conjugate bits: DLPack cannot carry them and
+# torch's export drops the negative bit silently, so einc resolves them and
+# must give what torch's own operations give.
+
+def _lazy_bit_tensors():
+    z = (torch.arange(12.).reshape(3, 4) - 5) * (1 - 2j)
+    return {"z.conj().imag (negative bit, float)": z.conj().imag,
+            "z.conj() (conjugate bit)": z.conj(),
+            "_neg_view(z) (negative bit, complex)": torch._neg_view(z),
+            "_neg_view(z.conj())": torch._neg_view(z.conj())}
+
+
+@pytest.mark.parametrize("name", list(_lazy_bit_tensors()))
+def test_torch_negative_and_conjugate_bits_read_as_torch_reads_them(name):
+    t = _lazy_bit_tensors()[name]
+    want_t = t.resolve_conj().resolve_neg()
+    assert torch.equal(einc.rearrange(t, "a b -> b a"), want_t.T), name
+    assert torch.equal(einc.rearrange(t, "a b -> b a"), want_t.T), name  # cached
+    assert torch.equal(einc.einsum("a b -> b", t), want_t.sum(0)), name
+    assert torch.equal(einc.einsum("a b -> b", t), want_t.sum(0)), name
+    other = torch.ones(4, 2, dtype=t.dtype)
+    torch.testing.assert_close(einc.einsum("a b, b c -> a c", t, other),
+                               want_t @ other)
+    if not t.is_complex():  # complex has no max
+        assert torch.equal(einc.reduce(t, "a b -> a", "max"), want_t.amax(1))
+
+
+def test_torch_out_with_a_lazy_bit_is_refused():
+    a = torch.randn(2, 3)
+    out = torch.zeros(3, 2, dtype=torch.complex64).conj().imag
+    with pytest.raises(ValueError, match="negative or conjugate bit"):
+        einc.einsum("i j -> j i", a, out=out)
+    assert torch.equal(out.resolve_neg(), torch.zeros(3, 2))
