@@ -2,9 +2,11 @@
 # python_env.sh VENV [--test] - a virtual environment with the Python
 # package einc installed from this checkout (pip install ., built by
 # meson-python from the same meson.build), plus numpy; --test adds what
-# tests/python needs (pytest, einops, opt_einsum, ml_dtypes) and JAX for
-# CPU (about 100 MB; torch, about 3 GB with its CUDA libraries, is left
-# out: its tests skip without it; docs/design.md, "Frameworks in CI").
+# tests/python needs (pytest, einops, opt_einsum, ml_dtypes), JAX for the
+# CPU (about 100 MB) and torch (PyPI's wheel, about 3 GB installed with
+# the CUDA libraries it brings; EINC_TORCH=0 leaves it out, and a failed
+# torch install is reported and its tests skip; docs/design.md,
+# "Frameworks in CI").
 #
 # A venv, not the system Python: Debian's python3 refuses pip installs
 # (PEP 668), and the build stays out of the user's site-packages. Use it
@@ -17,6 +19,10 @@ test_deps=${2:-}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 "${pip[@]}" numpy
-[ "$test_deps" = --test ] &&
+if [ "$test_deps" = --test ]; then
   "${pip[@]}" pytest einops opt_einsum ml_dtypes jax
+  if [ "${EINC_TORCH:-1}" != 0 ] && ! "${pip[@]}" torch; then
+    echo "python_env.sh: torch did not install; its tests will skip" >&2
+  fi
+fi
 "${pip[@]}" .
