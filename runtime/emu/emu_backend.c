@@ -330,30 +330,22 @@ static void emu_destroy(ein_backend *self) {
 }
 
 static ein_backend *emu_open(int device, ein_error_rec *err) {
-  if (device != 0) {
-    ein_fail_device(err, "the emulated device has one device, 0, not %d",
-                    device);
-    return NULL;
-  }
-  emu_backend *eb = ein_calloc(1, sizeof *eb);
-  if (!eb) {
-    ein_fail_memory(err, "out of memory creating the emulated device");
-    return NULL;
-  }
+  emu_backend *eb = ein_backend_new_single(
+      device, sizeof *eb, "the emulated device has one device, 0, not %d",
+      "out of memory creating the emulated device", err);
+  if (!eb) return NULL;
   pthread_mutex_init(&eb->lock, NULL);
-  eb->base.entry = &ein_emu_entry;
-  eb->base.run = emu_run;
-  eb->base.alloc = emu_alloc;
-  eb->base.free = emu_free;
-  eb->base.copy = emu_copy;
-  eb->base.stats = emu_stats;
-  eb->base.destroy = emu_destroy;
+  eb->base = (ein_backend){.entry = &ein_emu_entry,
+                           .run = emu_run,
+                           .alloc = emu_alloc,
+                           .free = emu_free,
+                           .copy = emu_copy,
+                           .stats = emu_stats,
+                           .destroy = emu_destroy};
   return &eb->base;
 }
 
 static bool emu_memory(DLDeviceType t) { return t == kDLExtDev; }
-
-static int one_device(void) { return 1; }
 
 const ein_backend_entry ein_emu_entry = {
     .name = "emu",
@@ -367,6 +359,6 @@ const ein_backend_entry ein_emu_entry = {
     .describe = emu_describe,
     .describe_step_json = ein_cuda_plan_describe_step_json,
     .cuda_program = ein_cuda_plan_cuda,
-    .device_count = one_device,
+    .device_count = ein_backend_one_device,
     .open = emu_open,
 };
