@@ -50,6 +50,10 @@ int einpy_add_class(PyObject *module, const char *name, size_t size,
                     const char *doc, initproc init, destructor dealloc,
                     PyMethodDef *methods);
 
+/* The end of such a class's dealloc, after its own parts: frees the
+ * object and drops its reference to its type. */
+void einpy_object_free(PyObject *self);
+
 
 /* ------------------------------------------------------------ errors.c */
 

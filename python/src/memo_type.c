@@ -33,11 +33,8 @@ static int memo_init(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 static void memo_dealloc(PyObject *self) {
   memo_object *m = (memo_object *)self;
-  PyTypeObject *type = Py_TYPE(self);
   ein_shape_memo_destroy(m->memo);
-  freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
-  tp_free(self);
-  Py_DECREF(type);
+  einpy_object_free(self);
 }
 
 static int check_ready(memo_object *m) {

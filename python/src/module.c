@@ -264,6 +264,13 @@ int einpy_add_class(PyObject *module, const char *name, size_t size,
   return 0;
 }
 
+void einpy_object_free(PyObject *self) {
+  PyTypeObject *type = Py_TYPE(self);
+  freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
+  tp_free(self);
+  Py_DECREF(type); /* instances of heap types hold their type */
+}
+
 static int add_constants(PyObject *m) {
   return PyModule_AddIntConstant(m, "MAX_OPERANDS", EIN_MAX_OPERANDS) < 0 ||
                  PyModule_AddIntConstant(m, "MAX_DIMS", EIN_MAX_DIMS) < 0 ||

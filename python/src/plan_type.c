@@ -84,14 +84,11 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 static void plan_dealloc(PyObject *self) {
   plan_object *p = (plan_object *)self;
-  PyTypeObject *type = Py_TYPE(self);
   ein_plan_destroy(p->plan);
   Py_XDECREF(p->out_shape);
   PyMem_Free(p->expr);
   einpy_options_free(&p->options);
-  freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
-  tp_free(self);
-  Py_DECREF(type);
+  einpy_object_free(self);
 }
 
 static int check_ready(plan_object *p) {
