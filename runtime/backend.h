@@ -115,6 +115,15 @@ const ein_backend_entry *ein_backend_find(ein_backend_kind kind);
  * (host memory maps to the CPU backend). */
 const ein_backend_entry *ein_backend_for_memory(DLDeviceType t);
 
+/* For backends of one device, 0 (the host's, the emulated one): their
+ * device_count, and the start of their open: `size` zeroed bytes (the
+ * backend's struct, its ein_backend first) for device 0; NULL otherwise,
+ * with err set from the caller's messages, `not_one` (a format of the
+ * device asked for, %d) or `oom`. */
+int ein_backend_one_device(void);
+void *ein_backend_new_single(int device, size_t size, const char *not_one,
+                             const char *oom, ein_error_rec *err);
+
 /* The first byte of plan buffer `buf` given the run's pointers. */
 static inline char *ein_buffer_base(const ein_plan_ir *plan, int buf,
                                     char *const *inputs, char *output,

@@ -4,6 +4,8 @@
  */
 #include "backend.h"
 
+#include "alloc.h"
+
 static const ein_backend_entry *const table[] = {
     &ein_cpu_entry,
     &ein_cuda_entry,
@@ -22,4 +24,17 @@ const ein_backend_entry *ein_backend_for_memory(DLDeviceType t) {
   for (int i = 0; i < NENTRIES; i++)
     if (table[i]->accepts(t)) return table[i];
   return NULL;
+}
+
+int ein_backend_one_device(void) { return 1; }
+
+void *ein_backend_new_single(int device, size_t size, const char *not_one,
+                             const char *oom, ein_error_rec *err) {
+  if (device != 0) {
+    ein_fail_device(err, not_one, device);
+    return NULL;
+  }
+  void *b = ein_calloc(1, size);
+  if (!b) ein_fail_memory(err, "%s", oom);
+  return b;
 }

@@ -37,24 +37,21 @@ def _numpy():
     return numpy
 
 
-def _is_numpy(x) -> bool:
-    np = sys.modules.get("numpy")
-    return np is not None and isinstance(x, np.ndarray)
+def _instance_test(module: str, cls: str):
+    """A test of whether x is a module.cls that never imports the module:
+    an array of a library not yet imported cannot exist."""
+
+    def test(x) -> bool:
+        mod = sys.modules.get(module)
+        return mod is not None and isinstance(x, getattr(mod, cls))
+
+    return test
 
 
-def _is_torch(x) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(x, torch.Tensor)
-
-
-def _is_jax(x) -> bool:
-    jax = sys.modules.get("jax")
-    return jax is not None and isinstance(x, jax.Array)
-
-
-def _is_cupy(x) -> bool:
-    cupy = sys.modules.get("cupy")
-    return cupy is not None and isinstance(x, cupy.ndarray)
+_is_numpy = _instance_test("numpy", "ndarray")
+_is_torch = _instance_test("torch", "Tensor")
+_is_jax = _instance_test("jax", "Array")
+_is_cupy = _instance_test("cupy", "ndarray")
 
 
 # DLPack's device types of memory the CUDA backend runs on.

@@ -42,6 +42,18 @@ static inline void *einpy_calloc(size_t n, size_t size) {
  * thread, so one serves every Python thread. Valid while the module is. */
 ein_ctx *einpy_ctx(void);
 
+/* Adds to module the class `name` ("einc._einc.Name", a literal: the type
+ * keeps pointing into it) of objects of `size` bytes, made by init, freed
+ * by dealloc, with the given methods and docstring: the one shape every
+ * class of the extension takes. */
+int einpy_add_class(PyObject *module, const char *name, size_t size,
+                    const char *doc, initproc init, destructor dealloc,
+                    PyMethodDef *methods);
+
+/* The end of such a class's dealloc, after its own parts: frees the
+ * object and drops its reference to its type. */
+void einpy_object_free(PyObject *self);
+
 
 /* ------------------------------------------------------------ errors.c */
 
@@ -164,8 +176,19 @@ int einpy_options_parse(PyObject *numpy, const char *reduction,
                         einpy_options *o);
 void einpy_options_free(einpy_options *o);
 
+/* The length of `tuple`; -1 with a TypeError `not_tuple` where it is no
+ * tuple, or an EincError from `too_long` (a format of the length, %zd, and
+ * of `most`, %d) where it is longer than `most`. */
+Py_ssize_t einpy_tuple_len(PyObject *tuple, int most, const char *not_tuple,
+                           const char *too_long);
+
 /* Reads a tuple of ints into shape[0..*ndim) (at most EIN_MAX_DIMS). */
 int einpy_shape_parse(PyObject *tuple, int64_t *shape, int *ndim);
+
+/* Reads a tuple of shapes into dims[0..*n), ndims[0..*n) (at most
+ * EIN_MAX_OPERANDS). */
+int einpy_shapes_parse(PyObject *shapes, int64_t (*dims)[EIN_MAX_DIMS],
+                       int *ndims, int *n);
 
 /* A tuple of Python ints from n int64s. */
 PyObject *einpy_shape_tuple(const int64_t *shape, int n);

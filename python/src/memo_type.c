@@ -33,11 +33,8 @@ static int memo_init(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 static void memo_dealloc(PyObject *self) {
   memo_object *m = (memo_object *)self;
-  PyTypeObject *type = Py_TYPE(self);
   ein_shape_memo_destroy(m->memo);
-  freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
-  tp_free(self);
-  Py_DECREF(type);
+  einpy_object_free(self);
 }
 
 static int check_ready(memo_object *m) {
@@ -89,23 +86,8 @@ static PyMethodDef memo_methods[] = {
     {"clear", memo_clear, METH_NOARGS, "clear(): forgets every binding"},
     {NULL, NULL, 0, NULL}};
 
-static PyType_Slot memo_slots[] = {
-    {Py_tp_doc, "ein.h's shape memo (see einc.ShapeMemo)."},
-    {Py_tp_new, PyType_GenericNew},
-    {Py_tp_init, memo_init},
-    {Py_tp_dealloc, memo_dealloc},
-    {Py_tp_methods, memo_methods},
-    {0, NULL}};
-
-static PyType_Spec memo_spec = {"einc._einc.ShapeMemo", sizeof(memo_object), 0,
-                                Py_TPFLAGS_DEFAULT, memo_slots};
-
 int einpy_memo_type_init(PyObject *module) {
-  PyObject *type = PyType_FromSpec(&memo_spec);
-  if (!type) return -1;
-  if (PyModule_AddObject(module, "ShapeMemo", type) < 0) {
-    Py_DECREF(type);
-    return -1;
-  }
-  return 0;
+  return einpy_add_class(module, "einc._einc.ShapeMemo", sizeof(memo_object),
+                         "ein.h's shape memo (see einc.ShapeMemo).",
+                         memo_init, memo_dealloc, memo_methods);
 }

@@ -168,26 +168,6 @@ static PyObject *axis_list(const ein_binding *b) {
   return list;
 }
 
-/* Reads a tuple of shapes for ein_bind_shapes. */
-static int parse_shapes(PyObject *shapes, int64_t (*dims)[EIN_MAX_DIMS],
-                        int *ndims, int *n) {
-  if (!PyTuple_Check(shapes)) {
-    PyErr_SetString(PyExc_TypeError, "shapes must come as a tuple");
-    return -1;
-  }
-  Py_ssize_t count = PyTuple_Size(shapes);
-  if (count > EIN_MAX_OPERANDS) {
-    einpy_raise_status(EIN_ERR_LIMIT, "%zd shapes: einc takes at most %d",
-                       count, EIN_MAX_OPERANDS);
-    return -1;
-  }
-  for (Py_ssize_t i = 0; i < count; i++)
-    if (einpy_shape_parse(PyTuple_GetItem(shapes, i), dims[i], &ndims[i]) < 0)
-      return -1;
-  *n = (int)count;
-  return 0;
-}
-
 /* bind(expr, shapes, numpy, reduction, backend, lengths)
  *   -> (output_shape, [(axis, size, role), ...]) */
 static PyObject *py_bind(PyObject *self, PyObject *args) {
@@ -200,7 +180,7 @@ static PyObject *py_bind(PyObject *self, PyObject *args) {
   static int64_t dims[EIN_MAX_OPERANDS][EIN_MAX_DIMS]; /* GIL-protected */
   int ndims[EIN_MAX_OPERANDS], n;
   const int64_t *shape_ptrs[EIN_MAX_OPERANDS];
-  if (parse_shapes(shapes, dims, ndims, &n) < 0) return NULL;
+  if (einpy_shapes_parse(shapes, dims, ndims, &n) < 0) return NULL;
   for (int i = 0; i < n; i++) shape_ptrs[i] = dims[i];
   einpy_options o;
   if (einpy_options_parse(numpy, reduction, backend, lengths, &o) < 0)
@@ -263,6 +243,33 @@ static struct PyModuleDef module_def = {
     NULL,
     NULL,
     module_free};
+
+int einpy_add_class(PyObject *module, const char *name, size_t size,
+                    const char *doc, initproc init, destructor dealloc,
+                    PyMethodDef *methods) {
+  PyType_Slot slots[] = {{Py_tp_doc, (void *)doc},
+                         {Py_tp_new, PyType_GenericNew},
+                         {Py_tp_init, init},
+                         {Py_tp_dealloc, dealloc},
+                         {Py_tp_methods, methods},
+                         {0, NULL}};
+  /* The type keeps pointers into `name` (before 3.11), not into spec. */
+  PyType_Spec spec = {name, (int)size, 0, Py_TPFLAGS_DEFAULT, slots};
+  PyObject *type = PyType_FromSpec(&spec);
+  if (!type) return -1;
+  if (PyModule_AddObject(module, strrchr(name, '.') + 1, type) < 0) {
+    Py_DECREF(type);
+    return -1;
+  }
+  return 0;
+}
+
+void einpy_object_free(PyObject *self) {
+  PyTypeObject *type = Py_TYPE(self);
+  freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
+  tp_free(self);
+  Py_DECREF(type); /* instances of heap types hold their type */
+}
 
 static int add_constants(PyObject *m) {
   return PyModule_AddIntConstant(m, "MAX_OPERANDS", EIN_MAX_OPERANDS) < 0 ||

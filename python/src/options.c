@@ -47,18 +47,25 @@ static int parse_length(PyObject *pair, einpy_options *o, int i) {
   return 0;
 }
 
+Py_ssize_t einpy_tuple_len(PyObject *tuple, int most, const char *not_tuple,
+                           const char *too_long) {
+  if (!PyTuple_Check(tuple)) {
+    PyErr_SetString(PyExc_TypeError, not_tuple);
+    return -1;
+  }
+  Py_ssize_t n = PyTuple_Size(tuple);
+  if (n > most) {
+    einpy_raise_status(EIN_ERR_LIMIT, too_long, n, most);
+    return -1;
+  }
+  return n;
+}
+
 static int parse_lengths(PyObject *lengths, einpy_options *o) {
-  if (!PyTuple_Check(lengths)) {
-    PyErr_SetString(PyExc_TypeError, "axis lengths must come as a tuple");
-    return -1;
-  }
-  Py_ssize_t n = PyTuple_Size(lengths);
-  if (n == 0) return 0;
-  if (n > EIN_MAX_AXES) {
-    einpy_raise_status(EIN_ERR_LIMIT, "%zd axis lengths: at most %d", n,
-                       EIN_MAX_AXES);
-    return -1;
-  }
+  Py_ssize_t n =
+      einpy_tuple_len(lengths, EIN_MAX_AXES, "axis lengths must come as a tuple",
+                      "%zd axis lengths: at most %d");
+  if (n <= 0) return (int)n;
   o->lengths = einpy_calloc((size_t)n, sizeof *o->lengths);
   o->names = einpy_calloc((size_t)n, sizeof *o->names);
   if (!o->lengths || !o->names) {
@@ -107,22 +114,29 @@ void einpy_options_free(einpy_options *o) {
 }
 
 int einpy_shape_parse(PyObject *tuple, int64_t *shape, int *ndim) {
-  if (!PyTuple_Check(tuple)) {
-    PyErr_SetString(PyExc_TypeError, "a shape must be a tuple of ints");
-    return -1;
-  }
-  Py_ssize_t n = PyTuple_Size(tuple);
-  if (n > EIN_MAX_DIMS) {
-    einpy_raise_status(EIN_ERR_LIMIT, "a shape of %zd dims: at most %d", n,
-                       EIN_MAX_DIMS);
-    return -1;
-  }
+  Py_ssize_t n =
+      einpy_tuple_len(tuple, EIN_MAX_DIMS, "a shape must be a tuple of ints",
+                      "a shape of %zd dims: at most %d");
+  if (n < 0) return -1;
   for (Py_ssize_t d = 0; d < n; d++) {
     long long v = PyLong_AsLongLong(PyTuple_GetItem(tuple, d));
     if (v == -1 && PyErr_Occurred()) return -1;
     shape[d] = v;
   }
   *ndim = (int)n;
+  return 0;
+}
+
+int einpy_shapes_parse(PyObject *shapes, int64_t (*dims)[EIN_MAX_DIMS],
+                       int *ndims, int *n) {
+  Py_ssize_t count =
+      einpy_tuple_len(shapes, EIN_MAX_OPERANDS, "shapes must come as a tuple",
+                      "%zd shapes: einc takes at most %d");
+  if (count < 0) return -1;
+  for (Py_ssize_t i = 0; i < count; i++)
+    if (einpy_shape_parse(PyTuple_GetItem(shapes, i), dims[i], &ndims[i]) < 0)
+      return -1;
+  *n = (int)count;
   return 0;
 }
 

@@ -37,25 +37,6 @@ static void shape_tensors(plan_object *p, DLTensor *ts, const DLTensor **ins) {
   }
 }
 
-static int read_shapes(plan_object *p, PyObject *shapes) {
-  if (!PyTuple_Check(shapes)) {
-    PyErr_SetString(PyExc_TypeError, "shapes must come as a tuple");
-    return -1;
-  }
-  Py_ssize_t n = PyTuple_Size(shapes);
-  if (n > EIN_MAX_OPERANDS) {
-    einpy_raise_status(EIN_ERR_LIMIT, "%zd shapes: einc takes at most %d", n,
-                       EIN_MAX_OPERANDS);
-    return -1;
-  }
-  for (Py_ssize_t i = 0; i < n; i++)
-    if (einpy_shape_parse(PyTuple_GetItem(shapes, i), p->shapes[i],
-                          &p->ndims[i]) < 0)
-      return -1;
-  p->ninputs = (int)n;
-  return 0;
-}
-
 static int copy_expr(plan_object *p, const char *expr) {
   size_t len = strlen(expr);
   p->expr = PyMem_Malloc(len + 1);
@@ -86,7 +67,8 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     return -1;
   }
   p->dtype = (DLDataType){(uint8_t)code, (uint8_t)bits, 1};
-  if (read_shapes(p, shapes) < 0 || copy_expr(p, expr) < 0 ||
+  if (einpy_shapes_parse(shapes, p->shapes, p->ndims, &p->ninputs) < 0 ||
+      copy_expr(p, expr) < 0 ||
       einpy_options_parse(numpy, reduction, backend, lengths, &p->options) < 0)
     return -1;
   DLTensor ts[EIN_MAX_OPERANDS];
@@ -102,14 +84,11 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 static void plan_dealloc(PyObject *self) {
   plan_object *p = (plan_object *)self;
-  PyTypeObject *type = Py_TYPE(self);
   ein_plan_destroy(p->plan);
   Py_XDECREF(p->out_shape);
   PyMem_Free(p->expr);
   einpy_options_free(&p->options);
-  freefunc tp_free = (freefunc)PyType_GetSlot(type, Py_tp_free);
-  tp_free(self);
-  Py_DECREF(type);
+  einpy_object_free(self);
 }
 
 static int check_ready(plan_object *p) {
@@ -273,23 +252,9 @@ static PyMethodDef plan_methods[] = {
      "execute(tensors, out, alloc, dtype_code, dtype_bits) -> out"},
     {NULL, NULL, 0, NULL}};
 
-static PyType_Slot plan_slots[] = {
-    {Py_tp_doc, "A compiled einc plan (see einc.plan and einc.compile)."},
-    {Py_tp_new, PyType_GenericNew},
-    {Py_tp_init, plan_init},
-    {Py_tp_dealloc, plan_dealloc},
-    {Py_tp_methods, plan_methods},
-    {0, NULL}};
-
-static PyType_Spec plan_spec = {"einc._einc.Plan", sizeof(plan_object), 0,
-                                Py_TPFLAGS_DEFAULT, plan_slots};
-
 int einpy_plan_type_init(PyObject *module) {
-  PyObject *type = PyType_FromSpec(&plan_spec);
-  if (!type) return -1;
-  if (PyModule_AddObject(module, "Plan", type) < 0) {
-    Py_DECREF(type);
-    return -1;
-  }
-  return 0;
+  return einpy_add_class(
+      module, "einc._einc.Plan", sizeof(plan_object),
+      "A compiled einc plan (see einc.plan and einc.compile).", plan_init,
+      plan_dealloc, plan_methods);
 }

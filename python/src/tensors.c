@@ -146,17 +146,10 @@ void einpy_tensor_release(einpy_tensor *t) {
 int einpy_tensors_import(PyObject *tuple, PyObject *stream, einpy_tensor *ts,
                          int *n) {
   *n = 0;
-  if (!PyTuple_Check(tuple)) {
-    PyErr_SetString(PyExc_TypeError, "tensors must come as a tuple");
-    return -1;
-  }
-  Py_ssize_t count = PyTuple_Size(tuple);
+  Py_ssize_t count =
+      einpy_tuple_len(tuple, EIN_MAX_OPERANDS, "tensors must come as a tuple",
+                      "%zd tensors: einc takes at most %d");
   if (count < 0) return -1;
-  if (count > EIN_MAX_OPERANDS) {
-    einpy_raise_status(EIN_ERR_LIMIT, "%zd tensors: einc takes at most %d",
-                       count, EIN_MAX_OPERANDS);
-    return -1;
-  }
   for (Py_ssize_t i = 0; i < count; i++) {
     if (einpy_tensor_import(PyTuple_GetItem(tuple, i), stream, &ts[i]) < 0) {
       einpy_tensors_release(ts, (int)i);

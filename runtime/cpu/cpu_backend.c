@@ -322,22 +322,17 @@ static const ein_backend_caps *cpu_caps(void) {
 }
 
 static ein_backend *cpu_open(int device, ein_error_rec *err) {
-  if (device != 0) {
-    ein_fail_device(err, "the CPU backend has one device, 0, not %d", device);
-    return NULL;
-  }
-  cpu_backend *cb = ein_calloc(1, sizeof *cb);
-  if (!cb) {
-    ein_fail_memory(err, "out of memory creating the CPU backend");
-    return NULL;
-  }
+  cpu_backend *cb = ein_backend_new_single(
+      device, sizeof *cb, "the CPU backend has one device, 0, not %d",
+      "out of memory creating the CPU backend", err);
+  if (!cb) return NULL;
   pthread_mutex_init(&cb->lock, NULL);
-  cb->base.entry = &ein_cpu_entry;
-  cb->base.run = cpu_run;
-  cb->base.alloc = cpu_alloc;
-  cb->base.free = cpu_free;
-  cb->base.copy = cpu_copy;
-  cb->base.destroy = cpu_destroy;
+  cb->base = (ein_backend){.entry = &ein_cpu_entry,
+                           .run = cpu_run,
+                           .alloc = cpu_alloc,
+                           .free = cpu_free,
+                           .copy = cpu_copy,
+                           .destroy = cpu_destroy};
   cb->threads = ein_cpu_threads();
   return &cb->base;
 }
@@ -346,8 +341,6 @@ static bool host_memory(DLDeviceType t) {
   return t == kDLCPU || t == kDLCUDAHost || t == kDLROCMHost;
 }
 
-static int one_device(void) { return 1; }
-
 const ein_backend_entry ein_cpu_entry = {
     .name = "cpu",
     .kind = EIN_BACKEND_CPU,
@@ -355,6 +348,6 @@ const ein_backend_entry ein_cpu_entry = {
     .memory_name = "host memory",
     .accepts = host_memory,
     .caps = cpu_caps,
-    .device_count = one_device,
+    .device_count = ein_backend_one_device,
     .open = cpu_open,
 };

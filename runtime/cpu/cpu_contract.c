@@ -33,6 +33,9 @@ typedef struct tiny {
   int64_t m, n, k;
   int64_t cm, cn, am, ak, bk, bn;
   double alpha;
+  ein_dtype dt; /* the step's data, set before the run */
+  char *c;
+  const char *a, *b;
 } tiny;
 
 /* Work (multiply-adds) below which one thread does the whole step. */
@@ -238,9 +241,11 @@ TINY_RANGE(range_f64, double)
 TINY_RUN(run_f32, range_f32, float)
 TINY_RUN(run_f64, range_f64, double)
 
-static void run_part(const tiny *t, ein_dtype dt, char *c, const char *a,
-                     const char *b, int64_t lo, int64_t hi) {
-  bool dots = t->k > EIN_CPU_TINY, f64 = dt == EIN_DT_F64;
+static void run_part(const void *job, int64_t lo, int64_t hi) {
+  const tiny *t = job;
+  const char *a = t->a, *b = t->b;
+  char *c = t->c;
+  bool dots = t->k > EIN_CPU_TINY, f64 = t->dt == EIN_DT_F64;
 #ifdef EIN_VECTOR_ROWS
   if (vector_rows(t)) {
     if (f64)
@@ -264,20 +269,25 @@ bool ein_cpu_tiny_contract(const ein_step *s, char *dst, const char *src0,
   if (!classify(s, &t)) return false;
   int64_t nb = ein_loop_axes_volume(&t.batch);
   double work = (double)nb * (double)(t.m * t.n * t.k);
+  t.dt = s->dst_dtype;
+  t.c = dst;
+  t.a = src0;
+  t.b = src1;
+  ein_cpu_split(threads, nb, work >= TINY_SPLIT_WORK, run_part, &t);
+  return true;
+}
+
+void ein_cpu_split(int threads, int64_t n, bool worth, ein_cpu_part *part,
+                   const void *job) {
+  int parts = 1;
 #ifdef _OPENMP
-  if (threads > 1 && nb >= threads && work >= TINY_SPLIT_WORK) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t p = 0; p < threads; p++)
-      run_part(&t, s->dst_dtype, dst, src0, src1, nb * p / threads,
-               nb * (p + 1) / threads);
-    return true;
-  }
+  if (threads > 1 && n >= threads && worth) parts = threads;
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
 #else
   (void)threads;
-  (void)work;
+  (void)worth;
 #endif
-  run_part(&t, s->dst_dtype, dst, src0, src1, 0, nb);
-  return true;
+  for (int p = 0; p < parts; p++) part(job, n * p / parts, n * (p + 1) / parts);
 }
 
 bool ein_cpu_contract(const ein_step *s, char *dst, const char *src0,

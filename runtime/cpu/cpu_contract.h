@@ -20,6 +20,14 @@
 /* Largest m, n and k the tiny-matrix kernel takes. */
 enum { EIN_CPU_TINY = 16 };
 
+/* Runs part(job, lo, hi) over the rows [0, n): in `threads` equal parts
+ * at once when OpenMP is on, there are threads to share and rows for
+ * each, and the caller judges the work `worth` a parallel region; else as
+ * one part (cpu_contract.c). */
+typedef void ein_cpu_part(const void *job, int64_t lo, int64_t hi);
+void ein_cpu_split(int threads, int64_t n, bool worth, ein_cpu_part *part,
+                   const void *job);
+
 /* Tries every kernel below in turn. */
 bool ein_cpu_contract(const ein_step *step, char *dst, const char *src0,
                       const char *src1, int threads);

@@ -52,6 +52,15 @@ static bool native_product(const ein_step *s) {
          s->src_dtype[0] == dt && s->src_dtype[1] == dt && s->acc_dtype == dt;
 }
 
+/* The kept and reduced axes of a native product with at least one
+ * element; false for any other step. */
+static bool product_axes(const ein_step *s, ein_loop_axes *kept,
+                         ein_loop_axes *red) {
+  bool empty;
+  return native_product(s) && ein_loop_axes_split(s, kept, red, &empty) &&
+         !empty;
+}
+
 /* ------------------------------------------------------ outer products */
 
 typedef struct outer {
@@ -60,15 +69,15 @@ typedef struct outer {
   int64_t n;          /* row length */
   int row_src;        /* 0 or 1: the source contiguous along the row */
   double alpha;
+  ein_dtype dt; /* the step's data, set before the run */
+  char *dst;
+  const char *row, *sc;
 } outer;
 
 /* Reads step s as an outer product; false when it is not one. */
 static bool outer_classify(const ein_step *s, outer *o) {
   ein_loop_axes kept, red;
-  bool empty;
-  if (!native_product(s) || !ein_loop_axes_split(s, &kept, &red, &empty) ||
-      empty || red.n != 0 || kept.n < 2)
-    return false;
+  if (!product_axes(s, &kept, &red) || red.n != 0 || kept.n < 2) return false;
   int last = kept.n - 1;
   const int64_t *rs = kept.st[last];
   if (rs[0] != 1 || !((rs[1] == 1 && rs[2] == 0) || (rs[1] == 0 && rs[2] == 1)))
@@ -110,37 +119,28 @@ static bool outer_classify(const ein_step *s, outer *o) {
 OUTER_RANGE(outer_f32, float)
 OUTER_RANGE(outer_f64, double)
 
-static void outer_part(const outer *o, ein_dtype dt, char *dst,
-                       const char *row, const char *sc, int64_t lo,
-                       int64_t hi) {
-  if (dt == EIN_DT_F64)
-    outer_f64(o, (double *)dst, (const double *)row, (const double *)sc, lo,
-              hi);
+static void outer_part(const void *job, int64_t lo, int64_t hi) {
+  const outer *o = job;
+  if (o->dt == EIN_DT_F64)
+    outer_f64(o, (double *)o->dst, (const double *)o->row,
+              (const double *)o->sc, lo, hi);
   else
-    outer_f32(o, (float *)dst, (const float *)row, (const float *)sc, lo, hi);
+    outer_f32(o, (float *)o->dst, (const float *)o->row, (const float *)o->sc,
+              lo, hi);
 }
 
 bool ein_cpu_outer(const ein_step *s, char *dst, const char *src0,
                    const char *src1, int threads) {
   outer o;
   if (!outer_classify(s, &o)) return false;
-  const char *row = o.row_src ? src1 : src0, *sc = o.row_src ? src0 : src1;
+  o.dt = s->dst_dtype;
+  o.dst = dst;
+  o.row = o.row_src ? src1 : src0;
+  o.sc = o.row_src ? src0 : src1;
   int64_t nrows = ein_loop_axes_volume(&o.rows);
   double bytes = (double)nrows * (double)o.n *
                  (double)ein_dtype_size(s->dst_dtype);
-#ifdef _OPENMP
-  if (threads > 1 && nrows >= threads && bytes > OUTER_SPLIT_BYTES) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t p = 0; p < threads; p++)
-      outer_part(&o, s->dst_dtype, dst, row, sc, nrows * p / threads,
-                 nrows * (p + 1) / threads);
-    return true;
-  }
-#else
-  (void)threads;
-  (void)bytes;
-#endif
-  outer_part(&o, s->dst_dtype, dst, row, sc, 0, nrows);
+  ein_cpu_split(threads, nrows, bytes > OUTER_SPLIT_BYTES, outer_part, &o);
   return true;
 }
 
@@ -155,10 +155,7 @@ typedef struct tdot {
 /* Reads step s as a transposed dot; false when it is not one. */
 static bool tdot_classify(const ein_step *s, tdot *t) {
   ein_loop_axes kept, red;
-  bool empty;
-  if (!native_product(s) || !ein_loop_axes_split(s, &kept, &red, &empty) ||
-      empty || kept.n != 0 || red.n != 2)
-    return false;
+  if (!product_axes(s, &kept, &red) || kept.n != 0 || red.n != 2) return false;
   int q = red.st[1][1] == 1 ? 1 : 0, p = 1 - q;
   if (red.st[q][1] != 1 || red.st[p][2] != 1 || red.st[p][1] == 0 ||
       red.st[q][2] == 0 || red.size[p] < 8 || red.size[q] < 8)

@@ -125,21 +125,6 @@ static void load_f32(ein_dtype dt, const char *p, int64_t st, int64_t n,
   }
 }
 
-static void load_f64(ein_dtype dt, const char *p, int64_t st, int64_t n,
-                     double *out) {
-  switch (dt) {
-  case EIN_DT_F64:
-    if (st == 1) {
-      memcpy(out, p, (size_t)n * sizeof(double));
-      return;
-    }
-    LOAD_ROW(double, ((const double *)p)[i * st]);
-    return;
-  case EIN_DT_F32: LOAD_ROW(double, ((const float *)p)[i * st]); return;
-  default: return;
-  }
-}
-
 static void load_i64(ein_dtype dt, const char *p, int64_t st, int64_t n,
                      int64_t *out) {
   switch (dt) {
@@ -156,36 +141,49 @@ static void load_i64(ein_dtype dt, const char *p, int64_t st, int64_t n,
   }
 }
 
-/* Complex rows: c64 and c128 only convert between each other. */
-static void load_c64(ein_dtype dt, const char *p, int64_t st, int64_t n,
-                     float complex *out) {
-  switch (dt) {
-  case EIN_DT_C64:
-    if (st == 1) {
-      memcpy(out, p, (size_t)n * sizeof(float complex));
-      return;
-    }
-    LOAD_ROW(float complex, ((const float complex *)p)[i * st]);
+/* The rows of the f64, c64 and c128 accumulators, which convert only
+ * between a dtype and one partner (f64 and f32; c64 and c128): one switch
+ * over the (to, from) pair serves both directions. A row of one dtype
+ * contiguous on both sides is a memcpy; other contiguous rows keep a loop
+ * of their own, so that it vectorises whatever the caller's strides. */
+typedef float complex c64_t;
+typedef double complex c128_t;
+#define PAIR(to, from) ((int)(to) * EIN_DT_COUNT + (int)(from))
+#define CONVERT(TO, FROM)                                                   \
+  do {                                                                      \
+    const FROM *x = (const FROM *)(const void *)src;                        \
+    TO *y = (TO *)(void *)dst;                                              \
+    if (dst_st == 1 && src_st == 1)                                         \
+      for (int64_t i = 0; i < n; i++) y[i] = (TO)x[i];                      \
+    else                                                                    \
+      for (int64_t i = 0; i < n; i++) y[i * dst_st] = (TO)x[i * src_st];    \
+  } while (0)
+
+static void convert_row(ein_dtype to, char *dst, int64_t dst_st,
+                        ein_dtype from, const char *src, int64_t src_st,
+                        int64_t n) {
+  if (to == from && dst_st == 1 && src_st == 1) {
+    memcpy(dst, src, (size_t)n * ein_dtype_size(to));
     return;
-  case EIN_DT_C128: LOAD_ROW(float complex, ((const double complex *)p)[i * st]); return;
+  }
+  switch (PAIR(to, from)) {
+  case PAIR(EIN_DT_F64, EIN_DT_F64): CONVERT(double, double); return;
+  case PAIR(EIN_DT_F64, EIN_DT_F32): CONVERT(double, float); return;
+  case PAIR(EIN_DT_F32, EIN_DT_F64): CONVERT(float, double); return;
+  case PAIR(EIN_DT_C64, EIN_DT_C64): CONVERT(c64_t, c64_t); return;
+  case PAIR(EIN_DT_C64, EIN_DT_C128): CONVERT(c64_t, c128_t); return;
+  case PAIR(EIN_DT_C128, EIN_DT_C128): CONVERT(c128_t, c128_t); return;
+  case PAIR(EIN_DT_C128, EIN_DT_C64): CONVERT(c128_t, c64_t); return;
   default: return;
   }
 }
 
-static void load_c128(ein_dtype dt, const char *p, int64_t st, int64_t n,
-                      double complex *out) {
-  switch (dt) {
-  case EIN_DT_C128:
-    if (st == 1) {
-      memcpy(out, p, (size_t)n * sizeof(double complex));
-      return;
-    }
-    LOAD_ROW(double complex, ((const double complex *)p)[i * st]);
-    return;
-  case EIN_DT_C64: LOAD_ROW(double complex, ((const float complex *)p)[i * st]); return;
-  default: return;
-  }
-}
+/* LOAD and STORE of the f64, c64 and c128 instances below: rows to and
+ * from their NATIVE dtype, staged contiguously. */
+#define CONVERT_LOAD(dt, p, st, n, out)                                     \
+  convert_row(NATIVE, (char *)(out), 1, (dt), (p), (st), (n))
+#define CONVERT_STORE(dt, p, st, n, in)                                     \
+  convert_row((dt), (p), (st), NATIVE, (const char *)(in), 1, (n))
 
 #define STORE_ROW(T, expr)                                                  \
   for (int64_t i = 0; i < n; i++) ((T *)p)[i * st] = (expr);
@@ -213,21 +211,6 @@ static void store_f32(ein_dtype dt, char *p, int64_t st, int64_t n,
   }
 }
 
-static void store_f64(ein_dtype dt, char *p, int64_t st, int64_t n,
-                      const double *in) {
-  switch (dt) {
-  case EIN_DT_F64:
-    if (st == 1) {
-      memcpy(p, in, (size_t)n * sizeof(double));
-      return;
-    }
-    STORE_ROW(double, in[i]);
-    return;
-  case EIN_DT_F32: STORE_ROW(float, (float)in[i]); return;
-  default: return;
-  }
-}
-
 static void store_i64(ein_dtype dt, char *p, int64_t st, int64_t n,
                       const int64_t *in) {
   switch (dt) {
@@ -240,36 +223,6 @@ static void store_i64(ein_dtype dt, char *p, int64_t st, int64_t n,
   case EIN_DT_U16: STORE_ROW(uint16_t, (uint16_t)in[i]); return;
   case EIN_DT_U32: STORE_ROW(uint32_t, (uint32_t)in[i]); return;
   case EIN_DT_U64: STORE_ROW(uint64_t, (uint64_t)in[i]); return;
-  default: return;
-  }
-}
-
-static void store_c64(ein_dtype dt, char *p, int64_t st, int64_t n,
-                      const float complex *in) {
-  switch (dt) {
-  case EIN_DT_C64:
-    if (st == 1) {
-      memcpy(p, in, (size_t)n * sizeof(float complex));
-      return;
-    }
-    STORE_ROW(float complex, in[i]);
-    return;
-  case EIN_DT_C128: STORE_ROW(double complex, in[i]); return;
-  default: return;
-  }
-}
-
-static void store_c128(ein_dtype dt, char *p, int64_t st, int64_t n,
-                       const double complex *in) {
-  switch (dt) {
-  case EIN_DT_C128:
-    if (st == 1) {
-      memcpy(p, in, (size_t)n * sizeof(double complex));
-      return;
-    }
-    STORE_ROW(double complex, in[i]);
-    return;
-  case EIN_DT_C64: STORE_ROW(float complex, (float complex)in[i]); return;
   default: return;
   }
 }
@@ -395,8 +348,8 @@ static void simd_scale_row(const loop_job *j, const int64_t off[3],
 #define T double
 #define SUFFIX f64
 #define NATIVE EIN_DT_F64
-#define LOAD load_f64
-#define STORE store_f64
+#define LOAD CONVERT_LOAD
+#define STORE CONVERT_STORE
 #define IDENT_SUM 0.0
 #define IDENT_PROD 1.0
 #define MAXV INFINITY
@@ -421,8 +374,8 @@ static void simd_scale_row(const loop_job *j, const int64_t off[3],
 #define T float complex
 #define SUFFIX c64
 #define NATIVE EIN_DT_C64
-#define LOAD load_c64
-#define STORE store_c64
+#define LOAD CONVERT_LOAD
+#define STORE CONVERT_STORE
 #define IDENT_SUM 0.0f
 #define IDENT_PROD 1.0f
 #define UNORDERED
@@ -431,8 +384,8 @@ static void simd_scale_row(const loop_job *j, const int64_t off[3],
 #define T double complex
 #define SUFFIX c128
 #define NATIVE EIN_DT_C128
-#define LOAD load_c128
-#define STORE store_c128
+#define LOAD CONVERT_LOAD
+#define STORE CONVERT_STORE
 #define IDENT_SUM 0.0
 #define IDENT_PROD 1.0
 #define UNORDERED
@@ -654,10 +607,10 @@ static void run_fill(const loop_job *j) {
       double complex v;
       ((double *)&v)[0] = s->fill;
       ((double *)&v)[1] = isnan(s->fill) ? s->fill : 0;
-      store_c128(s->dst_dtype, p, 1, 1, &v);
+      convert_row(s->dst_dtype, p, 1, EIN_DT_C128, (const char *)&v, 1, 1);
     } else if (j->acc == EIN_ACC_F64 || s->dst_dtype == EIN_DT_F64) {
       double v = s->fill;
-      store_f64(s->dst_dtype, p, 1, 1, &v);
+      convert_row(s->dst_dtype, p, 1, EIN_DT_F64, (const char *)&v, 1, 1);
     } else {
       float v = (float)s->fill;
       store_f32(s->dst_dtype, p, 1, 1, &v);

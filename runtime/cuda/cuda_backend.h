@@ -26,6 +26,20 @@ typedef struct ein_cuda_plan_program {
   struct ein_kernel_sets *kernels; /* 4 handles per step (cuda_backend.c) */
 } ein_cuda_plan_program;
 
+/* The entry's program functions (cuda_entry.c), shared with the emulated
+ * device, which runs the same program: its own program is `size` bytes
+ * with an ein_cuda_plan_program first. ..._new fails with the message
+ * `oom` (a literal) when memory runs out; ..._free frees the head's parts
+ * and the whole block (the caller first releases what it added). */
+ein_status ein_cuda_plan_program_new(const struct ein_plan_ir *plan,
+                                     size_t size, const char *oom,
+                                     void **program, ein_error_rec *err);
+void ein_cuda_plan_program_free(void *program);
+void ein_cuda_plan_describe_step_json(const struct ein_plan_ir *plan,
+                                      const void *program, int step,
+                                      ein_strbuf *sb);
+const struct ein_cuda_program *ein_cuda_plan_cuda(const void *program);
+
 /* True when this build has the CUDA backend. */
 bool ein_cuda_built(void);
 

@@ -19,7 +19,7 @@ static bool cuda_memory(DLDeviceType t) {
   return t == kDLCUDA || t == kDLCUDAManaged;
 }
 
-static void cuda_program_free(void *program) {
+void ein_cuda_plan_program_free(void *program) {
   ein_cuda_plan_program *p = program;
   if (!p)
     return;
@@ -28,12 +28,13 @@ static void cuda_program_free(void *program) {
   ein_free(p);
 }
 
-static ein_status cuda_prepare(const ein_plan_ir *plan, void **program,
-                               ein_error_rec *err) {
+ein_status ein_cuda_plan_program_new(const ein_plan_ir *plan, size_t size,
+                                     const char *oom, void **program,
+                                     ein_error_rec *err) {
   *program = NULL;
-  ein_cuda_plan_program *p = ein_calloc(1, sizeof *p);
+  ein_cuda_plan_program *p = ein_calloc(1, size);
   if (!p)
-    return ein_fail_memory(err, "out of memory preparing a CUDA plan");
+    return ein_fail_memory(err, "%s", oom);
   void *cuda;
   ein_status st = ein_cuda_prepare(plan, &cuda, err);
   if (!st) {
@@ -41,14 +42,21 @@ static ein_status cuda_prepare(const ein_plan_ir *plan, void **program,
     /* Per step: its kernel and its split pass 2, each main and vector. */
     p->kernels = ein_kernel_sets_create(4 * p->cuda->nsteps);
     if (!p->kernels)
-      st = ein_fail_memory(err, "out of memory preparing a CUDA plan");
+      st = ein_fail_memory(err, "%s", oom);
   }
   if (st) {
-    cuda_program_free(p);
+    ein_cuda_plan_program_free(p);
     return st;
   }
   *program = p;
   return EIN_OK;
+}
+
+static ein_status cuda_prepare(const ein_plan_ir *plan, void **program,
+                               ein_error_rec *err) {
+  return ein_cuda_plan_program_new(plan, sizeof(ein_cuda_plan_program),
+                                   "out of memory preparing a CUDA plan",
+                                   program, err);
 }
 
 static void cuda_describe(const ein_plan_ir *plan, const void *program,
@@ -56,14 +64,14 @@ static void cuda_describe(const ein_plan_ir *plan, const void *program,
   ein_cuda_describe(plan, ((const ein_cuda_plan_program *)program)->cuda, sb);
 }
 
-static void cuda_describe_step_json(const ein_plan_ir *plan,
-                                    const void *program, int step,
-                                    ein_strbuf *sb) {
+void ein_cuda_plan_describe_step_json(const ein_plan_ir *plan,
+                                      const void *program, int step,
+                                      ein_strbuf *sb) {
   ein_cuda_describe_step_json(
       plan, ((const ein_cuda_plan_program *)program)->cuda, step, sb);
 }
 
-static const ein_cuda_program *cuda_program_of(const void *program) {
+const ein_cuda_program *ein_cuda_plan_cuda(const void *program) {
   return ((const ein_cuda_plan_program *)program)->cuda;
 }
 
@@ -75,10 +83,10 @@ const ein_backend_entry ein_cuda_entry = {
     .accepts = cuda_memory,
     .caps = ein_cuda_caps,
     .prepare = cuda_prepare,
-    .program_free = cuda_program_free,
+    .program_free = ein_cuda_plan_program_free,
     .describe = cuda_describe,
-    .describe_step_json = cuda_describe_step_json,
-    .cuda_program = cuda_program_of,
+    .describe_step_json = ein_cuda_plan_describe_step_json,
+    .cuda_program = ein_cuda_plan_cuda,
     .device_count = ein_cuda_device_count,
     .open = ein_cuda_backend_create,
 };

@@ -22,13 +22,16 @@
 
 #include "alloc.h"
 #include "backend.h"
+#include "cuda_backend.h"
 #include "cuda_program.h"
 #include "emu_blas.h"
 #include "emu_device.h"
 
-/* A plan's CUDA program and, once loaded, the module of its kernels. */
+/* A plan's program as the CUDA entry makes it (cuda_backend.h; its
+ * kernel handles go unused here) and, once loaded, the module of its
+ * kernels. */
 typedef struct emu_program {
-  ein_cuda_program *cuda;
+  ein_cuda_plan_program base; /* first: the CUDA entry's functions read it */
   pthread_mutex_t lock; /* guards module and index on first load */
   ein_emu_module *module;
   /* step i's kernel at index[2i], its split pass 2 at index[2i+1], as
@@ -48,49 +51,27 @@ static void emu_program_free(void *program) {
   emu_program *p = program;
   if (!p) return;
   ein_emu_module_free(p->module);
-  ein_cuda_program_free(p->cuda);
   ein_free(p->index);
   pthread_mutex_destroy(&p->lock);
-  ein_free(p);
+  ein_cuda_plan_program_free(p);
 }
 
 static ein_status emu_prepare(const ein_plan_ir *plan, void **program,
                               ein_error_rec *err) {
-  *program = NULL;
-  emu_program *p = ein_calloc(1, sizeof *p);
-  if (!p)
-    return ein_fail_memory(err,
-                           "out of memory preparing an emulated-device plan");
-  void *cuda;
-  ein_status st = ein_cuda_prepare(plan, &cuda, err);
-  if (st) {
-    ein_free(p);
-    return st;
-  }
-  p->cuda = cuda;
-  pthread_mutex_init(&p->lock, NULL);
-  *program = p;
-  return EIN_OK;
-}
-
-static void emu_describe_step_json(const ein_plan_ir *plan,
-                                   const void *program, int step,
-                                   ein_strbuf *sb) {
-  const emu_program *p = program;
-  ein_cuda_describe_step_json(plan, p->cuda, step, sb);
+  ein_status st = ein_cuda_plan_program_new(
+      plan, sizeof(emu_program),
+      "out of memory preparing an emulated-device plan", program, err);
+  if (!st) pthread_mutex_init(&((emu_program *)*program)->lock, NULL);
+  return st;
 }
 
 static void emu_describe(const ein_plan_ir *plan, const void *program,
                          ein_strbuf *sb) {
   const emu_program *p = program;
-  ein_cuda_describe(plan, p->cuda, sb);
+  ein_cuda_describe(plan, p->base.cuda, sb);
   ein_strbuf_printf(sb, "emu: the steps above run on the emulated device "
                         "(kernels compiled for the host, reference "
                         "cuBLAS)\n");
-}
-
-static const ein_cuda_program *emu_cuda_program(const void *program) {
-  return ((const emu_program *)program)->cuda;
 }
 
 /* The sources of the program's kernels, each step's pass 1 then pass 2,
@@ -117,7 +98,7 @@ static ein_status load_module(emu_backend *eb, emu_program *p,
   pthread_mutex_lock(&p->lock);
   ein_status st = EIN_OK;
   if (!p->module) {
-    const ein_cuda_program *c = p->cuda;
+    const ein_cuda_program *c = p->base.cuda;
     const char **src = ein_calloc(2 * (size_t)c->nsteps + 1, sizeof *src);
     int *index = ein_calloc(2 * (size_t)c->nsteps + 1, sizeof *index);
     if (!src || !index) {
@@ -271,7 +252,7 @@ static ein_status run_steps(emu_program *p, const ein_plan_ir *plan,
                             ein_error_rec *err) {
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
-    const ein_cuda_step *cs = &p->cuda->steps[i];
+    const ein_cuda_step *cs = &p->base.cuda->steps[i];
     ein_step_mark(marks, i);
     const char *src[2];
     char *dst = ein_step_operands(plan, s, inputs, output, ws, src);
@@ -289,7 +270,7 @@ static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
                           char *output, const ein_step_marks *marks,
                           ein_error_rec *err) {
   emu_program *p = (emu_program *)program;
-  if (!p || p->cuda->nsteps != plan->nsteps)
+  if (!p || p->base.cuda->nsteps != plan->nsteps)
     return ein_fail_internal(err, "emu backend: the plan has no CUDA program");
   ein_status st = load_module((emu_backend *)self, p, err);
   if (st) return st;
@@ -298,8 +279,8 @@ static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
       (st = ein_emu_malloc(&ws, (size_t)plan->workspace_bytes, err)))
     return st;
   /* split reductions' partials: device memory, so kernels accept it */
-  if (p->cuda->scratch_bytes > 0 &&
-      (st = ein_emu_malloc(&scratch, (size_t)p->cuda->scratch_bytes, err))) {
+  if (p->base.cuda->scratch_bytes > 0 &&
+      (st = ein_emu_malloc(&scratch, (size_t)p->base.cuda->scratch_bytes, err))) {
     ein_emu_free(ws);
     return st;
   }
@@ -349,30 +330,22 @@ static void emu_destroy(ein_backend *self) {
 }
 
 static ein_backend *emu_open(int device, ein_error_rec *err) {
-  if (device != 0) {
-    ein_fail_device(err, "the emulated device has one device, 0, not %d",
-                    device);
-    return NULL;
-  }
-  emu_backend *eb = ein_calloc(1, sizeof *eb);
-  if (!eb) {
-    ein_fail_memory(err, "out of memory creating the emulated device");
-    return NULL;
-  }
+  emu_backend *eb = ein_backend_new_single(
+      device, sizeof *eb, "the emulated device has one device, 0, not %d",
+      "out of memory creating the emulated device", err);
+  if (!eb) return NULL;
   pthread_mutex_init(&eb->lock, NULL);
-  eb->base.entry = &ein_emu_entry;
-  eb->base.run = emu_run;
-  eb->base.alloc = emu_alloc;
-  eb->base.free = emu_free;
-  eb->base.copy = emu_copy;
-  eb->base.stats = emu_stats;
-  eb->base.destroy = emu_destroy;
+  eb->base = (ein_backend){.entry = &ein_emu_entry,
+                           .run = emu_run,
+                           .alloc = emu_alloc,
+                           .free = emu_free,
+                           .copy = emu_copy,
+                           .stats = emu_stats,
+                           .destroy = emu_destroy};
   return &eb->base;
 }
 
 static bool emu_memory(DLDeviceType t) { return t == kDLExtDev; }
-
-static int one_device(void) { return 1; }
 
 const ein_backend_entry ein_emu_entry = {
     .name = "emu",
@@ -384,8 +357,8 @@ const ein_backend_entry ein_emu_entry = {
     .prepare = emu_prepare,
     .program_free = emu_program_free,
     .describe = emu_describe,
-    .describe_step_json = emu_describe_step_json,
-    .cuda_program = emu_cuda_program,
-    .device_count = one_device,
+    .describe_step_json = ein_cuda_plan_describe_step_json,
+    .cuda_program = ein_cuda_plan_cuda,
+    .device_count = ein_backend_one_device,
     .open = emu_open,
 };
