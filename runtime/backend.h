@@ -153,6 +153,20 @@ static inline char *ein_step_operands(const ein_plan_ir *plan,
          s->dst.offset * (int64_t)ein_dtype_size(s->dst_dtype);
 }
 
+/* One step of a run as a backend carries it out: step i of the plan,
+ * writing dst from src[0..nsrc) (ein_step_operands). */
+typedef ein_status (*ein_step_fn)(void *ctx, int i, const ein_step *s,
+                                  char *dst, const char *src[2],
+                                  ein_error_rec *err);
+
+/* Every backend's run loop: each step marked, its operands found and run
+ * by `run`, the end marked once all succeeded; the first failure stops
+ * it and is returned. */
+ein_status ein_run_steps(const ein_plan_ir *plan, char *const *inputs,
+                         char *output, char *workspace,
+                         const ein_step_marks *marks, ein_step_fn run,
+                         void *ctx, ein_error_rec *err);
+
 /* The table's entries; each backend's file defines its own. */
 extern const ein_backend_entry ein_cpu_entry, ein_cuda_entry, ein_emu_entry;
 

@@ -38,3 +38,19 @@ void *ein_backend_new_single(int device, size_t size, const char *not_one,
   if (!b) ein_fail_memory(err, "%s", oom);
   return b;
 }
+
+ein_status ein_run_steps(const ein_plan_ir *plan, char *const *inputs,
+                         char *output, char *workspace,
+                         const ein_step_marks *marks, ein_step_fn run,
+                         void *ctx, ein_error_rec *err) {
+  for (int i = 0; i < plan->nsteps; i++) {
+    const ein_step *s = &plan->steps[i];
+    ein_step_mark(marks, i);
+    const char *src[2];
+    char *dst = ein_step_operands(plan, s, inputs, output, workspace, src);
+    ein_status st = run(ctx, i, s, dst, src, err);
+    if (st) return st;
+  }
+  ein_step_mark(marks, plan->nsteps);
+  return EIN_OK;
+}

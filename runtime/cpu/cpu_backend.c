@@ -242,6 +242,22 @@ int ein_cpu_loop_threads(const ein_plan_ir *plan, int threads) {
   return gemm_bound ? 1 : threads;
 }
 
+/* One CPU step: a GEMM, else one of the contraction kernels, else the
+ * general loops; ctx is the loops' thread count. */
+static ein_status cpu_step(void *ctx, int i, const ein_step *s, char *dst,
+                           const char *src[2], ein_error_rec *err) {
+  int threads = *(const int *)ctx;
+  if (s->kind == EIN_STEP_GEMM)
+    return run_gemm(s, dst, src[0], src[1], err);
+  if (ein_cpu_contract(s, dst, src[0], src[1], threads))
+    return EIN_OK;
+  ein_status st = ein_cpu_loop(s, dst, src[0], src[1], threads);
+  if (st)
+    ein_fail(err, st, "cpu backend: step %d has more axes than it handles",
+             i + 1);
+  return st;
+}
+
 static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
                           const void *program, char *const *inputs,
                           char *output, const ein_step_marks *marks,
@@ -252,30 +268,13 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
   if (!workspace_take(cb, plan->workspace_bytes, &ws))
     return ein_fail_memory(err, "cannot allocate %lld bytes of workspace",
                            (long long)plan->workspace_bytes);
-  ein_status st = EIN_OK;
 #ifdef EIN_HAVE_CBLAS
   int threads = ein_cpu_loop_threads(plan, cb->threads);
 #else
   int threads = cb->threads; /* the fallback GEMM runs on this thread */
 #endif
-  for (int i = 0; i < plan->nsteps; i++) {
-    const ein_step *s = &plan->steps[i];
-    ein_step_mark(marks, i);
-    const char *src[2];
-    char *dst = ein_step_operands(plan, s, inputs, output, ws.data, src);
-    if (s->kind == EIN_STEP_GEMM)
-      st = run_gemm(s, dst, src[0], src[1], err);
-    else if (ein_cpu_contract(s, dst, src[0], src[1], threads))
-      st = EIN_OK;
-    else {
-      st = ein_cpu_loop(s, dst, src[0], src[1], threads);
-      if (st)
-        ein_fail(err, st, "cpu backend: step %d has more axes than it handles",
-                 i + 1);
-    }
-    if (st) break;
-  }
-  if (!st) ein_step_mark(marks, plan->nsteps);
+  ein_status st = ein_run_steps(plan, inputs, output, ws.data, marks,
+                                cpu_step, &threads, err);
   workspace_give(cb, ws);
   return st;
 }

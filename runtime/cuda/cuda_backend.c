@@ -477,35 +477,42 @@ static ein_status blas_ready(cuda_backend *cb, const ein_cuda_program *prog,
 }
 
 /* cuBLAS and every kernel are ready before the first step is queued. */
+/* What a CUDA run's steps share: the backend, the program, the kernel
+ * handles resolved for it and the split reductions' scratch. */
+typedef struct cuda_run_ctx {
+  cuda_backend *cb;
+  const ein_cuda_program *prog;
+  void *const *handles;
+  bool kept;
+  char *scratch;
+} cuda_run_ctx;
+
+/* One step queued on cb->stream (the caller records the marks' events
+ * there): a cuBLAS GEMM or the step's kernel. */
+static ein_status cuda_step(void *ctx, int i, const ein_step *s, char *dst,
+                            const char *src[2], ein_error_rec *err) {
+  cuda_run_ctx *r = ctx;
+  const ein_cuda_step *cs = &r->prog->steps[i];
+  if (r->kept && !cs->cublas && cs->kernel.kind != EIN_KERNEL_NONE)
+    r->cb->kept_launches += cs->finish.kind == EIN_KERNEL_NONE ? 1 : 2;
+  return cs->cublas
+             ? run_gemm(r->cb, s, &cs->gemm, dst, src[0], src[1], err)
+             : run_kernel(r->cb, cs, r->handles + handle_at(i, 0), dst,
+                          src[0], src[1], r->scratch, err);
+}
+
 static ein_status run_steps(cuda_backend *cb, const ein_plan_ir *plan,
                             const ein_cuda_plan_program *pp,
                             char *const *inputs, char *output,
                             char *workspace, char *scratch,
                             const ein_step_marks *marks, ein_error_rec *err) {
-  const ein_cuda_program *prog = pp->cuda;
-  void *const *h;
-  bool kept;
-  ein_status bst = blas_ready(cb, prog, err);
-  if (!bst)
-    bst = kernel_handles(cb, pp, &h, &kept, err);
-  if (bst) return bst;
-  for (int i = 0; i < plan->nsteps; i++) {
-    const ein_step *s = &plan->steps[i];
-    ein_step_mark(marks, i); /* the caller records an event on cb->stream */
-    const ein_cuda_step *cs = &prog->steps[i];
-    const char *src[2];
-    char *dst = ein_step_operands(plan, s, inputs, output, workspace, src);
-    if (kept && !cs->cublas && cs->kernel.kind != EIN_KERNEL_NONE)
-      cb->kept_launches += cs->finish.kind == EIN_KERNEL_NONE ? 1 : 2;
-    ein_status st =
-        cs->cublas ? run_gemm(cb, s, &cs->gemm, dst, src[0], src[1], err)
-                   : run_kernel(cb, cs, h + handle_at(i, 0), dst, src[0],
-                                src[1], scratch, err);
-    if (st)
-      return st;
-  }
-  ein_step_mark(marks, plan->nsteps);
-  return EIN_OK;
+  cuda_run_ctx r = {.cb = cb, .prog = pp->cuda, .scratch = scratch};
+  ein_status st = blas_ready(cb, r.prog, err);
+  if (!st)
+    st = kernel_handles(cb, pp, &r.handles, &r.kept, err);
+  if (st) return st;
+  return ein_run_steps(plan, inputs, output, workspace, marks, cuda_step, &r,
+                       err);
 }
 
 static ein_status cuda_run(ein_backend *self, const ein_plan_ir *plan,

@@ -246,23 +246,19 @@ static ein_status run_kernel(emu_program *p, int step, const ein_cuda_step *cs,
   return launch(p, second, &cs->finish, dst, scratch, NULL, err);
 }
 
-static ein_status run_steps(emu_program *p, const ein_plan_ir *plan,
-                            char *const *inputs, char *output, char *ws,
-                            char *scratch, const ein_step_marks *marks,
-                            ein_error_rec *err) {
-  for (int i = 0; i < plan->nsteps; i++) {
-    const ein_step *s = &plan->steps[i];
-    const ein_cuda_step *cs = &p->base.cuda->steps[i];
-    ein_step_mark(marks, i);
-    const char *src[2];
-    char *dst = ein_step_operands(plan, s, inputs, output, ws, src);
-    ein_status st =
-        cs->cublas ? run_gemm(s, &cs->gemm, dst, src[0], src[1], err)
-                   : run_kernel(p, i, cs, dst, src[0], src[1], scratch, err);
-    if (st) return st;
-  }
-  ein_step_mark(marks, plan->nsteps);
-  return EIN_OK;
+/* What an emulated run's steps share. */
+typedef struct emu_run_ctx {
+  emu_program *p;
+  char *scratch;
+} emu_run_ctx;
+
+static ein_status emu_step(void *ctx, int i, const ein_step *s, char *dst,
+                           const char *src[2], ein_error_rec *err) {
+  emu_run_ctx *r = ctx;
+  const ein_cuda_step *cs = &r->p->base.cuda->steps[i];
+  return cs->cublas
+             ? run_gemm(s, &cs->gemm, dst, src[0], src[1], err)
+             : run_kernel(r->p, i, cs, dst, src[0], src[1], r->scratch, err);
 }
 
 static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
@@ -285,7 +281,8 @@ static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
     return st;
   }
   ein_emu_device_begin();
-  st = run_steps(p, plan, inputs, output, ws, scratch, marks, err);
+  emu_run_ctx r = {.p = p, .scratch = scratch};
+  st = ein_run_steps(plan, inputs, output, ws, marks, emu_step, &r, err);
   ein_emu_device_end();
   ein_emu_free(scratch);
   ein_emu_free(ws);
