@@ -503,6 +503,18 @@ static ein_status parse_sx_atom(parser *p, ein_sexpr **out) {
   return EIN_OK;
 }
 
+/* *out becomes the node `*out kind rhs`, spanning both. */
+static ein_status join_binary(parser *p, ein_sexpr_kind kind, ein_sexpr **out,
+                              ein_sexpr *rhs) {
+  ein_sexpr *e = new_sexpr(p, kind, (*out)->offset,
+                           rhs->offset + rhs->length - (*out)->offset);
+  if (!e) return no_memory(p);
+  e->lhs = *out;
+  e->rhs = rhs;
+  *out = e;
+  return EIN_OK;
+}
+
 /* sx_mul := sx_atom ('*' sx_atom)*      (no spaces inside) */
 static ein_status parse_sx_mul(parser *p, ein_sexpr **out) {
   ein_status st = parse_sx_atom(p, out);
@@ -515,12 +527,7 @@ static ein_status parse_sx_mul(parser *p, ein_sexpr **out) {
     ein_sexpr *rhs = NULL; /* set on success; -O3 cannot tell */
     st = parse_sx_atom(p, &rhs);
     if (st) return st;
-    ein_sexpr *e = new_sexpr(p, SEXPR_MUL, (*out)->offset,
-                             rhs->offset + rhs->length - (*out)->offset);
-    if (!e) return no_memory(p);
-    e->lhs = *out;
-    e->rhs = rhs;
-    *out = e;
+    st = join_binary(p, SEXPR_MUL, out, rhs);
   }
   return st;
 }
@@ -539,12 +546,7 @@ static ein_status parse_sx_add(parser *p, ein_sexpr **out) {
     ein_sexpr *rhs = NULL; /* set on success; -O3 cannot tell */
     st = parse_sx_mul(p, &rhs);
     if (st) return st;
-    ein_sexpr *e = new_sexpr(p, kind, (*out)->offset,
-                             rhs->offset + rhs->length - (*out)->offset);
-    if (!e) return no_memory(p);
-    e->lhs = *out;
-    e->rhs = rhs;
-    *out = e;
+    st = join_binary(p, kind, out, rhs);
   }
   return st;
 }
