@@ -35,11 +35,13 @@ import cases as suite  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def einc_bench(einc, case, target, dtype, runs, floor=True):
+def einc_bench(einc, case, target, dtype, runs, floor=True, steps=False):
+    """`einc bench --json`; with steps, also the per-step times and the GEMM
+    steps' time alone (gemm_ms, gemm_ratio)."""
     shapes = ['x'.join(map(str, s)) for s in case.shapes(target)]
     cmd = [einc, 'bench', case.expr, *shapes, '--dtype', dtype, '--json',
            '--runs', str(runs), '--backend', 'cuda' if target == 'gpu' else 'cpu',
-           *case.flags, *([] if floor else ['--no-floor'])]
+           *case.flags, *([] if floor else ['--no-floor']), *(['--steps'] if steps else [])]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {p.stderr.strip()}")
@@ -199,7 +201,8 @@ def time_row(args, case, dtype, seed):
     for r in range(args.rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
             if name == 'einc':
-                e = einc_bench(args.einc, case, 'cpu', dtype, args.runs, floor=r == 0)
+                e = einc_bench(args.einc, case, 'cpu', dtype, args.runs, floor=r == 0,
+                               steps=r == 0)
                 times['einc'].append(e['ms'])
                 if r == 0:
                     floor = e
@@ -208,7 +211,8 @@ def time_row(args, case, dtype, seed):
                 times[name].append(host_time(fn, xs, args.runs))
     row = dict(case=case.name, dtype=dtype, tiny=case.tiny(), floor=floor.get('floor_ms'),
                bound=floor.get('floor_bound', ''), copy_gbs=floor.get('copy_gbs'),
-               gemm_tflops=floor.get('gemm_tflops'))
+               gemm_tflops=floor.get('gemm_tflops'), gemm_ms=floor.get('gemm_ms'),
+               gemm_ratio=floor.get('gemm_ratio'))
     for n in names:
         row[n] = suite.median(times[n])
         row[n + '_spread'] = spread(times[n])
@@ -243,15 +247,20 @@ def cpu_table(args, rows):
              "rotated when they fit twice in the last-level cache; a cell is the median of the "
              "round medians ± half their range. floor = max(FLOPs / BLAS GEMM 2048^3 rate, "
              "compulsory bytes / memcpy bandwidth), measured by einc in the same run "
-             "(bench/cpu_peers.py builds each peer's code from the expression).", "",
+             "(bench/cpu_peers.py builds each peer's code from the expression). GEMMs ms: the plan's "
+             "GEMM steps alone, i.e. OpenBLAS doing exactly the plan's GEMMs (same M, N, K, batch, "
+             "transposes, threads), from `einc bench --steps` in the first round; einc/GEMMs: "
+             "all of the plan's steps over its GEMM steps in those same marked runs (issue 18's "
+             "target for GEMM-bound plans: at most 1.2).", "",
              "| case | dtype | einc ms | numpy ms | opt_einsum ms | torch ms | einops ms | floor ms "
-             "| bound | einc/floor | einc/best-peer | best peer |",
-             "|" + "---|" * 12]
+             "| bound | einc/floor | GEMMs ms | einc/GEMMs | einc/best-peer | best peer |",
+             "|" + "---|" * 14]
     for r in rows:
         lines.append(
             f"| {r['case']} | {r['dtype']} | {cell(r, 'einc')} | "
             + " | ".join(cell(r, p) for p in PEERS)
             + f" | {fmt(r['floor'], 4)} | {r['bound']} | {fmt(ratio(r['einc'], r['floor']), 2)} | "
+            f"{fmt(r.get('gemm_ms'), 4)} | {fmt(r.get('gemm_ratio'), 2)} | "
             f"{fmt(ratio(r['einc'], r.get(r['best'])), 2)} | {r['best'] or ''} |")
     g_all = geomean([ratio(r['einc'], r.get(r['best'])) for r in rows if r['best']])
     g_big = geomean([ratio(r['einc'], r.get(r['best'])) for r in rows if r['best'] and not r['tiny']])
@@ -259,12 +268,15 @@ def cpu_table(args, rows):
     mem_far = [f"{r['case']} {r['dtype']} ({r['einc'] / r['floor']:.1f}x)" for r in rows
                if r['bound'] == 'memory' and r['floor'] and r['einc'] > 1.5 * r['floor']
                and not r['tiny']]
+    gemm_far = [f"{r['case']} {r['dtype']} ({r['gemm_ratio']:.2f}x)" for r in rows
+                if r['bound'] == 'compute' and r.get('gemm_ratio') and r['gemm_ratio'] > 1.2]
     copy = next((r['copy_gbs'] for r in rows if r.get('copy_gbs')), None)
     gemm = next((r['gemm_tflops'] for r in rows if r.get('gemm_tflops')), None)
     lines += ["",
               f"Geomean einc/best-peer: **{g_all:.2f}** ({g_big:.2f} without the tiny cases).",
               f"Behind the best peer ({len(behind)} of {len(rows)}): " + (", ".join(behind) or "none") + ".",
               "Memory-bound rows above 1.5x the copy floor: " + (", ".join(mem_far) or "none") + ".",
+              "Compute-bound rows above 1.2x their GEMMs alone: " + (", ".join(gemm_far) or "none") + ".",
               f"Floors measured in this run: copy {fmt(copy, 1)} GB/s (read + written), "
               f"BLAS GEMM {fmt(1e3 * gemm if gemm else None, 1)} GFLOP/s (f32 or f64 by case)."]
     return lines
@@ -279,7 +291,8 @@ def run_cpu(args, cases):
             rows.append(r)
             print(f"{c.name:14s} {dtype:4s} einc {r['einc']:8.4f}  "
                   + "  ".join(f"{p} {fmt(r.get(p), 4):>8s}" for p in PEERS)
-                  + f"  floor {fmt(r['floor']):>7s}  einc/best {fmt(ratio(r['einc'], r.get(r['best'])), 2)}",
+                  + f"  floor {fmt(r['floor']):>7s}  einc/GEMMs {fmt(r.get('gemm_ratio'), 2):>4s}"
+                  f"  einc/best {fmt(ratio(r['einc'], r.get(r['best'])), 2)}",
                   flush=True)
     return f"cpu-{os.cpu_count()}core", cpu_table(args, rows)
 
@@ -345,7 +358,7 @@ def main():
              and (args.target == 'cpu' or c.gpu_shapes)]
     dev, lines = (run_cpu if args.target == 'cpu' else run_gpu)(args, cases)
     if args.quick and not args.out:
-        print('\n'.join(lines[-4:]))
+        print('\n'.join(lines[-5:]))
         return
     out = args.out or os.path.join(ROOT, 'bench', 'results', f'{args.date}-{dev}.md')
     with open(out, 'w') as f:

@@ -196,7 +196,8 @@ text=$("$EINC" bench "${chain[@]}" 2>&1)
 lines=$(printf '%s\n' "$text" | grep -cE '^  [0-9]+ +[a-z]+ \([a-z]+\) +[0-9.]+ (ns|µs|ms|s) +[0-9.]+ (ns|µs|ms|s) +[0-9.]+%$')
 sum=$(printf '%s\n' "$text" | awk '/^  [0-9]+ / { sub("%", "", $NF); s += $NF } END { printf "%.1f", s }')
 if [ "$lines" = 2 ] && awk -v s="$sum" 'BEGIN { exit !(s > 99.5 && s < 100.5) }' &&
-   printf '%s\n' "$text" | grep -q '^steps    median of 3 marked runs'; then
+   printf '%s\n' "$text" | grep -q '^steps    median of 3 marked runs' &&
+   printf '%s\n' "$text" | grep -qE '^GEMMs    [0-9.]+ (ns|µs|ms|s) in the 1 GEMM step alone; einc/GEMMs [0-9.]+ '; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1))
@@ -213,6 +214,20 @@ assert all(s["kind"] and s["ms"] > 0 and s["predicted_ms"] > 0 for s in st), st
 assert abs(sum(s["share"] for s in st) - 1) < 1e-3, st
 assert abs(sum(s["ms"] for s in st) - d["steps_ms"]) < 1e-3 * d["steps_ms"], d
 ' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench --steps --json" >&2; }
+  # the GEMM steps alone: their sum, and all steps over it in the same runs
+  "$EINC" bench 'a b, b c, c d -> a d' 32x32 32x48 48x32 --backend cpu --runs 3 --warmup 1 --steps --json --no-floor | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+g = [s["ms"] for s in d["steps"] if s["kind"] == "gemm"]
+assert d["gemm_steps"] == len(g) == 2, d
+assert abs(sum(g) - d["gemm_ms"]) < 1e-3 * d["gemm_ms"], d
+assert abs(d["gemm_ratio"] - d["steps_ms"] / d["gemm_ms"]) < 1e-3 * d["gemm_ratio"], d
+' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench --steps --json: gemm_ms" >&2; }
+  "$EINC" bench 'a b -> b a' 64x48 --backend cpu --runs 2 --warmup 0 --steps --json --no-floor | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["gemm_steps"] == 0 and d["gemm_ms"] is None and d["gemm_ratio"] is None, d
+' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench --steps --json: no GEMM, gemm_ms null" >&2; }
   "$EINC" bench "${chain[@]}" --json --no-floor | python3 -c '
 import json, sys
 st = json.load(sys.stdin)["steps"]

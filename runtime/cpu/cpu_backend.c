@@ -175,8 +175,104 @@ int ein_cpu_threads(void) {
 #endif
 }
 
+/* OpenBLAS runs a GEMM call on its own threads from this many
+ * multiply-adds on (m n k; 0.3.x: 65536 times its multithread threshold
+ * of 4); smaller calls stay on the caller's thread. */
+#define BLAS_THREADED_WORK (4.0 * 65536.0)
+
+/* Multiply-adds of a whole batch of one-core calls from which the batch
+ * is split over threads: about 100 µs of work on one core, against some
+ * 20 µs to start and join a thread. */
+#define GEMM_SPLIT_BATCH_WORK (64.0 * 65536.0)
+
+/* At most this many threads split one batch. */
+enum { GEMM_SPLIT_MAX_THREADS = 64 };
+
+/* Batch element bi of GEMM step s: its C, A and B. */
+static void gemm_batch_one(const ein_step *s, const ein_gemm_call *call,
+                           int64_t bi, char *c, const char *a,
+                           const char *b) {
+  const ein_gemm *g = &s->gemm;
+  int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype);
+  int64_t off[3] = {0, 0, 0}, idx = bi;
+  for (int i = g->nbatch - 1; i >= 0; i--) {
+    int64_t ci = idx % g->batch[i].size;
+    idx /= g->batch[i].size;
+    for (int k = 0; k < 3; k++) off[k] += ci * g->batch[i].stride[k];
+  }
+  const char *pa = a + off[1] * esz, *pb = b + off[2] * esz;
+  char *pc = c + off[0] * esz;
+  if (call->swap)
+    gemm_one(call, s->dst_dtype, s->alpha, pb, pa, pc);
+  else
+    gemm_one(call, s->dst_dtype, s->alpha, pa, pb, pc);
+}
+
+/* OpenBLAS runs a call below BLAS_THREADED_WORK on the calling thread,
+ * so a batch of such calls would keep one core (tn_ring3: 1024 calls of
+ * 64^3 on one of two): the batch is split over the backend's threads
+ * instead. Larger calls thread themselves and run one after another on
+ * the calling thread. */
+int ein_cpu_gemm_batch_threads(const ein_gemm *g, int threads) {
+#ifdef EIN_HAVE_CBLAS
+  int64_t nb = 1;
+  for (int i = 0; i < g->nbatch; i++) nb *= g->batch[i].size;
+  double work = (double)g->m * (double)g->n * (double)g->k;
+  if (nb < 2 || work > BLAS_THREADED_WORK ||
+      work * (double)nb < GEMM_SPLIT_BATCH_WORK)
+    return 1;
+  if (threads > GEMM_SPLIT_MAX_THREADS) threads = GEMM_SPLIT_MAX_THREADS;
+  return threads < nb ? threads : (int)nb;
+#else
+  (void)g, (void)threads;
+  return 1; /* the fallback GEMM splits nothing */
+#endif
+}
+
+/* One thread's share of a GEMM step's batch: [lo, hi). */
+typedef struct gemm_slice {
+  const ein_step *s;
+  const ein_gemm_call *call;
+  int64_t lo, hi;
+  char *c;
+  const char *a, *b;
+} gemm_slice;
+
+static void *gemm_slice_run(void *arg) {
+  const gemm_slice *sl = arg;
+  for (int64_t bi = sl->lo; bi < sl->hi; bi++)
+    gemm_batch_one(sl->s, sl->call, bi, sl->c, sl->a, sl->b);
+  return NULL;
+}
+
+/* Runs the batch as nt slices: nt - 1 threads started for this step and
+ * the calling thread. Threads of their own, not the OpenMP team: the team
+ * spins for a while after its region, on the cores a threaded OpenBLAS
+ * call that follows needs (see ein_cpu_loop_threads); these end with the
+ * step. A thread that cannot be started leaves its slice to the caller. */
+static void gemm_batch_split(const gemm_slice *all, int nt) {
+  pthread_t tid[GEMM_SPLIT_MAX_THREADS];
+  gemm_slice sl[GEMM_SPLIT_MAX_THREADS];
+  bool started[GEMM_SPLIT_MAX_THREADS] = {false};
+  int64_t nb = all->hi;
+  for (int t = 0; t < nt; t++) {
+    sl[t] = *all;
+    sl[t].lo = nb * t / nt;
+    sl[t].hi = nb * (t + 1) / nt;
+    if (t > 0)
+      started[t] = pthread_create(&tid[t], NULL, gemm_slice_run, &sl[t]) == 0;
+  }
+  gemm_slice_run(&sl[0]);
+  for (int t = 1; t < nt; t++) {
+    if (started[t])
+      pthread_join(tid[t], NULL);
+    else
+      gemm_slice_run(&sl[t]);
+  }
+}
+
 static ein_status run_gemm(const ein_step *s, char *c, const char *a,
-                           const char *b, ein_error_rec *err) {
+                           const char *b, int threads, ein_error_rec *err) {
   const ein_gemm *g = &s->gemm;
   ein_gemm_call call;
   if (s->dst_dtype != s->src_dtype[0] || s->dst_dtype != s->src_dtype[1] ||
@@ -188,30 +284,16 @@ static ein_status run_gemm(const ein_step *s, char *c, const char *a,
                              "(%s, m %lld n %lld k %lld)",
                              ein_dtype_name(s->dst_dtype), (long long)g->m,
                              (long long)g->n, (long long)g->k);
-  int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype);
   int64_t nb = 1;
   for (int i = 0; i < g->nbatch; i++) nb *= g->batch[i].size;
-  for (int64_t bi = 0; bi < nb; bi++) {
-    int64_t off[3] = {0, 0, 0}, idx = bi;
-    for (int i = g->nbatch - 1; i >= 0; i--) {
-      int64_t ci = idx % g->batch[i].size;
-      idx /= g->batch[i].size;
-      for (int k = 0; k < 3; k++) off[k] += ci * g->batch[i].stride[k];
-    }
-    const char *pa = a + off[1] * esz, *pb = b + off[2] * esz;
-    char *pc = c + off[0] * esz;
-    if (call.swap)
-      gemm_one(&call, s->dst_dtype, s->alpha, pb, pa, pc);
-    else
-      gemm_one(&call, s->dst_dtype, s->alpha, pa, pb, pc);
-  }
+  gemm_slice all = {s, &call, 0, nb, c, a, b};
+  int nt = ein_cpu_gemm_batch_threads(g, threads);
+  if (nt > 1)
+    gemm_batch_split(&all, nt);
+  else
+    gemm_slice_run(&all);
   return EIN_OK;
 }
-
-/* OpenBLAS runs a GEMM call on its own threads from this many
- * multiply-adds on (m n k; 0.3.x: 65536 times its multithread threshold
- * of 4); smaller calls stay on the caller's thread. */
-#define BLAS_THREADED_WORK (4.0 * 65536.0)
 
 /* FLOPs of BLAS GEMM per byte a loop moves in the same time on one core
  * (~60 GFLOP/s against ~20 GB/s on our 2-core host): a GEMM step's FLOPs
@@ -242,13 +324,20 @@ int ein_cpu_loop_threads(const ein_plan_ir *plan, int threads) {
   return gemm_bound ? 1 : threads;
 }
 
+/* The threads a run's steps use: the loops' (ein_cpu_loop_threads) and
+ * the backend's own, for batches of small GEMMs split by einc. */
+typedef struct cpu_run_ctx {
+  int loop_threads, gemm_threads;
+} cpu_run_ctx;
+
 /* One CPU step: a GEMM, else one of the contraction kernels, else the
- * general loops; ctx is the loops' thread count. */
+ * general loops. */
 static ein_status cpu_step(void *ctx, int i, const ein_step *s, char *dst,
                            const char *src[2], ein_error_rec *err) {
-  int threads = *(const int *)ctx;
+  const cpu_run_ctx *r = ctx;
+  int threads = r->loop_threads;
   if (s->kind == EIN_STEP_GEMM)
-    return run_gemm(s, dst, src[0], src[1], err);
+    return run_gemm(s, dst, src[0], src[1], r->gemm_threads, err);
   if (ein_cpu_contract(s, dst, src[0], src[1], threads))
     return EIN_OK;
   ein_status st = ein_cpu_loop(s, dst, src[0], src[1], threads);
@@ -273,8 +362,9 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
 #else
   int threads = cb->threads; /* the fallback GEMM runs on this thread */
 #endif
+  cpu_run_ctx r = {.loop_threads = threads, .gemm_threads = cb->threads};
   ein_status st = ein_run_steps(plan, inputs, output, ws.data, marks,
-                                cpu_step, &threads, err);
+                                cpu_step, &r, err);
   workspace_give(cb, ws);
   return st;
 }

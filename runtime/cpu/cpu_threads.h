@@ -5,7 +5,8 @@
  * Takes a plan and the backend's thread count; gives the count for its
  * LOOP steps: 1 when the plan's OpenBLAS-threaded GEMMs take longer than
  * its loops (the two thread pools would spin on each other's cores), else
- * the count unchanged. Owns nothing.
+ * the count unchanged. Also how many threads of its own a GEMM step's
+ * batch of small calls is split over. Owns nothing.
  */
 #ifndef EIN_CPU_THREADS_H
 #define EIN_CPU_THREADS_H
@@ -13,5 +14,10 @@
 #include "plan.h"
 
 int ein_cpu_loop_threads(const ein_plan_ir *plan, int threads);
+
+/* How many threads split the batch of GEMM step g, of `threads`: 1 unless
+ * its calls are too small for OpenBLAS's own threads (they would run on
+ * one core, one after another) and the batch holds enough work. */
+int ein_cpu_gemm_batch_threads(const ein_gemm *g, int threads);
 
 #endif

@@ -12,7 +12,9 @@
  * floor = max(plan FLOPs / GEMM rate, compulsory bytes / copy bandwidth),
  * both rates measured here: cuBLAS GEMM 8192^3 in the case's dtype and a
  * 1 GiB device-to-device copy on a GPU; BLAS GEMM 2048^3 and a 256 MiB
- * memcpy on the host.
+ * memcpy on the host. With --steps, the plan's GEMM steps alone give a
+ * second yardstick for GEMM-bound plans: the BLAS time of exactly the
+ * plan's GEMMs, which small or thin GEMMs cannot bring to the 2048^3 rate.
  */
 #include <math.h>
 #include <stdio.h>
@@ -52,7 +54,9 @@ void cmd_bench_help(void) {
       "  --steps       also time each plan step (as many runs again, with a\n"
       "                mark around each step: the host clock on the CPU,\n"
       "                CUDA events on a GPU) beside its roofline time at\n"
-      "                the floor's rates and its share of the steps' total\n"
+      "                the floor's rates and its share of the steps' total;\n"
+      "                then the GEMM steps' time alone (the BLAS calls of\n"
+      "                exactly the plan's GEMMs) and einc/GEMMs\n"
       "  --json        one JSON object instead of the text report\n"
       "  --path P      the contraction order to take instead of searching,\n"
       "                in opt_einsum's linear form: '[(0, 1), (0, 1)]'\n"
@@ -170,6 +174,25 @@ static double steps_total_ms(const bench_result *r) {
   return t;
 }
 
+/* The plan's GEMM steps alone: the sum of their median times and their
+ * count. A GEMM step is nothing but the BLAS calls (cuBLAS on a GPU) for
+ * its batch, so this is the library's own time for exactly the plan's
+ * GEMMs (their M, N, K, batch, transposes and threads); the target of
+ * issue 18 sets the whole plan's time against it. The ratio reported is
+ * all steps over the GEMM steps in the same marked runs, so the noise
+ * between the timed and the marked runs does not enter it. */
+static double gemm_steps_ms(const ein_plan_ir *ir, const bench_result *r,
+                            int *count) {
+  double t = 0;
+  *count = 0;
+  for (int i = 0; i < r->nsteps; i++)
+    if (ir->steps[i].kind == EIN_STEP_GEMM) {
+      t += r->step_ms[i];
+      ++*count;
+    }
+  return t;
+}
+
 /* --steps in the text report: one line per step, the slowest to blame. */
 static void report_steps_text(const ein_plan_ir *ir, const bench_result *r,
                               int runs) {
@@ -194,6 +217,13 @@ static void report_steps_text(const ein_plan_ir *ir, const bench_result *r,
            12 + (strstr(b, "\xc2\xb5") ? 1 : 0), b,
            total > 0 ? 100.0 * r->step_ms[i] / total : 0.0);
   }
+  int ngemm;
+  double gemm = gemm_steps_ms(ir, r, &ngemm);
+  if (ngemm > 0)
+    printf("GEMMs    %s in the %d GEMM step%s alone; einc/GEMMs %.3f "
+           "(all steps over them, same runs)\n",
+           time_text(a, sizeof a, gemm), ngemm, ngemm == 1 ? "" : "s",
+           gemm > 0 ? total / gemm : 0.0);
 }
 
 /* --steps in the JSON report: the "steps" member, after a comma. */
@@ -214,6 +244,13 @@ static void report_steps_json(const ein_plan_ir *ir, const bench_result *r,
     printf("\"share\":%.6g}", total > 0 ? r->step_ms[i] / total : 0.0);
   }
   printf("]");
+  int ngemm;
+  double gemm = gemm_steps_ms(ir, r, &ngemm);
+  printf(",\"gemm_steps\":%d", ngemm);
+  if (ngemm > 0 && gemm > 0)
+    printf(",\"gemm_ms\":%.6g,\"gemm_ratio\":%.4g", gemm, total / gemm);
+  else
+    printf(",\"gemm_ms\":null,\"gemm_ratio\":null");
 }
 
 static void report(const char *expr, const bench_opts *bo,
