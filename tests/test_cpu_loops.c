@@ -17,7 +17,8 @@
  *     that are not multiples of the 8x8 blocks nor of the 32x32 tiles)
  *     for 1, 2, 4 and 8-byte elements, compared exactly;
  *   - issue 18's copy rows (patchify with 2 to 5 channels moved last, a
- *     p2 of two 8-blocks and a tail; repeat_kv; long diagonals) on
+ *     p2 of two 8-blocks and a tail; repeat_kv; long diagonals; a
+ *     transpose across several of the AVX2 kernels' tiles) on
  *     contiguous inputs and on strided, offset views;
  *   - outer products with rows longer than a row chunk, both ways round;
  *   - a product with a broadcast operand (channel scaling, either
@@ -374,6 +375,12 @@ static void view_copies(ein_dtype dt, int64_t pad) {
                  r3, 1, pad);
   const int64_t d_in[4] = {2, 3, 100, 100}, d_out[4] = {2, 3, 100, 1};
   copy_view_case(dt, "a b i i -> a b i", d_in, 3, d_out, diag_src, NULL, 0,
+                 pad);
+  /* a transpose whose source rows (300) span tiles of the AVX2 kernels
+   * (128 f16 along b, then 32 for 4 bytes) and end in an 8-block and a
+   * tail, its 37 along a in 8-blocks and a tail */
+  const int64_t t_in[4] = {2, 37, 1, 300}, t_out[4] = {2, 1, 300, 37};
+  copy_view_case(dt, "b c h w -> b h w c", t_in, 4, t_out, nhwc_src, NULL, 0,
                  pad);
   /* enough lines read (4096 of them) for the gather to take threads */
   const int64_t e_in[4] = {4, 4, 256, 256}, e_out[4] = {4, 4, 256, 1};
