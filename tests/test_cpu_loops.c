@@ -7,7 +7,10 @@
  *     in f16, bf16, f32 and f64; f16 inputs made of subnormals, an Inf
  *     and a NaN, so the branch-free f16 conversion is checked on its
  *     special cases; inputs read backwards (negative strides); rows and
- *     columns longer than the AVX2 folds' 512-value blocks;
+ *     columns longer than the AVX2 folds' 512-value blocks; row folds
+ *     whose results run along an outer axis (wrapping, longer than a
+ *     run, split across threads), f32 rows with NaN, Inf and signed
+ *     zeros planted at every position for max and min;
  *   - windows folded along the row (poolings of 2x2, 2x3, 3x2 and 1x2,
  *     rows of results that end in part vectors, strided and offset
  *     inputs), and a long column of windows whose reduction is split
@@ -181,6 +184,73 @@ static void reductions(void) {
     }
   for (int k = 0; k < 4; k++)
     reduce_case(EIN_DT_F16, ops[k], 2, false, true, 1, 2, 1100);
+}
+
+/* Row folds whose results run along an outer axis: `p q r -> q p`
+ * (results P apart in the source, the run wrapping every P results,
+ * threads splitting it mid-run) and `p q r -> p q` with more results
+ * than a run of ROW; f32 rows of 45 (a 32-block, an 8-vector and a
+ * tail) with NaN, Inf and signed zeros planted at every position, so the
+ * max and min kernels' NaN watch and their refold are reached. The
+ * second writes a strided output (every other element). */
+static void row_run_case(ein_dtype dt, ein_reduction op, bool swap,
+                         bool plant) {
+  enum { P = 3, Q = 700, R = 45 };
+  size_t esz = ein_dtype_size(dt);
+  int64_t n = (int64_t)P * Q * R;
+  /* `p q r -> p q` writes every other element of its output (a strided
+   * destination run) */
+  char *in = malloc((size_t)n * esz), *out = calloc((size_t)2 * P * Q, esz);
+  fill(dt, in, n, false, false);
+  for (int64_t row = 0; plant && row < P * Q; row++) {
+    float *x = (float *)(void *)in + row * R;
+    int64_t k = row % R;
+    switch (row % 5) {
+    case 0: x[k] = NAN; break;
+    case 1: x[k] = op == EIN_REDUCE_MAX ? INFINITY : -INFINITY; break;
+    case 2: x[k] = NAN, x[(k + 17) % R] = NAN; break;
+    case 3: for (int64_t i = 0; i < R; i++) x[i] = i % 2 ? -0.0f : 0.0f; break;
+    default: break;
+    }
+  }
+  int64_t shape[3] = {P, Q, R}, oshape[2] = {swap ? Q : P, swap ? P : Q};
+  DLTensor a = {.data = in, .ndim = 3, .shape = shape,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  int64_t ost[2] = {2 * Q, 2};
+  DLTensor c = {.data = out, .ndim = 2, .shape = oshape,
+                .strides = swap ? NULL : ost, .dtype = ein_dtype_to_dl(dt),
+                .device = {kDLCPU, 0}};
+  const DLTensor *ins[1] = {&a};
+  ein_options opt = {.reduction = op};
+  const char *expr = swap ? "p q r -> q p" : "p q r -> p q";
+  char what[96];
+  snprintf(what, sizeof what, "%s op %d%s", expr, (int)op,
+           plant ? " NaN/Inf/zeros" : "");
+  ein_status s = ein_eval(ctx, expr, ins, 1, &c, &opt);
+  CHECK(s == EIN_OK, "%s: %s", what, ein_status_name(s));
+  for (int64_t row = 0; s == EIN_OK && row < P * Q; row++) {
+    double acc = ident(op), mag = 0;
+    for (int64_t k = 0; k < R; k++) {
+      double v = load(dt, in, row * R + k);
+      acc = fold(op, acc, v);
+      mag += fabs(v);
+    }
+    if (op == EIN_REDUCE_MEAN) acc /= R, mag /= R;
+    int64_t p = row / Q, q = row % Q;
+    check_out(dt, op, out, swap ? q * P + p : 2 * row, acc, mag, what);
+  }
+  free(in), free(out);
+}
+
+static void row_runs(void) {
+  static const ein_reduction ops[] = {EIN_REDUCE_SUM, EIN_REDUCE_MEAN,
+                                      EIN_REDUCE_MAX, EIN_REDUCE_MIN};
+  for (int k = 0; k < 4; k++)
+    for (int swap = 0; swap < 2; swap++) {
+      row_run_case(EIN_DT_F16, ops[k], swap, false);
+      row_run_case(EIN_DT_F32, ops[k], swap, false);
+      row_run_case(EIN_DT_F32, ops[k], swap, true);
+    }
 }
 
 /* `p (q a) (r b) -> KEEP` with the window a x b folded, KEEP being
@@ -550,6 +620,7 @@ static void dots(void) {
  * portable pass (compare false) to the other (compare true). */
 static void all_cases(uint16_t *f16_out, bool compare) {
   reductions();
+  row_runs();
   windows();
   copies();
   scale_case(EIN_DT_F16, f16_out, compare, false);
