@@ -446,10 +446,11 @@ static void view_copies(ein_dtype dt, int64_t pad) {
   const int64_t d_in[4] = {2, 3, 100, 100}, d_out[4] = {2, 3, 100, 1};
   copy_view_case(dt, "a b i i -> a b i", d_in, 3, d_out, diag_src, NULL, 0,
                  pad);
-  /* a transpose whose source rows (300) span tiles of the AVX2 kernels
-   * (128 f16 along b, then 32 for 4 bytes) and end in an 8-block and a
-   * tail, its 37 along a in 8-blocks and a tail */
-  const int64_t t_in[4] = {2, 37, 1, 300}, t_out[4] = {2, 1, 300, 37};
+  /* a transpose over several tiles of the AVX2 kernels each way (tiles
+   * of 512 x 128 f16, 256 x 64 for 4 bytes): 530 along a (the
+   * destination's rows) and 150 along b, both ending in part tiles of
+   * 8-blocks and a tail (and for f16 an 8 x 8 block after the 8 x 16) */
+  const int64_t t_in[4] = {1, 530, 1, 150}, t_out[4] = {1, 1, 150, 530};
   copy_view_case(dt, "b c h w -> b h w c", t_in, 4, t_out, nhwc_src, NULL, 0,
                  pad);
   /* enough lines read (4096 of them) for the gather to take threads */

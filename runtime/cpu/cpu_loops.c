@@ -512,12 +512,7 @@ static void take_row(loop_job *j, ein_loop_axes *from, int at) {
  * 1, 2, 4, 8 or 16-byte words (c128 as a pair of 8-byte ones). When the destination's fastest axis is not the
  * source's, the two axes are walked in 32x32 tiles so both sides stay in
  * cache (a transpose); otherwise rows are copied along the destination's
- * fastest axis. The AVX2 transposes take tiles longer along the source's
- * rows, TRANSPOSE_TILE_B: a tile column walks down all of a plane's rows,
- * and a 64-byte run per row (32 f16) left the f16 transpose waiting on
- * line after line from rows 1 KiB apart (2.3 ms -> 2.8 ms for 64 planes
- * of 512 x 512, 256-byte runs against 64); for f32 the 128-byte runs of
- * 32 were as good as longer ones. */
+ * fastest axis. The AVX2 transposes take larger tiles (copy_plane). */
 #define TILE 32
 #define GATHER_AHEAD 64
 #define W 1
@@ -526,12 +521,10 @@ static void take_row(loop_job *j, ein_loop_axes *from, int at) {
 #define W 2
 #define T uint16_t
 #define TRANSPOSE_AVX2 ein_avx2_transpose_2
-#define TRANSPOSE_TILE_B 128
 #include "cpu_loops_copy.inc"
 #define W 4
 #define T uint32_t
 #define TRANSPOSE_AVX2 ein_avx2_transpose_4
-#define TRANSPOSE_TILE_B TILE
 #define INTERLEAVE_AVX2 ein_avx2_interleave_4
 #include "cpu_loops_copy.inc"
 #define W 8
