@@ -453,6 +453,11 @@ static void view_copies(ein_dtype dt, int64_t pad) {
   const int64_t t_in[4] = {1, 530, 1, 150}, t_out[4] = {1, 1, 150, 530};
   copy_view_case(dt, "b c h w -> b h w c", t_in, 4, t_out, nhwc_src, NULL, 0,
                  pad);
+  /* source rows over 4 KiB apart for 4 bytes (1100 values): 32 x 32
+   * tiles, their blocks one column at a time */
+  const int64_t f_in[4] = {1, 40, 1, 1100}, f_out[4] = {1, 1, 1100, 40};
+  copy_view_case(dt, "b c h w -> b h w c", f_in, 4, f_out, nhwc_src, NULL, 0,
+                 pad);
   /* enough lines read (4096 of them) for the gather to take threads */
   const int64_t e_in[4] = {4, 4, 256, 256}, e_out[4] = {4, 4, 256, 1};
   copy_view_case(dt, "a b i i -> a b i", e_in, 3, e_out, diag_src, NULL, 0,
