@@ -7,7 +7,10 @@
  *     in f16, bf16, f32 and f64; f16 inputs made of subnormals, an Inf
  *     and a NaN, so the branch-free f16 conversion is checked on its
  *     special cases; inputs read backwards (negative strides); rows and
- *     columns longer than the AVX2 folds' 512-value blocks;
+ *     columns longer than the AVX2 folds' 512-value blocks; row folds
+ *     whose results run along an outer axis (wrapping, longer than a
+ *     run, split across threads), f32 rows with NaN, Inf and signed
+ *     zeros planted at every position for max and min;
  *   - windows folded along the row (poolings of 2x2, 2x3, 3x2 and 1x2,
  *     rows of results that end in part vectors, strided and offset
  *     inputs), and a long column of windows whose reduction is split
@@ -17,7 +20,8 @@
  *     that are not multiples of the 8x8 blocks nor of the 32x32 tiles)
  *     for 1, 2, 4 and 8-byte elements, compared exactly;
  *   - issue 18's copy rows (patchify with 2 to 5 channels moved last, a
- *     p2 of two 8-blocks and a tail; repeat_kv; long diagonals) on
+ *     p2 of two 8-blocks and a tail; repeat_kv; long diagonals; a
+ *     transpose across several of the AVX2 kernels' tiles) on
  *     contiguous inputs and on strided, offset views;
  *   - outer products with rows longer than a row chunk, both ways round;
  *   - a product with a broadcast operand (channel scaling, either
@@ -180,6 +184,73 @@ static void reductions(void) {
     }
   for (int k = 0; k < 4; k++)
     reduce_case(EIN_DT_F16, ops[k], 2, false, true, 1, 2, 1100);
+}
+
+/* Row folds whose results run along an outer axis: `p q r -> q p`
+ * (results P apart in the source, the run wrapping every P results,
+ * threads splitting it mid-run) and `p q r -> p q` with more results
+ * than a run of ROW; f32 rows of 45 (a 32-block, an 8-vector and a
+ * tail) with NaN, Inf and signed zeros planted at every position, so the
+ * max and min kernels' NaN watch and their refold are reached. The
+ * second writes a strided output (every other element). */
+static void row_run_case(ein_dtype dt, ein_reduction op, bool swap,
+                         bool plant) {
+  enum { P = 3, Q = 700, R = 45 };
+  size_t esz = ein_dtype_size(dt);
+  int64_t n = (int64_t)P * Q * R;
+  /* `p q r -> p q` writes every other element of its output (a strided
+   * destination run) */
+  char *in = malloc((size_t)n * esz), *out = calloc((size_t)2 * P * Q, esz);
+  fill(dt, in, n, false, false);
+  for (int64_t row = 0; plant && row < P * Q; row++) {
+    float *x = (float *)(void *)in + row * R;
+    int64_t k = row % R;
+    switch (row % 5) {
+    case 0: x[k] = NAN; break;
+    case 1: x[k] = op == EIN_REDUCE_MAX ? INFINITY : -INFINITY; break;
+    case 2: x[k] = NAN, x[(k + 17) % R] = NAN; break;
+    case 3: for (int64_t i = 0; i < R; i++) x[i] = i % 2 ? -0.0f : 0.0f; break;
+    default: break;
+    }
+  }
+  int64_t shape[3] = {P, Q, R}, oshape[2] = {swap ? Q : P, swap ? P : Q};
+  DLTensor a = {.data = in, .ndim = 3, .shape = shape,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  int64_t ost[2] = {2 * Q, 2};
+  DLTensor c = {.data = out, .ndim = 2, .shape = oshape,
+                .strides = swap ? NULL : ost, .dtype = ein_dtype_to_dl(dt),
+                .device = {kDLCPU, 0}};
+  const DLTensor *ins[1] = {&a};
+  ein_options opt = {.reduction = op};
+  const char *expr = swap ? "p q r -> q p" : "p q r -> p q";
+  char what[96];
+  snprintf(what, sizeof what, "%s op %d%s", expr, (int)op,
+           plant ? " NaN/Inf/zeros" : "");
+  ein_status s = ein_eval(ctx, expr, ins, 1, &c, &opt);
+  CHECK(s == EIN_OK, "%s: %s", what, ein_status_name(s));
+  for (int64_t row = 0; s == EIN_OK && row < P * Q; row++) {
+    double acc = ident(op), mag = 0;
+    for (int64_t k = 0; k < R; k++) {
+      double v = load(dt, in, row * R + k);
+      acc = fold(op, acc, v);
+      mag += fabs(v);
+    }
+    if (op == EIN_REDUCE_MEAN) acc /= R, mag /= R;
+    int64_t p = row / Q, q = row % Q;
+    check_out(dt, op, out, swap ? q * P + p : 2 * row, acc, mag, what);
+  }
+  free(in), free(out);
+}
+
+static void row_runs(void) {
+  static const ein_reduction ops[] = {EIN_REDUCE_SUM, EIN_REDUCE_MEAN,
+                                      EIN_REDUCE_MAX, EIN_REDUCE_MIN};
+  for (int k = 0; k < 4; k++)
+    for (int swap = 0; swap < 2; swap++) {
+      row_run_case(EIN_DT_F16, ops[k], swap, false);
+      row_run_case(EIN_DT_F32, ops[k], swap, false);
+      row_run_case(EIN_DT_F32, ops[k], swap, true);
+    }
 }
 
 /* `p (q a) (r b) -> KEEP` with the window a x b folded, KEEP being
@@ -375,6 +446,18 @@ static void view_copies(ein_dtype dt, int64_t pad) {
   const int64_t d_in[4] = {2, 3, 100, 100}, d_out[4] = {2, 3, 100, 1};
   copy_view_case(dt, "a b i i -> a b i", d_in, 3, d_out, diag_src, NULL, 0,
                  pad);
+  /* a transpose over several tiles of the AVX2 kernels each way (tiles
+   * of 512 x 128 f16, 256 x 64 for 4 bytes): 530 along a (the
+   * destination's rows) and 150 along b, both ending in part tiles of
+   * 8-blocks and a tail (and for f16 an 8 x 8 block after the 8 x 16) */
+  const int64_t t_in[4] = {1, 530, 1, 150}, t_out[4] = {1, 1, 150, 530};
+  copy_view_case(dt, "b c h w -> b h w c", t_in, 4, t_out, nhwc_src, NULL, 0,
+                 pad);
+  /* source rows over 4 KiB apart for 4 bytes (1100 values): 32 x 32
+   * tiles, their blocks one column at a time */
+  const int64_t f_in[4] = {1, 40, 1, 1100}, f_out[4] = {1, 1, 1100, 40};
+  copy_view_case(dt, "b c h w -> b h w c", f_in, 4, f_out, nhwc_src, NULL, 0,
+                 pad);
   /* enough lines read (4096 of them) for the gather to take threads */
   const int64_t e_in[4] = {4, 4, 256, 256}, e_out[4] = {4, 4, 256, 1};
   copy_view_case(dt, "a b i i -> a b i", e_in, 3, e_out, diag_src, NULL, 0,
@@ -543,6 +626,7 @@ static void dots(void) {
  * portable pass (compare false) to the other (compare true). */
 static void all_cases(uint16_t *f16_out, bool compare) {
   reductions();
+  row_runs();
   windows();
   copies();
   scale_case(EIN_DT_F16, f16_out, compare, false);

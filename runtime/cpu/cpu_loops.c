@@ -22,7 +22,8 @@
  * the CPU has them, and so do the commonest f32-accumulated folds (sum,
  * mean, max, min of one f32 or f16 source) and f16 products with a
  * broadcast value: those read the source directly, without a staged
- * row. A reduced axis that forms a window along a kept row (the w2 of a
+ * row, and a fold of the innermost axis alone (row sums, spatial maxima)
+ * takes a run of rows per kernel call. A reduced axis that forms a window along a kept row (the w2 of a
  * pooling `(w w2) -> w`) is folded from the contiguous runs it makes
  * with the row, not read at the row's stride.
  */
@@ -295,6 +296,37 @@ static float simd_reduce_row(const loop_job *j, int64_t off, int64_t n,
   return ein_avx2_reduce_f32(op, init, (const float *)p, n);
 }
 
+/* Mode R with the row the only reduced axis (j->simd): results lo..hi
+ * in runs along the innermost outer axis, up to ROW at a time, each run
+ * folded by one call of the rows kernel, then scaled and stored as a
+ * row. */
+static void simd_rows(const loop_job *j, int64_t lo, int64_t hi) {
+  float res[ROW];
+  const ein_loop_axes *oa = &j->outer;
+  int in = oa->n - 1;
+  int64_t sst = in < 0 ? 0 : oa->st[in][1], dst = in < 0 ? 0 : oa->st[in][0];
+  ein_simd_fold op = (ein_simd_fold)simd_fold_of(j->s->op);
+  ein_loop_cursor oc;
+  for (int64_t o = lo; o < hi;) {
+    ein_loop_cursor_start(oa, o, &oc);
+    int64_t run = in < 0 ? 1 : oa->size[in] - oc.idx[in];
+    run = run < hi - o ? run : hi - o;
+    run = run < ROW ? run : ROW;
+    const char *p = j->src[0] + oc.off[1] * (int64_t)j->esz[1];
+    if (j->s->src_dtype[0] == EIN_DT_F16)
+      ein_avx2_reduce_rows_f16(op, (const uint16_t *)(const void *)p, run,
+                               sst, j->row_n, res);
+    else
+      ein_avx2_reduce_rows_f32(op, (const float *)(const void *)p, run, sst,
+                               j->row_n, res);
+    if (j->s->alpha != 1)
+      for (int64_t i = 0; i < run; i++) res[i] = (float)(res[i] * j->s->alpha);
+    store_f32(j->s->dst_dtype, j->dst + oc.off[0] * (int64_t)j->esz[0], dst,
+              run, res);
+    o += run;
+  }
+}
+
 /* acc[i] folded with the n contiguous source values at off (j->simd). */
 static void simd_fold_row(const loop_job *j, int64_t off, int64_t n,
                           float *acc) {
@@ -433,7 +465,7 @@ static void take_row(loop_job *j, ein_loop_axes *from, int at) {
  * 1, 2, 4, 8 or 16-byte words (c128 as a pair of 8-byte ones). When the destination's fastest axis is not the
  * source's, the two axes are walked in 32x32 tiles so both sides stay in
  * cache (a transpose); otherwise rows are copied along the destination's
- * fastest axis. */
+ * fastest axis. The AVX2 transposes take larger tiles (copy_plane). */
 #define TILE 32
 #define GATHER_AHEAD 64
 #define W 1

@@ -153,25 +153,88 @@ AVX2 static inline void block8x8_2(uint16_t *d, const uint16_t *s,
   }
 }
 
-/* The 8x8 blocks, then what is left element by element: the right edge
- * (a >= a8) of the block rows, and whole rows b >= b8. */
-#define TRANSPOSE_BODY(block)                                               \
-  int64_t a8 = an & ~(int64_t)7, b8 = bn & ~(int64_t)7;                     \
-  for (int64_t b = 0; b < b8; b += 8)                                       \
-    for (int64_t a = 0; a < a8; a += 8)                                     \
-      block(d + a + b * db, s + a * sa + b, db, sa);                        \
+/* What the blocks leave, element by element: the right edge (a >= a8)
+ * of the block rows, and whole rows b >= b8. */
+#define TRANSPOSE_EDGES                                                     \
   for (int64_t b = 0; b < bn; b++)                                          \
     for (int64_t a = b < b8 ? a8 : 0; a < an; a++)                          \
       d[a + b * db] = s[a * sa + b];
 
+/* 8x8 blocks, in pairs along b when the tile spans more than 32 rows
+ * along a (cpu_loops_copy.inc's large tiles): each source row's 64
+ * bytes (a line, when aligned) are then read in one visit and each
+ * destination line is finished by the next block along a, so the tile
+ * needs no lines kept in cache between its block columns (rows that
+ * alias in the cache, as 256 KiB apart in a 256^3 `a b c -> c b a`,
+ * would evict them). Tiles of 32 rows or fewer go one block column at a
+ * time: paired, those were slower (`b c h w -> b h w c`, rows 16 KiB
+ * apart, 40%). */
 AVX2 void ein_avx2_transpose_4(uint32_t *d, const uint32_t *s, int64_t an,
                                int64_t bn, int64_t db, int64_t sa) {
-  TRANSPOSE_BODY(block8x8_4)
+  int64_t a8 = an & ~(int64_t)7, b8 = bn & ~(int64_t)7,
+          b16 = an > 32 ? bn & ~(int64_t)15 : 0;
+  for (int64_t b = 0; b < b16; b += 16)
+    for (int64_t a = 0; a < a8; a += 8) {
+      block8x8_4(d + a + b * db, s + a * sa + b, db, sa);
+      block8x8_4(d + a + (b + 8) * db, s + a * sa + b + 8, db, sa);
+    }
+  for (int64_t b = b16; b < b8; b += 8)
+    for (int64_t a = 0; a < a8; a += 8)
+      block8x8_4(d + a + b * db, s + a * sa + b, db, sa);
+  TRANSPOSE_EDGES
 }
 
+/* One 8x16 block of 2-byte elements: the rounds of block8x8_2 on 256-bit
+ * rows, which do two 8x8 blocks at once, one per 128-bit half; each half
+ * of a result is then a destination row of its own (b and b + 8). Per
+ * byte moved, half the loads and shuffles of two block8x8_2 calls: the
+ * 8x8 form alone left the f16 transpose at 1.6x the copy floor (f32,
+ * with 256-bit 8x8 blocks, was at 1.0x). */
+AVX2 static inline void block8x16_2(uint16_t *d, const uint16_t *s,
+                                    int64_t db, int64_t sa) {
+  __m256i r[8], t[8], u[8];
+  for (int a = 0; a < 8; a++)
+    r[a] = _mm256_loadu_si256((const __m256i *)(const void *)(s + a * sa));
+  for (int k = 0; k < 4; k++) {
+    t[2 * k] = _mm256_unpacklo_epi16(r[2 * k], r[2 * k + 1]);
+    t[2 * k + 1] = _mm256_unpackhi_epi16(r[2 * k], r[2 * k + 1]);
+  }
+  for (int k = 0; k < 2; k++) {
+    __m256i *tk = t + 4 * k, *uk = u + 4 * k;
+    uk[0] = _mm256_unpacklo_epi32(tk[0], tk[2]);
+    uk[1] = _mm256_unpackhi_epi32(tk[0], tk[2]);
+    uk[2] = _mm256_unpacklo_epi32(tk[1], tk[3]);
+    uk[3] = _mm256_unpackhi_epi32(tk[1], tk[3]);
+  }
+  for (int k = 0; k < 4; k++) {
+    __m256i lo = _mm256_unpacklo_epi64(u[k], u[k + 4]);
+    __m256i hi = _mm256_unpackhi_epi64(u[k], u[k + 4]);
+    _mm_storeu_si128((__m128i *)(void *)(d + 2 * k * db),
+                     _mm256_castsi256_si128(lo));
+    _mm_storeu_si128((__m128i *)(void *)(d + (2 * k + 1) * db),
+                     _mm256_castsi256_si128(hi));
+    _mm_storeu_si128((__m128i *)(void *)(d + (2 * k + 8) * db),
+                     _mm256_extracti128_si256(lo, 1));
+    _mm_storeu_si128((__m128i *)(void *)(d + (2 * k + 9) * db),
+                     _mm256_extracti128_si256(hi, 1));
+  }
+}
+
+/* Blocks of 8 (a) x 16 (b), one of 8 x 8 where 8 to 15 of b are left,
+ * then the edges. Not in pairs along b as ein_avx2_transpose_4: for 2
+ * bytes that order took 40% longer (64 planes of 512 x 512, and a
+ * 256^3 `a b c -> c b a`). */
 AVX2 void ein_avx2_transpose_2(uint16_t *d, const uint16_t *s, int64_t an,
                                int64_t bn, int64_t db, int64_t sa) {
-  TRANSPOSE_BODY(block8x8_2)
+  int64_t a8 = an & ~(int64_t)7, b8 = bn & ~(int64_t)7,
+          b16 = bn & ~(int64_t)15;
+  for (int64_t b = 0; b < b16; b += 16)
+    for (int64_t a = 0; a < a8; a += 8)
+      block8x16_2(d + a + b * db, s + a * sa + b, db, sa);
+  if (b16 < b8)
+    for (int64_t a = 0; a < a8; a += 8)
+      block8x8_2(d + a + b16 * db, s + a * sa + b16, db, sa);
+  TRANSPOSE_EDGES
 }
 
 /* ------------------------------------------------------------ copies */
@@ -271,12 +334,21 @@ static inline float fold1(ein_simd_fold op, float acc, float v) {
   }
 }
 
+/* The fold of v's 8 lanes: halves, then quarters, then pairs. */
+AVX2 static inline float fold_lanes(ein_simd_fold op, __m256 v) {
+  v = fold8(op, v, _mm256_permute2f128_ps(v, v, 1));
+  v = fold8(op, v, _mm256_permute_ps(v, 0x4e));
+  v = fold8(op, v, _mm256_permute_ps(v, 0xb1));
+  return _mm256_cvtss_f32(v);
+}
+
 /* A row is folded in blocks of 512 values, each into four fresh
  * accumulators that then join the running one: a long sum so rounds as
  * the portable fold of 512-value chunks does (about sqrt(512) values per
  * partial sum), not as 32 partials of the whole row. */
-AVX2 static inline float reduce_row(ein_simd_fold op, float init,
-                                    const void *p, int64_t n, bool f16) {
+AVX2 static inline __attribute__((always_inline)) float
+reduce_row_blocks(ein_simd_fold op, float init, const void *p, int64_t n,
+                  bool f16) {
   float id = op == EIN_SIMD_SUM ? 0.0f
              : op == EIN_SIMD_MAX ? -INFINITY : INFINITY;
   __m256 total = _mm256_set1_ps(id);
@@ -293,11 +365,90 @@ AVX2 static inline float reduce_row(ein_simd_fold op, float init,
     total = fold8(op, total, fold8(op, fold8(op, a0, a1), fold8(op, a2, a3)));
   }
   for (; i + 8 <= n; i += 8) total = fold8(op, total, load8(p, i, f16));
-  float lane[8], acc = init;
-  _mm256_storeu_ps(lane, total);
-  for (int l = 0; l < 8; l++) acc = fold1(op, acc, lane[l]);
+  float acc = fold1(op, init, fold_lanes(op, total));
   for (; i < n; i++) acc = fold1(op, acc, load1(p, i, f16));
   return acc;
+}
+
+/* A max or min of a row, first by vmaxps/vminps, which take the second
+ * operand (the accumulator, never NaN here) where either is NaN, with
+ * NaNs noted on the side by one compare of each pair of vectors: 3
+ * instructions per vector where fold8's rule takes 5, which lets the
+ * out-of-order window reach further ahead of a row read from memory
+ * (spatial max: as fast as a sum). A row with a NaN is folded again by
+ * reduce_row_blocks, whose rule picks the NaN as the portable fold does. */
+AVX2 static inline __attribute__((always_inline)) float
+reduce_row_ordered(ein_simd_fold op, float init, const void *p, int64_t n,
+                   bool f16) {
+  __m256 a0 = _mm256_set1_ps(op == EIN_SIMD_MAX ? -INFINITY : INFINITY);
+  __m256 a1 = a0, a2 = a0, a3 = a0, nan = _mm256_setzero_ps();
+  int64_t i = 0;
+#define ORDERED(a, x)                                                       \
+  (op == EIN_SIMD_MAX ? _mm256_max_ps(x, a) : _mm256_min_ps(x, a))
+  for (; i + 32 <= n; i += 32) {
+    __m256 x0 = load8(p, i, f16), x1 = load8(p, i + 8, f16),
+           x2 = load8(p, i + 16, f16), x3 = load8(p, i + 24, f16);
+    a0 = ORDERED(a0, x0), a1 = ORDERED(a1, x1);
+    a2 = ORDERED(a2, x2), a3 = ORDERED(a3, x3);
+    nan = _mm256_or_ps(nan, _mm256_or_ps(_mm256_cmp_ps(x0, x1, _CMP_UNORD_Q),
+                                         _mm256_cmp_ps(x2, x3, _CMP_UNORD_Q)));
+  }
+#undef ORDERED
+  if (!_mm256_testz_ps(nan, nan))
+    return reduce_row_blocks(op, init, p, n, f16);
+  __m256 total = fold8(op, fold8(op, a0, a1), fold8(op, a2, a3));
+  for (; i + 8 <= n; i += 8) total = fold8(op, total, load8(p, i, f16));
+  float acc = fold1(op, init, fold_lanes(op, total));
+  for (; i < n; i++) acc = fold1(op, acc, load1(p, i, f16));
+  return acc;
+}
+
+/* Always inlined, so that where op is a constant (reduce_rows) no test
+ * of it is left in the loops. */
+AVX2 static inline __attribute__((always_inline)) float
+reduce_row(ein_simd_fold op, float init, const void *p, int64_t n, bool f16) {
+  if (op != EIN_SIMD_SUM)
+    return reduce_row_ordered(op, init, p, n, f16);
+  return reduce_row_blocks(op, init, p, n, f16);
+}
+
+/* out[r] = the fold of row r (n values at p + r rst) for r < rows: the
+ * rows of a reduction over the innermost axis in one call, so that
+ * nothing but the fold itself runs between one row's loads and the
+ * next's (the per-row calls, switches and stores of cpu_loops.c left
+ * 16384 rows of 512 f32 25% slower than a plain loop, single-threaded:
+ * the out-of-order window then covers fewer loads ahead). */
+AVX2 static inline __attribute__((always_inline)) void
+reduce_rows(ein_simd_fold op, const void *p, int64_t rows, int64_t rst,
+            int64_t n, bool f16, float *out) {
+  float id = op == EIN_SIMD_SUM ? 0.0f
+             : op == EIN_SIMD_MAX ? -INFINITY : INFINITY;
+  int64_t esz = f16 ? 2 : 4;
+  for (int64_t r = 0; r < rows; r++)
+    out[r] = reduce_row(op, id, (const char *)p + r * rst * esz, n, f16);
+}
+
+/* reduce_rows with op a constant in each instance. */
+#define REDUCE_ROWS_BY_OP(f16)                                              \
+  switch (op) {                                                             \
+  case EIN_SIMD_SUM: reduce_rows(EIN_SIMD_SUM, p, rows, rst, n, f16, out);  \
+    return;                                                                 \
+  case EIN_SIMD_MAX: reduce_rows(EIN_SIMD_MAX, p, rows, rst, n, f16, out);  \
+    return;                                                                 \
+  case EIN_SIMD_MIN: reduce_rows(EIN_SIMD_MIN, p, rows, rst, n, f16, out);  \
+    return;                                                                 \
+  }
+
+AVX2 void ein_avx2_reduce_rows_f32(ein_simd_fold op, const float *p,
+                                   int64_t rows, int64_t rst, int64_t n,
+                                   float *out) {
+  REDUCE_ROWS_BY_OP(false)
+}
+
+AVX2 void ein_avx2_reduce_rows_f16(ein_simd_fold op, const uint16_t *p,
+                                   int64_t rows, int64_t rst, int64_t n,
+                                   float *out) {
+  REDUCE_ROWS_BY_OP(true)
 }
 
 AVX2 float ein_avx2_reduce_f32(ein_simd_fold op, float init, const float *p,
@@ -427,6 +578,16 @@ float ein_avx2_reduce_f16(ein_simd_fold op, float init, const uint16_t *p,
                           int64_t n) {
   (void)op, (void)p, (void)n;
   return init;
+}
+void ein_avx2_reduce_rows_f32(ein_simd_fold op, const float *p,
+                              int64_t rows, int64_t rst, int64_t n,
+                              float *out) {
+  (void)op, (void)p, (void)rows, (void)rst, (void)n, (void)out;
+}
+void ein_avx2_reduce_rows_f16(ein_simd_fold op, const uint16_t *p,
+                              int64_t rows, int64_t rst, int64_t n,
+                              float *out) {
+  (void)op, (void)p, (void)rows, (void)rst, (void)n, (void)out;
 }
 void ein_avx2_fold_f32(ein_simd_fold op, float *acc, const float *p,
                        int64_t n) {

@@ -58,6 +58,15 @@ float ein_avx2_reduce_f32(ein_simd_fold op, float init, const float *p,
 float ein_avx2_reduce_f16(ein_simd_fold op, float init, const uint16_t *p,
                           int64_t n);
 
+/* out[r] = the fold of the n values at p + r rst, for r < rows: many
+ * rows folded in one call, each from the fold's identity. */
+void ein_avx2_reduce_rows_f32(ein_simd_fold op, const float *p,
+                              int64_t rows, int64_t rst, int64_t n,
+                              float *out);
+void ein_avx2_reduce_rows_f16(ein_simd_fold op, const uint16_t *p,
+                              int64_t rows, int64_t rst, int64_t n,
+                              float *out);
+
 /* acc[i] = fold(acc[i], p[i]) for i < n, from an f32 or f16 row. */
 void ein_avx2_fold_f32(ein_simd_fold op, float *acc, const float *p,
                        int64_t n);
