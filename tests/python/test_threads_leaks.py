@@ -6,6 +6,7 @@ across every entry point)."""
 import gc
 import sys
 import threading
+import time
 import tracemalloc
 
 import numpy as np
@@ -76,17 +77,22 @@ def test_no_leaks_over_10000_calls():
 
 def python_progress_during(call, repeats):
     """How far a spinning Python thread counts while `call` runs `repeats`
-    times on this thread. The switch interval is raised so that the
-    spinner can run only while the calls have let the GIL go."""
+    times on this thread. The switch interval is raised to a second, so
+    the spinner never takes the GIL by force within the test; it gives the
+    GIL up of its own accord (time.sleep(0)) every 1,000 counts, so this
+    thread is not kept waiting. While a call holds the GIL the spinner
+    cannot count at all."""
     count, stop, started = [0], threading.Event(), threading.Event()
 
     def spin():
         started.set()
         while not stop.is_set():
             count[0] += 1
+            if count[0] % 1000 == 0:
+                time.sleep(0)
 
     old = sys.getswitchinterval()
-    sys.setswitchinterval(0.02)
+    sys.setswitchinterval(1.0)
     spinner = threading.Thread(target=spin)
     spinner.start()
     started.wait()
@@ -106,9 +112,8 @@ def python_progress_during(call, repeats):
 def test_gil_released_while_a_plan_runs():
     """A large plan (a 768^3 GEMM, tens of ms) lets another Python thread
     run, on the cached C path, the general path (out=) and a compiled
-    plan alike. Holding the GIL would leave the spinner at zero: it asks
-    for the GIL only once a switch interval (raised to 20 ms) has passed,
-    and a call holding it would not let go before it returns."""
+    plan alike; a call that held the GIL would leave the spinner at zero
+    (as sum(range(10**6)) does)."""
     n = 768
     a = np.ones((n, n), np.float32)
     out = np.empty((n, n), np.float32)
@@ -118,6 +123,7 @@ def test_gil_released_while_a_plan_runs():
         "general": lambda: einc.einsum("i j, j k -> i k", a, a, out=out),
         "compiled": lambda: f(a, a),
     }
+    assert python_progress_during(lambda: sum(range(10**6)), 3) == 0
     for name, call in calls.items():
         call()  # plan cached, first-touch costs paid
         assert python_progress_during(call, 3) > 0, name
