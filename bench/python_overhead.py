@@ -13,14 +13,21 @@ time over the rounds is reported.
 Large inputs (a 1024x1024 f32 GEMM) show what the Python layer adds to the
 C library: einc.einsum's median against `einc bench`'s median for the same
 expression (the C library alone, from the CLI), when the CLI is found.
+With --libein PATH (a libein.so built as the wheel is, buildtype=release),
+also in this process: the same plan run by the C library through ctypes
+(ein_plan_create once, ein_plan_execute per call, on the same numpy
+buffers) alternated call by call with einc.einsum(out=) and einc.einsum,
+so that load from elsewhere on the machine hits all three alike.
 
 usage: python bench/python_overhead.py [--rounds R] [--number N]
-       [--einc PATH-TO-CLI] [--no-large]
+       [--einc PATH-TO-CLI] [--libein PATH-TO-LIBEIN] [--no-large]
+       [--large-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import platform
@@ -168,6 +175,107 @@ def large_gemm(cli, rounds=5, runs=10):
     return c or None, py, py_out
 
 
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
+
+
+def _dltensor(x):
+    """A C-contiguous f32 numpy array as a DLTensor (x must outlive it)."""
+    shape = (ctypes.c_int64 * x.ndim)(*x.shape)
+    t = _DLTensor(x.ctypes.data, 1, 0, x.ndim, 2, 32, 1, shape, None, 0)
+    t._keep = shape
+    return t
+
+
+def c_library_call(libein, expr, inputs, out):
+    """A callable that runs expr's plan on inputs into out with libein's
+    own ein_plan_execute (ctypes lets the GIL go around it), and the
+    library to close nothing: the plan lives as long as the process."""
+    lib = ctypes.CDLL(libein)
+    lib.ein_ctx_create.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    lib.ein_plan_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
+                                    ctypes.c_void_p, ctypes.c_int,
+                                    ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.POINTER(ctypes.c_void_p)]
+    lib.ein_plan_execute.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                     ctypes.c_void_p, ctypes.c_int,
+                                     ctypes.c_void_p]
+    ctx, plan = ctypes.c_void_p(), ctypes.c_void_p()
+    if lib.ein_ctx_create(ctypes.byref(ctx)) != 0:
+        raise RuntimeError("ein_ctx_create failed")
+    ts = [_dltensor(x) for x in inputs]
+    ptrs = (ctypes.c_void_p * len(ts))(*(ctypes.addressof(t) for t in ts))
+    o = _dltensor(out)
+    if lib.ein_plan_create(ctx, expr.encode(), ptrs, len(ts),
+                           ctypes.byref(o), None, ctypes.byref(plan)) != 0:
+        raise RuntimeError("ein_plan_create failed")
+    keep = (ts, ptrs, o)
+
+    def call():
+        if lib.ein_plan_execute(ctx, plan, ptrs, len(keep[0]),
+                                ctypes.byref(o)) != 0:
+            raise RuntimeError("ein_plan_execute failed")
+    return call
+
+
+def large_in_process(libein, rounds=7, runs=15):
+    """Per-round medians (ms) of a 1024^3 f32 GEMM by the C library alone
+    (ctypes), einc.einsum(out=) and einc.einsum, the three called in turn
+    (rotating which goes first) `runs` times a round."""
+    expr = "i j, j k -> i k"
+    r = np.random.default_rng(1)
+    a, b = (r.standard_normal((1024, 1024)).astype(np.float32)
+            for _ in range(2))
+    out_c = np.empty((1024, 1024), np.float32)
+    out_py = np.empty((1024, 1024), np.float32)
+    calls = [c_library_call(libein, expr, (a, b), out_c),
+             lambda: einc.einsum(expr, a, b, out=out_py),
+             lambda: einc.einsum(expr, a, b)]
+    for call in calls * 3:
+        call()
+    assert np.allclose(out_c, out_py, rtol=1e-4, atol=1e-3)
+    medians, fastest = [[] for _ in calls], [float("inf")] * len(calls)
+    for _ in range(rounds):
+        times = [[] for _ in calls]
+        for k in range(runs):
+            for j in range(len(calls)):
+                i = (j + k) % len(calls)
+                t = timeit.default_timer()
+                calls[i]()
+                times[i].append(timeit.default_timer() - t)
+        for i, t in enumerate(times):
+            medians[i].append(statistics.median(t) * 1e3)
+            fastest[i] = min(fastest[i], min(t) * 1e3)
+    return medians, fastest
+
+
+def report_in_process(large):
+    """The in-process table; the last row, each call's fastest run (load
+    on the machine only ever adds time)."""
+    med = statistics.median
+    (c, py_out, py), fastest = large
+    print("\n1024x1024 f32 GEMM in this process, ms (per round: median of "
+          "the round's calls; the three alternate call by call):\n")
+    print("| round | C library (ctypes) | einc.einsum out= | einc.einsum "
+          "| out= vs C | einsum vs C |")
+    print("|---|---|---|---|---|---|")
+    for i in range(len(c)):
+        print(f"| {i + 1} | {c[i]:.3f} | {py_out[i]:.3f} | {py[i]:.3f} | "
+              f"{(py_out[i] / c[i] - 1) * 100:+.2f}% | "
+              f"{(py[i] / c[i] - 1) * 100:+.2f}% |")
+    print(f"| median | {med(c):.3f} | {med(py_out):.3f} | {med(py):.3f} | "
+          f"{(med(py_out) / med(c) - 1) * 100:+.2f}% | "
+          f"{(med(py) / med(c) - 1) * 100:+.2f}% |")
+    fc, fo, fp = fastest
+    print(f"| fastest call | {fc:.3f} | {fo:.3f} | {fp:.3f} | "
+          f"{(fo / fc - 1) * 100:+.2f}% | {(fp / fc - 1) * 100:+.2f}% |")
+
+
 def versions():
     v = [f"Python {platform.python_version()}", f"numpy {np.__version__}",
          f"einc {einc.__version__}"]
@@ -216,8 +324,19 @@ def main():
     p.add_argument("--number", type=int, default=20000)
     p.add_argument("--einc", default=shutil.which("einc"),
                    help="the einc CLI, for `einc bench` (default: on PATH)")
+    p.add_argument("--libein", default=None,
+                   help="libein.so (release build) for the in-process "
+                        "C baseline of the large case")
     p.add_argument("--no-large", action="store_true")
+    p.add_argument("--large-only", action="store_true")
     args = p.parse_args()
+    if args.large_only:
+        if not args.libein:
+            p.error("--large-only needs --libein")
+        print(f"machine: {platform.machine()}, {os.cpu_count()} cores; "
+              f"{versions()}")
+        report_in_process(large_in_process(args.libein))
+        return 0
     cases = tiny_cases()
     times = time_interleaved([c[2] for c in cases], args.rounds, args.number)
     order = sorted(range(len(cases)),
@@ -225,6 +344,8 @@ def main():
     rows = [(cases[i], times[i]) for i in order]
     large = None if args.no_large else large_gemm(args.einc)
     report(rows, large, args)
+    if args.libein and not args.no_large:
+        report_in_process(large_in_process(args.libein))
     return 0
 
 

@@ -105,6 +105,16 @@ def reduce(tensor, pattern: str, reduction, **axes_lengths):
                     numpy=False, lengths=_lengths(axes_lengths))
 
 
+# einc.reduce is a builtin as rearrange is: it serves the named
+# reductions the plan table knows and hands the rest (callables, unknown
+# names, lists of tensors, misses) to the Python reduce above.
+_reduce = reduce
+reduce = _einc.fast_reduce(
+    _reduce,
+    "reduce(tensor, pattern, reduction, **axes_lengths)\n--\n\n" +
+    inspect.cleandoc(_reduce.__doc__))
+
+
 _TOKEN = re.compile(r"\.\.\.|[()]|[^\s()]+")
 
 

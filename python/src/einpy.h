@@ -195,9 +195,9 @@ PyObject *einpy_shape_tuple(const int64_t *shape, int n);
 
 /* ---------------------------------------------------------- fastpath.c */
 
-/* Adds fast(), fast_rearrange(), fast_setup() and fast_setup_torch() to
- * the module: the cached path of plain numpy calls and torch CPU calls,
- * and einc.rearrange built on it. einpy_fast_free drops its plans and
+/* Adds fast(), fast_rearrange(), fast_reduce(), fast_setup() and
+ * fast_setup_torch() to the module: the cached path of plain numpy calls
+ * and torch CPU calls, and einc.rearrange and einc.reduce built on it. einpy_fast_free drops its plans and
  * what the setups kept (module teardown). */
 int einpy_fast_init(PyObject *module);
 void einpy_fast_free(void);

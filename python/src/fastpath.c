@@ -30,9 +30,10 @@
  * own export pointed at the view (torch_view). Axis lengths (rearrange's
  * h=8) are part of the key.
  *
- * einc.rearrange itself is a C function here (fast_rearrange), so a call
- * the table serves runs no Python frame; it hands every other call to
- * the Python rearrange (python/einc/_einops.py).
+ * einc.rearrange and einc.reduce themselves are C functions here
+ * (fast_rearrange, fast_reduce), so a call the table serves runs no
+ * Python frame; they hand every other call to the Python rearrange and
+ * reduce (python/einc/_einops.py).
  *
  * Anything out of the ordinary answers None and the caller takes the
  * general path, which gives the same result or the same error: inputs
@@ -605,20 +606,20 @@ static PyObject *py_fast(PyObject *self, PyObject *fargs) {
   return fast_eval(args, first, count, expr, dialect, reduction, lengths);
 }
 
-/* rearrange's axis lengths, ((name, size), ...) in keyword order as
+/* einops' axis lengths, ((name, size), ...) in keyword order as
  * einc._api._lengths gives them, or NULL (no exception) where Python
  * should read them: a size not exactly an int, or a name that is one of
- * rearrange's own parameters (Python's TypeError). */
-static PyObject *lengths_of(PyObject *kwargs) {
+ * the function's own parameters (`own`, NULL-terminated: Python's
+ * TypeError, or a keyword reduction). */
+static PyObject *lengths_of(PyObject *kwargs, const char *const *own) {
   PyObject *tuple = PyTuple_New(PyDict_Size(kwargs)), *name, *size;
   Py_ssize_t pos = 0, i = 0;
   while (tuple && PyDict_Next(kwargs, &pos, &name, &size)) {
+    int mine = 0;
+    for (int k = 0; own[k]; k++)
+      mine |= PyUnicode_CompareWithASCIIString(name, own[k]) == 0;
     PyObject *pair =
-        PyLong_CheckExact(size) &&
-                PyUnicode_CompareWithASCIIString(name, "tensor") != 0 &&
-                PyUnicode_CompareWithASCIIString(name, "pattern") != 0
-            ? PyTuple_Pack(2, name, size)
-            : NULL;
+        PyLong_CheckExact(size) && !mine ? PyTuple_Pack(2, name, size) : NULL;
     if (!pair) Py_CLEAR(tuple);
     else PyTuple_SetItem(tuple, i++, pair);
   }
@@ -626,8 +627,26 @@ static PyObject *lengths_of(PyObject *kwargs) {
   return tuple;
 }
 
-/* The Python einc.rearrange that fast_rearrange was made from. */
-static PyObject *rearrange_general;
+/* The Python einc.rearrange and einc.reduce the builtins were made from. */
+static PyObject *rearrange_general, *reduce_general;
+
+/* The table's answer for (tensor, pattern[, reduction]) as args holds
+ * them, with lengths from kwargs and the reduction `reduction`; NULL (no
+ * exception) when the call is not one the table takes or it answered
+ * None, so that the caller hands the call to Python. */
+static PyObject *served(PyObject *args, PyObject *kwargs, int reduction,
+                        const char *const *own) {
+  PyObject *lengths = NULL, *result = NULL;
+  int plain = PyUnicode_CheckExact(PyTuple_GetItem(args, 1)) &&
+              (!kwargs || PyDict_Size(kwargs) == 0 ||
+               (lengths = lengths_of(kwargs, own)) != NULL);
+  if (plain)
+    result = fast_eval(args, 0, 1, PyTuple_GetItem(args, 1), 0, reduction,
+                       lengths);
+  Py_XDECREF(lengths);
+  if (result == Py_None) Py_CLEAR(result);
+  return result; /* a view, an array, or NULL with an error set */
+}
 
 /* einc.rearrange(tensor, pattern, **axes_lengths) in C, so that a call
  * the table serves runs no Python frame: fast_eval as fast((tensor,
@@ -638,47 +657,74 @@ static PyObject *rearrange_general;
 static PyObject *fast_rearrange(PyObject *self, PyObject *args,
                                 PyObject *kwargs) {
   (void)self;
-  PyObject *lengths = NULL, *result = NULL;
-  int plain = PyTuple_Size(args) == 2 &&
-              PyUnicode_CheckExact(PyTuple_GetItem(args, 1)) &&
-              (!kwargs || PyDict_Size(kwargs) == 0 ||
-               (lengths = lengths_of(kwargs)) != NULL);
-  if (plain)
-    result = fast_eval(args, 0, 1, PyTuple_GetItem(args, 1), 0,
-                       (int)EIN_REDUCE_SUM, lengths);
-  Py_XDECREF(lengths);
-  if (plain && result != Py_None) return result; /* a view, array or error */
-  Py_XDECREF(result);
+  static const char *const own[] = {"tensor", "pattern", NULL};
+  if (PyTuple_Size(args) == 2) {
+    PyObject *result = served(args, kwargs, (int)EIN_REDUCE_SUM, own);
+    if (result || PyErr_Occurred()) return result;
+  }
   return PyObject_Call(rearrange_general, args, kwargs);
 }
 
-/* fast_rearrange(general, doc) -> the builtin einc.rearrange, which hands
- * what it does not serve to general. doc is its docstring, a signature
- * line first ("rearrange(tensor, ...)\n--\n\n"), kept for the life of
- * the process as builtins' docstrings are (the first one given). */
-static PyObject *py_fast_rearrange(PyObject *self, PyObject *args) {
+/* einc.reduce(tensor, pattern, reduction, **axes_lengths) in C, as
+ * fast_rearrange: a reduction named by an exact str that ein.h knows
+ * ('max', ...) and given by position is served by the table; callables,
+ * unknown names (the Python reduce's error) and everything else go to
+ * reduce_general. */
+static PyObject *fast_reduce(PyObject *self, PyObject *args,
+                             PyObject *kwargs) {
   (void)self;
-  static PyMethodDef def = {"rearrange",
-                            (PyCFunction)(void (*)(void))fast_rearrange,
-                            METH_VARARGS | METH_KEYWORDS, NULL};
+  static const char *const own[] = {"tensor", "pattern", "reduction", NULL};
+  PyObject *name = PyTuple_Size(args) == 3 ? PyTuple_GetItem(args, 2) : NULL;
+  int reduction = name && PyUnicode_CheckExact(name) ? parse_reduction(name)
+                                                      : -1;
+  if (reduction >= 0) {
+    PyObject *result = served(args, kwargs, reduction, own);
+    if (result || PyErr_Occurred()) return result;
+  }
+  return PyObject_Call(reduce_general, args, kwargs);
+}
+
+/* A builtin named `def->ml_name` in module einc, made from args
+ * (general, doc): general, the Python function it hands calls to, goes
+ * in *general_slot; doc is its docstring, a signature line first
+ * ("rearrange(tensor, ...)\n--\n\n"), kept for the life of the process
+ * as builtins' docstrings are (the first one given). */
+static PyObject *make_builtin(PyMethodDef *def, PyObject **general_slot,
+                              PyObject *args) {
   PyObject *general, *doc, *module = NULL, *fn = NULL;
-  if (!PyArg_ParseTuple(args, "OU:fast_rearrange", &general, &doc))
-    return NULL;
-  if (!def.ml_doc) {
+  if (!PyArg_ParseTuple(args, "OU", &general, &doc)) return NULL;
+  if (!def->ml_doc) {
     PyObject *utf8 = PyUnicode_AsUTF8String(doc);
     char *copy = utf8 ? malloc((size_t)PyBytes_Size(utf8) + 1) : NULL;
     if (copy) strcpy(copy, PyBytes_AsString(utf8));
     Py_XDECREF(utf8);
     if (!copy) return utf8 ? PyErr_NoMemory() : NULL;
-    def.ml_doc = copy;
+    def->ml_doc = copy;
   }
   Py_INCREF(general);
-  Py_XDECREF(rearrange_general);
-  rearrange_general = general;
+  Py_XDECREF(*general_slot);
+  *general_slot = general;
   module = PyUnicode_FromString("einc");
-  fn = module ? PyCFunction_NewEx(&def, NULL, module) : NULL;
+  fn = module ? PyCFunction_NewEx(def, NULL, module) : NULL;
   Py_XDECREF(module);
   return fn;
+}
+
+/* fast_rearrange(general, doc) -> the builtin einc.rearrange. */
+static PyObject *py_fast_rearrange(PyObject *self, PyObject *args) {
+  (void)self;
+  static PyMethodDef def = {"rearrange",
+                            (PyCFunction)(void (*)(void))fast_rearrange,
+                            METH_VARARGS | METH_KEYWORDS, NULL};
+  return make_builtin(&def, &rearrange_general, args);
+}
+
+/* fast_reduce(general, doc) -> the builtin einc.reduce. */
+static PyObject *py_fast_reduce(PyObject *self, PyObject *args) {
+  (void)self;
+  static PyMethodDef def = {"reduce", (PyCFunction)(void (*)(void))fast_reduce,
+                            METH_VARARGS | METH_KEYWORDS, NULL};
+  return make_builtin(&def, &reduce_general, args);
 }
 
 /* Keeps n new references in the given slots, dropping the old ones. */
@@ -741,6 +787,10 @@ static PyMethodDef fast_methods[] = {
     {"fast_rearrange", py_fast_rearrange, METH_VARARGS,
      "fast_rearrange(general, doc) -> einc.rearrange: the fast path in C, "
      "general(tensor, pattern, **axes_lengths) for every other call"},
+    {"fast_reduce", py_fast_reduce, METH_VARARGS,
+     "fast_reduce(general, doc) -> einc.reduce: the fast path in C, "
+     "general(tensor, pattern, reduction, **axes_lengths) for every other "
+     "call"},
     {"fast_setup", py_fast_setup, METH_VARARGS,
      "fast_setup(ndarray, empty, numpy_dialect, from_dlpack): enables fast()"},
     {"fast_setup_torch", py_fast_setup_torch, METH_VARARGS,
@@ -769,4 +819,5 @@ void einpy_fast_free(void) {
   torch_api = NULL;
   Py_CLEAR(last_reduction);
   Py_CLEAR(rearrange_general);
+  Py_CLEAR(reduce_general);
 }

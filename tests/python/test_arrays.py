@@ -25,7 +25,10 @@ def test_result_is_a_new_numpy_array_of_the_input_dtype():
     assert got.flags.c_contiguous and not np.shares_memory(got, a)
     np.testing.assert_array_equal(got, a.T.reshape(-1))
     view = einc.einsum("i j -> j i", a)  # a transpose is a view (test_views)
-    assert type(view) is np.ndarray and np.shares_memory(view, a)
+    assert type(view) is np.ndarray
+    # NumPy < 2.1 imports DLPack read-only: einc copies there
+    views = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
+    assert np.shares_memory(view, a) == views
 
 
 @pytest.mark.parametrize("view", [

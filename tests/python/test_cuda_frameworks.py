@@ -1,7 +1,13 @@
 """CUDA tensors of torch, CuPy and JAX: results, stream ordering, no host
 copy, no added synchronisation. Each framework's tests skip unless it
-imports and sees a GPU (scripts/gpu_check.sh runs this file on a GPU
-machine).
+imports and sees a GPU. On a GPU machine, with einc installed (pip
+install .) beside whichever of torch, CuPy and JAX[cuda] it has, the one
+command is
+
+    python -m pytest -q -rs tests/python/test_cuda_frameworks.py
+
+(-rs names what skipped and why; scripts/gpu_check.sh runs the same
+command on the device machine, from a wheel carried in .device/wheels).
 
 Without a GPU, the stream plumbing is still tested with a fake DLPack
 producer whose tensors claim to be on CUDA: einc must name the stream it

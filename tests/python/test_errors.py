@@ -4,12 +4,13 @@ options, status, spans and exact message) driven through einc.check, and
 the errors only evaluation meets (dtypes, output, backend)."""
 import ast
 import re
+import subprocess
 
 import numpy as np
 import pytest
 
 import einc
-from conftest import ROOT
+from conftest import ROOT, einc_cli
 
 STR = r'"(?:[^"\\]|\\.)*"'
 ENTRY = re.compile(
@@ -97,6 +98,51 @@ def test_caret_text_is_the_clis():
     assert (e.code, e.span, e.spans) == ("size mismatch", (11, 1),
                                         [(11, 1), (2, 1)])
     assert e.expr == "b h i d, b h j d -> b h i j"
+
+
+def cli_check_args(cli, expr, shapes, kw):
+    """`einc check` with the catalogue entry's shapes and options."""
+    args = [cli, "check"]
+    for name, value in kw.items():
+        if name == "numpy":
+            args += ["--numpy"] if value else []
+        elif name == "reduce":
+            args += ["--reduce", value]
+        else:
+            args += ["-D", f"{name}={value}"]
+    return args + ["--", expr] + shapes.split()
+
+
+def test_caret_text_is_the_clis_over_the_catalogue():
+    """str(EincError) is what `einc check` prints after "einc: error: "
+    for every catalogue entry the CLI can express; the CLI may add its
+    own "einc: hint:" lines after it. Entries the CLI refuses while
+    reading its arguments (a negative size) never reach the library."""
+    cli = einc_cli()
+    if cli is None:
+        pytest.skip("no einc CLI built in this checkout")
+    compared = 0
+    for case in catalogue():
+        expr, shapes, opts = case.values[:3]
+        kw = parse_opts(opts)
+        if kw is None or b"\0" in expr:
+            continue
+        try:
+            expr = expr.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        with pytest.raises(einc.EincError) as info:
+            einc.check(expr, *parse_shapes(shapes), **kw)
+        run = subprocess.run(cli_check_args(cli, expr, shapes, kw),
+                             capture_output=True, text=True)
+        assert run.returncode == 2, (expr, run.stderr)
+        text = run.stderr.removeprefix("einc: error: ").rstrip("\n")
+        if info.value.message not in text:
+            continue  # the CLI's own argument error, before the library
+        head, _, hint = text.partition("\neinc: hint: ")
+        assert head == str(info.value), (expr, shapes, opts)
+        compared += 1
+    assert compared >= 75, compared
 
 
 def test_evaluation_errors():

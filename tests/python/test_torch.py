@@ -1,6 +1,6 @@
 """torch CPU tensors, when torch is installed (skipped otherwise): torch
 in gives torch out, on the same dtype, zero-copy out=, strided views,
-bfloat16."""
+storage offsets, 0-d and empty tensors, bfloat16."""
 import numpy as np
 import pytest
 
@@ -23,6 +23,34 @@ def test_torch_views_and_out():
     out = torch.empty(4, 5)
     assert einc.einsum("i j, j k -> i k", x, y, out=out) is out
     torch.testing.assert_close(out, x @ y)
+
+
+def test_torch_zero_d_empty_and_offsets():
+    """0-d and empty tensors through contractions and reductions, and
+    views that start inside their storage (a byte offset) or step over
+    it, on the cached path and the general one (out=) alike."""
+    s = torch.tensor(3.0)
+    for got in (einc.einsum(" -> ", s), einc.einsum(", -> ", s, s)):
+        assert isinstance(got, torch.Tensor) and got.shape == ()
+    assert float(einc.einsum(", -> ", s, s)) == 9.0
+    e = torch.zeros(0, 4)
+    torch.testing.assert_close(einc.reduce(e, "i j -> j", "sum"),
+                               torch.zeros(4))
+    assert einc.einsum("i j, j k -> i k", e, torch.ones(4, 2)).shape == (0, 2)
+    torch.testing.assert_close(einc.einsum("i j, j k -> i k",
+                                           torch.ones(3, 0), torch.ones(0, 2)),
+                               torch.zeros(3, 2))
+    base = torch.arange(96.).reshape(8, 12)
+    x = base[3:7, 2:]  # starts 38 elements in
+    y = torch.arange(200.).reshape(10, 20)[:, 3::6]  # stepped, offset
+    assert x.storage_offset() and y.storage_offset()
+    want = x @ y
+    torch.testing.assert_close(einc.einsum("i j, k j -> i k", x, y.T), want)
+    out = torch.empty(4, 3)
+    assert einc.einsum("i j, j k -> i k", x, y, out=out) is out
+    torch.testing.assert_close(out, want)
+    torch.testing.assert_close(einc.reduce(x, "i j -> j", "max"),
+                               x.amax(0))
 
 
 def test_torch_bfloat16():

@@ -7,7 +7,12 @@ numpy.einsum do; einc.repeat always copies. einops (numpy's and torch's
 reshape and permute underneath) is the oracle on random patterns, on
 contiguous, permuted, strided and reversed inputs: equal values, and a view
 exactly where einops gives one, with the same strides, and a write through
-it seen in the input."""
+it seen in the input.
+
+With NumPy before 2.1 (no versioned DLPack: its imports are read-only)
+numpy results are copies by design (docs/design.md, "Views"): there the
+same cases must give equal values in new arrays, and the tests of view
+details skip."""
 import subprocess
 import sys
 
@@ -18,6 +23,10 @@ import einc
 from test_einops_random import rearrange_case
 
 einops = pytest.importorskip("einops")
+
+NUMPY_VIEWS = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
+needs_numpy_views = pytest.mark.skipif(
+    not NUMPY_VIEWS, reason="NumPy < 2.1: numpy results are copies")
 
 
 def relayout(x, kind, r):
@@ -50,6 +59,9 @@ def check_like_einops(got, want, x, pattern):
     assert got.shape == want.shape and got.dtype == want.dtype, pattern
     np.testing.assert_array_equal(got, want, err_msg=pattern)
     shares = np.shares_memory(got, x)
+    if not NUMPY_VIEWS and isinstance(x, np.ndarray):
+        assert not shares, pattern  # a copy, never a read-only view
+        return shares
     assert shares == np.shares_memory(want, x), (pattern, shares)
     if shares:
         assert big_dims_strides(got) == big_dims_strides(want), pattern
@@ -72,6 +84,7 @@ def test_rearrange_views_numpy(seed):
     check_like_einops(got, want, x, pattern)
 
 
+@needs_numpy_views
 def test_random_cases_include_views_and_copies():
     """The random cases above reach both answers (the oracle is not
     trivially 'always a view' or 'always a copy')."""
@@ -95,11 +108,15 @@ def test_einsum_views_as_numpy_einsum(expr, rng):
     x = rng.standard_normal(shape)
     want, got = np.einsum(expr, x), einc.einsum(expr, x)
     np.testing.assert_allclose(got, want)
+    if not NUMPY_VIEWS:
+        assert not np.shares_memory(got, x), expr
+        return
     assert np.shares_memory(got, x) == np.shares_memory(want, x), expr
     if np.shares_memory(got, x):
         assert got.strides == want.strides, expr
 
 
+@needs_numpy_views
 def test_reduce_with_nothing_reduced_is_a_view():
     x = np.arange(12.).reshape(3, 4)
     for reduction in ["sum", "max", "mean"]:
@@ -119,6 +136,7 @@ def test_repeat_always_copies():
         assert not np.shares_memory(got, x), pattern
 
 
+@needs_numpy_views
 def test_zero_d_and_unit_dims():
     s = np.array(5.0)
     v = einc.rearrange(s, "->")
@@ -164,6 +182,7 @@ def test_other_paths_copy():
     np.testing.assert_array_equal(got, np.stack([x.T, x.T]))
 
 
+@needs_numpy_views
 def test_first_call_of_a_process_views():
     """numpy is armed on the first call, which views as later ones do."""
     code = ("import numpy as np, einc; x = np.ones((2, 3)); "
@@ -224,6 +243,7 @@ def test_torch_view_details():
                        torch.ones(3, 2))
 
 
+@needs_numpy_views
 def test_views_release_their_inputs():
     """10,000 views made and dropped: the inputs' reference counts come
     back (each view's DLPack deleter lets its input go)."""
