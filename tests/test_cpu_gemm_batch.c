@@ -23,6 +23,7 @@
 #include "dtype.h"
 #include "ein.h"
 #include "harness.h"
+#include "operand.h"
 #include "plan.h"
 #include "reference.h"
 
@@ -41,32 +42,11 @@ static const bcase cases[] = {
     {"bmm_t", "b i k, b j k -> i b j", "71x31x70 71x29x70", false},
 };
 
-/* An input: its view (shape, strides) and the buffer under it. */
-typedef struct operand {
-  DLTensor t;
-  int64_t shape[8], strides[8];
-  char *buf;
-} operand;
-
-/* Lays out x over a new buffer: compact, or each axis but the last
- * padded by one and the start offset by 3 elements; values in [-1, 1). */
+/* x laid out by operand_layout, filled with values in [-1, 1) by
+ * position. */
 static void make_operand(operand *x, ein_dtype dt, int nd, const int64_t *sh,
                          bool padded, int salt) {
-  int64_t st = 1, pad = padded ? 1 : 0;
-  for (int d = nd - 1; d >= 0; d--) {
-    x->shape[d] = sh[d];
-    x->strides[d] = st;
-    st *= sh[d] + (d < nd - 1 ? pad : 0);
-  }
-  int64_t off = padded ? 3 : 0;
-  size_t esz = ein_dtype_size(dt);
-  x->buf = calloc((size_t)(st + off), esz);
-  x->t = (DLTensor){.data = x->buf + off * (int64_t)esz,
-                    .ndim = nd,
-                    .shape = x->shape,
-                    .strides = x->strides,
-                    .dtype = ein_dtype_to_dl(dt),
-                    .device = {kDLCPU, 0}};
+  int64_t st = operand_layout(x, dt, nd, sh, padded);
   bool cplx = ein_dtype_is_complex(dt);
   for (int64_t e = 0; e < st; e++) {
     double re = (double)((e * 7919 + 13 + salt) % 2001) / 1000.0 - 1.0;
