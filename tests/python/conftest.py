@@ -47,3 +47,32 @@ def rss_kib():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def spied_fallback(name, arm):
+    """A generator for a fixture: the calls einc.NAME (a C builtin) hands to
+    its Python fallback einc._einops._NAME, recorded by a spy put in its
+    place and taken out after. arm(array) makes one served call per
+    framework first, so the plan table is armed."""
+    import einc
+    from einc import _einc, _einops
+
+    calls = []
+    fallback = getattr(_einops, "_" + name)
+    set_fallback = getattr(_einc, "fast_" + name)
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return fallback(*args, **kwargs)
+
+    arm(np.ones((2, 3)))
+    try:
+        import torch
+        arm(torch.ones(2, 3))
+    except ImportError:
+        pass
+    set_fallback(spy, "")
+    try:
+        yield calls
+    finally:
+        set_fallback(fallback, "")

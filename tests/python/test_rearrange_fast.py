@@ -13,6 +13,7 @@ import pytest
 import einc
 from einc import _api, _einc, _einops
 from test_einops_random import rearrange_case
+from conftest import spied_fallback
 from test_views import relayout
 
 DTYPES = ["float32", "float64", "int64", "int32", "uint8", "float16",
@@ -29,23 +30,8 @@ EDGES = [("->", (), {}), (" -> () ()", (), {}), ("a b -> b a", (0, 3), {}),
 def served():
     """Records the calls einc.rearrange hands to the Python rearrange (the
     fallback is swapped for a spy around it, then put back)."""
-    calls = []
-
-    def spy(*args, **kwargs):
-        calls.append(args)
-        return _einops._rearrange(*args, **kwargs)
-
-    einc.rearrange(np.ones((2, 3)), "a b -> b a")  # arms the table
-    try:
-        import torch
-        einc.rearrange(torch.ones(2, 3), "a b -> b a")  # and for torch
-    except ImportError:
-        pass
-    _einc.fast_rearrange(spy, "")
-    try:
-        yield calls
-    finally:
-        _einc.fast_rearrange(_einops._rearrange, "")
+    yield from spied_fallback(
+        "rearrange", lambda x: einc.rearrange(x, "a b -> b a"))
 
 
 def general(x, pattern, lengths):

@@ -12,6 +12,7 @@ import pytest
 import einc
 from einc import _api, _einc, _einops
 from test_einops_random import reduce_case
+from conftest import spied_fallback
 from test_views import relayout
 
 REDUCTIONS = ["sum", "mean", "max", "min", "prod"]
@@ -22,23 +23,8 @@ LAYOUTS = ["contiguous", "permuted", "strided", "reversed"]
 def served():
     """Records the calls einc.reduce hands to the Python reduce (the
     fallback is swapped for a spy around it, then put back)."""
-    calls = []
-
-    def spy(*args, **kwargs):
-        calls.append(args)
-        return _einops._reduce(*args, **kwargs)
-
-    einc.reduce(np.ones((2, 3)), "a b -> b", "sum")  # arms the table
-    try:
-        import torch
-        einc.reduce(torch.ones(2, 3), "a b -> b", "sum")  # and for torch
-    except ImportError:
-        pass
-    _einc.fast_reduce(spy, "")
-    try:
-        yield calls
-    finally:
-        _einc.fast_reduce(_einops._reduce, "")
+    yield from spied_fallback(
+        "reduce", lambda x: einc.reduce(x, "a b -> b", "sum"))
 
 
 def general(x, pattern, reduction, lengths):
