@@ -287,19 +287,17 @@ bool ein_cpu_trace_dot(const ein_step *s, char *dst, const char *src0,
   double sums[MAX_PARTS];
   int parts = 1;
 #ifdef _OPENMP
-  if (threads > 1 && (double)t.np * (double)t.nq >= DOT_SPLIT_WORK)
+  if (threads > 1 && (double)t.np * (double)t.nq >= DOT_SPLIT_WORK) {
     parts = 4 * threads < MAX_PARTS ? 4 * threads : MAX_PARTS;
-#else
-  (void)threads;
-#endif
-  if (parts > 1) {
     /* (no if(parts > 1) clause: libgomp sets up a team of one for it) */
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (int p = 0; p < parts; p++)
       sums[p] = tdot_part(&t, s->dst_dtype, src0, src1, p, parts);
-  } else {
-    sums[0] = tdot_part(&t, s->dst_dtype, src0, src1, 0, 1);
   }
+#else
+  (void)threads;
+#endif
+  if (parts == 1) sums[0] = tdot_part(&t, s->dst_dtype, src0, src1, 0, 1);
   if (s->dst_dtype == EIN_DT_F64) {
     double total = 0;
     for (int p = 0; p < parts; p++) total += sums[p];
