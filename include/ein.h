@@ -532,6 +532,136 @@ EIN_API size_t ein_plan_describe_model(const ein_plan *plan,
                                        const ein_device_model *model,
                                        char *buf, size_t cap);
 
+/* ------------------------------------------------------------ gradients */
+
+/*
+ * The backward of an expression with respect to one input, derived by
+ * einc as a small program whose heavy steps are einc expressions, each
+ * planned like any other (its own contraction order, views, GEMMs):
+ *
+ *   contraction / sum   dX_k = einsum(dOut, X_j for j != k -> X_k's dims):
+ *                       axes private to X_k become repeats (broadcasts),
+ *                       repeats of the forward become sums, splits, merges
+ *                       and permutes invert, an input dim of size 1 that
+ *                       broadcast gets the gradient summed into it;
+ *   mean                the same, scaled by 1 / (elements reduced per
+ *                       output element);
+ *   max, min            the gradient goes to the arg-extremum; ties share
+ *                       it evenly (torch.amax's rule, which einops'
+ *                       reduce(..., 'max') follows on torch):
+ *                       mask = X == bcast(Out), dX = mask * bcast(dOut /
+ *                       sum(mask));
+ *   prod                the product of the others, exact where inputs are
+ *                       zero: with no zero in the group dOut * Out / x,
+ *                       with one zero dOut * (product of the nonzeros) at
+ *                       the zero and 0 elsewhere, with two or more 0;
+ *   diagonal (`i i`)    the gradient is computed on the diagonal and
+ *                       scattered onto it (zero elsewhere).
+ *
+ * Step results are C-contiguous temporaries; the last step's result is the
+ * gradient, shaped as the input. Values named by a step: */
+typedef enum ein_grad_value_kind {
+  EIN_GRAD_VALUE_DOUT = 0,   /* the gradient of the loss w.r.t. the output */
+  EIN_GRAD_VALUE_INPUT = 1,  /* forward input `index` */
+  EIN_GRAD_VALUE_OUTPUT = 2, /* the forward output */
+  EIN_GRAD_VALUE_STEP = 3    /* the result of step `index` (an earlier one) */
+} ein_grad_value_kind;
+
+typedef struct ein_grad_value {
+  ein_grad_value_kind kind;
+  int index;
+} ein_grad_value;
+
+/* Step operations. Elementwise ones take operands of one shape (the
+ * step's) and the gradient's dtype. */
+typedef enum ein_grad_op {
+  EIN_GRAD_EINSUM = 0,  /* expr (einops dialect, with lengths) over the
+                           operands, with `reduction` (sum or prod) */
+  EIN_GRAD_EQUAL,       /* a == b ? 1 : 0 */
+  EIN_GRAD_MUL,         /* a * b */
+  EIN_GRAD_DIV,         /* a / b */
+  EIN_GRAD_SCALE,       /* a * scale */
+  EIN_GRAD_IS_ZERO,     /* a == 0 ? 1 : 0 */
+  EIN_GRAD_ZERO_TO_ONE, /* a == 0 ? 1 : a */
+  EIN_GRAD_PROD_SELECT, /* (g, p, x, z): z == 0 ? g * p / x
+                           : (z == 1 && x == 0 ? g * p : 0) */
+  EIN_GRAD_SCATTER_DIAG /* zeros of the step's shape, with operand 0 written
+                           into the view of `ndim_view` dims whose element
+                           strides (in the C-contiguous result) are
+                           `view_strides` (a diagonal: sums of strides) */
+} ein_grad_op;
+
+typedef struct ein_grad_step {
+  ein_grad_op op;
+  const char *expr;             /* EINSUM: "b h j, b h i j -> b h i" */
+  ein_reduction reduction;      /* EINSUM */
+  const ein_length *lengths;    /* EINSUM: sizes of output-only axes */
+  int nlengths;
+  int noperands;
+  ein_grad_value operands[4];
+  double scale;                 /* SCALE */
+  int ndim;                     /* the result's rank and shape */
+  const int64_t *shape;
+  int ndim_view;                /* SCATTER_DIAG */
+  const int64_t *view_strides;  /* SCATTER_DIAG */
+  double flops;                 /* as ein_plan_flops counts (EINSUM: its
+                                   plan's), elementwise: one per element */
+  double bytes;                 /* least traffic, as ein_plan_min_bytes */
+} ein_grad_step;
+
+typedef struct ein_grad ein_grad;
+
+/* Derives the gradient of expr (as ein_plan_create would plan it for these
+ * inputs and options) with respect to input `wrt`, and plans its einsum
+ * steps for the options' backend (C-contiguous operands of the inputs'
+ * dtype). EIN_ERR_DTYPE when the dtype has no gradient (integers, bool),
+ * EIN_ERR_BAD_REDUCTION for any and all, EIN_ERR_INVALID_ARGUMENT for a
+ * wrt out of range. Independent of ctx once created. */
+EIN_NODISCARD
+EIN_API ein_status ein_grad_create(ein_ctx *ctx, const char *expr,
+                                   const DLTensor *const *inputs, int ninputs,
+                                   const ein_options *options, int wrt,
+                                   ein_grad **out);
+
+EIN_API void ein_grad_destroy(ein_grad *grad);
+
+/* Steps, in order; the last one's result is the gradient. Pointers stay
+ * valid while the grad lives. */
+EIN_API int ein_grad_nsteps(const ein_grad *grad);
+EIN_API const ein_grad_step *ein_grad_step_at(const ein_grad *grad, int i);
+
+/* The plan of EINSUM step i (NULL for other steps), owned by the grad. */
+EIN_API const ein_plan *ein_grad_step_plan(const ein_grad *grad, int i);
+
+/* Whether the program reads the forward output (max, min, prod). */
+EIN_API int ein_grad_needs_output(const ein_grad *grad);
+
+/* Complex dtypes: every forward value (an input or the output) enters the
+ * program conjugated (torch's convention: the gradient of a real loss is
+ * dOut * conj(d Out / d X)); 0 for real dtypes. */
+EIN_API int ein_grad_conjugates(const ein_grad *grad);
+
+/* Totals over the steps. */
+EIN_API double ein_grad_flops(const ein_grad *grad);
+EIN_API double ein_grad_bytes(const ein_grad *grad);
+
+/* Describes the program: per step its operation, expression, operands,
+ * shape, path (EINSUM: as ein_plan_describe's), FLOPs and bytes, and the
+ * totals. Returns the full length as snprintf does. */
+EIN_API size_t ein_grad_describe(const ein_grad *grad,
+                                 ein_describe_format format, char *buf,
+                                 size_t cap);
+
+/* Runs the program on host memory (the CPU backend): inputs as for the
+ * forward, the forward output (may be NULL unless ein_grad_needs_output),
+ * dout shaped as the output, dinput shaped as input wrt (any strides; it
+ * must not overlap the others). EIN_ERR_DEVICE for tensors elsewhere. */
+EIN_NODISCARD
+EIN_API ein_status ein_grad_execute(ein_ctx *ctx, const ein_grad *grad,
+                                    const DLTensor *const *inputs,
+                                    int ninputs, const DLTensor *output,
+                                    const DLTensor *dout, DLTensor *dinput);
+
 /* ---------------------------------------------- shape checks for tests */
 
 /*
