@@ -10,6 +10,7 @@ import sys
 
 from . import _einc
 from ._arrays import check_out, prepare
+from ._frameworks import route
 
 EincError = _einc.EincError
 
@@ -127,6 +128,11 @@ def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
     """Runs expr on tensors through ein_eval and returns the result, an
     array of the inputs' library (or out)."""
     _fast_setup()  # numpy or torch imported since the last call
+    if out is None:
+        routed = route(expr, tensors, reduce=reduce, numpy=numpy,
+                       lengths=lengths)
+        if routed is not NotImplemented:
+            return routed
     prepared = prepare(tensors)
     if numpy is None:
         numpy = numpy_dialect(expr, [len(t.shape) for t in prepared.tensors])
