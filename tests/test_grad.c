@@ -20,7 +20,7 @@
  * Inputs and dinput are C-contiguous or column-major at random. Then the
  * tie rule (max/min ties share evenly), prod's zeros, a diagonal's
  * scatter and the error statuses are checked on hand-made cases.
- * EIN_SEED=N and EIN_CASES=N (default 1200) select the run.
+ * EIN_SEED=N and EIN_CASES=N (default 800) select the run.
  */
 #include <complex.h>
 #include <math.h>
@@ -658,7 +658,7 @@ int main(void) {
   const char *env = getenv("EIN_SEED");
   uint64_t base = env ? strtoull(env, NULL, 10) : 1;
   env = getenv("EIN_CASES");
-  int ncases = env ? atoi(env) : 1200;
+  int ncases = env ? atoi(env) : 800;
   for (int k = 0; k < ncases; k++) run_case(base + (uint64_t)k);
   for (int k = 0; k < ncases / 3; k++) check_complex(base + 100000 + (uint64_t)k);
   hand_cases();
