@@ -23,7 +23,7 @@ typedef struct scenario {
   int64_t shapes[3][4];
   int ndims[3];
   ein_options opt;
-  enum { BIND, PLAN, DESCRIBE, EVAL } what;
+  enum { BIND, PLAN, DESCRIBE, EVAL, GRAD } what;
 } scenario;
 
 static float inputs[3][1 << 17];
@@ -38,6 +38,40 @@ static void fill_inputs(void) {
       s ^= s << 13, s ^= s >> 7, s ^= s << 17;
       inputs[i][k] = (float)((double)(s >> 11) * 0x1p-52 - 1.0);
     }
+}
+
+/* The gradient w.r.t. input 0 of sum(out) (dout all ones), the forward
+ * output made by ein_eval (max reads it), the program then described. */
+static ein_status run_grad(ein_ctx *ctx, const scenario *sc,
+                           const DLTensor *const *ins, float *out,
+                           int64_t *out_n) {
+  static float fwd[1 << 16], ones[1 << 16];
+  int64_t shape[EIN_MAX_DIMS];
+  int ndim;
+  ein_status st = ein_output_shape(ctx, sc->expr, ins, sc->ninputs, &sc->opt,
+                                   shape, &ndim);
+  if (st) return st;
+  for (int i = 0; i < 1 << 16; i++) ones[i] = 1;
+  DLTensor o = {.data = fwd, .device = {kDLCPU, 0}, .ndim = ndim,
+                .dtype = {kDLFloat, 32, 1}, .shape = shape};
+  DLTensor d = o, dx = *ins[0];
+  d.data = ones;
+  dx.data = out;
+  *out_n = 1;
+  for (int k = 0; k < dx.ndim; k++) *out_n *= dx.shape[k];
+  ein_grad *g = NULL;
+  st = ein_eval(ctx, sc->expr, ins, sc->ninputs, &o, &sc->opt);
+  if (!st) st = ein_grad_create(ctx, sc->expr, ins, sc->ninputs, &sc->opt, 0,
+                                &g);
+  if (!st) st = ein_grad_execute(ctx, g, ins, sc->ninputs, &o, &d, &dx);
+  if (!st) {
+    char buf[8192];
+    describe_failed = ein_grad_describe(g, EIN_DESCRIBE_JSON, buf,
+                                        sizeof buf) == 0;
+    if (describe_failed) st = EIN_ERR_NO_MEMORY;
+  }
+  ein_grad_destroy(g);
+  return st;
 }
 
 static ein_status run(ein_ctx *ctx, const scenario *sc, float *out,
@@ -78,6 +112,7 @@ static ein_status run(ein_ctx *ctx, const scenario *sc, float *out,
     ein_plan_destroy(p);
     return st;
   }
+  if (sc->what == GRAD) return run_grad(ctx, sc, ins, out, out_n);
   int64_t shape[EIN_MAX_DIMS];
   int ndim;
   ein_status st = ein_output_shape(ctx, sc->expr, ins, sc->ninputs, &sc->opt,
@@ -107,6 +142,9 @@ static const scenario scenarios[] = {
     {"eval split reduction", "b s d -> d", 1, {{16, 1024, 8}}, {3}, {.reduction = EIN_REDUCE_MAX}, EVAL},
     {"eval three operands", "b i, i j k, b j -> b k", 3, {{8, 6}, {6, 5, 7}, {8, 5}}, {2, 3, 2}, {0}, EVAL},
     {"eval permute", "a b c -> c a b", 1, {{16, 32, 8}}, {3}, {0}, EVAL},
+    {"grad chain", "i j, j k, k l -> i l", 3, {{40, 8}, {8, 40}, {40, 8}}, {2, 2, 2}, {0}, GRAD},
+    {"grad max split", "b (h d) -> b h", 1, {{8, 16}}, {2}, {.lengths = split_len, .nlengths = 1, .reduction = EIN_REDUCE_MAX}, GRAD},
+    {"grad prod diagonal", "i i j -> j", 1, {{5, 5, 3}}, {3}, {.reduction = EIN_REDUCE_PROD}, GRAD},
 };
 
 static float want[1 << 16], got[1 << 16];

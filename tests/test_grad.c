@@ -101,7 +101,7 @@ typedef struct gcase {
 } gcase;
 
 static ein_ctx *ctx;
-static int cases_run, checks_skipped, ties_run;
+static int cases_run, checks_skipped, ties_run, complex_runs;
 static int counted[EIN_REDUCE_ALL + 1];
 static bool planted_note;
 
@@ -410,93 +410,129 @@ static void run_case(uint64_t seed) {
 
 /* ------------------------------------------------------------- complex */
 
-/* c128: against finite differences of Re(sum(conj(W) * out)) in the real
- * and the imaginary part of sampled elements (exact for these affine
- * functions up to rounding, h = 1e-3). */
-static void check_complex(uint64_t seed) {
-  gcase c;
-  gen_seed(seed);
+typedef struct ccase {
   gen_case g;
-  generate(&g);
-  if (g.opt.reduction > EIN_REDUCE_MEAN && g.opt.reduction != EIN_REDUCE_PROD)
-    g.opt.reduction = EIN_REDUCE_SUM;
-  memset(&c, 0, sizeof c);
-  c.g = g;
-  c.seed = seed;
-  const int64_t *shapes[EIN_MAX_OPERANDS];
-  for (int i = 0; i < g.n; i++) shapes[i] = g.shapes[i];
-  if (ein_bind_shapes(ctx, g.expr, shapes, g.ndims, g.n, &g.opt,
-                      &c.binding) != EIN_OK)
-    return;
-  c.p = ein_binding_problem(c.binding);
-  bool empty;
-  int ond = ein_binding_output_ndim(c.binding);
-  const int64_t *oshape = ein_binding_output_shape(c.binding);
-  int64_t on = numel_of(ond, oshape);
-  if (ref_count(c.p, &empty) * (double)on > 20000) {
-    ein_binding_destroy(c.binding);
-    return;
-  }
+  uint64_t seed;
+  ein_binding *binding;
+  const ein_problem *p;
   tensor in[EIN_MAX_OPERANDS], w, out, dx;
-  const DLTensor *ptrs[EIN_MAX_OPERANDS];
-  for (int i = 0; i < g.n; i++) {
-    tensor_make(&in[i], EIN_DT_C128, g.ndims[i], g.shapes[i], rnd_int(2));
-    double complex *d = in[i].data;
-    int64_t n = numel_of(g.ndims[i], g.shapes[i]);
-    for (int64_t e = 0; e < n; e++)
-      d[offset_of(&in[i], e)] = CMPLX(draw(g.opt.reduction), draw(EIN_REDUCE_SUM));
-    ptrs[i] = &in[i].t;
+  int64_t out_numel;
+  int wrt;
+} ccase;
+
+/* A generated expression in c128 (sum, mean or prod), its inputs, W and
+ * an input to differentiate; false when it does not bind or is large. */
+static bool complex_setup(uint64_t seed, ccase *c) {
+  memset(c, 0, sizeof *c);
+  c->seed = seed;
+  gen_seed(seed);
+  generate(&c->g);
+  ein_reduction *r = &c->g.opt.reduction;
+  if (*r > EIN_REDUCE_MEAN && *r != EIN_REDUCE_PROD) *r = EIN_REDUCE_SUM;
+  const int64_t *shapes[EIN_MAX_OPERANDS];
+  for (int i = 0; i < c->g.n; i++) shapes[i] = c->g.shapes[i];
+  if (ein_bind_shapes(ctx, c->g.expr, shapes, c->g.ndims, c->g.n, &c->g.opt,
+                      &c->binding) != EIN_OK)
+    return false;
+  c->p = ein_binding_problem(c->binding);
+  int ond = ein_binding_output_ndim(c->binding);
+  const int64_t *oshape = ein_binding_output_shape(c->binding);
+  c->out_numel = numel_of(ond, oshape);
+  bool empty;
+  if (ref_count(c->p, &empty) * (double)c->out_numel > 20000) {
+    ein_binding_destroy(c->binding);
+    return false;
   }
-  tensor_make(&w, EIN_DT_C128, ond, oshape, false);
-  tensor_make(&out, EIN_DT_C128, ond, oshape, false);
-  double complex *wd = w.data;
-  for (int64_t e = 0; e < on; e++)
+  for (int i = 0; i < c->g.n; i++) {
+    tensor_make(&c->in[i], EIN_DT_C128, c->g.ndims[i], c->g.shapes[i],
+                rnd_int(2));
+    double complex *d = c->in[i].data;
+    for (int64_t e = 0; e < numel_of(c->g.ndims[i], c->g.shapes[i]); e++)
+      d[offset_of(&c->in[i], e)] = CMPLX(draw(*r), draw(EIN_REDUCE_SUM));
+  }
+  tensor_make(&c->w, EIN_DT_C128, ond, oshape, false);
+  tensor_make(&c->out, EIN_DT_C128, ond, oshape, false);
+  double complex *wd = c->w.data;
+  for (int64_t e = 0; e < c->out_numel; e++)
     wd[e] = CMPLX(2 * rnd_unit() - 1, 2 * rnd_unit() - 1);
-  double complex *ref = calloc((size_t)on + 1, sizeof *ref);
-  int wrt = rnd_int(g.n);
-  tensor_make(&dx, EIN_DT_C128, g.ndims[wrt], g.shapes[wrt], rnd_int(2));
-  ein_grad *gr = NULL;
-  ein_status st = ein_eval(ctx, g.expr, ptrs, g.n, &out.t, &g.opt);
-  if (!st) st = ein_grad_create(ctx, g.expr, ptrs, g.n, &g.opt, wrt, &gr);
-  if (!st) CHECK(ein_grad_conjugates(gr), "c128 conjugates");
-  if (!st) st = ein_grad_execute(ctx, gr, ptrs, g.n, &out.t, &w.t, &dx.t);
-  CHECK(st == EIN_OK || (st == EIN_ERR_BAD_REDUCTION &&
-                         g.opt.reduction == EIN_REDUCE_PROD),
-        "seed %llu %s c128 wrt %d: %s", (unsigned long long)seed, g.desc,
-        wrt, ein_last_error(ctx)->message);
-  int64_t n = numel_of(g.ndims[wrt], g.shapes[wrt]), at[MAX_CHECKED];
-  int m = st ? 0 : sample(n, at);
+  c->wrt = rnd_int(c->g.n);
+  tensor_make(&c->dx, EIN_DT_C128, c->g.ndims[c->wrt],
+              c->g.shapes[c->wrt], rnd_int(2));
+  return true;
+}
+
+static void complex_free(ccase *c) {
+  for (int i = 0; i < c->g.n; i++) tensor_free(&c->in[i]);
+  tensor_free(&c->w);
+  tensor_free(&c->out);
+  tensor_free(&c->dx);
+  ein_binding_destroy(c->binding);
+}
+
+/* Re(sum(conj(W) * out)) by the reference. */
+static double complex_loss(ccase *c, const DLTensor *const *ptrs,
+                           double complex *ref) {
+  ref_eval_complex(c->p, ptrs, ref, c->out_numel);
+  const double complex *wd = c->w.data;
+  double l = 0;
+  for (int64_t o = 0; o < c->out_numel; o++) l += creal(conj(wd[o]) * ref[o]);
+  return l;
+}
+
+/* Central differences in the real and the imaginary part of sampled
+ * elements against the gradient's parts. */
+static void complex_compare(ccase *c, const DLTensor *const *ptrs) {
+  int64_t n = numel_of(c->g.ndims[c->wrt], c->g.shapes[c->wrt]);
+  int64_t at[MAX_CHECKED];
+  int m = sample(n, at);
   double got[2 * MAX_CHECKED], fd[2 * MAX_CHECKED];
-  double complex *x = in[wrt].data, *gd = dx.data;
+  double complex *x = c->in[c->wrt].data, *gd = c->dx.data;
+  double complex *ref = calloc((size_t)c->out_numel + 1, sizeof *ref);
   for (int k = 0; k < m; k++) {
-    int64_t off = offset_of(&in[wrt], at[k]);
-    double complex x0 = x[off];
+    int64_t off = offset_of(&c->in[c->wrt], at[k]);
+    double complex x0 = x[off], gv = gd[offset_of(&c->dx, at[k])];
     for (int part = 0; part < 2; part++) {
-      double l[2];
+      double h = 1e-3, l[2];
       for (int s = 0; s < 2; s++) {
-        double h = s ? -1e-3 : 1e-3;
-        x[off] = x0 + (part ? CMPLX(0, h) : h);
-        ref_eval_complex(c.p, ptrs, ref, on);
-        l[s] = 0;
-        for (int64_t o = 0; o < on; o++) l[s] += creal(conj(wd[o]) * ref[o]);
+        double step = s ? -h : h;
+        x[off] = x0 + (part ? CMPLX(0, step) : step);
+        l[s] = complex_loss(c, ptrs, ref);
       }
       x[off] = x0;
-      fd[2 * k + part] = (l[0] - l[1]) / 2e-3;
+      fd[2 * k + part] = (l[0] - l[1]) / (2 * h);
     }
-    double complex gv = gd[offset_of(&dx, at[k])];
     got[2 * k] = creal(gv);
     got[2 * k + 1] = cimag(gv);
   }
+  free(ref);
   double err = rel_error(got, fd, 2 * m);
   CHECK(err <= 1e-6, "seed %llu %s c128 wrt %d: relative error %.3g",
-        (unsigned long long)seed, g.desc, wrt, err);
+        (unsigned long long)c->seed, c->g.desc, c->wrt, err);
+}
+
+/* c128: against finite differences of Re(sum(conj(W) * out)) in both
+ * parts (exact for these affine functions up to rounding, h = 1e-3). */
+static void check_complex(uint64_t seed) {
+  ccase c;
+  if (!complex_setup(seed, &c)) return;
+  const DLTensor *ptrs[EIN_MAX_OPERANDS];
+  for (int i = 0; i < c.g.n; i++) ptrs[i] = &c.in[i].t;
+  ein_grad *gr = NULL;
+  ein_status st = ein_eval(ctx, c.g.expr, ptrs, c.g.n, &c.out.t, &c.g.opt);
+  if (!st)
+    st = ein_grad_create(ctx, c.g.expr, ptrs, c.g.n, &c.g.opt, c.wrt, &gr);
+  if (!st) CHECK(ein_grad_conjugates(gr), "c128 conjugates");
+  if (!st)
+    st = ein_grad_execute(ctx, gr, ptrs, c.g.n, &c.out.t, &c.w.t, &c.dx.t);
+  bool prod_broadcast =
+      st == EIN_ERR_BAD_REDUCTION && c.g.opt.reduction == EIN_REDUCE_PROD;
+  CHECK(st == EIN_OK || prod_broadcast, "seed %llu %s c128 wrt %d: %s",
+        (unsigned long long)seed, c.g.desc, c.wrt,
+        ein_last_error(ctx)->message);
+  if (st == EIN_OK) complex_compare(&c, ptrs);
+  complex_runs += st == EIN_OK;
   ein_grad_destroy(gr);
-  free(ref);
-  for (int i = 0; i < g.n; i++) tensor_free(&in[i]);
-  tensor_free(&w);
-  tensor_free(&out);
-  tensor_free(&dx);
-  ein_binding_destroy(c.binding);
+  complex_free(&c);
 }
 
 /* ---------------------------------------------------------- hand cases */
@@ -666,10 +702,10 @@ int main(void) {
   execute_errors();
   printf("gradients of %d random cases (sum %d, mean %d, max %d, min %d, "
          "prod %d; %d of max/min with ties), %d prod-over-broadcast inputs "
-         "skipped\n",
+         "skipped, %d c128 gradients\n",
          cases_run, counted[EIN_REDUCE_SUM], counted[EIN_REDUCE_MEAN],
          counted[EIN_REDUCE_MAX], counted[EIN_REDUCE_MIN],
-         counted[EIN_REDUCE_PROD], ties_run, checks_skipped);
+         counted[EIN_REDUCE_PROD], ties_run, checks_skipped, complex_runs);
   (void)planted_note;
   ein_ctx_destroy(ctx);
   return test_summary("grad");

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "ctx_internal.h"
 #include "grad_internal.h"
 #include "plan.h"
@@ -208,7 +209,7 @@ ein_status ein_grad_create(ein_ctx *ctx, const char *expr,
   ein_dtype dt = EIN_DT_F32;
   ein_status st = check_grad_inputs(me, inputs, ninputs, o->reduction, &dt);
   if (st) return st;
-  ein_grad *g = calloc(1, sizeof *g);
+  ein_grad *g = ein_calloc(1, sizeof *g);
   if (!g) return ein_fail_memory(&me->err, "out of memory");
   ein_arena_init(&g->arena);
   g->ninputs = ninputs;
@@ -229,7 +230,7 @@ void ein_grad_destroy(ein_grad *grad) {
   for (int i = 0; grad->plans && i < grad->prog.nsteps; i++)
     ein_plan_destroy(grad->plans[i]);
   ein_arena_destroy(&grad->arena);
-  free(grad);
+  ein_free(grad);
 }
 
 int ein_grad_nsteps(const ein_grad *grad) {

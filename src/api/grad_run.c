@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "ctx_internal.h"
 #include "grad_internal.h"
 #include "half.h"
@@ -162,7 +163,7 @@ typedef struct run {
 } run;
 
 static void *alloc_zeroed(int64_t elems, size_t esz) {
-  return calloc((size_t)(elems > 0 ? elems : 1), esz);
+  return ein_calloc((size_t)(elems > 0 ? elems : 1), esz);
 }
 
 /* t's data as a C-contiguous array, conjugated when asked: t's own
@@ -298,9 +299,10 @@ static ein_status check_all(ein_thread_rec *me, const ein_grad *g,
 }
 
 static void run_free(run *r) {
-  for (int i = 0; r->steps && i < r->g->prog.nsteps; i++) free(r->steps[i]);
-  free(r->steps);
-  for (int i = 0; i < r->nowned; i++) free(r->owned[i]);
+  for (int i = 0; r->steps && i < r->g->prog.nsteps; i++)
+    ein_free(r->steps[i]);
+  ein_free(r->steps);
+  for (int i = 0; i < r->nowned; i++) ein_free(r->owned[i]);
 }
 
 /* Points the run at each value's C-contiguous data. */
@@ -311,7 +313,7 @@ static bool gather(run *r, const DLTensor *const *inputs,
     if (!(r->in[i] = contiguous(r, inputs[i], conj))) return false;
   if (output && !(r->out = contiguous(r, output, conj))) return false;
   r->dout = contiguous(r, dout, false);
-  r->steps = calloc((size_t)r->g->prog.nsteps, sizeof *r->steps);
+  r->steps = ein_calloc((size_t)r->g->prog.nsteps, sizeof *r->steps);
   return r->dout && r->steps;
 }
 

@@ -33,7 +33,8 @@ typedef struct deriver {
   const char **names; /* per axis, an identifier */
   ein_grad_step steps[MAX_STEPS];
   int nsteps;
-  bool failed; /* out of memory */
+  bool failed;    /* out of memory, or too many steps (below) */
+  bool too_many;  /* a rule made more than MAX_STEPS steps: a bug */
 } deriver;
 
 const char *ein_grad_op_name(ein_grad_op op) {
@@ -142,8 +143,8 @@ static bool axes_layout(deriver *d, const int *axes, int n, layout *l) {
 
 /* The distinct axes of an operand's non-broadcast dims, in factor order;
  * *repeats says whether one of them occurs twice (a diagonal). */
-static int distinct_axes(const ein_problem *p, const ein_bound_operand *o,
-                         int *axes, bool *repeats) {
+static int distinct_axes(const ein_bound_operand *o, int *axes,
+                         bool *repeats) {
   int n = 0;
   *repeats = false;
   for (int k = 0; k < o->ndim; k++) {
@@ -155,7 +156,6 @@ static int distinct_axes(const ein_problem *p, const ein_bound_operand *o,
       else axes[n++] = a;
     }
   }
-  (void)p;
   return n;
 }
 
@@ -169,7 +169,7 @@ static ein_grad_value val(ein_grad_value_kind kind, int index) {
 static int new_step(deriver *d, ein_grad_op op, const ein_grad_value *ops,
                     int n, const layout *l) {
   if (d->nsteps == MAX_STEPS) {
-    d->failed = true;
+    d->failed = d->too_many = true;
     return -1;
   }
   ein_grad_value *copy = ein_arena_alloc(d->arena, (size_t)n, sizeof *copy);
@@ -265,7 +265,7 @@ typedef struct target {
 static bool make_target(deriver *d, target *t) {
   const ein_bound_operand *x = &d->p->inputs[d->wrt];
   if (!operand_layout(d, x, true, &t->x)) return false;
-  t->naxes = distinct_axes(d->p, x, t->axes, &t->diagonal);
+  t->naxes = distinct_axes(x, t->axes, &t->diagonal);
   if (!t->diagonal) {
     t->g = t->x;
     return true;
@@ -459,7 +459,11 @@ ein_status ein_grad_derive(const ein_problem *p, int wrt, ein_arena *arena,
   if (!d->names || !name_axes(d))
     return ein_fail_memory(err, "out of memory deriving a gradient");
   derive_all(d);
-  if (d->failed || d->nsteps == 0)
+  if (d->too_many || (!d->failed && d->nsteps == 0))
+    return ein_fail_internal(err, "the gradient program of input %d has "
+                             "%d steps, more than the %d a rule makes",
+                             wrt, d->nsteps, MAX_STEPS);
+  if (d->failed)
     return ein_fail_memory(err, "out of memory deriving a gradient");
   out->nsteps = d->nsteps;
   out->steps = d->steps;
