@@ -15,7 +15,7 @@ _einc_common="-D --reduce --numpy -v --verbose -h --help --"
 _einc_options() {
   case $1 in
     check) echo "$_einc_common" ;;
-    plan) echo "--dtype --json --device --memory-limit --backend --path $_einc_common" ;;
+    plan) echo "--dtype --json --device --memory-limit --backend --path --grad $_einc_common" ;;
     eval) echo "-o --output --print --dtype --backend --path $_einc_common" ;;
     bench) echo "--dtype --backend --runs --warmup --no-floor --steps --json --path $_einc_common" ;;
     cuda-src) echo "--dtype --path $_einc_common" ;;
