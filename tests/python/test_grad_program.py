@@ -122,7 +122,7 @@ def run_program(prog, inputs, output, dout):
         else:
             r = elementwise[s["op"]](*ops)
         assert r.shape == tuple(s["shape"]), (s, r.shape)
-        steps.append(np.ascontiguousarray(r))
+        steps.append(np.array(r, order="C"))  # ascontiguousarray makes 0-d 1-d
     return steps[-1]
 
 
@@ -176,3 +176,47 @@ def test_program_matches_torch_autograd(case, dtype):
         got = run_program(prog, xs, out, dout)
         np.testing.assert_allclose(got, t.grad.numpy(), rtol=1e-12,
                                    atol=1e-12, err_msg=f"wrt {wrt}")
+
+
+EDGE_CASES = [
+    ("a () b -> a b", [(2, 1, 3)], {}), ("a b -> a () b", [(2, 3)], {}),
+    ("(a 1) b -> a b", [(2, 3)], {}), ("-> a", [()], {"a": 3}),
+    ("a ->", [(3,)], {}), ("a, -> a", [(3,), ()], {}),
+    ("a b ->", [(2, 3)], {"reduce": "max"}),
+    ("a b ->", [(2, 3)], {"reduce": "prod"}),
+    ("ii", [(3, 3)], {"numpy": True}),
+    ("(a b) c -> c (b a)", [(6, 2)], {"a": 2}),
+    ("a a a -> a", [(2, 2, 2)], {}), ("(a b) a -> b", [(6, 2)], {"a": 2}),
+    ("b ... d, d f -> b ... f", [(2, 3, 4, 5), (5, 6)], {}),
+    ("a b -> (a r)", [(2, 3)], {"reduce": "prod", "r": 2}),
+    ("a a b -> b r", [(3, 3, 2)], {"reduce": "min", "r": 2}),
+]
+
+
+@pytest.mark.parametrize("case", EDGE_CASES, ids=[c[0] for c in EDGE_CASES])
+def test_program_matches_finite_differences(case):
+    """Units, scalars, full reductions, triple diagonals, splits of a
+    diagonal axis, ellipses, repeats of max/min/prod outputs: the program
+    run with numpy against central differences of sum(W * out)."""
+    import numpy as np
+    expr, shapes, kwargs = case
+    reduce = kwargs.get("reduce", "sum")
+    numpy = kwargs.get("numpy", False)
+    lengths = {k: v for k, v in kwargs.items() if k not in ("reduce", "numpy")}
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal(s) for s in shapes]
+    out = einc.einsum(expr, *xs, **kwargs)
+    w = np.asarray(rng.standard_normal(out.shape))
+    h = 1e-6
+    for wrt in range(len(xs)):
+        prog = einc.grad_program(expr, *shapes, wrt=wrt, reduce=reduce,
+                                 numpy=numpy, dtype="float64", **lengths)
+        got = run_program(prog, xs, out, w)
+        fd = np.zeros(xs[wrt].shape)
+        for idx in np.ndindex(xs[wrt].shape):
+            for sign in (1, -1):
+                ys = [x.copy() for x in xs]
+                ys[wrt][idx] += sign * h
+                fd[idx] += sign * (w * einc.einsum(expr, *ys, **kwargs)).sum()
+        np.testing.assert_allclose(got, fd / (2 * h), rtol=1e-6, atol=1e-6,
+                                   err_msg=f"wrt {wrt}")
