@@ -671,6 +671,16 @@ static void execute_errors(void) {
   wrong.device = (DLDevice){kDLCUDA, 0};
   check_status(ein_grad_execute(ctx, g, ins, 1, &out, &dout, &wrong),
                EIN_ERR_DEVICE, "dinput on a GPU");
+  wrong = d;
+  wrong.strides = (int64_t[]){1, 0}; /* every row on one address each */
+  check_status(ein_grad_execute(ctx, g, ins, 1, &out, &dout, &wrong),
+               EIN_ERR_BAD_SHAPE, "dinput with a stride of 0");
+  wrong = d;
+  wrong.data = x; /* dinput is input 0 */
+  check_status(ein_grad_execute(ctx, g, ins, 1, &out, &dout, &wrong),
+               EIN_ERR_INVALID_ARGUMENT, "dinput on input 0");
+  CHECK(strstr(ein_last_error(ctx)->message, "input 0"), "names input 0: %s",
+        ein_last_error(ctx)->message);
   check_status(ein_grad_execute(ctx, g, ins, 2, &out, &dout, &d),
                EIN_ERR_OPERAND_COUNT, "two inputs");
   check_status(ein_grad_execute(ctx, NULL, ins, 1, &out, &dout, &d),

@@ -90,6 +90,12 @@ const struct ein_cuda_program *ein_plan_cuda_program(const ein_plan *plan);
  * ein_plan_create, or compact strides; size-1 dims' strides aside). */
 bool ein_plan_output_compact(const ein_plan *plan);
 
+/* Whether two elements of t share an address (writes would collide), and
+ * whether the bytes two tensors touch overlap (for outputs: einc does not
+ * compute in place). Sizes and strides must have passed the API checks. */
+bool ein_tensor_self_overlapping(const DLTensor *t);
+bool ein_tensors_overlap(const DLTensor *a, const DLTensor *b);
+
 /* The context's open device of backend kind (opened under the context's
  * lock on first use); NULL with the error on me->err when it cannot be. */
 ein_backend *ein_ctx_backend(ein_thread_rec *me, ein_backend_kind kind,

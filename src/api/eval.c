@@ -340,6 +340,17 @@ static void byte_range(const DLTensor *t, uintptr_t *lo, uintptr_t *hi) {
   *hi = base + (uintptr_t)max;
 }
 
+bool ein_tensor_self_overlapping(const DLTensor *t) {
+  return self_overlapping(t);
+}
+
+bool ein_tensors_overlap(const DLTensor *a, const DLTensor *b) {
+  uintptr_t alo, ahi, blo, bhi;
+  byte_range(a, &alo, &ahi);
+  byte_range(b, &blo, &bhi);
+  return alo < bhi && blo < ahi;
+}
+
 /* The planner's view of the operands: dtype, shape and strides of each
  * input, and of the output (the expression's shape, in the output
  * tensor's dtype and strides when one is given, else the inputs'). */

@@ -275,6 +275,30 @@ static ein_status check_one(ein_thread_rec *me, const ein_grad *g,
   return EIN_OK;
 }
 
+/* dinput gets each element written once, and reads nothing it writes. */
+static ein_status check_dinput_alone(ein_thread_rec *me,
+                                     const DLTensor *const *inputs, int n,
+                                     const DLTensor *output,
+                                     const DLTensor *dout,
+                                     const DLTensor *dinput) {
+  if (count(dinput->ndim, dinput->shape) == 0) return EIN_OK;
+  if (ein_tensor_self_overlapping(dinput))
+    return ein_fail_shape(&me->err, "dinput's strides make two elements "
+                          "share an address; einc writes every element of "
+                          "the gradient once");
+  for (int i = -2; i < n; i++) {
+    const DLTensor *t = i == -2 ? dout : i == -1 ? output : inputs[i];
+    if (!t || !ein_tensors_overlap(t, dinput)) continue;
+    char name[32];
+    if (i >= 0) snprintf(name, sizeof name, "input %d", i);
+    else snprintf(name, sizeof name, "%s", i == -2 ? "dout" : "the output");
+    return ein_fail_argument(&me->err, "dinput overlaps %s in memory; the "
+                             "gradient is not computed in place",
+                             name);
+  }
+  return EIN_OK;
+}
+
 static ein_status check_all(ein_thread_rec *me, const ein_grad *g,
                             const DLTensor *const *inputs, int n,
                             const DLTensor *output, const DLTensor *dout,
@@ -295,7 +319,7 @@ static ein_status check_all(ein_thread_rec *me, const ein_grad *g,
   if (!st)
     st = check_one(me, g, dinput, "dinput", -1, g->in_ndim[g->wrt],
                    g->in_shape[g->wrt]);
-  return st;
+  return st ? st : check_dinput_alone(me, inputs, n, output, dout, dinput);
 }
 
 static void run_free(run *r) {
