@@ -619,8 +619,9 @@ typedef struct ein_grad ein_grad;
 /* Derives the gradient of expr (as ein_plan_create would plan it for these
  * inputs and options) with respect to input `wrt`, and plans its einsum
  * steps for the options' backend (C-contiguous operands of the inputs'
- * dtype). EIN_ERR_DTYPE when the dtype has no gradient (integers, bool),
- * EIN_ERR_BAD_REDUCTION for any and all, EIN_ERR_INVALID_ARGUMENT for a
+ * dtype). EIN_ERR_DTYPE when the dtype has no gradient (integers, bool;
+ * complex max and min), EIN_ERR_BAD_REDUCTION for any and all (and a prod
+ * over a dim of input wrt that broadcasts), EIN_ERR_INVALID_ARGUMENT for a
  * wrt out of range. Independent of ctx once created. */
 EIN_NODISCARD
 EIN_API ein_status ein_grad_create(ein_ctx *ctx, const char *expr,
@@ -661,7 +662,9 @@ EIN_API size_t ein_grad_describe(const ein_grad *grad,
 /* Runs the program on host memory (the CPU backend): inputs as for the
  * forward, the forward output (may be NULL unless ein_grad_needs_output),
  * dout shaped as the output, dinput shaped as input wrt (any strides; it
- * must not overlap the others). EIN_ERR_DEVICE for tensors elsewhere. */
+ * must not overlap the others or itself: EIN_ERR_INVALID_ARGUMENT,
+ * EIN_ERR_BAD_SHAPE). EIN_ERR_DEVICE for tensors elsewhere. Elementwise
+ * steps compute in double and round once to the dtype. */
 EIN_NODISCARD
 EIN_API ein_status ein_grad_execute(ein_ctx *ctx, const ein_grad *grad,
                                     const DLTensor *const *inputs,
