@@ -637,6 +637,22 @@ static void create_errors(void) {
   CHECK(create_with("a c -> a", f64, shape, EIN_REDUCE_SUM, 0, &g) == EIN_OK,
         "a plain reduction: %s", ein_last_error(ctx)->message);
   ein_grad_destroy(g);
+  { /* a prod whose input broadcasts a dim: its copies would multiply */
+    int64_t s21[2] = {2, 1};
+    DLTensor t = {NULL, {kDLCPU, 0}, 2, f64, s21, NULL, 0};
+    const DLTensor *ins[1] = {&t};
+    ein_length j5 = {"j", 5};
+    ein_options o = {.dialect = EIN_DIALECT_NUMPY,
+                     .reduction = EIN_REDUCE_PROD, .lengths = &j5,
+                     .nlengths = 1};
+    check_status(ein_grad_create(ctx, "ij->i", ins, 1, &o, 0, &g),
+                 EIN_ERR_BAD_REDUCTION, "prod over a broadcast dim");
+    o.reduction = EIN_REDUCE_SUM; /* a sum is summed into the 1 */
+    CHECK(ein_grad_create(ctx, "ij->i", ins, 1, &o, 0, &g) == EIN_OK &&
+              strcmp(ein_grad_step_at(g, 0)->expr, "i -> i 1") == 0,
+          "sum over a broadcast dim");
+    ein_grad_destroy(g);
+  }
   check_status(create_with("a (b", f64, shape, EIN_REDUCE_SUM, 0, &g),
                EIN_ERR_SYNTAX, "syntax");
   CHECK(ein_grad_create(NULL, "a -> a", NULL, 0, NULL, 0, &g) ==
