@@ -13,6 +13,7 @@
  */
 #include <complex.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,7 +166,50 @@ void ein_cpu_gemm_square(ein_dtype dt, int64_t n, const char *a,
   gemm_one(&g, dt, 1.0, a, b, c);
 }
 
+/* Fork safety (docs/design.md, "Fork safety"). GNU libgomp keeps its
+ * team's threads after a region and has no fork handler: a child forked
+ * after the team started inherits the team's bookkeeping but none of its
+ * threads, and its first region waits forever at the team's barrier
+ * (DataLoader workers, multiprocessing's fork start method). Nor can the
+ * child rebuild the team: libgomp has no call for it. So, as PyTorch does
+ * in forked children, the child runs the backend's work on its calling
+ * thread (and so do its own children). OpenBLAS's threads are not ours:
+ * its own fork handler stops them before fork() and it starts them again
+ * on demand, in parent and child alike.
+ *
+ * threads_ran: this process gave work more than one thread (its team or
+ * the GEMM splitter's threads may have run); forked: this process was
+ * forked after that, here or in an ancestor. */
+static atomic_bool threads_ran, forked;
+static pthread_once_t fork_handler_once = PTHREAD_ONCE_INIT;
+
+/* pthread_atfork's child handler: the child has only the forking thread. */
+static void mark_forked_child(void) {
+  if (atomic_load_explicit(&threads_ran, memory_order_relaxed))
+    atomic_store_explicit(&forked, true, memory_order_relaxed);
+}
+
+static void register_fork_handler(void) {
+  pthread_atfork(NULL, NULL, mark_forked_child);
+}
+
+static bool forked_child(void) {
+  return atomic_load_explicit(&forked, memory_order_relaxed);
+}
+
+int ein_cpu_threads_now(int threads) {
+  if (threads <= 1 || forked_child()) return 1;
+  /* Marked before the work starts, so a fork() from another thread
+   * meanwhile sees it. */
+  if (!atomic_load_explicit(&threads_ran, memory_order_relaxed)) {
+    pthread_once(&fork_handler_once, register_fork_handler);
+    atomic_store_explicit(&threads_ran, true, memory_order_relaxed);
+  }
+  return threads;
+}
+
 int ein_cpu_threads(void) {
+  if (forked_child()) return 1;
   const char *env = getenv("EINC_NUM_THREADS");
   if (env && atoi(env) > 0) return atoi(env);
 #ifdef _OPENMP
@@ -357,12 +401,13 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
   if (!workspace_take(cb, plan->workspace_bytes, &ws))
     return ein_fail_memory(err, "cannot allocate %lld bytes of workspace",
                            (long long)plan->workspace_bytes);
+  int now = ein_cpu_threads_now(cb->threads);
 #ifdef EIN_HAVE_CBLAS
-  int threads = ein_cpu_loop_threads(plan, cb->threads);
+  int threads = ein_cpu_loop_threads(plan, now);
 #else
-  int threads = cb->threads; /* the fallback GEMM runs on this thread */
+  int threads = now; /* the fallback GEMM runs on this thread */
 #endif
-  cpu_run_ctx r = {.loop_threads = threads, .gemm_threads = cb->threads};
+  cpu_run_ctx r = {.loop_threads = threads, .gemm_threads = now};
   ein_status st = ein_run_steps(plan, inputs, output, ws.data, marks,
                                 cpu_step, &r, err);
   workspace_give(cb, ws);
