@@ -168,28 +168,26 @@ void ein_cpu_gemm_square(ein_dtype dt, int64_t n, const char *a,
 
 /* Fork safety (docs/design.md, "Fork safety"). GNU libgomp keeps its
  * team's threads after a region and has no fork handler: a child forked
- * after the team started inherits the team's bookkeeping but none of its
+ * after a team started inherits the team's bookkeeping but none of its
  * threads, and its first region waits forever at the team's barrier
- * (DataLoader workers, multiprocessing's fork start method). Nor can the
- * child rebuild the team: libgomp has no call for it. So, as PyTorch does
- * in forked children, the child runs the backend's work on its calling
- * thread (and so do its own children). OpenBLAS's threads are not ours:
- * its own fork handler stops them before fork() and it starts them again
- * on demand, in parent and child alike.
- *
- * threads_ran: this process gave work more than one thread (its team or
- * the GEMM splitter's threads may have run); forked: this process was
- * forked after that, here or in an ancestor. */
-static atomic_bool threads_ran, forked;
-static pthread_once_t fork_handler_once = PTHREAD_ONCE_INIT;
+ * (DataLoader workers, multiprocessing's fork start method). The team is
+ * the process's, not einc's: torch, linked to the same libgomp, leaves
+ * one that einc's regions in a child then hang on, though einc never ran
+ * threaded in the parent. libgomp cannot say whether a team exists, nor
+ * rebuild one in the child. So every child forked from a process that has
+ * loaded einc (the handler is registered when the library loads) runs the
+ * backend's work on its calling thread, as PyTorch's DataLoader workers
+ * do, and so do its own children. OpenBLAS's threads are not ours: its
+ * own fork handler stops them before fork() and it starts them again on
+ * demand, in parent and child alike. */
+static atomic_bool forked;
 
 /* pthread_atfork's child handler: the child has only the forking thread. */
 static void mark_forked_child(void) {
-  if (atomic_load_explicit(&threads_ran, memory_order_relaxed))
-    atomic_store_explicit(&forked, true, memory_order_relaxed);
+  atomic_store_explicit(&forked, true, memory_order_relaxed);
 }
 
-static void register_fork_handler(void) {
+__attribute__((constructor)) static void register_fork_handler(void) {
   pthread_atfork(NULL, NULL, mark_forked_child);
 }
 
@@ -198,14 +196,7 @@ static bool forked_child(void) {
 }
 
 int ein_cpu_threads_now(int threads) {
-  if (threads <= 1 || forked_child()) return 1;
-  /* Marked before the work starts, so a fork() from another thread
-   * meanwhile sees it. */
-  if (!atomic_load_explicit(&threads_ran, memory_order_relaxed)) {
-    pthread_once(&fork_handler_once, register_fork_handler);
-    atomic_store_explicit(&threads_ran, true, memory_order_relaxed);
-  }
-  return threads;
+  return threads <= 1 || forked_child() ? 1 : threads;
 }
 
 int ein_cpu_threads(void) {

@@ -17,12 +17,11 @@
 
 /* The threads the backend's work may start now, of the count it was
  * opened with (ein_cpu_threads, perhaps before a fork): that count, or 1
- * in a process forked from one whose
- * OpenMP team or own threads had run (libgomp's team does not survive
- * fork(): a child's first region would wait forever for threads that only
- * the parent has). Every count an OpenMP region or the GEMM batch
- * splitter sees has passed through here; a count above 1 marks the
- * process for the fork handler. Thread-safe, two atomic loads. */
+ * in a process forked from one that had loaded einc (libgomp's team does
+ * not survive fork(): a child's first region would wait forever for
+ * threads that only the parent has; cpu_backend.c says why every child).
+ * Every count an OpenMP region or the GEMM batch splitter sees has passed
+ * through here. Thread-safe, one atomic load. */
 int ein_cpu_threads_now(int threads);
 
 int ein_cpu_loop_threads(const ein_plan_ir *plan, int threads);
