@@ -13,6 +13,7 @@
  */
 #include <complex.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,7 +166,41 @@ void ein_cpu_gemm_square(ein_dtype dt, int64_t n, const char *a,
   gemm_one(&g, dt, 1.0, a, b, c);
 }
 
+/* Fork safety (docs/design.md, "Fork safety"). GNU libgomp keeps its
+ * team's threads after a region and has no fork handler: a child forked
+ * after a team started inherits the team's bookkeeping but none of its
+ * threads, and its first region waits forever at the team's barrier
+ * (DataLoader workers, multiprocessing's fork start method). The team is
+ * the process's, not einc's: torch, linked to the same libgomp, leaves
+ * one that einc's regions in a child then hang on, though einc never ran
+ * threaded in the parent. libgomp cannot say whether a team exists, nor
+ * rebuild one in the child. So every child forked from a process that has
+ * loaded einc (the handler is registered when the library loads) runs the
+ * backend's work on its calling thread, as PyTorch's DataLoader workers
+ * do, and so do its own children. OpenBLAS's threads are not ours: its
+ * own fork handler stops them before fork() and it starts them again on
+ * demand, in parent and child alike. */
+static atomic_bool forked;
+
+/* pthread_atfork's child handler: the child has only the forking thread. */
+static void mark_forked_child(void) {
+  atomic_store_explicit(&forked, true, memory_order_relaxed);
+}
+
+__attribute__((constructor)) static void register_fork_handler(void) {
+  pthread_atfork(NULL, NULL, mark_forked_child);
+}
+
+static bool forked_child(void) {
+  return atomic_load_explicit(&forked, memory_order_relaxed);
+}
+
+int ein_cpu_threads_now(int threads) {
+  return threads <= 1 || forked_child() ? 1 : threads;
+}
+
 int ein_cpu_threads(void) {
+  if (forked_child()) return 1;
   const char *env = getenv("EINC_NUM_THREADS");
   if (env && atoi(env) > 0) return atoi(env);
 #ifdef _OPENMP
@@ -357,12 +392,13 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
   if (!workspace_take(cb, plan->workspace_bytes, &ws))
     return ein_fail_memory(err, "cannot allocate %lld bytes of workspace",
                            (long long)plan->workspace_bytes);
+  int now = ein_cpu_threads_now(cb->threads);
 #ifdef EIN_HAVE_CBLAS
-  int threads = ein_cpu_loop_threads(plan, cb->threads);
+  int threads = ein_cpu_loop_threads(plan, now);
 #else
-  int threads = cb->threads; /* the fallback GEMM runs on this thread */
+  int threads = now; /* the fallback GEMM runs on this thread */
 #endif
-  cpu_run_ctx r = {.loop_threads = threads, .gemm_threads = cb->threads};
+  cpu_run_ctx r = {.loop_threads = threads, .gemm_threads = now};
   ein_status st = ein_run_steps(plan, inputs, output, ws.data, marks,
                                 cpu_step, &r, err);
   workspace_give(cb, ws);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "cpu_threads.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -102,7 +103,7 @@ static bool copy_rate(double *rate) {
   char *a = ein_malloc(bytes), *b = ein_malloc(bytes);
   bool ok = a && b;
   if (ok) {
-    int threads = ein_cpu_threads();
+    int threads = ein_cpu_threads_now(ein_cpu_threads());
     memset(a, 1, bytes);
     parallel_copy(b, a, bytes, threads); /* faults b's pages in */
     double best = 1e300;

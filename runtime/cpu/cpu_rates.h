@@ -33,7 +33,9 @@ int ein_cpu_rates_measure_count(void);
  * "unknown CPU". */
 void ein_cpu_model_name(char *buf, size_t cap);
 
-/* Threads the CPU backend runs with: EINC_NUM_THREADS, else OpenMP's. */
+/* Threads the CPU backend runs with: EINC_NUM_THREADS, else OpenMP's;
+ * 1 in a forked child (cpu_threads.h, ein_cpu_threads_now, which work
+ * goes through). */
 int ein_cpu_threads(void);
 
 /* One n x n x n GEMM through the CPU backend's own routine (BLAS or its

@@ -6,12 +6,23 @@
  * LOOP steps: 1 when the plan's OpenBLAS-threaded GEMMs take longer than
  * its loops (the two thread pools would spin on each other's cores), else
  * the count unchanged. Also how many threads of its own a GEMM step's
- * batch of small calls is split over. Owns nothing.
+ * batch of small calls is split over, and how many threads work may start
+ * at all in this process (fewer in a child forked after threaded work).
+ * Owns nothing.
  */
 #ifndef EIN_CPU_THREADS_H
 #define EIN_CPU_THREADS_H
 
 #include "plan.h"
+
+/* The threads the backend's work may start now, of the count it was
+ * opened with (ein_cpu_threads, perhaps before a fork): that count, or 1
+ * in a process forked from one that had loaded einc (libgomp's team does
+ * not survive fork(): a child's first region would wait forever for
+ * threads that only the parent has; cpu_backend.c says why every child).
+ * Every count an OpenMP region or the GEMM batch splitter sees has passed
+ * through here. Thread-safe, one atomic load. */
+int ein_cpu_threads_now(int threads);
 
 int ein_cpu_loop_threads(const ein_plan_ir *plan, int threads);
 

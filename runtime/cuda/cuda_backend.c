@@ -129,8 +129,13 @@ bool ein_cuda_device_name(int device, char *buf, size_t cap) {
   return true;
 }
 
-/* Makes `device` current and remembers the caller's device. */
+/* Makes `device` current and remembers the caller's device. The runtime
+ * is required first: a backend opened before a fork() reaches here in the
+ * child, which must be told why CUDA fails there (cuda_libs.h). */
 static ein_status enter(int device, int *prev, ein_error_rec *err) {
+  ein_status st = ein_cuda_lib_require(EIN_LIB_CUDART, err);
+  if (st)
+    return st;
   CU(cudaGetDevice(prev));
   if (*prev != device)
     CU(cudaSetDevice(device));
@@ -748,6 +753,9 @@ void ein_cuda_free(void *ptr) {
 
 ein_status ein_cuda_copy_to_device(void *dst, const void *src, size_t bytes,
                                    ein_error_rec *err) {
+  ein_status st = ein_cuda_lib_require(EIN_LIB_CUDART, err);
+  if (st)
+    return st;
   if (bytes)
     CU(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
   return EIN_OK;
@@ -755,6 +763,9 @@ ein_status ein_cuda_copy_to_device(void *dst, const void *src, size_t bytes,
 
 ein_status ein_cuda_copy_to_host(void *dst, const void *src, size_t bytes,
                                  ein_error_rec *err) {
+  ein_status st = ein_cuda_lib_require(EIN_LIB_CUDART, err);
+  if (st)
+    return st;
   if (bytes)
     CU(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
   return EIN_OK;

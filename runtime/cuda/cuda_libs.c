@@ -26,6 +26,7 @@
 #include <dlfcn.h>
 #include <nvrtc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,10 +308,30 @@ static void load(ein_cuda_lib lib) {
   st->ok = true;
 }
 
+/* fork() (docs/design.md, "Fork safety"): CUDA cannot be used in a child
+ * forked after the parent initialised it (the driver's state, its
+ * threads and its device mappings stay with the parent; calls fail or
+ * hang). einc loads the runtime only to call it, so a child forked after
+ * the runtime was loaded is marked, and there the runtime and cuBLAS
+ * count as not loaded: every forwarder fails without calling CUDA, and
+ * ein_cuda_lib_require says why. NVRTC, a compiler, still works. */
+static atomic_bool forked_after_load;
+
+static void mark_forked_child(void) {
+  atomic_store_explicit(&forked_after_load, true, memory_order_relaxed);
+}
+
+static bool unusable_after_fork(ein_cuda_lib lib) {
+  return lib != EIN_LIB_NVRTC &&
+         atomic_load_explicit(&forked_after_load, memory_order_relaxed);
+}
+
 /* Each library is opened once (pthread_once); the trace shows its cost. */
 static void load_cudart(void) {
   double t0 = ein_trace_now();
   load(EIN_LIB_CUDART);
+  if (states[EIN_LIB_CUDART].ok)
+    pthread_atfork(NULL, NULL, mark_forked_child);
   ein_trace_end("cuda: open the CUDA runtime library", t0);
 }
 static void load_cublas(void) {
@@ -328,12 +349,20 @@ static bool ready(ein_cuda_lib lib) {
   static void (*const loaders[])(void) = {load_cudart, load_cublas,
                                           load_nvrtc};
   pthread_once(&states[lib].once, loaders[lib]);
-  return states[lib].ok;
+  return states[lib].ok && !unusable_after_fork(lib);
 }
 
 ein_status ein_cuda_lib_require(ein_cuda_lib lib, ein_error_rec *err) {
   if (ready(lib))
     return EIN_OK;
+  if (unusable_after_fork(lib))
+    return ein_fail_device(
+        err,
+        "CUDA cannot be used in this process: it was forked (fork()) after "
+        "its parent had loaded the CUDA runtime, and CUDA's state does not "
+        "survive fork(); start the process with 'spawn' or 'forkserver' "
+        "(multiprocessing's start method, DataLoader(multiprocessing_context"
+        "='spawn')), or use the CPU here");
   const lib_info *li = &infos[lib];
   char name[64], wheel[96];
   soname(lib, name, sizeof name);

@@ -39,7 +39,10 @@ typedef enum ein_cuda_lib {
 
 /* Opens lib on first use. EIN_OK when it and every function einc needs
  * from it are there; otherwise EIN_ERR_DEVICE with a message naming the
- * library, why it could not be loaded and how to install it. */
+ * library, why it could not be loaded and how to install it. In a child
+ * forked after the runtime was loaded, the runtime and cuBLAS are not
+ * usable (their forwarders fail without calling CUDA): EIN_ERR_DEVICE
+ * saying so (docs/design.md, "Fork safety"). */
 ein_status ein_cuda_lib_require(ein_cuda_lib lib, ein_error_rec *err);
 
 /* ein_cuda_lib_require for the runtime, cuBLAS and NVRTC in that order,

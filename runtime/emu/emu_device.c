@@ -61,12 +61,21 @@ static pthread_t owner;
 static dev_alloc *allocs; /* sorted by lo */
 static size_t nallocs, cap_allocs;
 
-static void init_once(void) {
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+
+static void init_lock(void) {
   pthread_mutexattr_t a;
   pthread_mutexattr_init(&a);
   pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
   pthread_mutex_init(&dev_mu, &a);
   pthread_mutexattr_destroy(&a);
+}
+
+static void init_once(void) {
+  init_lock();
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 static void lock(void) {
@@ -251,6 +260,36 @@ static struct {
   bool started;
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
           PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL, false};
+
+/* fork() (docs/design.md, "Fork safety"): the helper threads stay in the
+ * parent. Before it, the device lock and the pool's are taken, so no
+ * launch is under way and the pool's fields are whole; after it the
+ * parent goes on as before, and the child forgets the helpers (its next
+ * launch starts its own) and the waiters its condition variables had.
+ * The child makes the device lock anew: glibc's recursive mutex knows its
+ * owner by thread id, which the forking thread no longer has there; it
+ * holds it again for the brackets the forking thread had open. */
+static void fork_prepare(void) {
+  lock();
+  pthread_mutex_lock(&pool.mu);
+}
+
+static void fork_parent(void) {
+  pthread_mutex_unlock(&pool.mu);
+  unlock();
+}
+
+static void fork_child(void) {
+  pool.started = false;
+  pool.helpers = pool.running = 0;
+  pool.job = NULL;
+  pthread_cond_init(&pool.wake, NULL);
+  pthread_cond_init(&pool.done, NULL);
+  pthread_mutex_unlock(&pool.mu);
+  init_lock();
+  for (int i = 0; i < depth; i++)
+    pthread_mutex_lock(&dev_mu);
+}
 
 /* Runs blocks of j until none is left or one fails. */
 static void work(ein_emu_worker *w, job *j) {
