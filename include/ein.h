@@ -598,7 +598,9 @@ typedef struct ein_grad_step {
   const ein_length *lengths;    /* EINSUM: sizes of output-only axes */
   int nlengths;
   int noperands;
-  ein_grad_value operands[4];
+  const ein_grad_value *operands; /* noperands of them: an EINSUM of the
+                                     gradient of a sum names dout and every
+                                     other input */
   double scale;                 /* SCALE */
   int ndim;                     /* the result's rank and shape */
   const int64_t *shape;

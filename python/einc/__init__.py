@@ -21,6 +21,7 @@ GIL is released while a plan runs) and share the compiled plans.
 
 from . import _einc
 from ._api import EincError, ShapeMemo, check, einsum
+from ._grad import grad_program
 from ._einops import pack, parse_shape, rearrange, reduce, repeat, unpack
 from ._plan import Plan, compile, plan
 
@@ -36,6 +37,7 @@ def backend_available(name: str = "cuda", device: int = 0):
 
 __all__ = [
     "EincError", "EinError", "Plan", "ShapeMemo", "backend_available",
-    "check", "compile", "einsum", "pack", "parse_shape", "plan",
+    "check", "compile", "einsum", "grad_program", "pack", "parse_shape",
+    "plan",
     "rearrange", "reduce", "repeat", "unpack",
 ]
