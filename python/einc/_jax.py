@@ -176,7 +176,7 @@ def _differentiable(spec, n):
         return call(*tensors)
 
     def fwd(*tensors):
-        out = call(*tensors)
+        out = f(*tensors)  # differentiable again: grad of grad
         return out, (tensors, out if keep_output else None)
 
     def bwd(residuals, dout):

@@ -37,7 +37,8 @@ def x64():
 
 def close(got, want, tol):
     """Within tol of the reference's norm (the project's rule)."""
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    kind = np.complex128 if np.iscomplexobj(want) else np.float64
+    got, want = np.asarray(got, kind), np.asarray(want, kind)
     assert got.shape == want.shape
     scale = max(np.linalg.norm(want), 1e-300)
     assert np.linalg.norm(got - want) <= tol * max(scale, 1.0), (
@@ -347,3 +348,20 @@ def test_vmap_sequential_fallback(monkeypatch):
     finally:
         _jax._batchable.cache_clear()
         _jax._differentiable.cache_clear()
+
+
+# --- the example -------------------------------------------------------------
+
+def test_train_example():
+    """examples/train_jax.py: the transformer block with einc and with
+    jnp.einsum/einops trains to the same losses under jit(grad)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    run = subprocess.run([sys.executable, str(ROOT / "examples/train_jax.py"),
+                          "--steps", "8"], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "same losses" in run.stdout
