@@ -117,6 +117,19 @@ def test_jit_dtypes_and_promotion():
     np.testing.assert_array_equal(np.asarray(got, np.float32), 3.0)
 
 
+def test_zero_size(x64):
+    """Empty results write nothing; a sum over an empty axis is zeros; a
+    max over one is refused (as numpy does) with einc's message."""
+    f = jax.jit(lambda a, b: einc.einsum("i j, j k -> i k", a, b))
+    np.testing.assert_array_equal(f(jnp.ones((3, 0)), jnp.ones((0, 4))), 0.0)
+    assert f(jnp.ones((0, 2)), jnp.ones((2, 4))).shape == (0, 4)
+    g = jax.grad(lambda a, b: einc.einsum("i j, j k -> i k", a, b).sum(),
+                 (0, 1))(jnp.ones((3, 0)), jnp.ones((0, 4)))
+    assert [t.shape for t in g] == [(3, 0), (0, 4)]
+    with pytest.raises(Exception, match="empty axis"):
+        jax.jit(lambda a: einc.reduce(a, "i j -> i", "max"))(jnp.ones((3, 0)))
+
+
 def test_lists_of_tracers_are_stacked():
     x = jnp.arange(6.0).reshape(2, 3)
     got = jax.jit(lambda a, b: einc.rearrange([a, b], "n i j -> i (n j)"))(
