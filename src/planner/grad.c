@@ -21,7 +21,8 @@ typedef struct layout {
   const char *spec;
   int ndim;
   int64_t *shape;
-  bool *has; /* has[a]: the spec names axis a */
+  bool *has;   /* has[a]: the spec names axis a */
+  bool *plain; /* plain[a]: as a dim of its own, not in a group */
 } layout;
 
 typedef struct deriver {
@@ -84,9 +85,13 @@ static bool layout_init(deriver *d, layout *l, int ndim) {
   l->ndim = ndim;
   l->spec = NULL;
   l->shape = ein_arena_alloc(d->arena, (size_t)ndim + 1, sizeof *l->shape);
-  l->has = ein_arena_alloc(d->arena, (size_t)d->p->naxes + 1, sizeof *l->has);
-  if (l->has) memset(l->has, 0, ((size_t)d->p->naxes + 1) * sizeof *l->has);
-  return l->shape && l->has;
+  size_t n = (size_t)d->p->naxes + 1;
+  l->has = ein_arena_alloc(d->arena, n, sizeof *l->has);
+  l->plain = ein_arena_alloc(d->arena, n, sizeof *l->plain);
+  if (!l->has || !l->plain) return false;
+  memset(l->has, 0, n * sizeof *l->has);
+  memset(l->plain, 0, n * sizeof *l->plain);
+  return l->shape != NULL;
 }
 
 static bool layout_finish(deriver *d, layout *l, ein_strbuf *sb) {
@@ -115,6 +120,7 @@ static bool operand_layout(deriver *d, const ein_bound_operand *o,
     for (int f = 0; f < dim->count; f++) {
       int a = o->factors[dim->first + f];
       l->has[a] = true;
+      l->plain[a] |= dim->count == 1;
       ein_strbuf_printf(&sb, "%s%s", f ? " " : "", d->names[a]);
     }
     if (dim->count > 1) ein_strbuf_printf(&sb, ")");
@@ -128,7 +134,7 @@ static bool axes_layout(deriver *d, const int *axes, int n, layout *l) {
   ein_strbuf sb = {0};
   for (int k = 0; k < n; k++) {
     l->shape[k] = d->p->axes[axes[k]].size;
-    l->has[axes[k]] = true;
+    l->has[axes[k]] = l->plain[axes[k]] = true;
     ein_strbuf_printf(&sb, "%s%s", k ? " " : "", d->names[axes[k]]);
   }
   return layout_finish(d, l, &sb);
@@ -183,6 +189,20 @@ static int new_step(deriver *d, ein_grad_op op, const ein_grad_value *ops,
   return d->nsteps++;
 }
 
+/* Whether an EINSUM must be told axis a's size: it is in the result but
+ * in no operand, or it is a factor of an operand's group (a split einc
+ * would have to solve, possibly with several unknowns) and no operand
+ * has it as a dim of its own. */
+static bool needs_length(const layout *const *from, int n, const layout *to,
+                         int a) {
+  bool named = false, plain = false;
+  for (int i = 0; i < n; i++) {
+    named |= from[i]->has[a];
+    plain |= from[i]->plain[a];
+  }
+  return named ? !plain : to->has[a];
+}
+
 /* EINSUM of operands (each in its layout) into layout `to`. */
 static int einsum(deriver *d, const ein_grad_value *ops,
                   const layout *const *from, int n, const layout *to,
@@ -195,12 +215,9 @@ static int einsum(deriver *d, const ein_grad_value *ops,
   ein_length *len =
       ein_arena_alloc(d->arena, (size_t)d->p->naxes + 1, sizeof *len);
   int nlen = 0;
-  for (int a = 0; len && a < d->p->naxes; a++) {
-    bool bound = false;
-    for (int i = 0; i < n; i++) bound |= from[i]->has[a];
-    if (to->has[a] && !bound)
+  for (int a = 0; len && a < d->p->naxes; a++)
+    if (needs_length(from, n, to, a))
       len[nlen++] = (ein_length){d->names[a], d->p->axes[a].size};
-  }
   char *expr = sb.failed || !len ? NULL
                                  : ein_arena_strndup(d->arena, sb.data,
                                                      sb.len);
