@@ -166,9 +166,10 @@ def test_program_holds_the_ffi_call_and_no_callback(x64):
                            "max").sum()
 
     q, k = (jnp.ones((2, 3, 4)), jnp.ones((2, 5, 4)))
-    for f in (jax.jit(loss), jax.jit(jax.grad(loss, (0, 1))),
-              jax.vmap(jax.grad(loss))):
-        jaxpr = str(jax.make_jaxpr(f)(q, k))
+    for f, args in ((jax.jit(loss), (q, k)),
+                    (jax.jit(jax.grad(loss, (0, 1))), (q, k)),
+                    (jax.vmap(jax.grad(loss)), (q[None], k[None]))):
+        jaxpr = str(jax.make_jaxpr(f)(*args))
         assert "target_name=einc_eval" in jaxpr
         assert "callback" not in jaxpr
     text = jax.jit(jax.grad(loss, (0, 1))).lower(q, k).as_text()
@@ -212,11 +213,13 @@ def test_grad_einsum_random(case, x64):
 REDUCTIONS = ("sum", "mean", "max", "min", "prod")
 
 
-@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("seed", range(6))
 def test_grad_einops_random(seed, x64):
-    """rearrange, repeat and the five reductions: grads against einops on
-    JAX arrays (JAX's own autodiff) and central differences."""
+    """rearrange, repeat and the five reductions: jit(grad) against einops
+    on JAX arrays (JAX's own autodiff); one of the seven per seed also
+    against central differences (eager, so the cheap share)."""
     r = np.random.default_rng(seed)
+    calls = []
     for make, fn, extra in ((rearrange_case, einops.rearrange, [()]),
                             (repeat_case, einops.repeat, [()]),
                             (reduce_case, einops.reduce,
@@ -224,16 +227,20 @@ def test_grad_einops_random(seed, x64):
         pattern, x, lengths = make(seed)
         x = jnp.asarray(r.uniform(0.5, 1.5, x.shape) * r.choice([-1, 1],
                                                                 x.shape))
-        for args in extra:
-            ours = getattr(einc, fn.__name__)
-            out = fn(x, pattern, *args, **lengths)
-            w = jnp.asarray(r.standard_normal(out.shape))
-            mine = lambda a: jnp.sum(ours(a, pattern, *args,  # noqa: E731
-                                          **lengths) * w)
-            theirs = lambda a: jnp.sum(fn(a, pattern, *args,  # noqa: E731
-                                          **lengths) * w)
-            what = f"{pattern} {args}"
-            close(jax.jit(jax.grad(mine))(x), jax.grad(theirs)(x), 1e-12)
+        calls += [(fn, pattern, args, lengths, x) for args in extra]
+    for i, (fn, pattern, args, lengths, x) in enumerate(calls):
+        ours = getattr(einc, fn.__name__)
+        w = jnp.asarray(r.standard_normal(fn(x, pattern, *args,
+                                             **lengths).shape))
+
+        def mine(a):
+            return jnp.sum(ours(a, pattern, *args, **lengths) * w)
+
+        def theirs(a):
+            return jnp.sum(fn(a, pattern, *args, **lengths) * w)
+
+        close(jax.jit(jax.grad(mine))(x), jax.grad(theirs)(x), 1e-12)
+        if i == seed % len(calls):
             check_grads(mine, (x,), order=1, modes=["rev"], eps=1e-6,
                         atol=1e-6, rtol=1e-6)
 
@@ -280,7 +287,7 @@ def test_complex_grad_follows_jax(x64):
 
 # --- vmap --------------------------------------------------------------------
 
-@pytest.mark.parametrize("case", einsum_cases(12, 13, nonempty=True))
+@pytest.mark.parametrize("case", einsum_cases(8, 13, nonempty=True))
 def test_vmap_einsum_random(case, x64):
     """vmap over random axes of some inputs (one einc call for the batch),
     and vmap of grad, grad of vmap."""
@@ -365,16 +372,16 @@ def test_vmap_sequential_fallback(monkeypatch):
 
 # --- the example -------------------------------------------------------------
 
-def test_train_example():
+def test_train_example(capsys):
     """examples/train_jax.py: the transformer block with einc and with
     jnp.einsum/einops trains to the same losses under jit(grad)."""
-    import subprocess
-    import sys
+    import importlib.util
 
     from conftest import ROOT
 
-    run = subprocess.run([sys.executable, str(ROOT / "examples/train_jax.py"),
-                          "--steps", "8"], capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "same losses" in run.stdout
+    spec = importlib.util.spec_from_file_location(
+        "train_jax", ROOT / "examples" / "train_jax.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    assert example.main(["--steps", "6"]) == 0
+    assert "same losses" in capsys.readouterr().out
