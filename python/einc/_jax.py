@@ -30,6 +30,7 @@ from . import _einc
 from ._api import EincError, _reduction_name, bind, numpy_dialect
 
 _TARGET = "einc_eval"
+_Tracer = jax.core.Tracer
 _registered = False
 
 _REBUILD = (
@@ -57,7 +58,10 @@ def _register() -> None:
 def route(expr, tensors, *, reduce, numpy, lengths):
     """einc's call as part of the JAX program being traced, or
     NotImplemented when no input is a tracer (the DLPack path)."""
-    if not any(isinstance(t, jax.core.Tracer) for t in tensors):
+    for t in tensors:
+        if isinstance(t, _Tracer):
+            break
+    else:
         return NotImplemented
     _register()
     dtype = jnp.result_type(*tensors)  # as jnp.einsum promotes
