@@ -137,14 +137,18 @@ step cli 60 bash -c 'cli_round_trip && first_call_phases'
 
 # ---- Python: CUDA tensors of torch, CuPy and JAX (issue 17) -------------
 # tests/python/test_cuda_frameworks.py on einc's wheel, carried because the
-# machine has no network (here: python -m build --wheel -o .device/wheels),
-# in a venv that sees the image's torch/CuPy/JAX; what is missing skips.
+# machine has no network (here: python -m build --wheel -o .device/wheels
+# -Csetup-args=-Dxla_ffi_include=DIR, DIR from jax.ffi.include_dir(), so
+# the wheel has the XLA FFI handler), in a venv that sees the image's
+# torch/CuPy/JAX; what is missing skips. test_jax_trace_cuda.py runs
+# einc under jax.jit/grad/vmap on the GPU (the FFI handler on XLA's
+# stream, issue 25).
 python_cuda() {
   python3 -m venv --system-site-packages /tmp/einc-gpu-venv &&
     /tmp/einc-gpu-venv/bin/pip install -q --no-deps --no-index \
       --force-reinstall .device/wheels/einc-*.whl &&
     /tmp/einc-gpu-venv/bin/python -m pytest -q -rs -p no:cacheprovider \
-      tests/python/test_cuda_frameworks.py
+      tests/python/test_cuda_frameworks.py tests/python/test_jax_trace_cuda.py
 }
 export -f python_cuda
 if ls .device/wheels/einc-*.whl >/dev/null 2>&1 &&

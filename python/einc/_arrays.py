@@ -125,6 +125,10 @@ def stack(tensors):
         import torch
 
         return torch.stack(list(tensors))
+    if _is_jax(first):  # tracers too: jax.jit of einc.rearrange([x, y], ...)
+        import jax.numpy as jnp
+
+        return jnp.stack(list(tensors))
     np = _numpy()
     return np.stack([np.asarray(t) for t in tensors])
 

@@ -17,6 +17,9 @@
 #include <string.h>
 
 #include "einpy.h"
+#ifdef EINPY_XLA_FFI
+#include "xla_ffi.h"
+#endif
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -215,6 +218,29 @@ static PyObject *py_backend_check(PyObject *self, PyObject *args) {
   return PyUnicode_FromString(ein_last_error(the_ctx)->message);
 }
 
+/* xla_ffi_targets() -> {platform: capsule of an XLA FFI handler} for
+ * jax.ffi.register_ffi_target ("cpu", "CUDA"); {} when the extension was
+ * built without XLA's FFI header (python/meson.build). */
+static PyObject *py_xla_ffi_targets(PyObject *self, PyObject *noargs) {
+  (void)self;
+  (void)noargs;
+  PyObject *targets = PyDict_New();
+#ifdef EINPY_XLA_FFI
+  const struct {
+    const char *platform;
+    void *handler;
+  } table[] = {{"cpu", einxla_handler_cpu()}, {"CUDA", einxla_handler_cuda()}};
+  for (size_t i = 0; targets && i < sizeof table / sizeof table[0]; i++) {
+    PyObject *capsule = PyCapsule_New(table[i].handler, NULL, NULL);
+    if (!capsule ||
+        PyDict_SetItemString(targets, table[i].platform, capsule) < 0)
+      Py_CLEAR(targets);
+    Py_XDECREF(capsule);
+  }
+#endif
+  return targets;
+}
+
 static PyMethodDef methods[] = {
     {"evaluate", py_evaluate, METH_VARARGS,
      "evaluate(expr, tensors, out, alloc, numpy, reduction, backend, "
@@ -227,6 +253,8 @@ static PyMethodDef methods[] = {
      "{'needs_output', 'conjugates', 'flops', 'bytes', 'steps': [...]}"},
     {"backend_check", py_backend_check, METH_VARARGS,
      "backend_check(name, device=0) -> None, or why it cannot run here"},
+    {"xla_ffi_targets", py_xla_ffi_targets, METH_NOARGS,
+     "xla_ffi_targets() -> {platform: PyCapsule} of einc's XLA FFI handlers"},
     {NULL, NULL, 0, NULL}};
 
 static void module_free(void *module) {
