@@ -173,12 +173,17 @@ def test_no_python_allocations_kept_over_1000_rounds():
         # 2,500 traced rounds was 15 KiB, 1.8 KiB, 0.2 KiB
         for _ in range(1000):
             every_entry_point(a, b, x, f, memo)
-        gc.collect()
-        before = tracemalloc.get_traced_memory()[0]
-        for _ in range(1000):
-            every_entry_point(a, b, x, f, memo)
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - before
+        # Two windows of 1,000 rounds: a leak grows both by 32 KiB or more,
+        # while churn left from earlier tests (JAX's imports and caches
+        # were seen to add 17-21 KiB to the first window) dies out.
+        growth = []
+        for _ in range(2):
+            gc.collect()
+            before = tracemalloc.get_traced_memory()[0]
+            for _ in range(1000):
+                every_entry_point(a, b, x, f, memo)
+            gc.collect()
+            growth.append(tracemalloc.get_traced_memory()[0] - before)
     finally:
         tracemalloc.stop()
-    assert grown < 16 * 1024, f"traced memory grew by {grown} bytes"
+    assert min(growth) < 16 * 1024, f"traced memory grew by {growth} bytes"
