@@ -140,12 +140,18 @@ def _translate(subscripts, n):
     ids = {}
     for s in [s for t in inputs for s in t] + output:
         if s != "..." and s not in ids:
-            ids[s] = f"x{len(ids)}"
+            ids[s] = len(ids)
+    if len(ids) <= len(_BASE):
+        # numpy's dialect, whose size-1 axes broadcast as opt_einsum's do
+        def term(t):
+            return "".join("..." if s == "..." else _BASE[ids[s]] for s in t)
 
-    def words(t):
-        return " ".join("..." if s == "..." else ids[s] for s in t)
+        expr = ",".join(term(t) for t in inputs) + "->" + term(output)
+    else:
+        def term(t):
+            return " ".join("..." if s == "..." else f"x{ids[s]}" for s in t)
 
-    expr = ", ".join(words(t) for t in inputs) + " -> " + words(output)
+        expr = ", ".join(term(t) for t in inputs) + " -> " + term(output)
     hit = (expr, inputs, output)
     if len(_cache) < 4096:
         _cache[subscripts] = hit
@@ -230,20 +236,49 @@ def _foreign(arrays):
     return False
 
 
+def _numpy_dialect(expr):
+    return " " not in expr
+
+
 def _run(expr, arrays, path):
+    numpy_dialect = _numpy_dialect(expr)
+    if not numpy_dialect:
+        arrays = _broadcast_ones(expr, arrays)
     try:
         if path is None:
-            return _api.evaluate(expr, arrays)
+            return _api.evaluate(expr, arrays, numpy=numpy_dialect)
         import numpy
 
         dtype = numpy.result_type(*arrays) if all(
             hasattr(a, "dtype") and isinstance(a, numpy.ndarray)
             for a in arrays) else arrays[0].dtype
         plan = Plan(expr, [_shape(a) for a in arrays], dtype=dtype,
-                    numpy=False, path=path)
+                    numpy=numpy_dialect, path=path)
         return plan(*arrays)
     except _api.EincError as e:
         raise ValueError(str(e)) from None
+
+
+def _broadcast_ones(expr, arrays):
+    """Past 52 symbols einc reads identifiers (its einops dialect), whose
+    axes do not broadcast: a size-1 axis that another operand has longer
+    is broadcast here (a numpy view, stride 0), as opt_einsum broadcasts."""
+    terms = [t.split() for t in expr.split("->")[0].split(",")]
+    if any("..." in t for t in terms):
+        return arrays
+    size = {}
+    for t, a in zip(terms, arrays):
+        for s, d in zip(t, _shape(a)):
+            size[s] = max(size.get(s, 1), d)
+    out = []
+    for t, a in zip(terms, arrays):
+        want = tuple(size[s] for s in t)
+        if want != _shape(a) and hasattr(a, "__array__"):
+            import numpy
+
+            a = numpy.broadcast_to(a, want)
+        out.append(a)
+    return out
 
 
 def _finish(result, out, dtype, order, casting):
@@ -328,8 +363,9 @@ class PathInfo:
         for n, (_, _, step, remaining, blas) in \
                 enumerate(self.contraction_list):
             rest = ",".join(remaining) + "->" + self.output_subscript
+            width = max(0, 56 - max(22, len(step)))
             lines.append(f"{self.scale_list[n]:>4} {str(blas):>14} "
-                         f"{step:>22}    {rest}")
+                         f"{step:>22}    {rest:>{width}}")
         return "\n".join(lines)
 
     __str__ = __repr__
@@ -393,8 +429,8 @@ def _planned_path(expr, shape_list, optimize):
     if explicit is None and isinstance(optimize, (list, tuple)):
         return [tuple(s) for s in optimize]
     try:
-        plan = Plan(expr, shape_list, dtype="float64", numpy=False,
-                    path=explicit)
+        plan = Plan(expr, shape_list, dtype="float64",
+                    numpy=_numpy_dialect(expr), path=explicit)
     except _api.EincError as e:
         raise ValueError(str(e)) from None
     return _ssa_to_linear(plan.ssa_path, n) if n > 1 else [(0,)]
@@ -451,7 +487,8 @@ class ContractExpression:
 
             dtype = numpy.result_type(*arrays) if all(
                 isinstance(a, numpy.ndarray) for a in arrays) else key
-            plan = Plan(self._expr, self._shapes, dtype=dtype, numpy=False)
+            plan = Plan(self._expr, self._shapes, dtype=dtype,
+                        numpy=_numpy_dialect(self._expr))
             self._plans[key] = plan
         return plan
 
@@ -474,7 +511,7 @@ class ContractExpression:
             if same:
                 result = self._plan(full)(*full)
             else:
-                result = _api.evaluate(self._expr, full)
+                result = _run(self._expr, full, None)
             return _finish(result, out, None, "K", "unsafe")
         except (ValueError, _api.EincError) as err:
             raise ValueError(
@@ -515,7 +552,8 @@ def contract_expression(subscripts, *shapes, constants=None, **kwargs):
     expr, inputs, output = _translate(subscripts, len(shape_list))
     _check_ranks(inputs, shape_list)
     try:
-        Plan(expr, shape_list, dtype="float64", numpy=False)  # sizes agree
+        Plan(expr, shape_list, dtype="float64",
+             numpy=_numpy_dialect(expr))  # sizes agree
     except _api.EincError as e:
         raise ValueError(str(e)) from None
     held = {i: _arrays([items[i]])[0] for i in constants}
