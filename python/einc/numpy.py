@@ -36,6 +36,10 @@ _ORDERS = ("K", "A", "C", "F", "k", "a", "c", "f")
 _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 _DLPACK_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 _fast = _einc.fast
+_STRATEGIES = frozenset(("greedy", "optimal"))
+_ndarray = _np.ndarray
+_BOOL = _np.dtype(bool)
+_api._fast_setup()  # arms einc's cached path for numpy arrays
 _numpy_einsum = _np.einsum  # numpy's own, for what DLPack cannot carry
 
 
@@ -43,18 +47,27 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K",
            casting="safe"):
     """numpy.einsum(subscripts, *operands, out=None, dtype=None, order='K',
     casting='safe', optimize=False), computed by einc."""
-    if (out is None and dtype is None and order == "K"
-            and optimize.__class__ is not list):
-        # plain numpy arrays of one C-contiguous layout: einc's cached path
+    if (out is None and dtype is None and order == "K" and casting == "safe"
+            and (
+            optimize is False or optimize is True or (
+                optimize.__class__ is str and optimize in _STRATEGIES))):
+        # plain numpy arrays: einc's cached path (python/src/fastpath.c),
+        # when order='K' means C order (no operand of another layout)
         try:
             result = _fast(operands, True, None, None)
         except _api.EincError:
             result = None  # the general path raises numpy's error
-        if result is not None and result.dtype.kind != "b" and (
-                result.ndim < 2 or _c_ordered(operands)):
-            if result.base is not None and len(operands) == 2:
-                return _rebased(result, operands[1])
-            return result
+        if result is not None and result.dtype is not _BOOL:
+            for x in operands:
+                # an operand of another layout than C's (F order, a step
+                # along its last axis): numpy's order='K' follows it
+                if x.__class__ is _ndarray and x.ndim > 1 and \
+                        x.strides[-1] != x.itemsize:
+                    break
+            else:
+                if result.base is not None and len(operands) == 2:
+                    return _rebased(result, operands[1])
+                return result
     return _einsum(operands, out, optimize, dtype, order, casting)
 
 
@@ -222,12 +235,16 @@ def _explicit_path(optimize, inputs, n):
     same, only the order differs."""
     if optimize is False or optimize is True or optimize is None:
         return None
+    if not isinstance(optimize, (str, list, tuple)):
+        raise TypeError(f"object of type '{type(optimize).__name__}' has "
+                        f"no len()")
     if isinstance(optimize, tuple) and len(optimize) == 2 and \
             isinstance(optimize[0], str):
         optimize = optimize[0]  # (strategy, memory limit): the planner's
     if isinstance(optimize, str):
-        if optimize not in ("greedy", "optimal"):
-            raise TypeError("Did not understand the path: " + optimize)
+        if optimize not in _STRATEGIES and n > 2:
+            # numpy looks the name up only where a path is searched for
+            raise KeyError("Path name %s not found", optimize)
         return None
     if isinstance(optimize, (list, tuple)) and optimize and \
             optimize[0] == "einsum_path":

@@ -26,8 +26,11 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from . import _api
+from . import _api, _einc
 from ._plan import Plan, _ssa_to_linear
+
+_fast = _einc.fast
+_BOOL = None  # numpy's bool dtype, once numpy is imported (_arm)
 
 __all__ = ["contract", "contract_path", "contract_expression", "PathInfo",
            "get_symbol"]
@@ -48,6 +51,15 @@ def _numpy_einsum():
 
 
 _cache = {}  # subscripts -> (einops expression, inputs, output)
+
+
+def _arm():
+    """Arms einc's cached path for numpy arrays (numpy imported)."""
+    global _BOOL
+    import numpy
+
+    _BOOL = numpy.dtype(bool)
+    _api._fast_setup()
 
 
 def get_symbol(i: int) -> str:
@@ -152,7 +164,7 @@ def _translate(subscripts, n):
             return " ".join("..." if s == "..." else f"x{ids[s]}" for s in t)
 
         expr = ", ".join(term(t) for t in inputs) + " -> " + term(output)
-    hit = (expr, inputs, output)
+    hit = (expr, inputs, output, len(ids) <= len(_BASE))
     if len(_cache) < 4096:
         _cache[subscripts] = hit
     return hit
@@ -198,10 +210,20 @@ def contract(subscripts, *operands, out=None, dtype=None, order="K",
              casting="safe", use_blas=True, optimize=True,
              memory_limit=None, backend="auto"):
     """opt_einsum.contract, computed by einc."""
+    if out is None and dtype is None and optimize.__class__ is not list:
+        hit = _cache.get(subscripts) if subscripts.__class__ is str else None
+        if hit is not None and len(hit[1]) == len(operands):
+            # plain numpy arrays: einc's cached path (python/src/fastpath.c)
+            try:
+                result = _fast((hit[0],) + operands, hit[3], None, None)
+            except _api.EincError:
+                result = None  # the general path raises opt_einsum's error
+            if result is not None and result.dtype is not _BOOL:
+                return result
     subscripts, arrays = _parse((subscripts,) + operands)
     _check_keywords(out, dtype, order, casting)
     arrays = _arrays(arrays)
-    expr, inputs, output = _translate(subscripts, len(arrays))
+    expr, inputs, output = _translate(subscripts, len(arrays))[:3]
     _check_ranks(inputs, [_shape(a) for a in arrays])
     if _foreign(arrays):
         return _numpy_itself(inputs, output, arrays, out, dtype, order,
@@ -241,6 +263,14 @@ def _numpy_dialect(expr):
 
 
 def _run(expr, arrays, path):
+    import numpy
+
+    if arrays and all(getattr(a, "dtype", None) == numpy.bool_
+                      for a in arrays) and len(arrays) > 1:
+        # numpy's bool contraction (an or of ands): einc counts in int64
+        counts = _run(expr, [numpy.asarray(a, numpy.int64) for a in arrays],
+                      path)
+        return numpy.asarray(counts) != 0
     numpy_dialect = _numpy_dialect(expr)
     if not numpy_dialect:
         arrays = _broadcast_ones(expr, arrays)
@@ -414,7 +444,7 @@ def contract_path(subscripts, *operands, use_blas=True, optimize=True,
     subscripts, arrays = _parse((subscripts,) + operands)
     shape_list = [tuple(int(d) for d in a) for a in arrays] if shapes \
         else [_shape(a) for a in _arrays(arrays)]
-    expr, inputs, output = _translate(subscripts, len(shape_list))
+    expr, inputs, output = _translate(subscripts, len(shape_list))[:3]
     _check_ranks(inputs, shape_list)
     terms, out, size_dict = _letters(inputs, output, shape_list)
     path = _planned_path(expr, shape_list, optimize)
@@ -477,7 +507,8 @@ class ContractExpression:
         self._shapes = shapes
         self._constants = constants  # {position: array}
         self.num_args = len(shapes) - len(constants)
-        self._plans = {}
+        self._plans = {}  # dtype -> Plan
+        self._runs = {}  # dtype -> its run_numpy, for the hot loop
 
     def _plan(self, arrays):
         key = getattr(arrays[0], "dtype", None) if arrays else None
@@ -490,10 +521,18 @@ class ContractExpression:
             plan = Plan(self._expr, self._shapes, dtype=dtype,
                         numpy=_numpy_dialect(self._expr))
             self._plans[key] = plan
+            if key == dtype:
+                self._runs[key] = plan._plan.run_numpy
         return plan
 
     def __call__(self, *arrays, out=None, backend="auto",
                  evaluate_constants=False):
+        if out is None and arrays and not self._constants:
+            run = self._runs.get(getattr(arrays[0], "dtype", None))
+            if run is not None and len(arrays) == self.num_args:
+                result = run(arrays)  # plain numpy, the compiled layout
+                if result is not None:
+                    return result
         if len(arrays) != self.num_args:
             raise ValueError(f"This `ContractExpression` takes exactly "
                              f"{self.num_args} array arguments but received "
@@ -549,7 +588,7 @@ def contract_expression(subscripts, *shapes, constants=None, **kwargs):
     constants = set(constants or ())
     shape_list = [_shape(x) if i in constants else
                   tuple(int(d) for d in x) for i, x in enumerate(items)]
-    expr, inputs, output = _translate(subscripts, len(shape_list))
+    expr, inputs, output = _translate(subscripts, len(shape_list))[:3]
     _check_ranks(inputs, shape_list)
     try:
         Plan(expr, shape_list, dtype="float64",
@@ -558,3 +597,6 @@ def contract_expression(subscripts, *shapes, constants=None, **kwargs):
         raise ValueError(str(e)) from None
     held = {i: _arrays([items[i]])[0] for i in constants}
     return ContractExpression(subscripts, expr, shape_list, held)
+
+
+_arm()
