@@ -456,7 +456,8 @@ def _report(inputs, output, arrays, steps, plan) -> str:
     terms, fill, sizes = _sizes(inputs, arrays)
     output = output.replace("...", fill)
     listing, scales, size_list, cost = _replay(terms, output, steps, sizes)
-    naive = _flops(set("".join(terms)), sizes, len(terms))
+    every = set("".join(terms))
+    naive = _flops(every, sizes, len(terms), bool(every - set(output)))
     lines = [
         f"  Complete contraction:  {','.join(terms)}->{output}",
         f"         Naive scaling:  {len(set(''.join(terms)))}",
@@ -466,7 +467,7 @@ def _report(inputs, output, arrays, steps, plan) -> str:
         f"   Theoretical speedup:  {naive / max(cost, 1):.3f}",
         f"  Largest intermediate:  {max(size_list, default=1):.3e} elements",
         "-" * 74,
-        f"{'scaling':<10}{'current':>14}{'remaining':>41}",
+        f"{'scaling':>6} {'current':>24} {'remaining':>40}",
         "-" * 74,
     ]
     for scale, (_, _, step, remaining, _) in zip(scales, listing):

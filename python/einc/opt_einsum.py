@@ -367,8 +367,9 @@ class PathInfo:
         self.indices = set("".join(inputs))
         self.contraction_list, self.scale_list, self.size_list, cost = \
             _replay(inputs, output, path, size_dict)
-        self.naive_cost = Decimal(_flops(self.indices, size_dict,
-                                         len(inputs)))
+        self.naive_cost = Decimal(_flops(
+            self.indices, size_dict, len(inputs),
+            bool(self.indices - set(output))))
         self.opt_cost = Decimal(cost)
         self.speedup = self.naive_cost / max(self.opt_cost, Decimal(1))
         self.shapes = [tuple(size_dict[k] for k in t) for t in inputs]
@@ -401,11 +402,13 @@ class PathInfo:
     __str__ = __repr__
 
 
-def _flops(indices, size_dict, terms):
+def _flops(indices, size_dict, terms, inner):
+    """opt_einsum's count: the size of the index space, times one
+    multiply per extra term, plus one add where indices are summed."""
     size = 1
     for k in indices:
         size *= size_dict[k]
-    return size * max(terms - 1, 1) if terms > 1 else size
+    return size * (max(terms - 1, 1) + (1 if inner else 0))
 
 
 def _replay(inputs, output, path, size_dict):
@@ -430,7 +433,7 @@ def _replay(inputs, output, path, size_dict):
         for c in result:
             size *= size_dict[c]
         sizes.append(size)
-        cost += _flops(set(seen), size_dict, len(picked))
+        cost += _flops(set(seen), size_dict, len(picked), bool(summed))
     return steps, scales, sizes, cost
 
 
