@@ -211,15 +211,18 @@ def contract(subscripts, *operands, out=None, dtype=None, order="K",
              memory_limit=None, backend="auto"):
     """opt_einsum.contract, computed by einc."""
     if out is None and dtype is None and optimize.__class__ is not list:
-        hit = _cache.get(subscripts) if subscripts.__class__ is str else None
-        if hit is not None and len(hit[1]) == len(operands):
-            # plain numpy arrays: einc's cached path (python/src/fastpath.c)
-            try:
-                result = _fast((hit[0],) + operands, hit[3], None, None)
-            except _api.EincError:
-                result = None  # the general path raises opt_einsum's error
-            if result is not None and result.dtype is not _BOOL:
-                return result
+        # subscripts seen before, plain numpy arrays: einc's cached path
+        # (python/src/fastpath.c). Anything else raises here (unhashable
+        # interleaved operands, no entry, einc's error for a wrong count
+        # of operands) and takes the general path, which raises
+        # opt_einsum's error where there is one.
+        try:
+            hit = _cache[subscripts]
+            result = _fast((hit[0],) + operands, hit[3], None, None)
+        except (KeyError, TypeError, _api.EincError):
+            result = None
+        if result is not None and result.dtype is not _BOOL:
+            return result
     subscripts, arrays = _parse((subscripts,) + operands)
     _check_keywords(out, dtype, order, casting)
     arrays = _arrays(arrays)
@@ -511,7 +514,7 @@ class ContractExpression:
         self._constants = constants  # {position: array}
         self.num_args = len(shapes) - len(constants)
         self._plans = {}  # dtype -> Plan
-        self._runs = {}  # dtype -> its run_numpy, for the hot loop
+        self._hot = None  # the last plan's run_numpy, for a hot loop
 
     def _plan(self, arrays):
         key = getattr(arrays[0], "dtype", None) if arrays else None
@@ -524,18 +527,22 @@ class ContractExpression:
             plan = Plan(self._expr, self._shapes, dtype=dtype,
                         numpy=_numpy_dialect(self._expr))
             self._plans[key] = plan
-            if key == dtype:
-                self._runs[key] = plan._plan.run_numpy
+            if key == dtype and not self._constants:
+                self._hot = plan._plan.run_numpy
         return plan
 
     def __call__(self, *arrays, out=None, backend="auto",
                  evaluate_constants=False):
-        if out is None and arrays and not self._constants:
-            run = self._runs.get(getattr(arrays[0], "dtype", None))
-            if run is not None and len(arrays) == self.num_args:
-                result = run(arrays)  # plain numpy, the compiled layout
-                if result is not None:
-                    return result
+        hot = self._hot
+        if hot is not None and out is None:
+            # the last compiled plan's run_numpy: None unless the arrays
+            # are plain numpy arrays of its count, dtype and layout
+            result = hot(arrays)
+            if result is not None:
+                return result
+        return self._call(arrays, out)
+
+    def _call(self, arrays, out):
         if len(arrays) != self.num_args:
             raise ValueError(f"This `ContractExpression` takes exactly "
                              f"{self.num_args} array arguments but received "
