@@ -584,12 +584,9 @@ def contract_expression(subscripts, *shapes, constants=None, **kwargs):
     if kwargs.get("optimize", True) is False:
         raise ValueError("Can only generate an expression if the "
                          "contraction path is optimized (optimize=True).")
-    for key in ("out", "backend", "order", "casting", "dtype"):
-        if kwargs.get(key) is not None and key in ("out", "backend"):
-            if key == "out":
-                raise ValueError("'out' should only be specified when "
-                                 "calling a `ContractExpression`, not when "
-                                 "building it.")
+    if kwargs.get("out") is not None:
+        raise ValueError("'out' should only be specified when calling a "
+                         "`ContractExpression`, not when building it.")
     unknown = set(kwargs) - set(_CONTRACT_KEYS)
     if unknown:
         raise TypeError(f"contract_expression() got an unexpected keyword "

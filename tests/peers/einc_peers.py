@@ -221,8 +221,9 @@ def pytest_collection_modifyitems(config, items):
     entries = _deselected()
     keep, drop = [], []
     for item in items:
-        base = item.nodeid.split("[", 1)[0]
-        full = item.nodeid
+        # file::Class::test[params], whatever the rootdir makes of the path
+        full = item.path.name + "::" + item.nodeid.split("::", 1)[1]
+        base = full.split("[", 1)[0]
         hit = any(base.endswith(e) or full.endswith(e) for e in entries)
         (drop if hit else keep).append(item)
     if drop:
