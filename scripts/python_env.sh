@@ -21,7 +21,9 @@ test_deps=${2:-}
 pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 "${pip[@]}" numpy
 if [ "$test_deps" = --test ]; then
-  "${pip[@]}" pytest einops opt_einsum ml_dtypes jax
+  # numpy and opt_einsum pinned: tests/peers runs their own test files at
+  # these versions (tests/peers/run_peer_suites.py, deselected.txt)
+  "${pip[@]}" numpy==2.4.6 pytest einops opt_einsum==3.4.0 ml_dtypes jax
   if [ "${EINC_TORCH:-1}" != 0 ] && ! "${pip[@]}" torch; then
     echo "python_env.sh: torch did not install; its tests will skip" >&2
   fi

@@ -148,7 +148,7 @@ fi
 
 # The Python package: pip install . into a venv, then its pytest suite
 # (its report plans are compared with build-ci's einc CLI).
-rm -f build-ci/pytest.xml
+rm -f build-ci/pytest.xml build-ci/peers.log
 echo "== Python package: pip install . and pytest tests/python"
 if bash scripts/python_env.sh build-ci/venv --test >build-ci/python-env.log 2>&1; then
   EINC_CLI=$root/build-ci/einc build-ci/venv/bin/python -m pytest -q \
@@ -156,6 +156,12 @@ if bash scripts/python_env.sh build-ci/venv --test >build-ci/python-env.log 2>&1
     >build-ci/pytest.log 2>&1
   tail -n 1 build-ci/pytest.log
   grep -E '^(FAILED|ERROR) ' build-ci/pytest.log || true
+  # numpy's and opt_einsum's own tests on einc.numpy / einc.opt_einsum,
+  # every call also run by the peer and compared (issue 27)
+  echo "== peers' own test suites on einc's drop-ins"
+  build-ci/venv/bin/python tests/peers/run_peer_suites.py \
+    >build-ci/peers.log 2>&1
+  grep -E '^(  (numpy|opt_einsum): |  FAILED|  mismatch)' build-ci/peers.log || true
 else
   echo "the Python package did not install:"; tail -n 30 build-ci/python-env.log
 fi
@@ -188,7 +194,7 @@ for d in ('build-ci', 'build-asan', 'build-tsan'):
             passed += 1
         else:
             failed += 1
-for extra in ('valgrind.log', 'mutation.log'):
+for extra in ('valgrind.log', 'mutation.log', 'peers.log'):
     path = os.path.join(root, 'build-ci', extra)
     if os.path.exists(path):
         m = pat.findall(open(path).read())

@@ -43,7 +43,8 @@ class Plan:
     """
 
     def __init__(self, expr, shapes, *, dtype="float32", reduce=None,
-                 backend="auto", numpy=None, device=None, **axis_sizes):
+                 backend="auto", numpy=None, device=None, path=None,
+                 **axis_sizes):
         shapes = tuple(_shape_of(s) for s in shapes)
         if numpy is None:
             numpy = numpy_dialect(expr, [len(s) for s in shapes])
@@ -57,7 +58,7 @@ class Plan:
         self._code = dtype_code(dtype)
         self._plan = _einc.Plan(expr, shapes, self._code[0], self._code[1],
                                 bool(numpy), _reduction_name(reduce),
-                                str(backend), _lengths(axis_sizes))
+                                str(backend), _lengths(axis_sizes), path)
         stats = self._plan.stats()
         self.flops = stats["flops"]
         self.naive_flops = stats["naive_flops"]

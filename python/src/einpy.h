@@ -166,6 +166,7 @@ typedef struct einpy_options {
   ein_length *lengths;
   char **names;
   int nlengths;
+  char *path; /* owned copy of opt.path (einpy_options_set_path), or NULL */
 } einpy_options;
 
 /* Fills *o from Python values: numpy (truthy: the numpy dialect),
@@ -175,6 +176,10 @@ int einpy_options_parse(PyObject *numpy, const char *reduction,
                         const char *backend, PyObject *lengths,
                         einpy_options *o);
 void einpy_options_free(einpy_options *o);
+
+/* Sets o->opt.path to a copy of `path` (opt_einsum's linear form, see
+ * ein.h); NULL or "" leaves the search to the planner. */
+int einpy_options_set_path(einpy_options *o, const char *path);
 
 /* The length of `tuple`; -1 with a TypeError `not_tuple` where it is no
  * tuple, or an EincError from `too_long` (a format of the length, %zd, and

@@ -106,7 +106,21 @@ int einpy_options_parse(PyObject *numpy, const char *reduction,
   return 0;
 }
 
+int einpy_options_set_path(einpy_options *o, const char *path) {
+  if (!path || !*path) return 0;
+  size_t len = strlen(path);
+  o->path = PyMem_Malloc(len + 1);
+  if (!o->path) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  memcpy(o->path, path, len + 1);
+  o->opt.path = o->path;
+  return 0;
+}
+
 void einpy_options_free(einpy_options *o) {
+  PyMem_Free(o->path);
   for (int i = 0; o->names && i < o->nlengths; i++) PyMem_Free(o->names[i]);
   PyMem_Free(o->names);
   PyMem_Free(o->lengths);

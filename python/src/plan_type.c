@@ -49,10 +49,10 @@ static int copy_expr(plan_object *p, const char *expr) {
 }
 
 /* Plan(expr, shapes, dtype_code, dtype_bits, numpy, reduction, backend,
- *      lengths) */
+ *      lengths[, path]): path in opt_einsum's linear form, or None to search */
 static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
   plan_object *p = (plan_object *)self;
-  const char *expr, *reduction, *backend;
+  const char *expr, *reduction, *backend, *path = NULL;
   PyObject *shapes, *numpy, *lengths;
   int code, bits;
   if (p->plan) {
@@ -60,8 +60,8 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     return -1;
   }
   if ((kwargs && PyObject_IsTrue(kwargs)) ||
-      !PyArg_ParseTuple(args, "sOiiOssO:Plan", &expr, &shapes, &code, &bits,
-                        &numpy, &reduction, &backend, &lengths)) {
+      !PyArg_ParseTuple(args, "sOiiOssO|z:Plan", &expr, &shapes, &code, &bits,
+                        &numpy, &reduction, &backend, &lengths, &path)) {
     if (!PyErr_Occurred())
       PyErr_SetString(PyExc_TypeError, "Plan takes no keyword arguments");
     return -1;
@@ -69,7 +69,8 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
   p->dtype = (DLDataType){(uint8_t)code, (uint8_t)bits, 1};
   if (einpy_shapes_parse(shapes, p->shapes, p->ndims, &p->ninputs) < 0 ||
       copy_expr(p, expr) < 0 ||
-      einpy_options_parse(numpy, reduction, backend, lengths, &p->options) < 0)
+      einpy_options_parse(numpy, reduction, backend, lengths, &p->options) < 0 ||
+      einpy_options_set_path(&p->options, path) < 0)
     return -1;
   DLTensor ts[EIN_MAX_OPERANDS];
   const DLTensor *ins[EIN_MAX_OPERANDS];

@@ -1,0 +1,476 @@
+"""einc.numpy: numpy.einsum and numpy.einsum_path with numpy's signature,
+call forms, keywords, errors and results, computed by einc's C library.
+
+    >>> import einc.numpy as enp
+    >>> enp.einsum('ij,jk->ik', a, b)                # as numpy.einsum
+    >>> enp.einsum(a, [0, 1], b, [1, 2], [0, 2])     # the sublist form
+
+What numpy does and einc keeps: the sublist (interleaved) form (ints 0-51
+name A-Z then a-z, Ellipsis names '...'); out= of any dtype the casting
+rule allows, written after the computation into a temporary where out
+overlaps an input; dtype= (inputs cast under casting=); order= ('K'
+follows the inputs' strides); optimize= False, True, 'greedy', 'optimal'
+(einc's planner in each case: its search is exact for few operands) or an
+explicit ['einsum_path', (i, j), ...] (pairs go to the planner as its
+path; numpy's single-operand and many-operand steps are checked as numpy
+checks them, then the planner chooses the pairs); bool einsum as numpy's,
+an or of ands (computed as an int64 count, then != 0); numpy's exception
+types (ValueError for subscripts and shapes, TypeError for types).
+
+What einc cannot compute is handed to numpy itself: object, longdouble and
+clongdouble arrays (DLPack has no type code for Python objects nor for x87
+extended precision), and numpy's other non-numeric dtypes.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from . import _api, _einc
+from ._plan import Plan
+
+__all__ = ["einsum", "einsum_path"]
+
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_ORDERS = ("K", "A", "C", "F", "k", "a", "c", "f")
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+_DLPACK_KINDS = "biufc"  # bool, signed, unsigned, float, complex
+_fast = _einc.fast
+_STRATEGIES = frozenset(("greedy", "optimal"))
+_ndarray = _np.ndarray
+_BOOL = _np.dtype(bool)
+_api._fast_setup()  # arms einc's cached path for numpy arrays
+_numpy_einsum = _np.einsum  # numpy's own, for what DLPack cannot carry
+
+
+def einsum(*operands, out=None, optimize=False, dtype=None, order="K",
+           casting="safe"):
+    """numpy.einsum(subscripts, *operands, out=None, dtype=None, order='K',
+    casting='safe', optimize=False), computed by einc."""
+    if (out is None and dtype is None and order == "K" and casting == "safe"
+            and (
+            optimize is False or optimize is True or (
+                optimize.__class__ is str and optimize in _STRATEGIES))):
+        # plain numpy arrays: einc's cached path (python/src/fastpath.c),
+        # when order='K' means C order (no operand of another layout)
+        try:
+            result = _fast(operands, True, None, None)
+        except _api.EincError:
+            result = None  # the general path raises numpy's error
+        if result is not None and result.dtype is not _BOOL:
+            for x in operands:
+                # an operand of another layout than C's (F order, a step
+                # along its last axis): numpy's order='K' follows it
+                if x.__class__ is _ndarray and x.ndim > 1 and \
+                        x.strides[-1] != x.itemsize:
+                    break
+            else:
+                if result.base is not None and len(operands) == 2:
+                    return _rebased(result, operands[1])
+                return result
+    return _einsum(operands, out, optimize, dtype, order, casting)
+
+
+def _c_ordered(operands):
+    """Whether no operand asks order='K' for another layout than C's."""
+    for x in operands:
+        if x.__class__ is _np.ndarray and x.ndim > 1 and \
+                not x.flags.c_contiguous:
+            return False
+    return True
+
+
+def _einsum(operands, out, optimize, dtype, order, casting):
+    subscripts, arrays = _parse_call(operands)
+    _check_keywords(out, dtype, order, casting)
+    if not all(a.dtype.kind in _DLPACK_KINDS and a.dtype.itemsize <= 16
+               and a.dtype.char not in "gG" for a in arrays):
+        return _numpy_itself(subscripts, arrays, out, optimize, dtype, order,
+                             casting)
+    inputs, output = _split(subscripts, arrays)
+    path = _explicit_path(optimize, inputs, len(arrays))
+    compute = _compute_dtype(arrays, dtype, casting)
+    arrays = [a if a.dtype == compute else a.astype(compute)
+              for a in arrays]
+    expr = ",".join(inputs) + "->" + output
+    if compute.kind == "b":
+        result = _bool_einsum(expr, arrays, path)
+    else:
+        result = _evaluate(expr, arrays, path)
+    return _deliver(result, arrays, out, order,
+                    casting if optimize is False else "unsafe", expr)
+
+
+# ------------------------------------------------------------ the call form
+
+def _parse_call(operands):
+    """(subscripts, arrays) from either form."""
+    if not operands:
+        raise ValueError("No input operands")
+    if isinstance(operands[0], str):
+        subscripts = operands[0].replace(" ", "")
+        arrays = [_np.asanyarray(x) for x in operands[1:]]
+        return subscripts, arrays
+    return _from_sublists(operands)
+
+
+def _sublist_term(sub) -> str:
+    """[0, 1, Ellipsis] -> 'AB...'."""
+    try:
+        items = list(sub)
+    except TypeError:
+        raise TypeError("each operand must be followed by a list of "
+                        "subscripts (ints or Ellipsis)") from None
+    term = []
+    for s in items:
+        if s is Ellipsis:
+            term.append("...")
+            continue
+        if isinstance(s, bool) or not hasattr(s, "__index__"):
+            raise TypeError("For this input type lists must contain either "
+                            "int or Ellipsis")
+        s = s.__index__()
+        if not 0 <= s < 52:
+            raise ValueError(f"subscript is not within the valid range "
+                             f"[0, 52): {s}")
+        term.append(_LETTERS[s])
+    return "".join(term)
+
+
+def _from_sublists(operands):
+    """numpy's interleaved form: op, sublist, op, sublist, ..., [output]."""
+    pairs = len(operands) // 2
+    arrays = [_np.asanyarray(operands[2 * i]) for i in range(pairs)]
+    terms = [_sublist_term(operands[2 * i + 1]) for i in range(pairs)]
+    subscripts = ",".join(terms)
+    if len(operands) % 2:
+        subscripts += "->" + _sublist_term(operands[-1])
+    return subscripts, arrays
+
+
+def _check_keywords(out, dtype, order, casting):
+    if out is not None and not isinstance(out, _np.ndarray):
+        raise TypeError("'out' must be an array")
+    if order not in _ORDERS:
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' "
+                         f"(got {order!r})")
+    if casting not in _CASTINGS:
+        raise ValueError(f"casting must be one of 'no', 'equiv', 'safe', "
+                         f"'same_kind', or 'unsafe' (got {casting!r})")
+    if dtype is not None:
+        _np.dtype(dtype)  # TypeError for a name numpy does not know
+
+
+# -------------------------------------------------------------- subscripts
+
+def _check_term(term, where):
+    body = term.replace("...", "", 1)
+    if "." in body:
+        raise ValueError(f"invalid subscript '.' in einstein sum {where} "
+                         f"string, subscripts must be letters")
+    bad = [c for c in body if c not in _LETTERS]
+    if bad:
+        raise ValueError(f"invalid subscript '{bad[0]}' in einstein sum "
+                         f"{where} string, subscripts must be letters")
+    return body
+
+
+def _split(subscripts, arrays):
+    """(input terms, output term) checked as numpy checks them; the
+    implicit output is made explicit (sorted letters seen once, ellipsis
+    first), so einc reads the same expression numpy does."""
+    lhs, arrow, rhs = subscripts.partition("->")
+    if "-" in lhs or ">" in lhs or (arrow and ("-" in rhs or ">" in rhs)):
+        raise ValueError("einstein sum subscripts string includes output "
+                         "subscripts in the wrong place")
+    inputs = lhs.split(",")
+    if len(inputs) != len(arrays):
+        raise ValueError(f"more operands provided to einstein sum function "
+                         f"than specified in the subscripts string"
+                         if len(arrays) > len(inputs) else
+                         "fewer operands provided to einstein sum function "
+                         "than specified in the subscripts string")
+    for term, a in zip(inputs, arrays):
+        _check_rank(_check_term(term, "subscripts"), term, a)
+    if arrow:
+        body = _check_term(rhs, "output")
+        seen = set("".join(inputs))
+        for c in body:
+            if body.count(c) > 1:
+                raise ValueError(f"einstein sum subscripts string includes "
+                                 f"output subscript '{c}' multiple times")
+            if c not in seen:
+                raise ValueError(f"einstein sum subscripts string included "
+                                 f"output subscript '{c}' which never "
+                                 f"appeared in an input")
+        return inputs, rhs
+    return inputs, _implicit_output(inputs)
+
+
+def _check_rank(body, term, a):
+    if len(body) > a.ndim or ("..." not in term and len(body) != a.ndim):
+        raise ValueError(f"operand has more dimensions than subscripts "
+                         f"given in einstein sum, but no '...' ellipsis "
+                         f"provided to broadcast the extra dimensions."
+                         if len(body) < a.ndim else
+                         f"einstein sum subscripts string contains too many "
+                         f"subscripts for operand of {a.ndim} dimensions")
+
+
+def _implicit_output(inputs) -> str:
+    letters = "".join(t.replace("...", "") for t in inputs)
+    once = sorted((c for c in set(letters) if letters.count(c) == 1),
+                  key=_LETTERS.index)
+    ellipsis = "..." if any("..." in t for t in inputs) else ""
+    return ellipsis + "".join(once)
+
+
+# -------------------------------------------------------------- optimize=
+
+def _explicit_path(optimize, inputs, n):
+    """optimize= as einc's path text, or None for the planner's search.
+    numpy's path lists position tuples; einc takes pairs. A path with other
+    steps (a single operand's trace, three at once) is checked as numpy
+    checks it and the planner then picks the pairs: the result is the
+    same, only the order differs."""
+    if optimize is False or optimize is True or optimize is None:
+        return None
+    if not isinstance(optimize, (str, list, tuple)):
+        raise TypeError(f"object of type '{type(optimize).__name__}' has "
+                        f"no len()")
+    if isinstance(optimize, tuple) and len(optimize) == 2 and \
+            isinstance(optimize[0], str):
+        optimize = optimize[0]  # (strategy, memory limit): the planner's
+    if isinstance(optimize, str):
+        if optimize not in _STRATEGIES and n > 2:
+            # numpy looks the name up only where a path is searched for
+            raise KeyError("Path name %s not found", optimize)
+        return None
+    if isinstance(optimize, (list, tuple)) and optimize and \
+            optimize[0] == "einsum_path":
+        steps = [tuple(int(i) for i in s) for s in optimize[1:]]
+        _replay(steps, n)
+        if n > 1 and all(len(s) == 2 for s in steps):
+            return "[" + ", ".join(f"({i}, {j})" for i, j in steps) + "]"
+        return None
+    raise TypeError(f"Did not understand the path: {optimize!r}")
+
+
+def _replay(steps, n):
+    """numpy's RuntimeError for a path that does not contract everything
+    into one operand."""
+    alive = n
+    for s in steps:
+        if len(set(s)) != len(s) or any(not 0 <= i < alive for i in s):
+            raise RuntimeError(f"Invalid einsum_path step {s} for "
+                               f"{alive} operands")
+        alive -= len(s) - 1
+    if alive != 1:
+        raise RuntimeError(f"Invalid einsum_path is specified: {alive} "
+                           f"more operands has to be contracted.")
+
+
+# -------------------------------------------------------------- computing
+
+def _compute_dtype(arrays, dtype, casting):
+    """The dtype einc computes in: dtype= (each input cast to it under
+    casting=, as numpy checks), else numpy's promotion of the inputs."""
+    if dtype is None:
+        if not arrays:
+            raise ValueError("No input operands")
+        return _np.result_type(*arrays)
+    target = _np.dtype(dtype)
+    for a in arrays:
+        if not _np.can_cast(a.dtype, target, casting):
+            raise TypeError(f"Cannot cast array data from {a.dtype!r} to "
+                            f"{target!r} according to the rule {casting!r}")
+    if not target.isnative:
+        target = target.newbyteorder("=")
+    return target
+
+
+def _evaluate(expr, arrays, path, out=None):
+    try:
+        if path is None and out is None:
+            # the cached path: numpy's views of one operand ('ij->ji')
+            result = _fast((expr, *arrays), True, None, None)
+            if result is not None:
+                return result
+        if path is None:
+            return _api.evaluate(expr, arrays, numpy=True, out=out)
+        plan = Plan(expr, [a.shape for a in arrays], dtype=arrays[0].dtype,
+                    numpy=True, path=path)
+        return plan(*arrays, out=out)
+    except _api.EincError as e:
+        raise ValueError(str(e)) from None
+
+
+def _bool_einsum(expr, arrays, path):
+    """numpy's bool einsum is an or of ands: einc counts the true products
+    in int64 (no count of real shapes overflows it) and tests them."""
+    counts = _evaluate(expr, [a.astype(_np.int64) for a in arrays], path)
+    return _np.asarray(counts) != 0
+
+
+def _deliver(result, arrays, out, order, casting, expr):
+    """The result in the order asked for, or written into out."""
+    if out is None:
+        if result.base is not None and len(arrays) == 1:
+            return _rebased(result, arrays[0])
+        return _ordered(_np.asarray(result), arrays, order.upper(), expr)
+    if not _np.can_cast(result.dtype, out.dtype, casting):
+        raise TypeError(f"Cannot cast array data from {result.dtype!r} to "
+                        f"{out.dtype!r} according to the rule {casting!r}")
+    if out.shape != result.shape:
+        raise ValueError(f"output operand of shape {out.shape} does not "
+                         f"match the result's shape {result.shape} in "
+                         f"einstein sum '{expr}'")
+    _np.copyto(out, result, casting="unsafe")
+    return out
+
+
+def _rebased(result, a):
+    """A view einc made of a (its .base a DLPack capsule, or a itself) made
+    again as numpy's own view of a, whose .base is a's owner."""
+    if not isinstance(a, _np.ndarray):
+        return result
+    owner = a if a.base is None else a.base
+    if result.base is owner or not isinstance(owner, _np.ndarray):
+        return result
+    try:
+        view = _np.ndarray(result.shape, result.dtype, buffer=owner,
+                           offset=result.ctypes.data - owner.ctypes.data,
+                           strides=result.strides)
+    except (TypeError, ValueError):
+        return result
+    if not a.flags.writeable:
+        view.flags.writeable = False
+    return view
+
+
+def _ordered(result, arrays, order, expr):
+    if order == "C" or result.ndim < 2:
+        return result
+    if order == "F" or (order == "A" and arrays and all(
+            a.flags.f_contiguous and not a.flags.c_contiguous
+            for a in arrays)):
+        return _np.asfortranarray(result)
+    if order == "K" and any(not a.flags.c_contiguous for a in arrays) \
+            and not any(_np.may_share_memory(result, a) for a in arrays):
+        return _like_inputs(result, arrays, expr)
+    return result
+
+
+def _axis_strides(expr, arrays, ndim):
+    """For each output axis, its stride in the first input that has it."""
+    lhs, _, rhs = expr.partition("->")
+    found = {}
+    for term, a in zip(lhs.split(","), arrays):
+        head, dots, tail = term.partition("...")
+        nell = a.ndim - len(head) - len(tail)
+        names = list(head) + [f"...{nell - k}" for k in range(nell)] + \
+            list(tail)
+        for name, st in zip(names, a.strides):
+            found.setdefault(name, abs(st))
+    head, dots, tail = rhs.partition("...")
+    nell = ndim - len(head) - len(tail)
+    names = list(head) + [f"...{nell - k}" for k in range(nell)] + list(tail)
+    return [found.get(n, 0) for n in names]
+
+
+def _like_inputs(result, arrays, expr):
+    """order='K': the result's axes laid out in memory as the inputs lay
+    out theirs (numpy's iterator orders the output by their strides)."""
+    keys = _axis_strides(expr, arrays, result.ndim)
+    perm = sorted(range(result.ndim), key=lambda d: -keys[d])
+    copy = _np.empty(tuple(result.shape[p] for p in perm), result.dtype)
+    view = copy.transpose(_np.argsort(perm))
+    view[...] = result
+    return view
+
+
+def _numpy_itself(subscripts, arrays, out, optimize, dtype, order, casting):
+    """Arrays DLPack cannot carry (object, long double, strings): numpy
+    computes them, with numpy's own errors."""
+    return _numpy_einsum(subscripts, *arrays, out=out, optimize=optimize,
+                      dtype=dtype, order=order, casting=casting)
+
+
+# ------------------------------------------------------------ einsum_path
+
+def einsum_path(*operands, optimize="greedy", einsum_call=False):
+    """numpy.einsum_path: (['einsum_path', (i, j), ...], report), the path
+    einc's planner takes (optimize=False: numpy's one step of all
+    operands; an explicit path: that path) and a report in numpy's
+    layout."""
+    subscripts, arrays = _parse_call(operands)
+    inputs, output = _split(subscripts, arrays)
+    explicit = _explicit_path(optimize, inputs, len(arrays))
+    expr = ",".join(inputs) + "->" + output
+    plan = _plan(expr, arrays, explicit)  # checks shapes in every case
+    if optimize is False:
+        steps = [tuple(range(len(arrays)))]
+    elif isinstance(optimize, (list, tuple)) and optimize and \
+            optimize[0] == "einsum_path":
+        steps = [tuple(s) for s in optimize[1:]]
+    else:
+        steps = [tuple(p) for p in plan.path]
+    return ["einsum_path"] + steps, _report(inputs, output, arrays, steps,
+                                            plan)
+
+
+def _plan(expr, arrays, path):
+    dtype = _np.result_type(*arrays) if arrays else _np.float64
+    if dtype.kind not in _DLPACK_KINDS or dtype.char in "gG":
+        dtype = _np.float64  # the path depends on shapes only
+    try:
+        return Plan(expr, [a.shape for a in arrays], dtype=dtype,
+                    numpy=True, path=path)
+    except _api.EincError as e:
+        raise ValueError(str(e)) from None
+
+
+def _sizes(inputs, arrays):
+    """Each letter's size, and the ellipsis written out as letters unused
+    elsewhere (numpy's report shows them so)."""
+    used = set("".join(inputs))
+    spare = [c for c in _LETTERS[::-1] if c not in used]
+    longest = max((a.ndim - len(t) + 3 for t, a in zip(inputs, arrays)
+                   if "..." in t), default=0)
+    fill = "".join(spare[:longest][::-1])
+    sizes, terms = {}, []
+    for t, a in zip(inputs, arrays):
+        k = a.ndim - len(t) + 3 if "..." in t else 0
+        t = t.replace("...", fill[len(fill) - k:] if k else "")
+        for c, n in zip(t, a.shape):
+            if n != 1 or c not in sizes:
+                sizes[c] = n
+        terms.append(t)
+    return terms, fill, sizes
+
+
+def _report(inputs, output, arrays, steps, plan) -> str:
+    """numpy's report: the counts, then one line per contraction."""
+    from .opt_einsum import _flops, _replay
+
+    terms, fill, sizes = _sizes(inputs, arrays)
+    output = output.replace("...", fill)
+    listing, scales, size_list, cost = _replay(terms, output, steps, sizes)
+    every = set("".join(terms))
+    naive = _flops(every, sizes, len(terms), bool(every - set(output)))
+    lines = [
+        f"  Complete contraction:  {','.join(terms)}->{output}",
+        f"         Naive scaling:  {len(set(''.join(terms)))}",
+        f"     Optimized scaling:  {max(scales, default=0)}",
+        f"      Naive FLOP count:  {naive:.3e}",
+        f"  Optimized FLOP count:  {cost:.3e}",
+        f"   Theoretical speedup:  {naive / max(cost, 1):.3f}",
+        f"  Largest intermediate:  {max(size_list, default=1):.3e} elements",
+        "-" * 74,
+        f"{'scaling':>6} {'current':>24} {'remaining':>40}",
+        "-" * 74,
+    ]
+    for scale, (_, _, step, remaining, _) in zip(scales, listing):
+        rest = ",".join(remaining) + "->" + output
+        lines.append(f"{scale:>4}    {step:>24} {rest:>40}")
+    return "\n".join(lines)

@@ -1,0 +1,609 @@
+"""einc.opt_einsum: opt_einsum's contract, contract_path and
+contract_expression, computed by einc's C library.
+
+    >>> from einc.opt_einsum import contract, contract_expression
+    >>> contract('ab,bc->ac', a, b)
+    >>> expr = contract_expression('ab,bc->ac', (2, 3), b, constants=[1])
+    >>> expr(a)                 # one compiled einc plan per dtype, reused
+
+Subscripts are any characters, as opt_einsum's (it names axes past the 52
+letters with get_symbol's Unicode range): each is mapped onto an
+identifier (x0, x1, ...) and the expression handed to einc's einops
+dialect, whose axis names are identifiers. The interleaved form takes any
+hashable, comparable labels. optimize= is a path option ('greedy',
+'optimal', 'auto', ...: einc's planner), False (operands contracted in one
+step order chosen by the planner; the value is the same), or an explicit
+linear path [(0, 1), ...], which einc's planner takes as ein_options.path.
+backend= and use_blas= are accepted as opt_einsum's; einc computes on
+whatever library the arrays come from. memory_limit= is accepted (it only
+moves the path; einc plans without a limit here).
+
+Arrays DLPack cannot carry (object, long double) are handed to
+numpy.einsum on the same subscripts written in letters, where 52 suffice.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from . import _api, _einc
+from ._plan import Plan, _ssa_to_linear
+
+_fast = _einc.fast
+_BOOL = None  # numpy's bool dtype, once numpy is imported (_arm)
+
+__all__ = ["contract", "contract_path", "contract_expression", "PathInfo",
+           "get_symbol"]
+
+_BASE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_CONTRACT_KEYS = ("out", "dtype", "order", "casting", "use_blas",
+                  "optimize", "memory_limit", "backend")
+_NUMPY_EINSUM = []
+
+
+def _numpy_einsum():
+    """numpy's own einsum, as it was when first needed here."""
+    if not _NUMPY_EINSUM:
+        import numpy
+
+        _NUMPY_EINSUM.append(numpy.einsum)
+    return _NUMPY_EINSUM[0]
+
+
+_cache = {}  # subscripts -> (einops expression, inputs, output)
+
+
+def _arm():
+    """Arms einc's cached path for numpy arrays (numpy imported)."""
+    global _BOOL
+    import numpy
+
+    _BOOL = numpy.dtype(bool)
+    _api._fast_setup()
+
+
+def get_symbol(i: int) -> str:
+    """The i-th subscript opt_einsum uses: the 52 letters, then Unicode
+    from chr(192) on, past the surrogates."""
+    if i < 52:
+        return _BASE[i]
+    return chr(i + 2048) if i >= 55296 else chr(i + 140)
+
+
+# ------------------------------------------------------------ the call form
+
+def _interleaved(operands):
+    """(subscripts, arrays) from op, labels, op, labels, ..., [output]."""
+    ops = list(operands)
+    arrays, labels = ops[0:len(ops) // 2 * 2:2], ops[1:len(ops) // 2 * 2:2]
+    output = ops[-1] if len(ops) % 2 else None
+    try:
+        symbols = set()
+        for sub in labels:
+            symbols.update(s for s in sub if s is not Ellipsis)
+        names = {s: get_symbol(i) for i, s in enumerate(sorted(symbols))}
+    except TypeError:
+        raise TypeError("For this input type lists must contain either "
+                        "Ellipsis or hashable and comparable object (e.g. "
+                        "int, str).") from None
+
+    def term(sub):
+        return "".join("..." if s is Ellipsis else names[s] for s in sub)
+
+    subscripts = ",".join(term(s) for s in labels)
+    if output is not None:
+        subscripts += "->" + term(output)
+    return subscripts, arrays
+
+
+def _parse(operands):
+    """(subscripts, arrays) for either form."""
+    if not operands:
+        raise ValueError("No input operands")
+    if isinstance(operands[0], str):
+        return operands[0].replace(" ", ""), list(operands[1:])
+    return _interleaved(operands)
+
+
+def _terms(subscripts):
+    """(input terms, output term) as lists of symbols and '...', the
+    output made explicit as opt_einsum makes it."""
+    if "-" in subscripts or ">" in subscripts:
+        if subscripts.count("->") != 1 or subscripts.count("-") > 1 or \
+                subscripts.count(">") > 1:
+            raise ValueError("Subscripts can only contain one '->'.")
+    lhs, arrow, rhs = subscripts.partition("->")
+    inputs = [_symbols(t) for t in lhs.split(",")]
+    if arrow:
+        output = _symbols(rhs)
+        flat = [s for t in inputs for s in t]
+        for s in output:
+            if output.count(s) != 1:
+                raise ValueError(f"Output character '{s}' appeared more "
+                                 f"than once in the output.")
+            if s not in flat:
+                raise ValueError(f"Output character '{s}' did not appear "
+                                 f"in the input")
+        return inputs, output
+    flat = [s for t in inputs for s in t if s != "..."]
+    once = sorted(s for s in set(flat) if flat.count(s) == 1)
+    dots = ["..."] if any("..." in t for t in inputs) else []
+    return inputs, dots + once
+
+
+def _symbols(term):
+    """'ab...c' -> ['a', 'b', '...', 'c'], with opt_einsum's ellipsis
+    checks."""
+    if "." in term and (term.count(".") != 3 or term.count("...") != 1):
+        raise ValueError("Invalid Ellipses.")
+    head, dots, tail = term.partition("...")
+    return list(head) + (["..."] if dots else []) + list(tail)
+
+
+def _translate(subscripts, n):
+    """(einc expression in identifiers, inputs, output), cached."""
+    hit = _cache.get(subscripts)
+    if hit is not None and len(hit[1]) == n:
+        return hit
+    inputs, output = _terms(subscripts)
+    if len(inputs) != n:
+        raise ValueError(f"Number of einsum subscripts, {len(inputs)}, must "
+                         f"be equal to the number of operands, {n}.")
+    ids = {}
+    for s in [s for t in inputs for s in t] + output:
+        if s != "..." and s not in ids:
+            ids[s] = len(ids)
+    if len(ids) <= len(_BASE):
+        # numpy's dialect, whose size-1 axes broadcast as opt_einsum's do
+        def term(t):
+            return "".join("..." if s == "..." else _BASE[ids[s]] for s in t)
+
+        expr = ",".join(term(t) for t in inputs) + "->" + term(output)
+    else:
+        def term(t):
+            return " ".join("..." if s == "..." else f"x{ids[s]}" for s in t)
+
+        expr = ", ".join(term(t) for t in inputs) + " -> " + term(output)
+    hit = (expr, inputs, output, len(ids) <= len(_BASE))
+    if len(_cache) < 4096:
+        _cache[subscripts] = hit
+    return hit
+
+
+def _check_ranks(inputs, shapes):
+    for t, shape in zip(inputs, shapes):
+        named = len([s for s in t if s != "..."])
+        if named > len(shape) or ("..." not in t and named != len(shape)):
+            raise ValueError(f"Einstein sum subscript '{''.join(t)}' does "
+                             f"not contain the correct number of indices "
+                             f"for operand of shape {tuple(shape)}.")
+
+
+def _shape(x):
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        import numpy
+
+        shape = numpy.shape(x)
+    return tuple(int(d) for d in shape)
+
+
+def _arrays(xs):
+    import numpy
+
+    return [x if hasattr(x, "__dlpack__") and hasattr(x, "shape")
+            else numpy.asarray(x) for x in xs]
+
+
+def _path_text(optimize, n):
+    """An explicit linear path as einc's path text, else None."""
+    if isinstance(optimize, (list, tuple)) and not isinstance(optimize, str):
+        steps = [tuple(int(i) for i in s) for s in optimize]
+        if n > 1 and all(len(s) == 2 for s in steps) and len(steps) == n - 1:
+            return "[" + ", ".join(f"({i}, {j})" for i, j in steps) + "]"
+    return None
+
+
+# ------------------------------------------------------------ contract
+
+def contract(subscripts, *operands, out=None, dtype=None, order="K",
+             casting="safe", use_blas=True, optimize=True,
+             memory_limit=None, backend="auto"):
+    """opt_einsum.contract, computed by einc."""
+    if out is None and dtype is None and optimize.__class__ is not list:
+        # subscripts seen before, plain numpy arrays: einc's cached path
+        # (python/src/fastpath.c). Anything else raises here (unhashable
+        # interleaved operands, no entry, einc's error for a wrong count
+        # of operands) and takes the general path, which raises
+        # opt_einsum's error where there is one.
+        try:
+            hit = _cache[subscripts]
+            result = _fast((hit[0],) + operands, hit[3], None, None)
+        except (KeyError, TypeError, _api.EincError):
+            result = None
+        if result is not None and result.dtype is not _BOOL:
+            return result
+    subscripts, arrays = _parse((subscripts,) + operands)
+    _check_keywords(out, dtype, order, casting)
+    arrays = _arrays(arrays)
+    expr, inputs, output = _translate(subscripts, len(arrays))[:3]
+    _check_ranks(inputs, [_shape(a) for a in arrays])
+    if _foreign(arrays):
+        return _numpy_itself(inputs, output, arrays, out, dtype, order,
+                             casting)
+    path = _path_text(optimize, len(arrays))
+    result = _run(expr, arrays, path)
+    return _finish(result, out, dtype, order, casting)
+
+
+def _check_keywords(out, dtype, order, casting):
+    if out is not None and not hasattr(out, "__dlpack__"):
+        raise TypeError("'out' must be an array")
+    if order not in ("K", "A", "C", "F", "k", "a", "c", "f"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' "
+                         f"(got {order!r})")
+    if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
+        raise ValueError(f"casting must be one of 'no', 'equiv', 'safe', "
+                         f"'same_kind', or 'unsafe' (got {casting!r})")
+    if dtype is not None:
+        import numpy
+
+        numpy.dtype(dtype)  # TypeError for a name numpy does not know
+
+
+def _foreign(arrays):
+    """Arrays DLPack cannot carry: numpy object and long double arrays."""
+    for a in arrays:
+        dt = getattr(a, "dtype", None)
+        if getattr(dt, "char", "") in ("O", "g", "G") or \
+                getattr(dt, "kind", "") in ("O", "S", "U", "V"):
+            return True
+    return False
+
+
+def _numpy_dialect(expr):
+    return " " not in expr
+
+
+def _run(expr, arrays, path):
+    import numpy
+
+    if arrays and all(getattr(a, "dtype", None) == numpy.bool_
+                      for a in arrays) and len(arrays) > 1:
+        # numpy's bool contraction (an or of ands): einc counts in int64
+        counts = _run(expr, [numpy.asarray(a, numpy.int64) for a in arrays],
+                      path)
+        return numpy.asarray(counts) != 0
+    numpy_dialect = _numpy_dialect(expr)
+    if not numpy_dialect:
+        arrays = _broadcast_ones(expr, arrays)
+    try:
+        if path is None:
+            return _api.evaluate(expr, arrays, numpy=numpy_dialect)
+        import numpy
+
+        dtype = numpy.result_type(*arrays) if all(
+            hasattr(a, "dtype") and isinstance(a, numpy.ndarray)
+            for a in arrays) else arrays[0].dtype
+        plan = Plan(expr, [_shape(a) for a in arrays], dtype=dtype,
+                    numpy=numpy_dialect, path=path)
+        return plan(*arrays)
+    except _api.EincError as e:
+        raise ValueError(str(e)) from None
+
+
+def _broadcast_ones(expr, arrays):
+    """Past 52 symbols einc reads identifiers (its einops dialect), whose
+    axes do not broadcast: a size-1 axis that another operand has longer
+    is broadcast here (a numpy view, stride 0), as opt_einsum broadcasts."""
+    terms = [t.split() for t in expr.split("->")[0].split(",")]
+    if any("..." in t for t in terms):
+        return arrays
+    size = {}
+    for t, a in zip(terms, arrays):
+        for s, d in zip(t, _shape(a)):
+            size[s] = max(size.get(s, 1), d)
+    out = []
+    for t, a in zip(terms, arrays):
+        want = tuple(size[s] for s in t)
+        if want != _shape(a) and hasattr(a, "__array__"):
+            import numpy
+
+            a = numpy.broadcast_to(a, want)
+        out.append(a)
+    return out
+
+
+def _finish(result, out, dtype, order, casting):
+    """dtype=, order= and out= as numpy.einsum applies them."""
+    import numpy
+
+    if not isinstance(result, numpy.ndarray):
+        if out is not None:
+            out[...] = result
+            return out
+        return result
+    if dtype is not None:
+        result = result.astype(dtype, casting=casting)
+    if order.upper() == "F":
+        result = numpy.asfortranarray(result)
+    if out is None:
+        return result
+    numpy.copyto(out, result, casting=casting)
+    return out
+
+
+def _numpy_itself(inputs, output, arrays, out, dtype, order, casting):
+    """numpy.einsum for object and long double arrays, the symbols written
+    as letters (numpy takes 52)."""
+    import numpy
+
+    letters = {}
+    for s in [s for t in inputs for s in t] + output:
+        if s != "..." and s not in letters:
+            if len(letters) == 52:
+                raise ValueError("numpy.einsum computes object and long "
+                                 "double arrays here: 52 symbols at most")
+            letters[s] = _BASE[len(letters)]
+
+    def term(t):
+        return "".join("..." if s == "..." else letters[s] for s in t)
+
+    eq = ",".join(term(t) for t in inputs) + "->" + term(output)
+    return _numpy_einsum()(eq, *arrays, out=out, dtype=dtype, order=order,
+                        casting=casting, optimize=True)
+
+
+# ------------------------------------------------------------ contract_path
+
+class PathInfo:
+    """What opt_einsum's PathInfo says of a path: contraction_list,
+    input_subscripts, output_subscript, indices, path, scale_list,
+    naive_cost, opt_cost, speedup, size_list, size_dict, shapes, eq,
+    largest_intermediate; repr() is the report."""
+
+    def __init__(self, inputs, output, path, size_dict):
+        self.input_subscripts = ",".join(inputs)
+        self.output_subscript = output
+        self.path = path
+        self.size_dict = size_dict
+        self.indices = set("".join(inputs))
+        self.contraction_list, self.scale_list, self.size_list, cost = \
+            _replay(inputs, output, path, size_dict)
+        self.naive_cost = Decimal(_flops(
+            self.indices, size_dict, len(inputs),
+            bool(self.indices - set(output))))
+        self.opt_cost = Decimal(cost)
+        self.speedup = self.naive_cost / max(self.opt_cost, Decimal(1))
+        self.shapes = [tuple(size_dict[k] for k in t) for t in inputs]
+        self.eq = f"{self.input_subscripts}->{output}"
+        self.largest_intermediate = Decimal(max(self.size_list, default=1))
+
+    def __repr__(self) -> str:
+        lines = [
+            f"  Complete contraction:  {self.eq}",
+            f"         Naive scaling:  {len(self.indices)}",
+            f"     Optimized scaling:  {max(self.scale_list, default=0)}",
+            f"      Naive FLOP count:  {self.naive_cost:.3e}",
+            f"  Optimized FLOP count:  {self.opt_cost:.3e}",
+            f"   Theoretical speedup:  {self.speedup:.3e}",
+            f"  Largest intermediate:  {self.largest_intermediate:.3e} "
+            f"elements",
+            "-" * 80,
+            f"{'scaling':>6} {'BLAS':>11} {'current':>22} "
+            f"{'remaining':>37}",
+            "-" * 80,
+        ]
+        for n, (_, _, step, remaining, blas) in \
+                enumerate(self.contraction_list):
+            rest = ",".join(remaining) + "->" + self.output_subscript
+            width = max(0, 56 - max(22, len(step)))
+            lines.append(f"{self.scale_list[n]:>4} {str(blas):>14} "
+                         f"{step:>22}    {rest:>{width}}")
+        return "\n".join(lines)
+
+    __str__ = __repr__
+
+
+def _flops(indices, size_dict, terms, inner):
+    """opt_einsum's count: the size of the index space, times one
+    multiply per extra term, plus one add where indices are summed."""
+    size = 1
+    for k in indices:
+        size *= size_dict[k]
+    return size * (max(terms - 1, 1) + (1 if inner else 0))
+
+
+def _replay(inputs, output, path, size_dict):
+    """opt_einsum's contraction_list for a linear path: each step's
+    positions, the indices it sums, its einsum, what remains, and whether
+    it is a BLAS-shaped pair (False: einc chooses its kernels itself)."""
+    current = list(inputs)
+    steps, scales, sizes, cost = [], [], [], 0
+    for pos in path:
+        picked = [current[i] for i in pos]
+        for i in sorted(pos, reverse=True):
+            current.pop(i)
+        kept = set(output).union(*[set(t) for t in current])
+        seen = "".join(picked)
+        result = "".join(dict.fromkeys(c for c in seen if c in kept))
+        summed = set(seen) - set(result)
+        steps.append((tuple(pos), summed, ",".join(picked) + "->" + result,
+                      tuple(current + [result]), False))
+        current.append(result)
+        scales.append(len(set(seen)))
+        size = 1
+        for c in result:
+            size *= size_dict[c]
+        sizes.append(size)
+        cost += _flops(set(seen), size_dict, len(picked), bool(summed))
+    return steps, scales, sizes, cost
+
+
+def contract_path(subscripts, *operands, use_blas=True, optimize=True,
+                  memory_limit=None, shapes=False, **kwargs):
+    """opt_einsum.contract_path: (linear path, PathInfo), the path einc's
+    planner takes (or the explicit one given)."""
+    if kwargs:
+        raise TypeError(f"contract_path() got an unexpected keyword "
+                        f"argument {next(iter(kwargs))!r}")
+    subscripts, arrays = _parse((subscripts,) + operands)
+    shape_list = [tuple(int(d) for d in a) for a in arrays] if shapes \
+        else [_shape(a) for a in _arrays(arrays)]
+    expr, inputs, output = _translate(subscripts, len(shape_list))[:3]
+    _check_ranks(inputs, shape_list)
+    terms, out, size_dict = _letters(inputs, output, shape_list)
+    path = _planned_path(expr, shape_list, optimize)
+    info = PathInfo(["".join(t) for t in terms], "".join(out), path,
+                    size_dict)
+    return path, info
+
+
+def _planned_path(expr, shape_list, optimize):
+    n = len(shape_list)
+    explicit = _path_text(optimize, n)
+    if explicit is None and isinstance(optimize, (list, tuple)):
+        return [tuple(s) for s in optimize]
+    try:
+        plan = Plan(expr, shape_list, dtype="float64",
+                    numpy=_numpy_dialect(expr), path=explicit)
+    except _api.EincError as e:
+        raise ValueError(str(e)) from None
+    return _ssa_to_linear(plan.ssa_path, n) if n > 1 else [(0,)]
+
+
+def _letters(inputs, output, shape_list):
+    """Each term's symbols with the ellipsis written out as symbols (as
+    opt_einsum's parser does), and each symbol's size."""
+    used = {s for t in inputs for s in t if s != "..."}
+    longest = max((len(sh) - (len(t) - 1) for t, sh in
+                   zip(inputs, shape_list) if "..." in t), default=0)
+    fresh, i = [], 0
+    while len(fresh) < longest:
+        if get_symbol(i) not in used:
+            fresh.append(get_symbol(i))
+        i += 1
+    size_dict, terms = {}, []
+    for t, sh in zip(inputs, shape_list):
+        k = len(sh) - (len(t) - 1) if "..." in t else 0
+        syms = []
+        for s in t:
+            syms.extend(fresh[len(fresh) - k:] if s == "..." and k else
+                        [] if s == "..." else [s])
+        for s, d in zip(syms, sh):
+            if d != 1 or s not in size_dict:
+                size_dict[s] = d
+        terms.append(syms)
+    out = []
+    for s in output:
+        out.extend(fresh[len(fresh) - longest:] if s == "..." and longest
+                   else [] if s == "..." else [s])
+    return terms, out, size_dict
+
+
+# ------------------------------------------------------- contract_expression
+
+class ContractExpression:
+    """A contraction compiled once: calls run einc's plan for the shapes
+    given (one per dtype), constants bound at creation."""
+
+    def __init__(self, subscripts, expr, shapes, constants):
+        self.contraction = subscripts
+        self._expr = expr
+        self._shapes = shapes
+        self._constants = constants  # {position: array}
+        self.num_args = len(shapes) - len(constants)
+        self._plans = {}  # dtype -> Plan
+        self._hot = None  # the last plan's run_numpy, for a hot loop
+
+    def _plan(self, arrays):
+        key = getattr(arrays[0], "dtype", None) if arrays else None
+        plan = self._plans.get(key)
+        if plan is None:
+            import numpy
+
+            dtype = numpy.result_type(*arrays) if all(
+                isinstance(a, numpy.ndarray) for a in arrays) else key
+            plan = Plan(self._expr, self._shapes, dtype=dtype,
+                        numpy=_numpy_dialect(self._expr))
+            self._plans[key] = plan
+            if key == dtype and not self._constants:
+                self._hot = plan._plan.run_numpy
+        return plan
+
+    def __call__(self, *arrays, out=None, backend="auto",
+                 evaluate_constants=False):
+        hot = self._hot
+        if hot is not None and out is None:
+            # the last compiled plan's run_numpy: None unless the arrays
+            # are plain numpy arrays of its count, dtype and layout
+            result = hot(arrays)
+            if result is not None:
+                return result
+        return self._call(arrays, out)
+
+    def _call(self, arrays, out):
+        if len(arrays) != self.num_args:
+            raise ValueError(f"This `ContractExpression` takes exactly "
+                             f"{self.num_args} array arguments but received "
+                             f"{len(arrays)}.")
+        full = list(arrays)
+        for pos in sorted(self._constants):
+            full.insert(pos, self._constants[pos])
+        full = _arrays(full)
+        try:
+            if [_shape(a) for a in full] != list(self._shapes):
+                raise ValueError("shapes differ from the compiled ones")
+            if _foreign(full):
+                return contract(self.contraction, *full, out=out)
+            same = len({getattr(a, "dtype", None) for a in full}) == 1
+            if same:
+                result = self._plan(full)(*full)
+            else:
+                result = _run(self._expr, full, None)
+            return _finish(result, out, None, "K", "unsafe")
+        except (ValueError, _api.EincError) as err:
+            raise ValueError(
+                "Internal error while evaluating `ContractExpression`. Note "
+                "that few checks are performed - the number and rank of the "
+                "array arguments must match the original expression. The "
+                f"internal error was: '{err}'") from err
+
+    def __repr__(self) -> str:
+        consts = (f", constants={sorted(self._constants)}"
+                  if self._constants else "")
+        return f"<ContractExpression('{self.contraction}'{consts})>"
+
+    def __str__(self) -> str:
+        return repr(self)
+
+
+def contract_expression(subscripts, *shapes, constants=None, **kwargs):
+    """opt_einsum.contract_expression: shapes (or arrays, at the positions
+    `constants` names) now, arrays later; einc's plan compiled once."""
+    if kwargs.get("optimize", True) is False:
+        raise ValueError("Can only generate an expression if the "
+                         "contraction path is optimized (optimize=True).")
+    if kwargs.get("out") is not None:
+        raise ValueError("'out' should only be specified when calling a "
+                         "`ContractExpression`, not when building it.")
+    unknown = set(kwargs) - set(_CONTRACT_KEYS)
+    if unknown:
+        raise TypeError(f"contract_expression() got an unexpected keyword "
+                        f"argument {sorted(unknown)[0]!r}")
+    subscripts, items = _parse((subscripts,) + shapes)
+    constants = set(constants or ())
+    shape_list = [_shape(x) if i in constants else
+                  tuple(int(d) for d in x) for i, x in enumerate(items)]
+    expr, inputs, output = _translate(subscripts, len(shape_list))[:3]
+    _check_ranks(inputs, shape_list)
+    try:
+        Plan(expr, shape_list, dtype="float64",
+             numpy=_numpy_dialect(expr))  # sizes agree
+    except _api.EincError as e:
+        raise ValueError(str(e)) from None
+    held = {i: _arrays([items[i]])[0] for i in constants}
+    return ContractExpression(subscripts, expr, shape_list, held)
+
+
+_arm()
