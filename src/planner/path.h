@@ -60,9 +60,11 @@ typedef struct ein_path_query {
   double time_budget;  /* seconds of search past the DP; 0: a default that
                           grows with n (about 45 ms at 100 operands) */
   uint64_t seed;       /* the random trials are a function of it */
-  int trials;          /* greedy trials; 0: as many as the budget allows.
-                          Given, the result depends on the seed only (the
-                          budget still caps the time). */
+  int trials;          /* greedy trials; 0: as many as half the budget
+                          allows, then reconfiguration until the budget
+                          ends. Given: exactly that many, reconfiguration
+                          to convergence (at most 8 passes), the clock
+                          ignored, so the path depends on the seed only. */
   ein_path_objective objective;
   double combo_alpha;  /* COMBO's alpha; 0: 64 */
   const bool *no_slice; /* per axis id: never slice it (NULL: any axis) */
