@@ -21,7 +21,7 @@ static double default_budget(int n) {
 }
 
 /* Networks at least this large also try recursive bisection. */
-enum { PARTITION_MIN = 150, RECONF_WINDOW = 8, RECONF_PASSES = 8 };
+enum { PARTITION_MIN = 40, RECONF_WINDOW = 10, RECONF_PASSES = 8 };
 
 typedef struct search {
   pnet *net;        /* limit as the caller set it */
@@ -96,16 +96,16 @@ static bool search_dp(search *s, int (*pairs)[2]) {
 
 /* Trial t: 0 is the plain greedy; then temperature log-uniform in
  * [0.001, 1] and costmod uniform in [0.1, 4] (cotengra's ranges); under a
- * limit every other trial keys on the limit; large networks interleave
- * bisections. */
+ * limit every other trial keys on the limit; from PARTITION_MIN operands
+ * every even trial is a bisection instead (parts of 4-8 operands). */
 static bool trial(search *s, int t, int (*pairs)[2]) {
   ein_arena scratch;
   ein_arena_init(&scratch);
   const pnet *net = (s->net->limit > 0 && (t & 1)) ? s->net : &s->free_net;
   bool ok;
-  if (t > 0 && net->n >= PARTITION_MIN && t % 4 == 2) {
+  if (t > 0 && net->n >= PARTITION_MIN && t % 2 == 0) {
     double imb = 0.05 + 0.3 * prng_unit(&s->rng);
-    int leaf = 8 + (int)(prng_next(&s->rng) % 24);
+    int leaf = 4 + (int)(prng_next(&s->rng) % 5); /* reconf polishes */
     ok = path_partition(net, leaf, imb, &s->rng, &scratch, pairs);
   } else {
     double temp = t ? exp(log(0.001) + prng_unit(&s->rng) * log(1000.0)) : 0;

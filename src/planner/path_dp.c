@@ -26,6 +26,8 @@ typedef struct dp {
   pcost *best;
   uint32_t *split;
   bool root;
+  bool prune;   /* additive objective, no limit: bound by the best so far */
+  double bound; /* the best score of the subset being split */
 } dp;
 
 static int find_local(const dp *d, int id) {
@@ -122,6 +124,12 @@ static void dp_best_split(dp *d, uint32_t m) {
   bool have = false;
   for (uint32_t s = rest;; s = (s - 1) & rest) {
     uint32_t a = s | low, b = m ^ a;
+    if (b && have && d->prune) { /* bound: the parts alone cost more */
+      double lb = d->best[a].flops + d->best[b].flops;
+      if (d->net->objective == EIN_PATH_COMBO)
+        lb += d->net->alpha * (d->best[a].write + d->best[b].write);
+      if (lb > d->bound * (1 + 1e-9)) b = 0;
+    }
     if (b) {
       pcost c = d->best[a];
       c.flops += d->best[b].flops;
@@ -132,6 +140,7 @@ static void dp_best_split(dp *d, uint32_t m) {
       if (!have || pcost_better(d->net, c, d->best[m])) {
         d->best[m] = c;
         d->split[m] = a;
+        d->bound = pcost_score(d->net, c);
         have = true;
       }
     }
@@ -152,7 +161,8 @@ static int dp_unfold(const dp *d, uint32_t m, int (*pairs)[2], int *np) {
 bool path_dp(const pnet *net, int k, const plist *const *leaves,
              const plist *out, bool root, ein_arena *arena, int (*pairs)[2],
              pcost *cost) {
-  dp d = {.net = net, .k = k, .root = root};
+  dp d = {.net = net, .k = k, .root = root,
+          .prune = net->limit <= 0 && net->objective != EIN_PATH_SIZE};
   *cost = (pcost){0, 0, 0};
   if (k < 2) return true;
   d.full = (uint32_t)((1u << k) - 1);

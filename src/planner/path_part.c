@@ -17,7 +17,7 @@
 
 #include "path_internal.h"
 
-enum { FM_PASSES = 4 };
+enum { FM_PASSES = 4, RESTARTS = 3 };
 
 typedef struct part {
   const pnet *net;
@@ -26,6 +26,7 @@ typedef struct part {
   uint64_t *rng;
   int **on, *non; /* per axis: operands having it */
   int *side;      /* per operand: 0 or 1 in the set being split, -1 out */
+  char *best_side; /* per operand: its side in the best split so far */
   int *ca, *cb;   /* per axis: operands of the set on side 0, side 1 */
   int *queue;
   ein_arena *arena;
@@ -42,7 +43,9 @@ static bool part_init(part *p, ein_arena *arena) {
   p->cb = ein_arena_alloc(arena, na, sizeof *p->cb);
   p->side = ein_arena_alloc(arena, n, sizeof *p->side);
   p->queue = ein_arena_alloc(arena, n, sizeof *p->queue);
-  if (!p->on || !p->non || !p->ca || !p->cb || !p->side || !p->queue)
+  p->best_side = ein_arena_alloc(arena, n, 1);
+  if (!p->on || !p->non || !p->ca || !p->cb || !p->side || !p->queue ||
+      !p->best_side)
     return false;
   for (int i = 0; i < net->n; i++) {
     p->side[i] = -1;
@@ -131,8 +134,8 @@ static void refine(part *p, const int *s, int m, int *count0) {
   }
 }
 
-/* Splits s[0..m) in place: side 0 first; returns its size. */
-static int bisect(part *p, int *s, int m) {
+/* Every operand of s on side 1, the counts to match. */
+static void reset_sides(part *p, const int *s, int m) {
   for (int k = 0; k < m; k++) {
     p->side[s[k]] = 1;
     const plist *l = &p->net->leaf[s[k]];
@@ -142,11 +145,46 @@ static int bisect(part *p, int *s, int m) {
     const plist *l = &p->net->leaf[s[k]];
     for (int x = 0; x < l->len; x++) p->cb[l->ax[x]]++;
   }
-  int count0 = grow(p, s, m);
-  refine(p, s, m, &count0);
+}
+
+/* The cut of the present split (each crossing axis counted once). */
+static double cut_weight(part *p, const int *s, int m) {
+  double w = 0;
+  for (int k = 0; k < m; k++) {
+    const plist *l = &p->net->leaf[s[k]];
+    for (int x = 0; x < l->len; x++) {
+      int a = l->ax[x];
+      if (p->ca[a] > 0 && p->cb[a] > 0) {
+        w += log2(p->net->sz[a]);
+        p->ca[a] = -p->ca[a]; /* counted: unmark below */
+      }
+    }
+  }
+  for (int k = 0; k < m; k++) {
+    const plist *l = &p->net->leaf[s[k]];
+    for (int x = 0; x < l->len; x++)
+      if (p->ca[l->ax[x]] < 0) p->ca[l->ax[x]] = -p->ca[l->ax[x]];
+  }
+  return w;
+}
+
+/* Splits s[0..m) in place, the best cut of RESTARTS growths: side 0
+ * first; returns its size. */
+static int bisect(part *p, int *s, int m) {
+  double best = INFINITY;
+  for (int r = 0; r < RESTARTS; r++) {
+    reset_sides(p, s, m);
+    int count0 = grow(p, s, m);
+    refine(p, s, m, &count0);
+    double w = cut_weight(p, s, m);
+    if (w < best) {
+      best = w;
+      for (int k = 0; k < m; k++) p->best_side[s[k]] = (char)p->side[s[k]];
+    }
+  }
   int i = 0;
   for (int k = 0; k < m; k++)
-    if (p->side[s[k]] == 0) {
+    if (p->best_side[s[k]] == 0) {
       int t = s[i];
       s[i++] = s[k];
       s[k] = t;
@@ -179,7 +217,6 @@ static bool part_output(part *p, const int *s, int m, plist *out) {
     if (p->ca[out->ax[j]] < p->net->total[out->ax[j]])
       out->ax[kept++] = out->ax[j];
   out->len = kept;
-  /* path_dp wants ids sorted: only for its local numbering (it sorts). */
   return true;
 }
 
