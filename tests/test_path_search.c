@@ -130,6 +130,105 @@ static void test_bug_limit_message(ein_ctx *ctx, int r, int c, bool exact) {
   ein_plan_destroy(lim_p);
 }
 
+
+/* The plan's SSA path from its JSON ("path":[[i,j],...]) into ssa. */
+static int plan_ssa(ein_plan *plan, int (*ssa)[2]) {
+  static char json[1 << 16];
+  ein_plan_describe(plan, EIN_DESCRIBE_JSON, NULL, json, sizeof json);
+  const char *p = strstr(json, "\"path\":[");
+  int k = 0, used;
+  if (!p) return -1;
+  p += 8;
+  for (;;) {
+    while (*p == ',' || *p == ' ') p++;
+    int a, b;
+    if (*p != '[' || sscanf(p, "[%d,%d]%n", &a, &b, &used) != 2) break;
+    ssa[k][0] = a, ssa[k][1] = b, k++;
+    p += used;
+  }
+  return k;
+}
+
+/* The tree of an SSA path as nested pairs: node id's text into buf. */
+static void tree_text(int n, int (*ssa)[2], int id, char *buf, size_t cap) {
+  if (id < n) {
+    snprintf(buf + strlen(buf), cap - strlen(buf), "%d", id);
+    return;
+  }
+  strncat(buf, "(", cap - strlen(buf) - 1);
+  tree_text(n, ssa, ssa[id - n][0], buf, cap);
+  strncat(buf, ", ", cap - strlen(buf) - 1);
+  tree_text(n, ssa, ssa[id - n][1], buf, cap);
+  strncat(buf, ")", cap - strlen(buf) - 1);
+}
+
+/* Issue 26 item 5: cotengra's SSA form and tree given as ein_options.path
+ * give the plan they describe (the searched plan's order fed back in each
+ * form); malformed ones keep the linear form's error. */
+static void test_cotengra_paths(ein_ctx *ctx) {
+  char expr[4096];
+  int64_t shapes[64][8];
+  lattice_text(3, 4, expr, shapes);
+  ein_plan *searched;
+  ein_status st = plan_with(ctx, expr, 12, shapes, 0, &searched);
+  CHECK(st == EIN_OK, "3x4 lattice: %s", ein_last_error(ctx)->message);
+  if (st) return;
+  int want[64][2], got[64][2], n = 12;
+  int np = plan_ssa(searched, want);
+  CHECK(np == n - 1, "searched path has %d pairs", np);
+  char ssa_text[2048] = "(", tree[2048] = "";
+  for (int k = 0; k < np; k++)
+    snprintf(ssa_text + strlen(ssa_text), sizeof ssa_text - strlen(ssa_text),
+             "%s(%d, %d)", k ? ", " : "", want[k][0], want[k][1]);
+  strcat(ssa_text, ")");
+  tree_text(n, want, 2 * n - 2, tree, sizeof tree);
+  const char *forms[2] = {ssa_text, tree};
+  for (int f = 0; f < 2; f++) {
+    DLTensor t[12];
+    const DLTensor *p[12];
+    for (int i = 0; i < n; i++) {
+      int nd = 0;
+      while (shapes[i][nd] > 0) nd++;
+      t[i] = (DLTensor){NULL, {kDLCPU, 0}, nd, F32, shapes[i], NULL, 0};
+      p[i] = &t[i];
+    }
+    ein_options o = {.path = forms[f]};
+    ein_plan *given = NULL;
+    st = ein_plan_create(ctx, expr, p, n, NULL, &o, &given);
+    CHECK(st == EIN_OK, "path %s: %s", forms[f], ein_last_error(ctx)->message);
+    bool same = given && plan_ssa(given, got) == np &&
+                memcmp(got, want, (size_t)np * sizeof *got) == 0 &&
+                ein_plan_flops(given) == ein_plan_flops(searched);
+    CHECK(same, "path %s does not give the searched plan", forms[f]);
+    ein_plan_destroy(given);
+  }
+  ein_plan_destroy(searched);
+  /* Malformed in every form: the linear form's message. */
+  static const char *bad[][2] = {
+      {"((0, 1), (0, 2))", "names operand 2, but only 2 operands"},
+      {"((0, 1), (1, 2))", "names operand 2, but only 2 operands"},
+      {"((0, 1), 2, 1)", "expected '(' or '[' opening a contraction"},
+      {"((0, 1, 2))", "names 3 operands"},
+  };
+  for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
+    int64_t s3[3][2] = {{2, 3}, {3, 4}, {4, 5}};
+    DLTensor t[3];
+    const DLTensor *p[3];
+    for (int i = 0; i < 3; i++) {
+      t[i] = (DLTensor){NULL, {kDLCPU, 0}, 2, F32, s3[i], NULL, 0};
+      p[i] = &t[i];
+    }
+    ein_options o = {.path = bad[b][0]};
+    ein_plan *plan = NULL;
+    st = ein_plan_create(ctx, "i j, j k, k l -> i l", p, 3, NULL, &o, &plan);
+    CHECK(st == EIN_ERR_INVALID_ARGUMENT &&
+              strstr(ein_last_error(ctx)->message, bad[b][1]),
+          "path %s: status %d, '%s'", bad[b][0], st,
+          ein_last_error(ctx)->message);
+    ein_plan_destroy(plan);
+  }
+}
+
 #ifndef PATH_BUGS_ONLY
 
 /* ------------------------------------------------------------ networks */
@@ -485,6 +584,7 @@ int main(void) {
   test_bug_limit_equal(ctx);
   test_bug_limit_message(ctx, 3, 4, true);
   test_bug_limit_message(ctx, 6, 6, false);
+  test_cotengra_paths(ctx);
   ein_ctx_destroy(ctx);
 #ifndef PATH_BUGS_ONLY
   rng_state = 2026;
