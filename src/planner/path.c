@@ -14,11 +14,17 @@
 
 #include "path_internal.h"
 
-/* Default budget: about 45 ms at 100 operands, growing linearly, capped. */
+/* Default budget: about 45 ms at 100 operands, growing linearly, capped.
+ * By default it is spent as work (WORK_PER_SECOND units a second, measured
+ * on the CPU of bench/results/2026-11-25-paths-cpu.md), so the path is a
+ * function of the seed; the clock only stops a search running
+ * CLOCK_CAP times longer (a slow or loaded machine). */
 static double default_budget(int n) {
   double b = 0.002 + 0.00043 * n;
   return b < 2.0 ? b : 2.0;
 }
+#define WORK_PER_SECOND 6.0e7
+#define CLOCK_CAP 10.0
 
 /* Networks at least this large also try recursive bisection. */
 enum { PARTITION_MIN = 40, RECONF_WINDOW = 10, RECONF_PASSES = 8 };
@@ -28,7 +34,10 @@ typedef struct search {
   pnet free_net;    /* the same, no limit */
   const ein_path_query *q;
   double deadline;
-  bool fixed;       /* trials given: ignore the clock */
+  bool fixed;       /* trials given: ignore the clock and the work */
+  bool by_work;     /* default budget: counted in work */
+  uint64_t work_done; /* the nets' work counter */
+  double t0, budget;
   uint64_t rng;
   ein_arena *work;
   int (*best_free)[2], (*best_fit)[2];
@@ -116,20 +125,30 @@ static bool trial(search *s, int t, int (*pairs)[2]) {
   return ok && consider(s, (const int(*)[2])pairs);
 }
 
-static bool search_heuristic(search *s, int (*pairs)[2], double t0,
-                             double budget) {
+/* Whether the fraction `frac` of the budget is spent. */
+static bool spent(const search *s, double frac) {
+  if (s->fixed) return false;
+  if (s->by_work)
+    return (double)s->work_done > frac * (double)s->net->work_limit ||
+           path_now() > s->t0 + CLOCK_CAP * s->budget;
+  return path_now() > s->t0 + frac * s->budget;
+}
+
+/* Trials until half the budget, then reconfiguration of the best. */
+static bool search_heuristic(search *s, int (*pairs)[2]) {
   int ntrials = s->q->trials > 0 ? s->q->trials : 1 << 20;
-  double trial_end = t0 + 0.5 * budget;
   int t = 0;
   for (; t < ntrials; t++) {
     if (!trial(s, t, pairs)) return false;
-    if (!s->fixed && path_now() > trial_end) {
+    if (spent(s, 0.5)) {
       t++;
       break;
     }
   }
   s->method = t > 1 ? "random-greedy+reconf" : "greedy+reconf";
-  double deadline = s->fixed ? INFINITY : t0 + budget;
+  double deadline = s->fixed     ? INFINITY
+                    : s->by_work ? s->t0 + CLOCK_CAP * s->budget
+                                 : s->t0 + s->budget;
   pcost c;
   if (s->have_fit) {
     memcpy(pairs, s->best_fit, (size_t)(s->net->n - 1) * sizeof *pairs);
@@ -146,12 +165,16 @@ static bool search_heuristic(search *s, int (*pairs)[2], double t0,
 
 /* The sliced path when no order fits: the best unlimited order, sliced. */
 static ein_path_status finish_sliced(search *s, ein_arena *arena,
-                                     ein_path_result *r, double budget) {
+                                     ein_path_result *r) {
   pnet *net = s->net;
   memcpy(r->pairs, s->best_free, (size_t)(net->n - 1) * sizeof *r->pairs);
   r->sliced = ein_arena_alloc(arena, (size_t)net->naxes + 1, sizeof(int));
   if (!r->sliced) return EIN_PATH_NO_MEMORY;
-  double deadline = s->fixed ? INFINITY : path_now() + 0.5 * budget + 0.01;
+  /* Slicing gets half a budget more. */
+  net->work_limit = s->work_done + net->work_limit / 2;
+  double cap = s->by_work ? CLOCK_CAP : 1.0;
+  double deadline =
+      s->fixed ? INFINITY : path_now() + 0.5 * cap * s->budget + 0.01;
   pcost c;
   bool fits;
   if (!path_slice(net, r->pairs, s->q->no_slice, deadline, r->sliced,
@@ -180,7 +203,12 @@ static bool search_init(search *s, const ein_path_query *q, pnet *net,
   s->q = q, s->net = net, s->work = work;
   s->rng = q->seed ^ 0x5eedc0de12345678ull;
   s->fixed = q->trials > 0;
+  s->by_work = !s->fixed && q->time_budget <= 0;
+  s->t0 = path_now();
+  s->budget = q->time_budget > 0 ? q->time_budget : default_budget(q->n);
   if (!pnet_init(net, q, work)) return false;
+  net->work = &s->work_done;
+  if (s->by_work) net->work_limit = (uint64_t)(WORK_PER_SECOND * s->budget);
   s->free_net = *net; /* its own sizes: slicing changes net's */
   s->free_net.limit = 0;
   s->free_net.sz = ein_arena_alloc(work, (size_t)net->naxes + 1, sizeof(double));
@@ -218,8 +246,6 @@ ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
     r->method = "single";
     return EIN_PATH_OK;
   }
-  double t0 = path_now();
-  double budget = q->time_budget > 0 ? q->time_budget : default_budget(q->n);
   ein_arena work;
   ein_arena_init(&work);
   pnet net;
@@ -228,7 +254,7 @@ ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
   bool ok = search_init(&s, q, &net, &work);
   if (ok)
     ok = q->n <= EIN_PATH_DP_MAX ? search_dp(&s, r->pairs)
-                                 : search_heuristic(&s, r->pairs, t0, budget);
+                                 : search_heuristic(&s, r->pairs);
   if (ok) {
     memcpy(r->pairs, s.have_fit ? s.best_fit : s.best_free,
            (size_t)(q->n - 1) * sizeof *r->pairs);
@@ -238,7 +264,7 @@ ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
     st = EIN_PATH_OK;
     r->method = s.method;
     if (net.limit > 0 && !s.have_fit) {
-      st = finish_sliced(&s, arena, r, budget);
+      st = finish_sliced(&s, arena, r);
       if (st == EIN_PATH_OK && r->nsliced) r->method = sliced_name(s.method);
     }
   }

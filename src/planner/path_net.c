@@ -103,6 +103,7 @@ double plist_merge(const pnet *net, const plist *a, const plist *b,
     out->cnt[o++] = c;
   }
   out->len = o;
+  if (net->work) *net->work += (uint64_t)(a->len + b->len + 1);
   return touched * (summed ? 2 : 1);
 }
 
