@@ -188,11 +188,12 @@ def linear_to_ssa(path, n):
 
 # ------------------------------------------------------------ planners
 
-def einc(driver, ops, out, sizes, limit=0):
+def einc(driver, ops, out, sizes, limit=0, budget=0):
     lines = [f"{len(ops)} {len(sizes)}", " ".join(map(str, sizes))]
     lines += [" ".join(map(str, [len(o)] + o)) for o in ops]
     lines.append(" ".join(map(str, [len(out)] + out)))
     args = [driver] + (["--limit", str(limit)] if limit else [])
+    args += ["--budget", str(budget)] if budget else []
     t0 = time.perf_counter()
     r = subprocess.run(args, input="\n".join(lines), capture_output=True,
                        text=True)
@@ -236,7 +237,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--driver", default="build-ci/path_driver")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--einc-budget", type=float, default=0,
+                    help="only einc, with this time budget (seconds)")
     args = ap.parse_args()
+    if args.einc_budget:
+        return einc_only(args)
     import cotengra as ctg
     print(f"# Contraction-order planners ({time.strftime('%Y-%m-%d')})\n")
     print(f"machine: {platform.processor() or platform.machine()}, "
@@ -289,6 +294,26 @@ def main():
               f"{math.log2(max(e[1], 1)):.1f} / {ne} | "
               f"{math.log10(c[0]):.2f} / {math.log2(max(c[1], 1)):.1f} / {nc}"
               f" | {e[0] / c[0]:.2f} |")
+
+
+def einc_only(args):
+    """einc alone with a given budget: unlimited and sliced at 1/16 of its
+    own largest intermediate."""
+    print(f"| case | n | einc, budget {args.einc_budget:g} s: log10 FLOPs / "
+          "log2 largest / s | sliced at 1/16: log10 FLOPs / log2 largest / "
+          "axes |")
+    print("|---|---|---|---|")
+    for name, (ops, out, sizes) in cases(args.quick):
+        ssa, secs, _, _ = einc(args.driver, ops, out, sizes,
+                               budget=args.einc_budget)
+        f, l = cost(ops, out, sizes, ssa)
+        _, _, _, res = einc(args.driver, ops, out, sizes, max(1, l / 16),
+                            budget=args.einc_budget)
+        e = cost(ops, out, sizes, res["ssa"], res["sliced"])
+        print(f"| {name} | {len(ops)} | {math.log10(f):.2f} / "
+              f"{math.log2(max(l, 1)):.1f} / {secs:.3g} | "
+              f"{math.log10(e[0]):.2f} / {math.log2(max(e[1], 1)):.1f} / "
+              f"{len(res['sliced'])} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,10 @@ static double default_budget(int n) {
 /* Networks at least this large also try recursive bisection. */
 enum { PARTITION_MIN = 40, RECONF_WINDOW = 10, RECONF_PASSES = 8 };
 
+/* The best few distinct trial trees are each reconfigured: the best before
+ * reconfiguration is often not the best after. */
+enum { TOP = 4 };
+
 typedef struct search {
   pnet *net;        /* limit as the caller set it */
   pnet free_net;    /* the same, no limit */
@@ -42,6 +46,10 @@ typedef struct search {
   ein_arena *work;
   int (*best_free)[2], (*best_fit)[2];
   pcost cost_free, cost_fit;
+  int (*top[TOP])[2]; /* the best distinct unlimited trial trees */
+  pcost top_cost[TOP];
+  int ntop;
+  bool collect;       /* trials: keep the top list */
   bool have_free, have_fit;
   const char *method;
 } search;
@@ -55,11 +63,33 @@ static bool eval(const pnet *net, const int (*pairs)[2], pcost *c) {
   return ok;
 }
 
+/* Inserts a trial tree into the top list (distinct costs only). */
+static void keep_top(search *s, const int (*pairs)[2], pcost c) {
+  size_t bytes = (size_t)(s->net->n - 1) * sizeof *pairs;
+  int at = s->ntop;
+  for (int i = 0; i < s->ntop; i++) {
+    if (s->top_cost[i].flops == c.flops && s->top_cost[i].largest == c.largest)
+      return;
+    if (at == s->ntop && pcost_better(&s->free_net, c, s->top_cost[i])) at = i;
+  }
+  if (at == TOP) return;
+  int last = s->ntop < TOP ? s->ntop++ : TOP - 1;
+  int(*spare)[2] = s->top[last];
+  for (int i = last; i > at; i--) {
+    s->top[i] = s->top[i - 1];
+    s->top_cost[i] = s->top_cost[i - 1];
+  }
+  s->top[at] = spare;
+  memcpy(spare, pairs, bytes);
+  s->top_cost[at] = c;
+}
+
 /* Keeps pairs when better than the best so far, unlimited or within. */
 static bool consider(search *s, const int (*pairs)[2]) {
   size_t bytes = (size_t)(s->net->n - 1) * sizeof *pairs;
   pcost c;
   if (!eval(&s->free_net, pairs, &c)) return false;
+  if (s->collect) keep_top(s, pairs, c);
   if (!s->have_free || pcost_better(&s->free_net, c, s->cost_free)) {
     memcpy(s->best_free, pairs, bytes);
     s->cost_free = c, s->have_free = true;
@@ -134,10 +164,32 @@ static bool spent(const search *s, double frac) {
   return path_now() > s->t0 + frac * s->budget;
 }
 
+/* Each of the top trees reconfigured in turn, with an equal share of what
+ * is left of the budget (work or clock). */
+static bool reconfigure_top(search *s, int (*pairs)[2], double deadline) {
+  pnet *fn = &s->free_net;
+  uint64_t limit = s->net->work_limit;
+  for (int i = 0; i < s->ntop; i++) {
+    double share = 1.0 / (s->ntop - i), d = deadline;
+    if (s->by_work && limit > s->work_done)
+      fn->work_limit = s->work_done + (uint64_t)((double)(limit - s->work_done) * share);
+    else if (!s->by_work && deadline < INFINITY)
+      d = path_now() + (deadline - path_now()) * share;
+    memcpy(pairs, s->top[i], (size_t)(s->net->n - 1) * sizeof *pairs);
+    pcost c;
+    if (!path_reconfigure(fn, pairs, RECONF_WINDOW, d, RECONF_PASSES, &c) ||
+        !consider(s, (const int(*)[2])pairs))
+      return false;
+  }
+  fn->work_limit = limit;
+  return true;
+}
+
 /* Trials until half the budget, then reconfiguration of the best. */
 static bool search_heuristic(search *s, int (*pairs)[2]) {
   int ntrials = s->q->trials > 0 ? s->q->trials : 1 << 20;
   int t = 0;
+  s->collect = true;
   for (; t < ntrials; t++) {
     if (!trial(s, t, pairs)) return false;
     if (spent(s, 0.5)) {
@@ -145,6 +197,7 @@ static bool search_heuristic(search *s, int (*pairs)[2]) {
       break;
     }
   }
+  s->collect = false;
   s->method = t > 1 ? "random-greedy+reconf" : "greedy+reconf";
   double deadline = s->fixed     ? INFINITY
                     : s->by_work ? s->t0 + CLOCK_CAP * s->budget
@@ -157,10 +210,7 @@ static bool search_heuristic(search *s, int (*pairs)[2]) {
       return false;
     return consider(s, (const int(*)[2])pairs);
   }
-  memcpy(pairs, s->best_free, (size_t)(s->net->n - 1) * sizeof *pairs);
-  return path_reconfigure(&s->free_net, pairs, RECONF_WINDOW, deadline,
-                          RECONF_PASSES, &c) &&
-         consider(s, (const int(*)[2])pairs);
+  return reconfigure_top(s, pairs, deadline);
 }
 
 /* The sliced path when no order fits: the best unlimited order, sliced. */
@@ -217,6 +267,9 @@ static bool search_init(search *s, const ein_path_query *q, pnet *net,
   size_t np = (size_t)q->n;
   s->best_free = ein_arena_alloc(work, np, sizeof *s->best_free);
   s->best_fit = ein_arena_alloc(work, np, sizeof *s->best_fit);
+  for (int i = 0; i < TOP; i++)
+    if (!(s->top[i] = ein_arena_alloc(work, np, sizeof *s->top[i])))
+      return false;
   return s->best_free && s->best_fit;
 }
 
