@@ -193,7 +193,7 @@ def einc(driver, ops, out, sizes, limit=0, budget=0):
     lines += [" ".join(map(str, [len(o)] + o)) for o in ops]
     lines.append(" ".join(map(str, [len(out)] + out)))
     args = [driver] + (["--limit", str(limit)] if limit else [])
-    args += ["--budget", str(budget)] if budget else []
+    args += ["--budget", str(budget)] if budget > 0 else []
     t0 = time.perf_counter()
     r = subprocess.run(args, input="\n".join(lines), capture_output=True,
                        text=True)
@@ -238,7 +238,8 @@ def main():
     ap.add_argument("--driver", default="build-ci/path_driver")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--einc-budget", type=float, default=0,
-                    help="only einc, with this time budget (seconds)")
+                    help="only einc, with this time budget (seconds; "
+                    "negative: the default budget)")
     args = ap.parse_args()
     if args.einc_budget:
         return einc_only(args)
@@ -299,7 +300,9 @@ def main():
 def einc_only(args):
     """einc alone with a given budget: unlimited and sliced at 1/16 of its
     own largest intermediate."""
-    print(f"| case | n | einc, budget {args.einc_budget:g} s: log10 FLOPs / "
+    label = (f"{args.einc_budget:g} s" if args.einc_budget > 0
+             else "default")
+    print(f"| case | n | einc, budget {label}: log10 FLOPs / "
           "log2 largest / s | sliced at 1/16: log10 FLOPs / log2 largest / "
           "axes |")
     print("|---|---|---|---|")
