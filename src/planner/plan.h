@@ -184,7 +184,7 @@ typedef struct ein_plan_ir {
   ein_step *steps;
   int npath;          /* contractions of the path: pairs of operand numbers */
   int (*path)[2];     /* operands 0..n-1 are inputs, n+i the i-th result */
-  const char *path_method; /* "single", "dp", "greedy" */
+  const char *path_method; /* "single", "given", or path.h's method */
   double naive_flops, flops;
   int64_t largest_intermediate; /* elements */
   int64_t workspace_bytes;

@@ -18,10 +18,12 @@
  *    (gemm_ab_dtype; docs/design.md, "Half precision on cuBLAS").
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "axset.h"
 #include "path.h"
 #include "path_given.h"
 #include "plan.h"
@@ -916,12 +918,11 @@ static ein_status make_leaves(planner *pl, const pview *inv, ein_axset outset,
   return EIN_OK;
 }
 
-/* The path search avoids intermediates past the memory limit, but where
- * every order needs a larger one it takes the cheapest anyway: that is an
- * EIN_ERR_LIMIT naming the largest intermediate the chosen order needs.
- * The root is the output, not an intermediate. */
+/* A given path may need more than the limit: an EIN_ERR_LIMIT naming the
+ * largest intermediate it needs. The root is the output, not an
+ * intermediate. (A searched path is checked by search_path.) */
 static ein_status check_memory_limit(planner *pl, int n) {
-  if (pl->memory_limit <= 0) return EIN_OK;
+  if (pl->memory_limit <= 0 || !pl->given) return EIN_OK;
   int worst = -1;
   double worst_elems = 0;
   for (int k = n; k < pl->nnodes - 1; k++) {
@@ -932,25 +933,87 @@ static ein_status check_memory_limit(planner *pl, int n) {
   size_t es = ein_dtype_size(pl->cdtype);
   return ein_fail_limit(
       pl->err,
-      "no contraction order was found that keeps every intermediate within "
-      "the memory limit of %lld bytes: the order taken needs %.0f bytes "
-      "(%.0f elements of %s) for the result of its step %d",
-      (long long)pl->memory_limit_bytes, worst_elems * (double)es,
-      worst_elems, ein_dtype_name(pl->cdtype), worst - n + 1);
+      "the given path needs %.0f bytes (%.0f elements of %s) for the result "
+      "of its step %d, over the memory limit of %lld bytes",
+      worst_elems * (double)es, worst_elems, ein_dtype_name(pl->cdtype),
+      worst - n + 1, (long long)pl->memory_limit_bytes);
+}
+
+/* Axis id lists of the leaves' and the output's sets, for path.h. */
+static ein_status path_query_of(planner *pl, ein_axset outset,
+                                const ein_axset *sets, ein_path_query *q) {
+  int n = pl->p->ninputs, na = pl->p->naxes;
+  int **axes = ein_arena_alloc(pl->arena, (size_t)n, sizeof *axes);
+  int *naxes = ein_arena_alloc(pl->arena, (size_t)n, sizeof *naxes);
+  int *out = ein_arena_alloc(pl->arena, (size_t)na + 1, sizeof *out);
+  if (!axes || !naxes || !out) return no_memory(pl);
+  *q = (ein_path_query){.n = n, .axes = (const int *const *)axes,
+                        .naxes = naxes, .output_axes = out,
+                        .total_axes = na, .sizes = pl->size,
+                        .memory_limit = pl->memory_limit};
+  for (int i = 0; i < n; i++) {
+    if (!(axes[i] = ein_arena_alloc(pl->arena, (size_t)na + 1, sizeof(int))))
+      return no_memory(pl);
+    for (int a = 0; a < na; a++)
+      if (ein_axset_has(&sets[i], a)) axes[i][naxes[i]++] = a;
+  }
+  for (int a = 0; a < na; a++)
+    if (ein_axset_has(&outset, a)) out[q->output_naxes++] = a;
+  return EIN_OK;
+}
+
+/* No order the search found keeps the intermediates within the limit:
+ * the message says what the contraction needs (the unlimited path's
+ * largest intermediate) and what slicing would reach. This build does not
+ * run sliced plans yet. */
+static ein_status limit_error(planner *pl, const ein_path_result *r,
+                              ein_path_status st) {
+  double es = (double)ein_dtype_size(pl->cdtype);
+  char slices[160] = "";
+  if (st == EIN_PATH_TOO_LARGE)
+    snprintf(slices, sizeof slices,
+             "; even slicing every axis leaves an intermediate of %.0f "
+             "bytes", r->fit_largest * es);
+  else
+    snprintf(slices, sizeof slices,
+             "; slicing %d ax%s into %.0f slices would fit (%.0f bytes, "
+             "%.2fx the FLOPs), which this build does not run",
+             r->nsliced, r->nsliced == 1 ? "is" : "es", r->nslices,
+             r->slice_largest * es, r->sliced_flops / r->flops);
+  return ein_fail_limit(
+      pl->err,
+      "no contraction order keeps every intermediate within the memory "
+      "limit of %lld bytes: the contraction's best order needs %.0f bytes "
+      "(%.0f elements of %s) for its largest intermediate%s",
+      (long long)pl->memory_limit_bytes, r->free_largest * es,
+      r->free_largest, ein_dtype_name(pl->cdtype), slices);
+}
+
+/* The searched order as SSA pairs. */
+static ein_status search_path(planner *pl, ein_axset outset,
+                              const ein_axset *sets, int (**pairs)[2]) {
+  ein_path_query q;
+  ein_path_result r;
+  ein_status st = path_query_of(pl, outset, sets, &q);
+  if (st) return st;
+  ein_path_status ps = ein_path_search(&q, pl->arena, &r);
+  if (ps == EIN_PATH_NO_MEMORY) return no_memory(pl);
+  if (ps == EIN_PATH_TOO_LARGE || r.nsliced) return limit_error(pl, &r, ps);
+  *pairs = r.pairs;
+  pl->ir->path_method = r.method;
+  return EIN_OK;
 }
 
 /* The contraction tree from the path: SSA id k >= n is node n + (k - n). */
 static ein_status build_tree(planner *pl, ein_axset outset,
                              const ein_axset *sets) {
   int n = pl->p->ninputs;
-  ein_path_query q = {n, sets, outset, pl->size, pl->memory_limit};
   int (*pairs)[2] = pl->given;
   if (pairs) {
     pl->ir->path_method = "given";
   } else {
-    pairs = ein_arena_alloc(pl->arena, (size_t)n, sizeof *pairs);
-    if (!pairs || !ein_path_search(&q, pl->arena, pairs, &pl->ir->path_method))
-      return no_memory(pl);
+    ein_status st = search_path(pl, outset, sets, &pairs);
+    if (st) return st;
   }
   pl->ir->path = pairs;
   pl->ir->npath = n - 1;
