@@ -358,8 +358,8 @@ static void run_expr_case(ein_ctx *ctx, const err_case *c) {
   case_input in;
   parse_case_shapes(c->shapes, &in);
   parse_case_opts(c->opts, &in);
-  spec_tensor xs[EIN_MAX_OPERANDS], out;
-  const DLTensor *ptrs[EIN_MAX_OPERANDS];
+  spec_tensor xs[TEST_MAX_OPERANDS], out;
+  const DLTensor *ptrs[TEST_MAX_OPERANDS];
   for (int i = 0; i < in.n; i++) {
     char spec[256] = "f32:scalar";
     for (int d = 0, w = 4; d < in.ndims[i]; d++)

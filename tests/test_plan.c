@@ -17,8 +17,8 @@
 
 typedef struct shapes {
   case_input in; /* the parsed shapes (cases.h) */
-  DLTensor t[EIN_MAX_OPERANDS];
-  const DLTensor *p[EIN_MAX_OPERANDS];
+  DLTensor t[TEST_MAX_OPERANDS];
+  const DLTensor *p[TEST_MAX_OPERANDS];
   int n;
 } shapes;
 

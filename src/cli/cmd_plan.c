@@ -18,8 +18,9 @@
 void cmd_plan_help(void) {
   puts(
       "usage: einc plan EXPR SHAPE|FILE.npy... [--dtype T] [--json] [--device M]\n"
-      "                 [--memory-limit B] [--path P] [-D NAME=SIZE]...\n"
-      "                 [--reduce R] [--numpy]\n"
+      "                 [--memory-limit B] [--path P] [--slice A,B]\n"
+      "                 [-D NAME=SIZE]... [--reduce R] [--numpy]\n"
+      "       einc plan --input FILE|- [options]\n"
       "\n"
       "Plans EXPR for inputs of the given shapes and prints the plan: every\n"
       "axis, naive and optimised FLOPs (opt_einsum's count: a multiply-add\n"
@@ -28,6 +29,11 @@ void cmd_plan_help(void) {
       "FLOPs, bytes, arithmetic intensity and a roofline time.\n"
       "\n"
       "  SHAPE           one per input: sizes joined by 'x' (8x16x2048)\n"
+      "  --input FILE    the expression and shapes from FILE ('-': standard\n"
+      "                  input), for networks too large for a command line:\n"
+      "                  the expression on the first line, then one SHAPE\n"
+      "                  (or FILE.npy) per line; blank lines and lines\n"
+      "                  starting with '#' are skipped\n"
       "  FILE.npy        in place of a shape: the shape and dtype in a .npy\n"
       "                  file's header (its data is not read)\n"
       "  --dtype T       every input's dtype: f32 (default for shapes; a\n"
@@ -45,6 +51,7 @@ void cmd_plan_help(void) {
       "                  note)\n"
       "  --memory-limit B  largest intermediate allowed, in bytes: the\n"
       "                  path keeps within it, or the plan fails (exit 2)\n"
+
       CLI_HELP_PATH
       "  --backend B     cpu (default), cuda or emu: plan for the CUDA\n"
       "                  backend (or the emulated device, which runs the\n"
@@ -57,6 +64,7 @@ void cmd_plan_help(void) {
 
 typedef struct plan_opts {
   const char *model;
+  const char *input; /* --input: FILE or "-" */
   bool retype;     /* --dtype given */
   ein_dtype dtype; /* its value */
   bool json;
@@ -74,10 +82,16 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
   bool backend = cli_is_option(arg, "--backend");
   bool dtype = cli_is_option(arg, "--dtype");
   bool device = cli_is_option(arg, "--device");
-  if (!backend && !dtype && !device && !cli_is_option(arg, "--memory-limit"))
+  bool input = cli_is_option(arg, "--input");
+  if (!backend && !dtype && !device && !input &&
+      !cli_is_option(arg, "--memory-limit"))
     return 0;
   const char *v = cli_option_value(argc, argv, i);
   if (!v) return -1;
+  if (input) {
+    po->input = v;
+    return 1;
+  }
   if (backend)
     return cli_parse_backend(v, &po->common->options.backend) ? 1 : -1;
   if (dtype) {
@@ -141,32 +155,79 @@ static int print_report(const ein_plan *plan, bool json,
   return rc;
 }
 
-int cmd_plan(int argc, char **argv) {
-  static cli_common common;
-  static cli_shape shapes[EIN_MAX_OPERANDS];
-  memset(&common, 0, sizeof common);
-  common.takes_path = true;
-  plan_opts po = {NULL, false, EIN_DT_F32, false, &common};
-  const char *pos[EIN_MAX_OPERANDS + 1];
-  int npos;
-  int r = cli_parse_args(argc, argv, "plan", cmd_plan_help, &common,
-                         plan_option, &po, pos, EIN_MAX_OPERANDS + 1, &npos);
-  if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
+/* The expression and shapes: from the arguments, or from --input (then
+ * no argument may name them). *pos and *owned are the caller's to free. */
+static int plan_operands(const plan_opts *po, const char **args, int nargs,
+                         const char ***pos, int *npos, char **owned) {
+  *owned = NULL;
+  if (!po->input) {
+    *pos = args;
+    *npos = nargs;
+    return EXIT_OK;
+  }
+  if (nargs > 0) {
+    cli_errorf("--input gives the expression and the shapes; '%.40s' "
+               "cannot come beside it",
+               args[0]);
+    return EXIT_INVALID;
+  }
+  return cli_read_input(po->input, owned, pos, npos);
+}
+
+/* Plans the expression for the shapes and prints the report. */
+static int plan_and_print(const plan_opts *po, const char *const *pos,
+                          int npos) {
+  cli_common *common = po->common;
+  cli_shape *shapes = malloc((size_t)(npos ? npos : 1) * sizeof *shapes);
+  if (!shapes) {
+    cli_errorf("out of memory");
+    return EXIT_INTERNAL;
+  }
   int nshapes;
   int rc = cli_expr_and_shapes("plan", pos, npos, shapes, &nshapes);
-  if (rc != EXIT_OK) return rc;
-  if (po.retype) cli_shapes_set_dtype(shapes, nshapes, po.dtype);
-  ein_ctx *ctx;
-  ein_plan *plan;
-  rc = cli_plan_shapes(
-      pos[0], shapes, nshapes,
-      ein_backend_dl_device(common.options.backend, 0).device_type,
-      &common.options, &ctx, &plan);
+  if (rc == EXIT_OK && po->retype)
+    cli_shapes_set_dtype(shapes, nshapes, po->dtype);
+  ein_ctx *ctx = NULL;
+  ein_plan *plan = NULL;
+  if (rc == EXIT_OK)
+    rc = cli_plan_shapes(
+        pos[0], shapes, nshapes,
+        ein_backend_dl_device(common->options.backend, 0).device_type,
+        &common->options, &ctx, &plan);
+  free(shapes);
   if (rc != EXIT_OK) return rc;
   ein_device_model m;
-  rc = resolve_model(po.model, common.options.backend, &m);
-  if (rc == EXIT_OK) rc = print_report(plan, po.json, &m);
+  rc = resolve_model(po->model, common->options.backend, &m);
+  if (rc == EXIT_OK) rc = print_report(plan, po->json, &m);
   ein_plan_destroy(plan);
   ein_ctx_destroy(ctx);
+  return rc;
+}
+
+int cmd_plan(int argc, char **argv) {
+  static cli_common common;
+  memset(&common, 0, sizeof common);
+  common.takes_path = true;
+  plan_opts po = {NULL, NULL, false, EIN_DT_F32, false, &common};
+  const char **args = malloc((size_t)(argc + 1) * sizeof *args);
+  if (!args) {
+    cli_errorf("out of memory");
+    return EXIT_INTERNAL;
+  }
+  int nargs;
+  int r = cli_parse_args(argc, argv, "plan", cmd_plan_help, &common,
+                         plan_option, &po, args, argc + 1, &nargs);
+  if (r != CLI_ARGS_OK) {
+    free(args);
+    return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
+  }
+  const char **pos;
+  int npos;
+  char *owned;
+  int rc = plan_operands(&po, args, nargs, &pos, &npos, &owned);
+  if (rc == EXIT_OK) rc = plan_and_print(&po, pos, npos);
+  if (pos != args) free(pos);
+  free(args);
+  free(owned);
   return rc;
 }

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "alloc.h"
+
 enum { MAX_PAIRS = EIN_MAX_OPERANDS - 1, MAX_PER_TUPLE = 8 };
 
 /* The text being read and where the reader is. */
@@ -56,7 +58,7 @@ static ein_status read_tuple(reader *r, int *pos, int *k, ein_error_rec *err) {
     long v = 0;
     while (isdigit((unsigned char)*r->p)) {
       v = v * 10 + (*r->p++ - '0');
-      if (v > 99999) v = 99999; /* out of range either way */
+      if (v > 9999999) v = 9999999; /* out of range either way */
     }
     if (*k < MAX_PER_TUPLE) pos[*k] = (int)v;
     (*k)++;
@@ -112,19 +114,25 @@ static ein_status read_pairs(reader *r, int (*lin)[2], int *npairs,
  * checking each against the list's length at that point. */
 static ein_status to_ssa(const char *text, int n, int (*lin)[2], int npairs,
                          int (*ssa)[2], ein_error_rec *err) {
-  int live[EIN_MAX_OPERANDS], nlive = n;
+  int *live = ein_malloc(((size_t)n + 1) * sizeof *live), nlive = n;
+  if (!live) return ein_fail_memory(err, "out of memory reading a path");
+  ein_status st = EIN_OK;
   for (int i = 0; i < n; i++) live[i] = i;
   for (int k = 0; k < npairs; k++) {
     int a = lin[k][0], b = lin[k][1];
-    if (a >= nlive || b >= nlive)
-      return ein_fail_argument(
+    if (a >= nlive || b >= nlive) {
+      st = ein_fail_argument(
           err, "path '%.80s': contraction %d names operand %d, but only %d "
                "operands are left at that point (0 to %d)",
           text, k + 1, a >= nlive ? a : b, nlive, nlive - 1);
-    if (a == b)
-      return ein_fail_argument(
+      break;
+    }
+    if (a == b) {
+      st = ein_fail_argument(
           err, "path '%.80s': contraction %d names operand %d twice", text,
           k + 1, a);
+      break;
+    }
     ssa[k][0] = live[a];
     ssa[k][1] = live[b];
     int kept = 0;
@@ -133,19 +141,22 @@ static ein_status to_ssa(const char *text, int n, int (*lin)[2], int npairs,
     live[kept] = n + k;
     nlive = kept + 1;
   }
-  return EIN_OK;
+  ein_free(live);
+  return st;
 }
 
 ein_status ein_path_given(const char *text, int n, int (*ssa)[2],
                           ein_error_rec *err) {
   reader r = {text, text};
-  int lin[MAX_PAIRS][2], npairs;
+  int (*lin)[2] = ein_malloc(sizeof(int[MAX_PAIRS][2])), npairs;
+  if (!lin) return ein_fail_memory(err, "out of memory reading a path");
   ein_status st = read_pairs(&r, lin, &npairs, err);
-  if (st) return st;
-  if (npairs != n - 1)
-    return ein_fail_argument(
+  if (!st && npairs != n - 1)
+    st = ein_fail_argument(
         err, "path '%.80s' has %d contraction%s, but %d operand%s need%s %d",
         text, npairs, npairs == 1 ? "" : "s", n, n == 1 ? "" : "s",
         n == 1 ? "s" : "", n - 1);
-  return to_ssa(text, n, lin, npairs, ssa, err);
+  if (!st) st = to_ssa(text, n, lin, npairs, ssa, err);
+  ein_free(lin);
+  return st;
 }
