@@ -1414,7 +1414,7 @@ static ein_status read_slice_names(planner *pl, const char *text, int *ids,
     while (*end && *end != ',' && *end != ' ') end++;
     if (end == c) break;
     int a = axis_named(pl, c, (size_t)(end - c));
-    if (a < 0 || pl->slice_pos[a] >= 0)
+    if (a < 0 || pl->slice_pos[a] != -1)
       return ein_fail_argument(
           pl->err, "slice_axes '%.80s': '%.*s' %s", text, (int)(end - c), c,
           a < 0 ? "is no axis of the expression" : "is named twice");
