@@ -726,6 +726,17 @@ static void order_gemm_groups(planner *pl, const pview *want,
   }
 }
 
+/* The batch axes of b that a child's result holds, in b's order. */
+static ein_status own_batch(planner *pl, const gorder *b, const axset *held,
+                            gorder *out) {
+  out->n = 0;
+  out->ax = ein_arena_alloc(pl->arena, (size_t)b->n + 1, sizeof(int));
+  if (!out->ax) return no_memory(pl);
+  for (int i = 0; i < b->n; i++)
+    if (set_has(held, b->ax[i])) out->ax[out->n++] = b->ax[i];
+  return EIN_OK;
+}
+
 /* Emits both children of a GEMM node; a child that is an intermediate
  * produces exactly the layout wanted, [b, m, k] for A and [b, k, n] for
  * B (both temps are made before either child is emitted). */
@@ -736,13 +747,21 @@ static ein_status emit_gemm_children(planner *pl, const node *nd,
   pview lwant, rwant;
   const pview *lw = NULL, *rw = NULL;
   ein_status st;
+  /* Each child holds only its own batch axes: an M or N axis that
+   * split_group moved into the batch is absent from the other operand,
+   * which reads it with stride 0 rather than being computed replicated
+   * over it (issue 26: a step over an axis neither input has). */
+  gorder lb, rb;
+  if ((st = own_batch(pl, &G->b, &pl->nodes[nd->left].set, &lb)) ||
+      (st = own_batch(pl, &G->b, &pl->nodes[nd->right].set, &rb)))
+    return st;
   if (!lfix) {
-    if ((st = concat_temp(pl, &G->b, &G->m, &G->k, gemm_ab_dtype(pl), &lwant)))
+    if ((st = concat_temp(pl, &lb, &G->m, &G->k, gemm_ab_dtype(pl), &lwant)))
       return st;
     lw = &lwant;
   }
   if (!rfix) {
-    if ((st = concat_temp(pl, &G->b, &G->k, &G->n, gemm_ab_dtype(pl), &rwant)))
+    if ((st = concat_temp(pl, &rb, &G->k, &G->n, gemm_ab_dtype(pl), &rwant)))
       return st;
     rw = &rwant;
   }
@@ -1597,6 +1616,40 @@ int64_t ein_plan_slice_bytes_ir(const ein_plan_ir *ir) {
          3 * sl->acc_elems * (int64_t)ein_dtype_size(ir->dtype);
 }
 
+/* The memory limit covers every buffer the plan allocates, not only the
+ * path's intermediates: pre-reductions, layout copies and stores too, and
+ * a sliced plan's accumulation buffers (issue 26, bug 2). */
+static ein_status check_buffers(planner *pl) {
+  if (pl->memory_limit_bytes <= 0) return EIN_OK;
+  const ein_plan_ir *ir = pl->ir;
+  int worst = -1;
+  int64_t worst_bytes = 3 * ir->slicing.acc_elems *
+                        (int64_t)ein_dtype_size(ir->dtype);
+  for (int b = 0; b < ir->nbuffers; b++) {
+    const ein_plan_buffer *buf = &ir->buffers[b];
+    int64_t bytes = buf->kind == EIN_BUF_TEMP
+                        ? buf->elems * (int64_t)ein_dtype_size(buf->dtype)
+                        : 0;
+    if (bytes > worst_bytes) worst_bytes = bytes, worst = b;
+  }
+  if (worst_bytes <= pl->memory_limit_bytes) return EIN_OK;
+  const char *what = "the sums of sliced output pieces";
+  int step = 0;
+  for (int i = 0; i < ir->nsteps && worst >= 0; i++)
+    if (ir->steps[i].dst.buffer == worst) {
+      what = ein_step_role_name(ir->steps[i].role);
+      step = i + 1;
+      break;
+    }
+  return ein_fail_limit(
+      pl->err,
+      "the plan needs a buffer of %lld bytes (%s%s%.0d) but the memory "
+      "limit is %lld bytes; a limit of %lld bytes fits this plan, or slice "
+      "axes (slice_axes, --slice) to shrink every buffer",
+      (long long)worst_bytes, what, step ? ", written by step " : "", step,
+      (long long)pl->memory_limit_bytes, (long long)worst_bytes);
+}
+
 /* The totals of a sliced plan: every slice's FLOPs and bytes, the adds,
  * and the FLOPs of the same expression planned whole. */
 static void slicing_totals(planner *pl, const ein_tensor_desc *inputs,
@@ -1717,6 +1770,7 @@ ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
     st = no_memory(&pl);
     goto fail;
   }
+  if ((st = check_buffers(&pl))) goto fail;
   for (int i = 0; i < ir->nsteps; i++) {
     decide_numerics(&ir->steps[i]);
     ir->flops += ir->steps[i].flops;
