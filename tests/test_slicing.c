@@ -174,6 +174,8 @@ static double rel_err(ein_dtype dt, const void *got, const double *want,
   return err / fmax(norm, 1e-300);
 }
 
+static int auto_sliced; /* networks planned under a small memory limit */
+
 /* One network: unsliced and sliced on backend k, both against the
  * reference. */
 static void check_net(ein_ctx *ctx, ein_backend_kind k, ein_dtype dt,
@@ -213,7 +215,20 @@ static void check_net(ein_ctx *ctx, ein_backend_kind k, ein_dtype dt,
   o.slice_axes = c.slice;
   ein_status st2 = eval_on(ctx, k, &c, &h, &o);
   double e1 = st2 ? -1 : rel_err(dt, h.t[c.n].data, want, h.numel_out);
+  /* a small memory limit: the path search slices on its own (or, with
+   * nothing small enough, refuses) */
+  memset(h.t[c.n].data, 0x7f, (size_t)h.numel_out * ein_dtype_size(dt));
+  ein_options o3 = o;
+  o3.slice_axes = NULL;
+  o3.memory_limit = 16 * (int64_t)ein_dtype_size(dt);
+  ein_status st3 = eval_on(ctx, k, &c, &h, &o3);
+  double e2 = st3 ? 0 : rel_err(dt, h.t[c.n].data, want, h.numel_out);
+  auto_sliced += !st3;
   double tol = dt == EIN_DT_F64 ? 1e-12 : 1e-5;
+  CHECK((!st3 || st3 == EIN_ERR_LIMIT) && e2 <= tol,
+        "%s %s '%s' limit 16 elements: status %d, error %.3g (%s)",
+        ein_backend_name(k), ein_dtype_name(dt), c.expr, st3, e2,
+        st3 ? ein_last_error(ctx)->message : "");
   CHECK(!st && !st2 && e0 <= tol && e1 <= tol,
         "%s %s '%s' slice '%s'%s: status %d/%d, errors unsliced %.3g sliced "
         "%.3g (%s)",
@@ -235,6 +250,10 @@ static void check_random(ein_ctx *ctx) {
       for (int i = 0; i < (kk ? 30 : 80); i++)
         check_net(ctx, kinds[kk], dts[d], i % 10 == 9, &compared);
   CHECK(compared >= 200, "only %d networks compared", compared);
+  CHECK(auto_sliced >= 50, "only %d networks planned under the limit",
+        auto_sliced);
+  printf("%d networks compared, %d under a 16-element limit\n", compared,
+         auto_sliced);
 }
 
 /* A plan's slicing figures for "i j, j k, k l -> i l" sliced over j and
@@ -437,10 +456,11 @@ static void check_no_replicated_step(ein_ctx *ctx) {
   ein_plan_destroy(plan);
 }
 
-/* Issue 26, bug 2: the memory limit covers layout copies. Here the path's
- * intermediates keep within 3240 bytes but a copy of input 6 for a GEMM
- * takes 12960: refused, with the size that would fit; sliced over c every
- * buffer fits. */
+/* Issue 26, bug 2: the memory limit covers layout copies. On the path
+ * the search takes without a limit the intermediates keep within 3240
+ * bytes but a copy of input 6 for a GEMM takes 12960: given that path, the
+ * plan is refused with the size that would fit; searched, the plan is
+ * sliced until every buffer fits. */
 static void check_limit_covers_copies(ein_ctx *ctx) {
   static const int64_t shapes[6][5] = {{4, 7}, {7, 9, 4}, {5, 8, 6, 3},
                                        {4, 4, 2}, {2, 8, 3}, {3, 4, 6, 5, 9}};
@@ -454,26 +474,41 @@ static void check_limit_covers_copies(ein_ctx *ctx) {
     in[i] = &t[i];
   }
   const char *expr = "a f, f g h, c j d b, e h i, i j k, k e d c g -> b a";
-  ein_options o = {.memory_limit = 3240};
   ein_plan *plan = NULL;
+  REQUIRE_OK(ein_plan_create(ctx, expr, in, 6, NULL, NULL, &plan));
+  char path[256];
+  size_t len = 1;
+  path[0] = '[';
+  const ein_plan_ir *ir = ein_plan_ir_of(plan);
+  for (int k = 0; k < ir->npath; k++)
+    len += (size_t)snprintf(path + len, sizeof path - len, "%s(%d,%d)",
+                            k ? "," : "", ir->path_linear[k][0],
+                            ir->path_linear[k][1]);
+  snprintf(path + len, sizeof path - len, "]");
+  ein_plan_destroy(plan);
+  ein_options o = {.memory_limit = 3240, .path = path};
   ein_status st = ein_plan_create(ctx, expr, in, 6, NULL, &o, &plan);
   CHECK(st == EIN_ERR_LIMIT &&
             strstr(ein_last_error(ctx)->message, "a limit of 12960 bytes fits"),
         "a layout copy past the limit: %d %s", st,
         st ? ein_last_error(ctx)->message : "");
   ein_plan_destroy(plan);
-  o.slice_axes = "c";
-  REQUIRE_OK(ein_plan_create(ctx, expr, in, 6, NULL, &o, &plan));
-  const ein_plan_ir *ir = ein_plan_ir_of(plan);
-  int64_t worst = 0;
-  for (int b = 0; b < ir->nbuffers; b++)
-    if (ir->buffers[b].kind == EIN_BUF_TEMP)
-      worst = ir->buffers[b].elems * 4 > worst ? ir->buffers[b].elems * 4
-                                               : worst;
-  CHECK(worst <= 3240 && ein_plan_nslices(plan) == 5,
-        "sliced over c: largest buffer %lld bytes, %g slices",
-        (long long)worst, ein_plan_nslices(plan));
-  ein_plan_destroy(plan);
+  for (int searched = 0; searched < 2; searched++) {
+    o = (ein_options){.memory_limit = 3240,
+                      .slice_axes = searched ? NULL : "c"};
+    REQUIRE_OK(ein_plan_create(ctx, expr, in, 6, NULL, &o, &plan));
+    ir = ein_plan_ir_of(plan);
+    int64_t worst = 0;
+    for (int b = 0; b < ir->nbuffers; b++)
+      if (ir->buffers[b].kind == EIN_BUF_TEMP)
+        worst = ir->buffers[b].elems * 4 > worst ? ir->buffers[b].elems * 4
+                                                 : worst;
+    CHECK(worst <= 3240 && ein_plan_nslices(plan) > 1,
+          "%s: largest buffer %lld bytes, %g slices",
+          searched ? "searched" : "sliced over c", (long long)worst,
+          ein_plan_nslices(plan));
+    ein_plan_destroy(plan);
+  }
 }
 
 int main(void) {

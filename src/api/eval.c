@@ -409,7 +409,8 @@ static ein_status bind_and_plan(ein_thread_rec *me, const char *expr,
     return st;
   }
   const ein_backend_caps *caps = ein_ctx_caps(me->ctx, backend);
-  ein_plan_limits limits = {o->memory_limit, o->path, o->slice_axes};
+  ein_plan_limits limits = {.memory_limit = o->memory_limit, .path = o->path,
+                            .slice_axes = o->slice_axes};
   st = ein_plan_build(ein_binding_problem(b), descs, od, caps, &limits,
                       &me->err, ir);
   ein_binding_destroy(b);

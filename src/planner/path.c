@@ -1,217 +1,247 @@
 /*
- * path.c - contraction order by dynamic programming over subsets (exact)
- * or greedily (large problems). See path.h.
+ * path.c - the path search's outline (path.h): the exact DP for small
+ * problems; randomized greedy trials (and, for large networks, recursive
+ * bisection) refined by subtree reconfiguration beyond; slicing when the
+ * limit is not met by any order found.
+ *
+ * Under a memory limit two candidates are kept: the best order within the
+ * limit (trials are scored limit first) and the best order overall. The
+ * first wins when it exists; otherwise the second is sliced.
  */
-#include "path.h"
-
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-double ein_axset_volume(ein_axset s, const int64_t *sizes) {
-  double v = 1;
-  for (int w = 0; w < 4; w++)
-    for (uint64_t bits = s.w[w]; bits; bits &= bits - 1)
-      v *= (double)sizes[w * 64 + __builtin_ctzll(bits)];
-  return v;
+#include "path_internal.h"
+
+/* Default budget: about 45 ms at 100 operands, growing linearly, capped. */
+static double default_budget(int n) {
+  double b = 0.002 + 0.00043 * n;
+  return b < 2.0 ? b : 2.0;
 }
 
-double ein_step_flop_count(ein_axset touched, ein_axset kept, int nterms,
-                           const int64_t *sizes) {
-  bool summed = !ein_axset_empty(ein_axset_minus(touched, kept));
-  int factor = (nterms - 1 > 1 ? nterms - 1 : 1) + (summed ? 1 : 0);
-  return ein_axset_volume(touched, sizes) * factor;
+/* Networks at least this large also try recursive bisection. */
+enum { PARTITION_MIN = 40, RECONF_WINDOW = 10, RECONF_PASSES = 8 };
+
+typedef struct search {
+  pnet *net;        /* limit as the caller set it */
+  pnet free_net;    /* the same, no limit */
+  const ein_path_query *q;
+  double deadline;
+  bool fixed;       /* trials given: ignore the clock */
+  uint64_t rng;
+  ein_arena *work;
+  int (*best_free)[2], (*best_fit)[2];
+  pcost cost_free, cost_fit;
+  bool have_free, have_fit;
+  const char *method;
+} search;
+
+static bool eval(const pnet *net, const int (*pairs)[2], pcost *c) {
+  ein_arena scratch;
+  ein_arena_init(&scratch);
+  plist *nodes = ein_arena_alloc(&scratch, (size_t)(2 * net->n), sizeof *nodes);
+  bool ok = nodes && ptree_eval(net, pairs, &scratch, nodes, c);
+  ein_arena_destroy(&scratch);
+  return ok;
 }
 
-/* The cost of a (sub)tree: FLOPs, then the largest intermediate. */
-typedef struct cost {
-  double flops, largest;
-} cost;
-
-static bool cheaper(cost a, cost b) {
-  if (a.flops != b.flops) return a.flops < b.flops;
-  return a.largest < b.largest;
-}
-
-/* ---------------------------------------------------------------- dp */
-
-/* The DP's tables, one entry per subset of operands. */
-typedef struct dp_tables {
-  ein_axset *uni;  /* axes of the operands in the subset */
-  ein_axset *res;  /* axes its intermediate keeps */
-  double *vol;     /* that intermediate's volume */
-  cost *best;      /* cheapest tree over the subset */
-  uint32_t *split; /* its left part */
-} dp_tables;
-
-/* Cheapest split of subset m (two or more operands) into a and m ^ a,
- * subsets smaller than m being solved. Intermediates past the memory
- * limit are avoided; when the limit excludes every split it is ignored
- * for m. */
-static void dp_best_split(const ein_path_query *q, dp_tables *t, uint32_t m,
-                          uint32_t full) {
-  cost *best = t->best;
-  const double *vol = t->vol;
-  best[m] = (cost){INFINITY, INFINITY};
-  t->split[m] = 0;
-  /* Submasks holding m's lowest operand: each split once. */
-  uint32_t low = m & -m, rest = m ^ low;
-  for (uint32_t s = rest;; s = (s - 1) & rest) {
-    uint32_t a = s | low, b = m ^ a;
-    if (b) {
-      bool fits = q->memory_limit <= 0 ||
-                  (((a & (a - 1)) == 0 || vol[a] <= q->memory_limit) &&
-                   ((b & (b - 1)) == 0 || vol[b] <= q->memory_limit));
-      if (fits && isfinite(best[a].flops) && isfinite(best[b].flops)) {
-        ein_axset touched = ein_axset_or(t->res[a], t->res[b]);
-        double f = ein_step_flop_count(touched, t->res[m], 2, q->sizes);
-        cost c = {best[a].flops + best[b].flops + f,
-                  fmax(fmax(best[a].largest, best[b].largest),
-                       m == full ? 0 : vol[m])};
-        if (cheaper(c, best[m])) {
-          best[m] = c;
-          t->split[m] = a;
-        }
-      }
-    }
-    if (s == 0) break;
+/* Keeps pairs when better than the best so far, unlimited or within. */
+static bool consider(search *s, const int (*pairs)[2]) {
+  size_t bytes = (size_t)(s->net->n - 1) * sizeof *pairs;
+  pcost c;
+  if (!eval(&s->free_net, pairs, &c)) return false;
+  if (!s->have_free || pcost_better(&s->free_net, c, s->cost_free)) {
+    memcpy(s->best_free, pairs, bytes);
+    s->cost_free = c, s->have_free = true;
   }
-  if (!t->split[m]) { /* the limit excluded everything: ignore it here */
-    uint32_t a = low, b = m ^ a;
-    t->split[m] = a;
-    best[m] = (cost){best[a].flops + best[b].flops, INFINITY};
-  }
-}
-
-/* Unfolds the tree of splits in post-order into pairs; SSA ids are
- * assigned as pairs appear. */
-static void dp_unfold(int n, uint32_t full, const uint32_t *split,
-                      int (*pairs)[2]) {
-  int npairs = 0;
-  uint32_t stack[128];
-  int state[128], sp = 0;
-  stack[sp] = full;
-  state[sp++] = 0;
-  int result_stack[128], rsp = 0;
-  while (sp) {
-    uint32_t m = stack[sp - 1];
-    if ((m & (m - 1)) == 0) {
-      result_stack[rsp++] = __builtin_ctz(m);
-      sp--;
-      continue;
-    }
-    if (state[sp - 1] == 0) {
-      state[sp - 1] = 1;
-      stack[sp] = split[m];
-      state[sp++] = 0;
-    } else if (state[sp - 1] == 1) {
-      state[sp - 1] = 2;
-      stack[sp] = m ^ split[m];
-      state[sp++] = 0;
-    } else {
-      int right = result_stack[--rsp], left = result_stack[--rsp];
-      pairs[npairs][0] = left;
-      pairs[npairs][1] = right;
-      result_stack[rsp++] = n + npairs;
-      npairs++;
-      sp--;
-    }
-  }
-}
-
-static bool search_dp(const ein_path_query *q, ein_arena *arena,
-                      int (*pairs)[2]) {
-  int n = q->n;
-  uint32_t full = (n == 32) ? UINT32_MAX : ((uint32_t)1 << n) - 1;
-  size_t nsub = (size_t)full + 1;
-  dp_tables t = {
-      .uni = ein_arena_alloc(arena, nsub, sizeof *t.uni),
-      .res = ein_arena_alloc(arena, nsub, sizeof *t.res),
-      .vol = ein_arena_alloc(arena, nsub, sizeof *t.vol),
-      .best = ein_arena_alloc(arena, nsub, sizeof *t.best),
-      .split = ein_arena_alloc(arena, nsub, sizeof *t.split),
-  };
-  if (!t.uni || !t.res || !t.vol || !t.best || !t.split) return false;
-
-  for (uint32_t m = 1; m <= full; m++) {
-    int low = __builtin_ctz(m);
-    t.uni[m] = ein_axset_or(t.uni[m & (m - 1)], q->operands[low]);
-  }
-  /* An intermediate keeps the axes that the output or an operand outside
-   * it still needs. */
-  for (uint32_t m = 1; m <= full; m++) {
-    t.res[m] = ein_axset_and(t.uni[m], ein_axset_or(q->output, t.uni[full ^ m]));
-    t.vol[m] = ein_axset_volume(t.res[m], q->sizes);
-  }
-  for (uint32_t m = 1; m <= full; m++) {
-    if ((m & (m - 1)) == 0)
-      t.best[m] = (cost){0, 0};
-    else
-      dp_best_split(q, &t, m, full);
-  }
-  dp_unfold(n, full, t.split, pairs);
-  return true;
-}
-
-/* ------------------------------------------------------------ greedy */
-
-static bool search_greedy(const ein_path_query *q, ein_arena *arena,
-                          int (*pairs)[2]) {
-  int n = q->n, total = 2 * n - 1;
-  ein_axset *sets = ein_arena_alloc(arena, (size_t)total, sizeof *sets);
-  bool *alive = ein_arena_alloc(arena, (size_t)total, sizeof *alive);
-  if (!sets || !alive) return false;
-  for (int i = 0; i < n; i++) {
-    sets[i] = q->operands[i];
-    alive[i] = true;
-  }
-  for (int step = 0; step < n - 1; step++) {
-    int bi = -1, bj = -1;
-    bool best_shares = false;
-    cost best = {INFINITY, INFINITY};
-    ein_axset best_res = {{0}};
-    int top = n + step;
-    for (int i = 0; i < top; i++) {
-      if (!alive[i]) continue;
-      for (int j = i + 1; j < top; j++) {
-        if (!alive[j]) continue;
-        bool shares = !ein_axset_empty(ein_axset_and(sets[i], sets[j]));
-        if (best_shares && !shares) continue;
-        ein_axset others = q->output;
-        for (int o = 0; o < top; o++)
-          if (alive[o] && o != i && o != j)
-            others = ein_axset_or(others, sets[o]);
-        ein_axset touched = ein_axset_or(sets[i], sets[j]);
-        ein_axset r = ein_axset_and(touched, others);
-        double vr = ein_axset_volume(r, q->sizes);
-        if (q->memory_limit > 0 && vr > q->memory_limit && bi >= 0) continue;
-        /* Greedy key: the growth of memory (as opt_einsum), then FLOPs. */
-        cost c = {vr - ein_axset_volume(sets[i], q->sizes) -
-                      ein_axset_volume(sets[j], q->sizes),
-                  ein_step_flop_count(touched, r, 2, q->sizes)};
-        if ((shares && !best_shares) || cheaper(c, best)) {
-          best = c;
-          bi = i;
-          bj = j;
-          best_res = r;
-          best_shares = shares;
-        }
-      }
-    }
-    pairs[step][0] = bi;
-    pairs[step][1] = bj;
-    alive[bi] = alive[bj] = false;
-    sets[top] = best_res;
-    alive[top] = true;
+  if (s->net->limit > 0 && c.largest <= s->net->limit &&
+      (!s->have_fit || pcost_better(s->net, c, s->cost_fit))) {
+    memcpy(s->best_fit, pairs, bytes);
+    s->cost_fit = c, s->have_fit = true;
   }
   return true;
 }
 
-bool ein_path_search(const ein_path_query *q, ein_arena *arena,
-                     int (*pairs)[2], const char **method) {
-  if (q->n <= EIN_PATH_DP_MAX) {
-    *method = "dp";
-    return q->n < 2 || search_dp(q, arena, pairs);
+/* The output's axes as a list (for the DP's result). */
+static bool output_list(const pnet *net, const ein_path_query *q,
+                        ein_arena *arena, plist *out) {
+  out->ax = ein_arena_alloc(arena, (size_t)q->output_naxes + 1, sizeof(int));
+  out->cnt = ein_arena_alloc(arena, (size_t)q->output_naxes + 1, sizeof(int));
+  if (!out->ax || !out->cnt) return false;
+  char *seen = ein_arena_alloc(arena, (size_t)net->naxes + 1, 1);
+  if (!seen) return false;
+  for (int k = 0; k < q->output_naxes; k++) seen[q->output_axes[k]] = 1;
+  out->len = 0;
+  for (int a = 0; a < net->naxes; a++)
+    if (seen[a] && net->total[a] > 1) out->ax[out->len++] = a;
+  return true;
+}
+
+static bool search_dp(search *s, int (*pairs)[2]) {
+  const pnet *net = s->net;
+  plist out;
+  const plist **leaves = ein_arena_alloc(s->work, (size_t)net->n, sizeof *leaves);
+  if (!leaves || !output_list(net, s->q, s->work, &out)) return false;
+  for (int i = 0; i < net->n; i++) leaves[i] = &net->leaf[i];
+  pcost c;
+  s->method = "dp";
+  if (!path_dp(&s->free_net, net->n, leaves, &out, true, s->work, pairs, &c) ||
+      !consider(s, (const int(*)[2])pairs))
+    return false;
+  if (net->limit <= 0 || s->have_fit) return true;
+  return path_dp(net, net->n, leaves, &out, true, s->work, pairs, &c) &&
+         consider(s, (const int(*)[2])pairs);
+}
+
+/* Trial t: 0 is the plain greedy; then temperature log-uniform in
+ * [0.001, 1] and costmod uniform in [0.1, 4] (cotengra's ranges); under a
+ * limit every other trial keys on the limit; from PARTITION_MIN operands
+ * every even trial is a bisection instead (parts of 4-8 operands). */
+static bool trial(search *s, int t, int (*pairs)[2]) {
+  ein_arena scratch;
+  ein_arena_init(&scratch);
+  const pnet *net = (s->net->limit > 0 && (t & 1)) ? s->net : &s->free_net;
+  bool ok;
+  if (t > 0 && net->n >= PARTITION_MIN && t % 2 == 0) {
+    double imb = 0.05 + 0.3 * prng_unit(&s->rng);
+    int leaf = 4 + (int)(prng_next(&s->rng) % 5); /* reconf polishes */
+    ok = path_partition(net, leaf, imb, &s->rng, &scratch, pairs);
+  } else {
+    double temp = t ? exp(log(0.001) + prng_unit(&s->rng) * log(1000.0)) : 0;
+    double costmod = t ? 0.1 + 3.9 * prng_unit(&s->rng) : 1;
+    ok = path_greedy(net, temp, costmod, &s->rng, &scratch, pairs);
   }
-  *method = "greedy";
-  return search_greedy(q, arena, pairs);
+  ein_arena_destroy(&scratch);
+  return ok && consider(s, (const int(*)[2])pairs);
+}
+
+static bool search_heuristic(search *s, int (*pairs)[2], double t0,
+                             double budget) {
+  int ntrials = s->q->trials > 0 ? s->q->trials : 1 << 20;
+  double trial_end = t0 + 0.5 * budget;
+  int t = 0;
+  for (; t < ntrials; t++) {
+    if (!trial(s, t, pairs)) return false;
+    if (!s->fixed && path_now() > trial_end) {
+      t++;
+      break;
+    }
+  }
+  s->method = t > 1 ? "random-greedy+reconf" : "greedy+reconf";
+  double deadline = s->fixed ? INFINITY : t0 + budget;
+  pcost c;
+  if (s->have_fit) {
+    memcpy(pairs, s->best_fit, (size_t)(s->net->n - 1) * sizeof *pairs);
+    if (!path_reconfigure(s->net, pairs, RECONF_WINDOW, deadline,
+                          RECONF_PASSES, &c))
+      return false;
+    return consider(s, (const int(*)[2])pairs);
+  }
+  memcpy(pairs, s->best_free, (size_t)(s->net->n - 1) * sizeof *pairs);
+  return path_reconfigure(&s->free_net, pairs, RECONF_WINDOW, deadline,
+                          RECONF_PASSES, &c) &&
+         consider(s, (const int(*)[2])pairs);
+}
+
+/* The sliced path when no order fits: the best unlimited order, sliced. */
+static ein_path_status finish_sliced(search *s, ein_arena *arena,
+                                     ein_path_result *r, double budget) {
+  pnet *net = s->net;
+  memcpy(r->pairs, s->best_free, (size_t)(net->n - 1) * sizeof *r->pairs);
+  r->sliced = ein_arena_alloc(arena, (size_t)net->naxes + 1, sizeof(int));
+  if (!r->sliced) return EIN_PATH_NO_MEMORY;
+  double deadline = s->fixed ? INFINITY : path_now() + 0.5 * budget + 0.01;
+  pcost c;
+  bool fits;
+  if (!path_slice(net, r->pairs, s->q->no_slice, deadline, r->sliced,
+                  &r->nsliced, &c, &fits))
+    return EIN_PATH_NO_MEMORY;
+  if (!fits) {
+    r->fit_largest = c.largest;
+    memcpy(r->pairs, s->best_free, (size_t)(net->n - 1) * sizeof *r->pairs);
+    r->nsliced = 0;
+    return EIN_PATH_TOO_LARGE;
+  }
+  r->nslices = 1;
+  for (int k = 0; k < r->nsliced; k++)
+    r->nslices *= (double)s->q->sizes[r->sliced[k]];
+  r->slice_largest = c.largest;
+  r->sliced_flops = c.flops * r->nslices;
+  if (!eval(&s->free_net, (const int(*)[2])r->pairs, &c))
+    return EIN_PATH_NO_MEMORY;
+  r->flops = c.flops, r->largest = c.largest;
+  return EIN_PATH_OK;
+}
+
+static bool search_init(search *s, const ein_path_query *q, pnet *net,
+                        ein_arena *work) {
+  memset(s, 0, sizeof *s);
+  s->q = q, s->net = net, s->work = work;
+  s->rng = q->seed ^ 0x5eedc0de12345678ull;
+  s->fixed = q->trials > 0;
+  if (!pnet_init(net, q, work)) return false;
+  s->free_net = *net; /* its own sizes: slicing changes net's */
+  s->free_net.limit = 0;
+  s->free_net.sz = ein_arena_alloc(work, (size_t)net->naxes + 1, sizeof(double));
+  if (!s->free_net.sz) return false;
+  memcpy(s->free_net.sz, net->sz, (size_t)net->naxes * sizeof(double));
+  size_t np = (size_t)q->n;
+  s->best_free = ein_arena_alloc(work, np, sizeof *s->best_free);
+  s->best_fit = ein_arena_alloc(work, np, sizeof *s->best_fit);
+  return s->best_free && s->best_fit;
+}
+
+static const char *sliced_name(const char *method) {
+  if (!strcmp(method, "dp")) return "dp+slice";
+  if (!strcmp(method, "greedy+reconf")) return "greedy+reconf+slice";
+  return "random-greedy+reconf+slice";
+}
+
+/* Fills the result's figures from the chosen unsliced pairs. */
+static bool fill_costs(search *s, ein_path_result *r) {
+  pcost c;
+  if (!eval(&s->free_net, (const int(*)[2])r->pairs, &c)) return false;
+  r->flops = c.flops, r->largest = c.largest;
+  r->free_flops = s->cost_free.flops, r->free_largest = s->cost_free.largest;
+  r->nslices = 1, r->slice_largest = c.largest, r->sliced_flops = c.flops;
+  return true;
+}
+
+ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
+                                ein_path_result *r) {
+  memset(r, 0, sizeof *r);
+  r->nslices = 1;
+  r->pairs = ein_arena_alloc(arena, (size_t)q->n, sizeof *r->pairs);
+  if (!r->pairs) return EIN_PATH_NO_MEMORY;
+  if (q->n < 2) {
+    r->method = "single";
+    return EIN_PATH_OK;
+  }
+  double t0 = path_now();
+  double budget = q->time_budget > 0 ? q->time_budget : default_budget(q->n);
+  ein_arena work;
+  ein_arena_init(&work);
+  pnet net;
+  search s;
+  ein_path_status st = EIN_PATH_NO_MEMORY;
+  bool ok = search_init(&s, q, &net, &work);
+  if (ok)
+    ok = q->n <= EIN_PATH_DP_MAX ? search_dp(&s, r->pairs)
+                                 : search_heuristic(&s, r->pairs, t0, budget);
+  if (ok) {
+    memcpy(r->pairs, s.have_fit ? s.best_fit : s.best_free,
+           (size_t)(q->n - 1) * sizeof *r->pairs);
+    ok = fill_costs(&s, r);
+  }
+  if (ok) {
+    st = EIN_PATH_OK;
+    r->method = s.method;
+    if (net.limit > 0 && !s.have_fit) {
+      st = finish_sliced(&s, arena, r, budget);
+      if (st == EIN_PATH_OK && r->nsliced) r->method = sliced_name(s.method);
+    }
+  }
+  ein_arena_destroy(&work);
+  return st;
 }

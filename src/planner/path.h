@@ -1,15 +1,31 @@
 /*
- * path.h - contraction order: which pair of operands to contract next.
+ * path.h - contraction order: which pair of operands to contract next, and
+ * which axes to slice when no order keeps the intermediates within a limit.
  *
- * Takes: the axis set of each operand (after axes private to one operand
- * were summed away), the output's axis set and the axis sizes.
- * Gives: n-1 pairs in opt_einsum's "SSA" numbering: operands 0..n-1 are
- * the inputs, n+i is the result of the i-th pair. The search minimises the
- * FLOPs of opt_einsum's count, breaking ties by the largest intermediate,
- * and skips intermediates larger than an optional limit. Up to
- * EIN_PATH_DP_MAX operands it is an exact dynamic programme over subsets
- * (outer products included, so it is as good as opt_einsum's 'optimal');
- * beyond, a greedy search.
+ * Takes: each operand's axis ids (any number of operands and axes; ids are
+ * 0..total_axes-1, repeats in one operand count once), the output's axis
+ * ids and every axis's size. An axis that only one operand has and the
+ * output lacks is summed before any pair (the planner's pre-reduction), so
+ * it costs the path nothing.
+ * Gives: n-1 pairs in opt_einsum's "SSA" numbering (operands 0..n-1 are the
+ * inputs, n+i the result of the i-th pair), the method that found them, the
+ * path's FLOPs (opt_einsum's count) and largest intermediate, and, when the
+ * memory limit cannot be met by ordering alone, the axes to slice: the
+ * contraction is then run once per slice (each sliced axis fixed to one
+ * index; the results summed into the output, or written to their part of
+ * it for an output axis) with the same pairs.
+ * Owns: nothing; everything it returns lives in the caller's arena.
+ *
+ * Method: an exact dynamic programme over subsets up to EIN_PATH_DP_MAX
+ * operands; beyond, randomized greedy trials (Boltzmann-sampled greedy)
+ * refined by subtree reconfiguration (windows of up to 8 leaves re-solved
+ * by the DP), with a recursive-bisection start for the largest networks;
+ * then, if a limit is set and not met, greedy slicing followed by
+ * reconfiguration with the sliced axes fixed. docs/design.md, "Contraction
+ * order at scale and slicing (issue 26)".
+ *
+ * An "intermediate" is the result of a pair other than the last one (the
+ * last writes the output); inputs and the output are not counted.
  */
 #ifndef EIN_PATH_H
 #define EIN_PATH_H
@@ -21,52 +37,81 @@
 
 enum { EIN_PATH_DP_MAX = 12 };
 
-/* A set of axis ids (up to 256). */
-typedef struct ein_axset {
-  uint64_t w[4];
-} ein_axset;
-
-static inline void ein_axset_add(ein_axset *s, int a) {
-  s->w[a >> 6] |= (uint64_t)1 << (a & 63);
-}
-static inline bool ein_axset_has(const ein_axset *s, int a) {
-  return (s->w[a >> 6] >> (a & 63)) & 1;
-}
-static inline ein_axset ein_axset_or(ein_axset a, ein_axset b) {
-  for (int i = 0; i < 4; i++) a.w[i] |= b.w[i];
-  return a;
-}
-static inline ein_axset ein_axset_and(ein_axset a, ein_axset b) {
-  for (int i = 0; i < 4; i++) a.w[i] &= b.w[i];
-  return a;
-}
-static inline ein_axset ein_axset_minus(ein_axset a, ein_axset b) {
-  for (int i = 0; i < 4; i++) a.w[i] &= ~b.w[i];
-  return a;
-}
-static inline bool ein_axset_empty(ein_axset a) {
-  return !(a.w[0] | a.w[1] | a.w[2] | a.w[3]);
-}
-
-/* Product of the sizes of the axes in s (a double: it may exceed int64). */
-double ein_axset_volume(ein_axset s, const int64_t *sizes);
-
-/* opt_einsum's FLOP count of one step that touches `touched` and keeps
- * `kept`: volume(touched) * (max(1, nterms - 1) + (anything summed)). */
-double ein_step_flop_count(ein_axset touched, ein_axset kept, int nterms,
-                           const int64_t *sizes);
+/* What the search minimises. FLOPS: opt_einsum's FLOP count, ties broken by
+ * the largest intermediate. SIZE: the largest intermediate, then FLOPs.
+ * COMBO: FLOPs + alpha * (elements written to intermediates), cotengra's
+ * 'combo' (alpha 64 by default), ties by the largest intermediate. */
+typedef enum ein_path_objective {
+  EIN_PATH_FLOPS = 0,
+  EIN_PATH_SIZE,
+  EIN_PATH_COMBO,
+} ein_path_objective;
 
 typedef struct ein_path_query {
-  int n;
-  const ein_axset *operands;
-  ein_axset output;
-  const int64_t *sizes;
+  int n;                  /* operands, >= 1 */
+  const int *const *axes; /* axes[i][0..naxes[i]-1]: operand i's axis ids */
+  const int *naxes;       /* per operand */
+  const int *output_axes; /* the output's axis ids */
+  int output_naxes;
+  int total_axes;         /* ids are 0..total_axes-1 */
+  const int64_t *sizes;   /* per axis id, >= 1 */
+  /* Options; zero is the default of each. */
   double memory_limit; /* elements of one intermediate; 0: none */
+  double time_budget;  /* seconds of search past the DP; 0: a default that
+                          grows with n (about 45 ms at 100 operands) */
+  uint64_t seed;       /* the random trials are a function of it */
+  int trials;          /* greedy trials; 0: as many as half the budget
+                          allows, then reconfiguration until the budget
+                          ends. Given: exactly that many, reconfiguration
+                          to convergence (at most 8 passes), the clock
+                          ignored, so the path depends on the seed only. */
+  ein_path_objective objective;
+  double combo_alpha;  /* COMBO's alpha; 0: 64 */
+  const bool *no_slice; /* per axis id: never slice it (NULL: any axis) */
 } ein_path_query;
 
-/* Fills pairs[0..n-2]. *method is "dp" or "greedy". Returns false only
- * when memory runs out. */
-bool ein_path_search(const ein_path_query *q, ein_arena *arena,
-                     int (*pairs)[2], const char **method);
+typedef enum ein_path_status {
+  EIN_PATH_OK = 0,
+  EIN_PATH_NO_MEMORY,
+  EIN_PATH_TOO_LARGE, /* even slicing every sliceable axis cannot meet the
+                         limit; fit_largest says what can */
+} ein_path_status;
+
+typedef struct ein_path_result {
+  int (*pairs)[2];     /* n-1 SSA pairs, in the caller's arena */
+  const char *method;  /* "single", "dp", "greedy", "random-greedy",
+                          "partition" (+ "+reconf", "+slice") */
+  double flops;        /* of the path over the full sizes */
+  double largest;      /* elements of its largest intermediate */
+  /* Slicing (nsliced 0: none; then nslices 1 and the sliced figures equal
+   * the unsliced ones). */
+  int nsliced;
+  int *sliced;         /* axis ids, in the caller's arena */
+  double nslices;      /* product of the sliced axes' sizes */
+  double slice_largest; /* largest intermediate of one slice, elements */
+  double sliced_flops; /* nslices * FLOPs of one slice */
+  /* The unlimited search's best path, for messages: its FLOPs and largest
+   * intermediate (equal to the above when no limit is set). */
+  double free_flops, free_largest;
+  double fit_largest;  /* EIN_PATH_TOO_LARGE: the least largest
+                          intermediate slicing reaches */
+} ein_path_result;
+
+/* Fills *r. On EIN_PATH_TOO_LARGE the pairs (unsliced, the best order) are
+ * still filled. */
+ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
+                                ein_path_result *r);
+
+/* FLOPs and largest intermediate of the given SSA path (n-1 pairs assumed
+ * valid: every operand and result used once), with the axes in sliced[]
+ * fixed to one index (the cost of one slice; NULL/0: none). Returns false
+ * only when memory runs out. */
+bool ein_path_cost(const ein_path_query *q, const int (*pairs)[2],
+                   const int *sliced, int nsliced, double *flops,
+                   double *largest);
+
+/* Checks that pairs is a valid SSA path for n operands: each id < n + k at
+ * pair k, each operand and result used exactly once. */
+bool ein_path_valid(int n, const int (*pairs)[2]);
 
 #endif

@@ -233,6 +233,18 @@ typedef struct ein_plan_limits {
   const char *path;     /* the contraction order in opt_einsum's linear
                            form (path_given.h); NULL or "": searched */
   const char *slice_axes; /* ein_options.slice_axes */
+  /* Set by the planner itself when the path search fits the limit only
+   * sliced: the plan is made again over the slices it chose (with the
+   * caller's), on the per-slice path it found. */
+  const int *slice_ids;
+  int nslice_ids;
+  const int (*ssa_path)[2];
+  const char *path_method;
+  double unsliced_flops; /* the search's unlimited best, for the report */
+  /* The path search's limit in elements when below memory_limit's: a plan
+   * whose layout copies or sums exceed the limit is made again with the
+   * search held tighter (ein_plan_build). 0: memory_limit's. */
+  double search_limit;
 } ein_plan_limits;
 
 /* Bytes one slice needs beside the inputs and output (ein.h's

@@ -18,6 +18,7 @@
  *    (gemm_ab_dtype; docs/design.md, "Half precision on cuBLAS").
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,10 @@ typedef struct planner {
   double memory_limit; /* elements of one intermediate; 0: none */
   int64_t memory_limit_bytes; /* the same as the caller gave it */
   int (*given)[2]; /* the caller's order as SSA pairs; NULL: search */
+  const char *given_method; /* the search's name for a given order */
+  /* The search found the path only sliced: the plan is made again over
+   * these slices (ein_plan_build). */
+  ein_path_result *reslice;
   bool oom;        /* a set operation ran out of memory */
   node *nodes;
   int nnodes;
@@ -1073,50 +1078,97 @@ static double tree_largest(const planner *pl, int n, int *at) {
   return worst;
 }
 
-/* The path search avoids intermediates past the memory limit, but where
- * every order needs a larger one it takes the cheapest anyway: that is an
- * EIN_ERR_LIMIT naming the largest intermediate the chosen order needs.
- * The root is the output, not an intermediate. */
+/* A given path may need more than the limit: an EIN_ERR_LIMIT naming the
+ * largest intermediate it needs. The root is the output, not an
+ * intermediate. (A searched path is checked by search_path.) */
 static ein_status check_memory_limit(planner *pl, int n) {
-  if (pl->memory_limit <= 0) return EIN_OK;
+  if (pl->memory_limit <= 0 || !pl->given) return EIN_OK;
   int worst;
   double worst_elems = tree_largest(pl, n, &worst);
   if (worst < 0 || worst_elems <= pl->memory_limit) return EIN_OK;
   size_t es = ein_dtype_size(pl->cdtype);
   return ein_fail_limit(
       pl->err,
-      "no contraction order was found that keeps every intermediate within "
-      "the memory limit of %lld bytes: the order taken needs %.0f bytes "
-      "(%.0f elements of %s) for the result of its step %d",
-      (long long)pl->memory_limit_bytes, worst_elems * (double)es,
-      worst_elems, ein_dtype_name(pl->cdtype), worst - n + 1);
+      "the given path needs %.0f bytes (%.0f elements of %s) for the result "
+      "of its step %d, over the memory limit of %lld bytes; slice axes "
+      "(slice_axes, --slice) to shrink it",
+      worst_elems * (double)es, worst_elems, ein_dtype_name(pl->cdtype),
+      worst - n + 1, (long long)pl->memory_limit_bytes);
+}
+
+/* The leaves' and the output's axis id lists as path.h takes them. */
+static ein_status path_query_of(planner *pl, axset outset, const axset *sets,
+                                ein_path_query *q) {
+  int n = pl->p->ninputs;
+  const int **axes = ein_arena_alloc(pl->arena, (size_t)n, sizeof *axes);
+  int *naxes = ein_arena_alloc(pl->arena, (size_t)n, sizeof *naxes);
+  if (!axes || !naxes) return no_memory(pl);
+  for (int i = 0; i < n; i++) axes[i] = sets[i].ax, naxes[i] = sets[i].n;
+  *q = (ein_path_query){.n = n, .axes = axes, .naxes = naxes,
+                        .output_axes = outset.ax, .output_naxes = outset.n,
+                        .total_axes = pl->p->naxes, .sizes = pl->size,
+                        .memory_limit = pl->memory_limit};
+  /* Slicing a summed axis keeps sums of one output piece: where the whole
+   * output is past the limit, only output axes are sliced (their pieces
+   * need no sums). Axes a non-sum reduction combines are never sliced. */
+  bool sum_ok = pl->p->reduction == EIN_REDUCE_SUM ||
+                pl->p->reduction == EIN_REDUCE_MEAN;
+  if (pl->memory_limit > 0 &&
+      (!sum_ok || set_volume(pl, outset) > pl->memory_limit)) {
+    bool *no = ein_arena_alloc(pl->arena, (size_t)pl->p->naxes + 1, 1);
+    if (!no) return no_memory(pl);
+    for (int a = 0; a < pl->p->naxes; a++) no[a] = !pl->p->axes[a].in_output;
+    q->no_slice = no;
+  }
+  return EIN_OK;
+}
+
+/* Even slicing cannot meet the limit: what the contraction needs (the
+ * unlimited path's largest intermediate) and what slicing reaches. */
+static ein_status limit_error(planner *pl, const ein_path_result *r) {
+  double es = (double)ein_dtype_size(pl->cdtype);
+  return ein_fail_limit(
+      pl->err,
+      "no contraction order keeps every intermediate within the memory "
+      "limit of %lld bytes: the contraction's best order needs %.0f bytes "
+      "(%.0f elements of %s) for its largest intermediate, and even "
+      "slicing every axis leaves one of %.0f bytes; a limit of %.0f bytes "
+      "would fit",
+      (long long)pl->memory_limit_bytes, r->free_largest * es,
+      r->free_largest, ein_dtype_name(pl->cdtype), r->fit_largest * es,
+      r->fit_largest * es);
+}
+
+/* The searched order as SSA pairs. When it fits the limit only sliced,
+ * the plan is made again over those slices (pl->reslice, ein_plan_build):
+ * EIN_ERR_LIMIT stands in until then. */
+static ein_status search_path(planner *pl, axset outset, const axset *sets,
+                              int (**pairs)[2]) {
+  ein_path_query q;
+  ein_path_result r;
+  ein_status st = path_query_of(pl, outset, sets, &q);
+  if (st) return st;
+  ein_path_status ps = ein_path_search(&q, pl->arena, &r);
+  if (ps == EIN_PATH_NO_MEMORY) return no_memory(pl);
+  if (ps == EIN_PATH_TOO_LARGE) return limit_error(pl, &r);
+  *pairs = r.pairs;
+  pl->ir->path_method = r.method;
+  if (!r.nsliced) return EIN_OK;
+  pl->reslice = ein_arena_alloc(pl->arena, 1, sizeof *pl->reslice);
+  if (!pl->reslice) return no_memory(pl);
+  *pl->reslice = r;
+  return EIN_ERR_LIMIT;
 }
 
 /* The contraction order: the caller's, or the search's. */
 static ein_status find_path(planner *pl, axset outset, const axset *sets,
                             int (**pairs)[2]) {
-  int n = pl->p->ninputs;
   if (pl->given) {
     *pairs = pl->given;
-    pl->ir->path_method = "given";
+    pl->ir->path_method = pl->given_method ? pl->given_method : "given";
     return EIN_OK;
   }
-  if (pl->p->naxes > 256)
-    return ein_fail_limit(pl->err,
-                          "the path search takes at most 256 axes; this "
-                          "expression has %d (give the order with a path)",
-                          pl->p->naxes);
-  ein_axset *old = ein_arena_alloc(pl->arena, (size_t)n, sizeof *old);
-  *pairs = ein_arena_alloc(pl->arena, (size_t)n, sizeof **pairs);
-  if (!old || !*pairs) return no_memory(pl);
-  ein_axset out = {{0}};
-  for (int k = 0; k < outset.n; k++) ein_axset_add(&out, outset.ax[k]);
-  for (int i = 0; i < n; i++)
-    for (int k = 0; k < sets[i].n; k++) ein_axset_add(&old[i], sets[i].ax[k]);
-  ein_path_query q = {n, old, out, pl->size, pl->memory_limit};
-  if (!ein_path_search(&q, pl->arena, *pairs, &pl->ir->path_method))
-    return no_memory(pl);
-  return EIN_OK;
+  return search_path(pl, outset, sets, pairs);
 }
 
 /* The result of a pair keeps the axes the output or a node not yet
@@ -1422,11 +1474,44 @@ static int axis_named(const planner *pl, const char *text, size_t len) {
   return -1;
 }
 
+/* Places the sliced axes ids[0 .. total) (marked in pl->slice_pos):
+ * output axes first, summed ones after, each in the order given; ids
+ * gets them in that order. */
+static void place_slices(planner *pl, int *ids, int total) {
+  int kept = 0, summed = 0;
+  for (int k = 0; k < total; k++) kept += pl->p->axes[ids[k]].in_output;
+  int next_kept = 0;
+  for (int k = 0; k < total; k++) {
+    int a = ids[k];
+    pl->slice_pos[a] = pl->p->axes[a].in_output ? next_kept++
+                                                 : kept + summed++;
+  }
+  for (int a = 0; a < pl->p->naxes; a++)
+    if (pl->slice_pos[a] >= 0) ids[pl->slice_pos[a]] = a;
+  pl->ir->slicing.nkept = kept;
+}
+
+/* The sliced axes the search chose, and the caller's named ones, from
+ * limits->slice_ids (ein_plan_build's second plan). */
+static ein_status slice_ids(planner *pl, const ein_plan_limits *limits,
+                            int *ids, int *n) {
+  int total = 0;
+  for (int k = 0; k < limits->nslice_ids; k++) {
+    int a = limits->slice_ids[k];
+    if (a < 0 || a >= pl->p->naxes || pl->slice_pos[a] != -1) continue;
+    pl->slice_pos[a] = 0;
+    ids[total++] = a;
+  }
+  place_slices(pl, ids, total);
+  *n = total;
+  return EIN_OK;
+}
+
 /* Reads the comma-separated names into pl->slice_pos and ids (output
  * axes first); *n is the count. */
 static ein_status read_slice_names(planner *pl, const char *text, int *ids,
                                    int *n) {
-  int kept = 0, summed = 0, total = 0;
+  int total = 0;
   for (const char *c = text; *c;) {
     while (*c == ' ' || *c == ',') c++;
     const char *end = c;
@@ -1437,34 +1522,29 @@ static ein_status read_slice_names(planner *pl, const char *text, int *ids,
       return ein_fail_argument(
           pl->err, "slice_axes '%.80s': '%.*s' %s", text, (int)(end - c), c,
           a < 0 ? "is no axis of the expression" : "is named twice");
-    bool out = pl->p->axes[a].in_output;
-    if (!out && pl->p->reduction != EIN_REDUCE_SUM &&
+    if (!pl->p->axes[a].in_output && pl->p->reduction != EIN_REDUCE_SUM &&
         pl->p->reduction != EIN_REDUCE_MEAN)
       return ein_fail_argument(
           pl->err, "slice_axes '%.80s': '%s' is reduced with '%s'; only "
                    "sum and mean add up over slices",
           text, pl->p->axes[a].label, ein_reduction_name(pl->p->reduction));
-    pl->slice_pos[a] = out ? kept++ : -2 - summed++;
+    pl->slice_pos[a] = 0; /* marked; placed below */
     ids[total++] = a;
     c = end;
   }
-  /* Output axes take places 0 .. kept, summed ones follow. */
-  for (int k = 0; k < total; k++) {
-    int a = ids[k];
-    if (pl->slice_pos[a] <= -2) pl->slice_pos[a] = kept - 2 - pl->slice_pos[a];
-  }
-  for (int a = 0; a < pl->p->naxes; a++)
-    if (pl->slice_pos[a] >= 0) ids[pl->slice_pos[a]] = a;
+  place_slices(pl, ids, total);
   *n = total;
-  pl->ir->slicing.nkept = kept;
   return EIN_OK;
 }
 
 /* Sets up slicing over the named axes: planned sizes of 1, the tables
  * of ein_slicing. Nothing is sliced when an axis is empty (the plan
  * fills the output). */
-static ein_status setup_slicing(planner *pl, const char *text, bool empty) {
-  if (!text || !*text || empty) return EIN_OK;
+static ein_status setup_slicing(planner *pl, const ein_plan_limits *limits,
+                                bool empty) {
+  const char *text = limits ? limits->slice_axes : NULL;
+  bool ids_given = limits && limits->nslice_ids > 0;
+  if ((!ids_given && (!text || !*text)) || empty) return EIN_OK;
   int naxes = pl->p->naxes;
   ein_slicing *sl = &pl->ir->slicing;
   pl->slice_pos = ein_arena_alloc(pl->arena, (size_t)naxes + 1, sizeof(int));
@@ -1473,7 +1553,8 @@ static ein_status setup_slicing(planner *pl, const char *text, bool empty) {
                                   sizeof(int64_t));
   if (!pl->slice_pos || !ids || !size) return no_memory(pl);
   for (int a = 0; a < naxes; a++) pl->slice_pos[a] = -1;
-  ein_status st = read_slice_names(pl, text, ids, &sl->n);
+  ein_status st = ids_given ? slice_ids(pl, limits, ids, &sl->n)
+                            : read_slice_names(pl, text, ids, &sl->n);
   if (st || sl->n == 0) {
     pl->slice_pos = NULL;
     return st;
@@ -1623,7 +1704,7 @@ static ein_status check_buffers(planner *pl) {
   if (pl->memory_limit_bytes <= 0) return EIN_OK;
   const ein_plan_ir *ir = pl->ir;
   int worst = -1;
-  int64_t worst_bytes = 3 * ir->slicing.acc_elems *
+  int64_t worst_bytes = ir->slicing.acc_elems *
                         (int64_t)ein_dtype_size(ir->dtype);
   for (int b = 0; b < ir->nbuffers; b++) {
     const ein_plan_buffer *buf = &ir->buffers[b];
@@ -1633,7 +1714,7 @@ static ein_status check_buffers(planner *pl) {
     if (bytes > worst_bytes) worst_bytes = bytes, worst = b;
   }
   if (worst_bytes <= pl->memory_limit_bytes) return EIN_OK;
-  const char *what = "the sums of sliced output pieces";
+  const char *what = "a sum of sliced output pieces";
   int step = 0;
   for (int i = 0; i < ir->nsteps && worst >= 0; i++)
     if (ir->steps[i].dst.buffer == worst) {
@@ -1667,7 +1748,11 @@ static void slicing_totals(planner *pl, const ein_tensor_desc *inputs,
                     (sl->add ? adds * sl->add->bytes_moved +
                                    pieces * sl->store->bytes_moved
                              : 0);
-  ein_plan_limits whole = {0, limits->path, NULL};
+  if (limits->unsliced_flops > 0) {
+    sl->unsliced_flops = limits->unsliced_flops;
+    return;
+  }
+  ein_plan_limits whole = {.path = limits->path};
   ein_plan_ir *unsliced = NULL;
   ein_error_rec quiet = {0};
   if (ein_plan_build(pl->p, inputs, output, pl->caps, &whole, &quiet,
@@ -1728,10 +1813,19 @@ static ein_status planner_init(planner *pl, const ein_tensor_desc *inputs,
     pl->memory_limit_bytes = limits->memory_limit;
     pl->memory_limit =
         (double)limits->memory_limit / (double)ein_dtype_size(pl->cdtype);
+    if (limits->search_limit > 0 && limits->search_limit < pl->memory_limit)
+      pl->memory_limit = limits->search_limit;
   }
-  if (limits && limits->path && *limits->path &&
-      (st = given_path(pl, limits->path)))
+  if (limits && limits->ssa_path) {
+    int n = pl->p->ninputs;
+    pl->given = ein_arena_alloc(pl->arena, (size_t)n, sizeof *pl->given);
+    if (!pl->given) return no_memory(pl);
+    memcpy(pl->given, limits->ssa_path, sizeof *pl->given * (size_t)(n - 1));
+    pl->given_method = limits->path_method;
+  } else if (limits && limits->path && *limits->path &&
+             (st = given_path(pl, limits->path))) {
     return st;
+  }
   ir->dtype = pl->dtype;
   ir->reduction = p->reduction;
   ir->ninputs = p->ninputs;
@@ -1739,11 +1833,108 @@ static ein_status planner_init(planner *pl, const ein_tensor_desc *inputs,
   return EIN_OK;
 }
 
+static ein_status plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
+                             const ein_tensor_desc *output,
+                             const ein_backend_caps *caps,
+                             const ein_plan_limits *limits, ein_error_rec *err,
+                             ein_plan_ir **out, ein_plan_limits *again,
+                             bool *over);
+static ein_status plan_round(const ein_problem *p,
+                             const ein_tensor_desc *inputs,
+                             const ein_tensor_desc *output,
+                             const ein_backend_caps *caps,
+                             const ein_plan_limits *limits,
+                             ein_error_rec *err, ein_plan_ir **out,
+                             bool *over);
+
+/* A plan; when the path search fits the memory limit only by slicing, a
+ * second plan over those slices (the caller's sliced axes kept), on the
+ * per-slice path the search found. */
 ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
                           const ein_tensor_desc *output,
                           const ein_backend_caps *caps,
                           const ein_plan_limits *limits, ein_error_rec *err,
                           ein_plan_ir **out) {
+  ein_plan_limits tight = limits ? *limits : (ein_plan_limits){0};
+  ein_status st = EIN_OK;
+  /* Layout copies and sums past the limit: the search held 4x tighter,
+   * a few times, before giving up with the first message. */
+  for (int round = 0; round < 6; round++) {
+    bool over = false;
+    st = plan_round(p, inputs, output, caps, &tight, err, out, &over);
+    if (st != EIN_ERR_LIMIT || !over || tight.path) return st;
+    ein_plan_ir *probe = NULL;
+    ein_error_rec quiet = {0};
+    double elems = (double)tight.memory_limit /
+                   (double)ein_dtype_size(ein_dtype_compute(inputs[0].dtype));
+    tight.search_limit = (tight.search_limit > 0 ? tight.search_limit : elems) / 4;
+    if (tight.search_limit < 1) return st;
+    ein_status again = plan_round(p, inputs, output, caps, &tight, &quiet,
+                                  &probe, &over);
+    ein_error_clear(&quiet);
+    if (!again) {
+      ein_error_clear(err);
+      *out = probe;
+      return EIN_OK;
+    }
+  }
+  return st;
+}
+
+/* One plan at the limits; when the search fits only sliced, a second plan
+ * over those slices. *over: the plan failed only because a layout copy
+ * or a sum exceeds the limit (check_buffers). */
+static ein_status plan_round(const ein_problem *p,
+                             const ein_tensor_desc *inputs,
+                             const ein_tensor_desc *output,
+                             const ein_backend_caps *caps,
+                             const ein_plan_limits *limits,
+                             ein_error_rec *err, ein_plan_ir **out,
+                             bool *over) {
+  ein_plan_limits again = {0};
+  ein_status st =
+      plan_build(p, inputs, output, caps, limits, err, out, &again, over);
+  if (st != EIN_ERR_LIMIT || !again.ssa_path) return st;
+  ein_error_clear(err);
+  st = plan_build(p, inputs, output, caps, &again, err, out, NULL, over);
+  ein_free((void *)again.slice_ids);
+  ein_free((void *)again.ssa_path);
+  return st;
+}
+
+/* What a second plan over the search's slices takes (ein_plan_build):
+ * the sliced axes (the caller's first), the per-slice path, in memory of
+ * their own since the first plan is destroyed. */
+static ein_status reslice_limits(planner *pl, const ein_plan_limits *limits,
+                                 ein_plan_limits *again) {
+  const ein_path_result *r = pl->reslice;
+  const ein_slicing *sl = &pl->ir->slicing;
+  int n = pl->p->ninputs, nids = sl->n + r->nsliced;
+  int *ids = ein_malloc(sizeof(int) * (size_t)(nids + 1));
+  int (*pairs)[2] = ein_malloc(sizeof *pairs * (size_t)n);
+  if (!ids || !pairs) {
+    ein_free(ids);
+    ein_free(pairs);
+    return no_memory(pl);
+  }
+  for (int k = 0; k < sl->n; k++) ids[k] = sl->axes[k];
+  for (int k = 0; k < r->nsliced; k++) ids[sl->n + k] = r->sliced[k];
+  memcpy(pairs, r->pairs, sizeof *pairs * (size_t)(n - 1));
+  if (limits) *again = *limits;
+  again->slice_ids = ids;
+  again->nslice_ids = nids;
+  again->ssa_path = (const int(*)[2])pairs;
+  again->path_method = r->method;
+  again->unsliced_flops = r->free_flops;
+  return EIN_OK;
+}
+
+static ein_status plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
+                             const ein_tensor_desc *output,
+                             const ein_backend_caps *caps,
+                             const ein_plan_limits *limits, ein_error_rec *err,
+                             ein_plan_ir **out, ein_plan_limits *again,
+                             bool *over) {
   ein_arena arena;
   ein_arena_init(&arena);
   ein_plan_ir *ir = ein_arena_alloc(&arena, 1, sizeof *ir);
@@ -1757,20 +1948,27 @@ ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
   bool empty;
   pview *inv, outv;
   ein_status st;
+  *over = false;
   if ((st = planner_init(&pl, inputs, output, limits)) ||
       (st = alloc_plan_arrays(&pl)) || (st = record_axes(&pl, &empty)))
     goto fail;
   record_baselines(&pl, inputs, output);
-  if ((st = setup_slicing(&pl, limits ? limits->slice_axes : NULL, empty)) ||
+  if ((st = setup_slicing(&pl, limits, empty)) ||
       (st = operand_views(&pl, inputs, output, empty, &inv, &outv)) ||
       (!empty && (st = slice_output(&pl, &outv))) ||
-      (st = plan_steps(&pl, empty, inv, &outv)))
+      (st = plan_steps(&pl, empty, inv, &outv))) {
+    if (pl.reslice && again) st = reslice_limits(&pl, limits, again);
+    if (!st) st = EIN_ERR_LIMIT;
     goto fail;
+  }
   if (pl.oom) {
     st = no_memory(&pl);
     goto fail;
   }
-  if ((st = check_buffers(&pl))) goto fail;
+  if ((st = check_buffers(&pl))) {
+    *over = true;
+    goto fail;
+  }
   for (int i = 0; i < ir->nsteps; i++) {
     decide_numerics(&ir->steps[i]);
     ir->flops += ir->steps[i].flops;

@@ -1,0 +1,280 @@
+"""Contraction-order planners on generated tensor networks (issue 26).
+
+Planners: einc's path search (build/path_driver, the search of
+src/planner/path.h on a network from stdin, default budget), opt_einsum
+greedy / random-greedy-128 / auto-hq, cotengra HyperOptimizer (64 trials).
+Every path is costed the same way here (opt_einsum's FLOP count, the
+largest intermediate excluding the output), so the planners' own reports
+do not matter. Sliced: at 1/16 of the best unlimited largest intermediate,
+einc's slicing against cotengra's SliceFinder on its own tree.
+
+  python bench/paths.py --driver build-ci/path_driver [--quick] > out.md
+"""
+import argparse
+import json
+import math
+import platform
+import random
+import subprocess
+import sys
+import time
+
+import opt_einsum as oe
+
+
+# ------------------------------------------------------------ networks
+
+def regular(n, deg, bond, seed):
+    rng = random.Random(seed)
+    stubs = [v for v in range(n) for _ in range(deg)]
+    rng.shuffle(stubs)
+    ops = [[] for _ in range(n)]
+    sizes = []
+    for k in range(0, len(stubs) - 1, 2):
+        a, b = stubs[k], stubs[k + 1]
+        if a == b:
+            continue
+        ops[a].append(len(sizes))
+        ops[b].append(len(sizes))
+        sizes.append(bond)
+    return ops, [], sizes
+
+
+def lattice(dims, bond):
+    import itertools
+    coords = list(itertools.product(*[range(d) for d in dims]))
+    index = {c: i for i, c in enumerate(coords)}
+    ops = [[] for _ in coords]
+    sizes = []
+    for c in coords:
+        for ax in range(len(dims)):
+            d = list(c)
+            d[ax] += 1
+            d = tuple(d)
+            if d in index:
+                ops[index[c]].append(len(sizes))
+                ops[index[d]].append(len(sizes))
+                sizes.append(bond)
+    return ops, [], sizes
+
+
+def circuit(w, h, depth, seed):
+    """Single amplitude of a random circuit: vectors in and out per qubit,
+    a 4-index gate per neighbouring pair in one of four patterns."""
+    rng = random.Random(seed)
+    q = w * h
+    ops, sizes = [], []
+
+    def axis():
+        sizes.append(2)
+        return len(sizes) - 1
+
+    cur = [axis() for _ in range(q)]
+    ops += [[a] for a in cur]
+    for d in range(depth):
+        pat = d % 4
+        for k in range(q):
+            x, y = k % w, k // w
+            if pat < 2:
+                if x % 2 != pat or x + 1 >= w:
+                    continue
+                o = k + 1
+            else:
+                if y % 2 != pat - 2 or y + 1 >= h:
+                    continue
+                o = k + w
+            if rng.random() < 0.25:
+                continue
+            na, nb = axis(), axis()
+            ops.append([cur[k], cur[o], na, nb])
+            cur[k], cur[o] = na, nb
+    ops += [[a] for a in cur]
+    return ops, [], sizes
+
+
+def rand_eq(n, seed):
+    from opt_einsum.testing import rand_equation
+    eq, shapes = rand_equation(n, 3, n_out=2, d_min=2, d_max=6,
+                                          seed=seed)
+    lhs, rhs = eq.split('->')
+    terms = lhs.split(',')
+    letters = {}
+    sizes = []
+    ops = []
+    for t, shp in zip(terms, shapes):
+        op = []
+        for ch, s in zip(t, shp):
+            if ch not in letters:
+                letters[ch] = len(sizes)
+                sizes.append(s)
+            op.append(letters[ch])
+        ops.append(op)
+    return ops, [letters[c] for c in rhs], sizes
+
+
+def cases(quick):
+    cs = []
+    for n in ([20, 50, 100] if quick else [20, 50, 100, 200, 500]):
+        cs.append((f"regular d3 n={n} bond2", regular(n, 3, 2, n)))
+    for n in ([20, 50] if quick else [20, 50, 100, 200]):
+        cs.append((f"regular d4 n={n} bond2", regular(n, 4, 2, n + 1)))
+    cs.append(("2D lattice 6x6 bond4", lattice((6, 6), 4)))
+    cs.append(("2D lattice 10x10 bond2", lattice((10, 10), 2)))
+    if not quick:
+        cs.append(("2D lattice 8x8 bond8", lattice((8, 8), 8)))
+    cs.append(("3D lattice 3x3x3 bond2", lattice((3, 3, 3), 2)))
+    if not quick:
+        cs.append(("3D lattice 4x4x4 bond2", lattice((4, 4, 4), 2)))
+    for d in ([8, 12] if quick else [8, 12, 16, 20]):
+        cs.append((f"circuit 4x4 depth {d}", circuit(4, 4, d, d)))
+    for n in [10, 20, 30, 40]:
+        cs.append((f"rand_equation n={n}", rand_eq(n, n)))
+    return cs
+
+
+# --------------------------------------------------------------- costs
+
+def cost(ops, out, sizes, ssa, sliced=()):
+    """FLOPs (opt_einsum's count) and largest intermediate of one slice
+    times the number of slices; the output is not an intermediate."""
+    sz = list(sizes)
+    nsl = 1
+    for a in sliced:
+        nsl *= sz[a]
+        sz[a] = 1
+    total = {}
+    for op in ops:
+        for a in set(op):
+            total[a] = total.get(a, 0) + 1
+    for a in out:
+        total[a] = total.get(a, 0) + 1
+    nodes = [{a: 1 for a in set(op) if total[a] > 1} for op in ops]
+    flops, largest = 0.0, 0.0
+    for k, (i, j) in enumerate(ssa):
+        a, b = nodes[i], nodes[j]
+        touched = dict(a)
+        for x, c in b.items():
+            touched[x] = touched.get(x, 0) + c
+        kept = {x: c for x, c in touched.items() if c < total[x]}
+        vol = math.prod(sz[x] for x in touched)
+        flops += vol * (2 if len(kept) < len(touched) else 1)
+        size = math.prod(sz[x] for x in kept)
+        if k < len(ssa) - 1:
+            largest = max(largest, size)
+        nodes.append(kept)
+    return flops * nsl, largest
+
+
+def linear_to_ssa(path, n):
+    live = list(range(n))
+    ssa = []
+    for pair in path:
+        ids = [live[p] for p in pair]
+        for p in sorted(pair, reverse=True):
+            live.pop(p)
+        while len(ids) > 2:  # not expected: all planners here are pairwise
+            ids = ids[:1] + [ids[1]]
+        ssa.append(ids)
+        live.append(n + len(ssa) - 1)
+    return ssa
+
+
+# ------------------------------------------------------------ planners
+
+def einc(driver, ops, out, sizes, limit=0):
+    lines = [f"{len(ops)} {len(sizes)}", " ".join(map(str, sizes))]
+    lines += [" ".join(map(str, [len(o)] + o)) for o in ops]
+    lines.append(" ".join(map(str, [len(out)] + out)))
+    args = [driver] + (["--limit", str(limit)] if limit else [])
+    t0 = time.perf_counter()
+    r = subprocess.run(args, input="\n".join(lines), capture_output=True,
+                       text=True)
+    wall = time.perf_counter() - t0
+    res = json.loads(r.stdout)
+    return res["ssa"], res["seconds"], wall, res
+
+
+def oe_plan(ops, out, sizes, how):
+    sym = oe.get_symbol
+    eq = ",".join("".join(sym(a) for a in o) for o in ops) + "->" + \
+        "".join(sym(a) for a in out)
+    shapes = [tuple(sizes[a] for a in o) for o in ops]
+    t0 = time.perf_counter()
+    path, _ = oe.contract_path(eq, *shapes, shapes=True, optimize=how)
+    return linear_to_ssa(path, len(ops)), time.perf_counter() - t0
+
+
+def ctg_plan(ops, out, sizes):
+    import cotengra as ctg
+    inputs = [tuple(o) for o in ops]
+    size_dict = {a: s for a, s in enumerate(sizes)}
+    opt = ctg.HyperOptimizer(max_repeats=64, minimize="flops",
+                             parallel=False, progbar=False)
+    t0 = time.perf_counter()
+    tree = opt.search(inputs, tuple(out), size_dict)
+    dt = time.perf_counter() - t0
+    return tree, [list(p) for p in tree.get_ssa_path()], dt
+
+
+def ctg_sliced(tree, limit):
+    import cotengra as ctg
+    sf = ctg.SliceFinder(tree, target_size=limit)
+    ix, _ = sf.search()
+    return list(ix)
+
+
+# -------------------------------------------------------------- report
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--driver", default="build-ci/path_driver")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    import cotengra as ctg
+    print(f"# Contraction-order planners ({time.strftime('%Y-%m-%d')})\n")
+    print(f"machine: {platform.processor() or platform.machine()}, "
+          f"{platform.system()}; python {platform.python_version()}, "
+          f"opt_einsum {oe.__version__}, cotengra {ctg.__version__} "
+          "(no kahypar: cotengra falls back to its own partitioner)\n")
+    print("Each cell: log10 FLOPs / log2 largest intermediate / planning "
+          "seconds. All paths costed by one function (bench/paths.py cost).\n")
+    planners = ["einc", "greedy", "random-greedy-128", "auto-hq", "cotengra"]
+    print("| case | n | " + " | ".join(planners) + " | einc/cotengra FLOPs |")
+    print("|---|---|" + "---|" * len(planners) + "---|")
+    sliced_rows = []
+    for name, (ops, out, sizes) in cases(args.quick):
+        row, flops = {}, {}
+        ssa, secs, _, _ = einc(args.driver, ops, out, sizes)
+        row["einc"] = (*cost(ops, out, sizes, ssa), secs)
+        for how in planners[1:4]:
+            ssa_o, dt = oe_plan(ops, out, sizes, how)
+            row[how] = (*cost(ops, out, sizes, ssa_o), dt)
+        tree, ssa_c, dt = ctg_plan(ops, out, sizes)
+        row["cotengra"] = (*cost(ops, out, sizes, ssa_c), dt)
+        cells = [f"{math.log10(max(f, 1)):.2f} / {math.log2(max(l, 1)):.1f}"
+                 f" / {t:.3g}" for f, l, t in (row[p] for p in planners)]
+        ratio = row["einc"][0] / row["cotengra"][0]
+        print(f"| {name} | {len(ops)} | " + " | ".join(cells) +
+              f" | {ratio:.2f} |", flush=True)
+        best_largest = min(v[1] for v in row.values())
+        limit = max(1, best_largest / 16)
+        _, _, _, res = einc(args.driver, ops, out, sizes, limit)
+        e_sl = cost(ops, out, sizes, res["ssa"], res["sliced"])
+        ix = ctg_sliced(tree, limit)
+        c_sl = cost(ops, out, sizes, ssa_c, ix)
+        sliced_rows.append((name, limit, e_sl, len(res["sliced"]), c_sl,
+                            len(ix)))
+    print("\n## Sliced, limit 1/16 of the best unlimited largest "
+          "intermediate\n")
+    print("| case | limit (log2) | einc log10 FLOPs / log2 largest / axes "
+          "| cotengra SliceFinder | einc/cotengra |")
+    print("|---|---|---|---|---|")
+    for name, limit, e, ne, c, nc in sliced_rows:
+        print(f"| {name} | {math.log2(limit):.1f} | {math.log10(e[0]):.2f} / "
+              f"{math.log2(max(e[1], 1)):.1f} / {ne} | "
+              f"{math.log10(c[0]):.2f} / {math.log2(max(c[1], 1)):.1f} / {nc}"
+              f" | {e[0] / c[0]:.2f} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
