@@ -516,7 +516,7 @@ static ein_status concat_temp(planner *pl, const gorder *a, const gorder *b,
 
 /* Chooses a group's order: from the largest fixed holder, else natural. */
 static void choose_order(planner *pl, axset g, const pview *const *fixed,
-                         int nfixed, gorder *o) {
+                         int nfixed, int room, gorder *o) {
   const pview *best = NULL;
   double best_vol = -1;
   for (int i = 0; i < nfixed; i++) {
@@ -527,7 +527,8 @@ static void choose_order(planner *pl, axset g, const pview *const *fixed,
       best = fixed[i];
     }
   }
-  o->ax = ein_arena_alloc(pl->arena, (size_t)(g.n + 1), sizeof(int));
+  o->ax = ein_arena_alloc(pl->arena, (size_t)(room > g.n ? room : g.n) + 1,
+                          sizeof(int));
   if (!o->ax) {
     pl->oom = true;
     o->n = 0;
@@ -713,10 +714,11 @@ static void order_gemm_groups(planner *pl, const pview *want,
               *hn[2] = {want, rfix}, *hk[2] = {lfix, rfix};
   double vk = set_volume(pl, gk);
   for (int pass = 0; pass < 2; pass++) {
-    choose_order(pl, gb, hb, 3, &G->b);
-    choose_order(pl, gm, hm, 2, &G->m);
-    choose_order(pl, gn, hn, 2, &G->n);
-    choose_order(pl, gk, hk, 2, &G->k);
+    /* the batch has room for the M and N axes split_group moves in */
+    choose_order(pl, gb, hb, 3, gb.n + gm.n + gn.n, &G->b);
+    choose_order(pl, gm, hm, 2, 0, &G->m);
+    choose_order(pl, gn, hn, 2, 0, &G->n);
+    choose_order(pl, gk, hk, 2, 0, &G->k);
     const pview *fm[2] = {lfix, want}, *fn[2] = {rfix, want};
     split_group(pl, &G->m, fm, &G->b, vk);
     split_group(pl, &G->n, fn, &G->b, vk);
@@ -1697,6 +1699,81 @@ int64_t ein_plan_slice_bytes_ir(const ein_plan_ir *ir) {
          3 * sl->acc_elems * (int64_t)ein_dtype_size(ir->dtype);
 }
 
+/* Temporaries share the workspace where their lives do not overlap: a
+ * buffer lives from the first step that touches it to the last, and takes
+ * the lowest 64-byte aligned offset clear of every buffer live with it
+ * (first fit, in order of first use). A network's plan then needs about
+ * its live intermediates, not the sum of all of them. */
+static ein_status pack_workspace(planner *pl) {
+  ein_plan_ir *ir = pl->ir;
+  int nb = ir->nbuffers;
+  int *first = ein_malloc(sizeof(int) * (size_t)(nb + 1));
+  int *last = ein_malloc(sizeof(int) * (size_t)(nb + 1));
+  int *live = ein_malloc(sizeof(int) * (size_t)(nb + 1));
+  if (!first || !last || !live) {
+    ein_free(first), ein_free(last), ein_free(live);
+    return no_memory(pl);
+  }
+  for (int b = 0; b < nb; b++) first[b] = -1, last[b] = -1;
+  for (int i = 0; i < ir->nsteps; i++) {
+    const ein_step *st = &ir->steps[i];
+    int bufs[3] = {st->dst.buffer, st->nsrc > 0 ? st->src[0].buffer : -1,
+                   st->nsrc > 1 ? st->src[1].buffer : -1};
+    for (int k = 0; k < 3; k++)
+      if (bufs[k] >= 0) {
+        if (first[bufs[k]] < 0) first[bufs[k]] = i;
+        last[bufs[k]] = i;
+      }
+  }
+  int nlive = 0;
+  int64_t top = 0;
+  /* by first use: buffer ids sorted (stably) on first[] into `order` */
+  int *order = ein_malloc(sizeof(int) * (size_t)(nb + 1)), norder = 0;
+  if (!order) {
+    ein_free(first), ein_free(last), ein_free(live);
+    return no_memory(pl);
+  }
+  for (int b = 0; b < nb; b++)
+    if (ir->buffers[b].kind == EIN_BUF_TEMP && first[b] >= 0)
+      order[norder++] = b;
+  for (int j = 1; j < norder; j++) /* nearly sorted already: insertion */
+    for (int k = j; k > 0 && first[order[k - 1]] > first[order[k]]; k--) {
+      int t = order[k];
+      order[k] = order[k - 1];
+      order[k - 1] = t;
+    }
+  for (int j = 0; j < norder; j++) {
+    int b = order[j], i = first[b];
+    ein_plan_buffer *buf = &ir->buffers[b];
+    {
+      int kept = 0; /* drop the buffers dead before step i */
+      for (int k = 0; k < nlive; k++)
+        if (last[live[k]] >= i) live[kept++] = live[k];
+      nlive = kept;
+      int64_t size = buf->elems * (int64_t)ein_dtype_size(buf->dtype);
+      int64_t off = 0;
+      for (bool moved = true; moved;) { /* first fit among the live */
+        moved = false;
+        for (int k = 0; k < nlive; k++) {
+          const ein_plan_buffer *o = &ir->buffers[live[k]];
+          int64_t end = o->offset + o->elems * (int64_t)ein_dtype_size(o->dtype);
+          if (off < end && o->offset < off + size) {
+            off = (end + 63) & ~(int64_t)63;
+            moved = true;
+          }
+        }
+      }
+      buf->offset = off;
+      if (off + size > top) top = off + size;
+      live[nlive++] = b;
+    }
+  }
+  ein_free(order);
+  ein_free(first), ein_free(last), ein_free(live);
+  ir->workspace_bytes = top;
+  return EIN_OK;
+}
+
 /* The memory limit covers every buffer the plan allocates, not only the
  * path's intermediates: pre-reductions, layout copies and stores too, and
  * a sliced plan's accumulation buffers (issue 26, bug 2). */
@@ -1965,6 +2042,7 @@ static ein_status plan_build(const ein_problem *p, const ein_tensor_desc *inputs
     st = no_memory(&pl);
     goto fail;
   }
+  if ((st = pack_workspace(&pl))) goto fail;
   if ((st = check_buffers(&pl))) {
     *over = true;
     goto fail;

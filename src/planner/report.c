@@ -158,6 +158,21 @@ static void text_slicing(const ein_plan_ir *ir, ein_strbuf *sb) {
   ein_strbuf_printf(sb, "); the steps below are one slice's\n");
 }
 
+/* ,"key":v (fmt a printf format of a double), or null when v is not
+ * finite. */
+static void json_number(ein_strbuf *sb, const char *key, double v,
+                        const char *fmt) {
+  ein_strbuf_printf(sb, ",\"%s\":", key);
+  if (!isfinite(v)) {
+    ein_strbuf_printf(sb, "null");
+    return;
+  }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+  ein_strbuf_printf(sb, fmt, v);
+#pragma GCC diagnostic pop
+}
+
 /* The JSON "slicing" member: null, or the same figures. */
 static void json_slicing(const ein_plan_ir *ir, ein_strbuf *sb) {
   const ein_slicing *sl = &ir->slicing;
@@ -368,14 +383,20 @@ static void json_summary(const ein_plan_ir *ir, const char *expr,
   ein_strbuf_printf(sb, "],\"path_linear\":[");
   for (int i = 0; i < ir->npath; i++)
     ein_strbuf_printf(sb, "%s[%d,%d]", i ? "," : "", lin[i][0], lin[i][1]);
+  /* A network's naive count can pass what a double holds: JSON has no
+   * inf, so such a figure is null. */
+  ein_strbuf_printf(sb, "]");
+  json_number(sb, "naive_flops", ir->naive_flops, "%.17g");
+  json_number(sb, "flops", ir->flops, "%.17g");
+  json_number(sb, "speedup",
+              ir->flops > 0 ? ir->naive_flops / ir->flops : 1.0, "%.6g");
   ein_strbuf_printf(sb,
-                    "],\"naive_flops\":%.17g,\"flops\":%.17g,"
-                    "\"speedup\":%.6g,\"largest_intermediate\":%lld,"
-                    "\"workspace_bytes\":%lld,\"bytes_moved\":%.17g,",
-                    ir->naive_flops, ir->flops,
-                    ir->flops > 0 ? ir->naive_flops / ir->flops : 1.0,
+                    ",\"largest_intermediate\":%lld,"
+                    "\"workspace_bytes\":%lld",
                     (long long)ir->largest_intermediate,
-                    (long long)ir->workspace_bytes, ir->bytes_moved);
+                    (long long)ir->workspace_bytes);
+  json_number(sb, "bytes_moved", ir->bytes_moved, "%.17g");
+  ein_strbuf_printf(sb, ",");
   json_slicing(ir, sb);
   json_model(ir, m, sb);
   ein_strbuf_printf(sb, ",\"predicted_seconds\":%.6g,\"steps\":[",
