@@ -49,8 +49,9 @@ void cmd_plan_help(void) {
       "                  CPU backend, the GPU present for cuda and emu (an\n"
       "                  unknown GPU, or none, gets h100's rates, with a\n"
       "                  note)\n"
-      "  --memory-limit B  largest intermediate allowed, in bytes: the\n"
-      "                  path keeps within it, or the plan fails (exit 2)\n"
+      "  --memory-limit B  largest buffer allowed, in bytes (intermediates,\n"
+      "                  layout copies): the path keeps within it, slicing\n"
+      "                  axes where no order does, or the plan fails (exit 2)\n"
 
       CLI_HELP_PATH
       "  --backend B     cpu (default), cuda or emu: plan for the CUDA\n"
