@@ -18,6 +18,7 @@
  *    (gemm_ab_dtype; docs/design.md, "Half precision on cuBLAS").
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1275,6 +1276,54 @@ static ein_status reduce_leaf(planner *pl, int i, const pview *in) {
   return EIN_OK;
 }
 
+/* emit_node recurses once per level of the tree: a chain contracted in
+ * order is as deep as it is long (10,000 levels of a frame of ~0.7 KiB,
+ * ~1.9 KiB under ASan). Deep trees are emitted on a thread of their own
+ * with a stack sized for them, so no network overflows the caller's. */
+typedef struct emit_job {
+  planner *pl;
+  int root;
+  const pview *want;
+  pview *out;
+  ein_status st;
+} emit_job;
+
+static void *emit_thread(void *arg) {
+  emit_job *job = arg;
+  job->st = emit_node(job->pl, job->root, job->want, job->out);
+  return NULL;
+}
+
+enum { EMIT_DIRECT_DEPTH = 256, EMIT_BYTES_PER_LEVEL = 8192 };
+
+static ein_status emit_tree(planner *pl, int root, const pview *want,
+                            pview *out) {
+  int n = pl->p->ninputs, depth = 0;
+  int *level = ein_calloc((size_t)pl->nnodes + 1, sizeof *level);
+  if (!level) return no_memory(pl);
+  for (int k = n; k < pl->nnodes; k++) { /* children come first */
+    int l = level[pl->nodes[k].left], r = level[pl->nodes[k].right];
+    level[k] = 1 + (l > r ? l : r);
+    if (level[k] > depth) depth = level[k];
+  }
+  ein_free(level);
+  if (depth <= EMIT_DIRECT_DEPTH) return emit_node(pl, root, want, out);
+  emit_job job = {pl, root, want, out, EIN_OK};
+  pthread_attr_t attr;
+  pthread_t t;
+  size_t stack = (size_t)depth * EMIT_BYTES_PER_LEVEL + (1u << 20);
+  if (pthread_attr_init(&attr)) return no_memory(pl);
+  bool made = !pthread_attr_setstacksize(&attr, stack) &&
+              !pthread_create(&t, &attr, emit_thread, &job);
+  pthread_attr_destroy(&attr);
+  if (!made)
+    return ein_fail_memory(pl->err, "cannot start a thread with a %zu-byte "
+                                    "stack to plan a tree %d levels deep",
+                           stack, depth);
+  pthread_join(t, NULL);
+  return job.st;
+}
+
 static ein_status plan_contraction(planner *pl, pview *inv,
                                    const pview *outv) {
   int n = pl->p->ninputs;
@@ -1304,8 +1353,8 @@ static ein_status plan_contraction(planner *pl, pview *inv,
   int root = pl->nnodes - 1;
   pview r;
   bool repeats = outall.n > outset.n;
-  if (!repeats) return emit_node(pl, root, outv, &r);
-  if ((st = emit_node(pl, root, NULL, &r))) return st;
+  if (!repeats) return emit_tree(pl, root, outv, &r);
+  if ((st = emit_tree(pl, root, NULL, &r))) return st;
   const pview *src[1] = {&r};
   return emit_loop(pl, EIN_ROLE_REPEAT, outv, 1, src, EIN_REDUCE_SUM, 1);
 }
