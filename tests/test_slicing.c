@@ -422,6 +422,31 @@ static int replicated_axes(const ein_plan_ir *ir) {
   return bad;
 }
 
+/* Temporaries live at the same step that share workspace bytes (the
+ * packing of pack_workspace must keep them apart). */
+static int overlapping_temps(const ein_plan_ir *ir) {
+  int bad = 0;
+  for (int a = 0; a < ir->nbuffers; a++)
+    for (int b = a + 1; b < ir->nbuffers; b++) {
+      const ein_plan_buffer *x = &ir->buffers[a], *y = &ir->buffers[b];
+      if (x->kind != EIN_BUF_TEMP || y->kind != EIN_BUF_TEMP) continue;
+      int64_t xe = x->offset + x->elems * (int64_t)ein_dtype_size(x->dtype),
+              ye = y->offset + y->elems * (int64_t)ein_dtype_size(y->dtype);
+      if (x->offset >= ye || y->offset >= xe) continue;
+      int fx = -1, lx = -1, fy = -1, ly = -1; /* lives in steps */
+      for (int i = 0; i < ir->nsteps; i++) {
+        const ein_step *st = &ir->steps[i];
+        for (int k = -1; k < st->nsrc; k++) {
+          int buf = k < 0 ? st->dst.buffer : st->src[k].buffer;
+          if (buf == a) lx = i, fx = fx < 0 ? i : fx;
+          if (buf == b) ly = i, fy = fy < 0 ? i : fy;
+        }
+      }
+      bad += fx >= 0 && fy >= 0 && fx <= ly && fy <= lx;
+    }
+  return bad;
+}
+
 /* Issue 26, bug 4: opt_einsum's rand_equation(16, 3, seed=26) on its
  * greedy path; a GEMM's M axis moved into its batch (c) made the other
  * operand's producer compute its result replicated over c (32256 FLOPs
@@ -450,6 +475,9 @@ static void check_no_replicated_step(ein_ctx *ctx) {
   ein_plan *plan;
   REQUIRE_OK(ein_plan_create(ctx, expr, in, 16, NULL, &o, &plan));
   int bad = replicated_axes(ein_plan_ir_of(plan));
+  int overlaps = overlapping_temps(ein_plan_ir_of(plan));
+  CHECK(overlaps == 0 && ein_plan_ir_of(plan)->nbuffers > 20,
+        "rand_equation(16, 3, 26): %d live temporaries share bytes", overlaps);
   CHECK(bad == 0 && ein_plan_flops(plan) == 133768,
         "rand_equation(16, 3, 26): %d replicated axes, %g FLOPs (want 133768)",
         bad, ein_plan_flops(plan));

@@ -1753,17 +1753,9 @@ int64_t ein_plan_slice_bytes_ir(const ein_plan_ir *ir) {
  * the lowest 64-byte aligned offset clear of every buffer live with it
  * (first fit, in order of first use). A network's plan then needs about
  * its live intermediates, not the sum of all of them. */
-static ein_status pack_workspace(planner *pl) {
-  ein_plan_ir *ir = pl->ir;
-  int nb = ir->nbuffers;
-  int *first = ein_malloc(sizeof(int) * (size_t)(nb + 1));
-  int *last = ein_malloc(sizeof(int) * (size_t)(nb + 1));
-  int *live = ein_malloc(sizeof(int) * (size_t)(nb + 1));
-  if (!first || !last || !live) {
-    ein_free(first), ein_free(last), ein_free(live);
-    return no_memory(pl);
-  }
-  for (int b = 0; b < nb; b++) first[b] = -1, last[b] = -1;
+/* first[b] and last[b]: the first and last step touching buffer b. */
+static void buffer_lives(const ein_plan_ir *ir, int *first, int *last) {
+  for (int b = 0; b < ir->nbuffers; b++) first[b] = last[b] = -1;
   for (int i = 0; i < ir->nsteps; i++) {
     const ein_step *st = &ir->steps[i];
     int bufs[3] = {st->dst.buffer, st->nsrc > 0 ? st->src[0].buffer : -1,
@@ -1774,51 +1766,65 @@ static ein_status pack_workspace(planner *pl) {
         last[bufs[k]] = i;
       }
   }
-  int nlive = 0;
-  int64_t top = 0;
-  /* by first use: buffer ids sorted (stably) on first[] into `order` */
-  int *order = ein_malloc(sizeof(int) * (size_t)(nb + 1)), norder = 0;
-  if (!order) {
-    ein_free(first), ein_free(last), ein_free(live);
+}
+
+static int64_t buffer_end(const ein_plan_buffer *b) {
+  return b->offset + b->elems * (int64_t)ein_dtype_size(b->dtype);
+}
+
+/* The lowest 64-byte aligned offset where `size` bytes overlap none of
+ * the live buffers. */
+static int64_t first_fit(const ein_plan_ir *ir, const int *live, int nlive,
+                         int64_t size) {
+  int64_t off = 0;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int k = 0; k < nlive; k++) {
+      const ein_plan_buffer *o = &ir->buffers[live[k]];
+      if (off < buffer_end(o) && o->offset < off + size) {
+        off = (buffer_end(o) + 63) & ~(int64_t)63;
+        moved = true;
+      }
+    }
+  }
+  return off;
+}
+
+static int cmp_pair(const void *a, const void *b) {
+  const int *x = a, *y = b;
+  return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0])
+                      : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+static ein_status pack_workspace(planner *pl) {
+  ein_plan_ir *ir = pl->ir;
+  int nb = ir->nbuffers, nlive = 0, norder = 0;
+  int *first = ein_malloc(sizeof(int) * (size_t)(nb + 1));
+  int *last = ein_malloc(sizeof(int) * (size_t)(nb + 1));
+  int *live = ein_malloc(sizeof(int) * (size_t)(nb + 1));
+  int (*order)[2] = ein_malloc(sizeof *order * (size_t)(nb + 1));
+  if (!first || !last || !live || !order) {
+    ein_free(first), ein_free(last), ein_free(live), ein_free(order);
     return no_memory(pl);
   }
-  for (int b = 0; b < nb; b++)
+  buffer_lives(ir, first, last);
+  for (int b = 0; b < nb; b++) /* temporaries by (first use, id) */
     if (ir->buffers[b].kind == EIN_BUF_TEMP && first[b] >= 0)
-      order[norder++] = b;
-  for (int j = 1; j < norder; j++) /* nearly sorted already: insertion */
-    for (int k = j; k > 0 && first[order[k - 1]] > first[order[k]]; k--) {
-      int t = order[k];
-      order[k] = order[k - 1];
-      order[k - 1] = t;
-    }
+      order[norder][0] = first[b], order[norder++][1] = b;
+  qsort(order, (size_t)norder, sizeof *order, cmp_pair);
+  int64_t top = 0;
   for (int j = 0; j < norder; j++) {
-    int b = order[j], i = first[b];
+    int b = order[j][1], kept = 0;
+    for (int k = 0; k < nlive; k++) /* drop the buffers dead by now */
+      if (last[live[k]] >= first[b]) live[kept++] = live[k];
+    nlive = kept;
     ein_plan_buffer *buf = &ir->buffers[b];
-    {
-      int kept = 0; /* drop the buffers dead before step i */
-      for (int k = 0; k < nlive; k++)
-        if (last[live[k]] >= i) live[kept++] = live[k];
-      nlive = kept;
-      int64_t size = buf->elems * (int64_t)ein_dtype_size(buf->dtype);
-      int64_t off = 0;
-      for (bool moved = true; moved;) { /* first fit among the live */
-        moved = false;
-        for (int k = 0; k < nlive; k++) {
-          const ein_plan_buffer *o = &ir->buffers[live[k]];
-          int64_t end = o->offset + o->elems * (int64_t)ein_dtype_size(o->dtype);
-          if (off < end && o->offset < off + size) {
-            off = (end + 63) & ~(int64_t)63;
-            moved = true;
-          }
-        }
-      }
-      buf->offset = off;
-      if (off + size > top) top = off + size;
-      live[nlive++] = b;
-    }
+    buf->offset = first_fit(ir, live, nlive,
+                            buf->elems * (int64_t)ein_dtype_size(buf->dtype));
+    if (buffer_end(buf) > top) top = buffer_end(buf);
+    live[nlive++] = b;
   }
-  ein_free(order);
-  ein_free(first), ein_free(last), ein_free(live);
+  ein_free(first), ein_free(last), ein_free(live), ein_free(order);
   ir->workspace_bytes = top;
   return EIN_OK;
 }
