@@ -114,22 +114,29 @@ def rand_eq(n, seed):
 
 def cases(quick):
     cs = []
-    for n in ([20, 50, 100] if quick else [20, 50, 100, 200, 500]):
-        cs.append((f"regular d3 n={n} bond2", regular(n, 3, 2, n)))
-    for n in ([20, 50] if quick else [20, 50, 100, 200]):
-        cs.append((f"regular d4 n={n} bond2", regular(n, 4, 2, n + 1)))
-    cs.append(("2D lattice 6x6 bond4", lattice((6, 6), 4)))
-    cs.append(("2D lattice 10x10 bond2", lattice((10, 10), 2)))
-    if not quick:
-        cs.append(("2D lattice 8x8 bond8", lattice((8, 8), 8)))
-    cs.append(("3D lattice 3x3x3 bond2", lattice((3, 3, 3), 2)))
-    if not quick:
-        cs.append(("3D lattice 4x4x4 bond2", lattice((4, 4, 4), 2)))
-    for d in ([8, 12] if quick else [8, 12, 16, 20]):
-        cs.append((f"circuit 4x4 depth {d}", circuit(4, 4, d, d)))
     for n in [10, 20, 30, 40]:
         cs.append((f"rand_equation n={n}", rand_eq(n, n)))
+    cs.append(("2D lattice 6x6 bond4", lattice((6, 6), 4)))
+    cs.append(("2D lattice 10x10 bond2", lattice((10, 10), 2)))
+    cs.append(("2D lattice 8x8 bond8", lattice((8, 8), 8)))
+    cs.append(("3D lattice 3x3x3 bond2", lattice((3, 3, 3), 2)))
+    cs.append(("3D lattice 4x4x4 bond2", lattice((4, 4, 4), 2)))
+    for d in ([8] if quick else [8, 14, 20]):
+        cs.append((f"circuit 4x4 depth {d}", circuit(4, 4, d, d)))
+    for n in ([20, 50] if quick else [20, 50, 100]):
+        cs.append((f"regular d3 n={n} bond2", regular(n, 3, 2, n)))
+    cs.append(("regular d4 n=20 bond2", regular(20, 4, 2, 21)))
+    if not quick:
+        for n in [200, 1000]:
+            cs.append((f"regular d3 n={n} bond2", regular(n, 3, 2, n)))
+        cs.append(("2D lattice 32x32 bond2", lattice((32, 32), 2)))
     return cs
+
+
+# Above this many operands only einc and greedy run (cotengra's 64 trials
+# took 244 s at 100 operands on this shared machine; auto-hq and
+# random-greedy-128 minutes at 200).
+PEERS_MAX = 120
 
 
 # --------------------------------------------------------------- costs
@@ -181,11 +188,12 @@ def linear_to_ssa(path, n):
 
 # ------------------------------------------------------------ planners
 
-def einc(driver, ops, out, sizes, limit=0):
+def einc(driver, ops, out, sizes, limit=0, budget=0):
     lines = [f"{len(ops)} {len(sizes)}", " ".join(map(str, sizes))]
     lines += [" ".join(map(str, [len(o)] + o)) for o in ops]
     lines.append(" ".join(map(str, [len(out)] + out)))
     args = [driver] + (["--limit", str(limit)] if limit else [])
+    args += ["--budget", str(budget)] if budget > 0 else []
     t0 = time.perf_counter()
     r = subprocess.run(args, input="\n".join(lines), capture_output=True,
                        text=True)
@@ -229,7 +237,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--driver", default="build-ci/path_driver")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--einc-budget", type=float, default=0,
+                    help="only einc, with this time budget (seconds; "
+                    "negative: the default budget)")
     args = ap.parse_args()
+    if args.einc_budget:
+        return einc_only(args)
     import cotengra as ctg
     print(f"# Contraction-order planners ({time.strftime('%Y-%m-%d')})\n")
     print(f"machine: {platform.processor() or platform.machine()}, "
@@ -243,19 +256,27 @@ def main():
     print("|---|---|" + "---|" * len(planners) + "---|")
     sliced_rows = []
     for name, (ops, out, sizes) in cases(args.quick):
-        row, flops = {}, {}
+        row = {}
+        big = len(ops) > PEERS_MAX
         ssa, secs, _, _ = einc(args.driver, ops, out, sizes)
         row["einc"] = (*cost(ops, out, sizes, ssa), secs)
         for how in planners[1:4]:
+            if big and how != "greedy":
+                continue
             ssa_o, dt = oe_plan(ops, out, sizes, how)
             row[how] = (*cost(ops, out, sizes, ssa_o), dt)
-        tree, ssa_c, dt = ctg_plan(ops, out, sizes)
-        row["cotengra"] = (*cost(ops, out, sizes, ssa_c), dt)
-        cells = [f"{math.log10(max(f, 1)):.2f} / {math.log2(max(l, 1)):.1f}"
-                 f" / {t:.3g}" for f, l, t in (row[p] for p in planners)]
-        ratio = row["einc"][0] / row["cotengra"][0]
+        if not big:
+            tree, ssa_c, dt = ctg_plan(ops, out, sizes)
+            row["cotengra"] = (*cost(ops, out, sizes, ssa_c), dt)
+        cells = [f"{math.log10(max(row[p][0], 1)):.2f} / "
+                 f"{math.log2(max(row[p][1], 1)):.1f} / {row[p][2]:.3g}"
+                 if p in row else "-" for p in planners]
+        ratio = (f"{row['einc'][0] / row['cotengra'][0]:.2f}"
+                 if "cotengra" in row else "-")
         print(f"| {name} | {len(ops)} | " + " | ".join(cells) +
-              f" | {ratio:.2f} |", flush=True)
+              f" | {ratio} |", flush=True)
+        if big:
+            continue
         best_largest = min(v[1] for v in row.values())
         limit = max(1, best_largest / 16)
         _, _, _, res = einc(args.driver, ops, out, sizes, limit)
@@ -274,6 +295,28 @@ def main():
               f"{math.log2(max(e[1], 1)):.1f} / {ne} | "
               f"{math.log10(c[0]):.2f} / {math.log2(max(c[1], 1)):.1f} / {nc}"
               f" | {e[0] / c[0]:.2f} |")
+
+
+def einc_only(args):
+    """einc alone with a given budget: unlimited and sliced at 1/16 of its
+    own largest intermediate."""
+    label = (f"{args.einc_budget:g} s" if args.einc_budget > 0
+             else "default")
+    print(f"| case | n | einc, budget {label}: log10 FLOPs / "
+          "log2 largest / s | sliced at 1/16: log10 FLOPs / log2 largest / "
+          "axes |")
+    print("|---|---|---|---|")
+    for name, (ops, out, sizes) in cases(args.quick):
+        ssa, secs, _, _ = einc(args.driver, ops, out, sizes,
+                               budget=args.einc_budget)
+        f, l = cost(ops, out, sizes, ssa)
+        _, _, _, res = einc(args.driver, ops, out, sizes, max(1, l / 16),
+                            budget=args.einc_budget)
+        e = cost(ops, out, sizes, res["ssa"], res["sliced"])
+        print(f"| {name} | {len(ops)} | {math.log10(f):.2f} / "
+              f"{math.log2(max(l, 1)):.1f} / {secs:.3g} | "
+              f"{math.log10(e[0]):.2f} / {math.log2(max(e[1], 1)):.1f} / "
+              f"{len(res['sliced'])} |", flush=True)
 
 
 if __name__ == "__main__":

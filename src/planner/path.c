@@ -14,25 +14,42 @@
 
 #include "path_internal.h"
 
-/* Default budget: about 45 ms at 100 operands, growing linearly, capped. */
+/* Default budget: about 45 ms at 100 operands, growing linearly, capped.
+ * By default it is spent as work (WORK_PER_SECOND units a second, measured
+ * on the CPU of bench/results/2026-11-25-paths-cpu.md), so the path is a
+ * function of the seed; the clock only stops a search running
+ * CLOCK_CAP times longer (a slow or loaded machine). */
 static double default_budget(int n) {
   double b = 0.002 + 0.00043 * n;
   return b < 2.0 ? b : 2.0;
 }
+#define WORK_PER_SECOND 6.0e7
+#define CLOCK_CAP 10.0
 
 /* Networks at least this large also try recursive bisection. */
 enum { PARTITION_MIN = 40, RECONF_WINDOW = 10, RECONF_PASSES = 8 };
+
+/* The best few distinct trial trees are each reconfigured: the best before
+ * reconfiguration is often not the best after. */
+enum { TOP = 4 };
 
 typedef struct search {
   pnet *net;        /* limit as the caller set it */
   pnet free_net;    /* the same, no limit */
   const ein_path_query *q;
   double deadline;
-  bool fixed;       /* trials given: ignore the clock */
+  bool fixed;       /* trials given: ignore the clock and the work */
+  bool by_work;     /* default budget: counted in work */
+  uint64_t work_done; /* the nets' work counter */
+  double t0, budget;
   uint64_t rng;
   ein_arena *work;
   int (*best_free)[2], (*best_fit)[2];
   pcost cost_free, cost_fit;
+  int (*top[TOP])[2]; /* the best distinct unlimited trial trees */
+  pcost top_cost[TOP];
+  int ntop;
+  bool collect;       /* trials: keep the top list */
   bool have_free, have_fit;
   const char *method;
 } search;
@@ -46,11 +63,33 @@ static bool eval(const pnet *net, const int (*pairs)[2], pcost *c) {
   return ok;
 }
 
+/* Inserts a trial tree into the top list (distinct costs only). */
+static void keep_top(search *s, const int (*pairs)[2], pcost c) {
+  size_t bytes = (size_t)(s->net->n - 1) * sizeof *pairs;
+  int at = s->ntop;
+  for (int i = 0; i < s->ntop; i++) {
+    if (s->top_cost[i].flops == c.flops && s->top_cost[i].largest == c.largest)
+      return;
+    if (at == s->ntop && pcost_better(&s->free_net, c, s->top_cost[i])) at = i;
+  }
+  if (at == TOP) return;
+  int last = s->ntop < TOP ? s->ntop++ : TOP - 1;
+  int(*spare)[2] = s->top[last];
+  for (int i = last; i > at; i--) {
+    s->top[i] = s->top[i - 1];
+    s->top_cost[i] = s->top_cost[i - 1];
+  }
+  s->top[at] = spare;
+  memcpy(spare, pairs, bytes);
+  s->top_cost[at] = c;
+}
+
 /* Keeps pairs when better than the best so far, unlimited or within. */
 static bool consider(search *s, const int (*pairs)[2]) {
   size_t bytes = (size_t)(s->net->n - 1) * sizeof *pairs;
   pcost c;
   if (!eval(&s->free_net, pairs, &c)) return false;
+  if (s->collect) keep_top(s, pairs, c);
   if (!s->have_free || pcost_better(&s->free_net, c, s->cost_free)) {
     memcpy(s->best_free, pairs, bytes);
     s->cost_free = c, s->have_free = true;
@@ -116,20 +155,53 @@ static bool trial(search *s, int t, int (*pairs)[2]) {
   return ok && consider(s, (const int(*)[2])pairs);
 }
 
-static bool search_heuristic(search *s, int (*pairs)[2], double t0,
-                             double budget) {
+/* Whether the fraction `frac` of the budget is spent. */
+static bool spent(const search *s, double frac) {
+  if (s->fixed) return false;
+  if (s->by_work)
+    return (double)s->work_done > frac * (double)s->net->work_limit ||
+           path_now() > s->t0 + CLOCK_CAP * s->budget;
+  return path_now() > s->t0 + frac * s->budget;
+}
+
+/* Each of the top trees reconfigured in turn, with an equal share of what
+ * is left of the budget (work or clock). */
+static bool reconfigure_top(search *s, int (*pairs)[2], double deadline) {
+  pnet *fn = &s->free_net;
+  uint64_t limit = s->net->work_limit;
+  for (int i = 0; i < s->ntop; i++) {
+    double share = 1.0 / (s->ntop - i), d = deadline;
+    if (s->by_work && limit > s->work_done)
+      fn->work_limit = s->work_done + (uint64_t)((double)(limit - s->work_done) * share);
+    else if (!s->by_work && deadline < INFINITY)
+      d = path_now() + (deadline - path_now()) * share;
+    memcpy(pairs, s->top[i], (size_t)(s->net->n - 1) * sizeof *pairs);
+    pcost c;
+    if (!path_reconfigure(fn, pairs, RECONF_WINDOW, d, RECONF_PASSES, &c) ||
+        !consider(s, (const int(*)[2])pairs))
+      return false;
+  }
+  fn->work_limit = limit;
+  return true;
+}
+
+/* Trials until half the budget, then reconfiguration of the best. */
+static bool search_heuristic(search *s, int (*pairs)[2]) {
   int ntrials = s->q->trials > 0 ? s->q->trials : 1 << 20;
-  double trial_end = t0 + 0.5 * budget;
   int t = 0;
+  s->collect = true;
   for (; t < ntrials; t++) {
     if (!trial(s, t, pairs)) return false;
-    if (!s->fixed && path_now() > trial_end) {
+    if (spent(s, 0.5)) {
       t++;
       break;
     }
   }
+  s->collect = false;
   s->method = t > 1 ? "random-greedy+reconf" : "greedy+reconf";
-  double deadline = s->fixed ? INFINITY : t0 + budget;
+  double deadline = s->fixed     ? INFINITY
+                    : s->by_work ? s->t0 + CLOCK_CAP * s->budget
+                                 : s->t0 + s->budget;
   pcost c;
   if (s->have_fit) {
     memcpy(pairs, s->best_fit, (size_t)(s->net->n - 1) * sizeof *pairs);
@@ -138,20 +210,21 @@ static bool search_heuristic(search *s, int (*pairs)[2], double t0,
       return false;
     return consider(s, (const int(*)[2])pairs);
   }
-  memcpy(pairs, s->best_free, (size_t)(s->net->n - 1) * sizeof *pairs);
-  return path_reconfigure(&s->free_net, pairs, RECONF_WINDOW, deadline,
-                          RECONF_PASSES, &c) &&
-         consider(s, (const int(*)[2])pairs);
+  return reconfigure_top(s, pairs, deadline);
 }
 
 /* The sliced path when no order fits: the best unlimited order, sliced. */
 static ein_path_status finish_sliced(search *s, ein_arena *arena,
-                                     ein_path_result *r, double budget) {
+                                     ein_path_result *r) {
   pnet *net = s->net;
   memcpy(r->pairs, s->best_free, (size_t)(net->n - 1) * sizeof *r->pairs);
   r->sliced = ein_arena_alloc(arena, (size_t)net->naxes + 1, sizeof(int));
   if (!r->sliced) return EIN_PATH_NO_MEMORY;
-  double deadline = s->fixed ? INFINITY : path_now() + 0.5 * budget + 0.01;
+  /* Slicing gets half a budget more. */
+  net->work_limit = s->work_done + net->work_limit / 2;
+  double cap = s->by_work ? CLOCK_CAP : 1.0;
+  double deadline =
+      s->fixed ? INFINITY : path_now() + 0.5 * cap * s->budget + 0.01;
   pcost c;
   bool fits;
   if (!path_slice(net, r->pairs, s->q->no_slice, deadline, r->sliced,
@@ -180,7 +253,12 @@ static bool search_init(search *s, const ein_path_query *q, pnet *net,
   s->q = q, s->net = net, s->work = work;
   s->rng = q->seed ^ 0x5eedc0de12345678ull;
   s->fixed = q->trials > 0;
+  s->by_work = !s->fixed && q->time_budget <= 0;
+  s->t0 = path_now();
+  s->budget = q->time_budget > 0 ? q->time_budget : default_budget(q->n);
   if (!pnet_init(net, q, work)) return false;
+  net->work = &s->work_done;
+  if (s->by_work) net->work_limit = (uint64_t)(WORK_PER_SECOND * s->budget);
   s->free_net = *net; /* its own sizes: slicing changes net's */
   s->free_net.limit = 0;
   s->free_net.sz = ein_arena_alloc(work, (size_t)net->naxes + 1, sizeof(double));
@@ -189,6 +267,9 @@ static bool search_init(search *s, const ein_path_query *q, pnet *net,
   size_t np = (size_t)q->n;
   s->best_free = ein_arena_alloc(work, np, sizeof *s->best_free);
   s->best_fit = ein_arena_alloc(work, np, sizeof *s->best_fit);
+  for (int i = 0; i < TOP; i++)
+    if (!(s->top[i] = ein_arena_alloc(work, np, sizeof *s->top[i])))
+      return false;
   return s->best_free && s->best_fit;
 }
 
@@ -218,8 +299,6 @@ ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
     r->method = "single";
     return EIN_PATH_OK;
   }
-  double t0 = path_now();
-  double budget = q->time_budget > 0 ? q->time_budget : default_budget(q->n);
   ein_arena work;
   ein_arena_init(&work);
   pnet net;
@@ -228,7 +307,7 @@ ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
   bool ok = search_init(&s, q, &net, &work);
   if (ok)
     ok = q->n <= EIN_PATH_DP_MAX ? search_dp(&s, r->pairs)
-                                 : search_heuristic(&s, r->pairs, t0, budget);
+                                 : search_heuristic(&s, r->pairs);
   if (ok) {
     memcpy(r->pairs, s.have_fit ? s.best_fit : s.best_free,
            (size_t)(q->n - 1) * sizeof *r->pairs);
@@ -238,7 +317,7 @@ ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
     st = EIN_PATH_OK;
     r->method = s.method;
     if (net.limit > 0 && !s.have_fit) {
-      st = finish_sliced(&s, arena, r, budget);
+      st = finish_sliced(&s, arena, r);
       if (st == EIN_PATH_OK && r->nsliced) r->method = sliced_name(s.method);
     }
   }

@@ -122,6 +122,8 @@ static double step_flops(const dp *d, uint32_t a, uint32_t b, uint32_t m) {
 static void dp_best_split(dp *d, uint32_t m) {
   uint32_t low = m & -m, rest = m ^ low;
   bool have = false;
+  if (d->net->work) /* the splits about to be tried */
+    *d->net->work += ((uint64_t)1 << __builtin_popcount(rest)) * (uint64_t)(d->nw + 2);
   for (uint32_t s = rest;; s = (s - 1) & rest) {
     uint32_t a = s | low, b = m ^ a;
     if (b && have && d->prune) { /* bound: the parts alone cost more */

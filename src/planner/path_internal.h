@@ -14,6 +14,8 @@
 #ifndef EIN_PATH_INTERNAL_H
 #define EIN_PATH_INTERNAL_H
 
+#include <math.h>
+
 #include "path.h"
 
 typedef struct plist {
@@ -36,6 +38,12 @@ typedef struct pnet {
   double limit; /* elements; 0: none */
   ein_path_objective objective;
   double alpha;
+  /* Work done (list entries merged, DP splits), shared by copies of the
+   * net; past work_limit (when nonzero) the search stops as at its
+   * deadline. Counting work instead of reading the clock makes the
+   * default search deterministic. */
+  uint64_t *work;
+  uint64_t work_limit;
 } pnet;
 
 /* Builds the network from the query (ids checked, lists sorted). */
@@ -76,6 +84,13 @@ static inline double prng_unit(uint64_t *s) { /* in (0, 1) */
 }
 
 double path_now(void); /* monotonic seconds */
+
+/* Whether the search is over: the work limit or the deadline passed. */
+static inline bool path_over(const pnet *net, double deadline) {
+  if (net->work && net->work_limit && *net->work > net->work_limit)
+    return true;
+  return deadline < INFINITY && path_now() > deadline;
+}
 
 /* The exact DP over k <= EIN_PATH_DP_MAX tensors whose result keeps `out`:
  * fills pairs[0..k-2] (SSA over 0..k-1) and *cost (the steps' cost; the

@@ -27,7 +27,7 @@ static bool leaf_ids(const ein_path_query *q, int i, ein_arena *arena,
   l->ax = ein_arena_alloc(arena, (size_t)m + 1, sizeof *l->ax);
   l->cnt = ein_arena_alloc(arena, (size_t)m + 1, sizeof *l->cnt);
   if (!l->ax || !l->cnt) return false;
-  memcpy(l->ax, q->axes[i], (size_t)m * sizeof *l->ax);
+  if (m) memcpy(l->ax, q->axes[i], (size_t)m * sizeof *l->ax);
   qsort(l->ax, (size_t)m, sizeof *l->ax, cmp_int);
   l->len = 0;
   for (int k = 0; k < m; k++)
@@ -103,6 +103,7 @@ double plist_merge(const pnet *net, const plist *a, const plist *b,
     out->cnt[o++] = c;
   }
   out->len = o;
+  if (net->work) *net->work += (uint64_t)(a->len + b->len + 1);
   return touched * (summed ? 2 : 1);
 }
 

@@ -154,7 +154,7 @@ static bool reconf_pass(tree *tr, int want, double deadline, ranked *order,
     bool better;
     if (!improve_at(tr, order[k].node, want, &better)) return false;
     *any |= better;
-    if (path_now() > deadline) break;
+    if (path_over(tr->net, deadline)) break;
   }
   return true;
 }
@@ -197,7 +197,7 @@ bool path_reconfigure(const pnet *net, int (*pairs)[2], int window,
   bool any = true;
   for (int p = 0; ok && any && p < max_passes && n > 3; p++) {
     ok = reconf_pass(&tr, window, deadline, order, &any);
-    if (path_now() > deadline) break;
+    if (path_over(net, deadline)) break;
   }
   if (ok && n > 3) ok = tree_pairs(&tr, pairs, &work);
   plist *nodes = ok ? ein_arena_alloc(&work, (size_t)(2 * n), sizeof *nodes)

@@ -213,7 +213,7 @@ typedef struct ein_plan_ir {
    * each contraction removes its two (keeping the order of the rest) and
    * appends its result. */
   int (*path_linear)[2];
-  const char *path_method; /* "single", "dp", "greedy" */
+  const char *path_method; /* "single", "given", or path.h's method */
   double naive_flops, flops;
   int64_t largest_intermediate; /* elements */
   int64_t workspace_bytes;
