@@ -75,11 +75,16 @@ extern "C" {
  * Static storage; never NULL. */
 EIN_API const char *ein_version(void);
 
-/* Limits. Beyond them a call fails with EIN_ERR_LIMIT; it never crashes. */
-#define EIN_MAX_EXPR_BYTES (1u << 20) /* expression text, bytes */
-#define EIN_MAX_OPERANDS 64           /* input operands of one expression */
+/* Limits. Beyond them a call fails with EIN_ERR_LIMIT; it never crashes.
+ * The operand and axis limits are far past any tensor network (a 10,000
+ * operand network plans in well under a second; nothing is sized by them
+ * at compile time): they only bound what a caller (or a fuzzer) can make
+ * the library allocate. The expression text is the practical bound on a
+ * large network: its axis names must fit in EIN_MAX_EXPR_BYTES. */
+#define EIN_MAX_EXPR_BYTES (1u << 24) /* expression text, bytes (16 MiB) */
+#define EIN_MAX_OPERANDS 65536        /* input operands of one expression */
 #define EIN_MAX_DIMS 64               /* dims of one tensor or output */
-#define EIN_MAX_AXES 256              /* distinct axes of one expression */
+#define EIN_MAX_AXES 1048576          /* distinct axes of one expression */
 
 /* ---------------------------------------------------------------- status */
 
@@ -248,6 +253,16 @@ typedef struct ein_options {
                          else fails with EIN_ERR_INVALID_ARGUMENT. The
                          report's path is printed in this form. NULL or "":
                          searched. Copied where the plan needs it */
+  const char *slice_axes; /* axes to slice, by name, comma-separated
+                         ("a,b"; spaces allowed): the plan runs once per
+                         value of them (docs/design.md, "Sliced plans and
+                         limits"), each run planned for that value alone,
+                         so each intermediate shrinks by their sizes.
+                         Sliced output axes write their piece of the
+                         output; sliced summed axes add up the runs'
+                         results (reduction sum or mean only). An unknown
+                         name, or one twice, is EIN_ERR_INVALID_ARGUMENT.
+                         NULL or "": no slicing */
 } ein_options;
 
 /* ------------------------------------------------------------ backends */
@@ -504,6 +519,20 @@ typedef struct ein_device_model {
 EIN_NODISCARD
 EIN_API ein_status ein_device_model_get(const char *name,
                                         ein_device_model *out);
+
+/* Slicing (ein_options.slice_axes): the number of sliced axes (0 when
+ * the plan runs once), the name of sliced axis i (NULL out of range), the
+ * number of slices (the product of their sizes; 1 when unsliced), the
+ * FLOPs of the same expression planned without slicing (ein_plan_flops
+ * counts every slice, so the overhead is their ratio), and the bytes one
+ * slice needs beside the inputs and output: its workspace and, when
+ * summed axes are sliced, three buffers of one output slice (the running
+ * sum, the slice's result and the next sum). */
+EIN_API int ein_plan_nsliced(const ein_plan *plan);
+EIN_API const char *ein_plan_sliced_axis(const ein_plan *plan, int i);
+EIN_API double ein_plan_nslices(const ein_plan *plan);
+EIN_API double ein_plan_unsliced_flops(const ein_plan *plan);
+EIN_API int64_t ein_plan_slice_bytes(const ein_plan *plan);
 
 /* Describes the plan: axes, naive and optimised FLOPs, the largest
  * intermediate, one entry per step (kind, operands, batch/M/N/K groups,

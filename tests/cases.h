@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ein.h"
+#include "test_limits.h"
 
 /* One entry of error_cases.inc (test_errors and test_bad_inputs): the
  * inputs, the status, the culprit's span, the other span (-1: none), and
@@ -29,9 +30,9 @@ typedef struct err_case {
 
 typedef struct case_input {
   int n;
-  int ndims[EIN_MAX_OPERANDS];
-  int64_t dims[EIN_MAX_OPERANDS][EIN_MAX_DIMS];
-  const int64_t *shapes[EIN_MAX_OPERANDS];
+  int ndims[TEST_MAX_OPERANDS];
+  int64_t dims[TEST_MAX_OPERANDS][EIN_MAX_DIMS];
+  const int64_t *shapes[TEST_MAX_OPERANDS];
   ein_options options;
   ein_length lengths[32];
   char names[32][32];

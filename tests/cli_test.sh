@@ -133,7 +133,8 @@ expect 2 "" "einc: error: axis 'j' is 5 in operand 2 but 4 in operand 1
   ij,jk->ik
    ^ ^" -- check --numpy 'ij,jk->ik' 3x4 5x5
 
-# --memory-limit: a path within it, or an error naming the sizes
+# --memory-limit: a path within it, a sliced one, or an error naming the
+# sizes
 expect 0 '*' "" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 400
 # plan --grad: a linear layer's backward is two contractions as costly as
 # the forward (3x in all); the JSON's "grad" member; an integer dtype has
@@ -155,7 +156,28 @@ fi
 expect 0 '*' "" -- plan 'a b -> a' 4x12 --dtype i32 --grad
 grep -q 'input 0: no gradient: the inputs are i32' "$out" && passed=$((passed + 1)) ||
   { failed=$((failed + 1)); echo "FAIL: plan --grad of i32 says why" >&2; }
-expect 2 "" "einc: error: no contraction order keeps every intermediate within the memory limit of 399 bytes: the contraction's best order needs 400 bytes (100 elements of f32) for its largest intermediate; slicing 1 axis into 10 slices would fit (40 bytes, 1.00x the FLOPs), which this build does not run" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399
+expect 0 '*' "" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399
+"$EINC" plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399 | grep -q '^sliced       d=10   10 slices' &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --memory-limit 399 is not sliced over d" >&2; }
+expect 2 "" "einc: error: no contraction order keeps every intermediate within the memory limit of 39 bytes: the contraction's best order needs 400 bytes (100 elements of f32) for its largest intermediate, and even slicing every axis leaves one of 40 bytes; a limit of 40 bytes would fit" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 39
+
+# --input: the expression and shapes from a file or standard input print
+# the same plan as the arguments; comments and blank lines are skipped
+work=$(mktemp -d)
+printf '# three operands\n\n  a b, b c, c d -> a d  \n100x10\n\n10x100\n100x10\n' >"$work/in.txt"
+"$EINC" plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 >"$work/args.out"
+for src in "$work/in.txt" -; do
+  if "$EINC" plan --input "$src" <"$work/in.txt" | cmp -s - "$work/args.out"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL: plan --input $src differs from the arguments" >&2
+  fi
+done
+expect 2 "" "einc: error: --input gives the expression and the shapes; 'a b -> a' cannot come beside it" -- plan --input "$work/in.txt" 'a b -> a'
+expect 1 "" "einc: error: cannot read --input '$work/none.txt'" -- plan --input "$work/none.txt"
+printf '# nothing\n\n' >"$work/empty.txt"
+expect 2 "" "einc: error: --input '$work/empty.txt' holds no expression (the first line that is not blank or a comment)" -- plan --input "$work/empty.txt"
+rm -rf "$work"
 
 # every option that takes a value takes it as '--opt value' and '--opt=value'
 # alike: both spellings print the same

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ein.h"
+#include "test_limits.h"
 #include "dtype.h"
 
 static uint64_t rng_state;
@@ -40,8 +41,8 @@ typedef struct gen_case {
   char expr[512];
   char desc[1024];
   int n;
-  int ndims[EIN_MAX_OPERANDS];
-  int64_t shapes[EIN_MAX_OPERANDS][EIN_MAX_DIMS];
+  int ndims[TEST_MAX_OPERANDS];
+  int64_t shapes[TEST_MAX_OPERANDS][EIN_MAX_DIMS];
   ein_options opt;
   ein_length len[4];
   ein_dtype dt;

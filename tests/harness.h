@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ein.h"
+#include "test_limits.h"
 
 static int test_passed, test_failed;
 

@@ -31,6 +31,7 @@ static inline double complex ref_cmplx(double re, double im) {
 #include "ctx_internal.h"
 #include "dtype.h"
 #include "half.h"
+#include "test_limits.h"
 
 /* Reads element `off` (elements from data) of a tensor as a double. */
 static inline double ref_load(ein_dtype dt, const void *data, int64_t off) {
@@ -92,9 +93,9 @@ static inline int64_t ref_offset(const ein_bound_operand *op,
 /* The strides (elements) of every input and of the compact output, and
  * the inputs' dtypes. */
 typedef struct ref_layout {
-  int64_t in[EIN_MAX_OPERANDS][EIN_MAX_DIMS];
+  int64_t in[TEST_MAX_OPERANDS][EIN_MAX_DIMS];
   int64_t out[EIN_MAX_DIMS];
-  ein_dtype dts[EIN_MAX_OPERANDS];
+  ein_dtype dts[TEST_MAX_OPERANDS];
 } ref_layout;
 
 static inline void ref_layout_of(const ein_problem *p, const DLTensor *const *in,
@@ -139,7 +140,7 @@ static inline bool ref_next(const ein_problem *p, int64_t *idx) {
  * when the reduction has no value (max/min over an empty axis). */
 static inline int ref_eval(const ein_problem *p, const DLTensor *const *in,
                            double *out, int64_t out_numel) {
-  int64_t idx[EIN_MAX_AXES] = {0};
+  int64_t idx[TEST_MAX_AXES] = {0};
   ref_layout l;
   ref_layout_of(p, in, &l);
   ein_reduction r = p->reduction;
@@ -205,7 +206,7 @@ static inline void ref_store_complex(ein_dtype dt, void *data, int64_t off,
 static inline int ref_eval_complex(const ein_problem *p,
                                    const DLTensor *const *in,
                                    double complex *out, int64_t out_numel) {
-  int64_t idx[EIN_MAX_AXES] = {0};
+  int64_t idx[TEST_MAX_AXES] = {0};
   ref_layout l;
   ref_layout_of(p, in, &l);
   ein_reduction r = p->reduction;

@@ -180,17 +180,15 @@ static char *generated_expr(const char *name) {
     strcpy(s + n, " -> ");
     memset(s + n + 4, 'x', n);
     strcpy(s + 2 * n + 4, " y");
-  } else if (strcmp(name, "@axes300") == 0) { /* 5 operands x 60 names */
-    s = malloc(300 * 6 + 16);
-    s[0] = 0;
-    for (int i = 0; i < 300; i++)
-      sprintf(s + strlen(s), "%sa%d", i == 0 ? "" : i % 60 ? " " : ", ", i);
-    strcat(s, " -> a0");
-  } else if (strcmp(name, "@ops65") == 0) { /* a, a, ... (65) -> a */
-    s = malloc(65 * 3 + 8);
-    s[0] = 0;
-    for (int i = 0; i < 65; i++) strcat(s, i ? ", a" : "a");
-    strcat(s, " -> a");
+  } else if (strcmp(name, "@opsmax") == 0) { /* a, a, ... (max + 1) -> a */
+    n = 3 * (size_t)(EIN_MAX_OPERANDS + 1) + 8;
+    s = malloc(n);
+    char *at = s;
+    for (int i = 0; i < EIN_MAX_OPERANDS + 1; i++) {
+      memcpy(at, i ? ", a" : "a", i ? 3 : 1);
+      at += i ? 3 : 1;
+    }
+    strcpy(at, " -> a");
   } else if (strcmp(name, "@dims65") == 0) { /* 65 names in one operand */
     s = malloc(65 * 5 + 8);
     s[0] = 0;
@@ -358,8 +356,8 @@ static void run_expr_case(ein_ctx *ctx, const err_case *c) {
   case_input in;
   parse_case_shapes(c->shapes, &in);
   parse_case_opts(c->opts, &in);
-  spec_tensor xs[EIN_MAX_OPERANDS], out;
-  const DLTensor *ptrs[EIN_MAX_OPERANDS];
+  spec_tensor xs[TEST_MAX_OPERANDS], out;
+  const DLTensor *ptrs[TEST_MAX_OPERANDS];
   for (int i = 0; i < in.n; i++) {
     char spec[256] = "f32:scalar";
     for (int d = 0, w = 4; d < in.ndims[i]; d++)

@@ -78,7 +78,7 @@ static bool plan_splits(ein_ctx *ctx, const bcase *c, const DLTensor **ins,
 static void *reference(ein_ctx *ctx, const bcase *c, const case_input *in,
                        const DLTensor **ins, ein_dtype dt, int *ond,
                        int64_t *oshape, int64_t *nout) {
-  const int64_t *shp[EIN_MAX_OPERANDS];
+  const int64_t *shp[TEST_MAX_OPERANDS];
   for (int i = 0; i < in->n; i++) shp[i] = in->dims[i];
   ein_binding *b;
   REQUIRE_OK(ein_bind_shapes(ctx, c->expr, shp, in->ndims, in->n, NULL, &b));
@@ -152,8 +152,8 @@ static void eval_threads(const bcase *c, const DLTensor **ins, int n,
 static void run_case(const bcase *c, ein_dtype dt, bool padded) {
   case_input in;
   parse_case_shapes(c->shapes, &in);
-  operand x[EIN_MAX_OPERANDS];
-  const DLTensor *ins[EIN_MAX_OPERANDS];
+  operand x[TEST_MAX_OPERANDS];
+  const DLTensor *ins[TEST_MAX_OPERANDS];
   for (int k = 0; k < in.n; k++) {
     make_operand(&x[k], dt, in.ndims[k], in.dims[k], padded, k);
     ins[k] = &x[k].t;

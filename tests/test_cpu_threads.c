@@ -22,8 +22,8 @@ static int loop_threads(ein_ctx *ctx, const char *expr, const char *text,
                         const ein_options *o) {
   case_input in;
   parse_case_shapes(text, &in);
-  DLTensor t[EIN_MAX_OPERANDS];
-  const DLTensor *p[EIN_MAX_OPERANDS];
+  DLTensor t[TEST_MAX_OPERANDS];
+  const DLTensor *p[TEST_MAX_OPERANDS];
   memset(t, 0, sizeof t);
   for (int i = 0; i < in.n; i++) {
     t[i].device = (DLDevice){kDLCPU, 0};

@@ -46,9 +46,9 @@ static void cover(ein_ctx *ctx, const char *expr, const char *shapes,
   case_input in;
   parse_case_shapes(shapes, &in);
   parse_case_opts(opts, &in);
-  DLTensor t[EIN_MAX_OPERANDS];
-  const DLTensor *p[EIN_MAX_OPERANDS];
-  int64_t strides[EIN_MAX_OPERANDS][EIN_MAX_DIMS];
+  DLTensor t[TEST_MAX_OPERANDS];
+  const DLTensor *p[TEST_MAX_OPERANDS];
+  int64_t strides[TEST_MAX_OPERANDS][EIN_MAX_DIMS];
   for (int i = 0; i < in.n; i++) {
     memset(&t[i], 0, sizeof t[i]);
     t[i].device = (DLDevice){kDLCUDA, 0};
@@ -81,7 +81,7 @@ static void cover(ein_ctx *ctx, const char *expr, const char *shapes,
     const ein_cuda_step *cs = &prog->steps[i];
     if (cs->cublas) {
       /* also compile the direct-contraction form cuBLAS would replace */
-      ein_loop_axis axes[EIN_MAX_AXES + 3];
+      ein_loop_axis axes[TEST_MAX_AXES + 3];
       ein_step loop;
       ein_gemm_as_loop(&ir->steps[i], &loop, axes);
       ein_step_kernels k;

@@ -248,9 +248,9 @@ static void plan_case(ein_ctx *ctx, const char *name, const char *expr,
     parse_case_opts(opts, &in);
     in.options.backend = EIN_BACKEND_CUDA;
     in.options.allow_tf32 = tf32;
-    DLTensor t[EIN_MAX_OPERANDS];
-    const DLTensor *p[EIN_MAX_OPERANDS];
-    int64_t strides[EIN_MAX_OPERANDS][EIN_MAX_DIMS];
+    DLTensor t[TEST_MAX_OPERANDS];
+    const DLTensor *p[TEST_MAX_OPERANDS];
+    int64_t strides[TEST_MAX_OPERANDS][EIN_MAX_DIMS];
     make_tensors(in.n, in.ndims, (const int64_t(*)[EIN_MAX_DIMS])in.dims, dt,
                  NULL, t, strides, p);
     char what[512];
@@ -315,19 +315,19 @@ static bool random_case(ein_ctx *ctx, uint64_t seed, ein_dtype dt) {
   gen_case c;
   generate(&c);
   c.dt = dt;
-  bool fortran[EIN_MAX_OPERANDS];
+  bool fortran[TEST_MAX_OPERANDS];
   for (int i = 0; i < c.n; i++)
     fortran[i] = rnd_int(2);
-  const int64_t *shp[EIN_MAX_OPERANDS];
+  const int64_t *shp[TEST_MAX_OPERANDS];
   for (int i = 0; i < c.n; i++)
     shp[i] = c.shapes[i];
   ein_binding *b;
   if (ein_bind_shapes(ctx, c.expr, shp, c.ndims, c.n, &c.opt, &b))
     return false;
   ein_binding_destroy(b);
-  DLTensor t[EIN_MAX_OPERANDS];
-  const DLTensor *p[EIN_MAX_OPERANDS];
-  int64_t strides[EIN_MAX_OPERANDS][EIN_MAX_DIMS];
+  DLTensor t[TEST_MAX_OPERANDS];
+  const DLTensor *p[TEST_MAX_OPERANDS];
+  int64_t strides[TEST_MAX_OPERANDS][EIN_MAX_DIMS];
   make_tensors(c.n, c.ndims, (const int64_t(*)[EIN_MAX_DIMS])c.shapes, dt,
                fortran, t, strides, p);
   c.opt.backend = EIN_BACKEND_CUDA;

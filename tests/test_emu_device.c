@@ -630,7 +630,7 @@ static bool run_on_emu(const ein_plan *plan, char *const *inputs_h,
     CHECK(0, "load the plan's kernels: %s", err.message);
     return false;
   }
-  char *inputs[EIN_MAX_OPERANDS], *allocs[EIN_MAX_OPERANDS];
+  char *inputs[TEST_MAX_OPERANDS], *allocs[TEST_MAX_OPERANDS];
   char *output = dev_alloc((size_t)out_bytes);
   char *ws = dev_alloc((size_t)ir->workspace_bytes);
   char *scratch = dev_alloc((size_t)prog->scratch_bytes);
@@ -689,10 +689,10 @@ static void check_real(ein_ctx *ctx, const real_case *c) {
   case_input in;
   parse_case_shapes(c->shapes, &in);
   parse_case_opts(c->opts, &in);
-  DLTensor t[EIN_MAX_OPERANDS], out_t;
-  const DLTensor *p[EIN_MAX_OPERANDS];
-  char *data[EIN_MAX_OPERANDS];
-  int64_t bytes[EIN_MAX_OPERANDS];
+  DLTensor t[TEST_MAX_OPERANDS], out_t;
+  const DLTensor *p[TEST_MAX_OPERANDS];
+  char *data[TEST_MAX_OPERANDS];
+  int64_t bytes[TEST_MAX_OPERANDS];
   size_t esz = ein_dtype_size(c->dt);
   for (int i = 0; i < in.n; i++) {
     int64_t n = 1;

@@ -210,9 +210,9 @@ static double tolerance(ein_dtype dt) {
  * back. */
 static ein_status eval_on_device(ein_ctx *ctx, const gen_case *c, tensor *in,
                                  tensor *out) {
-  DLTensor dev[EIN_MAX_OPERANDS + 1];
-  const DLTensor *ptrs[EIN_MAX_OPERANDS];
-  void *buf[EIN_MAX_OPERANDS + 1] = {0};
+  DLTensor dev[TEST_MAX_OPERANDS + 1];
+  const DLTensor *ptrs[TEST_MAX_OPERANDS];
+  void *buf[TEST_MAX_OPERANDS + 1] = {0};
   ein_backend_kind k = device_kind;
   ein_status st = EIN_OK;
   for (int i = 0; i <= c->n && !st; i++) {
@@ -248,7 +248,7 @@ static double last_rel_err;
 
 static int check_case(ein_ctx *ctx, gen_case c, uint64_t seed, int *skipped) {
   last_rel_err = -1;
-  const int64_t *shp[EIN_MAX_OPERANDS];
+  const int64_t *shp[TEST_MAX_OPERANDS];
   for (int i = 0; i < c.n; i++) shp[i] = c.shapes[i];
   ein_binding *b;
   /* Bind first: cases the generator made invalid (a split the binder
@@ -266,8 +266,8 @@ static int check_case(ein_ctx *ctx, gen_case c, uint64_t seed, int *skipped) {
     (*skipped)++;
     return 0;
   }
-  tensor in[EIN_MAX_OPERANDS], out;
-  const DLTensor *ins[EIN_MAX_OPERANDS];
+  tensor in[TEST_MAX_OPERANDS], out;
+  const DLTensor *ins[TEST_MAX_OPERANDS];
   for (int i = 0; i < c.n; i++) {
     make_tensor(&in[i], c.dt, c.ndims[i], c.shapes[i], rnd_int(2));
     fill_random(&in[i], c.dt, c.opt.reduction);

@@ -110,6 +110,12 @@ typedef struct einpy_exchange_api {
  * struct, which this owns until einpy_tensor_release (the producer's
  * deleter). `dtype_code`/`bits` below 0 in einpy_tensor_import leave the
  * dtype as the producer gave it. */
+/* Operands of one call through the Python layer (its arrays of them live
+ * on the stack: 4096 tensors are about 100 KiB), and of a call the fast
+ * path serves (more go the general path). The library's own limit,
+ * EIN_MAX_OPERANDS, is far larger. */
+enum { EINPY_MAX_OPERANDS = 4096, EINPY_FAST_MAX_OPERANDS = 16 };
+
 typedef struct einpy_tensor {
   DLTensor *t;
   void *managed; /* DLManagedTensor or its versioned form; NULL: empty */
@@ -137,7 +143,7 @@ int einpy_tensor_from_capsule(PyObject *capsule, einpy_tensor *out);
  * empty tensor. */
 void einpy_tensor_release(einpy_tensor *t);
 
-/* Imports every item of a tuple into ts[0..n) (at most EIN_MAX_OPERANDS);
+/* Imports every item of a tuple into ts[0..n) (at most EINPY_MAX_OPERANDS);
  * on failure releases what it took. */
 int einpy_tensors_import(PyObject *tuple, PyObject *stream, einpy_tensor *ts,
                          int *n);
@@ -191,7 +197,7 @@ Py_ssize_t einpy_tuple_len(PyObject *tuple, int most, const char *not_tuple,
 int einpy_shape_parse(PyObject *tuple, int64_t *shape, int *ndim);
 
 /* Reads a tuple of shapes into dims[0..*n), ndims[0..*n) (at most
- * EIN_MAX_OPERANDS). */
+ * EINPY_MAX_OPERANDS). */
 int einpy_shapes_parse(PyObject *shapes, int64_t (*dims)[EIN_MAX_DIMS],
                        int *ndims, int *n);
 

@@ -41,7 +41,7 @@
  * numpy's DLPack refusals (bfloat16, byte-swapped), mixed dtypes, torch
  * tensors that need grad or are not on the CPU, complex ones with the
  * conjugate or negative bit, torch dtypes einc cannot map to numpy, more
- * than EIN_MAX_OPERANDS inputs, and any failure to plan (so errors keep
+ * than EINPY_FAST_MAX_OPERANDS inputs, and any failure to plan (so errors keep
  * the general path's messages).
  *
  * The table is guarded by the GIL. An entry is counted while a call runs
@@ -64,8 +64,8 @@ typedef struct fast_entry {
   int reduction;       /* ein_reduction */
   int ninputs;
   DLDataType dtype;    /* every input's */
-  int ndims[EIN_MAX_OPERANDS];
-  int64_t dims[EIN_MAX_OPERANDS][2 * EIN_MAX_DIMS]; /* shape, then strides */
+  int ndims[EINPY_FAST_MAX_OPERANDS];
+  int64_t dims[EINPY_FAST_MAX_OPERANDS][2 * EIN_MAX_DIMS]; /* shape, then strides */
   ein_plan *plan;
   PyObject *out_shape; /* tuple */
   PyObject *np_dtype;  /* the first input's dtype object */
@@ -102,8 +102,8 @@ static int next_victim;
  * a view's capsule can go back to torch as it is (torch_view) and dropping
  * the capsule frees the rest. */
 typedef struct fast_inputs {
-  einpy_tensor t[EIN_MAX_OPERANDS];
-  PyObject *capsules[EIN_MAX_OPERANDS]; /* torch's, owned; NULL for numpy */
+  einpy_tensor t[EINPY_FAST_MAX_OPERANDS];
+  PyObject *capsules[EINPY_FAST_MAX_OPERANDS]; /* torch's, owned; NULL for numpy */
   int n;
   int torch;
 } fast_inputs;
@@ -219,7 +219,7 @@ static void record_layouts(fast_entry *e, einpy_tensor *in, int n) {
  * and numpy.empty gives the same one for the same shape and dtype. */
 static int make_plan(fast_entry *e, const char *expr, const ein_options *o,
                      einpy_tensor *in, PyObject *first) {
-  const DLTensor *ins[EIN_MAX_OPERANDS];
+  const DLTensor *ins[EINPY_FAST_MAX_OPERANDS];
   for (int i = 0; i < e->ninputs; i++) ins[i] = in[i].t;
   int64_t shape[EIN_MAX_DIMS];
   int ndim;
@@ -363,7 +363,7 @@ static int one_dtype(const fast_inputs *in) {
 static int import_items(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
                         int torch_ok, fast_inputs *in) {
   in->n = 0;
-  if (count < 1 || count > EIN_MAX_OPERANDS) return 0;
+  if (count < 1 || count > EINPY_FAST_MAX_OPERANDS) return 0;
   in->torch = 0;
   if (!all_of_type(tuple, first, count, ndarray_type) &&
       !(in->torch = torch_ok && all_of_type(tuple, first, count, tensor_type)))
@@ -406,7 +406,7 @@ static PyObject *run_entry(fast_entry *e, einpy_tensor *in, int n) {
   einpy_tensor o = {0};
   if (out && einpy_tensor_import_numpy(out, &o) == 0) {
     if (e->dtype.code == kDLBfloat) o.t->dtype = e->dtype; /* numpy: uint16 */
-    const DLTensor *ins[EIN_MAX_OPERANDS];
+    const DLTensor *ins[EINPY_FAST_MAX_OPERANDS];
     for (int i = 0; i < n; i++) ins[i] = in[i].t;
     ein_status st;
     if (e->keep_gil) {

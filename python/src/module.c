@@ -35,7 +35,7 @@ ein_ctx *einpy_ctx(void) { return the_ctx; }
 /* What one evaluate() call holds; call_release gives all of it back. */
 typedef struct call {
   einpy_options options;
-  einpy_tensor in[EIN_MAX_OPERANDS];
+  einpy_tensor in[EINPY_MAX_OPERANDS];
   int nin;
   einpy_tensor out;
   PyObject *out_obj; /* owned */
@@ -56,7 +56,7 @@ static int obtain_output(call *c, const char *expr, PyObject *out,
     c->out_obj = out;
     return 0;
   }
-  const DLTensor *ins[EIN_MAX_OPERANDS];
+  const DLTensor *ins[EINPY_MAX_OPERANDS];
   for (int i = 0; i < c->nin; i++) ins[i] = c->in[i].t;
   int64_t shape[EIN_MAX_DIMS];
   int ndim;
@@ -100,7 +100,7 @@ static ein_status run_unlocked(const char *expr, const ein_plan *plan,
 int einpy_run(const char *expr, const ein_plan *plan, einpy_tensor *in,
               int nin, einpy_tensor *out, const ein_options *o,
               PyObject *stream, int sync) {
-  const DLTensor *ins[EIN_MAX_OPERANDS];
+  const DLTensor *ins[EINPY_MAX_OPERANDS];
   for (int i = 0; i < nin; i++) ins[i] = in[i].t;
   void *s = NULL;
   if (stream && stream != Py_None) {
@@ -180,9 +180,9 @@ static PyObject *py_bind(PyObject *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "sOOssO:bind", &expr, &shapes, &numpy, &reduction,
                         &backend, &lengths))
     return NULL;
-  static int64_t dims[EIN_MAX_OPERANDS][EIN_MAX_DIMS]; /* GIL-protected */
-  int ndims[EIN_MAX_OPERANDS], n;
-  const int64_t *shape_ptrs[EIN_MAX_OPERANDS];
+  static int64_t dims[EINPY_MAX_OPERANDS][EIN_MAX_DIMS]; /* GIL-protected */
+  int ndims[EINPY_MAX_OPERANDS], n;
+  const int64_t *shape_ptrs[EINPY_MAX_OPERANDS];
   if (einpy_shapes_parse(shapes, dims, ndims, &n) < 0) return NULL;
   for (int i = 0; i < n; i++) shape_ptrs[i] = dims[i];
   einpy_options o;
@@ -303,7 +303,7 @@ void einpy_object_free(PyObject *self) {
 }
 
 static int add_constants(PyObject *m) {
-  return PyModule_AddIntConstant(m, "MAX_OPERANDS", EIN_MAX_OPERANDS) < 0 ||
+  return PyModule_AddIntConstant(m, "MAX_OPERANDS", EINPY_MAX_OPERANDS) < 0 ||
                  PyModule_AddIntConstant(m, "MAX_DIMS", EIN_MAX_DIMS) < 0 ||
                  PyModule_AddStringConstant(m, "C_VERSION", C_VERSION) < 0
              ? -1

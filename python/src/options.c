@@ -144,7 +144,7 @@ int einpy_shape_parse(PyObject *tuple, int64_t *shape, int *ndim) {
 int einpy_shapes_parse(PyObject *shapes, int64_t (*dims)[EIN_MAX_DIMS],
                        int *ndims, int *n) {
   Py_ssize_t count =
-      einpy_tuple_len(shapes, EIN_MAX_OPERANDS, "shapes must come as a tuple",
+      einpy_tuple_len(shapes, EINPY_MAX_OPERANDS, "shapes must come as a tuple",
                       "%zd shapes: einc takes at most %d");
   if (count < 0) return -1;
   for (Py_ssize_t i = 0; i < count; i++)

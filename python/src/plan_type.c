@@ -22,8 +22,8 @@ typedef struct plan_object {
   DLDataType dtype;
   DLDevice device; /* where the compiled shapes live */
   int ninputs;
-  int ndims[EIN_MAX_OPERANDS];
-  int64_t shapes[EIN_MAX_OPERANDS][EIN_MAX_DIMS];
+  int *ndims;                    /* ninputs entries, PyMem */
+  int64_t (*shapes)[EIN_MAX_DIMS]; /* the same */
   PyObject *out_shape; /* tuple, made by the first run_numpy */
 } plan_object;
 
@@ -67,20 +67,36 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     return -1;
   }
   p->dtype = (DLDataType){(uint8_t)code, (uint8_t)bits, 1};
+  Py_ssize_t room = PyTuple_Check(shapes) ? PyTuple_Size(shapes) : 0;
+  if (room > EINPY_MAX_OPERANDS) room = EINPY_MAX_OPERANDS;
+  p->ndims = PyMem_Malloc(sizeof *p->ndims * (size_t)(room + 1));
+  p->shapes = PyMem_Malloc(sizeof *p->shapes * (size_t)(room + 1));
+  if (!p->ndims || !p->shapes) {
+    PyErr_NoMemory();
+    return -1;
+  }
   if (einpy_shapes_parse(shapes, p->shapes, p->ndims, &p->ninputs) < 0 ||
       copy_expr(p, expr) < 0 ||
       einpy_options_parse(numpy, reduction, backend, lengths, &p->options) < 0 ||
       einpy_options_set_path(&p->options, path) < 0)
     return -1;
-  DLTensor ts[EIN_MAX_OPERANDS];
-  const DLTensor *ins[EIN_MAX_OPERANDS];
-  shape_tensors(p, ts, ins);
-  if (ein_plan_create(einpy_ctx(), p->expr, ins, p->ninputs, NULL,
-                      &p->options.opt, &p->plan) != EIN_OK) {
-    einpy_raise(ein_last_error(einpy_ctx()));
-    return -1;
+  DLTensor *ts = PyMem_Malloc(sizeof *ts * (size_t)(p->ninputs + 1));
+  const DLTensor **ins = PyMem_Malloc(sizeof *ins * (size_t)(p->ninputs + 1));
+  int rc = 0;
+  if (!ts || !ins) {
+    PyErr_NoMemory();
+    rc = -1;
+  } else {
+    shape_tensors(p, ts, ins);
+    if (ein_plan_create(einpy_ctx(), p->expr, ins, p->ninputs, NULL,
+                        &p->options.opt, &p->plan) != EIN_OK) {
+      einpy_raise(ein_last_error(einpy_ctx()));
+      rc = -1;
+    }
   }
-  return 0;
+  PyMem_Free(ts);
+  PyMem_Free(ins);
+  return rc;
 }
 
 static void plan_dealloc(PyObject *self) {
@@ -88,6 +104,8 @@ static void plan_dealloc(PyObject *self) {
   ein_plan_destroy(p->plan);
   Py_XDECREF(p->out_shape);
   PyMem_Free(p->expr);
+  PyMem_Free(p->ndims);
+  PyMem_Free(p->shapes);
   einpy_options_free(&p->options);
   einpy_object_free(self);
 }
@@ -193,7 +211,7 @@ static PyObject *plan_execute(PyObject *self, PyObject *args) {
       check_ready(p) < 0)
     return NULL;
   if (stream == Py_None) stream = NULL;
-  einpy_tensor in[EIN_MAX_OPERANDS], o = {0};
+  einpy_tensor in[EINPY_MAX_OPERANDS], o = {0};
   int nin = 0;
   if (einpy_tensors_import(tensors, stream, in, &nin) < 0) return NULL;
   PyObject *out_obj = output_object(p, out, alloc);
@@ -217,7 +235,7 @@ static PyObject *plan_execute(PyObject *self, PyObject *args) {
  * not plain numpy arrays of the compiled layout (execute() takes those). */
 static PyObject *plan_run_numpy(PyObject *self, PyObject *tensors) {
   plan_object *p = (plan_object *)self;
-  einpy_tensor in[EIN_MAX_OPERANDS], o = {0};
+  einpy_tensor in[EINPY_MAX_OPERANDS], o = {0};
   int nin = 0;
   if (check_ready(p) < 0) return NULL;
   if (!einpy_fast_import(tensors, in, &nin)) Py_RETURN_NONE;

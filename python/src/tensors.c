@@ -147,7 +147,7 @@ int einpy_tensors_import(PyObject *tuple, PyObject *stream, einpy_tensor *ts,
                          int *n) {
   *n = 0;
   Py_ssize_t count =
-      einpy_tuple_len(tuple, EIN_MAX_OPERANDS, "tensors must come as a tuple",
+      einpy_tuple_len(tuple, EINPY_MAX_OPERANDS, "tensors must come as a tuple",
                       "%zd tensors: einc takes at most %d");
   if (count < 0) return -1;
   for (Py_ssize_t i = 0; i < count; i++) {

@@ -219,11 +219,20 @@ ein_status ein_bind(ein_ctx *ctx, const char *expr,
   if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
   ein_thread_rec *me = ein_ctx_enter(ctx);
   if (!me) return EIN_ERR_NO_MEMORY;
-  const int64_t *shapes[EIN_MAX_OPERANDS];
-  int ndims[EIN_MAX_OPERANDS];
-  ein_status st = tensor_shapes(me, inputs, ninputs, shapes, ndims);
-  if (st) return st;
-  return ein_bind_shapes(ctx, expr, shapes, ndims, ninputs, options, out);
+  if (ninputs < 0 || ninputs > EIN_MAX_OPERANDS)
+    return ein_fail(
+        &me->err, ninputs < 0 ? EIN_ERR_INVALID_ARGUMENT : EIN_ERR_LIMIT,
+        "%d tensors given; einc takes 0 to %d", ninputs, EIN_MAX_OPERANDS);
+  const int64_t **shapes = ein_malloc(((size_t)ninputs + 1) * sizeof *shapes);
+  int *ndims = ein_malloc(((size_t)ninputs + 1) * sizeof *ndims);
+  ein_status st = shapes && ndims
+                      ? tensor_shapes(me, inputs, ninputs, shapes, ndims)
+                      : ein_fail_memory(&me->err, "out of memory");
+  if (!st)
+    st = ein_bind_shapes(ctx, expr, shapes, ndims, ninputs, options, out);
+  ein_free(shapes);
+  ein_free(ndims);
+  return st;
 }
 
 const ein_problem *ein_binding_problem(const ein_binding *binding) {

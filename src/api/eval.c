@@ -23,6 +23,7 @@ struct ein_plan {
   const ein_backend_entry *backend; /* where it runs */
   int device;                       /* the backend's device id */
   void *program; /* backend->prepare's result (NULL for the CPU) */
+  void *add_program, *store_program; /* the same for slicing's sub-plans */
   int ninputs;
   /* The layouts the plan was made for, as cache-key bytes: tensor i's
    * part is layout[offset[i] .. offset[i+1]), the output last. */
@@ -187,6 +188,9 @@ static void key_options(ein_strbuf *k, const char *expr, size_t len,
   size_t plen = o->path ? strlen(o->path) + 1 : 0; /* NULL differs from "" */
   ein_strbuf_append(k, &plen, sizeof plen);
   if (plen) ein_strbuf_append(k, o->path, plen);
+  size_t slen = o->slice_axes ? strlen(o->slice_axes) + 1 : 0;
+  ein_strbuf_append(k, &slen, sizeof slen);
+  if (slen) ein_strbuf_append(k, o->slice_axes, slen);
   for (int i = 0; i < o->nlengths; i++) {
     const char *name = o->lengths[i].name; /* check_options: not NULL */
     size_t n = strlen(name);
@@ -416,7 +420,8 @@ static ein_status bind_and_plan(ein_thread_rec *me, const char *expr,
     return st;
   }
   const ein_backend_caps *caps = ein_ctx_caps(me->ctx, backend);
-  ein_plan_limits limits = {o->memory_limit, o->path};
+  ein_plan_limits limits = {.memory_limit = o->memory_limit, .path = o->path,
+                            .slice_axes = o->slice_axes};
   st = ein_plan_build(ein_binding_problem(b), descs, od, caps, &limits,
                       &me->err, ir);
   ein_binding_destroy(b);
@@ -447,6 +452,19 @@ static char *layout_key(ein_plan_ir *ir, const DLTensor *const *inputs,
   return layout;
 }
 
+/* The backend's programs of a sliced plan's add and store sub-plans
+ * (plan.h, ein_slicing); none when nothing summed is sliced. */
+static ein_status prepare_slicing(const ein_backend_entry *backend,
+                                  const ein_plan_ir *ir, void *sub[2],
+                                  ein_error_rec *err) {
+  if (!ir->slicing.add) return EIN_OK;
+  ein_status st = backend->prepare(ir->slicing.add, &sub[0], err);
+  if (!st) st = backend->prepare(ir->slicing.store, &sub[1], err);
+  if (st && sub[0]) backend->program_free(sub[0]);
+  if (st) sub[0] = NULL;
+  return st;
+}
+
 /* Binds, plans and prepares the backend's program; the plan owns the IR,
  * the program, a copy of the expression and the layout key it was made
  * for. */
@@ -455,18 +473,24 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
                              const DLTensor *output, const ein_options *o,
                              const ein_backend_entry *backend, int device,
                              ein_plan **out) {
-  ein_tensor_desc descs[EIN_MAX_OPERANDS], od;
+  ein_tensor_desc *descs = ein_malloc(((size_t)n + 1) * sizeof *descs), od;
+  if (!descs) return fail(me, EIN_ERR_NO_MEMORY, "out of memory while planning");
   ein_plan_ir *ir;
   double t0 = ein_trace_now();
   ein_status st = bind_and_plan(me, expr, inputs, n, output, o, backend,
                                 descs, &od, &ir);
+  if (st) ein_free(descs);
   ein_trace_end("plan (bind, contraction path, steps)", t0);
   if (st) return st;
   ir->allow_tf32 = o->allow_tf32 != 0;
   void *program = NULL;
   t0 = ein_trace_now();
+  void *sub[2] = {NULL, NULL};
   if (backend->prepare &&
-      (st = backend->prepare(ir, &program, &me->err)) != EIN_OK) {
+      ((st = backend->prepare(ir, &program, &me->err)) != EIN_OK ||
+       (st = prepare_slicing(backend, ir, sub, &me->err)) != EIN_OK)) {
+    if (program) backend->program_free(program);
+    ein_free(descs);
     ein_plan_ir_destroy(ir);
     return st;
   }
@@ -477,8 +501,11 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
   size_t *offset = NULL;
   char *layout =
       copy ? layout_key(ir, inputs, n, output, descs, &od, &offset) : NULL;
+  ein_free(descs);
   if (!layout) {
     if (program) backend->program_free(program);
+    for (int i = 0; i < 2; i++)
+      if (sub[i]) backend->program_free(sub[i]);
     ein_plan_ir_destroy(ir);
     return fail(me, EIN_ERR_NO_MEMORY, "out of memory while planning");
   }
@@ -488,6 +515,8 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
   plan->backend = backend;
   plan->device = device;
   plan->program = program;
+  plan->add_program = sub[0];
+  plan->store_program = sub[1];
   plan->ninputs = n;
   plan->layout = layout;
   plan->offset = offset;
@@ -514,30 +543,121 @@ static ein_status check_inputs(ein_thread_rec *me,
   return EIN_OK;
 }
 
+/* One slice's input pointers: each input moved by the slice index. */
+static void slice_inputs(const ein_plan_ir *ir, const int64_t *idx,
+                         char *const *base, char **at) {
+  const ein_slicing *sl = &ir->slicing;
+  int64_t es = (int64_t)ein_dtype_size(ir->dtype);
+  for (int i = 0; i < ir->ninputs; i++) {
+    int64_t off = 0;
+    for (int k = 0; k < sl->n; k++)
+      off += idx[k] * sl->in_stride[(size_t)i * (size_t)sl->n + (size_t)k];
+    at[i] = base[i] + off * es;
+  }
+}
+
+/* The accumulation of one piece of the output (the sliced summed axes
+ * run innermost): the first slice writes R0; each next one writes P and
+ * the add plan sums R and P into the other R (plan.h, ein_slicing); the
+ * last R is stored into the output at `out`. */
+static ein_status accumulate(ein_backend *be, const ein_plan *plan,
+                             char *const *in, char *acc, int j, int last,
+                             int *cur, char *out, const ein_step_marks *marks,
+                             ein_error_rec *err) {
+  const ein_plan_ir *ir = plan->ir;
+  int64_t E = ir->slicing.acc_elems * (int64_t)ein_dtype_size(ir->dtype);
+  char *r[2] = {acc, acc + 2 * E}, *p = acc + E;
+  ein_status st;
+  if (j == 0) {
+    *cur = 0;
+    st = be->run(be, ir, plan->program, in, r[0], marks, err);
+  } else {
+    char *rows = *cur == 0 ? r[0] : p; /* R0 then P, or P then R1 */
+    st = be->run(be, ir, plan->program, in, p, marks, err);
+    if (!st)
+      st = be->run(be, ir->slicing.add, plan->add_program, &rows, r[!*cur],
+                   NULL, err);
+    *cur = !*cur;
+  }
+  if (!st && j == last)
+    st = be->run(be, ir->slicing.store, plan->store_program, &r[*cur], out,
+                 NULL, err);
+  return st;
+}
+
+/* Runs a sliced plan: once per value of the sliced axes (an odometer,
+ * the last axis fastest, so the summed ones, which come last, finish
+ * each piece of the output before the next). */
+static ein_status run_sliced(ein_thread_rec *me, ein_backend *be,
+                             const ein_plan *plan, char *const *ptrs,
+                             char *out, const ein_step_marks *marks) {
+  const ein_plan_ir *ir = plan->ir;
+  const ein_slicing *sl = &ir->slicing;
+  int64_t es = (int64_t)ein_dtype_size(ir->dtype), nsum = 1;
+  for (int k = sl->nkept; k < sl->n; k++) nsum *= sl->sizes[k];
+  int64_t *idx = ein_calloc((size_t)sl->n, sizeof *idx);
+  char **at = ein_malloc(((size_t)ir->ninputs + 1) * sizeof *at);
+  void *acc = NULL;
+  ein_status st = idx && at ? EIN_OK
+                            : fail(me, EIN_ERR_NO_MEMORY, "out of memory");
+  if (!st && sl->add)
+    st = be->alloc(be, (size_t)(3 * sl->acc_elems * es), &acc, &me->err);
+  int64_t j = 0;
+  int cur = 0;
+  for (bool more = true; !st && more;) {
+    slice_inputs(ir, idx, ptrs, at);
+    int64_t off = 0;
+    for (int k = 0; k < sl->nkept; k++) off += idx[k] * sl->out_stride[k];
+    st = sl->add ? accumulate(be, plan, at, acc, (int)j, (int)(nsum - 1),
+                              &cur, out + off * es, marks, &me->err)
+                 : be->run(be, ir, plan->program, at, out + off * es, marks,
+                           &me->err);
+    j = j + 1 == nsum ? 0 : j + 1;
+    more = false;
+    for (int k = sl->n - 1; k >= 0 && !more; k--) {
+      more = ++idx[k] < sl->sizes[k];
+      if (!more) idx[k] = 0;
+    }
+  }
+  if (acc) be->free(be, acc);
+  ein_free(idx);
+  ein_free(at);
+  return st;
+}
+
 /* Runs a plan whose layouts are known to match the tensors. */
 static ein_status run_plan(ein_thread_rec *me, const ein_plan *plan,
                            const DLTensor *const *inputs, int n,
                            DLTensor *output, const ein_step_marks *marks) {
   uintptr_t olo, ohi;
   byte_range(output, &olo, &ohi);
-  char *ptrs[EIN_MAX_OPERANDS];
-  for (int i = 0; i < n; i++) {
+  char *small[16];
+  char **ptrs = n <= 16 ? small : ein_malloc((size_t)n * sizeof *ptrs);
+  if (!ptrs) return fail(me, EIN_ERR_NO_MEMORY, "out of memory");
+  ein_status st = EIN_OK;
+  for (int i = 0; i < n && !st; i++) {
     uintptr_t lo, hi;
     byte_range(inputs[i], &lo, &hi);
     if (lo < ohi && olo < hi)
-      return fail(me, EIN_ERR_INVALID_ARGUMENT,
-                  "the output overlaps input %d in memory; einc does not "
-                  "evaluate in place",
-                  i + 1);
+      st = fail(me, EIN_ERR_INVALID_ARGUMENT,
+                "the output overlaps input %d in memory; einc does not "
+                "evaluate in place",
+                i + 1);
     ptrs[i] = (char *)inputs[i]->data + inputs[i]->byte_offset;
   }
-  ein_backend *be = ein_ctx_backend(me, plan->backend->kind, plan->device);
-  if (!be) return me->err.pub.status;
-  double t0 = ein_trace_now();
-  ein_status st = be->run(be, plan->ir, plan->program, ptrs,
-                          (char *)output->data + output->byte_offset, marks,
-                          &me->err);
-  ein_trace_end("run (queued; kernels compiled or loaded on first use)", t0);
+  ein_backend *be =
+      st ? NULL : ein_ctx_backend(me, plan->backend->kind, plan->device);
+  if (!st && !be) st = me->err.pub.status;
+  if (!st) {
+    double t0 = ein_trace_now();
+    char *out = (char *)output->data + output->byte_offset;
+    st = plan->ir->slicing.n
+             ? run_sliced(me, be, plan, ptrs, out, marks)
+             : be->run(be, plan->ir, plan->program, ptrs, out, marks,
+                       &me->err);
+    ein_trace_end("run (queued; kernels compiled or loaded on first use)", t0);
+  }
+  if (ptrs != small) ein_free(ptrs);
   return st;
 }
 
@@ -706,6 +826,8 @@ void ein_plan_release(ein_plan *plan) {
   if (atomic_fetch_sub_explicit(&plan->refs, 1, memory_order_acq_rel) != 1)
     return;
   if (plan->program) plan->backend->program_free(plan->program);
+  if (plan->add_program) plan->backend->program_free(plan->add_program);
+  if (plan->store_program) plan->backend->program_free(plan->store_program);
   ein_plan_ir_destroy(plan->ir);
 }
 
@@ -753,6 +875,29 @@ PLAN_IR_FIELD(int64_t, ein_plan_largest_intermediate, largest_intermediate)
 PLAN_IR_FIELD(int64_t, ein_plan_workspace_bytes, workspace_bytes)
 PLAN_IR_FIELD(int, ein_plan_nsteps, nsteps)
 #undef PLAN_IR_FIELD
+
+int ein_plan_nsliced(const ein_plan *plan) {
+  return plan ? plan->ir->slicing.n : 0;
+}
+
+const char *ein_plan_sliced_axis(const ein_plan *plan, int i) {
+  if (!plan || i < 0 || i >= plan->ir->slicing.n) return NULL;
+  return plan->ir->axis_labels[plan->ir->slicing.axes[i]];
+}
+
+double ein_plan_nslices(const ein_plan *plan) {
+  return plan && plan->ir->slicing.n ? plan->ir->slicing.count : 1;
+}
+
+double ein_plan_unsliced_flops(const ein_plan *plan) {
+  if (!plan) return 0;
+  return plan->ir->slicing.n ? plan->ir->slicing.unsliced_flops
+                             : plan->ir->flops;
+}
+
+int64_t ein_plan_slice_bytes(const ein_plan *plan) {
+  return plan ? ein_plan_slice_bytes_ir(plan->ir) : 0;
+}
 
 int ein_plan_count_steps(const ein_plan *plan, const char *kind) {
   if (!plan || !kind) return 0;

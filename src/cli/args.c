@@ -162,8 +162,8 @@ int cli_common_option(int argc, char **argv, int *i, cli_common *common) {
   if (has_prefix_option(arg, "-D")) {
     const char *v = option_value(argc, argv, i, "-D");
     if (!v) return -1;
-    if (common->options.nlengths == EIN_MAX_AXES) {
-      cli_errorf("more than %d length bindings", EIN_MAX_AXES);
+    if (common->options.nlengths == CLI_MAX_LENGTHS) {
+      cli_errorf("more than %d length bindings", CLI_MAX_LENGTHS);
       return -1;
     }
     if (!parse_length(v, &common->lengths[common->options.nlengths]))
@@ -176,6 +176,11 @@ int cli_common_option(int argc, char **argv, int *i, cli_common *common) {
     /* checked by the planner, which knows the operand count */
     common->options.path = option_value(argc, argv, i, "--path");
     return common->options.path ? 1 : -1;
+  }
+  if (common->takes_path && has_prefix_option(arg, "--slice")) {
+    /* names checked by the planner, which knows the axes */
+    common->options.slice_axes = option_value(argc, argv, i, "--slice");
+    return common->options.slice_axes ? 1 : -1;
   }
   if (has_prefix_option(arg, "--reduce")) {
     const char *v = option_value(argc, argv, i, "--reduce");
@@ -338,14 +343,89 @@ int cli_plan_shapes(const char *expr, const cli_shape *shapes, int n,
     cli_errorf("out of memory");
     return EXIT_INTERNAL;
   }
-  DLTensor tensors[EIN_MAX_OPERANDS];
-  const DLTensor *ins[EIN_MAX_OPERANDS];
-  cli_shape_tensors(shapes, n, device, tensors, ins);
-  ein_status st = ein_plan_create(*ctx, expr, ins, n, NULL, o, plan);
+  DLTensor *tensors = malloc(((size_t)n + 1) * sizeof *tensors);
+  const DLTensor **ins = malloc(((size_t)n + 1) * sizeof *ins);
+  ein_status st = EIN_ERR_NO_MEMORY;
+  if (tensors && ins) {
+    cli_shape_tensors(shapes, n, device, tensors, ins);
+    st = ein_plan_create(*ctx, expr, ins, n, NULL, o, plan);
+    if (st) {
+      cli_print_error(ein_last_error(*ctx));
+      cli_numpy_hint(st, expr, ins, n, o);
+    }
+  } else {
+    cli_errorf("out of memory");
+  }
+  free(tensors);
+  free(ins);
   if (!st) return EXIT_OK;
-  cli_print_error(ein_last_error(*ctx));
-  cli_numpy_hint(st, expr, ins, n, o);
   ein_ctx_destroy(*ctx);
   *ctx = NULL;
   return cli_exit_status(st);
+}
+
+/* The whole of a file, or of standard input for "-", NUL-terminated. */
+static char *read_all(const char *path) {
+  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+  if (!f) return NULL;
+  size_t len = 0, cap = 1 << 16;
+  char *buf = malloc(cap);
+  while (buf) {
+    len += fread(buf + len, 1, cap - 1 - len, f);
+    if (len < cap - 1) break;
+    char *grown = realloc(buf, cap * 2);
+    if (!grown) free(buf);
+    buf = grown;
+    cap *= 2;
+  }
+  bool failed = ferror(f);
+  if (f != stdin) fclose(f);
+  if (!buf || failed) {
+    free(buf);
+    return NULL;
+  }
+  buf[len] = '\0';
+  return buf;
+}
+
+/* Splits text into its lines in place, skipping blank ones and comments
+ * ('#' first), with the surrounding spaces trimmed; returns their count,
+ * the pointers in pos (room for as many as text has lines). */
+static int input_lines(char *text, const char **pos) {
+  int n = 0;
+  for (char *line = text; line;) {
+    char *next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    while (*line == ' ' || *line == '\t') line++;
+    size_t len = strlen(line);
+    while (len && strchr(" \t\r", line[len - 1])) line[--len] = '\0';
+    if (*line && *line != '#') pos[n++] = line;
+    line = next;
+  }
+  return n;
+}
+
+int cli_read_input(const char *path, char **text, const char ***pos,
+                   int *npos) {
+  *pos = NULL;
+  *text = read_all(path);
+  if (!*text) {
+    cli_errorf("cannot read --input '%.200s'", path);
+    return EXIT_INTERNAL;
+  }
+  size_t lines = 1;
+  for (const char *c = *text; *c; c++) lines += *c == '\n';
+  *pos = malloc(lines * sizeof **pos);
+  if (!*pos) {
+    cli_errorf("out of memory");
+    return EXIT_INTERNAL;
+  }
+  *npos = input_lines(*text, *pos);
+  if (*npos == 0) {
+    cli_errorf("--input '%.200s' holds no expression (the first line that "
+               "is not blank or a comment)",
+               path);
+    return EXIT_INVALID;
+  }
+  return EXIT_OK;
 }

@@ -12,6 +12,11 @@
 #include "dtype.h"
 #include "ein.h"
 
+/* Operands of the commands that take them as arguments (check, eval,
+ * bench, cuda-src), and length bindings (-D) of one command. `einc plan`
+ * has no such limit: its operands come from --input too. */
+enum { CLI_MAX_OPERANDS = 64, CLI_MAX_LENGTHS = 256 };
+
 /* An operand's shape, from text ("8x16") or a .npy file's header. */
 typedef struct cli_shape {
   int ndim;
@@ -22,7 +27,7 @@ typedef struct cli_shape {
 /* Options common to the commands that take an expression. */
 typedef struct cli_common {
   ein_options options;
-  ein_length lengths[EIN_MAX_AXES];
+  ein_length lengths[CLI_MAX_LENGTHS];
   bool verbose;
   bool takes_path; /* the command plans: --path sets options.path */
 } cli_common;
@@ -45,7 +50,11 @@ typedef int (*cli_option_fn)(int argc, char **argv, int *i, void *state);
 #define CLI_HELP_PATH                                                        \
   "  --path P        the contraction order to take instead of searching,\n" \
   "                  in opt_einsum's linear form, as `einc plan` prints\n"   \
-  "                  it: '[(0, 1), (0, 1)]' (n operands: n-1 pairs)\n"
+  "                  it: '[(0, 1), (0, 1)]' (n operands: n-1 pairs)\n"     \
+  "  --slice A,B     run the plan slice by slice over the named axes (each\n" \
+  "                  slice fixes them to one value and is planned for it;\n" \
+  "                  sliced output axes write their piece, sliced summed\n"  \
+  "                  axes add up): smaller intermediates, same result\n"
 
 /* The lines of every command's --help on operands and option values. */
 #define CLI_HELP_OPERANDS                                                     \
@@ -141,6 +150,16 @@ bool cli_parse_backend(const char *v, ein_backend_kind *out);
 /* Parses a dtype name ("f32", "bf16", "i64", ...) into *out; prints an
  * error listing the names and returns false for anything else. */
 bool cli_parse_dtype(const char *v, ein_dtype *out);
+
+/* --input FILE: reads an expression and its shapes from a file ("-":
+ * standard input) in the format docs/cli.md gives: the expression on the
+ * first line, then one shape (or .npy file) per line; blank lines and
+ * lines starting with '#' are skipped. *text owns the lines (free it);
+ * *pos, a new array (free it), holds pointers into it, the expression
+ * first, as cli_expr_and_shapes takes them. EXIT_OK, or the exit status
+ * with the message printed. */
+int cli_read_input(const char *path, char **text, const char ***pos,
+                   int *npos);
 
 /* Shape-only tensors (data NULL) of each shape's dtype on `device` for
  * planning: tensors[i] describes shapes[i], ptrs[i] points at it. */

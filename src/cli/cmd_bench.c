@@ -60,6 +60,7 @@ void cmd_bench_help(void) {
       "  --json        one JSON object instead of the text report\n"
       "  --path P      the contraction order to take instead of searching,\n"
       "                in opt_einsum's linear form: '[(0, 1), (0, 1)]'\n"
+      "  --slice A,B   run the plan slice by slice over the named axes\n"
       CLI_HELP_TAIL
       "  einc bench 'b h i d, b h j d -> b h i j' 8x16x2048x128 "
       "8x16x2048x128 --dtype bf16");
@@ -111,14 +112,14 @@ typedef struct bench_run {
   ein_ctx *ctx;
   const ein_plan *plan;
   int ninputs, copies;
-  DLTensor (*inputs)[EIN_MAX_OPERANDS]; /* [copy][operand] */
+  DLTensor (*inputs)[CLI_MAX_OPERANDS]; /* [copy][operand] */
   DLTensor *output;
 } bench_run;
 
 static bool run_marked(void *arg, int run, ein_step_mark_fn mark,
                        void *mark_arg) {
   bench_run *br = arg;
-  const DLTensor *ins[EIN_MAX_OPERANDS];
+  const DLTensor *ins[CLI_MAX_OPERANDS];
   for (int i = 0; i < br->ninputs; i++)
     ins[i] = &br->inputs[run % br->copies][i];
   ein_status st = ein_plan_execute_marked(br->ctx, br->plan, ins, br->ninputs,
@@ -129,7 +130,7 @@ static bool run_marked(void *arg, int run, ein_step_mark_fn mark,
 
 static bool run_once(void *arg, int run) {
   bench_run *br = arg;
-  const DLTensor *ins[EIN_MAX_OPERANDS];
+  const DLTensor *ins[CLI_MAX_OPERANDS];
   for (int i = 0; i < br->ninputs; i++)
     ins[i] = &br->inputs[run % br->copies][i];
   ein_status st =
@@ -310,11 +311,11 @@ typedef struct bench_state {
   bench_device *dev;
   ein_plan *plan;
   bench_run br;
-  DLTensor shape_only[EIN_MAX_OPERANDS]; /* the inputs' shapes, no data */
+  DLTensor shape_only[CLI_MAX_OPERANDS]; /* the inputs' shapes, no data */
   DLTensor out;
   double *ms; /* one time per timed run */
   double *step_ms; /* --steps: [run][step], then each step's median */
-  void *bufs[32 * EIN_MAX_OPERANDS + 1];
+  void *bufs[32 * CLI_MAX_OPERANDS + 1];
   int nbufs;
   char msg[512];
 } bench_state;
@@ -324,7 +325,7 @@ typedef struct bench_state {
 static int bench_plan(bench_state *bs, const char *expr,
                       const cli_shape *shapes, int nin,
                       const ein_options *opt, double *plan_ms) {
-  const DLTensor *ins[EIN_MAX_OPERANDS];
+  const DLTensor *ins[CLI_MAX_OPERANDS];
   cli_shape_tensors(shapes, nin, bs->dev->dl.device_type, bs->shape_only,
                     ins);
   double t0 = bench_now_ms();
@@ -530,16 +531,16 @@ static int bench_case(bench_state *bs, const char *expr,
 
 int cmd_bench(int argc, char **argv) {
   static cli_common common;
-  static cli_shape shapes[EIN_MAX_OPERANDS];
+  static cli_shape shapes[CLI_MAX_OPERANDS];
   static bench_state bs;
   memset(&common, 0, sizeof common);
   common.takes_path = true;
   memset(&bs, 0, sizeof bs);
   bench_opts bo = {false, EIN_DT_F32, 20, 3, false, true, false, &common};
-  const char *pos[EIN_MAX_OPERANDS + 1];
+  const char *pos[CLI_MAX_OPERANDS + 1];
   int npos, nin;
   int r = cli_parse_args(argc, argv, "bench", cmd_bench_help, &common,
-                         bench_option, &bo, pos, EIN_MAX_OPERANDS + 1, &npos);
+                         bench_option, &bo, pos, CLI_MAX_OPERANDS + 1, &npos);
   if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
   int rc = cli_expr_and_shapes("bench", pos, npos, shapes, &nin);
   if (rc != EXIT_OK) return rc;

@@ -68,12 +68,12 @@ static void print_axes(const ein_binding *b) {
 
 int cmd_check(int argc, char **argv) {
   static cli_common common; /* large: keep it off the stack */
-  static cli_shape shapes[EIN_MAX_OPERANDS];
+  static cli_shape shapes[CLI_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
-  const char *pos[EIN_MAX_OPERANDS + 1];
+  const char *pos[CLI_MAX_OPERANDS + 1];
   int npos;
   int r = cli_parse_args(argc, argv, "check", cmd_check_help, &common, NULL,
-                         NULL, pos, EIN_MAX_OPERANDS + 1, &npos);
+                         NULL, pos, CLI_MAX_OPERANDS + 1, &npos);
   if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
   int nshapes;
   r = cli_expr_and_shapes("check", pos, npos, shapes, &nshapes);
@@ -85,8 +85,8 @@ int cmd_check(int argc, char **argv) {
     cli_errorf("out of memory");
     return EXIT_INTERNAL;
   }
-  const int64_t *dims[EIN_MAX_OPERANDS];
-  int ndims[EIN_MAX_OPERANDS];
+  const int64_t *dims[CLI_MAX_OPERANDS];
+  int ndims[CLI_MAX_OPERANDS];
   for (int i = 0; i < nshapes; i++) {
     dims[i] = shapes[i].dims;
     ndims[i] = shapes[i].ndim;
@@ -96,8 +96,8 @@ int cmd_check(int argc, char **argv) {
                                   &common.options, &b);
   if (st) {
     cli_print_error(ein_last_error(ctx));
-    DLTensor tensors[EIN_MAX_OPERANDS];
-    const DLTensor *ins[EIN_MAX_OPERANDS];
+    DLTensor tensors[CLI_MAX_OPERANDS];
+    const DLTensor *ins[CLI_MAX_OPERANDS];
     cli_shape_tensors(shapes, nshapes, kDLCPU, tensors, ins);
     cli_numpy_hint(st, expr, ins, nshapes, &common.options);
     ein_ctx_destroy(ctx);

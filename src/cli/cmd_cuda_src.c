@@ -107,14 +107,14 @@ static void print_program(const char *expr, ein_dtype dt,
 
 int cmd_cuda_src(int argc, char **argv) {
   static cli_common common;
-  static cli_shape shapes[EIN_MAX_OPERANDS];
+  static cli_shape shapes[CLI_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
   common.takes_path = true;
   src_opts so = {false, EIN_DT_F32};
-  const char *pos[EIN_MAX_OPERANDS + 1];
+  const char *pos[CLI_MAX_OPERANDS + 1];
   int npos, nshapes;
   int r = cli_parse_args(argc, argv, "cuda-src", cmd_cuda_src_help, &common,
-                         src_option, &so, pos, EIN_MAX_OPERANDS + 1, &npos);
+                         src_option, &so, pos, CLI_MAX_OPERANDS + 1, &npos);
   if (r != CLI_ARGS_OK)
     return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
   int rc = cli_expr_and_shapes("cuda-src", pos, npos, shapes, &nshapes);

@@ -124,9 +124,9 @@ static void eval_on_device(ein_ctx *ctx, const char *expr,
                            const ein_options *o, size_t out_bytes,
                            ein_status *st) {
   ein_backend_kind kind = o->backend;
-  DLTensor dev_in[EIN_MAX_OPERANDS], dev_out = *out;
-  const DLTensor *dev_ptrs[EIN_MAX_OPERANDS];
-  void *bufs[EIN_MAX_OPERANDS + 1] = {0};
+  DLTensor dev_in[CLI_MAX_OPERANDS], dev_out = *out;
+  const DLTensor *dev_ptrs[CLI_MAX_OPERANDS];
+  void *bufs[CLI_MAX_OPERANDS + 1] = {0};
   DLDevice where = ein_backend_dl_device(kind, 0);
   *st = EIN_OK;
   double t0 = ein_trace_now();
@@ -303,7 +303,7 @@ static ein_status run_eval(ein_ctx *ctx, const char *expr,
 static int eval_to_file(ein_ctx *ctx, const char *expr,
                         const npy_array *inputs, int n, cli_common *common,
                         const char *out_path, bool print) {
-  const DLTensor *ins[EIN_MAX_OPERANDS] = {NULL};
+  const DLTensor *ins[CLI_MAX_OPERANDS] = {NULL};
   for (int i = 0; i < n; i++) ins[i] = &inputs[i].t;
   int64_t shape[EIN_MAX_DIMS];
   DLTensor out;
@@ -343,14 +343,14 @@ failed:
 
 int cmd_eval(int argc, char **argv) {
   static cli_common common;
-  static npy_array inputs[EIN_MAX_OPERANDS];
+  static npy_array inputs[CLI_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
   common.takes_path = true;
   eval_opts eo = {NULL, false, &common, false, EIN_DT_F32};
-  const char *pos[EIN_MAX_OPERANDS + 1];
+  const char *pos[CLI_MAX_OPERANDS + 1];
   int npos;
   int r = cli_parse_args(argc, argv, "eval", cmd_eval_help, &common,
-                         eval_option, &eo, pos, EIN_MAX_OPERANDS + 1, &npos);
+                         eval_option, &eo, pos, CLI_MAX_OPERANDS + 1, &npos);
   if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
   const char *expr = npos ? pos[0] : NULL, *out_path = eo.out_path;
   int n = npos ? npos - 1 : 0;

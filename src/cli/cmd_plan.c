@@ -20,8 +20,9 @@
 void cmd_plan_help(void) {
   puts(
       "usage: einc plan EXPR SHAPE|FILE.npy... [--dtype T] [--json] [--device M]\n"
-      "                 [--memory-limit B] [--path P] [-D NAME=SIZE]...\n"
-      "                 [--reduce R] [--numpy] [--grad]\n"
+      "                 [--memory-limit B] [--path P] [--slice A,B]\n"
+      "                 [-D NAME=SIZE]... [--reduce R] [--numpy] [--grad]\n"
+      "       einc plan --input FILE|- [options]\n"
       "\n"
       "Plans EXPR for inputs of the given shapes and prints the plan: every\n"
       "axis, naive and optimised FLOPs (opt_einsum's count: a multiply-add\n"
@@ -30,6 +31,11 @@ void cmd_plan_help(void) {
       "FLOPs, bytes, arithmetic intensity and a roofline time.\n"
       "\n"
       "  SHAPE           one per input: sizes joined by 'x' (8x16x2048)\n"
+      "  --input FILE    the expression and shapes from FILE ('-': standard\n"
+      "                  input), for networks too large for a command line:\n"
+      "                  the expression on the first line, then one SHAPE\n"
+      "                  (or FILE.npy) per line; blank lines and lines\n"
+      "                  starting with '#' are skipped\n"
       "  FILE.npy        in place of a shape: the shape and dtype in a .npy\n"
       "                  file's header (its data is not read)\n"
       "  --dtype T       every input's dtype: f32 (default for shapes; a\n"
@@ -45,8 +51,10 @@ void cmd_plan_help(void) {
       "                  CPU backend, the GPU present for cuda and emu (an\n"
       "                  unknown GPU, or none, gets h100's rates, with a\n"
       "                  note)\n"
-      "  --memory-limit B  largest intermediate allowed, in bytes: the\n"
-      "                  path keeps within it, or the plan fails (exit 2)\n"
+      "  --memory-limit B  largest buffer allowed, in bytes (intermediates,\n"
+      "                  layout copies): the path keeps within it, slicing\n"
+      "                  axes where no order does, or the plan fails (exit 2)\n"
+
       CLI_HELP_PATH
       "  --grad          also the backward: for each input, the steps of its\n"
       "                  gradient (einc expressions with their paths and\n"
@@ -66,6 +74,7 @@ void cmd_plan_help(void) {
 
 typedef struct plan_opts {
   const char *model;
+  const char *input; /* --input: FILE or "-" */
   bool retype;     /* --dtype given */
   ein_dtype dtype; /* its value */
   bool json;
@@ -84,10 +93,16 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
   bool backend = cli_is_option(arg, "--backend");
   bool dtype = cli_is_option(arg, "--dtype");
   bool device = cli_is_option(arg, "--device");
-  if (!backend && !dtype && !device && !cli_is_option(arg, "--memory-limit"))
+  bool input = cli_is_option(arg, "--input");
+  if (!backend && !dtype && !device && !input &&
+      !cli_is_option(arg, "--memory-limit"))
     return 0;
   const char *v = cli_option_value(argc, argv, i);
   if (!v) return -1;
+  if (input) {
+    po->input = v;
+    return 1;
+  }
   if (backend)
     return cli_parse_backend(v, &po->common->options.backend) ? 1 : -1;
   if (dtype) {
@@ -179,15 +194,12 @@ static void print_no_grad(ein_ctx *ctx, int i, bool json) {
   printf("\"}");
 }
 
-/* --grad: each input's gradient program, then the totals. */
-static int print_grads(ein_ctx *ctx, const char *expr, const cli_shape *shapes,
-                       int n, const ein_options *o, const ein_plan *plan,
-                       bool json) {
-  DLTensor tensors[EIN_MAX_OPERANDS];
-  const DLTensor *ins[EIN_MAX_OPERANDS];
-  cli_shape_tensors(shapes, n, ein_backend_dl_device(o->backend, 0).device_type,
-                    tensors, ins);
-  double forward = ein_plan_flops(plan), backward = 0;
+/* Each input's gradient program, printed; adds their FLOPs to *backward.
+ * An input without a gradient says why; only running out of memory stops. */
+static int print_grad_inputs(ein_ctx *ctx, const char *expr,
+                             const DLTensor *const *ins, int n,
+                             const ein_options *o, bool json,
+                             double *backward) {
   printf(json ? ",\"grad\":{\"inputs\":[" : "\nbackward\n");
   for (int i = 0; i < n; i++) {
     ein_grad *g = NULL;
@@ -199,9 +211,31 @@ static int print_grads(ein_ctx *ctx, const char *expr, const cli_shape *shapes,
       continue;
     }
     print_grad(g, json ? EIN_DESCRIBE_JSON : EIN_DESCRIBE_TEXT);
-    backward += ein_grad_flops(g);
+    *backward += ein_grad_flops(g);
     ein_grad_destroy(g);
   }
+  return EXIT_OK;
+}
+
+/* --grad: each input's gradient program, then the totals. */
+static int print_grads(ein_ctx *ctx, const char *expr, const cli_shape *shapes,
+                       int n, const ein_options *o, const ein_plan *plan,
+                       bool json) {
+  DLTensor *tensors = malloc((size_t)(n ? n : 1) * sizeof *tensors);
+  const DLTensor **ins = malloc((size_t)(n ? n : 1) * sizeof *ins);
+  int rc = tensors && ins ? EXIT_OK : EXIT_INTERNAL;
+  double forward = ein_plan_flops(plan), backward = 0;
+  if (rc == EXIT_OK) {
+    cli_shape_tensors(shapes, n,
+                      ein_backend_dl_device(o->backend, 0).device_type,
+                      tensors, ins);
+    rc = print_grad_inputs(ctx, expr, ins, n, o, json, &backward);
+  } else {
+    cli_errorf("out of memory");
+  }
+  free(tensors);
+  free(ins);
+  if (rc != EXIT_OK) return rc;
   double total = forward + backward, ratio = forward > 0 ? total / forward : 0;
   if (json) {
     printf("],\"forward_flops\":%.17g,\"backward_flops\":%.17g,"
@@ -216,35 +250,82 @@ static int print_grads(ein_ctx *ctx, const char *expr, const cli_shape *shapes,
   return EXIT_OK;
 }
 
-int cmd_plan(int argc, char **argv) {
-  static cli_common common;
-  static cli_shape shapes[EIN_MAX_OPERANDS];
-  memset(&common, 0, sizeof common);
-  common.takes_path = true;
-  plan_opts po = {NULL, false, EIN_DT_F32, false, false, &common};
-  const char *pos[EIN_MAX_OPERANDS + 1];
-  int npos;
-  int r = cli_parse_args(argc, argv, "plan", cmd_plan_help, &common,
-                         plan_option, &po, pos, EIN_MAX_OPERANDS + 1, &npos);
-  if (r != CLI_ARGS_OK) return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
+/* The expression and shapes: from the arguments, or from --input (then
+ * no argument may name them). *pos and *owned are the caller's to free. */
+static int plan_operands(const plan_opts *po, const char **args, int nargs,
+                         const char ***pos, int *npos, char **owned) {
+  *owned = NULL;
+  if (!po->input) {
+    *pos = args;
+    *npos = nargs;
+    return EXIT_OK;
+  }
+  if (nargs > 0) {
+    cli_errorf("--input gives the expression and the shapes; '%.40s' "
+               "cannot come beside it",
+               args[0]);
+    return EXIT_INVALID;
+  }
+  return cli_read_input(po->input, owned, pos, npos);
+}
+
+/* Plans the expression for the shapes and prints the report. */
+static int plan_and_print(const plan_opts *po, const char *const *pos,
+                          int npos) {
+  cli_common *common = po->common;
+  cli_shape *shapes = malloc((size_t)(npos ? npos : 1) * sizeof *shapes);
+  if (!shapes) {
+    cli_errorf("out of memory");
+    return EXIT_INTERNAL;
+  }
   int nshapes;
   int rc = cli_expr_and_shapes("plan", pos, npos, shapes, &nshapes);
-  if (rc != EXIT_OK) return rc;
-  if (po.retype) cli_shapes_set_dtype(shapes, nshapes, po.dtype);
-  ein_ctx *ctx;
-  ein_plan *plan;
-  rc = cli_plan_shapes(
-      pos[0], shapes, nshapes,
-      ein_backend_dl_device(common.options.backend, 0).device_type,
-      &common.options, &ctx, &plan);
-  if (rc != EXIT_OK) return rc;
+  if (rc == EXIT_OK && po->retype)
+    cli_shapes_set_dtype(shapes, nshapes, po->dtype);
+  ein_ctx *ctx = NULL;
+  ein_plan *plan = NULL;
+  if (rc == EXIT_OK)
+    rc = cli_plan_shapes(
+        pos[0], shapes, nshapes,
+        ein_backend_dl_device(common->options.backend, 0).device_type,
+        &common->options, &ctx, &plan);
   ein_device_model m;
-  rc = resolve_model(po.model, common.options.backend, &m);
-  if (rc == EXIT_OK) rc = print_report(plan, po.json, po.grad, &m);
-  if (rc == EXIT_OK && po.grad)
-    rc = print_grads(ctx, pos[0], shapes, nshapes, &common.options, plan,
-                     po.json);
+  if (rc == EXIT_OK)
+    rc = resolve_model(po->model, common->options.backend, &m);
+  if (rc == EXIT_OK) rc = print_report(plan, po->json, po->grad, &m);
+  if (rc == EXIT_OK && po->grad)
+    rc = print_grads(ctx, pos[0], shapes, nshapes, &common->options, plan,
+                     po->json);
+  free(shapes);
   ein_plan_destroy(plan);
   ein_ctx_destroy(ctx);
+  return rc;
+}
+
+int cmd_plan(int argc, char **argv) {
+  static cli_common common;
+  memset(&common, 0, sizeof common);
+  common.takes_path = true;
+  plan_opts po = {.dtype = EIN_DT_F32, .common = &common};
+  const char **args = malloc((size_t)(argc + 1) * sizeof *args);
+  if (!args) {
+    cli_errorf("out of memory");
+    return EXIT_INTERNAL;
+  }
+  int nargs;
+  int r = cli_parse_args(argc, argv, "plan", cmd_plan_help, &common,
+                         plan_option, &po, args, argc + 1, &nargs);
+  if (r != CLI_ARGS_OK) {
+    free(args);
+    return r == CLI_ARGS_HELP ? EXIT_OK : EXIT_INVALID;
+  }
+  const char **pos;
+  int npos;
+  char *owned;
+  int rc = plan_operands(&po, args, nargs, &pos, &npos, &owned);
+  if (rc == EXIT_OK) rc = plan_and_print(&po, pos, npos);
+  if (pos != args) free(pos);
+  free(args);
+  free(owned);
   return rc;
 }

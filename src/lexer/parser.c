@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "checked.h"
 #include "lexer.h"
 #include "utf8.h"
@@ -391,26 +392,44 @@ static ein_status parse_operand(parser *p, ein_operand *op, int index,
   return EIN_OK;
 }
 
-/* operand (',' operand)*: the inputs, into the AST's arena. */
+/* operand (',' operand)*: the inputs, into the AST's arena. They are
+ * gathered in a buffer that doubles as needed (a tensor network may have
+ * thousands), then copied. */
 static ein_status parse_inputs(parser *p, ein_ast *out) {
-  ein_operand inputs[EIN_MAX_OPERANDS];
-  int n = 0;
+  ein_operand *inputs = NULL;
+  int n = 0, cap = 0;
+  ein_status st = EIN_OK;
   for (;;) {
-    ein_status st = parse_operand(p, &inputs[n], n, false);
-    if (st) return st;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 16;
+      ein_operand *grown = ein_realloc(inputs, (size_t)cap * sizeof *inputs);
+      if (!grown) {
+        st = no_memory(p);
+        break;
+      }
+      inputs = grown;
+    }
+    if ((st = parse_operand(p, &inputs[n], n, false))) break;
     n++;
     if (p->tok.kind != TOK_COMMA) break;
-    if (n == EIN_MAX_OPERANDS)
-      return fail_at(p, EIN_ERR_LIMIT, tok_span(p->tok),
-                     "more than %d operands; einc takes at most %d",
-                     EIN_MAX_OPERANDS, EIN_MAX_OPERANDS);
+    if (n == EIN_MAX_OPERANDS) {
+      st = fail_at(p, EIN_ERR_LIMIT, tok_span(p->tok),
+                   "more than %d operands; einc takes at most %d",
+                   EIN_MAX_OPERANDS, EIN_MAX_OPERANDS);
+      break;
+    }
     advance(p);
   }
-  out->ninputs = n;
-  out->inputs = ein_arena_alloc(p->arena, (size_t)n, sizeof *out->inputs);
-  if (!out->inputs) return no_memory(p);
-  memcpy(out->inputs, inputs, (size_t)n * sizeof *inputs);
-  return EIN_OK;
+  if (!st) {
+    out->ninputs = n;
+    out->inputs = ein_arena_alloc(p->arena, (size_t)n, sizeof *out->inputs);
+    if (out->inputs)
+      memcpy(out->inputs, inputs, (size_t)n * sizeof *inputs);
+    else
+      st = no_memory(p);
+  }
+  ein_free(inputs);
+  return st;
 }
 
 /* expression := operand (',' operand)* ['->' operand] EOF

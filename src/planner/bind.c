@@ -57,11 +57,15 @@ typedef struct binder {
   const int64_t *const *shapes;
   ein_arena *arena;
   ein_error_rec *err;
-  int naxes;
-  axis_work ax[EIN_MAX_AXES];
+  int naxes, cap_axes;
+  axis_work *ax; /* cap_axes entries, grown as axes appear */
+  /* Named axes by name: open addressing, -1 empty, 2 * cap_axes slots,
+   * so that a network of 100,000 axes binds in linear time. */
+  int *by_name;
   int E; /* dims covered by '...' after broadcasting: the largest rank */
-  int ell_rank[EIN_MAX_OPERANDS];    /* per input; -1 without '...' */
-  operand_work work[EIN_MAX_OPERANDS + 1]; /* inputs, then the output */
+  int ell_first; /* the first ellipsis axis once made, else -1 */
+  int *ell_rank;      /* per input; -1 without '...' */
+  operand_work *work; /* inputs, then the output */
   ein_problem *out;
 } binder;
 
@@ -184,12 +188,46 @@ static ein_status check_counts(binder *b, int ninputs) {
 
 /* ------------------------------------------------------------ step 2 */
 
+static size_t name_hash(const char *name, size_t len) {
+  size_t h = 1469598103934665603u;
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 1099511628211u;
+  return h;
+}
+
+/* The by_name slot of a name: its axis, or the empty slot it would take. */
+static size_t name_slot(const binder *b, const char *name, size_t len) {
+  size_t mask = 2 * (size_t)b->cap_axes - 1;
+  for (size_t i = name_hash(name, len) & mask;; i = (i + 1) & mask) {
+    int a = b->by_name[i];
+    if (a < 0 || (b->ax[a].name_len == len &&
+                  memcmp(b->ax[a].name, name, len) == 0))
+      return i;
+  }
+}
+
 static int find_named(const binder *b, const char *name, size_t len) {
+  return b->cap_axes ? b->by_name[name_slot(b, name, len)] : -1;
+}
+
+/* Doubles the axis table (cap_axes stays a power of two) and rehashes
+ * the names. */
+static ein_status grow_axes(binder *b) {
+  int cap = b->cap_axes ? 2 * b->cap_axes : 64;
+  axis_work *ax = ein_realloc(b->ax, (size_t)cap * sizeof *ax);
+  if (ax) b->ax = ax;
+  int *by_name = ein_malloc(2 * (size_t)cap * sizeof *by_name);
+  if (!ax || !by_name) {
+    ein_free(by_name);
+    return no_memory(b);
+  }
+  ein_free(b->by_name);
+  b->by_name = by_name;
+  b->cap_axes = cap;
+  memset(by_name, 0xff, 2 * (size_t)cap * sizeof *by_name);
   for (int a = 0; a < b->naxes; a++)
-    if (b->ax[a].origin == AXIS_NAMED && b->ax[a].name_len == len &&
-        memcmp(b->ax[a].name, name, len) == 0)
-      return a;
-  return -1;
+    if (b->ax[a].origin == AXIS_NAMED)
+      by_name[name_slot(b, b->ax[a].name, b->ax[a].name_len)] = a;
+  return EIN_OK;
 }
 
 static ein_status new_axis(binder *b, ein_axis_origin origin, ein_span at,
@@ -198,6 +236,8 @@ static ein_status new_axis(binder *b, ein_axis_origin origin, ein_span at,
     return fail(b, EIN_ERR_LIMIT, &at, 1,
                 "more than %d distinct axes; einc takes at most %d",
                 EIN_MAX_AXES, EIN_MAX_AXES);
+  ein_status st;
+  if (b->naxes == b->cap_axes && (st = grow_axes(b))) return st;
   axis_work *w = &b->ax[b->naxes];
   memset(w, 0, sizeof *w);
   w->origin = origin;
@@ -209,15 +249,9 @@ static ein_status new_axis(binder *b, ein_axis_origin origin, ein_span at,
 
 /* The first of the E ellipsis axes, created at the first '...'. */
 static ein_status ellipsis_axes(binder *b, ein_span at, int *first) {
-  static const int NONE = -1;
-  int found = NONE;
-  for (int a = 0; a < b->naxes; a++)
-    if (b->ax[a].origin == AXIS_ELLIPSIS) {
-      found = a;
-      break;
-    }
-  if (found == NONE) {
-    found = b->naxes;
+  int found = b->ell_first;
+  if (found < 0) {
+    found = b->ell_first = b->naxes;
     for (int j = 0; j < b->E; j++) {
       int a = -1;
       ein_status st = new_axis(b, AXIS_ELLIPSIS, at, &a);
@@ -250,6 +284,7 @@ static ein_status term_axis(binder *b, const ein_term *t, bool is_output,
       if (st) return st;
       b->ax[*out].name = t->name;
       b->ax[*out].name_len = t->name_len;
+      b->by_name[name_slot(b, t->name, t->name_len)] = *out;
     }
   }
   if (is_output)
@@ -671,11 +706,12 @@ static ein_status report_open_split(binder *b, int i, int d) {
   char names[160] = "";
   size_t len = 0;
   int nunknown = 0, first = -1;
-  bool listed[EIN_MAX_AXES] = {false};
   for (int k = 0; k < dim->count; k++) {
     int a = p->inputs[i].factors[dim->first + k];
-    if (b->ax[a].size >= 0 || listed[a]) continue;
-    listed[a] = true;
+    bool listed = false;
+    for (int j = 0; j < k; j++)
+      listed |= p->inputs[i].factors[dim->first + j] == a;
+    if (b->ax[a].size >= 0 || listed) continue;
     char name[64];
     axis_name(b, a, name, sizeof name);
     if (len + 1 < sizeof names)
@@ -726,22 +762,26 @@ static ein_status bind_input_sizes(binder *b) {
  * exactly once, in order of their character codes (uppercase first). */
 static ein_status implicit_output(binder *b, ein_bound_operand *bo,
                                   operand_work *w) {
-  int count[EIN_MAX_AXES] = {0};
+  /* count, then the picked axes (at most 52 letters and E ellipsis dims,
+   * so n stays small; count has one entry per axis). */
+  int *count = ein_calloc((size_t)b->naxes + 1, sizeof *count);
+  if (!count) return no_memory(b);
   bool any_ellipsis = false;
   for (int i = 0; i < b->ast->ninputs; i++) {
     const ein_bound_operand *in = &b->out->inputs[i];
     for (int f = 0; f < in->nfactors; f++) count[in->factors[f]]++;
     if (b->ell_rank[i] >= 0) any_ellipsis = true;
   }
-  int picked[EIN_MAX_AXES], n = 0;
+  int picked[EIN_MAX_DIMS + 1], n = 0;
   if (any_ellipsis)
-    for (int a = 0; a < b->naxes; a++)
+    for (int a = 0; a < b->naxes && n <= EIN_MAX_DIMS; a++)
       if (b->ax[a].origin == AXIS_ELLIPSIS) picked[n++] = a;
   for (int c = 0; c < 256; c++)
-    for (int a = 0; a < b->naxes; a++)
+    for (int a = 0; a < b->naxes && n <= EIN_MAX_DIMS; a++)
       if (b->ax[a].origin == AXIS_NAMED && count[a] == 1 &&
           (unsigned char)b->ax[a].name[0] == c)
         picked[n++] = a;
+  ein_free(count);
   if (n > EIN_MAX_DIMS)
     return fail(b, EIN_ERR_LIMIT, NULL, 0,
                 "the implicit output has %d dims; einc takes at most %d", n,
@@ -796,20 +836,19 @@ static ein_status check_output_ellipsis(binder *b) {
 static ein_status check_output_names(binder *b) {
   const ein_bound_operand *bo = &b->out->output;
   const operand_work *w = &b->work[b->ast->ninputs];
-  int seen_at[EIN_MAX_AXES];
-  for (int a = 0; a < b->naxes; a++) seen_at[a] = -1;
   for (int f = 0; f < bo->nfactors; f++) {
-    int a = bo->factors[f];
-    if (seen_at[a] >= 0) {
+    int a = bo->factors[f], seen_at = -1;
+    for (int g = 0; g < f && seen_at < 0; g++)
+      if (bo->factors[g] == a) seen_at = g;
+    if (seen_at >= 0) {
       char name[64];
       axis_name(b, a, name, sizeof name);
-      ein_span spans[2] = {w->factor_span[f], w->factor_span[seen_at[a]]};
+      ein_span spans[2] = {w->factor_span[f], w->factor_span[seen_at]};
       return fail(b, EIN_ERR_DUPLICATE_AXIS, spans, 2,
                   "axis %s appears twice in the output; an output names each "
                   "axis once",
                   name);
     }
-    seen_at[a] = f;
   }
   return EIN_OK;
 }
@@ -987,7 +1026,17 @@ ein_status ein_bind_problem(const ein_ast *ast, int ninputs, const int *ndims,
   b->arena = arena;
   b->err = err;
   b->out = out;
-  ein_status st = bind_all(b, ninputs);
+  b->ell_first = -1;
+  b->ell_rank = ein_calloc((size_t)ninputs + 1, sizeof *b->ell_rank);
+  b->work = ein_calloc((size_t)ninputs + 1, sizeof *b->work);
+  ein_status st = b->ell_rank && b->work
+                      ? bind_all(b, ninputs)
+                      : ein_fail_memory(err, "out of memory while binding "
+                                             "shapes");
+  ein_free(b->ell_rank);
+  ein_free(b->work);
+  ein_free(b->ax);
+  ein_free(b->by_name);
   ein_free(b);
   return st;
 }

@@ -167,6 +167,31 @@ typedef struct ein_tensor_desc {
   const int64_t *strides; /* elements; NULL means C-contiguous */
 } ein_tensor_desc;
 
+/* A plan that runs slice by slice (docs/design.md, "Sliced plans and
+ * limits"): the steps of the plan are those of one slice, planned with
+ * each sliced axis of size 1, and run once per value of the sliced axes
+ * with the inputs (and the output, for sliced output axes) moved by the
+ * strides here. When a summed axis is sliced the slices' results add up
+ * in three buffers of one output slice, `acc_elems` elements each of the
+ * plan's dtype, one allocation: R0 at 0, P at acc_elems, R1 at 2
+ * acc_elems. The first slice of a piece writes R0; each next one writes P
+ * and `add` sums the two rows starting at min(R, P) (R0 and P, or P and
+ * R1: acc_elems apart either way) into the other R; `store` copies the
+ * last R into the output. */
+typedef struct ein_slicing {
+  int n;                /* sliced axes; 0: the plan runs once */
+  int *axes;            /* problem axis ids, output axes first */
+  int64_t *sizes;       /* their sizes */
+  int64_t *in_stride;   /* [i * n + k]: input i's elements per step of k */
+  int64_t *out_stride;  /* [k]: the output's; 0 for a summed axis */
+  int nkept;            /* axes[0 .. nkept) are in the output */
+  double count;         /* slices: the product of sizes */
+  double slice_flops;   /* FLOPs of one slice's steps */
+  double unsliced_flops; /* the expression planned without slicing */
+  int64_t acc_elems;    /* accumulate: elements of one output slice */
+  struct ein_plan_ir *add, *store; /* accumulate: one LOOP step each */
+} ein_slicing;
+
 typedef struct ein_plan_ir {
   ein_arena arena; /* owns everything below */
   ein_dtype dtype;
@@ -184,6 +209,10 @@ typedef struct ein_plan_ir {
   ein_step *steps;
   int npath;          /* contractions of the path: pairs of operand numbers */
   int (*path)[2];     /* operands 0..n-1 are inputs, n+i the i-th result */
+  /* The same in opt_einsum's linear form: positions in a list from which
+   * each contraction removes its two (keeping the order of the rest) and
+   * appends its result. */
+  int (*path_linear)[2];
   const char *path_method; /* "single", "given", or path.h's method */
   double naive_flops, flops;
   int64_t largest_intermediate; /* elements */
@@ -195,6 +224,7 @@ typedef struct ein_plan_ir {
    * a benchmark. */
   double min_bytes;
   bool allow_tf32;    /* the caller lets f32 GEMMs use TF32 (CUDA) */
+  ein_slicing slicing;
 } ein_plan_ir;
 
 /* Options of the planner beyond ein_options. */
@@ -202,7 +232,24 @@ typedef struct ein_plan_limits {
   int64_t memory_limit; /* bytes for one intermediate; 0: none */
   const char *path;     /* the contraction order in opt_einsum's linear
                            form (path_given.h); NULL or "": searched */
+  const char *slice_axes; /* ein_options.slice_axes */
+  /* Set by the planner itself when the path search fits the limit only
+   * sliced: the plan is made again over the slices it chose (with the
+   * caller's), on the per-slice path it found. */
+  const int *slice_ids;
+  int nslice_ids;
+  const int (*ssa_path)[2];
+  const char *path_method;
+  double unsliced_flops; /* the search's unlimited best, for the report */
+  /* The path search's limit in elements when below memory_limit's: a plan
+   * whose layout copies or sums exceed the limit is made again with the
+   * search held tighter (ein_plan_build). 0: memory_limit's. */
+  double search_limit;
 } ein_plan_limits;
+
+/* Bytes one slice needs beside the inputs and output (ein.h's
+ * ein_plan_slice_bytes): the workspace, and the accumulation buffers. */
+int64_t ein_plan_slice_bytes_ir(const ein_plan_ir *plan);
 
 /* Builds a plan. `inputs` has problem->ninputs entries; `output` gives the
  * output's dtype and strides (NULL strides: C-contiguous). On failure the

@@ -18,15 +18,23 @@
  *    (gemm_ab_dtype; docs/design.md, "Half precision on cuBLAS").
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
-#include "axset.h"
 #include "path.h"
 #include "path_given.h"
 #include "plan.h"
+
+/* A set of problem axes: ids ascending, in the plan's arena. Sized by
+ * what it holds, never by the number of axes in the problem, so a network
+ * of 100,000 axes costs what its operands hold. */
+typedef struct axset {
+  int n;
+  int *ax;
+} axset;
 
 /* A strided view of problem axes on a buffer. */
 typedef struct pview {
@@ -40,7 +48,8 @@ typedef struct pview {
 /* A node of the contraction tree. */
 typedef struct node {
   int left, right; /* children, or -1 for a leaf */
-  ein_axset set;   /* axes of the node's result */
+  axset set;       /* axes of the node's result */
+  int parent;      /* the node that reads this one, or -1 (the root) */
   pview view;      /* leaf: its data */
   ein_dtype dt;    /* leaf: its dtype */
   int opnum;       /* operand number in the path (SSA) */
@@ -52,12 +61,23 @@ typedef struct planner {
   ein_plan_ir *ir;
   ein_arena *arena;
   ein_error_rec *err;
-  int64_t *size;
+  int64_t *size;  /* axis sizes as planned: a sliced axis has size 1 */
+  int64_t *full;  /* the problem's sizes (strides derive from these) */
+  /* Slicing: slice_pos[a] is axis a's place among the sliced axes, or -1
+   * (NULL: nothing sliced); operand_view adds a sliced axis's stride to
+   * slice_acc[place] instead of keeping the axis. */
+  int *slice_pos;
+  int64_t *slice_acc;
   ein_dtype dtype, cdtype;
   int cap_steps, cap_bufs;
   double memory_limit; /* elements of one intermediate; 0: none */
   int64_t memory_limit_bytes; /* the same as the caller gave it */
   int (*given)[2]; /* the caller's order as SSA pairs; NULL: search */
+  const char *given_method; /* the search's name for a given order */
+  /* The search found the path only sliced: the plan is made again over
+   * these slices (ein_plan_build). */
+  ein_path_result *reslice;
+  bool oom;        /* a set operation ran out of memory */
   node *nodes;
   int nnodes;
 } planner;
@@ -68,6 +88,78 @@ static ein_status no_memory(planner *pl) {
 
 static ein_status internal(planner *pl, const char *what) {
   return ein_fail_internal(pl->err, "planner: %s", what);
+}
+
+/* -------------------------------------------------------------- sets */
+
+static axset set_new(planner *pl, int cap) {
+  axset s = {0, ein_arena_alloc(pl->arena, (size_t)(cap ? cap : 1),
+                                sizeof(int))};
+  return s;
+}
+
+static bool set_has(const axset *s, int a) {
+  int lo = 0, hi = s->n;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (s->ax[mid] == a) return true;
+    if (s->ax[mid] < a) lo = mid + 1;
+    else hi = mid;
+  }
+  return false;
+}
+
+/* The merge of two sorted sets: which = 0 union, 1 intersection,
+ * 2 difference (a minus b). An allocation failure leaves ax NULL, which
+ * plan_build's arena check reports (pl->oom). */
+static axset set_merge(planner *pl, axset a, axset b, int which) {
+  axset r = set_new(pl, a.n + b.n);
+  if (!r.ax) {
+    pl->oom = true;
+    return r;
+  }
+  int i = 0, j = 0;
+  while (i < a.n || j < b.n) {
+    int x = i < a.n ? a.ax[i] : INT32_MAX, y = j < b.n ? b.ax[j] : INT32_MAX;
+    bool in_a = x <= y, in_b = y <= x;
+    int v = in_a ? x : y;
+    i += in_a;
+    j += in_b;
+    if (which == 0 || (which == 1 && in_a && in_b) ||
+        (which == 2 && in_a && !in_b))
+      r.ax[r.n++] = v;
+  }
+  return r;
+}
+
+static axset set_or(planner *pl, axset a, axset b) {
+  return set_merge(pl, a, b, 0);
+}
+static axset set_and(planner *pl, axset a, axset b) {
+  return set_merge(pl, a, b, 1);
+}
+static axset set_minus(planner *pl, axset a, axset b) {
+  return set_merge(pl, a, b, 2);
+}
+static bool set_empty(axset s) { return s.n == 0; }
+
+static double set_volume(const planner *pl, axset s) {
+  double v = 1;
+  for (int i = 0; i < s.n; i++) v *= (double)pl->size[s.ax[i]];
+  return v;
+}
+
+/* opt_einsum's FLOP count of one step that touches `touched` and keeps
+ * `kept`: volume(touched) * (max(1, nterms - 1) + (anything summed)). */
+static double flop_count(planner *pl, axset touched, axset kept, int nterms) {
+  bool summed = touched.n > kept.n;
+  int factor = (nterms - 1 > 1 ? nterms - 1 : 1) + (summed ? 1 : 0);
+  return set_volume(pl, touched) * factor;
+}
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
 }
 
 /* ------------------------------------------------------------- views */
@@ -93,6 +185,10 @@ static int64_t view_stride(const pview *v, int axis) {
 
 /* Adds an axis; size-1 axes vanish, a repeated axis sums its strides. */
 static void view_add(planner *pl, pview *v, int axis, int64_t stride) {
+  if (pl->slice_pos && pl->slice_pos[axis] >= 0) {
+    if (pl->slice_acc) pl->slice_acc[pl->slice_pos[axis]] += stride;
+    return;
+  }
   if (pl->size[axis] == 1) return;
   int i = view_find(v, axis);
   if (i >= 0) {
@@ -103,9 +199,14 @@ static void view_add(planner *pl, pview *v, int axis, int64_t stride) {
   v->st[v->n++] = stride;
 }
 
-static ein_axset view_set(const pview *v) {
-  ein_axset s = {{0}};
-  for (int i = 0; i < v->n; i++) ein_axset_add(&s, v->ax[i]);
+static axset view_set(planner *pl, const pview *v) {
+  axset s = set_new(pl, v->n);
+  if (!s.ax) {
+    pl->oom = true;
+    return s;
+  }
+  for (int i = 0; i < v->n; i++) s.ax[s.n++] = v->ax[i];
+  qsort(s.ax, (size_t)s.n, sizeof(int), cmp_int);
   return s;
 }
 
@@ -145,7 +246,7 @@ static ein_status operand_view(planner *pl, const ein_bound_operand *op,
     for (int j = dim->count - 1; j >= 0; j--) {
       int a = op->factors[dim->first + j];
       view_add(pl, v, a, s);
-      if (__builtin_mul_overflow(s, pl->size[a], &s))
+      if (__builtin_mul_overflow(s, pl->full[a], &s))
         return ein_fail_shape(pl->err, "strides of dim %d overflow int64", d);
     }
   }
@@ -241,11 +342,11 @@ static ein_status emit_loop(planner *pl, ein_step_role role, const pview *dst,
   s->alpha = alpha;
   s->dst = (ein_ref){dst->buf, dst->off};
   s->dst_dtype = buffer_dtype(pl, dst->buf);
-  ein_axset all = view_set(dst);
+  axset all = view_set(pl, dst);
   for (int i = 0; i < nsrc; i++) {
     s->src[i] = (ein_ref){src[i]->buf, src[i]->off};
     s->src_dtype[i] = buffer_dtype(pl, src[i]->buf);
-    all = ein_axset_or(all, view_set(src[i]));
+    all = set_or(pl, all, view_set(pl, src[i]));
   }
   int cap = dst->n;
   for (int i = 0; i < nsrc; i++) cap += src[i]->n;
@@ -269,8 +370,8 @@ static ein_status emit_loop(planner *pl, ein_step_role role, const pview *dst,
     }
   bool counts = role == EIN_ROLE_CONTRACT || role == EIN_ROLE_REDUCE ||
                 role == EIN_ROLE_SINGLE;
-  s->flops = counts ? ein_step_flop_count(all, view_set(dst),
-                                          nsrc > 1 ? nsrc : 1, pl->size)
+  s->flops = counts ? flop_count(pl, all, view_set(pl, dst),
+                                  nsrc > 1 ? nsrc : 1)
                     : 0;
   for (int i = 0; i < nsrc; i++)
     s->bytes_read +=
@@ -338,30 +439,31 @@ bool ein_matrix_layout(int64_t r, int64_t c, int64_t rs, int64_t cs,
 }
 
 /* The axes of `g` in v's order (descending stride); n is the count. */
-static int group_order(const pview *v, ein_axset g, int *out) {
+static int group_order(planner *pl, const pview *v, axset g, int *out) {
   pview tmp = *v;
-  int ax[EIN_MAX_AXES];
-  int64_t st[EIN_MAX_AXES];
+  int64_t *st = ein_arena_alloc(pl->arena, (size_t)(v->n ? v->n : 1),
+                                sizeof *st);
+  if (!st) {
+    pl->oom = true;
+    return 0;
+  }
   int n = 0;
   for (int i = 0; i < v->n; i++)
-    if (ein_axset_has(&g, v->ax[i])) {
-      ax[n] = v->ax[i];
+    if (set_has(&g, v->ax[i])) {
+      out[n] = v->ax[i];
       st[n++] = v->st[i];
     }
-  tmp.ax = ax;
+  tmp.ax = out;
   tmp.st = st;
   tmp.n = n;
   view_sort(&tmp);
-  memcpy(out, ax, sizeof(int) * (size_t)n);
   return n;
 }
 
 /* Natural order of a group with no fixed holder: ascending axis id. */
-static int group_natural(ein_axset g, int *out) {
-  int n = 0;
-  for (int a = 0; a < EIN_MAX_AXES; a++)
-    if (ein_axset_has(&g, a)) out[n++] = a;
-  return n;
+static int group_natural(axset g, int *out) {
+  memcpy(out, g.ax, sizeof(int) * (size_t)g.n);
+  return g.n;
 }
 
 /* Collapses the ordered axes into one (size, stride) in v, or false. */
@@ -381,9 +483,10 @@ static bool collapse(const planner *pl, const pview *v, const int *order,
   return true;
 }
 
+/* A group's axes in order; ax has room for the group (arena). */
 typedef struct gorder {
   int n;
-  int ax[EIN_MAX_AXES];
+  int *ax;
 } gorder;
 
 /* Does v hold the matrix [rows, cols] (each group in the given order) in
@@ -402,7 +505,10 @@ static bool fits_matrix(const planner *pl, const pview *v, const gorder *rg,
 
 static ein_status concat_temp(planner *pl, const gorder *a, const gorder *b,
                               const gorder *c, ein_dtype dt, pview *v) {
-  int axes[EIN_MAX_AXES * 3], n = 0;
+  int *axes = ein_arena_alloc(pl->arena, (size_t)(a->n + b->n + c->n + 1),
+                              sizeof(int)),
+      n = 0;
+  if (!axes) return no_memory(pl);
   for (int i = 0; i < a->n; i++) axes[n++] = a->ax[i];
   for (int i = 0; i < b->n; i++) axes[n++] = b->ax[i];
   for (int i = 0; i < c->n; i++) axes[n++] = c->ax[i];
@@ -410,8 +516,8 @@ static ein_status concat_temp(planner *pl, const gorder *a, const gorder *b,
 }
 
 /* Chooses a group's order: from the largest fixed holder, else natural. */
-static void choose_order(const planner *pl, ein_axset g,
-                         const pview *const *fixed, int nfixed, gorder *o) {
+static void choose_order(planner *pl, axset g, const pview *const *fixed,
+                         int nfixed, int room, gorder *o) {
   const pview *best = NULL;
   double best_vol = -1;
   for (int i = 0; i < nfixed; i++) {
@@ -422,7 +528,14 @@ static void choose_order(const planner *pl, ein_axset g,
       best = fixed[i];
     }
   }
-  o->n = best ? group_order(best, g, o->ax) : group_natural(g, o->ax);
+  o->ax = ein_arena_alloc(pl->arena, (size_t)(room > g.n ? room : g.n) + 1,
+                          sizeof(int));
+  if (!o->ax) {
+    pl->oom = true;
+    o->n = 0;
+    return;
+  }
+  o->n = best ? group_order(pl, best, g, o->ax) : group_natural(g, o->ax);
 }
 
 /* Smallest GEMM dimension worth keeping when a group is split into batch
@@ -501,17 +614,24 @@ static bool gemm_result_dtype(const planner *pl, ein_dtype dt) {
 /* Is node idx (not a leaf) a GEMM? Degenerate pairs (no K, M = N = 1,
  * integers without integer GEMMs, too few FLOPs in all or per matrix, a
  * dim past int32) are LOOP steps. */
-static bool node_gemm(const planner *pl, int idx) {
+/* The batch, M, N and K groups of node nd's pair as sets. */
+static void node_groups(planner *pl, const node *nd, axset *gb, axset *gm,
+                        axset *gn, axset *gk) {
+  axset sl = pl->nodes[nd->left].set, sr = pl->nodes[nd->right].set;
+  axset both = set_and(pl, sl, sr);
+  *gb = set_and(pl, both, nd->set);
+  *gk = set_minus(pl, both, nd->set);
+  *gm = set_and(pl, set_minus(pl, sl, sr), nd->set);
+  *gn = set_and(pl, set_minus(pl, sr, sl), nd->set);
+}
+
+static bool node_gemm(planner *pl, int idx) {
   const node *nd = &pl->nodes[idx];
-  ein_axset sl = pl->nodes[nd->left].set, sr = pl->nodes[nd->right].set;
-  ein_axset both = ein_axset_and(sl, sr);
-  ein_axset gb = ein_axset_and(both, nd->set);
-  ein_axset gk = ein_axset_minus(both, nd->set);
-  ein_axset gm = ein_axset_and(ein_axset_minus(sl, sr), nd->set);
-  ein_axset gn = ein_axset_and(ein_axset_minus(sr, sl), nd->set);
-  double vb = ein_axset_volume(gb, pl->size), vm = ein_axset_volume(gm, pl->size),
-         vn = ein_axset_volume(gn, pl->size), vk = ein_axset_volume(gk, pl->size);
-  return gemm_dtype_ok(pl, pl->cdtype) && !ein_axset_empty(gk) &&
+  axset gb, gm, gn, gk;
+  node_groups(pl, nd, &gb, &gm, &gn, &gk);
+  double vb = set_volume(pl, gb), vm = set_volume(pl, gm),
+         vn = set_volume(pl, gn), vk = set_volume(pl, gk);
+  return gemm_dtype_ok(pl, pl->cdtype) && !set_empty(gk) &&
          !(vm == 1 && vn == 1) &&
          2 * vb * vm * vn * vk >= (double)pl->caps->gemm_min_flops &&
          2 * vm * vn * vk >= (double)pl->caps->gemm_min_call_flops &&
@@ -521,10 +641,12 @@ static bool node_gemm(const planner *pl, int idx) {
 /* The natural layout of a LOOP result: axes in the order of the left
  * operand, then the right one's others. Only a LOOP reads it (a GEMM
  * parent asks for its own layout), so it is in the compute dtype. */
-static ein_status natural_temp(planner *pl, ein_axset set, const pview *l,
+static ein_status natural_temp(planner *pl, axset set, const pview *l,
                                const pview *r, pview *v) {
-  int axes[EIN_MAX_AXES], n = group_order(l, set, axes);
-  n += group_order(r, ein_axset_minus(set, view_set(l)), axes + n);
+  int *axes = ein_arena_alloc(pl->arena, (size_t)(set.n + 1), sizeof(int));
+  if (!axes) return no_memory(pl);
+  int n = group_order(pl, l, set, axes);
+  n += group_order(pl, r, set_minus(pl, set, view_set(pl, l)), axes + n);
   return temp_view(pl, axes, n, pl->cdtype, v);
 }
 
@@ -587,16 +709,17 @@ typedef struct gemm_groups {
  * stay worth a call. */
 static void order_gemm_groups(planner *pl, const pview *want,
                               const pview *lfix, const pview *rfix,
-                              ein_axset gb, ein_axset gm, ein_axset gn,
-                              ein_axset gk, gemm_groups *G) {
+                              axset gb, axset gm, axset gn, axset gk,
+                              gemm_groups *G) {
   const pview *hb[3] = {want, lfix, rfix}, *hm[2] = {want, lfix},
               *hn[2] = {want, rfix}, *hk[2] = {lfix, rfix};
-  double vk = ein_axset_volume(gk, pl->size);
+  double vk = set_volume(pl, gk);
   for (int pass = 0; pass < 2; pass++) {
-    choose_order(pl, gb, hb, 3, &G->b);
-    choose_order(pl, gm, hm, 2, &G->m);
-    choose_order(pl, gn, hn, 2, &G->n);
-    choose_order(pl, gk, hk, 2, &G->k);
+    /* the batch has room for the M and N axes split_group moves in */
+    choose_order(pl, gb, hb, 3, gb.n + gm.n + gn.n, &G->b);
+    choose_order(pl, gm, hm, 2, 0, &G->m);
+    choose_order(pl, gn, hn, 2, 0, &G->n);
+    choose_order(pl, gk, hk, 2, 0, &G->k);
     const pview *fm[2] = {lfix, want}, *fn[2] = {rfix, want};
     split_group(pl, &G->m, fm, &G->b, vk);
     split_group(pl, &G->n, fn, &G->b, vk);
@@ -611,6 +734,17 @@ static void order_gemm_groups(planner *pl, const pview *want,
   }
 }
 
+/* The batch axes of b that a child's result holds, in b's order. */
+static ein_status own_batch(planner *pl, const gorder *b, const axset *held,
+                            gorder *out) {
+  out->n = 0;
+  out->ax = ein_arena_alloc(pl->arena, (size_t)b->n + 1, sizeof(int));
+  if (!out->ax) return no_memory(pl);
+  for (int i = 0; i < b->n; i++)
+    if (set_has(held, b->ax[i])) out->ax[out->n++] = b->ax[i];
+  return EIN_OK;
+}
+
 /* Emits both children of a GEMM node; a child that is an intermediate
  * produces exactly the layout wanted, [b, m, k] for A and [b, k, n] for
  * B (both temps are made before either child is emitted). */
@@ -621,13 +755,21 @@ static ein_status emit_gemm_children(planner *pl, const node *nd,
   pview lwant, rwant;
   const pview *lw = NULL, *rw = NULL;
   ein_status st;
+  /* Each child holds only its own batch axes: an M or N axis that
+   * split_group moved into the batch is absent from the other operand,
+   * which reads it with stride 0 rather than being computed replicated
+   * over it (issue 26: a step over an axis neither input has). */
+  gorder lb, rb;
+  if ((st = own_batch(pl, &G->b, &pl->nodes[nd->left].set, &lb)) ||
+      (st = own_batch(pl, &G->b, &pl->nodes[nd->right].set, &rb)))
+    return st;
   if (!lfix) {
-    if ((st = concat_temp(pl, &G->b, &G->m, &G->k, gemm_ab_dtype(pl), &lwant)))
+    if ((st = concat_temp(pl, &lb, &G->m, &G->k, gemm_ab_dtype(pl), &lwant)))
       return st;
     lw = &lwant;
   }
   if (!rfix) {
-    if ((st = concat_temp(pl, &G->b, &G->k, &G->n, gemm_ab_dtype(pl), &rwant)))
+    if ((st = concat_temp(pl, &rb, &G->k, &G->n, gemm_ab_dtype(pl), &rwant)))
       return st;
     rw = &rwant;
   }
@@ -741,9 +883,8 @@ static ein_status add_gemm_step(planner *pl, const node *nd,
       (rc = fill_group(pl, g, EIN_GROUP_N, &G->n)) ||
       (rc = fill_group(pl, g, EIN_GROUP_K, &G->k)))
     return rc;
-  ein_axset touched =
-      ein_axset_or(pl->nodes[nd->left].set, pl->nodes[nd->right].set);
-  s->flops = ein_step_flop_count(touched, nd->set, 2, pl->size);
+  axset touched = set_or(pl, pl->nodes[nd->left].set, pl->nodes[nd->right].set);
+  s->flops = flop_count(pl, touched, nd->set, 2);
   s->bytes_read = view_touched(pl, lv) * (double)ein_dtype_size(s->src_dtype[0]) +
                   view_touched(pl, rv) * (double)ein_dtype_size(s->src_dtype[1]);
   s->bytes_written = view_touched(pl, cv) * (double)ein_dtype_size(s->dst_dtype);
@@ -755,8 +896,7 @@ static ein_status add_gemm_step(planner *pl, const node *nd,
  * want when it could not be written there. */
 static ein_status emit_gemm_node(planner *pl, const node *nd,
                                  const pview *want, pview *out,
-                                 ein_axset gb, ein_axset gm, ein_axset gn,
-                                 ein_axset gk) {
+                                 axset gb, axset gm, axset gn, axset gk) {
   const node *L = &pl->nodes[nd->left], *R = &pl->nodes[nd->right];
   const pview *lfix = L->left < 0 ? &L->view : NULL;
   const pview *rfix = R->left < 0 ? &R->view : NULL;
@@ -793,12 +933,9 @@ static ein_status emit_node(planner *pl, int idx, const pview *want,
     return EIN_OK;
   }
   if (!node_gemm(pl, idx)) return emit_loop_node(pl, nd, want, out);
-  ein_axset sl = pl->nodes[nd->left].set, sr = pl->nodes[nd->right].set;
-  ein_axset both = ein_axset_and(sl, sr);
-  return emit_gemm_node(pl, nd, want, out, ein_axset_and(both, nd->set),
-                        ein_axset_and(ein_axset_minus(sl, sr), nd->set),
-                        ein_axset_and(ein_axset_minus(sr, sl), nd->set),
-                        ein_axset_minus(both, nd->set));
+  axset gb, gm, gn, gk;
+  node_groups(pl, nd, &gb, &gm, &gn, &gk);
+  return emit_gemm_node(pl, nd, want, out, gb, gm, gn, gk);
 }
 
 /* ------------------------------------------------------------- plans */
@@ -893,29 +1030,55 @@ static ein_status plan_empty(planner *pl, const pview *outv) {
 static double reduced_count(const planner *pl) {
   double c = 1;
   for (int a = 0; a < pl->p->naxes; a++)
-    if (ein_axis_reduced(pl->p, a)) c *= (double)pl->size[a];
+    if (ein_axis_reduced(pl->p, a)) c *= (double)pl->full[a];
   return c;
 }
 
 /* The leaves of the tree: each operand keeps the axes the output or
- * another operand has; the others are summed away by reduce_leaf. */
-static ein_status make_leaves(planner *pl, const pview *inv, ein_axset outset,
-                              ein_axset *sets) {
+ * another operand has; the others are summed away by reduce_leaf.
+ * count[a] says how many operands hold axis a (the output counting as
+ * one), so each leaf is found in the time of its own axes. */
+static ein_status make_leaves(planner *pl, const pview *inv, axset outset,
+                              axset *sets, int *count) {
   int n = pl->p->ninputs;
   pl->nodes = ein_arena_alloc(pl->arena, (size_t)(2 * n), sizeof *pl->nodes);
   if (!pl->nodes) return no_memory(pl);
+  for (int i = 0; i < outset.n; i++) count[outset.ax[i]]++;
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < sets[i].n; k++) count[sets[i].ax[k]]++;
   for (int i = 0; i < n; i++) {
-    ein_axset others = outset;
-    for (int j = 0; j < n; j++)
-      if (j != i) others = ein_axset_or(others, sets[j]);
     node *nd = &pl->nodes[pl->nnodes++];
-    nd->left = nd->right = -1;
+    nd->left = nd->right = nd->parent = -1;
     nd->opnum = i;
     nd->view = inv[i];
-    nd->set = ein_axset_and(sets[i], others);
+    nd->set = set_new(pl, sets[i].n);
+    if (!nd->set.ax) return no_memory(pl);
+    for (int k = 0; k < sets[i].n; k++) {
+      int a = sets[i].ax[k];
+      if (count[a] > 1) nd->set.ax[nd->set.n++] = a;
+    }
   }
-  for (int i = 0; i < n; i++) sets[i] = pl->nodes[i].set;
+  /* From here count[a] is the number of live nodes holding a (plus the
+   * output), as build_tree keeps it. */
+  for (int i = 0; i < n; i++) {
+    for (int k = 0; k < sets[i].n; k++) count[sets[i].ax[k]]--;
+    for (int k = 0; k < pl->nodes[i].set.n; k++)
+      count[pl->nodes[i].set.ax[k]]++;
+    sets[i] = pl->nodes[i].set;
+  }
   return EIN_OK;
+}
+
+/* The largest intermediate of the tree (the root, the output, aside):
+ * *at is its node, -1 when there is none. */
+static double tree_largest(const planner *pl, int n, int *at) {
+  double worst = 0;
+  *at = -1;
+  for (int k = n; k < pl->nnodes - 1; k++) {
+    double v = set_volume(pl, pl->nodes[k].set);
+    if (v > worst) worst = v, *at = k;
+  }
+  return worst;
 }
 
 /* A given path may need more than the limit: an EIN_ERR_LIMIT naming the
@@ -923,116 +1086,169 @@ static ein_status make_leaves(planner *pl, const pview *inv, ein_axset outset,
  * intermediate. (A searched path is checked by search_path.) */
 static ein_status check_memory_limit(planner *pl, int n) {
   if (pl->memory_limit <= 0 || !pl->given) return EIN_OK;
-  int worst = -1;
-  double worst_elems = 0;
-  for (int k = n; k < pl->nnodes - 1; k++) {
-    double v = ein_axset_volume(pl->nodes[k].set, pl->size);
-    if (v > worst_elems) worst_elems = v, worst = k;
-  }
+  int worst;
+  double worst_elems = tree_largest(pl, n, &worst);
   if (worst < 0 || worst_elems <= pl->memory_limit) return EIN_OK;
   size_t es = ein_dtype_size(pl->cdtype);
   return ein_fail_limit(
       pl->err,
       "the given path needs %.0f bytes (%.0f elements of %s) for the result "
-      "of its step %d, over the memory limit of %lld bytes",
+      "of its step %d, over the memory limit of %lld bytes; slice axes "
+      "(slice_axes, --slice) to shrink it",
       worst_elems * (double)es, worst_elems, ein_dtype_name(pl->cdtype),
       worst - n + 1, (long long)pl->memory_limit_bytes);
 }
 
-/* Axis id lists of the leaves' and the output's sets, for path.h. */
-static ein_status path_query_of(planner *pl, ein_axset outset,
-                                const ein_axset *sets, ein_path_query *q) {
-  int n = pl->p->ninputs, na = pl->p->naxes;
-  int **axes = ein_arena_alloc(pl->arena, (size_t)n, sizeof *axes);
+/* The leaves' and the output's axis id lists as path.h takes them. */
+static ein_status path_query_of(planner *pl, axset outset, const axset *sets,
+                                ein_path_query *q) {
+  int n = pl->p->ninputs;
+  const int **axes = ein_arena_alloc(pl->arena, (size_t)n, sizeof *axes);
   int *naxes = ein_arena_alloc(pl->arena, (size_t)n, sizeof *naxes);
-  int *out = ein_arena_alloc(pl->arena, (size_t)na + 1, sizeof *out);
-  if (!axes || !naxes || !out) return no_memory(pl);
-  *q = (ein_path_query){.n = n, .axes = (const int *const *)axes,
-                        .naxes = naxes, .output_axes = out,
-                        .total_axes = na, .sizes = pl->size,
+  if (!axes || !naxes) return no_memory(pl);
+  for (int i = 0; i < n; i++) axes[i] = sets[i].ax, naxes[i] = sets[i].n;
+  *q = (ein_path_query){.n = n, .axes = axes, .naxes = naxes,
+                        .output_axes = outset.ax, .output_naxes = outset.n,
+                        .total_axes = pl->p->naxes, .sizes = pl->size,
                         .memory_limit = pl->memory_limit};
-  for (int i = 0; i < n; i++) {
-    if (!(axes[i] = ein_arena_alloc(pl->arena, (size_t)na + 1, sizeof(int))))
-      return no_memory(pl);
-    for (int a = 0; a < na; a++)
-      if (ein_axset_has(&sets[i], a)) axes[i][naxes[i]++] = a;
+  /* Slicing a summed axis keeps sums of one output piece: where the whole
+   * output is past the limit, only output axes are sliced (their pieces
+   * need no sums). Axes a non-sum reduction combines are never sliced. */
+  bool sum_ok = pl->p->reduction == EIN_REDUCE_SUM ||
+                pl->p->reduction == EIN_REDUCE_MEAN;
+  if (pl->memory_limit > 0 &&
+      (!sum_ok || set_volume(pl, outset) > pl->memory_limit)) {
+    bool *no = ein_arena_alloc(pl->arena, (size_t)pl->p->naxes + 1, 1);
+    if (!no) return no_memory(pl);
+    for (int a = 0; a < pl->p->naxes; a++) no[a] = !pl->p->axes[a].in_output;
+    q->no_slice = no;
   }
-  for (int a = 0; a < na; a++)
-    if (ein_axset_has(&outset, a)) out[q->output_naxes++] = a;
   return EIN_OK;
 }
 
-/* No order the search found keeps the intermediates within the limit:
- * the message says what the contraction needs (the unlimited path's
- * largest intermediate) and what slicing would reach. This build does not
- * run sliced plans yet. */
-static ein_status limit_error(planner *pl, const ein_path_result *r,
-                              ein_path_status st) {
+/* Even slicing cannot meet the limit: what the contraction needs (the
+ * unlimited path's largest intermediate) and what slicing reaches. */
+static ein_status limit_error(planner *pl, const ein_path_result *r) {
   double es = (double)ein_dtype_size(pl->cdtype);
-  char slices[160] = "";
-  if (st == EIN_PATH_TOO_LARGE)
-    snprintf(slices, sizeof slices,
-             "; even slicing every axis leaves an intermediate of %.0f "
-             "bytes", r->fit_largest * es);
-  else
-    snprintf(slices, sizeof slices,
-             "; slicing %d ax%s into %.0f slices would fit (%.0f bytes, "
-             "%.2fx the FLOPs), which this build does not run",
-             r->nsliced, r->nsliced == 1 ? "is" : "es", r->nslices,
-             r->slice_largest * es, r->sliced_flops / r->flops);
   return ein_fail_limit(
       pl->err,
       "no contraction order keeps every intermediate within the memory "
       "limit of %lld bytes: the contraction's best order needs %.0f bytes "
-      "(%.0f elements of %s) for its largest intermediate%s",
+      "(%.0f elements of %s) for its largest intermediate, and even "
+      "slicing every axis leaves one of %.0f bytes; a limit of %.0f bytes "
+      "would fit",
       (long long)pl->memory_limit_bytes, r->free_largest * es,
-      r->free_largest, ein_dtype_name(pl->cdtype), slices);
+      r->free_largest, ein_dtype_name(pl->cdtype), r->fit_largest * es,
+      r->fit_largest * es);
 }
 
-/* The searched order as SSA pairs. */
-static ein_status search_path(planner *pl, ein_axset outset,
-                              const ein_axset *sets, int (**pairs)[2]) {
+/* The searched order as SSA pairs. When it fits the limit only sliced,
+ * the plan is made again over those slices (pl->reslice, ein_plan_build):
+ * EIN_ERR_LIMIT stands in until then. */
+static ein_status search_path(planner *pl, axset outset, const axset *sets,
+                              int (**pairs)[2]) {
   ein_path_query q;
   ein_path_result r;
   ein_status st = path_query_of(pl, outset, sets, &q);
   if (st) return st;
   ein_path_status ps = ein_path_search(&q, pl->arena, &r);
   if (ps == EIN_PATH_NO_MEMORY) return no_memory(pl);
-  if (ps == EIN_PATH_TOO_LARGE || r.nsliced) return limit_error(pl, &r, ps);
+  if (ps == EIN_PATH_TOO_LARGE) return limit_error(pl, &r);
   *pairs = r.pairs;
   pl->ir->path_method = r.method;
+  if (!r.nsliced) return EIN_OK;
+  pl->reslice = ein_arena_alloc(pl->arena, 1, sizeof *pl->reslice);
+  if (!pl->reslice) return no_memory(pl);
+  *pl->reslice = r;
+  return EIN_ERR_LIMIT;
+}
+
+/* The contraction order: the caller's, or the search's. */
+static ein_status find_path(planner *pl, axset outset, const axset *sets,
+                            int (**pairs)[2]) {
+  if (pl->given) {
+    *pairs = pl->given;
+    pl->ir->path_method = pl->given_method ? pl->given_method : "given";
+    return EIN_OK;
+  }
+  return search_path(pl, outset, sets, pairs);
+}
+
+/* The result of a pair keeps the axes the output or a node not yet
+ * merged still holds: count[a] (make_leaves) counts those holders. */
+static axset merged_set(planner *pl, const node *l, const node *r,
+                        int *count) {
+  axset touched = set_or(pl, l->set, r->set), kept = set_new(pl, touched.n);
+  if (!touched.ax || !kept.ax) {
+    pl->oom = true;
+    return kept;
+  }
+  for (int k = 0; k < touched.n; k++) {
+    int a = touched.ax[k];
+    count[a] -= set_has(&l->set, a) + set_has(&r->set, a);
+    if (count[a] > 0) {
+      kept.ax[kept.n++] = a;
+      count[a]++;
+    }
+  }
+  return kept;
+}
+
+/* The path in opt_einsum's linear form (plan.h). A node's position in
+ * the live list is the number of live nodes before it (results are
+ * appended, so the list is in SSA order): a Fenwick tree over the 2n - 1
+ * SSA ids counts them in log time, so a 10,000-operand path converts in
+ * milliseconds. lin[k] keeps the order of the plan's own pair (opt_einsum
+ * takes either order), so the path given back through --path makes this
+ * very plan again. */
+static ein_status linear_path(planner *pl, int n, int (*pairs)[2]) {
+  int total = 2 * n, (*lin)[2] = ein_arena_alloc(pl->arena, (size_t)n,
+                                                 sizeof *lin);
+  int *tree = ein_calloc((size_t)total + 1, sizeof *tree);
+  if (!lin || !tree) {
+    ein_free(tree);
+    return no_memory(pl);
+  }
+  for (int i = 1; i <= n; i++) /* inputs live: add 1 at ids 0..n-1 */
+    for (int j = i; j <= total; j += j & -j) tree[j]++;
+  for (int k = 0; k < n - 1; k++) {
+    for (int s = 0; s < 2; s++) {
+      int pos = 0; /* live ids below pairs[k][s] */
+      for (int j = pairs[k][s]; j > 0; j -= j & -j) pos += tree[j];
+      lin[k][s] = pos;
+    }
+    for (int s = 0; s < 2; s++)
+      for (int j = pairs[k][s] + 1; j <= total; j += j & -j) tree[j]--;
+    for (int j = n + k + 1; j <= total; j += j & -j) tree[j]++;
+  }
+  ein_free(tree);
+  pl->ir->path_linear = lin;
   return EIN_OK;
 }
 
 /* The contraction tree from the path: SSA id k >= n is node n + (k - n). */
-static ein_status build_tree(planner *pl, ein_axset outset,
-                             const ein_axset *sets) {
-  int n = pl->p->ninputs;
-  int (*pairs)[2] = pl->given;
-  if (pairs) {
-    pl->ir->path_method = "given";
-  } else {
-    ein_status st = search_path(pl, outset, sets, &pairs);
-    if (st) return st;
-  }
+static ein_status build_tree(planner *pl, axset outset, const axset *sets,
+                             int *count) {
+  int n = pl->p->ninputs, (*pairs)[2] = NULL;
+  ein_status st = find_path(pl, outset, sets, &pairs);
+  if (st) return st;
   pl->ir->path = pairs;
   pl->ir->npath = n - 1;
   for (int k = 0; k < n - 1; k++) {
+    int l = pairs[k][0], r = pairs[k][1];
+    if (l < 0 || r < 0 || l >= n + k || r >= n + k || l == r ||
+        pl->nodes[l].parent >= 0 || pl->nodes[r].parent >= 0)
+      return internal(pl, "the path names an operand that is not live");
     node *nd = &pl->nodes[pl->nnodes++];
-    nd->left = pairs[k][0];
-    nd->right = pairs[k][1];
+    nd->left = l;
+    nd->right = r;
+    nd->parent = -1;
     nd->opnum = n + k;
-    ein_axset others = outset;
-    /* Keep what the output or any operand not yet merged still needs. */
-    ein_axset merged = ein_axset_or(pl->nodes[nd->left].set,
-                                    pl->nodes[nd->right].set);
-    bool used[2 * EIN_MAX_OPERANDS] = {false};
-    for (int j = 0; j <= k; j++) used[pairs[j][0]] = used[pairs[j][1]] = true;
-    for (int j = 0; j < n + k; j++)
-      if (!used[j]) others = ein_axset_or(others, pl->nodes[j].set);
-    nd->set = ein_axset_and(merged, others);
+    pl->nodes[l].parent = pl->nodes[r].parent = n + k;
+    nd->set = merged_set(pl, &pl->nodes[l], &pl->nodes[r], count);
+    if (pl->oom) return no_memory(pl);
   }
-  return EIN_OK;
+  return linear_path(pl, n, pairs);
 }
 
 /* Sums leaf i's private axes into a temporary, stored in the dtype of
@@ -1041,13 +1257,13 @@ static ein_status build_tree(planner *pl, ein_axset outset,
  * still come first in the plan. */
 static ein_status reduce_leaf(planner *pl, int i, const pview *in) {
   node *nd = &pl->nodes[i];
-  if (ein_axset_empty(ein_axset_minus(view_set(in), nd->set))) return EIN_OK;
-  int parent = -1;
-  for (int k = pl->p->ninputs; k < pl->nnodes; k++)
-    if (pl->nodes[k].left == i || pl->nodes[k].right == i) parent = k;
+  if (set_empty(set_minus(pl, view_set(pl, in), nd->set))) return EIN_OK;
+  int parent = nd->parent;
   ein_dtype dt = parent >= 0 && node_gemm(pl, parent) ? gemm_ab_dtype(pl)
                                                       : pl->cdtype;
-  int axes[EIN_MAX_AXES], na = group_order(in, nd->set, axes);
+  int *axes = ein_arena_alloc(pl->arena, (size_t)(in->n + 1), sizeof(int));
+  if (!axes) return no_memory(pl);
+  int na = group_order(pl, in, nd->set, axes);
   pview t;
   ein_status st = temp_view(pl, axes, na, dt, &t);
   if (st) return st;
@@ -1060,36 +1276,107 @@ static ein_status reduce_leaf(planner *pl, int i, const pview *in) {
   return EIN_OK;
 }
 
+/* emit_node recurses once per level of the tree: a chain contracted in
+ * order is as deep as it is long (10,000 levels of a frame of ~0.7 KiB,
+ * ~1.9 KiB under ASan). Deep trees are emitted on a thread of their own
+ * with a stack sized for them, so no network overflows the caller's. */
+typedef struct emit_job {
+  planner *pl;
+  int root;
+  const pview *want;
+  pview *out;
+  ein_status st;
+} emit_job;
+
+static void *emit_thread(void *arg) {
+  emit_job *job = arg;
+  job->st = emit_node(job->pl, job->root, job->want, job->out);
+  return NULL;
+}
+
+enum { EMIT_DIRECT_DEPTH = 256, EMIT_BYTES_PER_LEVEL = 8192 };
+
+static ein_status emit_tree(planner *pl, int root, const pview *want,
+                            pview *out) {
+  int n = pl->p->ninputs, depth = 0;
+  int *level = ein_calloc((size_t)pl->nnodes + 1, sizeof *level);
+  if (!level) return no_memory(pl);
+  for (int k = n; k < pl->nnodes; k++) { /* children come first */
+    int l = level[pl->nodes[k].left], r = level[pl->nodes[k].right];
+    level[k] = 1 + (l > r ? l : r);
+    if (level[k] > depth) depth = level[k];
+  }
+  ein_free(level);
+  if (depth <= EMIT_DIRECT_DEPTH) return emit_node(pl, root, want, out);
+  emit_job job = {pl, root, want, out, EIN_OK};
+  pthread_attr_t attr;
+  pthread_t t;
+  size_t stack = (size_t)depth * EMIT_BYTES_PER_LEVEL + (1u << 20);
+  if (pthread_attr_init(&attr)) return no_memory(pl);
+  bool made = !pthread_attr_setstacksize(&attr, stack) &&
+              !pthread_create(&t, &attr, emit_thread, &job);
+  pthread_attr_destroy(&attr);
+  if (!made)
+    return ein_fail_memory(pl->err, "cannot start a thread with a %zu-byte "
+                                    "stack to plan a tree %d levels deep",
+                           stack, depth);
+  pthread_join(t, NULL);
+  return job.st;
+}
+
 static ein_status plan_contraction(planner *pl, pview *inv,
                                    const pview *outv) {
   int n = pl->p->ninputs;
-  ein_axset outset = view_set(outv), in_any = {{0}};
-  ein_axset sets[EIN_MAX_OPERANDS];
-  for (int i = 0; i < n; i++) {
-    sets[i] = view_set(&inv[i]);
-    in_any = ein_axset_or(in_any, sets[i]);
+  axset *sets = ein_arena_alloc(pl->arena, (size_t)n, sizeof *sets);
+  int *count = ein_calloc((size_t)pl->p->naxes + 1, sizeof *count);
+  if (!sets || !count) {
+    ein_free(count);
+    return no_memory(pl);
   }
-  outset = ein_axset_and(outset, in_any); /* repeats come last */
-  ein_status st;
-  if ((st = make_leaves(pl, inv, outset, sets)) ||
-      (st = build_tree(pl, outset, sets)) ||
-      (st = check_memory_limit(pl, n)))
-    return st;
-  for (int i = 0; i < n; i++)
-    if ((st = reduce_leaf(pl, i, &inv[i]))) return st;
+  for (int i = 0; i < n; i++) sets[i] = view_set(pl, &inv[i]);
+  /* The output's axes that some input has: repeats come last. */
+  axset outall = view_set(pl, outv), outset = set_new(pl, outall.n);
+  if (outset.ax)
+    for (int i = 0; i < n; i++)
+      for (int k = 0; k < sets[i].n; k++) count[sets[i].ax[k]] = 1;
+  if (outset.ax)
+    for (int k = 0; k < outall.n; k++)
+      if (count[outall.ax[k]]) outset.ax[outset.n++] = outall.ax[k];
+  memset(count, 0, sizeof *count * (size_t)pl->p->naxes);
+  ein_status st = pl->oom || !outset.ax ? no_memory(pl) : EIN_OK;
+  if (!st) st = make_leaves(pl, inv, outset, sets, count);
+  if (!st) st = build_tree(pl, outset, sets, count);
+  ein_free(count);
+  if (!st) st = check_memory_limit(pl, n);
+  for (int i = 0; i < n && !st; i++) st = reduce_leaf(pl, i, &inv[i]);
+  if (st) return st;
   int root = pl->nnodes - 1;
   pview r;
-  bool repeats = !ein_axset_empty(ein_axset_minus(view_set(outv), outset));
-  if (!repeats) return emit_node(pl, root, outv, &r);
-  if ((st = emit_node(pl, root, NULL, &r))) return st;
+  bool repeats = outall.n > outset.n;
+  if (!repeats) return emit_tree(pl, root, outv, &r);
+  if ((st = emit_tree(pl, root, NULL, &r))) return st;
   const pview *src[1] = {&r};
   return emit_loop(pl, EIN_ROLE_REPEAT, outv, 1, src, EIN_REDUCE_SUM, 1);
 }
 
 void ein_plan_ir_destroy(ein_plan_ir *plan) {
   if (!plan) return;
+  ein_plan_ir_destroy(plan->slicing.add);
+  ein_plan_ir_destroy(plan->slicing.store);
   ein_arena arena = plan->arena;
   ein_arena_destroy(&arena);
+}
+
+/* Whether axis a (factor f of dim d) already appeared in op before,
+ * outside broadcast dims. An operand has at most a few dozen factors. */
+static bool seen_before(const ein_bound_operand *op, int d, int f, int a) {
+  for (int e = 0; e <= d; e++) {
+    const ein_bound_dim *dim = &op->dims[e];
+    if (dim->broadcast) continue;
+    for (int g = dim->first; g < dim->first + dim->count && g < f; g++)
+      if (op->factors[g] == a) return true;
+  }
+  return false;
 }
 
 /* Bytes an evaluation must move at least: each input's distinct elements
@@ -1101,16 +1388,13 @@ static double compulsory_bytes(const ein_problem *p,
   double total = 0;
   for (int i = 0; i < p->ninputs; i++) {
     const ein_bound_operand *op = &p->inputs[i];
-    ein_axset seen = {{0}};
     double elems = 1;
     for (int d = 0; d < op->ndim; d++) {
       const ein_bound_dim *dim = &op->dims[d];
       if (dim->broadcast) continue;
       for (int f = dim->first; f < dim->first + dim->count; f++) {
         int a = op->factors[f];
-        if (ein_axset_has(&seen, a)) continue;
-        ein_axset_add(&seen, a);
-        elems *= (double)p->axes[a].size;
+        if (!seen_before(op, d, f, a)) elems *= (double)p->axes[a].size;
       }
     }
     total += elems * (double)ein_dtype_size(inputs[i].dtype);
@@ -1161,7 +1445,7 @@ static ein_status alloc_plan_arrays(planner *pl) {
   if (!pl->size || !ir->axis_labels || !ir->axis_roles || !ir->out_shape ||
       !ir->steps || !ir->buffers)
     return no_memory(pl);
-  ir->axis_sizes = pl->size;
+  ir->axis_sizes = pl->full = pl->size;
   return EIN_OK;
 }
 
@@ -1192,12 +1476,16 @@ static ein_status record_axes(planner *pl, bool *empty) {
 static void record_baselines(planner *pl, const ein_tensor_desc *inputs,
                              const ein_tensor_desc *output) {
   const ein_problem *p = pl->p;
-  ein_axset in_axes = {{0}}, kept = {{0}};
-  for (int a = 0; a < p->naxes; a++) {
-    if (p->axes[a].in_input) ein_axset_add(&in_axes, a);
-    if (p->axes[a].in_input && p->axes[a].in_output) ein_axset_add(&kept, a);
+  axset in_axes = set_new(pl, p->naxes), kept = set_new(pl, p->naxes);
+  if (!in_axes.ax || !kept.ax) {
+    pl->oom = true;
+    return;
   }
-  pl->ir->naive_flops = ein_step_flop_count(in_axes, kept, p->ninputs, pl->size);
+  for (int a = 0; a < p->naxes; a++) {
+    if (p->axes[a].in_input) in_axes.ax[in_axes.n++] = a;
+    if (p->axes[a].in_input && p->axes[a].in_output) kept.ax[kept.n++] = a;
+  }
+  pl->ir->naive_flops = flop_count(pl, in_axes, kept, p->ninputs);
   pl->ir->min_bytes = compulsory_bytes(p, inputs, output);
 }
 
@@ -1214,11 +1502,396 @@ static ein_status operand_views(planner *pl, const ein_tensor_desc *inputs,
   *inv = ein_arena_alloc(pl->arena, (size_t)n, sizeof **inv);
   if (!*inv) return no_memory(pl);
   ein_status st = EIN_OK;
+  const ein_slicing *sl = &pl->ir->slicing;
   if (!empty)
-    for (int i = 0; i < n && !st; i++)
+    for (int i = 0; i < n && !st; i++) {
+      pl->slice_acc = sl->n ? &sl->in_stride[(size_t)i * (size_t)sl->n] : NULL;
       st = operand_view(pl, &p->inputs[i], &inputs[i], i, &(*inv)[i]);
+    }
+  pl->slice_acc = sl->out_stride;
   if (!st) st = operand_view(pl, &p->output, output, outbuf, outv);
+  pl->slice_acc = NULL;
   return st;
+}
+
+/* ------------------------------------------------------------ slicing */
+
+/* The sliced axis named text[0 .. len), or -1. */
+static int axis_named(const planner *pl, const char *text, size_t len) {
+  for (int a = 0; a < pl->p->naxes; a++)
+    if (strlen(pl->p->axes[a].label) == len &&
+        memcmp(pl->p->axes[a].label, text, len) == 0)
+      return a;
+  return -1;
+}
+
+/* Places the sliced axes ids[0 .. total) (marked in pl->slice_pos):
+ * output axes first, summed ones after, each in the order given; ids
+ * gets them in that order. */
+static void place_slices(planner *pl, int *ids, int total) {
+  int kept = 0, summed = 0;
+  for (int k = 0; k < total; k++) kept += pl->p->axes[ids[k]].in_output;
+  int next_kept = 0;
+  for (int k = 0; k < total; k++) {
+    int a = ids[k];
+    pl->slice_pos[a] = pl->p->axes[a].in_output ? next_kept++
+                                                 : kept + summed++;
+  }
+  for (int a = 0; a < pl->p->naxes; a++)
+    if (pl->slice_pos[a] >= 0) ids[pl->slice_pos[a]] = a;
+  pl->ir->slicing.nkept = kept;
+}
+
+/* The sliced axes the search chose, and the caller's named ones, from
+ * limits->slice_ids (ein_plan_build's second plan). */
+static ein_status slice_ids(planner *pl, const ein_plan_limits *limits,
+                            int *ids, int *n) {
+  int total = 0;
+  for (int k = 0; k < limits->nslice_ids; k++) {
+    int a = limits->slice_ids[k];
+    if (a < 0 || a >= pl->p->naxes || pl->slice_pos[a] != -1) continue;
+    pl->slice_pos[a] = 0;
+    ids[total++] = a;
+  }
+  place_slices(pl, ids, total);
+  *n = total;
+  return EIN_OK;
+}
+
+/* Reads the comma-separated names into pl->slice_pos and ids (output
+ * axes first); *n is the count. */
+static ein_status read_slice_names(planner *pl, const char *text, int *ids,
+                                   int *n) {
+  int total = 0;
+  for (const char *c = text; *c;) {
+    while (*c == ' ' || *c == ',') c++;
+    const char *end = c;
+    while (*end && *end != ',' && *end != ' ') end++;
+    if (end == c) break;
+    int a = axis_named(pl, c, (size_t)(end - c));
+    if (a < 0 || pl->slice_pos[a] != -1)
+      return ein_fail_argument(
+          pl->err, "slice_axes '%.80s': '%.*s' %s", text, (int)(end - c), c,
+          a < 0 ? "is no axis of the expression" : "is named twice");
+    if (!pl->p->axes[a].in_output && pl->p->reduction != EIN_REDUCE_SUM &&
+        pl->p->reduction != EIN_REDUCE_MEAN)
+      return ein_fail_argument(
+          pl->err, "slice_axes '%.80s': '%s' is reduced with '%s'; only "
+                   "sum and mean add up over slices",
+          text, pl->p->axes[a].label, ein_reduction_name(pl->p->reduction));
+    pl->slice_pos[a] = 0; /* marked; placed below */
+    ids[total++] = a;
+    c = end;
+  }
+  place_slices(pl, ids, total);
+  *n = total;
+  return EIN_OK;
+}
+
+/* Sets up slicing over the named axes: planned sizes of 1, the tables
+ * of ein_slicing. Nothing is sliced when an axis is empty (the plan
+ * fills the output). */
+static ein_status setup_slicing(planner *pl, const ein_plan_limits *limits,
+                                bool empty) {
+  const char *text = limits ? limits->slice_axes : NULL;
+  bool ids_given = limits && limits->nslice_ids > 0;
+  if ((!ids_given && (!text || !*text)) || empty) return EIN_OK;
+  int naxes = pl->p->naxes;
+  ein_slicing *sl = &pl->ir->slicing;
+  pl->slice_pos = ein_arena_alloc(pl->arena, (size_t)naxes + 1, sizeof(int));
+  int *ids = ein_arena_alloc(pl->arena, (size_t)naxes + 1, sizeof(int));
+  int64_t *size = ein_arena_alloc(pl->arena, (size_t)naxes + 1,
+                                  sizeof(int64_t));
+  if (!pl->slice_pos || !ids || !size) return no_memory(pl);
+  for (int a = 0; a < naxes; a++) pl->slice_pos[a] = -1;
+  ein_status st = ids_given ? slice_ids(pl, limits, ids, &sl->n)
+                            : read_slice_names(pl, text, ids, &sl->n);
+  if (st || sl->n == 0) {
+    pl->slice_pos = NULL;
+    return st;
+  }
+  int ni = pl->p->ninputs;
+  sl->axes = ids;
+  sl->sizes = ein_arena_alloc(pl->arena, (size_t)sl->n, sizeof(int64_t));
+  sl->in_stride = ein_arena_alloc(pl->arena, (size_t)sl->n * (size_t)ni,
+                                  sizeof(int64_t));
+  sl->out_stride = ein_arena_alloc(pl->arena, (size_t)sl->n, sizeof(int64_t));
+  if (!sl->sizes || !sl->in_stride || !sl->out_stride) return no_memory(pl);
+  memcpy(size, pl->full, sizeof(int64_t) * (size_t)naxes);
+  sl->count = 1;
+  for (int k = 0; k < sl->n; k++) {
+    sl->sizes[k] = pl->full[ids[k]];
+    sl->count *= (double)sl->sizes[k];
+    size[ids[k]] = 1;
+  }
+  pl->size = size;
+  return EIN_OK;
+}
+
+/* A plan of its own for one LOOP step of the accumulation: input 0 and
+ * the output of the main plan's dtype; it borrows the main plan's axis
+ * tables (it is destroyed with it, first). *sub is a planner over it. */
+static ein_status sub_plan(planner *pl, planner *sub, ein_plan_ir **out) {
+  ein_arena arena;
+  ein_arena_init(&arena);
+  ein_plan_ir *ir = ein_arena_alloc(&arena, 1, sizeof *ir);
+  if (!ir) {
+    ein_arena_destroy(&arena);
+    return no_memory(pl);
+  }
+  ir->arena = arena;
+  *out = ir;
+  const ein_plan_ir *m = pl->ir;
+  ir->dtype = m->dtype;
+  ir->reduction = EIN_REDUCE_SUM;
+  ir->naxes = m->naxes;
+  ir->axis_labels = m->axis_labels;
+  ir->axis_sizes = m->axis_sizes;
+  ir->axis_roles = m->axis_roles;
+  ir->ninputs = 1;
+  ir->out_ndim = m->out_ndim;
+  ir->out_shape = m->out_shape;
+  ir->path_method = "slices";
+  *sub = *pl;
+  sub->ir = ir;
+  sub->arena = &ir->arena;
+  sub->cap_steps = 1;
+  sub->cap_bufs = 2;
+  ir->steps = ein_arena_alloc(sub->arena, 1, sizeof(ein_step));
+  ir->buffers = ein_arena_alloc(sub->arena, 2, sizeof(ein_plan_buffer));
+  if (!ir->steps || !ir->buffers) return no_memory(pl);
+  add_buffer(sub, EIN_BUF_INPUT, 0, m->dtype, 0);
+  add_buffer(sub, EIN_BUF_OUTPUT, -1, m->dtype, 0);
+  return EIN_OK;
+}
+
+static void finish_sub(ein_plan_ir *ir) {
+  decide_numerics(&ir->steps[0]);
+  ir->flops = ir->steps[0].flops;
+  ir->bytes_moved = ir->steps[0].bytes_read + ir->steps[0].bytes_written;
+}
+
+/* add: out[e] = in[e] + in[E + e], E = acc_elems, both compact. */
+static ein_status plan_add(planner *pl, int64_t E) {
+  planner sub;
+  ein_plan_ir **add = &pl->ir->slicing.add;
+  ein_status st = sub_plan(pl, &sub, add);
+  if (st) return st;
+  ein_step *s = add_step(&sub);
+  s->axes = ein_arena_alloc(sub.arena, 2, sizeof *s->axes);
+  if (!s->axes) return no_memory(pl);
+  s->kind = EIN_STEP_LOOP;
+  s->role = EIN_ROLE_REDUCE;
+  s->nsrc = 1;
+  s->op = EIN_REDUCE_SUM;
+  s->dst = (ein_ref){1, 0};
+  s->src[0] = (ein_ref){0, 0};
+  s->dst_dtype = s->src_dtype[0] = pl->dtype;
+  s->naxes = 2;
+  s->axes[0] = (ein_loop_axis){-1, E, {1, 1, 0}};
+  s->axes[1] = (ein_loop_axis){-1, 2, {0, E, 0}};
+  s->flops = (double)E;
+  s->bytes_read = 2 * (double)E * (double)ein_dtype_size(pl->dtype);
+  s->bytes_written = (double)E * (double)ein_dtype_size(pl->dtype);
+  finish_sub(*add);
+  return EIN_OK;
+}
+
+/* store: the compact sum `compact` copied into the caller's view `want`
+ * (the same axes). */
+static ein_status plan_store(planner *pl, const pview *compact,
+                             const pview *want) {
+  planner sub;
+  ein_plan_ir **store = &pl->ir->slicing.store;
+  ein_status st = sub_plan(pl, &sub, store);
+  if (st) return st;
+  pview src = *compact, dst = *want;
+  src.buf = 0;
+  dst.buf = 1;
+  const pview *srcs[1] = {&src};
+  if ((st = emit_loop(&sub, EIN_ROLE_STORE, &dst, 1, srcs, EIN_REDUCE_SUM, 1)))
+    return st;
+  finish_sub(*store);
+  return EIN_OK;
+}
+
+/* When a summed axis is sliced the plan writes a compact output slice
+ * (the accumulation buffers) instead of the caller's output: outv is
+ * made compact, and the store plan copies into the caller's layout. */
+static ein_status slice_output(planner *pl, pview *outv) {
+  ein_slicing *sl = &pl->ir->slicing;
+  if (sl->n == sl->nkept) return EIN_OK;
+  pview want = *outv, compact;
+  ein_status st;
+  int *order = ein_arena_alloc(pl->arena, (size_t)outv->n + 1, sizeof(int));
+  if (!order) return no_memory(pl);
+  view_sort(&want);
+  memcpy(order, want.ax, sizeof(int) * (size_t)want.n);
+  int64_t saved = pl->ir->workspace_bytes, largest = pl->ir->largest_intermediate;
+  /* A temp's compact layout, on the output buffer: no workspace. */
+  if ((st = temp_view(pl, order, want.n, pl->dtype, &compact))) return st;
+  pl->ir->nbuffers--;
+  pl->ir->workspace_bytes = saved;
+  pl->ir->largest_intermediate = largest;
+  compact.buf = outv->buf;
+  sl->acc_elems = 1;
+  for (int i = 0; i < compact.n; i++) sl->acc_elems *= pl->size[compact.ax[i]];
+  if ((st = plan_store(pl, &compact, outv)) || (st = plan_add(pl, sl->acc_elems)))
+    return st;
+  *outv = compact;
+  return EIN_OK;
+}
+
+int64_t ein_plan_slice_bytes_ir(const ein_plan_ir *ir) {
+  const ein_slicing *sl = &ir->slicing;
+  return ir->workspace_bytes +
+         3 * sl->acc_elems * (int64_t)ein_dtype_size(ir->dtype);
+}
+
+/* Temporaries share the workspace where their lives do not overlap: a
+ * buffer lives from the first step that touches it to the last, and takes
+ * the lowest 64-byte aligned offset clear of every buffer live with it
+ * (first fit, in order of first use). A network's plan then needs about
+ * its live intermediates, not the sum of all of them. */
+/* first[b] and last[b]: the first and last step touching buffer b. */
+static void buffer_lives(const ein_plan_ir *ir, int *first, int *last) {
+  for (int b = 0; b < ir->nbuffers; b++) first[b] = last[b] = -1;
+  for (int i = 0; i < ir->nsteps; i++) {
+    const ein_step *st = &ir->steps[i];
+    int bufs[3] = {st->dst.buffer, st->nsrc > 0 ? st->src[0].buffer : -1,
+                   st->nsrc > 1 ? st->src[1].buffer : -1};
+    for (int k = 0; k < 3; k++)
+      if (bufs[k] >= 0) {
+        if (first[bufs[k]] < 0) first[bufs[k]] = i;
+        last[bufs[k]] = i;
+      }
+  }
+}
+
+static int64_t buffer_end(const ein_plan_buffer *b) {
+  return b->offset + b->elems * (int64_t)ein_dtype_size(b->dtype);
+}
+
+/* The lowest 64-byte aligned offset where `size` bytes overlap none of
+ * the live buffers. */
+static int64_t first_fit(const ein_plan_ir *ir, const int *live, int nlive,
+                         int64_t size) {
+  int64_t off = 0;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int k = 0; k < nlive; k++) {
+      const ein_plan_buffer *o = &ir->buffers[live[k]];
+      if (off < buffer_end(o) && o->offset < off + size) {
+        off = (buffer_end(o) + 63) & ~(int64_t)63;
+        moved = true;
+      }
+    }
+  }
+  return off;
+}
+
+static int cmp_pair(const void *a, const void *b) {
+  const int *x = a, *y = b;
+  return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0])
+                      : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+static ein_status pack_workspace(planner *pl) {
+  ein_plan_ir *ir = pl->ir;
+  int nb = ir->nbuffers, nlive = 0, norder = 0;
+  int *first = ein_malloc(sizeof(int) * (size_t)(nb + 1));
+  int *last = ein_malloc(sizeof(int) * (size_t)(nb + 1));
+  int *live = ein_malloc(sizeof(int) * (size_t)(nb + 1));
+  int (*order)[2] = ein_malloc(sizeof *order * (size_t)(nb + 1));
+  if (!first || !last || !live || !order) {
+    ein_free(first), ein_free(last), ein_free(live), ein_free(order);
+    return no_memory(pl);
+  }
+  buffer_lives(ir, first, last);
+  for (int b = 0; b < nb; b++) /* temporaries by (first use, id) */
+    if (ir->buffers[b].kind == EIN_BUF_TEMP && first[b] >= 0)
+      order[norder][0] = first[b], order[norder++][1] = b;
+  qsort(order, (size_t)norder, sizeof *order, cmp_pair);
+  int64_t top = 0;
+  for (int j = 0; j < norder; j++) {
+    int b = order[j][1], kept = 0;
+    for (int k = 0; k < nlive; k++) /* drop the buffers dead by now */
+      if (last[live[k]] >= first[b]) live[kept++] = live[k];
+    nlive = kept;
+    ein_plan_buffer *buf = &ir->buffers[b];
+    buf->offset = first_fit(ir, live, nlive,
+                            buf->elems * (int64_t)ein_dtype_size(buf->dtype));
+    if (buffer_end(buf) > top) top = buffer_end(buf);
+    live[nlive++] = b;
+  }
+  ein_free(first), ein_free(last), ein_free(live), ein_free(order);
+  ir->workspace_bytes = top;
+  return EIN_OK;
+}
+
+/* The memory limit covers every buffer the plan allocates, not only the
+ * path's intermediates: pre-reductions, layout copies and stores too, and
+ * a sliced plan's accumulation buffers (issue 26, bug 2). */
+static ein_status check_buffers(planner *pl) {
+  if (pl->memory_limit_bytes <= 0) return EIN_OK;
+  const ein_plan_ir *ir = pl->ir;
+  int worst = -1;
+  int64_t worst_bytes = ir->slicing.acc_elems *
+                        (int64_t)ein_dtype_size(ir->dtype);
+  for (int b = 0; b < ir->nbuffers; b++) {
+    const ein_plan_buffer *buf = &ir->buffers[b];
+    int64_t bytes = buf->kind == EIN_BUF_TEMP
+                        ? buf->elems * (int64_t)ein_dtype_size(buf->dtype)
+                        : 0;
+    if (bytes > worst_bytes) worst_bytes = bytes, worst = b;
+  }
+  if (worst_bytes <= pl->memory_limit_bytes) return EIN_OK;
+  const char *what = "a sum of sliced output pieces";
+  int step = 0;
+  for (int i = 0; i < ir->nsteps && worst >= 0; i++)
+    if (ir->steps[i].dst.buffer == worst) {
+      what = ein_step_role_name(ir->steps[i].role);
+      step = i + 1;
+      break;
+    }
+  return ein_fail_limit(
+      pl->err,
+      "the plan needs a buffer of %lld bytes (%s%s%.0d) but the memory "
+      "limit is %lld bytes; a limit of %lld bytes fits this plan, or slice "
+      "axes (slice_axes, --slice) to shrink every buffer",
+      (long long)worst_bytes, what, step ? ", written by step " : "", step,
+      (long long)pl->memory_limit_bytes, (long long)worst_bytes);
+}
+
+/* The totals of a sliced plan: every slice's FLOPs and bytes, the adds,
+ * and the FLOPs of the same expression planned whole. */
+static void slicing_totals(planner *pl, const ein_tensor_desc *inputs,
+                           const ein_tensor_desc *output,
+                           const ein_plan_limits *limits) {
+  ein_plan_ir *ir = pl->ir;
+  ein_slicing *sl = &ir->slicing;
+  if (!sl->n) return;
+  sl->slice_flops = ir->flops;
+  double pieces = 1;
+  for (int k = 0; k < sl->nkept; k++) pieces *= (double)sl->sizes[k];
+  double adds = sl->add ? sl->count - pieces : 0;
+  ir->flops = sl->slice_flops * sl->count + (sl->add ? adds * sl->add->flops : 0);
+  ir->bytes_moved = ir->bytes_moved * sl->count +
+                    (sl->add ? adds * sl->add->bytes_moved +
+                                   pieces * sl->store->bytes_moved
+                             : 0);
+  if (limits->unsliced_flops > 0) {
+    sl->unsliced_flops = limits->unsliced_flops;
+    return;
+  }
+  ein_plan_limits whole = {.path = limits->path};
+  ein_plan_ir *unsliced = NULL;
+  ein_error_rec quiet = {0};
+  if (ein_plan_build(pl->p, inputs, output, pl->caps, &whole, &quiet,
+                     &unsliced) == EIN_OK)
+    sl->unsliced_flops = unsliced->flops;
+  ein_plan_ir_destroy(unsliced);
+  ein_error_clear(&quiet);
 }
 
 /* The steps: a fill for an empty problem, one LOOP for one operand, else
@@ -1272,10 +1945,19 @@ static ein_status planner_init(planner *pl, const ein_tensor_desc *inputs,
     pl->memory_limit_bytes = limits->memory_limit;
     pl->memory_limit =
         (double)limits->memory_limit / (double)ein_dtype_size(pl->cdtype);
+    if (limits->search_limit > 0 && limits->search_limit < pl->memory_limit)
+      pl->memory_limit = limits->search_limit;
   }
-  if (limits && limits->path && *limits->path &&
-      (st = given_path(pl, limits->path)))
+  if (limits && limits->ssa_path) {
+    int n = pl->p->ninputs;
+    pl->given = ein_arena_alloc(pl->arena, (size_t)n, sizeof *pl->given);
+    if (!pl->given) return no_memory(pl);
+    memcpy(pl->given, limits->ssa_path, sizeof *pl->given * (size_t)(n - 1));
+    pl->given_method = limits->path_method;
+  } else if (limits && limits->path && *limits->path &&
+             (st = given_path(pl, limits->path))) {
     return st;
+  }
   ir->dtype = pl->dtype;
   ir->reduction = p->reduction;
   ir->ninputs = p->ninputs;
@@ -1283,11 +1965,108 @@ static ein_status planner_init(planner *pl, const ein_tensor_desc *inputs,
   return EIN_OK;
 }
 
+static ein_status plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
+                             const ein_tensor_desc *output,
+                             const ein_backend_caps *caps,
+                             const ein_plan_limits *limits, ein_error_rec *err,
+                             ein_plan_ir **out, ein_plan_limits *again,
+                             bool *over);
+static ein_status plan_round(const ein_problem *p,
+                             const ein_tensor_desc *inputs,
+                             const ein_tensor_desc *output,
+                             const ein_backend_caps *caps,
+                             const ein_plan_limits *limits,
+                             ein_error_rec *err, ein_plan_ir **out,
+                             bool *over);
+
+/* A plan; when the path search fits the memory limit only by slicing, a
+ * second plan over those slices (the caller's sliced axes kept), on the
+ * per-slice path the search found. */
 ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
                           const ein_tensor_desc *output,
                           const ein_backend_caps *caps,
                           const ein_plan_limits *limits, ein_error_rec *err,
                           ein_plan_ir **out) {
+  ein_plan_limits tight = limits ? *limits : (ein_plan_limits){0};
+  ein_status st = EIN_OK;
+  /* Layout copies and sums past the limit: the search held 4x tighter,
+   * a few times, before giving up with the first message. */
+  for (int round = 0; round < 6; round++) {
+    bool over = false;
+    st = plan_round(p, inputs, output, caps, &tight, err, out, &over);
+    if (st != EIN_ERR_LIMIT || !over || tight.path) return st;
+    ein_plan_ir *probe = NULL;
+    ein_error_rec quiet = {0};
+    double elems = (double)tight.memory_limit /
+                   (double)ein_dtype_size(ein_dtype_compute(inputs[0].dtype));
+    tight.search_limit = (tight.search_limit > 0 ? tight.search_limit : elems) / 4;
+    if (tight.search_limit < 1) return st;
+    ein_status again = plan_round(p, inputs, output, caps, &tight, &quiet,
+                                  &probe, &over);
+    ein_error_clear(&quiet);
+    if (!again) {
+      ein_error_clear(err);
+      *out = probe;
+      return EIN_OK;
+    }
+  }
+  return st;
+}
+
+/* One plan at the limits; when the search fits only sliced, a second plan
+ * over those slices. *over: the plan failed only because a layout copy
+ * or a sum exceeds the limit (check_buffers). */
+static ein_status plan_round(const ein_problem *p,
+                             const ein_tensor_desc *inputs,
+                             const ein_tensor_desc *output,
+                             const ein_backend_caps *caps,
+                             const ein_plan_limits *limits,
+                             ein_error_rec *err, ein_plan_ir **out,
+                             bool *over) {
+  ein_plan_limits again = {0};
+  ein_status st =
+      plan_build(p, inputs, output, caps, limits, err, out, &again, over);
+  if (st != EIN_ERR_LIMIT || !again.ssa_path) return st;
+  ein_error_clear(err);
+  st = plan_build(p, inputs, output, caps, &again, err, out, NULL, over);
+  ein_free((void *)again.slice_ids);
+  ein_free((void *)again.ssa_path);
+  return st;
+}
+
+/* What a second plan over the search's slices takes (ein_plan_build):
+ * the sliced axes (the caller's first), the per-slice path, in memory of
+ * their own since the first plan is destroyed. */
+static ein_status reslice_limits(planner *pl, const ein_plan_limits *limits,
+                                 ein_plan_limits *again) {
+  const ein_path_result *r = pl->reslice;
+  const ein_slicing *sl = &pl->ir->slicing;
+  int n = pl->p->ninputs, nids = sl->n + r->nsliced;
+  int *ids = ein_malloc(sizeof(int) * (size_t)(nids + 1));
+  int (*pairs)[2] = ein_malloc(sizeof *pairs * (size_t)n);
+  if (!ids || !pairs) {
+    ein_free(ids);
+    ein_free(pairs);
+    return no_memory(pl);
+  }
+  for (int k = 0; k < sl->n; k++) ids[k] = sl->axes[k];
+  for (int k = 0; k < r->nsliced; k++) ids[sl->n + k] = r->sliced[k];
+  memcpy(pairs, r->pairs, sizeof *pairs * (size_t)(n - 1));
+  if (limits) *again = *limits;
+  again->slice_ids = ids;
+  again->nslice_ids = nids;
+  again->ssa_path = (const int(*)[2])pairs;
+  again->path_method = r->method;
+  again->unsliced_flops = r->free_flops;
+  return EIN_OK;
+}
+
+static ein_status plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
+                             const ein_tensor_desc *output,
+                             const ein_backend_caps *caps,
+                             const ein_plan_limits *limits, ein_error_rec *err,
+                             ein_plan_ir **out, ein_plan_limits *again,
+                             bool *over) {
   ein_arena arena;
   ein_arena_init(&arena);
   ein_plan_ir *ir = ein_arena_alloc(&arena, 1, sizeof *ir);
@@ -1301,18 +2080,34 @@ ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
   bool empty;
   pview *inv, outv;
   ein_status st;
+  *over = false;
   if ((st = planner_init(&pl, inputs, output, limits)) ||
       (st = alloc_plan_arrays(&pl)) || (st = record_axes(&pl, &empty)))
     goto fail;
   record_baselines(&pl, inputs, output);
-  if ((st = operand_views(&pl, inputs, output, empty, &inv, &outv)) ||
-      (st = plan_steps(&pl, empty, inv, &outv)))
+  if ((st = setup_slicing(&pl, limits, empty)) ||
+      (st = operand_views(&pl, inputs, output, empty, &inv, &outv)) ||
+      (!empty && (st = slice_output(&pl, &outv))) ||
+      (st = plan_steps(&pl, empty, inv, &outv))) {
+    if (pl.reslice && again) st = reslice_limits(&pl, limits, again);
+    if (!st) st = EIN_ERR_LIMIT;
     goto fail;
+  }
+  if (pl.oom) {
+    st = no_memory(&pl);
+    goto fail;
+  }
+  if ((st = pack_workspace(&pl))) goto fail;
+  if ((st = check_buffers(&pl))) {
+    *over = true;
+    goto fail;
+  }
   for (int i = 0; i < ir->nsteps; i++) {
     decide_numerics(&ir->steps[i]);
     ir->flops += ir->steps[i].flops;
     ir->bytes_moved += ir->steps[i].bytes_read + ir->steps[i].bytes_written;
   }
+  slicing_totals(&pl, inputs, output, limits);
   *out = ir;
   return EIN_OK;
 fail:

@@ -49,6 +49,15 @@ double ein_plan_predicted_seconds(const ein_plan_ir *ir,
                                   const ein_device_model *m) {
   double t = 0;
   for (int i = 0; i < ir->nsteps; i++) t += step_seconds(m, &ir->steps[i]);
+  const ein_slicing *sl = &ir->slicing;
+  if (!sl->n) return t;
+  /* every slice runs the steps; pieces of summed slices add up */
+  double pieces = 1;
+  for (int k = 0; k < sl->nkept; k++) pieces *= (double)sl->sizes[k];
+  t *= sl->count;
+  if (sl->add)
+    t += (sl->count - pieces) * step_seconds(m, &sl->add->steps[0]) +
+         pieces * step_seconds(m, &sl->store->steps[0]);
   return t;
 }
 
@@ -127,33 +136,68 @@ static void append_right(ein_strbuf *sb, const char *text, int width) {
   ein_strbuf_printf(sb, "%*s%s", width > cols ? width - cols : 0, "", text);
 }
 
-/* The path in opt_einsum's linear form, which names operands by their
- * place in a list that each contraction shrinks (the two removed, the
- * result appended), from the plan's SSA form (0..n-1 the inputs, n+k the
- * k-th result). lin[k] keeps the order of the plan's own pair (opt_einsum
- * takes either order and writes its own sorted), so the path given back
- * through --path (path_given.h) makes this very plan again. */
-static void linear_path(const ein_plan_ir *ir, int (*lin)[2]) {
-  int live[EIN_MAX_OPERANDS], nlive = ir->ninputs;
-  for (int i = 0; i < nlive; i++) live[i] = i;
-  for (int k = 0; k < ir->npath; k++) {
-    int at[2] = {0, 0};
-    for (int s = 0; s < 2; s++)
-      for (int i = 0; i < nlive; i++)
-        if (live[i] == ir->path[k][s]) at[s] = i;
-    lin[k][0] = at[0];
-    lin[k][1] = at[1];
-    int kept = 0; /* drop both, keeping the order of the rest */
-    for (int i = 0; i < nlive; i++)
-      if (i != at[0] && i != at[1]) live[kept++] = live[i];
-    live[kept] = ir->ninputs + k;
-    nlive = kept + 1;
+/* The sliced axes, the slices, the FLOP overhead against the plan made
+ * whole, and what one slice needs (ein_slicing). */
+static void text_slicing(const ein_plan_ir *ir, ein_strbuf *sb) {
+  const ein_slicing *sl = &ir->slicing;
+  if (!sl->n) return;
+  ein_strbuf_printf(sb, "sliced      ");
+  for (int k = 0; k < sl->n; k++)
+    ein_strbuf_printf(sb, " %s=%lld%s", ir->axis_labels[sl->axes[k]],
+                      (long long)sl->sizes[k], k < sl->nkept ? "" : "(sum)");
+  ein_strbuf_printf(sb, "   %.6g slices of %.4g FLOPs", sl->count,
+                    sl->slice_flops);
+  if (sl->unsliced_flops > 0)
+    ein_strbuf_printf(sb, "   overhead %.3gx (unsliced %.4g FLOPs)",
+                      ir->flops / sl->unsliced_flops, sl->unsliced_flops);
+  double sc;
+  const char *u = size_unit((double)ein_plan_slice_bytes_ir(ir), &sc);
+  ein_strbuf_printf(sb, "\none slice    %.3g %s (its workspace", sc, u);
+  if (sl->add)
+    ein_strbuf_printf(sb, " and 3 sums of %lld elements", (long long)sl->acc_elems);
+  ein_strbuf_printf(sb, "); the steps below are one slice's\n");
+}
+
+/* ,"key":v (fmt a printf format of a double), or null when v is not
+ * finite. */
+static void json_number(ein_strbuf *sb, const char *key, double v,
+                        const char *fmt) {
+  ein_strbuf_printf(sb, ",\"%s\":", key);
+  if (!isfinite(v)) {
+    ein_strbuf_printf(sb, "null");
+    return;
   }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+  ein_strbuf_printf(sb, fmt, v);
+#pragma GCC diagnostic pop
+}
+
+/* The JSON "slicing" member: null, or the same figures. */
+static void json_slicing(const ein_plan_ir *ir, ein_strbuf *sb) {
+  const ein_slicing *sl = &ir->slicing;
+  if (!sl->n) {
+    ein_strbuf_printf(sb, "\"slicing\":null,");
+    return;
+  }
+  ein_strbuf_printf(sb, "\"slicing\":{\"axes\":[");
+  for (int k = 0; k < sl->n; k++) {
+    ein_strbuf_printf(sb, "%s", k ? "," : "");
+    ein_strbuf_json_string(sb, ir->axis_labels[sl->axes[k]]);
+  }
+  ein_strbuf_printf(sb,
+                    "],\"summed\":%d,\"slices\":%.17g,\"slice_flops\":%.17g,"
+                    "\"unsliced_flops\":%.17g,\"overhead\":%.6g,"
+                    "\"slice_bytes\":%lld,\"accumulate_elements\":%lld},",
+                    sl->n - sl->nkept, sl->count, sl->slice_flops,
+                    sl->unsliced_flops,
+                    sl->unsliced_flops > 0 ? ir->flops / sl->unsliced_flops : 0,
+                    (long long)ein_plan_slice_bytes_ir(ir),
+                    (long long)sl->acc_elems);
 }
 
 void ein_plan_path_text(const ein_plan_ir *ir, ein_strbuf *sb) {
-  int lin[EIN_MAX_OPERANDS][2];
-  linear_path(ir, lin);
+  int (*lin)[2] = ir->path_linear;
   ein_strbuf_printf(sb, "[");
   for (int i = 0; i < ir->npath; i++)
     ein_strbuf_printf(sb, "%s(%d, %d)", i ? ", " : "", lin[i][0], lin[i][1]);
@@ -190,12 +234,8 @@ static void text_summary(const ein_plan_ir *ir, const char *expr,
   for (int i = 0; i < ir->npath; i++)
     ein_strbuf_printf(sb, " (%d,%d)", ir->path[i][0], ir->path[i][1]);
   if (ir->npath > 0) {
-    int lin[EIN_MAX_OPERANDS][2];
-    linear_path(ir, lin);
-    ein_strbuf_printf(sb, "\n             as opt_einsum: [");
-    for (int i = 0; i < ir->npath; i++)
-      ein_strbuf_printf(sb, "%s(%d, %d)", i ? ", " : "", lin[i][0], lin[i][1]);
-    ein_strbuf_printf(sb, "]");
+    ein_strbuf_printf(sb, "\n             as opt_einsum: ");
+    ein_plan_path_text(ir, sb);
   }
   ein_strbuf_printf(sb, "\nnaive FLOPs  %.4g\nplan FLOPs   %.4g   speed-up %.3gx\n",
                     ir->naive_flops, ir->flops,
@@ -208,6 +248,7 @@ static void text_summary(const ein_plan_ir *ir, const char *expr,
                     (long long)ir->largest_intermediate, sc, u);
   u = size_unit((double)ir->workspace_bytes, &sc);
   ein_strbuf_printf(sb, "   workspace %.3g %s\n", sc, u);
+  text_slicing(ir, sb);
   char t[32], flops[32], bw[32];
   time_text(t, sizeof t, ein_plan_predicted_seconds(ir, m));
   rate_text(flops, sizeof flops, peak_for(m, ir->dtype), "FLOP/s");
@@ -343,19 +384,25 @@ static void json_summary(const ein_plan_ir *ir, const char *expr,
   for (int i = 0; i < ir->npath; i++)
     ein_strbuf_printf(sb, "%s[%d,%d]", i ? "," : "", ir->path[i][0],
                       ir->path[i][1]);
-  int lin[EIN_MAX_OPERANDS][2];
-  linear_path(ir, lin);
+  int (*lin)[2] = ir->path_linear;
   ein_strbuf_printf(sb, "],\"path_linear\":[");
   for (int i = 0; i < ir->npath; i++)
     ein_strbuf_printf(sb, "%s[%d,%d]", i ? "," : "", lin[i][0], lin[i][1]);
+  /* A network's naive count can pass what a double holds: JSON has no
+   * inf, so such a figure is null. */
+  ein_strbuf_printf(sb, "]");
+  json_number(sb, "naive_flops", ir->naive_flops, "%.17g");
+  json_number(sb, "flops", ir->flops, "%.17g");
+  json_number(sb, "speedup",
+              ir->flops > 0 ? ir->naive_flops / ir->flops : 1.0, "%.6g");
   ein_strbuf_printf(sb,
-                    "],\"naive_flops\":%.17g,\"flops\":%.17g,"
-                    "\"speedup\":%.6g,\"largest_intermediate\":%lld,"
-                    "\"workspace_bytes\":%lld,\"bytes_moved\":%.17g,",
-                    ir->naive_flops, ir->flops,
-                    ir->flops > 0 ? ir->naive_flops / ir->flops : 1.0,
+                    ",\"largest_intermediate\":%lld,"
+                    "\"workspace_bytes\":%lld",
                     (long long)ir->largest_intermediate,
-                    (long long)ir->workspace_bytes, ir->bytes_moved);
+                    (long long)ir->workspace_bytes);
+  json_number(sb, "bytes_moved", ir->bytes_moved, "%.17g");
+  ein_strbuf_printf(sb, ",");
+  json_slicing(ir, sb);
   json_model(ir, m, sb);
   ein_strbuf_printf(sb, ",\"predicted_seconds\":%.6g,\"steps\":[",
                     ein_plan_predicted_seconds(ir, m));
