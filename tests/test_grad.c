@@ -95,7 +95,7 @@ typedef struct gcase {
   uint64_t seed;
   ein_binding *binding;
   const ein_problem *p;
-  tensor in[EIN_MAX_OPERANDS];
+  tensor in[TEST_MAX_OPERANDS];
   tensor w; /* the loss weights: dOut */
   int64_t out_numel;
 } gcase;
@@ -133,7 +133,7 @@ static bool case_setup(gcase *c, uint64_t seed) {
   if (c->g.n == 1 && o->reduction == EIN_REDUCE_SUM && seed % 3 == 0 &&
       o->dialect == EIN_DIALECT_EINOPS)
     o->reduction = EIN_REDUCE_MEAN;
-  const int64_t *shapes[EIN_MAX_OPERANDS];
+  const int64_t *shapes[TEST_MAX_OPERANDS];
   for (int i = 0; i < c->g.n; i++) shapes[i] = c->g.shapes[i];
   if (ein_bind_shapes(ctx, c->g.expr, shapes, c->g.ndims, c->g.n, o,
                       &c->binding) != EIN_OK)
@@ -175,7 +175,7 @@ static const DLTensor *const *input_ptrs(tensor *in, int n,
 
 /* L = sum(W * out) by the reference, on the f64 inputs. */
 static double loss(gcase *c, double *scratch) {
-  const DLTensor *ptrs[EIN_MAX_OPERANDS];
+  const DLTensor *ptrs[TEST_MAX_OPERANDS];
   ref_eval(c->p, input_ptrs(c->in, c->g.n, ptrs), scratch, c->out_numel);
   double l = 0;
   for (int64_t o = 0; o < c->out_numel; o++) l += get(&c->w, o) * scratch[o];
@@ -186,8 +186,8 @@ static double loss(gcase *c, double *scratch) {
  * inputs and weights rounded to dt; *st the status. dinput comes back in
  * f64 (column-major at random), as a tensor of the caller's. */
 static ein_status run_grad(gcase *c, int wrt, ein_dtype dt, tensor *grad) {
-  tensor in[EIN_MAX_OPERANDS], w, out, dx;
-  const DLTensor *ptrs[EIN_MAX_OPERANDS];
+  tensor in[TEST_MAX_OPERANDS], w, out, dx;
+  const DLTensor *ptrs[TEST_MAX_OPERANDS];
   for (int i = 0; i < c->g.n; i++) {
     tensor_make(&in[i], dt, c->g.ndims[i], c->g.shapes[i], rnd_int(2));
     int64_t n = numel_of(c->g.ndims[i], c->g.shapes[i]);
@@ -346,7 +346,7 @@ static void check_ties(gcase *c, const tensor *grad) {
   ref_layout l;
   ref_layout_of(p, ptrs, &l);
   for (int pass = 0; pass < 2; pass++) {
-    int64_t idx[EIN_MAX_AXES] = {0};
+    int64_t idx[TEST_MAX_AXES] = {0};
     do {
       int64_t e = ref_offset(&p->inputs[0], p->axes, idx, l.in[0]);
       int64_t o = ref_offset(&p->output, p->axes, idx, l.out);
@@ -415,7 +415,7 @@ typedef struct ccase {
   uint64_t seed;
   ein_binding *binding;
   const ein_problem *p;
-  tensor in[EIN_MAX_OPERANDS], w, out, dx;
+  tensor in[TEST_MAX_OPERANDS], w, out, dx;
   int64_t out_numel;
   int wrt;
 } ccase;
@@ -429,7 +429,7 @@ static bool complex_setup(uint64_t seed, ccase *c) {
   generate(&c->g);
   ein_reduction *r = &c->g.opt.reduction;
   if (*r > EIN_REDUCE_MEAN && *r != EIN_REDUCE_PROD) *r = EIN_REDUCE_SUM;
-  const int64_t *shapes[EIN_MAX_OPERANDS];
+  const int64_t *shapes[TEST_MAX_OPERANDS];
   for (int i = 0; i < c->g.n; i++) shapes[i] = c->g.shapes[i];
   if (ein_bind_shapes(ctx, c->g.expr, shapes, c->g.ndims, c->g.n, &c->g.opt,
                       &c->binding) != EIN_OK)
@@ -515,7 +515,7 @@ static void complex_compare(ccase *c, const DLTensor *const *ptrs) {
 static void check_complex(uint64_t seed) {
   ccase c;
   if (!complex_setup(seed, &c)) return;
-  const DLTensor *ptrs[EIN_MAX_OPERANDS];
+  const DLTensor *ptrs[TEST_MAX_OPERANDS];
   for (int i = 0; i < c.g.n; i++) ptrs[i] = &c.in[i].t;
   ein_grad *gr = NULL;
   ein_status st = ein_eval(ctx, c.g.expr, ptrs, c.g.n, &c.out.t, &c.g.opt);

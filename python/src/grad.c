@@ -93,6 +93,14 @@ static PyObject *program_dict(const ein_grad *g) {
 
 /* grad_program(expr, shapes, numpy, reduction, lengths, wrt, dtype)
  *   -> {"needs_output", "conjugates", "flops", "bytes", "steps": [...]} */
+/* The per-call arrays of grad_program (PyMem_Free takes NULL). */
+static void free_arrays(void *dims, void *ndims, void *ts, const void *tp) {
+  PyMem_Free(dims);
+  PyMem_Free(ndims);
+  PyMem_Free(ts);
+  PyMem_Free((void *)tp);
+}
+
 PyObject *einpy_grad_program(PyObject *self, PyObject *args) {
   (void)self;
   const char *expr, *reduction, *dtype;
@@ -105,17 +113,21 @@ PyObject *einpy_grad_program(PyObject *self, PyObject *args) {
   if (dtype_parse(dtype, &dl) < 0)
     return einpy_raise_status(EIN_ERR_DTYPE, "unknown dtype '%.40s'", dtype);
   int64_t(*dims)[EIN_MAX_DIMS] =
-      einpy_calloc(EIN_MAX_OPERANDS, sizeof *dims);
-  if (!dims) return PyErr_NoMemory();
-  int ndims[EIN_MAX_OPERANDS], n = 0;
+      einpy_calloc(EINPY_MAX_OPERANDS, sizeof *dims);
+  int *ndims = einpy_calloc(EINPY_MAX_OPERANDS, sizeof *ndims);
+  DLTensor *ts = einpy_calloc(EINPY_MAX_OPERANDS, sizeof *ts);
+  const DLTensor **tp = einpy_calloc(EINPY_MAX_OPERANDS, sizeof *tp);
+  int n = 0;
   einpy_options o;
+  if (!dims || !ndims || !ts || !tp) {
+    free_arrays(dims, ndims, ts, tp);
+    return PyErr_NoMemory();
+  }
   if (einpy_shapes_parse(shapes, dims, ndims, &n) < 0 ||
       einpy_options_parse(numpy, reduction, "cpu", lengths, &o) < 0) {
-    PyMem_Free(dims);
+    free_arrays(dims, ndims, ts, tp);
     return NULL;
   }
-  DLTensor ts[EIN_MAX_OPERANDS];
-  const DLTensor *tp[EIN_MAX_OPERANDS];
   for (int i = 0; i < n; i++) {
     ts[i] = (DLTensor){.device = {kDLCPU, 0}, .ndim = ndims[i], .dtype = dl,
                        .shape = dims[i]};
@@ -125,7 +137,7 @@ PyObject *einpy_grad_program(PyObject *self, PyObject *args) {
   ein_grad *g = NULL;
   ein_status st = ein_grad_create(ctx, expr, tp, n, &o.opt, wrt, &g);
   einpy_options_free(&o);
-  PyMem_Free(dims);
+  free_arrays(dims, ndims, ts, tp);
   if (st != EIN_OK) return einpy_raise(ein_last_error(ctx));
   PyObject *d = program_dict(g);
   ein_grad_destroy(g);

@@ -24,7 +24,7 @@ typedef struct einxla_call {
   char *text;            /* owned: the expression, then the length names */
   const char *expr;      /* into text */
   ein_options opt;
-  ein_length lengths[EIN_MAX_AXES];
+  ein_length *lengths;   /* owned: one per size attribute */
 } einxla_call;
 
 static XLA_FFI_Error *fail(const XLA_FFI_Api *api, XLA_FFI_Error_Code code,
@@ -113,10 +113,12 @@ static const char *split_lengths(char *names, const einxla_attrs *a,
   size_t want = a->sizes ? a->sizes->size : 0;
   const int64_t *sizes = a->sizes ? a->sizes->data : NULL;
   size_t n = 0;
+  call->lengths = calloc(want + 1, sizeof *call->lengths);
+  if (!call->lengths) return "out of memory for the lengths";
   char *save = NULL; /* strtok_r: XLA calls from several threads */
   for (char *tok = strtok_r(names, " ", &save); tok;
        tok = strtok_r(NULL, " ", &save)) {
-    if (n >= want || n >= EIN_MAX_AXES) return "more length names than sizes";
+    if (n >= want) return "more length names than sizes";
     call->lengths[n].name = tok;
     call->lengths[n].size = sizes[n];
     n++;
@@ -213,22 +215,33 @@ static XLA_FFI_Error *evaluate(XLA_FFI_CallFrame *frame, DLDevice device,
                 "einc: %lld operands and %lld results (at most %d and 1)",
                 (long long)frame->args.size, (long long)frame->rets.size,
                 EIN_MAX_OPERANDS);
-  DLTensor in[EIN_MAX_OPERANDS], out;
-  const DLTensor *ins[EIN_MAX_OPERANDS];
   int nin = (int)frame->args.size;
-  for (int i = 0; i < nin; i++) {
-    if (wrap_buffer(frame->args.args[i], device, &in[i]) < 0)
-      return fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                  "einc: operand %d has a dtype or rank einc cannot take", i);
-    ins[i] = &in[i];
-  }
+  DLTensor out;
   if (wrap_buffer(frame->rets.rets[0], device, &out) < 0)
     return fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                 "einc: the result has a dtype or rank einc cannot take");
   if (elements(&out) == 0) return NULL; /* nothing to write */
+  /* On the heap: XLA's threads may have small stacks, and an expression
+   * thousands of operands. */
+  DLTensor *in = calloc((size_t)nin + 1, sizeof *in);
+  const DLTensor **ins = calloc((size_t)nin + 1, sizeof *ins);
+  XLA_FFI_Error *err = NULL;
+  if (!in || !ins)
+    err = fail(api, XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
+               "einc: out of memory for %d operands", nin);
+  for (int i = 0; i < nin && !err; i++) {
+    if (wrap_buffer(frame->args.args[i], device, &in[i]) < 0)
+      err = fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                 "einc: operand %d has a dtype or rank einc cannot take", i);
+    ins[i] = &in[i];
+  }
+  if (err) {
+    free(in);
+    free((void *)ins);
+    return err;
+  }
   einxla_call call = {0};
   const char *why = read_call(&frame->attrs, &call);
-  XLA_FFI_Error *err = NULL;
   if (why) {
     err = fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
                "einc: bad FFI attributes: %s", why);
@@ -241,6 +254,9 @@ static XLA_FFI_Error *evaluate(XLA_FFI_CallFrame *frame, DLDevice device,
                  message);
   }
   free(call.text);
+  free(call.lengths);
+  free(in);
+  free((void *)ins);
   return err;
 }
 

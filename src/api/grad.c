@@ -104,8 +104,10 @@ static double numel(int ndim, const int64_t *shape) {
 static ein_status plan_step(ein_ctx *ctx, ein_grad *g, int i,
                             const ein_options *o, DLDevice dev) {
   ein_grad_step *s = &g->prog.steps[i];
-  DLTensor ts[EIN_MAX_OPERANDS + 1];
-  const DLTensor *tp[EIN_MAX_OPERANDS + 1];
+  DLTensor *ts;
+  const DLTensor **tp;
+  if (!ein_grad_step_tensors(ctx, s->noperands, i, &ts, &tp))
+    return EIN_ERR_NO_MEMORY;
   for (int k = 0; k < s->noperands; k++) {
     int ndim;
     const int64_t *shape;
@@ -124,6 +126,8 @@ static ein_status plan_step(ein_ctx *ctx, ein_grad *g, int i,
                     .memory_limit = o->memory_limit};
   ein_status st =
       ein_plan_create(ctx, s->expr, tp, s->noperands, NULL, &so, &g->plans[i]);
+  ein_free(ts);
+  ein_free((void *)tp);
   if (st) return st;
   s->flops = ein_plan_flops(g->plans[i]);
   s->bytes = ein_plan_min_bytes(g->plans[i]);

@@ -6,7 +6,9 @@
 #ifndef EIN_GRAD_INTERNAL_H
 #define EIN_GRAD_INTERNAL_H
 
+#include "alloc.h"
 #include "arena.h"
+#include "ctx_internal.h"
 #include "dtype.h"
 #include "grad.h"
 
@@ -24,5 +26,21 @@ struct ein_grad {
   bool conjugates;
   double flops, bytes;
 };
+
+/* The operand arrays of EINSUM step i (sized by its operands: an
+ * expression may have thousands), or NULL with the error on ctx. */
+static inline bool ein_grad_step_tensors(ein_ctx *ctx, int noperands, int i,
+                                         DLTensor **ts,
+                                         const DLTensor ***tp) {
+  *ts = ein_calloc((size_t)noperands + 1, sizeof **ts);
+  *tp = ein_calloc((size_t)noperands + 1, sizeof **tp);
+  if (*ts && *tp) return true;
+  ein_free(*ts);
+  ein_free((void *)*tp);
+  ein_thread_rec *me = ein_ctx_enter(ctx);
+  if (me)
+    (void)ein_fail_memory(&me->err, "out of memory for gradient step %d", i);
+  return false;
+}
 
 #endif

@@ -156,9 +156,9 @@ static void conjugate(ein_dtype dt, void *p, int64_t n) {
 typedef struct run {
   const ein_grad *g;
   size_t esz;
-  void *in[EIN_MAX_OPERANDS], *out, *dout;
+  void **in, *out, *dout; /* in: one per input */
   void **steps;
-  void *owned[EIN_MAX_OPERANDS + 2];
+  void **owned; /* copies: at most one per input, the output and dout */
   int nowned;
 } run;
 
@@ -194,8 +194,10 @@ static void *value(const run *r, ein_grad_value v) {
 static ein_status run_einsum(ein_ctx *ctx, const run *r, int i) {
   const ein_grad *g = r->g;
   const ein_grad_step *s = &g->prog.steps[i];
-  DLTensor ts[EIN_MAX_OPERANDS + 1], out;
-  const DLTensor *tp[EIN_MAX_OPERANDS + 1];
+  DLTensor *ts, out;
+  const DLTensor **tp;
+  if (!ein_grad_step_tensors(ctx, s->noperands, i, &ts, &tp))
+    return EIN_ERR_NO_MEMORY;
   DLDataType dl = ein_dtype_to_dl(g->dtype);
   for (int k = 0; k < s->noperands; k++) {
     ein_grad_value v = s->operands[k];
@@ -213,7 +215,10 @@ static ein_status run_einsum(ein_ctx *ctx, const run *r, int i) {
   }
   out = (DLTensor){.data = r->steps[i], .device = {kDLCPU, 0},
                    .ndim = s->ndim, .dtype = dl, .shape = (int64_t *)s->shape};
-  return ein_plan_execute(ctx, g->plans[i], tp, s->noperands, &out);
+  ein_status st = ein_plan_execute(ctx, g->plans[i], tp, s->noperands, &out);
+  ein_free(ts);
+  ein_free((void *)tp);
+  return st;
 }
 
 static ein_status run_steps(ein_ctx *ctx, ein_thread_rec *me, run *r) {
@@ -327,12 +332,18 @@ static void run_free(run *r) {
     ein_free(r->steps[i]);
   ein_free(r->steps);
   for (int i = 0; i < r->nowned; i++) ein_free(r->owned[i]);
+  ein_free(r->owned);
+  ein_free(r->in);
 }
 
 /* Points the run at each value's C-contiguous data. */
 static bool gather(run *r, const DLTensor *const *inputs,
                    const DLTensor *output, const DLTensor *dout) {
   bool conj = r->g->conjugates;
+  size_t n = (size_t)r->g->ninputs;
+  r->in = ein_calloc(n + 1, sizeof *r->in);
+  r->owned = ein_calloc(n + 2, sizeof *r->owned);
+  if (!r->in || !r->owned) return false;
   for (int i = 0; i < r->g->ninputs; i++)
     if (!(r->in[i] = contiguous(r, inputs[i], conj))) return false;
   if (output && !(r->out = contiguous(r, output, conj))) return false;

@@ -258,13 +258,16 @@ typedef struct target {
   layout x;      /* the input as it is read (broadcast dims `1`) */
   layout g;      /* the gradient's layout before the scatter */
   bool diagonal; /* g is the distinct axes: SCATTER_DIAG at the end */
-  int axes[EIN_MAX_AXES];
+  int *axes;    /* in the arena: at most the problem's axes */
   int naxes;
 } target;
 
 static bool make_target(deriver *d, target *t) {
   const ein_bound_operand *x = &d->p->inputs[d->wrt];
   if (!operand_layout(d, x, true, &t->x)) return false;
+  t->axes = ein_arena_alloc(d->arena, (size_t)d->p->naxes + 1,
+                            sizeof *t->axes);
+  if (!t->axes) return false;
   t->naxes = distinct_axes(x, t->axes, &t->diagonal);
   if (!t->diagonal) {
     t->g = t->x;
@@ -314,8 +317,15 @@ static void finish_target(deriver *d, const target *t, int last) {
 /* sum and mean: dX_k = einsum(dOut, X_j for j != k -> X_k). */
 static void derive_sum(deriver *d, const target *t, const layout *out,
                        const layout *in) {
-  const layout *from[EIN_MAX_OPERANDS + 1] = {out};
-  ein_grad_value ops[EIN_MAX_OPERANDS + 1] = {val(EIN_GRAD_VALUE_DOUT, 0)};
+  size_t cap = (size_t)d->p->ninputs + 1;
+  const layout **from = ein_arena_alloc(d->arena, cap, sizeof *from);
+  ein_grad_value *ops = ein_arena_alloc(d->arena, cap, sizeof *ops);
+  if (!from || !ops) {
+    d->failed = true;
+    return;
+  }
+  from[0] = out;
+  ops[0] = val(EIN_GRAD_VALUE_DOUT, 0);
   int n = 1;
   for (int j = 0; j < d->p->ninputs; j++) {
     if (j == d->wrt) continue;
@@ -368,7 +378,13 @@ static void derive_extremum(deriver *d, const target *t, const layout *out) {
  * counts and products of nonzeros live in the kept axes' layout (not the
  * output's, whose repeats a broadcast back would sum). */
 static void derive_prod(deriver *d, const target *t, const layout *out) {
-  int kept[EIN_MAX_AXES], nk = 0;
+  int *kept = ein_arena_alloc(d->arena, (size_t)d->p->naxes + 1,
+                              sizeof *kept);
+  int nk = 0;
+  if (!kept) {
+    d->failed = true;
+    return;
+  }
   const ein_bound_operand *o = &d->p->output;
   for (int f = 0; f < o->nfactors; f++)
     if (t->g.has[o->factors[f]]) kept[nk++] = o->factors[f];
