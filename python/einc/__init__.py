@@ -19,12 +19,17 @@ One einc context serves the process: threads may call einc at once (the
 GIL is released while a plan runs) and share the compiled plans.
 """
 
+import sys as _sys
+
 from . import _einc
 from ._api import EincError, ShapeMemo, check, einsum
 from ._einops import pack, parse_shape, rearrange, reduce, repeat, unpack
 from ._plan import Plan, compile, plan
 
 EinError = EincError  # the name issue 17 gave it
+
+if "torch" in _sys.modules:  # torch first: its integration now (_torch.py)
+    from . import _torch  # noqa: F401
 
 __version__ = "0.1.0"
 
