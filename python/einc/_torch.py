@@ -45,6 +45,7 @@ import sys
 import torch
 
 from . import _einc
+from ._api import _fast, _reduction_name, bind, evaluate, numpy_dialect
 from ._arrays import dtype_code, prepare
 
 EincError = _einc.EincError
@@ -85,8 +86,6 @@ def _compact_strides(shape) -> tuple:
 
 @functools.lru_cache(maxsize=4096)
 def _layout_cached(expr, shapes, strides, dtype, numpy, reduction, lengths):
-    from ._api import numpy_dialect
-
     if numpy is None:
         numpy = numpy_dialect(expr, [len(s) for s in shapes])
     code, bits = dtype_code(dtype)
@@ -109,8 +108,6 @@ def _layout(expr, shapes, strides, dtype, numpy, reduction, lengths):
 def _contracts(expr, shapes, numpy, reduction, lengths) -> bool:
     """Whether torch.einsum would run this as a matrix product (which
     autocast casts): two inputs or more and an axis summed away."""
-    from ._api import bind
-
     axes = bind(expr, shapes, reduce=reduction, numpy=numpy,
                 **dict(lengths))[1]
     return reduction == "sum" and any(role == "reduced"
@@ -120,7 +117,7 @@ def _contracts(expr, shapes, numpy, reduction, lengths) -> bool:
 def _autocast(expr, tensors, numpy, reduction, lengths):
     """The inputs as torch.autocast has torch.einsum compute them: float
     inputs of a contraction in the autocast dtype (float64 stays)."""
-    if len(tensors) < 2:
+    if len(tensors) < 2 or not torch._C._is_any_autocast_enabled():
         return tensors
     device = tensors[0].device.type
     if not torch.is_autocast_enabled(device):
@@ -142,8 +139,12 @@ def _mode(tensors) -> int:
     (autograd.Function, eager) or _TRACED (the operator, for tracers)."""
     if torch._C._get_tracing_state() is not None:
         return _JIT
+    # (Dynamo never gets here: it traces the stand-ins at the end of this
+    # file. AOTAutograd, export and make_fx trace with fake or functional
+    # tensors, or under a dispatch mode; torch.func's transforms wrap
+    # tensors DLPack cannot see through.)
     if (torch._C._len_torch_dispatch_stack()
-            or torch.compiler.is_compiling()):
+            or torch._C._are_functorch_transforms_active()):
         return _TRACED
     grad = False
     for t in tensors:
@@ -160,14 +161,13 @@ def route(expr, tensors, *, reduce, numpy, lengths):
     that the DLPack path must not serve, or NotImplemented."""
     if not tensors or not all(isinstance(t, torch.Tensor) for t in tensors):
         return NotImplemented
-    from ._api import _reduction_name
-
     reduction = _reduction_name(reduce)
     lengths = tuple(lengths)
-    cast = _autocast(expr, tuple(tensors), numpy, reduction, lengths)
+    tensors = tuple(tensors)
+    cast = _autocast(expr, tensors, numpy, reduction, lengths)
     mode = _mode(cast)
     if mode == _PLAIN:
-        if cast is tensors or all(a is b for a, b in zip(cast, tensors)):
+        if cast is tensors:
             return NotImplemented
         return _dlpack(expr, cast, reduction, numpy, lengths)
     if mode == _DETACH:
@@ -184,19 +184,33 @@ def _jit(expr, tensors, reduction, numpy, lengths):
     shapes too). A view would be recorded as an as_strided of the traced
     shapes, so here every result is new."""
     if numpy is None:
-        from ._api import numpy_dialect
-
-        numpy = numpy_dialect(expr, [t.dim() for t in tensors])
+            numpy = numpy_dialect(expr, [t.dim() for t in tensors])
     return torch.ops.einc.einsum(list(tensors), expr, reduction,
                                  bool(numpy), _lengths_text(lengths))
 
 
 def _dlpack(expr, tensors, reduction, numpy, lengths):
     """einc's own path for tensors that need no graph."""
-    from ._api import evaluate
-
     return evaluate(expr, tensors, reduce=reduction, numpy=numpy,
                     lengths=lengths)
+
+
+_EAGER_LAYOUTS: dict = {}
+
+
+def _eager_layout(expr, tensors, dtype, numpy, reduction, lengths):
+    """_layout for eager calls, keyed by what the tensors say as they say
+    it (torch.Size and stride tuples: no conversions on a hit)."""
+    key = (expr, dtype, numpy, reduction, lengths,
+           *[(t.shape, t.stride()) for t in tensors])
+    hit = _EAGER_LAYOUTS.get(key)
+    if hit is None:
+        if len(_EAGER_LAYOUTS) >= 4096:
+            _EAGER_LAYOUTS.clear()
+        hit = _EAGER_LAYOUTS[key] = _layout(
+            expr, [t.shape for t in tensors], [t.stride() for t in tensors],
+            dtype, numpy, reduction, lengths)
+    return hit
 
 
 def _graph(expr, tensors, reduction, numpy, lengths, eager):
@@ -207,12 +221,16 @@ def _graph(expr, tensors, reduction, numpy, lengths, eager):
         if t.dtype != first.dtype:
             raise EincError(f"einc takes tensors of one dtype: got "
                             f"{first.dtype} and {t.dtype}")
-    # Under torch.compile with dynamic shapes int() specializes the sizes
-    # (a guard per size): einc plans for concrete shapes.
-    numpy, shape, view = _layout(
-        expr, tuple(tuple(int(d) for d in t.shape) for t in tensors),
-        tuple(tuple(int(d) for d in t.stride()) for t in tensors),
-        first.dtype, numpy, reduction, lengths)
+    if eager:
+        numpy, shape, view = _eager_layout(expr, tensors, first.dtype, numpy,
+                                           reduction, lengths)
+    else:
+        # Under torch.compile with dynamic shapes int() specializes the
+        # sizes (a guard per size): einc plans for concrete shapes.
+        numpy, shape, view = _layout(
+            expr, tuple(tuple(int(d) for d in t.shape) for t in tensors),
+            tuple(tuple(int(d) for d in t.stride()) for t in tensors),
+            first.dtype, numpy, reduction, lengths)
     if view is not None:
         source = tensors[view[0]]
         return source.as_strided(shape, view[1],
@@ -230,8 +248,6 @@ def _compute(expr, tensors, reduction, numpy, lengths):
     """The result of the call in a new tensor (never a view of an input,
     as an operator's result must not be): the fast path where it serves
     (and gives no view), else ein_eval."""
-    from ._api import _fast
-
     tensors = tuple(t.detach() for t in tensors)
     result = _fast((expr,) + tensors, numpy, reduction, lengths or None)
     if result is not None and not any(_shares(result, t) for t in tensors):
@@ -260,8 +276,6 @@ def einsum_op(tensors: list[torch.Tensor], expr: str, reduction: str,
 
 @functools.lru_cache(maxsize=4096)
 def _output_shape(expr, shapes, reduction, numpy, lengths) -> tuple:
-    from ._api import bind
-
     return tuple(bind(expr, shapes, reduce=reduction, numpy=numpy,
                       **dict(_lengths_of(lengths)))[0])
 
@@ -363,8 +377,6 @@ def _interpret(program, inputs, output, dout):
 
 
 def _einsum_step(step, *operands):
-    from ._api import _fast, evaluate
-
     lengths = tuple(step.get("lengths") or ())
     reduction = step.get("reduction") or "sum"
     result = _fast((step["expr"],) + tuple(operands), False, reduction,
