@@ -129,7 +129,7 @@ def _repr_args(head: str, lengths: dict) -> str:
 
 def _names(side: str, what: str, flat: bool = False):
     groups = _dims(side)
-    if flat and any(len(g) != 1 for g in groups):
+    if flat and ("(" in side or ")" in side):
         raise EincError(f"EinMix: {what} takes names only, no "
                         f"parentheses: {side!r}")
     names = [n for g in groups for n in g]
