@@ -576,7 +576,10 @@ typedef struct ein_grad_value {
  * step's) and the gradient's dtype. */
 typedef enum ein_grad_op {
   EIN_GRAD_EINSUM = 0,  /* expr (einops dialect, with lengths) over the
-                           operands, with `reduction` (sum or prod) */
+                           operands, with `reduction`: sum; prod (prod's
+                           product of nonzeros); max or min (broadcasting
+                           a max/min output whose axes the forward
+                           repeated: exact on the copies) */
   EIN_GRAD_EQUAL,       /* a == b ? 1 : 0 */
   EIN_GRAD_MUL,         /* a * b */
   EIN_GRAD_DIV,         /* a / b */
@@ -598,7 +601,9 @@ typedef struct ein_grad_step {
   const ein_length *lengths;    /* EINSUM: sizes of output-only axes */
   int nlengths;
   int noperands;
-  ein_grad_value operands[4];
+  const ein_grad_value *operands; /* noperands of them: an EINSUM of the
+                                     gradient of a sum names dout and every
+                                     other input */
   double scale;                 /* SCALE */
   int ndim;                     /* the result's rank and shape */
   const int64_t *shape;
@@ -633,7 +638,8 @@ EIN_API const ein_grad_step *ein_grad_step_at(const ein_grad *grad, int i);
 /* The plan of EINSUM step i (NULL for other steps), owned by the grad. */
 EIN_API const ein_plan *ein_grad_step_plan(const ein_grad *grad, int i);
 
-/* Whether the program reads the forward output (max, min, prod). */
+/* Whether the program reads the forward output (max and min; prod's
+ * program recomputes what it needs from the input, zeros included). */
 EIN_API int ein_grad_needs_output(const ein_grad *grad);
 
 /* Complex dtypes: every forward value (an input or the output) enters the

@@ -135,6 +135,26 @@ expect 2 "" "einc: error: axis 'j' is 5 in operand 2 but 4 in operand 1
 
 # --memory-limit: a path within it, or an error naming the sizes
 expect 0 '*' "" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 400
+# plan --grad: a linear layer's backward is two contractions as costly as
+# the forward (3x in all); the JSON's "grad" member; an integer dtype has
+# no gradient and says why
+expect 0 '*' "" -- plan 'b s d, d f -> b s f' 8x128x512 512x2048 --grad
+if [ "$(tail -n 1 "$out")" = "total FLOPs     6.442e+09   3 x forward (a linear layer: 3, the '6 x parameters x tokens' rule)" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: plan --grad totals: $(tail -n 1 "$out")" >&2
+fi
+grad_json=$("$EINC" plan 'b s d, d f -> b s f' 8x128x512 512x2048 --grad --json |
+  python3 -c 'import json, sys; g = json.load(sys.stdin)["grad"]
+print(g["total_over_forward"], [s["expr"] for i in g["inputs"] for s in i["steps"]])')
+if [ "$grad_json" = "3 ['b s f, d f -> b s d', 'b s f, b s d -> d f']" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: plan --grad --json: $grad_json" >&2
+fi
+expect 0 '*' "" -- plan 'a b -> a' 4x12 --dtype i32 --grad
+grep -q 'input 0: no gradient: the inputs are i32' "$out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL: plan --grad of i32 says why" >&2; }
 expect 2 "" "einc: error: no contraction order was found that keeps every intermediate within the memory limit of 399 bytes: the order taken needs 400 bytes (100 elements of f32) for the result of its step 1" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399
 
 # every option that takes a value takes it as '--opt value' and '--opt=value'

@@ -23,6 +23,7 @@ import sys as _sys
 
 from . import _einc
 from ._api import EincError, ShapeMemo, check, einsum
+from ._grad import grad_program
 from ._einops import pack, parse_shape, rearrange, reduce, repeat, unpack
 from ._plan import Plan, compile, plan
 
@@ -41,6 +42,7 @@ def backend_available(name: str = "cuda", device: int = 0):
 
 __all__ = [
     "EincError", "EinError", "Plan", "ShapeMemo", "backend_available",
-    "check", "compile", "einsum", "pack", "parse_shape", "plan",
+    "check", "compile", "einsum", "grad_program", "pack", "parse_shape",
+    "plan",
     "rearrange", "reduce", "repeat", "unpack",
 ]

@@ -193,6 +193,12 @@ int einpy_shapes_parse(PyObject *shapes, int64_t (*dims)[EIN_MAX_DIMS],
 /* A tuple of Python ints from n int64s. */
 PyObject *einpy_shape_tuple(const int64_t *shape, int n);
 
+/* -------------------------------------------------------------- grad.c */
+
+/* grad_program(expr, shapes, numpy, reduction, lengths, wrt, dtype): the
+ * gradient program (ein_grad_create) as a dict of plain values. */
+PyObject *einpy_grad_program(PyObject *self, PyObject *args);
+
 /* ---------------------------------------------------------- fastpath.c */
 
 /* Adds fast(), fast_rearrange(), fast_reduce(), fast_setup() and

@@ -222,6 +222,9 @@ static PyMethodDef methods[] = {
     {"bind", py_bind, METH_VARARGS,
      "bind(expr, shapes, numpy, reduction, backend, lengths) -> "
      "(output_shape, [(axis, size, role), ...])"},
+    {"grad_program", einpy_grad_program, METH_VARARGS,
+     "grad_program(expr, shapes, numpy, reduction, lengths, wrt, dtype) -> "
+     "{'needs_output', 'conjugates', 'flops', 'bytes', 'steps': [...]}"},
     {"backend_check", py_backend_check, METH_VARARGS,
      "backend_check(name, device=0) -> None, or why it cannot run here"},
     {NULL, NULL, 0, NULL}};

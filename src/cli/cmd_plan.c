@@ -5,7 +5,9 @@
  * its GEMM groups, FLOPs, bytes and intensity, and a predicted time on a
  * device model: the device the plan targets (this CPU's measured rates,
  * or the GPU present) unless --device names one. Nothing is computed and
- * no memory for data is allocated.
+ * no memory for data is allocated. --grad adds the backward: for each
+ * input its gradient program (ein_grad_create) and the forward, backward
+ * and total FLOPs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +21,7 @@ void cmd_plan_help(void) {
   puts(
       "usage: einc plan EXPR SHAPE|FILE.npy... [--dtype T] [--json] [--device M]\n"
       "                 [--memory-limit B] [--path P] [-D NAME=SIZE]...\n"
-      "                 [--reduce R] [--numpy]\n"
+      "                 [--reduce R] [--numpy] [--grad]\n"
       "\n"
       "Plans EXPR for inputs of the given shapes and prints the plan: every\n"
       "axis, naive and optimised FLOPs (opt_einsum's count: a multiply-add\n"
@@ -46,6 +48,13 @@ void cmd_plan_help(void) {
       "  --memory-limit B  largest intermediate allowed, in bytes: the\n"
       "                  path keeps within it, or the plan fails (exit 2)\n"
       CLI_HELP_PATH
+      "  --grad          also the backward: for each input, the steps of its\n"
+      "                  gradient (einc expressions with their paths and\n"
+      "                  FLOPs, and elementwise steps), then the forward,\n"
+      "                  backward and total FLOPs and total / forward. A\n"
+      "                  linear layer's is 3 (backward = 2 x forward): the\n"
+      "                  '6 x parameters x tokens' rule of training cost.\n"
+      "                  With --json: a \"grad\" member\n"
       "  --backend B     cpu (default), cuda or emu: plan for the CUDA\n"
       "                  backend (or the emulated device, which runs the\n"
       "                  same) and name each step's cuBLAS call or\n"
@@ -60,6 +69,7 @@ typedef struct plan_opts {
   bool retype;     /* --dtype given */
   ein_dtype dtype; /* its value */
   bool json;
+  bool grad; /* --grad */
   cli_common *common;
 } plan_opts;
 
@@ -67,8 +77,8 @@ typedef struct plan_opts {
 static int plan_option(int argc, char **argv, int *i, void *state) {
   plan_opts *po = state;
   const char *arg = argv[*i];
-  if (strcmp(arg, "--json") == 0) {
-    po->json = true;
+  if (strcmp(arg, "--json") == 0 || strcmp(arg, "--grad") == 0) {
+    *(arg[2] == 'j' ? &po->json : &po->grad) = true;
     return 1;
   }
   bool backend = cli_is_option(arg, "--backend");
@@ -123,8 +133,9 @@ static int resolve_model(const char *named, ein_backend_kind backend,
   return EXIT_OK;
 }
 
-/* Prints the plan's report on the model. */
-static int print_report(const ein_plan *plan, bool json,
+/* Prints the plan's report on the model; with `open_json`, the JSON
+ * object without its closing brace (members follow). */
+static int print_report(const ein_plan *plan, bool json, bool open_json,
                         const ein_device_model *m) {
   ein_describe_format fmt = json ? EIN_DESCRIBE_JSON : EIN_DESCRIBE_TEXT;
   size_t len = ein_plan_describe_model(plan, fmt, m, NULL, 0);
@@ -135,10 +146,74 @@ static int print_report(const ein_plan *plan, bool json,
     rc = EXIT_INTERNAL;
   } else {
     ein_plan_describe_model(plan, fmt, m, text, len + 1);
+    while (open_json && len > 0 && text[len - 1] != '}') len--;
+    if (open_json && len > 0) text[len - 1] = 0;
     fputs(text, stdout);
   }
   free(text);
   return rc;
+}
+
+/* A gradient's report (text or JSON), printed. */
+static void print_grad(const ein_grad *g, ein_describe_format fmt) {
+  size_t len = ein_grad_describe(g, fmt, NULL, 0);
+  char *text = malloc(len + 1);
+  if (text) {
+    ein_grad_describe(g, fmt, text, len + 1);
+    fputs(text, stdout);
+  }
+  free(text);
+}
+
+/* Why an input has no gradient, as a JSON string's contents or a line. */
+static void print_no_grad(ein_ctx *ctx, int i, bool json) {
+  const char *msg = ein_last_error(ctx)->message;
+  if (!json) {
+    printf("  input %d: no gradient: %s\n", i, msg ? msg : "");
+    return;
+  }
+  printf("{\"wrt\":%d,\"error\":\"", i);
+  for (const char *c = msg ? msg : ""; *c; c++)
+    if (*c == '"' || *c == '\\') printf("\\%c", *c);
+    else if ((unsigned char)*c >= 0x20) putchar(*c);
+  printf("\"}");
+}
+
+/* --grad: each input's gradient program, then the totals. */
+static int print_grads(ein_ctx *ctx, const char *expr, const cli_shape *shapes,
+                       int n, const ein_options *o, const ein_plan *plan,
+                       bool json) {
+  DLTensor tensors[EIN_MAX_OPERANDS];
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  cli_shape_tensors(shapes, n, ein_backend_dl_device(o->backend, 0).device_type,
+                    tensors, ins);
+  double forward = ein_plan_flops(plan), backward = 0;
+  printf(json ? ",\"grad\":{\"inputs\":[" : "\nbackward\n");
+  for (int i = 0; i < n; i++) {
+    ein_grad *g = NULL;
+    ein_status st = ein_grad_create(ctx, expr, ins, n, o, i, &g);
+    if (json && i) putchar(',');
+    if (st == EIN_ERR_NO_MEMORY) return cli_exit_status(st);
+    if (st) {
+      print_no_grad(ctx, i, json);
+      continue;
+    }
+    print_grad(g, json ? EIN_DESCRIBE_JSON : EIN_DESCRIBE_TEXT);
+    backward += ein_grad_flops(g);
+    ein_grad_destroy(g);
+  }
+  double total = forward + backward, ratio = forward > 0 ? total / forward : 0;
+  if (json) {
+    printf("],\"forward_flops\":%.17g,\"backward_flops\":%.17g,"
+           "\"total_flops\":%.17g,\"total_over_forward\":%.17g}}\n",
+           forward, backward, total, ratio);
+    return EXIT_OK;
+  }
+  printf("forward FLOPs   %.4g\nbackward FLOPs  %.4g\n"
+         "total FLOPs     %.4g   %.3g x forward (a linear layer: 3, the "
+         "'6 x parameters x tokens' rule)\n",
+         forward, backward, total, ratio);
+  return EXIT_OK;
 }
 
 int cmd_plan(int argc, char **argv) {
@@ -146,7 +221,7 @@ int cmd_plan(int argc, char **argv) {
   static cli_shape shapes[EIN_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
   common.takes_path = true;
-  plan_opts po = {NULL, false, EIN_DT_F32, false, &common};
+  plan_opts po = {NULL, false, EIN_DT_F32, false, false, &common};
   const char *pos[EIN_MAX_OPERANDS + 1];
   int npos;
   int r = cli_parse_args(argc, argv, "plan", cmd_plan_help, &common,
@@ -165,7 +240,10 @@ int cmd_plan(int argc, char **argv) {
   if (rc != EXIT_OK) return rc;
   ein_device_model m;
   rc = resolve_model(po.model, common.options.backend, &m);
-  if (rc == EXIT_OK) rc = print_report(plan, po.json, &m);
+  if (rc == EXIT_OK) rc = print_report(plan, po.json, po.grad, &m);
+  if (rc == EXIT_OK && po.grad)
+    rc = print_grads(ctx, pos[0], shapes, nshapes, &common.options, plan,
+                     po.json);
   ein_plan_destroy(plan);
   ein_ctx_destroy(ctx);
   return rc;

@@ -151,6 +151,15 @@ static void linear_path(const ein_plan_ir *ir, int (*lin)[2]) {
   }
 }
 
+void ein_plan_path_text(const ein_plan_ir *ir, ein_strbuf *sb) {
+  int lin[EIN_MAX_OPERANDS][2];
+  linear_path(ir, lin);
+  ein_strbuf_printf(sb, "[");
+  for (int i = 0; i < ir->npath; i++)
+    ein_strbuf_printf(sb, "%s(%d, %d)", i ? ", " : "", lin[i][0], lin[i][1]);
+  ein_strbuf_printf(sb, "]");
+}
+
 static const char *role_word(ein_axis_role r) {
   return r == EIN_AXIS_REDUCED ? "reduced"
          : r == EIN_AXIS_REPEATED ? "repeated"

@@ -38,4 +38,8 @@ void ein_plan_report(const ein_plan_ir *ir, const char *expr,
                      const ein_device_model *m, const ein_report_hook *hook,
                      ein_strbuf *sb);
 
+/* The plan's contraction path in opt_einsum's linear form, "[(0, 1)]"
+ * ("[]" with no contraction), as the report prints it. */
+void ein_plan_path_text(const ein_plan_ir *ir, ein_strbuf *sb);
+
 #endif

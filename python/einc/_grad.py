@@ -1,0 +1,49 @@
+"""Gradient programs: how einc differentiates an expression.
+
+`program` returns what ein_grad_create (ein.h) derives for one input, as
+plain values the framework layers run with their own tensors: a list of
+steps, each an einc expression (EINSUM, planned by einc like any other)
+or an elementwise operation. The result is cached: a training loop asks
+for the same program at every step.
+"""
+from __future__ import annotations
+
+import functools
+
+from . import _einc
+from ._api import _lengths, _reduction_name, numpy_dialect
+
+
+@functools.lru_cache(maxsize=1024)
+def program(expr: str, shapes: tuple, *, wrt: int, reduce: str = "sum",
+            numpy: bool = False, dtype: str = "float32",
+            lengths: tuple = ()) -> dict:
+    """The gradient program of expr (on inputs of these shapes, a tuple of
+    tuples) with respect to input `wrt`. The dict is shared by every
+    caller with the same arguments: do not change it."""
+    return _einc.grad_program(expr, shapes, bool(numpy), reduce, lengths,
+                              int(wrt), dtype)
+
+
+def grad_program(expr: str, *shapes, wrt: int = 0, reduce=None, numpy=None,
+                 dtype: str = "float32", **lengths) -> dict:
+    """The backward of `expr` with respect to input `wrt`, as einc derives
+    and plans it::
+
+        >>> p = einc.grad_program('b s d, d f -> b s f', (8, 128, 512),
+        ...                       (512, 2048), wrt=1)
+        >>> [s['expr'] for s in p['steps']]
+        ['b s f, b s d -> d f']
+
+    Returns {"needs_output", "conjugates", "flops", "bytes", "steps"}; each
+    step has "op", "expr", "reduction", "lengths", "operands" (("dout", 0),
+    ("input", i), ("output", 0) or ("step", j)), "scale", "shape",
+    "view_strides", "flops" and "bytes". The last step's result is the
+    gradient.
+    """
+    shapes = tuple(tuple(int(d) for d in s) for s in shapes)
+    if numpy is None:
+        numpy = numpy_dialect(expr, [len(s) for s in shapes])
+    return program(expr, shapes, wrt=int(wrt), reduce=_reduction_name(reduce),
+                   numpy=bool(numpy), dtype=str(dtype),
+                   lengths=_lengths(lengths))
