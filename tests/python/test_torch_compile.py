@@ -38,9 +38,13 @@ def test_zero_graph_breaks():
 
 
 def test_compiled_forward_and_backward_equal_eager():
+    """The compiled forward and backward (AOTAutograd traces einc's
+    backward programs); a second batch size recompiles (einc specializes
+    sizes) rather than breaking the graph. aot_eager: inductor's compile
+    of a training step is what test_train_example runs, once."""
     torch._dynamo.reset()
-    compiled = torch.compile(block, fullgraph=True)
-    for batch in (2, 3, 4):  # the second size recompiles (sizes specialize)
+    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    for batch in (2, 3):
         x, w, v = _inputs(batch)
         want = block(x, w, v)
         gw, gv = torch.autograd.grad(want.sum(), (w, v))
@@ -82,3 +86,20 @@ def test_views_under_compile_are_views():
     y = torch.compile(f, fullgraph=True)(x)
     torch.testing.assert_close(x, torch.arange(6.).reshape(2, 3) * 2)
     torch.testing.assert_close(y, x.T)
+
+
+def test_train_example():
+    """examples/train_torch.py: the einc block trains to the losses of its
+    einops + torch.einsum twin, eager and compiled (inductor,
+    fullgraph=True, no graph break); it exits nonzero otherwise."""
+    import pathlib
+    import subprocess
+    import sys
+
+    script = (pathlib.Path(__file__).resolve().parents[2] / "examples" /
+              "train_torch.py")
+    run = subprocess.run([sys.executable, str(script), "--steps", "4"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "graph breaks in the einc block: 0" in run.stdout
+    assert run.stdout.count("(ok, tolerance") == 2
