@@ -142,10 +142,11 @@ def _mode(tensors) -> int:
     # (Dynamo never gets here: it traces the stand-ins at the end of this
     # file. AOTAutograd, export and make_fx trace with fake or functional
     # tensors, or under a dispatch mode; torch.func's transforms wrap
-    # tensors DLPack cannot see through.)
-    if (torch._C._len_torch_dispatch_stack()
-            or torch._C._are_functorch_transforms_active()):
+    # tensors DLPack cannot see through: the autograd.Function unwraps.)
+    if torch._C._len_torch_dispatch_stack():
         return _TRACED
+    if torch._C._are_functorch_transforms_active():
+        return _GRAPH  # _EinsumFunction, which torch.func can transform
     grad = False
     for t in tensors:
         if type(t) not in _PLAIN_TYPES:
@@ -244,13 +245,15 @@ def _graph(expr, tensors, reduction, numpy, lengths, eager):
 
 # ----------------------------------------------------------------- forward
 
-def _compute(expr, tensors, reduction, numpy, lengths):
+def _compute(expr, tensors, reduction, numpy, lengths, checked=False):
     """The result of the call in a new tensor (never a view of an input,
     as an operator's result must not be): the fast path where it serves
-    (and gives no view), else ein_eval."""
+    (and gives no view: `checked` says the layout was seen to give none),
+    else ein_eval."""
     tensors = tuple(t.detach() for t in tensors)
     result = _fast((expr,) + tensors, numpy, reduction, lengths or None)
-    if result is not None and not any(_shares(result, t) for t in tensors):
+    if result is not None and (checked or
+                               not any(_shares(result, t) for t in tensors)):
         return result
     prepared = prepare(tensors)
     code, bits = prepared.retype
@@ -309,19 +312,48 @@ def _op_backward(ctx, dout):
 einsum_op.register_autograd(_op_backward, setup_context=_setup_context)
 
 
+@einsum_op.register_vmap
+def _einsum_vmap(info, in_dims, tensors, expr, reduction, numpy, lengths):
+    """torch.func.vmap: the operator once per batch element, stacked (a
+    loop, not one batched plan: correct for every expression, numpy's
+    dialect and implicit outputs included)."""
+    dims = in_dims[0]
+    results = [
+        torch.ops.einc.einsum(
+            [t if d is None else t.select(d, b) for t, d in zip(tensors, dims)],
+            expr, reduction, numpy, lengths)
+        for b in range(info.batch_size)]
+    return torch.stack(results), 0
+
+
 class _EinsumFunction(torch.autograd.Function):
     """The eager form of einc::einsum's autograd (same forward, same
     backward): torch.autograd.Function costs less per call than a custom
-    operator's dispatch."""
+    operator's dispatch, and with setup_context and vmap it also serves
+    torch.func's transforms (grad, vmap), which the operator's autograd
+    does not."""
 
     @staticmethod
-    def forward(ctx, spec, *tensors):
+    def forward(spec, *tensors):
         expr, reduction, numpy, lengths = spec
-        output = _compute(expr, tensors, reduction, numpy, lengths)
+        return _compute(expr, tensors, reduction, numpy, lengths, True)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        spec, *tensors = inputs
         ctx.spec = spec
-        ctx.save_for_backward(*tensors, output if reduction in _NEEDS_OUTPUT
+        ctx.save_for_backward(*tensors, output if spec[1] in _NEEDS_OUTPUT
                               else None)
-        return output
+
+    @staticmethod
+    def vmap(info, in_dims, spec, *tensors):
+        """One call per batch element, stacked (as the operator's)."""
+        results = [
+            _EinsumFunction.apply(spec, *[
+                t if d is None else t.select(d, b)
+                for t, d in zip(tensors, in_dims[1:])])
+            for b in range(info.batch_size)]
+        return torch.stack(results), 0
 
     @staticmethod
     def backward(ctx, dout):

@@ -42,7 +42,11 @@
  * tensors that need grad or are not on the CPU, complex ones with the
  * conjugate or negative bit, torch dtypes einc cannot map to numpy, more
  * than EIN_MAX_OPERANDS inputs, and any failure to plan (so errors keep
- * the general path's messages).
+ * the general path's messages). torch calls also go back to Python while
+ * torch traces (torch.jit.trace, a dispatch mode such as make_fx's) and,
+ * for contractions of float tensors, under autocast: einc/_torch.py
+ * routes them (torch_guards, torch_autocast). Subclasses (nn.Parameter,
+ * FakeTensor, FunctionalTensor) fail the exact-type test.
  *
  * The table is guarded by the GIL. An entry is counted while a call runs
  * its plan without the GIL, so evicting it from another thread meanwhile
@@ -398,7 +402,6 @@ static int import_items(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
   if (!all_of_type(tuple, first, count, ndarray_type) &&
       !(in->torch = torch_ok && all_of_type(tuple, first, count, tensor_type)))
     return 0;
-  if (in->torch && torch_declines()) return 0;
   for (; in->n < (int)count; in->n++) {
     PyObject *item = PyTuple_GetItem(tuple, first + in->n);
     einpy_tensor *t = &in->t[in->n];
@@ -411,7 +414,9 @@ static int import_items(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
       return 0;
     }
   }
-  if (one_dtype(in)) return 1;
+  /* asked once the inputs are known to be plain (tensors that need grad
+   * were declined above, for nothing) */
+  if (one_dtype(in) && !(in->torch && torch_declines())) return 1;
   inputs_release(in);
   return 0;
 }
@@ -832,7 +837,9 @@ static PyMethodDef fast_methods[] = {
      "fast_setup(ndarray, empty, numpy_dialect, from_dlpack): enables fast()"},
     {"fast_setup_torch", py_fast_setup_torch, METH_VARARGS,
      "fast_setup_torch(Tensor, _to_dlpack, from_numpy, numpy_dtype_of, "
-     "_from_dlpack[, exchange_api]): fast() takes torch CPU tensors too"},
+     "_from_dlpack[, exchange_api[, guards, autocast]]): fast() takes "
+     "torch CPU tensors too, except while a guard answers true (and, for "
+     "float contractions, autocast)"},
     {NULL, NULL, 0, NULL}};
 
 int einpy_fast_init(PyObject *module) {

@@ -265,3 +265,23 @@ def test_make_fx_records_the_operator():
     assert "einc.einsum" in g.code
     a2 = torch.randn(3, 4)
     torch.testing.assert_close(g(a2, b), a2 @ b)
+
+
+def test_torch_func_transforms():
+    """torch.func.grad, vmap and their composition over einc calls (the
+    autograd.Function's setup_context and vmap rule)."""
+    g = torch.Generator().manual_seed(4)
+    b = torch.randn(8, 5, generator=g, **F64)
+    xs = torch.randn(3, 4, 8, generator=g, **F64)
+
+    def loss(a):
+        return einc.einsum("i j, j k -> i k", a, b).pow(2).sum()
+
+    got = torch.vmap(lambda a: einc.einsum("i j, j k -> i k", a, b))(xs)
+    torch.testing.assert_close(got, torch.einsum("bij,jk->bik", xs, b))
+    got = torch.vmap(lambda a: einc.rearrange(a, "i j -> j i"))(xs)
+    torch.testing.assert_close(got, xs.transpose(1, 2))
+    a = xs.clone().requires_grad_()
+    torch.einsum("bij,jk->bik", a, b).pow(2).sum().backward()
+    torch.testing.assert_close(torch.func.grad(loss)(xs[0]), a.grad[0])
+    torch.testing.assert_close(torch.vmap(torch.func.grad(loss))(xs), a.grad)
