@@ -56,7 +56,7 @@ _NEEDS_OUTPUT = ("max", "min", "prod")
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
 _AUTOCAST_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
-_PLAIN, _DETACH, _GRAPH, _TRACED, _JIT = range(5)
+_PLAIN, _DETACH, _GRAPH, _TRACED, _JIT, _FUNC = range(6)
 
 
 def _lengths_text(lengths) -> str:
@@ -146,7 +146,7 @@ def _mode(tensors) -> int:
     if torch._C._len_torch_dispatch_stack():
         return _TRACED
     if torch._C._are_functorch_transforms_active():
-        return _GRAPH  # _EinsumFunction, which torch.func can transform
+        return _FUNC  # _EinsumTransformable, which torch.func transforms
     grad = False
     for t in tensors:
         if type(t) not in _PLAIN_TYPES:
@@ -176,7 +176,8 @@ def route(expr, tensors, *, reduce, numpy, lengths):
                        numpy, lengths)
     if mode == _JIT:
         return _jit(expr, cast, reduction, numpy, lengths)
-    return _graph(expr, cast, reduction, numpy, lengths, mode == _GRAPH)
+    return _graph(expr, cast, reduction, numpy, lengths,
+                  mode in (_GRAPH, _FUNC), mode == _FUNC)
 
 
 def _jit(expr, tensors, reduction, numpy, lengths):
@@ -214,7 +215,7 @@ def _eager_layout(expr, tensors, dtype, numpy, reduction, lengths):
     return hit
 
 
-def _graph(expr, tensors, reduction, numpy, lengths, eager):
+def _graph(expr, tensors, reduction, numpy, lengths, eager, func=False):
     """A result in torch's graph: a torch view where the plan only
     re-reads an input, else einc's operator (eager: _EinsumFunction)."""
     first = tensors[0]
@@ -237,8 +238,8 @@ def _graph(expr, tensors, reduction, numpy, lengths, eager):
         return source.as_strided(shape, view[1],
                                  source.storage_offset() + view[2])
     if eager:
-        return _EinsumFunction.apply((expr, reduction, numpy, lengths),
-                                     *tensors)
+        fn = _EinsumTransformable if func else _EinsumFunction
+        return fn.apply((expr, reduction, numpy, lengths), *tensors)
     return torch.ops.einc.einsum(list(tensors), expr, reduction, numpy,
                                  _lengths_text(lengths))
 
@@ -326,12 +327,34 @@ def _einsum_vmap(info, in_dims, tensors, expr, reduction, numpy, lengths):
     return torch.stack(results), 0
 
 
+def _function_backward(ctx, dout):
+    *tensors, output = ctx.saved_tensors
+    return (None,) + tuple(_gradients(ctx.spec, tensors, output, dout,
+                                      ctx.needs_input_grad[1:]))
+
+
 class _EinsumFunction(torch.autograd.Function):
     """The eager form of einc::einsum's autograd (same forward, same
     backward): torch.autograd.Function costs less per call than a custom
-    operator's dispatch, and with setup_context and vmap it also serves
-    torch.func's transforms (grad, vmap), which the operator's autograd
-    does not."""
+    operator's dispatch. (ctx in forward: torch binds the arguments of
+    setup_context-style Functions with inspect.signature on every call.)"""
+
+    @staticmethod
+    def forward(ctx, spec, *tensors):
+        expr, reduction, numpy, lengths = spec
+        output = _compute(expr, tensors, reduction, numpy, lengths, True)
+        ctx.spec = spec
+        ctx.save_for_backward(*tensors, output if reduction in _NEEDS_OUTPUT
+                              else None)
+        return output
+
+    backward = staticmethod(_function_backward)
+
+
+class _EinsumTransformable(torch.autograd.Function):
+    """_EinsumFunction in the form torch.func's transforms (grad, vmap)
+    take, which the operator's autograd is not: setup_context, and a vmap
+    rule (one call per batch element, stacked)."""
 
     @staticmethod
     def forward(spec, *tensors):
@@ -345,21 +368,16 @@ class _EinsumFunction(torch.autograd.Function):
         ctx.save_for_backward(*tensors, output if spec[1] in _NEEDS_OUTPUT
                               else None)
 
+    backward = staticmethod(_function_backward)
+
     @staticmethod
     def vmap(info, in_dims, spec, *tensors):
-        """One call per batch element, stacked (as the operator's)."""
         results = [
-            _EinsumFunction.apply(spec, *[
+            _EinsumTransformable.apply(spec, *[
                 t if d is None else t.select(d, b)
                 for t, d in zip(tensors, in_dims[1:])])
             for b in range(info.batch_size)]
         return torch.stack(results), 0
-
-    @staticmethod
-    def backward(ctx, dout):
-        *tensors, output = ctx.saved_tensors
-        return (None,) + tuple(_gradients(ctx.spec, tensors, output, dout,
-                                          ctx.needs_input_grad[1:]))
 
 
 # ---------------------------------------------------------------- backward
