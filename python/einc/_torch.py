@@ -18,7 +18,10 @@ through torch's own machinery:
   torch.compile, torch.export, make_fx and torch.jit.trace record as one
   node. In eager mode a call that needs grad goes through an
   autograd.Function with the same forward and backward (cheaper than the
-  operator's dispatch; see _EinsumFunction).
+  operator's dispatch; see _EinsumFunction); under torch.func's
+  transforms (grad, vmap) through its setup_context form. Under
+  torch.jit.trace every result is the operator (no view: the trace would
+  record the example's sizes in an as_strided).
 - The backward is the program the C library derives (einc._grad.program:
   einsum steps and elementwise ones); its einsum steps go through the same
   route, so double backward and compiled backward work.
@@ -30,8 +33,11 @@ through torch's own machinery:
   bmm, not its elementwise products or sums).
 
 torch.compile's Dynamo cannot look into einc's C functions, so einc's
-public functions get traceable stand-ins (torch.compiler.substitute_in_graph)
-that go straight to the view or the operator. They are registered when
+public functions get stand-ins (torch.compiler.substitute_in_graph) that
+record one allow_in_graph node per call; AOTAutograd then runs it on fake
+tensors and records the view or the operator. einc plans for concrete
+sizes, so a new size recompiles (sizes are specialized, never a graph
+break). The stand-ins are registered when
 this module is imported, which einc does as soon as it sees torch (at
 import when torch is loaded first, else at its first call on torch
 tensors, or on `import einc.layers.torch`).
@@ -318,10 +324,10 @@ def _einsum_vmap(info, in_dims, tensors, expr, reduction, numpy, lengths):
     """torch.func.vmap: the operator once per batch element, stacked (a
     loop, not one batched plan: correct for every expression, numpy's
     dialect and implicit outputs included)."""
-    dims = in_dims[0]
+    pairs = list(zip(tensors, in_dims[0]))
     results = [
         torch.ops.einc.einsum(
-            [t if d is None else t.select(d, b) for t, d in zip(tensors, dims)],
+            [t if d is None else t.select(d, b) for t, d in pairs],
             expr, reduction, numpy, lengths)
         for b in range(info.batch_size)]
     return torch.stack(results), 0
