@@ -21,7 +21,7 @@ GIL is released while a plan runs) and share the compiled plans.
 
 import sys as _sys
 
-from . import _einc
+from . import _einc, _frameworks
 from ._api import EincError, ShapeMemo, check, einsum
 from ._grad import grad_program
 from ._einops import pack, parse_shape, rearrange, reduce, repeat, unpack
@@ -29,8 +29,14 @@ from ._plan import Plan, compile, plan
 
 EinError = EincError  # the name issue 17 gave it
 
-if "torch" in _sys.modules:  # torch first: its integration now (_torch.py)
-    from . import _torch  # noqa: F401
+
+
+def _torch_arrived():
+    from . import _torch  # noqa: F401 (einc's torch operator, _torch.py)
+
+
+# torch's integration as soon as torch is imported, before or after einc
+_frameworks.after_import("torch", _torch_arrived)
 
 __version__ = "0.1.0"
 

@@ -37,20 +37,19 @@ public functions get stand-ins (torch.compiler.substitute_in_graph) that
 record one allow_in_graph node per call; AOTAutograd then runs it on fake
 tensors and records the view or the operator. einc plans for concrete
 sizes, so a new size recompiles (sizes are specialized, never a graph
-break). The stand-ins are registered when
-this module is imported, which einc does as soon as it sees torch (at
-import when torch is loaded first, else at its first call on torch
-tensors, or on `import einc.layers.torch`).
+break). einc imports this module as soon as torch is imported (before
+or after einc: einc._frameworks.after_import), and the stand-ins are
+registered as soon as torch._dynamo is (only programs that compile pay
+for importing Dynamo).
 """
 
 from __future__ import annotations
 
 import functools
-import sys
 
 import torch
 
-from . import _einc
+from . import _einc, _frameworks
 from ._api import _fast, _reduction_name, bind, evaluate, numpy_dialect
 from ._arrays import dtype_code, prepare
 
@@ -539,6 +538,4 @@ def _install_dynamo():
                             _lengths(axes_lengths))
 
 
-if not getattr(sys.modules[__name__], "_dynamo_installed", False):
-    _install_dynamo()
-    _dynamo_installed = True
+_frameworks.after_import("torch._dynamo", _install_dynamo)

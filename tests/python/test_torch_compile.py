@@ -103,3 +103,24 @@ def test_train_example():
     assert run.returncode == 0, run.stdout + run.stderr
     assert "graph breaks in the einc block: 0" in run.stdout
     assert run.stdout.count("(ok, tolerance") == 2
+
+
+def test_einc_imported_before_torch():
+    """einc imported first, torch after, the first einc call compiled:
+    einc's operator and Dynamo stand-ins are there already (an import
+    hook), so no graph break (a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import einc\n"
+        "import torch\n"
+        "assert hasattr(torch.ops.einc, 'einsum')\n"
+        "f = lambda x: einc.reduce(einc.rearrange(x, 'a b -> b a'),"
+        " 'b a -> b', 'sum')\n"
+        "e = torch._dynamo.explain(f)(torch.randn(2, 3))\n"
+        "print('breaks', e.graph_break_count)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "breaks 0" in run.stdout, run.stdout + run.stderr
