@@ -19,13 +19,24 @@ One einc context serves the process: threads may call einc at once (the
 GIL is released while a plan runs) and share the compiled plans.
 """
 
-from . import _einc
+import sys as _sys
+
+from . import _einc, _frameworks
 from ._api import EincError, ShapeMemo, check, einsum
 from ._grad import grad_program
 from ._einops import pack, parse_shape, rearrange, reduce, repeat, unpack
 from ._plan import Plan, compile, plan
 
 EinError = EincError  # the name issue 17 gave it
+
+
+
+def _torch_arrived():
+    from . import _torch  # noqa: F401 (einc's torch operator, _torch.py)
+
+
+# torch's integration as soon as torch is imported, before or after einc
+_frameworks.after_import("torch", _torch_arrived)
 
 __version__ = "0.1.0"
 

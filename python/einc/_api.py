@@ -113,12 +113,19 @@ def _fast_setup() -> bool:
             _TORCH_TO_NUMPY[getattr(torch, name)] = np.dtype(name)
         # bfloat16 results are made as uint16 arrays (fastpath.c)
         _TORCH_TO_NUMPY[torch.bfloat16] = np.dtype("uint16")
-        # torch 2.10 on: DLPack's C exchange table, no Python calls
+        # torch 2.10 on: DLPack's C exchange table, no Python calls. The
+        # guards send calls under jit tracing or a dispatch mode (make_fx)
+        # and contractions under autocast to einc/_torch.py.
         _einc.fast_setup_torch(torch.Tensor, torch._C._to_dlpack,
                                torch.from_numpy, _torch_numpy_dtype,
                                torch._C._from_dlpack,
                                getattr(torch.Tensor,
-                                       "__dlpack_c_exchange_api__", None))
+                                       "__dlpack_c_exchange_api__", None),
+                               (torch._C._get_tracing_state,
+                                torch._C._len_torch_dispatch_stack),
+                               torch._C._is_any_autocast_enabled)
+        from . import _torch  # noqa: F401 (torch.compile's stand-ins)
+
         _fast_torch = armed = True
     return armed
 

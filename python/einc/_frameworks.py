@@ -33,3 +33,45 @@ def route(expr, tensors, *, reduce, numpy, lengths):
         if result is not NotImplemented:
             return result
     return NotImplemented
+
+
+class _AfterImport:
+    """A sys.meta_path entry that runs callback() once module `name` has
+    been imported (its module executed), without importing it: einc's
+    torch integration registers itself when torch comes, and its
+    torch.compile stand-ins when torch._dynamo does (importing Dynamo
+    takes seconds: only programs that compile pay for it)."""
+
+    def __init__(self, name, callback):
+        self.name, self.callback = name, callback
+
+    def find_spec(self, name, path=None, target=None):
+        if name != self.name:
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run, callback = loader.exec_module, self.callback
+
+        def exec_module(module):
+            run(module)
+            try:
+                callback()
+            except Exception:  # noqa: BLE001 (the import must not fail)
+                pass  # einc then registers on its first call instead
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def after_import(name, callback):
+    """callback() now when module `name` is loaded, else right after it
+    is imported."""
+    if name in sys.modules:
+        callback()
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, callback))

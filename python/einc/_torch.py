@@ -1,6 +1,541 @@
-"""torch integration (issue 25): placeholder until the custom operators
-land; every call takes the DLPack path."""
+"""torch integration (issue 25): autograd, torch.compile, torch.export,
+torch.jit.trace and autocast.
+
+einc's eager path takes tensors through DLPack, which torch refuses for
+tensors that require grad and which no tracer can see. This module takes
+the calls that path must not serve (``route``, asked by
+einc._frameworks for every call with torch tensors) and sends them
+through torch's own machinery:
+
+- A result the plan only re-reads from one input (a transpose, split,
+  merge, diagonal: ``_einc.view_layout`` says so, from the same
+  ein_plan_output_view the fast path views with) is made by torch itself,
+  ``x.as_strided(...)``: a real autograd view, with torch's version
+  counter and in-place checks, and as_strided's gradient.
+- Everything else is the custom operator ``einc::einsum`` (registered
+  with torch.library.custom_op, with a fake implementation that gets the
+  output shape from einc's binder, and an autograd formula), which
+  torch.compile, torch.export, make_fx and torch.jit.trace record as one
+  node. In eager mode a call that needs grad goes through an
+  autograd.Function with the same forward and backward (cheaper than the
+  operator's dispatch; see _EinsumFunction); under torch.func's
+  transforms (grad, vmap) through its setup_context form. Under
+  torch.jit.trace every result is the operator (no view: the trace would
+  record the example's sizes in an as_strided).
+- The backward is the program the C library derives (einc._grad.program:
+  einsum steps and elementwise ones); its einsum steps go through the same
+  route, so double backward and compiled backward work.
+- Tensors that require grad when no gradient is recorded (torch.no_grad,
+  inference_mode, an nn.Parameter in eval code) are detached and take the
+  DLPack path.
+- Under torch.autocast, a contraction of float inputs is computed in the
+  autocast dtype, as torch.einsum's matrix products are (torch casts its
+  bmm, not its elementwise products or sums).
+
+torch.compile's Dynamo cannot look into einc's C functions, so einc's
+public functions get stand-ins (torch.compiler.substitute_in_graph) that
+record one allow_in_graph node per call; AOTAutograd then runs it on fake
+tensors and records the view or the operator. einc plans for concrete
+sizes, so a new size recompiles (sizes are specialized, never a graph
+break). einc imports this module as soon as torch is imported (before
+or after einc: einc._frameworks.after_import), and the stand-ins are
+registered as soon as torch._dynamo is (only programs that compile pay
+for importing Dynamo).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from . import _einc, _frameworks
+from ._api import _fast, _reduction_name, bind, evaluate, numpy_dialect
+from ._arrays import dtype_code, prepare
+
+EincError = _einc.EincError
+
+# reductions whose gradient reads the forward output (ein_grad_needs_output)
+_NEEDS_OUTPUT = ("max", "min", "prod")
+# exact types computed on through DLPack once detached
+_PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
+_AUTOCAST_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+_PLAIN, _DETACH, _GRAPH, _TRACED, _JIT, _FUNC = range(6)
+
+
+def _lengths_text(lengths) -> str:
+    """(('h', 8), ('w', 2)) -> 'h=8,w=2': the operator's schema has no
+    list of str."""
+    return ",".join(f"{name}={size}" for name, size in lengths)
+
+
+def _lengths_of(text: str) -> tuple:
+    if not text:
+        return ()
+    return tuple((name, int(size)) for name, size in
+                 (part.split("=") for part in text.split(",")))
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _compact_strides(shape) -> tuple:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(int(d), 1)
+    return tuple(reversed(strides))
+
+
+@functools.lru_cache(maxsize=4096)
+def _layout_cached(expr, shapes, strides, dtype, numpy, reduction, lengths):
+    if numpy is None:
+        numpy = numpy_dialect(expr, [len(s) for s in shapes])
+    code, bits = dtype_code(dtype)
+    shape, view = _einc.view_layout(expr, shapes, strides, code, bits,
+                                    bool(numpy), reduction, lengths)
+    return bool(numpy), shape, view
+
+
+def _layout(expr, shapes, strides, dtype, numpy, reduction, lengths):
+    """(numpy dialect, output shape, view): view is None or (input,
+    strides, offset) where the plan only re-reads that input. Constant to
+    Dynamo: its arguments are (static shapes, strings)."""
+    shapes = tuple(tuple(int(d) for d in s) for s in shapes)
+    strides = tuple(tuple(int(d) for d in s) for s in strides)
+    return _layout_cached(expr, shapes, strides, _dtype_name(dtype), numpy,
+                          reduction, tuple(lengths))
+
+
+@functools.lru_cache(maxsize=1024)
+def _contracts(expr, shapes, numpy, reduction, lengths) -> bool:
+    """Whether torch.einsum would run this as a matrix product (which
+    autocast casts): two inputs or more and an axis summed away."""
+    axes = bind(expr, shapes, reduce=reduction, numpy=numpy,
+                **dict(lengths))[1]
+    return reduction == "sum" and any(role == "reduced"
+                                      for _, _, role in axes)
+
+
+def _autocast(expr, tensors, numpy, reduction, lengths):
+    """The inputs as torch.autocast has torch.einsum compute them: float
+    inputs of a contraction in the autocast dtype (float64 stays)."""
+    if len(tensors) < 2 or not torch._C._is_any_autocast_enabled():
+        return tensors
+    device = tensors[0].device.type
+    if not torch.is_autocast_enabled(device):
+        return tensors
+    target = torch.get_autocast_dtype(device)
+    if not any(t.dtype in _AUTOCAST_DTYPES and t.dtype != target
+               for t in tensors):
+        return tensors
+    shapes = tuple(tuple(t.shape) for t in tensors)
+    if not _contracts(expr, shapes, numpy, reduction, tuple(lengths)):
+        return tensors
+    return tuple(t.to(target) if t.dtype in _AUTOCAST_DTYPES else t
+                 for t in tensors)
+
+
+def _mode(tensors) -> int:
+    """How a call on these torch tensors is served: _PLAIN (DLPack),
+    _DETACH (DLPack on detached tensors: grad not recorded), _GRAPH
+    (autograd.Function, eager) or _TRACED (the operator, for tracers)."""
+    if torch._C._get_tracing_state() is not None:
+        return _JIT
+    # (Dynamo never gets here: it traces the stand-ins at the end of this
+    # file. AOTAutograd, export and make_fx trace with fake or functional
+    # tensors, or under a dispatch mode; torch.func's transforms wrap
+    # tensors DLPack cannot see through: the autograd.Function unwraps.)
+    if torch._C._len_torch_dispatch_stack():
+        return _TRACED
+    if torch._C._are_functorch_transforms_active():
+        return _FUNC  # _EinsumTransformable, which torch.func transforms
+    grad = False
+    for t in tensors:
+        if type(t) not in _PLAIN_TYPES:
+            return _TRACED  # FakeTensor, FunctionalTensor, other subclasses
+        grad = grad or t.requires_grad
+    if not grad:
+        return _PLAIN
+    return _GRAPH if torch.is_grad_enabled() else _DETACH
 
 
 def route(expr, tensors, *, reduce, numpy, lengths):
-    return NotImplemented
+    """einc._frameworks' question: the result of a call on torch tensors
+    that the DLPack path must not serve, or NotImplemented."""
+    if not tensors or not all(isinstance(t, torch.Tensor) for t in tensors):
+        return NotImplemented
+    reduction = _reduction_name(reduce)
+    lengths = tuple(lengths)
+    tensors = tuple(tensors)
+    cast = _autocast(expr, tensors, numpy, reduction, lengths)
+    mode = _mode(cast)
+    if mode == _PLAIN:
+        if cast is tensors:
+            return NotImplemented
+        return _dlpack(expr, cast, reduction, numpy, lengths)
+    if mode == _DETACH:
+        return _dlpack(expr, tuple(t.detach() for t in cast), reduction,
+                       numpy, lengths)
+    if mode == _JIT:
+        return _jit(expr, cast, reduction, numpy, lengths)
+    return _graph(expr, cast, reduction, numpy, lengths,
+                  mode in (_GRAPH, _FUNC), mode == _FUNC)
+
+
+def _jit(expr, tensors, reduction, numpy, lengths):
+    """Under torch.jit.trace: the operator, which the trace records with
+    its arguments, so the traced function computes on new inputs (of new
+    shapes too). A view would be recorded as an as_strided of the traced
+    shapes, so here every result is new."""
+    if numpy is None:
+            numpy = numpy_dialect(expr, [t.dim() for t in tensors])
+    return torch.ops.einc.einsum(list(tensors), expr, reduction,
+                                 bool(numpy), _lengths_text(lengths))
+
+
+def _dlpack(expr, tensors, reduction, numpy, lengths):
+    """einc's own path for tensors that need no graph."""
+    return evaluate(expr, tensors, reduce=reduction, numpy=numpy,
+                    lengths=lengths)
+
+
+_EAGER_LAYOUTS: dict = {}
+
+
+def _eager_layout(expr, tensors, dtype, numpy, reduction, lengths):
+    """_layout for eager calls, keyed by what the tensors say as they say
+    it (torch.Size and stride tuples: no conversions on a hit)."""
+    key = (expr, dtype, numpy, reduction, lengths,
+           *[(t.shape, t.stride()) for t in tensors])
+    hit = _EAGER_LAYOUTS.get(key)
+    if hit is None:
+        if len(_EAGER_LAYOUTS) >= 4096:
+            _EAGER_LAYOUTS.clear()
+        hit = _EAGER_LAYOUTS[key] = _layout(
+            expr, [t.shape for t in tensors], [t.stride() for t in tensors],
+            dtype, numpy, reduction, lengths)
+    return hit
+
+
+def _graph(expr, tensors, reduction, numpy, lengths, eager, func=False):
+    """A result in torch's graph: a torch view where the plan only
+    re-reads an input, else einc's operator (eager: _EinsumFunction)."""
+    first = tensors[0]
+    for t in tensors:
+        if t.dtype != first.dtype:
+            raise EincError(f"einc takes tensors of one dtype: got "
+                            f"{first.dtype} and {t.dtype}")
+    if eager:
+        numpy, shape, view = _eager_layout(expr, tensors, first.dtype, numpy,
+                                           reduction, lengths)
+    else:
+        # Under torch.compile with dynamic shapes int() specializes the
+        # sizes (a guard per size): einc plans for concrete shapes.
+        numpy, shape, view = _layout(
+            expr, tuple(tuple(int(d) for d in t.shape) for t in tensors),
+            tuple(tuple(int(d) for d in t.stride()) for t in tensors),
+            first.dtype, numpy, reduction, lengths)
+    if view is not None:
+        source = tensors[view[0]]
+        return source.as_strided(shape, view[1],
+                                 source.storage_offset() + view[2])
+    if eager:
+        fn = _EinsumTransformable if func else _EinsumFunction
+        return fn.apply((expr, reduction, numpy, lengths), *tensors)
+    return torch.ops.einc.einsum(list(tensors), expr, reduction, numpy,
+                                 _lengths_text(lengths))
+
+
+# ----------------------------------------------------------------- forward
+
+def _compute(expr, tensors, reduction, numpy, lengths, checked=False):
+    """The result of the call in a new tensor (never a view of an input,
+    as an operator's result must not be): the fast path where it serves
+    (and gives no view: `checked` says the layout was seen to give none),
+    else ein_eval."""
+    tensors = tuple(t.detach() for t in tensors)
+    result = _fast((expr,) + tensors, numpy, reduction, lengths or None)
+    if result is not None and (checked or
+                               not any(_shares(result, t) for t in tensors)):
+        return result
+    prepared = prepare(tensors)
+    code, bits = prepared.retype
+    return _einc.evaluate(expr, prepared.tensors, None, prepared.alloc,
+                          bool(numpy), reduction, "auto", tuple(lengths),
+                          code, bits, prepared.stream, prepared.sync)
+
+
+def _shares(result, t) -> bool:
+    return (result.numel() > 0 and t.numel() > 0 and
+            result.untyped_storage().data_ptr()
+            == t.untyped_storage().data_ptr())
+
+
+@torch.library.custom_op("einc::einsum", mutates_args=())
+def einsum_op(tensors: list[torch.Tensor], expr: str, reduction: str,
+              numpy: bool, lengths: str) -> torch.Tensor:
+    """einc's expression `expr` (numpy's dialect when `numpy`) over
+    tensors, with reduction and axis lengths ('h=8,w=2'); a new tensor."""
+    return _compute(expr, tuple(tensors), reduction, numpy,
+                    _lengths_of(lengths))
+
+
+@functools.lru_cache(maxsize=4096)
+def _output_shape(expr, shapes, reduction, numpy, lengths) -> tuple:
+    return tuple(bind(expr, shapes, reduce=reduction, numpy=numpy,
+                      **dict(_lengths_of(lengths)))[0])
+
+
+@einsum_op.register_fake
+def _einsum_fake(tensors, expr, reduction, numpy, lengths):
+    first = tensors[0]
+    for t in tensors:
+        if t.dtype != first.dtype:
+            raise EincError(f"einc takes tensors of one dtype: got "
+                            f"{first.dtype} and {t.dtype}")
+    shapes = tuple(tuple(int(d) for d in t.shape) for t in tensors)
+    return first.new_empty(_output_shape(expr, shapes, reduction, numpy,
+                                         lengths))
+
+
+def _setup_context(ctx, inputs, output):
+    tensors, expr, reduction, numpy, lengths = inputs
+    ctx.spec = (expr, reduction, numpy, _lengths_of(lengths))
+    ctx.needs = tuple(t.requires_grad for t in tensors)
+    ctx.save_for_backward(*tensors, output if reduction in _NEEDS_OUTPUT
+                          else None)
+
+
+def _op_backward(ctx, dout):
+    *tensors, output = ctx.saved_tensors
+    grads = _gradients(ctx.spec, tensors, output, dout, ctx.needs)
+    return list(grads), None, None, None, None
+
+
+einsum_op.register_autograd(_op_backward, setup_context=_setup_context)
+
+
+@einsum_op.register_vmap
+def _einsum_vmap(info, in_dims, tensors, expr, reduction, numpy, lengths):
+    """torch.func.vmap: the operator once per batch element, stacked (a
+    loop, not one batched plan: correct for every expression, numpy's
+    dialect and implicit outputs included)."""
+    pairs = list(zip(tensors, in_dims[0]))
+    results = [
+        torch.ops.einc.einsum(
+            [t if d is None else t.select(d, b) for t, d in pairs],
+            expr, reduction, numpy, lengths)
+        for b in range(info.batch_size)]
+    return torch.stack(results), 0
+
+
+def _function_backward(ctx, dout):
+    *tensors, output = ctx.saved_tensors
+    return (None,) + tuple(_gradients(ctx.spec, tensors, output, dout,
+                                      ctx.needs_input_grad[1:]))
+
+
+class _EinsumFunction(torch.autograd.Function):
+    """The eager form of einc::einsum's autograd (same forward, same
+    backward): torch.autograd.Function costs less per call than a custom
+    operator's dispatch. (ctx in forward: torch binds the arguments of
+    setup_context-style Functions with inspect.signature on every call.)"""
+
+    @staticmethod
+    def forward(ctx, spec, *tensors):
+        expr, reduction, numpy, lengths = spec
+        output = _compute(expr, tensors, reduction, numpy, lengths, True)
+        ctx.spec = spec
+        ctx.save_for_backward(*tensors, output if reduction in _NEEDS_OUTPUT
+                              else None)
+        return output
+
+    backward = staticmethod(_function_backward)
+
+
+class _EinsumTransformable(torch.autograd.Function):
+    """_EinsumFunction in the form torch.func's transforms (grad, vmap)
+    take, which the operator's autograd is not: setup_context, and a vmap
+    rule (one call per batch element, stacked)."""
+
+    @staticmethod
+    def forward(spec, *tensors):
+        expr, reduction, numpy, lengths = spec
+        return _compute(expr, tensors, reduction, numpy, lengths, True)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        spec, *tensors = inputs
+        ctx.spec = spec
+        ctx.save_for_backward(*tensors, output if spec[1] in _NEEDS_OUTPUT
+                              else None)
+
+    backward = staticmethod(_function_backward)
+
+    @staticmethod
+    def vmap(info, in_dims, spec, *tensors):
+        results = [
+            _EinsumTransformable.apply(spec, *[
+                t if d is None else t.select(d, b)
+                for t, d in zip(tensors, in_dims[1:])])
+            for b in range(info.batch_size)]
+        return torch.stack(results), 0
+
+
+# ---------------------------------------------------------------- backward
+
+@functools.lru_cache(maxsize=4096)
+def _program(expr, shapes, wrt, reduction, numpy, dtype, lengths):
+    from . import _grad
+
+    return _grad.program(expr, shapes, wrt=wrt, reduce=reduction,
+                         numpy=numpy, dtype=dtype, lengths=lengths)
+
+
+def _gradients(spec, tensors, output, dout, needs):
+    """The gradient of each input whose entry of needs is true (None for
+    the others), by the C library's backward program."""
+    expr, reduction, numpy, lengths = spec
+    shapes = tuple(tuple(int(d) for d in t.shape) for t in tensors)
+    dtype = _dtype_name(tensors[0].dtype)
+    grads = []
+    for k, need in enumerate(needs):
+        if not need:
+            grads.append(None)
+            continue
+        program = _program(expr, shapes, k, reduction, bool(numpy), dtype,
+                           tuple(lengths))
+        grads.append(_interpret(program, tensors, output, dout))
+    return grads
+
+
+def _interpret(program, inputs, output, dout):
+    """Runs a backward program (include/ein.h, "gradients"): einsum steps
+    through einc (views and the operator as any call), elementwise steps
+    as torch ops, so the gradient is itself differentiable and traceable."""
+    if program["conjugates"]:
+        inputs = [t.conj() for t in inputs]
+        output = output.conj() if output is not None else None
+    sources = {"dout": (dout,), "input": inputs, "output": (output,)}
+    results = []
+    for step in program["steps"]:
+        operands = [results[i] if kind == "step" else sources[kind][i]
+                    for kind, i in step["operands"]]
+        if any(x is None for x in operands):
+            raise EincError("einc's backward program reads the forward "
+                            "output, which was not saved")
+        results.append(_STEPS[step["op"]](step, *operands))
+    return results[-1]
+
+
+def _einsum_step(step, *operands):
+    lengths = tuple(step.get("lengths") or ())
+    reduction = step.get("reduction") or "sum"
+    result = _fast((step["expr"],) + tuple(operands), False, reduction,
+                   lengths or None)
+    if result is not None:
+        return result
+    return evaluate(step["expr"], tuple(operands), reduce=reduction,
+                    numpy=False, lengths=lengths)
+
+
+def _prod_select(step, g, p, x, z):
+    """z == 0: g * p / x (no zero in the group); z == 1 and x == 0: g * p
+    (the one zero); else 0. Divisions by zero stay out of both branches,
+    so a second derivative has no NaN either."""
+    safe_x = torch.where(x == 0, torch.ones_like(x), x)
+    gp = g * p
+    return torch.where(z == 0, gp / safe_x,
+                       torch.where((z == 1) & (x == 0), gp,
+                                   torch.zeros_like(gp)))
+
+
+def _scatter_diag(step, a):
+    zeros = a.new_zeros(tuple(step["shape"]))
+    return zeros.as_strided_scatter(a, tuple(a.shape),
+                                    tuple(step["view_strides"]))
+
+
+def _as_values(mask, like):
+    return mask.to(like.dtype)
+
+
+_STEPS = {
+    "einsum": _einsum_step,
+    "equal": lambda s, a, b: _as_values(a == b, a),
+    "mul": lambda s, a, b: a * b,
+    "div": lambda s, a, b: a / b,
+    "scale": lambda s, a: a * s["scale"],
+    "is_zero": lambda s, a: _as_values(a == 0, a),
+    "zero_to_one": lambda s, a: torch.where(a == 0, torch.ones_like(a), a),
+    "prod_select": _prod_select,
+    "scatter_diag": _scatter_diag,
+}
+
+
+# ------------------------------------------------------ Dynamo stand-ins
+
+def _in_graph(expr, reduction, numpy, lengths, *tensors):
+    """The traced call as Dynamo records it: one node (allow_in_graph),
+    run by AOTAutograd on fake tensors, where sizes are concrete or
+    specialized (einc plans for concrete shapes), so the view or the
+    operator is chosen there."""
+    cast = _autocast(expr, tensors, numpy, reduction, _lengths_of(lengths))
+    return _graph(expr, cast, reduction, numpy, _lengths_of(lengths), False)
+
+
+_in_graph = torch.compiler.allow_in_graph(_in_graph)
+
+
+def _traced_call(expr, tensors, reduction, numpy, lengths):
+    return _in_graph(expr, reduction, numpy, _lengths_text(lengths),
+                     *tensors)
+
+
+def _install_dynamo():
+    """einc's public functions as Dynamo traces them: straight to the view
+    or the operator (their eager forms start in C, which Dynamo cannot
+    trace)."""
+    from . import _api, _einops
+    from ._api import _lengths, _reduction_name, split_expr
+
+    substitute = torch.compiler.substitute_in_graph
+
+    @substitute(_api.einsum)
+    def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
+               **axis_sizes):
+        if out is not None:
+            raise EincError("einc.einsum(out=...) cannot be traced: use "
+                            "the result")
+        expr, tensors = split_expr(args)
+        return _traced_call(expr, tensors, _reduction_name(reduce), numpy,
+                            _lengths(axis_sizes))
+
+    def single(tensor):
+        if isinstance(tensor, (list, tuple)):
+            return torch.stack(list(tensor))
+        return tensor
+
+    @substitute(_einops.rearrange)
+    def rearrange(tensor, pattern, **axes_lengths):
+        return _traced_call(pattern, (single(tensor),), "sum", False,
+                            _lengths(axes_lengths))
+
+    @substitute(_einops.reduce)
+    def reduce(tensor, pattern, reduction, **axes_lengths):
+        if callable(reduction):
+            return _einops._reduce_callable(single(tensor), pattern,
+                                            reduction, axes_lengths)
+        return _traced_call(pattern, (single(tensor),), reduction, False,
+                            _lengths(axes_lengths))
+
+    @substitute(_einops.repeat)
+    def repeat(tensor, pattern, **axes_lengths):
+        return _traced_call(pattern, (single(tensor),), "sum", False,
+                            _lengths(axes_lengths))
+
+
+_frameworks.after_import("torch._dynamo", _install_dynamo)

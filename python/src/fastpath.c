@@ -42,7 +42,11 @@
  * tensors that need grad or are not on the CPU, complex ones with the
  * conjugate or negative bit, torch dtypes einc cannot map to numpy, more
  * than EINPY_FAST_MAX_OPERANDS inputs, and any failure to plan (so errors keep
- * the general path's messages).
+ * the general path's messages). torch calls also go back to Python while
+ * torch traces (torch.jit.trace, a dispatch mode such as make_fx's) and,
+ * for contractions of float tensors, under autocast: einc/_torch.py
+ * routes them (torch_guards, torch_autocast). Subclasses (nn.Parameter,
+ * FakeTensor, FunctionalTensor) fail the exact-type test.
  *
  * The table is guarded by the GIL. An entry is counted while a call runs
  * its plan without the GIL, so evicting it from another thread meanwhile
@@ -75,6 +79,7 @@ typedef struct fast_entry {
   Py_hash_t hash;
   /* ein_plan_output_view's answer: the result is a view of an input. */
   int is_view, view_input;
+  int autocast; /* floating contraction inputs autocast could recast */
   int64_t view_offset;
   int64_t view_strides[EIN_MAX_DIMS];
 } fast_entry;
@@ -93,6 +98,13 @@ static PyObject *np_from_dlpack, *torch_from_dlpack;
  * which replace _to_dlpack and _from_dlpack where torch has one. */
 static PyObject *torch_api_capsule;
 static const einpy_exchange_api *torch_api;
+/* torch's states in which a plain CPU tensor must not be computed on
+ * through DLPack (the result would be a constant to a tracer, or skip a
+ * cast): callables whose truthy answer sends the call to Python (a
+ * tuple: jit tracing, dispatch modes such as make_fx's), and one more
+ * asked only for entries that autocast could change (CPU autocast on).
+ * Set by fast_setup_torch; einc/_torch.py routes those calls. */
+static PyObject *torch_guards, *torch_autocast;
 static fast_entry *slots[FAST_SLOTS];
 static int next_victim;
 
@@ -202,6 +214,10 @@ static void insert(fast_entry *e) {
 static void record_layouts(fast_entry *e, einpy_tensor *in, int n) {
   e->ninputs = n;
   e->dtype = in[0].t->dtype;
+  /* torch's autocast recasts float inputs of einsum's matrix products
+   * (not doubles): such entries ask torch_autocast first. */
+  e->autocast = n >= 2 && ((e->dtype.code == kDLFloat && e->dtype.bits < 64) ||
+                           e->dtype.code == kDLBfloat);
   for (int i = 0; i < n; i++) {
     const DLTensor *t = in[i].t;
     e->ndims[i] = t->ndim;
@@ -348,6 +364,24 @@ static int import_torch(PyObject *tensor, einpy_tensor *t,
   return 0;
 }
 
+/* Whether callable f answers something true (an error counts as true). */
+static int asks_python(PyObject *f) {
+  PyObject *r = PyObject_CallObject(f, NULL);
+  int yes = r ? PyObject_IsTrue(r) : 1;
+  Py_XDECREF(r);
+  if (yes) PyErr_Clear();
+  return yes != 0;
+}
+
+/* Whether torch is tracing or in a mode (torch_guards) where einc's
+ * DLPack result would bypass it. */
+static int torch_declines(void) {
+  Py_ssize_t n = torch_guards ? PyTuple_Size(torch_guards) : 0;
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (asks_python(PyTuple_GetItem(torch_guards, i))) return 1;
+  return 0;
+}
+
 /* Whether the inputs are all of one dtype. */
 static int one_dtype(const fast_inputs *in) {
   for (int i = 1; i < in->n; i++) {
@@ -380,7 +414,9 @@ static int import_items(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
       return 0;
     }
   }
-  if (one_dtype(in)) return 1;
+  /* asked once the inputs are known to be plain (tensors that need grad
+   * were declined above, for nothing) */
+  if (one_dtype(in) && !(in->torch && torch_declines())) return 1;
   inputs_release(in);
   return 0;
 }
@@ -561,7 +597,8 @@ static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
   fast_entry *e =
       entry_for(expr, dialect, reduction, lengths, first_item, in.t, in.n);
   PyObject *result;
-  if (!e) {
+  if (!e || (in.torch && e->autocast && torch_autocast &&
+             asks_python(torch_autocast))) {
     Py_INCREF(Py_None);
     result = Py_None;
   } else if (e->is_view && in.torch) {
@@ -765,16 +802,21 @@ static const einpy_exchange_api *exchange_api(PyObject *capsule) {
 
 /* fast_setup_torch(torch.Tensor, torch._C._to_dlpack, torch.from_numpy,
  *                  tensor -> numpy dtype, torch._C._from_dlpack
- *                  [, torch.Tensor.__dlpack_c_exchange_api__ or None]) */
+ *                  [, torch.Tensor.__dlpack_c_exchange_api__ or None
+ *                  [, guards (a tuple of callables), autocast]]) */
 static PyObject *py_fast_setup_torch(PyObject *self, PyObject *args) {
   (void)self;
-  PyObject *objs[6] = {NULL, NULL, NULL, NULL, NULL, Py_None};
-  if (!PyArg_ParseTuple(args, "OOOOO|O:fast_setup_torch", &objs[0],
-                        &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
+  PyObject *objs[8] = {NULL, NULL, NULL, NULL, NULL, Py_None, NULL, NULL};
+  if (!PyArg_ParseTuple(args, "OOOOO|OO!O:fast_setup_torch", &objs[0],
+                        &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                        &PyTuple_Type, &objs[6], &objs[7]))
     return NULL;
-  PyObject **slots_[] = {&tensor_type,    &to_dlpack,         &from_numpy,
-                         &torch_np_dtype, &torch_from_dlpack, &torch_api_capsule};
-  keep(objs, slots_, 6);
+  PyObject **slots_[] = {&tensor_type,       &to_dlpack,
+                         &from_numpy,        &torch_np_dtype,
+                         &torch_from_dlpack, &torch_api_capsule,
+                         &torch_guards,      &torch_autocast};
+  int n = objs[7] ? 8 : objs[6] ? 7 : 6;
+  keep(objs, slots_, n);
   torch_api = exchange_api(torch_api_capsule);
   Py_RETURN_NONE;
 }
@@ -795,7 +837,9 @@ static PyMethodDef fast_methods[] = {
      "fast_setup(ndarray, empty, numpy_dialect, from_dlpack): enables fast()"},
     {"fast_setup_torch", py_fast_setup_torch, METH_VARARGS,
      "fast_setup_torch(Tensor, _to_dlpack, from_numpy, numpy_dtype_of, "
-     "_from_dlpack[, exchange_api]): fast() takes torch CPU tensors too"},
+     "_from_dlpack[, exchange_api[, guards, autocast]]): fast() takes "
+     "torch CPU tensors too, except while a guard answers true (and, for "
+     "float contractions, autocast)"},
     {NULL, NULL, 0, NULL}};
 
 int einpy_fast_init(PyObject *module) {
@@ -816,6 +860,8 @@ void einpy_fast_free(void) {
   Py_CLEAR(np_from_dlpack);
   Py_CLEAR(torch_from_dlpack);
   Py_CLEAR(torch_api_capsule);
+  Py_CLEAR(torch_guards);
+  Py_CLEAR(torch_autocast);
   torch_api = NULL;
   Py_CLEAR(last_reduction);
   Py_CLEAR(rearrange_general);

@@ -149,9 +149,85 @@ PyObject *einpy_view_exporter(PyObject *capsule) {
   return self;
 }
 
+/* ------------------------------------------------------ view_layout */
+
+/* The answer of view_layout for a plan: (output shape, None) or (output
+ * shape, (input, strides, offset)) when the plan only re-reads `input`. */
+static PyObject *layout_answer(const ein_plan *plan) {
+  int input = 0;
+  int64_t strides[EIN_MAX_DIMS], offset = 0;
+  int ndim = ein_plan_output_ndim(plan);
+  PyObject *shape = einpy_shape_tuple(ein_plan_output_shape(plan), ndim);
+  PyObject *view = NULL;
+  if (shape && ein_plan_output_view(plan, &input, strides, &offset)) {
+    PyObject *st = einpy_shape_tuple(strides, ndim);
+    view = st ? Py_BuildValue("(iOL)", input, st, (long long)offset) : NULL;
+    Py_XDECREF(st);
+  } else if (shape) {
+    Py_INCREF(Py_None);
+    view = Py_None;
+  }
+  PyObject *r = view ? PyTuple_Pack(2, shape, view) : NULL;
+  Py_XDECREF(shape);
+  Py_XDECREF(view);
+  return r;
+}
+
+/* view_layout(expr, shapes, strides, dtype_code, dtype_bits, numpy,
+ *             reduction, lengths) -> (output shape, view or None)
+ * What a plan for inputs of these shapes and element strides gives,
+ * without data: the output's shape, and where the plan only re-reads one
+ * input (ein_plan_output_view), (input, strides, offset) of the view.
+ * For frameworks that make the view themselves (torch's as_strided, so
+ * that it is an autograd view) and need the shape while tracing. */
+static PyObject *py_view_layout(PyObject *self, PyObject *args) {
+  (void)self;
+  const char *expr, *reduction;
+  PyObject *shapes, *strides, *numpy, *lengths;
+  int code, bits;
+  if (!PyArg_ParseTuple(args, "sOOiiOsO:view_layout", &expr, &shapes,
+                        &strides, &code, &bits, &numpy, &reduction, &lengths))
+    return NULL;
+  static int64_t dims[EIN_MAX_OPERANDS][EIN_MAX_DIMS]; /* GIL-protected */
+  static int64_t steps[EIN_MAX_OPERANDS][EIN_MAX_DIMS];
+  int ndims[EIN_MAX_OPERANDS], nsteps[EIN_MAX_OPERANDS], n, m;
+  if (einpy_shapes_parse(shapes, dims, ndims, &n) < 0 ||
+      einpy_shapes_parse(strides, steps, nsteps, &m) < 0)
+    return NULL;
+  for (int i = 0; i < n; i++)
+    if (i >= m || nsteps[i] != ndims[i]) {
+      PyErr_SetString(PyExc_ValueError, "view_layout: a stride per dim");
+      return NULL;
+    }
+  DLTensor ts[EIN_MAX_OPERANDS];
+  const DLTensor *ins[EIN_MAX_OPERANDS];
+  for (int i = 0; i < n; i++) {
+    ts[i] = (DLTensor){NULL, {kDLCPU, 0}, ndims[i],
+                       {(uint8_t)code, (uint8_t)bits, 1}, dims[i], steps[i], 0};
+    ins[i] = &ts[i];
+  }
+  einpy_options o;
+  if (einpy_options_parse(numpy, reduction, "cpu", lengths, &o) < 0)
+    return NULL;
+  ein_plan *plan = NULL;
+  ein_status st =
+      ein_plan_create(einpy_ctx(), expr, ins, n, NULL, &o.opt, &plan);
+  einpy_options_free(&o);
+  if (st != EIN_OK) return einpy_raise(ein_last_error(einpy_ctx()));
+  PyObject *r = layout_answer(plan);
+  ein_plan_destroy(plan);
+  return r;
+}
+
+static PyMethodDef view_methods[] = {
+    {"view_layout", py_view_layout, METH_VARARGS,
+     "view_layout(expr, shapes, strides, dtype_code, dtype_bits, numpy, "
+     "reduction, lengths) -> (output shape, None or (input, strides, "
+     "offset))"},
+    {NULL, NULL, 0, NULL}};
+
 int einpy_views_init(PyObject *module) {
-  (void)module;
   if (!exporter_type && !(exporter_type = PyType_FromSpec(&exporter_spec)))
     return -1;
-  return 0;
+  return PyModule_AddFunctions(module, view_methods);
 }

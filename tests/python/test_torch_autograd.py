@@ -1,0 +1,287 @@
+"""einc in torch's autograd (issue 25): gradients of einsum, rearrange,
+reduce (every reduction with a gradient) and repeat on the random
+expressions of test_einsum_random.py and test_einops_random.py, checked
+with torch.autograd.gradcheck (float64 central differences) and against
+torch.einsum's and einops-on-torch's gradients; double backward; complex;
+the custom operator through torch.library.opcheck; no_grad,
+inference_mode and nn.Parameter; views that are torch views (in-place
+checks as torch's); pack and unpack; autocast; torch.jit.trace."""
+import warnings
+
+import numpy as np
+import pytest
+
+import einc
+
+torch = pytest.importorskip("torch")
+einops = pytest.importorskip("einops")
+
+from test_einops_random import (  # noqa: E402
+    rearrange_case, reduce_case, repeat_case)
+from test_einsum_random import random_case  # noqa: E402
+
+F64 = dict(dtype=torch.float64)
+
+
+def _inputs(shapes, seed, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(s, generator=g, dtype=dtype).requires_grad_()
+            for s in shapes]
+
+
+def _einsum_cases(n, seed=2031, most=300):
+    """Random einsum cases with at most `most` elements per input (gradcheck
+    perturbs each), none empty."""
+    r = np.random.default_rng(seed)
+    out = []
+    while len(out) < n:
+        np_expr, ein_expr, shapes = random_case(r)
+        if all(0 < int(np.prod(s)) <= most for s in shapes):
+            out.append((np_expr, ein_expr, shapes))
+    return out
+
+
+def _grads(y, xs, dout):
+    return torch.autograd.grad(y, xs, dout, allow_unused=True)
+
+
+@pytest.mark.parametrize("np_expr,ein_expr,shapes", _einsum_cases(40))
+def test_einsum_gradients(np_expr, ein_expr, shapes):
+    """gradcheck, and the same gradients as torch.einsum's."""
+    xs = _inputs(shapes, len(np_expr))
+    torch.autograd.gradcheck(lambda *t: einc.einsum(ein_expr, *t), xs,
+                             eps=1e-6, atol=1e-7, rtol=1e-6)
+    got = einc.einsum(ein_expr, *xs)
+    want = torch.einsum(np_expr, *xs)
+    dout = torch.randn_like(want)
+    for g, w in zip(_grads(got, xs, dout), _grads(want, xs, dout)):
+        w = torch.zeros_like(xs[0]) if w is None else w
+        torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_rearrange_gradients(seed):
+    pattern, x, lengths = rearrange_case(seed)
+    x = torch.tensor(x, **F64).requires_grad_()
+    torch.autograd.gradcheck(lambda t: einc.rearrange(t, pattern, **lengths),
+                             (x,), eps=1e-6, atol=1e-7, rtol=1e-6)
+    dout = torch.randn_like(einops.rearrange(x, pattern, **lengths))
+    got = _grads(einc.rearrange(x, pattern, **lengths), (x,), dout)[0]
+    want = _grads(einops.rearrange(x, pattern, **lengths), (x,), dout)[0]
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_repeat_gradients(seed):
+    pattern, x, lengths = repeat_case(seed)
+    x = torch.tensor(x, **F64).requires_grad_()
+    torch.autograd.gradcheck(lambda t: einc.repeat(t, pattern, **lengths),
+                             (x,), eps=1e-6, atol=1e-7, rtol=1e-6)
+    dout = torch.randn_like(einops.repeat(x, pattern, **lengths))
+    got = _grads(einc.repeat(x, pattern, **lengths), (x,), dout)[0]
+    want = _grads(einops.repeat(x, pattern, **lengths), (x,), dout)[0]
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize("seed", range(12))
+def test_reduce_gradients(seed, reduction):
+    """Every reduction with a gradient, on random values (no ties)."""
+    pattern, x, lengths = reduce_case(seed)
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.rand(x.shape, generator=g, **F64) + 0.5).requires_grad_()
+    fn = lambda t: einc.reduce(t, pattern, reduction, **lengths)  # noqa
+    torch.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-7, rtol=1e-6)
+    want_y = einops.reduce(x, pattern, reduction, **lengths)
+    dout = torch.randn_like(want_y)
+    got = _grads(fn(x), (x,), dout)[0]
+    want = _grads(want_y, (x,), dout)[0]
+    torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_max_ties_and_prod_zeros_as_torch():
+    """Ties share the gradient evenly (torch.amax's rule); prod with one
+    zero and with two, as torch.prod."""
+    x = torch.tensor([[1., 3., 3.], [2., 2., 2.]], **F64).requires_grad_()
+    got = _grads(einc.reduce(x, "a b -> a", "max"), (x,),
+                 torch.ones(2, **F64))[0]
+    want = _grads(torch.amax(x, 1), (x,), torch.ones(2, **F64))[0]
+    torch.testing.assert_close(got, want)
+    z = torch.tensor([[1., 0., 3.], [0., 2., 0.], [2., 5., 4.]],
+                     **F64).requires_grad_()
+    dout = torch.tensor([1.5, -2., 0.5], **F64)
+    got = _grads(einc.reduce(z, "a b -> a", "prod"), (z,), dout)[0]
+    want = _grads(torch.prod(z, 1), (z,), dout)[0]
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("expr,shapes", [
+    ("i j, j k -> i k", [(3, 4), (4, 5)]),
+    ("b i d, b j d -> b i j", [(2, 3, 4), (2, 5, 4)]),
+    ("i i -> i", [(4, 4)]),
+    ("a b, b c, c d -> a d", [(2, 3), (3, 4), (4, 2)]),
+])
+def test_double_backward(expr, shapes):
+    xs = _inputs(shapes, 7)
+    torch.autograd.gradgradcheck(lambda *t: einc.einsum(expr, *t), xs,
+                                 eps=1e-6, atol=1e-6, rtol=1e-5)
+
+
+def test_complex_gradients():
+    g = torch.Generator().manual_seed(3)
+    xs = [torch.randn(s, generator=g, dtype=torch.complex128)
+          .requires_grad_() for s in [(3, 4), (4, 2)]]
+    torch.autograd.gradcheck(lambda a, b: einc.einsum("i j, j k -> i k", a, b),
+                             xs, eps=1e-6, atol=1e-7, rtol=1e-6)
+    dout = torch.randn(3, 2, dtype=torch.complex128)
+    got = _grads(einc.einsum("i j, j k -> i k", *xs), xs, dout)
+    want = _grads(torch.einsum("ij,jk->ik", *xs), xs, dout)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+
+
+def test_float32_gradients_against_float64():
+    xs = _inputs([(6, 5), (5, 7)], 11)
+    want = _grads(einc.einsum("i j, j k -> i k", *xs), xs,
+                  torch.ones(6, 7, **F64))
+    ys = [x.detach().float().requires_grad_() for x in xs]
+    got = _grads(einc.einsum("i j, j k -> i k", *ys), ys, torch.ones(6, 7))
+    for a, b in zip(got, want):
+        assert (a.double() - b).norm() <= 1e-5 * b.norm()
+
+
+@pytest.mark.parametrize("expr,shapes,reduction", [
+    ("i j, j k -> i k", [(3, 4), (4, 5)], "sum"),
+    ("a (b c) -> c a", [(2, 6)], "sum"),
+    ("a b c -> a c", [(2, 3, 4)], "max"),
+    ("a b -> b", [(3, 4)], "prod"),
+    ("a b -> a", [(3, 4)], "mean"),
+])
+def test_opcheck(expr, shapes, reduction):
+    """The registration: schema, fake implementation, autograd, and that
+    the operator's result is a new tensor."""
+    xs = _inputs(shapes, 5)
+    lengths = "c=3" if "(b c)" in expr else ""
+    torch.library.opcheck(torch.ops.einc.einsum.default,
+                          (xs, expr, reduction, False, lengths))
+
+
+def test_parameters_train_and_no_grad():
+    """An nn.Parameter behind einc gets its gradient (issue 25: the weights
+    once got none, silently); under no_grad, inference_mode and in eval
+    code the same call just works."""
+    w = torch.nn.Parameter(torch.randn(4, 3, **F64))
+    x = torch.randn(5, 4, **F64)
+    einc.einsum("b i, i o -> b o", x, w).pow(2).sum().backward()
+    want = 2 * x.T @ (x @ w.detach())
+    torch.testing.assert_close(w.grad, want)
+    with torch.no_grad():
+        y = einc.einsum("b i, i o -> b o", x, w)
+        assert not y.requires_grad
+        torch.testing.assert_close(y, x @ w.detach())
+    with torch.inference_mode():
+        torch.testing.assert_close(einc.rearrange(w, "i o -> o i"), w.T)
+        torch.testing.assert_close(einc.reduce(w, "i o -> o", "max"),
+                                   w.amax(0))
+
+
+def test_views_are_torch_views():
+    """A result that only re-reads its input is torch's own view of it: its
+    _base, its version counter, in-place checks as torch's and einops'."""
+    x = torch.randn(3, 4, requires_grad=True)
+    a = x * 1
+    v = einc.rearrange(a, "a b -> b a")
+    assert v._base is a and v.grad_fn is not None
+    y = (v * v).sum()
+    a.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace"):
+        y.backward()
+    # a write through the view reaches the input, and autograd knows it
+    a = x * 1
+    d = einc.einsum("i i -> i", a[:3, :3])
+    d.mul_(3)
+    (a.sum()).backward()
+    want = torch.ones(3, 4)
+    want[[0, 1, 2], [0, 1, 2]] = 3
+    torch.testing.assert_close(x.grad, want)
+
+
+def test_pack_unpack_gradients():
+    a = torch.randn(2, 3, 5, **F64).requires_grad_()
+    b = torch.randn(2, 3, 4, 5, **F64).requires_grad_()
+    packed, shapes = einc.pack([a, b], "i j * k")
+    back = einc.unpack(packed * 2, shapes, "i j * k")
+    (back[0].sum() + (back[1] ** 2).sum()).backward()
+    torch.testing.assert_close(a.grad, torch.full_like(a, 2))
+    torch.testing.assert_close(b.grad, 8 * b.detach())
+
+
+def test_autocast_follows_torch_einsum():
+    """torch.autocast on the CPU: matrix products in bfloat16 as
+    torch.einsum's (its bmm is cast), elementwise products and reductions
+    in float32 as torch's."""
+    a, b = torch.randn(8, 8), torch.randn(8, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        for np_expr, ein in [("ij,jk->ik", "i j, j k -> i k"),
+                             ("ij,ij->ij", "i j, i j -> i j"),
+                             ("ij,jk->ijk", "i j, j k -> i j k")]:
+            want = torch.einsum(np_expr, a, b)
+            got = einc.einsum(ein, a, b)
+            assert got.dtype == want.dtype, np_expr
+            torch.testing.assert_close(got.float(), want.float(),
+                                       rtol=2e-2, atol=2e-2)
+        assert einc.reduce(a, "i j -> j", "sum").dtype == torch.float32
+        ag = a.clone().requires_grad_()
+        y = einc.einsum("i j, j k -> i k", ag, b)
+    assert y.dtype == torch.bfloat16
+    y.float().sum().backward()
+    assert ag.grad.dtype == torch.float32
+
+
+def test_jit_trace_computes_on_new_inputs():
+    """torch.jit.trace records einc's operator: the traced function gives
+    the right values on new inputs, of a new batch size too (never the
+    example's output as a constant)."""
+    def f(x, w):
+        h = einc.rearrange(x, "b (h d) -> b h d", h=2)
+        return einc.reduce(einc.einsum("b h d, d e -> b h e", h, w),
+                           "b h e -> b e", "mean")
+
+    w = torch.randn(4, 5)
+    with warnings.catch_warnings():  # torch.jit.trace is deprecated
+        warnings.simplefilter("ignore")
+        traced = torch.jit.trace(f, (torch.randn(3, 8), w))
+    for batch in (3, 6):
+        x = torch.randn(batch, 8)
+        torch.testing.assert_close(traced(x, w), f(x, w))
+    assert "einc::einsum" in str(traced.graph)
+
+
+def test_make_fx_records_the_operator():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    g = make_fx(lambda x, y: einc.einsum("i j, j k -> i k", x, y))(a, b)
+    assert "einc.einsum" in g.code
+    a2 = torch.randn(3, 4)
+    torch.testing.assert_close(g(a2, b), a2 @ b)
+
+
+def test_torch_func_transforms():
+    """torch.func.grad, vmap and their composition over einc calls (the
+    autograd.Function's setup_context and vmap rule)."""
+    g = torch.Generator().manual_seed(4)
+    b = torch.randn(8, 5, generator=g, **F64)
+    xs = torch.randn(3, 4, 8, generator=g, **F64)
+
+    def loss(a):
+        return einc.einsum("i j, j k -> i k", a, b).pow(2).sum()
+
+    got = torch.vmap(lambda a: einc.einsum("i j, j k -> i k", a, b))(xs)
+    torch.testing.assert_close(got, torch.einsum("bij,jk->bik", xs, b))
+    got = torch.vmap(lambda a: einc.rearrange(a, "i j -> j i"))(xs)
+    torch.testing.assert_close(got, xs.transpose(1, 2))
+    a = xs.clone().requires_grad_()
+    torch.einsum("bij,jk->bik", a, b).pow(2).sum().backward()
+    torch.testing.assert_close(torch.func.grad(loss)(xs[0]), a.grad[0])
+    torch.testing.assert_close(torch.vmap(torch.func.grad(loss))(xs), a.grad)

@@ -1,0 +1,126 @@
+"""einc under torch.compile, torch.export and make_fx (issue 25): Dynamo
+traces einc's calls with no graph break (counted by torch._dynamo.explain,
+fullgraph=True), the compiled forward and backward equal eager, export
+keeps einc's operator, new batch sizes recompile rather than break."""
+import pytest
+
+import einc
+
+torch = pytest.importorskip("torch")
+
+
+def block(x, w, v):
+    """A bit of everything einc offers, in a model's shape."""
+    h = einc.rearrange(x, "b t (h d) -> b h t d", h=2)
+    s = einc.einsum("b h t d, b h u d -> b h t u", h, h) * 0.5
+    a = torch.softmax(s, -1)
+    o = einc.einsum("b h t u, b h u d -> b h t d", a, h)
+    o = einc.rearrange(o, "b h t d -> b t (h d)")
+    y = einc.einsum("b t c, c e -> b t e", o, w)
+    packed, shapes = einc.pack([y, einc.repeat(v, "e -> b t e", b=x.shape[0],
+                                               t=x.shape[1])], "b t *")
+    y2, _ = einc.unpack(packed, shapes, "b t *")
+    return einc.reduce(y2, "b t e -> b e", "max") + einc.reduce(
+        y2, "b t e -> b e", "mean")
+
+
+def _inputs(batch=2):
+    g = torch.Generator().manual_seed(batch)
+    return (torch.randn(batch, 5, 8, generator=g),
+            torch.randn(8, 6, generator=g).requires_grad_(),
+            torch.randn(6, generator=g).requires_grad_())
+
+
+def test_zero_graph_breaks():
+    explained = torch._dynamo.explain(block)(*_inputs())
+    assert explained.graph_break_count == 0, explained.break_reasons
+    assert explained.graph_count == 1
+
+
+def test_compiled_forward_and_backward_equal_eager():
+    """The compiled forward and backward (AOTAutograd traces einc's
+    backward programs); a second batch size recompiles (einc specializes
+    sizes) rather than breaking the graph. aot_eager: inductor's compile
+    of a training step is what test_train_example runs, once."""
+    torch._dynamo.reset()
+    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    for batch in (2, 3):
+        x, w, v = _inputs(batch)
+        want = block(x, w, v)
+        gw, gv = torch.autograd.grad(want.sum(), (w, v))
+        got = compiled(x, w, v)
+        cw, cv = torch.autograd.grad(got.sum(), (w, v))
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(cw, gw)
+        torch.testing.assert_close(cv, gv)
+
+
+def test_export_keeps_the_operator():
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            _, w, v = _inputs()
+            self.w = torch.nn.Parameter(w.detach())
+            self.v = torch.nn.Parameter(v.detach())
+
+        def forward(self, x):
+            return block(x, self.w, self.v)
+
+    m = Block()
+    x = _inputs()[0]
+    exported = torch.export.export(m, (x,))
+    assert "einc.einsum" in exported.graph_module.code
+    torch.testing.assert_close(exported.module()(x), m(x))
+
+
+def test_views_under_compile_are_views():
+    """A view einc returns is a view under torch.compile too: writing into
+    it writes into the input, as in eager."""
+    def f(x):
+        v = einc.rearrange(x, "a b -> b a")
+        v.mul_(2)
+        return v
+
+    torch._dynamo.reset()
+    x = torch.arange(6.).reshape(2, 3)
+    y = torch.compile(f, fullgraph=True)(x)
+    torch.testing.assert_close(x, torch.arange(6.).reshape(2, 3) * 2)
+    torch.testing.assert_close(y, x.T)
+
+
+def test_train_example():
+    """examples/train_torch.py: the einc block trains to the losses of its
+    einops + torch.einsum twin, eager and compiled (inductor,
+    fullgraph=True, no graph break); it exits nonzero otherwise."""
+    import pathlib
+    import subprocess
+    import sys
+
+    script = (pathlib.Path(__file__).resolve().parents[2] / "examples" /
+              "train_torch.py")
+    run = subprocess.run([sys.executable, str(script), "--steps", "4"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "graph breaks in the einc block: 0" in run.stdout
+    assert run.stdout.count("(ok, tolerance") == 2
+
+
+def test_einc_imported_before_torch():
+    """einc imported first, torch after, the first einc call compiled:
+    einc's operator and Dynamo stand-ins are there already (an import
+    hook), so no graph break (a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import einc\n"
+        "import torch\n"
+        "assert hasattr(torch.ops.einc, 'einsum')\n"
+        "f = lambda x: einc.reduce(einc.rearrange(x, 'a b -> b a'),"
+        " 'b a -> b', 'sum')\n"
+        "e = torch._dynamo.explain(f)(torch.randn(2, 3))\n"
+        "print('breaks', e.graph_break_count)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "breaks 0" in run.stdout, run.stdout + run.stderr
