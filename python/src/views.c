@@ -188,9 +188,13 @@ static PyObject *py_view_layout(PyObject *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "sOOiiOsO:view_layout", &expr, &shapes,
                         &strides, &code, &bits, &numpy, &reduction, &lengths))
     return NULL;
-  static int64_t dims[EIN_MAX_OPERANDS][EIN_MAX_DIMS]; /* GIL-protected */
-  static int64_t steps[EIN_MAX_OPERANDS][EIN_MAX_DIMS];
-  int ndims[EIN_MAX_OPERANDS], nsteps[EIN_MAX_OPERANDS], n, m;
+  /* GIL-protected, as module.c's shape tables */
+  static int64_t dims[EINPY_MAX_OPERANDS][EIN_MAX_DIMS];
+  static int64_t steps[EINPY_MAX_OPERANDS][EIN_MAX_DIMS];
+  static int ndims[EINPY_MAX_OPERANDS], nsteps[EINPY_MAX_OPERANDS];
+  static DLTensor ts[EINPY_MAX_OPERANDS];
+  static const DLTensor *ins[EINPY_MAX_OPERANDS];
+  int n, m;
   if (einpy_shapes_parse(shapes, dims, ndims, &n) < 0 ||
       einpy_shapes_parse(strides, steps, nsteps, &m) < 0)
     return NULL;
@@ -199,8 +203,6 @@ static PyObject *py_view_layout(PyObject *self, PyObject *args) {
       PyErr_SetString(PyExc_ValueError, "view_layout: a stride per dim");
       return NULL;
     }
-  DLTensor ts[EIN_MAX_OPERANDS];
-  const DLTensor *ins[EIN_MAX_OPERANDS];
   for (int i = 0; i < n; i++) {
     ts[i] = (DLTensor){NULL, {kDLCPU, 0}, ndims[i],
                        {(uint8_t)code, (uint8_t)bits, 1}, dims[i], steps[i], 0};
