@@ -62,6 +62,7 @@ typedef struct fast_entry {
   PyObject *lengths;   /* ((name, size), ...) compared by value, or NULL */
   int dialect;         /* -1: detected, 0: einops, 1: numpy */
   int reduction;       /* ein_reduction */
+  unsigned rules;      /* ein_options.axis_rules */
   int ninputs;
   DLDataType dtype;    /* every input's */
   int ndims[EIN_MAX_OPERANDS];
@@ -148,12 +149,12 @@ static int same_lengths(const fast_entry *e, PyObject *lengths) {
 }
 
 static fast_entry *lookup(PyObject *expr, Py_hash_t hash, int dialect,
-                          int reduction, PyObject *lengths, einpy_tensor *in,
-                          int n) {
+                          int reduction, unsigned rules, PyObject *lengths,
+                          einpy_tensor *in, int n) {
   for (int s = 0; s < FAST_SLOTS; s++) {
     fast_entry *e = slots[s];
     if (!e || e->hash != hash || e->ninputs != n || e->dialect != dialect ||
-        e->reduction != reduction)
+        e->reduction != reduction || e->rules != rules)
       continue;
     int same = 1;
     for (int i = 0; same && i < n; i++) same = same_layout(e, i, in[i].t);
@@ -252,8 +253,9 @@ static int make_plan(fast_entry *e, const char *expr, const ein_options *o,
 /* A new entry for these tensors, or NULL with no exception when the
  * general path should take the call (it raises the error, if any). */
 static fast_entry *plan_entry(PyObject *expr, Py_hash_t hash, int dialect,
-                              int reduction, PyObject *lengths,
-                              PyObject *first, einpy_tensor *in, int n) {
+                              int reduction, unsigned rules,
+                              PyObject *lengths, PyObject *first,
+                              einpy_tensor *in, int n) {
   static PyObject *no_lengths;
   if (!no_lengths && !(no_lengths = PyTuple_New(0))) return NULL;
   int is_numpy = resolve_dialect(expr, dialect, in, n);
@@ -275,6 +277,7 @@ static fast_entry *plan_entry(PyObject *expr, Py_hash_t hash, int dialect,
   e->hash = hash;
   e->dialect = dialect;
   e->reduction = reduction;
+  e->rules = o.opt.axis_rules = rules;
   record_layouts(e, in, n);
   int ok = make_plan(e, PyBytes_AsString(utf8), &o.opt, in, first) == 0;
   einpy_options_free(&o);
@@ -536,12 +539,14 @@ static int split_args(PyObject *args, PyObject **expr, Py_ssize_t *first,
 /* The table's entry for this call, planned on a miss; NULL (no exception)
  * for the general path. */
 static fast_entry *entry_for(PyObject *expr, int dialect, int reduction,
-                             PyObject *lengths, PyObject *first,
-                             einpy_tensor *in, int n) {
+                             unsigned rules, PyObject *lengths,
+                             PyObject *first, einpy_tensor *in, int n) {
   Py_hash_t hash = PyObject_Hash(expr);
-  fast_entry *e = lookup(expr, hash, dialect, reduction, lengths, in, n);
+  fast_entry *e =
+      lookup(expr, hash, dialect, reduction, rules, lengths, in, n);
   if (e) return e;
-  e = plan_entry(expr, hash, dialect, reduction, lengths, first, in, n);
+  e = plan_entry(expr, hash, dialect, reduction, rules, lengths, first, in,
+                 n);
   if (e)
     insert(e);
   else
@@ -554,12 +559,12 @@ static fast_entry *entry_for(PyObject *expr, int dialect, int reduction,
  * new array), or None (a new reference) for the general path. */
 static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
                            PyObject *expr, int dialect, int reduction,
-                           PyObject *lengths) {
+                           unsigned rules, PyObject *lengths) {
   fast_inputs in;
   if (!import_items(args, first, count, 1, &in)) Py_RETURN_NONE;
   PyObject *first_item = PyTuple_GetItem(args, first);
-  fast_entry *e =
-      entry_for(expr, dialect, reduction, lengths, first_item, in.t, in.n);
+  fast_entry *e = entry_for(expr, dialect, reduction, rules, lengths,
+                            first_item, in.t, in.n);
   PyObject *result;
   if (!e) {
     Py_INCREF(Py_None);
@@ -575,23 +580,28 @@ static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
   return result;
 }
 
-/* fast(args, numpy, reduce[, lengths]) -> result, or None for the
- * general path. args is einsum's (expression first or last, then or
+/* fast(args, numpy, reduce[, lengths[, rules]]) -> result, or None for
+ * the general path. args is einsum's (expression first or last, then or
  * before the tensors); numpy None guesses the dialect, else its truth
  * picks it; reduce None is 'sum'; lengths, a tuple of (name, size) pairs
- * or None. The result is a view of an input where the plan says it can
- * be, else a new array. */
+ * or None; rules, ein_options.axis_rules (an int, default 0). The result
+ * is a view of an input where the plan says it can be, else a new
+ * array. */
 static PyObject *py_fast(PyObject *self, PyObject *fargs) {
   (void)self;
   Py_ssize_t nargs = PyTuple_Size(fargs);
-  if (nargs != 3 && nargs != 4) {
-    PyErr_SetString(PyExc_TypeError, "fast(args, numpy, reduce[, lengths])");
+  if (nargs < 3 || nargs > 5) {
+    PyErr_SetString(PyExc_TypeError,
+                    "fast(args, numpy, reduce[, lengths[, rules]])");
     return NULL;
   }
+  unsigned long rules =
+      nargs == 5 ? PyLong_AsUnsignedLong(PyTuple_GetItem(fargs, 4)) : 0;
+  if (rules == (unsigned long)-1 && PyErr_Occurred()) return NULL;
   PyObject *args = PyTuple_GetItem(fargs, 0), *expr;
   PyObject *numpy = PyTuple_GetItem(fargs, 1);
   PyObject *reduce = PyTuple_GetItem(fargs, 2);
-  PyObject *lengths = nargs == 4 ? PyTuple_GetItem(fargs, 3) : Py_None;
+  PyObject *lengths = nargs >= 4 ? PyTuple_GetItem(fargs, 3) : Py_None;
   if (lengths == Py_None) lengths = NULL;
   else if (!PyTuple_Check(lengths)) Py_RETURN_NONE;
   Py_ssize_t first, count;
@@ -603,7 +613,8 @@ static PyObject *py_fast(PyObject *self, PyObject *fargs) {
   if (!PyTuple_Check(args) || reduction < 0 ||
       !split_args(args, &expr, &first, &count))
     Py_RETURN_NONE;
-  return fast_eval(args, first, count, expr, dialect, reduction, lengths);
+  return fast_eval(args, first, count, expr, dialect, reduction,
+                   (unsigned)rules, lengths);
 }
 
 /* einops' axis lengths, ((name, size), ...) in keyword order as
@@ -635,14 +646,14 @@ static PyObject *rearrange_general, *reduce_general;
  * exception) when the call is not one the table takes or it answered
  * None, so that the caller hands the call to Python. */
 static PyObject *served(PyObject *args, PyObject *kwargs, int reduction,
-                        const char *const *own) {
+                        unsigned rules, const char *const *own) {
   PyObject *lengths = NULL, *result = NULL;
   int plain = PyUnicode_CheckExact(PyTuple_GetItem(args, 1)) &&
               (!kwargs || PyDict_Size(kwargs) == 0 ||
                (lengths = lengths_of(kwargs, own)) != NULL);
   if (plain)
     result = fast_eval(args, 0, 1, PyTuple_GetItem(args, 1), 0, reduction,
-                       lengths);
+                       rules, lengths);
   Py_XDECREF(lengths);
   if (result == Py_None) Py_CLEAR(result);
   return result; /* a view, an array, or NULL with an error set */
@@ -659,7 +670,11 @@ static PyObject *fast_rearrange(PyObject *self, PyObject *args,
   (void)self;
   static const char *const own[] = {"tensor", "pattern", NULL};
   if (PyTuple_Size(args) == 2) {
-    PyObject *result = served(args, kwargs, (int)EIN_REDUCE_SUM, own);
+    /* a rearrange never reduces: the binder's rule, so that no plan in
+     * the table (einsum's own for the same pattern included) serves a
+     * reducing pattern here */
+    PyObject *result = served(args, kwargs, (int)EIN_REDUCE_SUM,
+                              EIN_RULE_NO_REDUCE, own);
     if (result || PyErr_Occurred()) return result;
   }
   return PyObject_Call(rearrange_general, args, kwargs);
@@ -678,7 +693,7 @@ static PyObject *fast_reduce(PyObject *self, PyObject *args,
   int reduction = name && PyUnicode_CheckExact(name) ? parse_reduction(name)
                                                       : -1;
   if (reduction >= 0) {
-    PyObject *result = served(args, kwargs, reduction, own);
+    PyObject *result = served(args, kwargs, reduction, 0, own);
     if (result || PyErr_Occurred()) return result;
   }
   return PyObject_Call(reduce_general, args, kwargs);
