@@ -638,8 +638,9 @@ static PyObject *lengths_of(PyObject *kwargs, const char *const *own) {
   return tuple;
 }
 
-/* The Python einc.rearrange and einc.reduce the builtins were made from. */
-static PyObject *rearrange_general, *reduce_general;
+/* The Python einc.rearrange, einc.reduce and einc.einops.rearrange the
+ * builtins were made from. */
+static PyObject *rearrange_general, *reduce_general, *einops_general;
 
 /* The table's answer for (tensor, pattern[, reduction]) as args holds
  * them, with lengths from kwargs and the reduction `reduction`; NULL (no
@@ -665,19 +666,34 @@ static PyObject *served(PyObject *args, PyObject *kwargs, int reduction,
  * miss the table cannot plan, goes to rearrange_general, which checks the
  * arguments and raises einc's errors (a pattern with no '->' among them:
  * the einops dialect never plans one). */
+static PyObject *rearrange_call(PyObject *args, PyObject *kwargs,
+                                unsigned rules, PyObject *general) {
+  static const char *const own[] = {"tensor", "pattern", NULL};
+  if (PyTuple_Size(args) == 2) {
+    /* the rules are the binder's and part of the entry's key, so that no
+     * plan in the table (einsum's own for the same pattern included)
+     * serves a pattern they forbid */
+    PyObject *result =
+        served(args, kwargs, (int)EIN_REDUCE_SUM, rules, own);
+    if (result || PyErr_Occurred()) return result;
+  }
+  return PyObject_Call(general, args, kwargs);
+}
+
+/* einc.rearrange: never reduces. */
 static PyObject *fast_rearrange(PyObject *self, PyObject *args,
                                 PyObject *kwargs) {
   (void)self;
-  static const char *const own[] = {"tensor", "pattern", NULL};
-  if (PyTuple_Size(args) == 2) {
-    /* a rearrange never reduces: the binder's rule, so that no plan in
-     * the table (einsum's own for the same pattern included) serves a
-     * reducing pattern here */
-    PyObject *result = served(args, kwargs, (int)EIN_REDUCE_SUM,
-                              EIN_RULE_NO_REDUCE, own);
-    if (result || PyErr_Occurred()) return result;
-  }
-  return PyObject_Call(rearrange_general, args, kwargs);
+  return rearrange_call(args, kwargs, EIN_RULE_NO_REDUCE, rearrange_general);
+}
+
+/* einc.einops.rearrange: einops' rule, neither reduces nor repeats; its
+ * general function raises einops' error type. */
+static PyObject *fast_rearrange_einops(PyObject *self, PyObject *args,
+                                       PyObject *kwargs) {
+  (void)self;
+  return rearrange_call(args, kwargs, EIN_RULE_NO_REDUCE | EIN_RULE_NO_REPEAT,
+                        einops_general);
 }
 
 /* einc.reduce(tensor, pattern, reduction, **axes_lengths) in C, as
@@ -732,6 +748,15 @@ static PyObject *py_fast_rearrange(PyObject *self, PyObject *args) {
                             (PyCFunction)(void (*)(void))fast_rearrange,
                             METH_VARARGS | METH_KEYWORDS, NULL};
   return make_builtin(&def, &rearrange_general, args);
+}
+
+/* fast_rearrange_einops(general, doc) -> einc.einops.rearrange. */
+static PyObject *py_fast_rearrange_einops(PyObject *self, PyObject *args) {
+  (void)self;
+  static PyMethodDef def = {"rearrange",
+                            (PyCFunction)(void (*)(void))fast_rearrange_einops,
+                            METH_VARARGS | METH_KEYWORDS, NULL};
+  return make_builtin(&def, &einops_general, args);
 }
 
 /* fast_reduce(general, doc) -> the builtin einc.reduce. */
@@ -796,9 +821,13 @@ static PyObject *py_fast_setup_torch(PyObject *self, PyObject *args) {
 
 static PyMethodDef fast_methods[] = {
     {"fast", py_fast, METH_VARARGS,
-     "fast(args, numpy, reduce[, lengths]) -> result (a view of an input "
-     "where the plan only re-reads it), or None when the call needs the "
-     "general path"},
+     "fast(args, numpy, reduce[, lengths[, rules]]) -> result (a view of "
+     "an input where the plan only re-reads it), or None when the call "
+     "needs the general path"},
+    {"fast_rearrange_einops", py_fast_rearrange_einops, METH_VARARGS,
+     "fast_rearrange_einops(general, doc) -> einc.einops.rearrange: the "
+     "fast path in C under einops' rules, general(tensor, pattern, "
+     "**axes_lengths) for every other call"},
     {"fast_rearrange", py_fast_rearrange, METH_VARARGS,
      "fast_rearrange(general, doc) -> einc.rearrange: the fast path in C, "
      "general(tensor, pattern, **axes_lengths) for every other call"},
@@ -834,5 +863,6 @@ void einpy_fast_free(void) {
   torch_api = NULL;
   Py_CLEAR(last_reduction);
   Py_CLEAR(rearrange_general);
+  Py_CLEAR(einops_general);
   Py_CLEAR(reduce_general);
 }
