@@ -15,6 +15,7 @@ and the rest keep einc's own dialect.
 from __future__ import annotations
 
 import inspect
+import re
 
 from . import _einc
 from ._api import (RULE_NO_REDUCE, RULE_NO_REPEAT, EincError, _fast,
@@ -63,7 +64,8 @@ def reduce(tensor, pattern: str, reduction, **axes_lengths):
     """einops.reduce: rearranges and reduces the axes missing from the
     output with reduction ('min', 'max', 'sum', 'mean', 'prod', 'any',
     'all', a callable f(x, axes), or 'rearrange'/'repeat' as einops
-    takes them). Adds no axis; errors are EinopsError."""
+    takes them). Adds no axis; errors are EinopsError; a 0-d numpy result
+    is a numpy scalar, as einops' is."""
     if isinstance(reduction, str) and reduction in ("rearrange", "repeat"):
         f = rearrange if reduction == "rearrange" else repeat
         return f(tensor, pattern, **axes_lengths)
@@ -81,13 +83,21 @@ def reduce(tensor, pattern: str, reduction, **axes_lengths):
         if result is None and _fast_setup():
             result = _fast((tensor, pattern), False, reduction, lengths,
                            RULE_NO_REPEAT)
-        if result is not None:
-            return result
-        return evaluate(pattern, (_single(tensor),), reduce=reduction,
-                        numpy=False, lengths=_lengths(axes_lengths),
-                        rules=RULE_NO_REPEAT)
+        if result is None:
+            result = evaluate(pattern, (_single(tensor),), reduce=reduction,
+                              numpy=False, lengths=_lengths(axes_lengths),
+                              rules=RULE_NO_REPEAT)
     except EincError as e:
         raise _einops_error(e) from None
+    return _numpy_scalar(result)
+
+
+def _numpy_scalar(result):
+    """A 0-d numpy result as the numpy scalar numpy's own reductions and
+    einsum give (einops returns theirs)."""
+    if type(result).__module__ == "numpy" and result.ndim == 0:
+        return result[()]
+    return result
 
 
 def _check_rules(tensor, pattern, axes_lengths, rules):
@@ -113,37 +123,85 @@ def repeat(tensor, pattern: str, **axes_lengths):
 def einsum(*tensors_and_pattern):
     """einops.einsum(t1, t2, ..., pattern): the tensors first, then a
     pattern of named axes with '->' ('batch h w, h w c -> batch c').
-    Composite and anonymous axes are NotImplementedError, as in einops."""
+    Composite and anonymous axes are NotImplementedError, as in einops;
+    a 0-d numpy result is a numpy scalar, as numpy.einsum's is."""
     if len(tensors_and_pattern) <= 1:
-        raise ValueError("einsum takes the tensors (at least one), then "
-                         "the pattern")
+        raise ValueError("`einops.einsum` takes the tensors (at least one) "
+                         "and then the pattern")
     *tensors, pattern = tensors_and_pattern
     if not isinstance(pattern, str):
-        raise ValueError("the last argument of einsum must be the pattern, "
-                         "a str")
+        raise ValueError("The last argument of einsum is its pattern, a "
+                         f"str, not {type(pattern).__name__}")
     if "->" not in pattern:
-        raise ValueError("an einsum pattern must contain '->'")
+        raise ValueError(f"Einsum pattern needs '->': {pattern!r}")
     _check_einsum_axes(pattern)
     try:
-        return evaluate(pattern, tuple(tensors), numpy=False)
+        result = evaluate(pattern, tuple(tensors), numpy=False)
     except EincError as e:
         raise _einops_error(e) from None
+    return _numpy_scalar(result)
+
+
+_EINSUM_LETTERS = 52  # einops maps the names onto numpy's letters
 
 
 def _check_einsum_axes(pattern: str):
-    """einops' einsum takes plain names and '...' only."""
-    if "(" in pattern or ")" in pattern:
+    """einops' einsum takes plain names (and '_') and '...' only, at most
+    52 of them, and no output name missing from the inputs."""
+    lhs, _, rhs = pattern.partition("->")
+    seen = []
+    for side, is_output in [(t, False) for t in lhs.split(",")] + [(rhs, True)]:
+        for name in re.findall(r"\(\s*\)|\([^)]*\)|\S+", side):
+            _check_einsum_name(name, pattern)
+            if name == "...":
+                continue
+            if is_output and name not in seen:
+                raise EinopsError(f"Unknown axis {name} in the output of "
+                                  f"{pattern!r}: in no input")
+            if name not in seen:
+                seen.append(name)
+    if len(seen) > _EINSUM_LETTERS:
+        raise EinopsError(f"Too many axes in {pattern!r}: einsum takes at "
+                          f"most {_EINSUM_LETTERS}")
+
+
+def _check_einsum_name(name: str, pattern: str):
+    if name.startswith("("):
+        if not name[1:-1].strip():
+            raise NotImplementedError(
+                f"Singleton () axes are not taken by einsum: {pattern!r}")
         raise NotImplementedError(
-            f"einsum takes no composite or () axes: {pattern!r}")
-    for side in pattern.replace("->", ",").split(","):
-        for name in side.split():
-            if name.isdigit():
-                raise NotImplementedError(
-                    f"einsum takes no anonymous axes ({name}): {pattern!r}")
+            f"Shape rearrangement ({name}) is not taken by einsum: "
+            f"{pattern!r}")
+    if name.isdigit():
+        raise NotImplementedError(
+            f"Anonymous axes ({name}) are not taken by einsum: {pattern!r}")
+    if name not in ("...", "_") and not _valid_name(name):
+        raise EinopsError(f"Invalid axis identifier {name!r} in {pattern!r}")
+
+
+def _valid_name(name: str) -> bool:
+    """einops' axis names: identifiers with no leading or trailing '_'."""
+    return (name.isidentifier() and not name.startswith("_")
+            and not name.endswith("_"))
+
+
+def _check_pack_pattern(pattern: str, opname: str):
+    """einops' pack/unpack patterns: one '*', distinct valid names."""
+    names = pattern.split()
+    if len(set(names)) != len(names):
+        raise EinopsError(f"{opname}: a name twice in {pattern!r}")
+    if "*" not in names:
+        raise EinopsError(f"{opname}: no '*' in {pattern!r}")
+    for name in names:
+        if name != "*" and not _valid_name(name):
+            raise EinopsError(f"{opname}: invalid axis name {name!r} in "
+                              f"{pattern!r}")
 
 
 def pack(tensors, pattern: str):
     """einops.pack: (packed, packed_shapes); errors are EinopsError."""
+    _check_pack_pattern(pattern, "pack")
     try:
         return _pack(tensors, pattern)
     except EincError as e:
@@ -152,6 +210,7 @@ def pack(tensors, pattern: str):
 
 def unpack(tensor, packed_shapes, pattern: str):
     """einops.unpack: the inverse of pack; errors are EinopsError."""
+    _check_pack_pattern(pattern, "unpack")
     try:
         return _unpack(tensor, packed_shapes, pattern)
     except EincError as e:
