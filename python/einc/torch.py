@@ -32,27 +32,39 @@ _result_dtype: dict = {}
 _MAX_KEPT = 4096
 # torch's equation -> einc's: whitespace dropped
 _equations: dict = {}
-_SAME = (_torch.float32, _torch.float64, _torch.float16, _torch.bfloat16,
-         _torch.complex64, _torch.complex128)
+_SAME = frozenset((_torch.float32, _torch.float64, _torch.float16,
+                   _torch.bfloat16, _torch.complex64, _torch.complex128))
 
 
 def einsum(*args):
     """torch.einsum(equation, *operands), einsum(equation, [operands]) or
     einsum(op1, sublist1, op2, sublist2, ..., [out_sublist]), computed by
     einc; torch's result dtype and exception types."""
-    if args and isinstance(args[0], str):
-        equation, operands = args[0], args[1:]
+    equation = args[0] if args else None
+    if equation.__class__ is str:
+        operands = args[1:]
         if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
             operands = tuple(operands[0])
     else:
         equation, operands = _from_sublists(args)
     expr = _equations.get(equation)
     if expr is None:
-        expr = _equations[equation] = "".join(equation.split())
-    operands = _with_torch_dtype(expr, operands)
-    result = _fast((expr, *operands), True, None)
+        expr = "".join(equation.split())
+        _equations[equation] = expr = equation if expr == equation else expr
+    try:  # the common call: one or two operands of one floating dtype
+        dtype = operands[0].dtype
+        plain = dtype in _SAME and (len(operands) == 1 or (
+            len(operands) == 2 and operands[1].dtype is dtype))
+    except (AttributeError, IndexError):
+        plain = False
+    if not plain:
+        operands = _with_torch_dtype(expr, operands)
+    # torch's own call, as is, when nothing above changed it
+    call = args if expr is equation and operands is args[1:] else (
+        expr, *operands)
+    result = _fast(call, True, None)
     if result is None and _fast_setup():
-        result = _fast((expr, *operands), True, None)
+        result = _fast(call, True, None)
     if result is not None:
         return result
     return evaluate(expr, operands, numpy=True)

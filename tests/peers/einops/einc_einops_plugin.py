@@ -67,8 +67,13 @@ def _differ(got, want) -> str | None:
     if tol is None:
         return None if np.array_equal(g, w) else "values differ"
     w64 = w.astype(np.complex128 if w.dtype.kind == "c" else np.float64)
-    err = np.abs(g.astype(w64.dtype) - w64).max() if w.size else 0.0
-    scale = max(np.linalg.norm(w64.ravel()), 1e-300)
+    g64 = g.astype(w64.dtype)
+    same = (g64 == w64) | (np.isnan(g64) & np.isnan(w64))  # infs, nans
+    if not np.all(np.isfinite(w64[~same])):
+        return "values differ (inf or nan)"
+    err = np.abs(g64 - w64)[~same].max() if (~same).any() else 0.0
+    finite = w64[np.isfinite(w64)]
+    scale = max(np.linalg.norm(finite.ravel()), 1e-300)
     return None if err <= tol * scale else f"values differ by {err:.3g}"
 
 
