@@ -87,3 +87,21 @@ def test_torch_and_lists():
                        einops.rearrange(t, "a b c -> c a b"))
     got = E.rearrange([t, t], "n a b c -> a n b c")
     assert isinstance(got, torch.Tensor) and got.shape == (2, 2, 3, 4)
+
+
+def test_jax_lists_and_zero_size_stay_jax():
+    """issue 27's JAX bugs: a list of JAX arrays gave a numpy array; a
+    zero-size result raised (not aligned ... copy=False)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    a = jnp.arange(6.0).reshape(2, 3)
+    got = einc.rearrange([a, a + 1], "n x y -> x n y")
+    assert isinstance(got, jax.Array)
+    np.testing.assert_array_equal(np.asarray(got),
+                                  np.stack([a, a + 1], 1))
+    packed, ps = einc.pack([a, jnp.ones((2, 3, 4))], "x *")
+    assert isinstance(packed, jax.Array) and packed.shape == (2, 15)
+    empty = einc.einsum("a b -> b a", jnp.ones((0, 3)))
+    assert isinstance(empty, jax.Array) and empty.shape == (3, 0)
+    assert einc.einsum("i j, j k -> i k", jnp.ones((2, 0)),
+                       jnp.ones((0, 3))).shape == (2, 3)
