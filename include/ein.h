@@ -263,7 +263,18 @@ typedef struct ein_options {
                          results (reduction sum or mean only). An unknown
                          name, or one twice, is EIN_ERR_INVALID_ARGUMENT.
                          NULL or "": no slicing */
+  unsigned axis_rules;  /* EIN_RULE_* bits; 0: every axis may be reduced or
+                         repeated (the expression alone decides) */
 } ein_options;
+
+/* ein_options.axis_rules: what an expression may not do, for callers whose
+ * contract forbids it (einops' rearrange neither reduces nor repeats, its
+ * repeat never reduces). The binder fails with the axis under a caret:
+ * EIN_ERR_BAD_REDUCTION for an input axis missing from the output (a
+ * unit dim, '1' or '()', is no axis and is always free to go),
+ * EIN_ERR_UNKNOWN_AXIS for an output axis in no input. */
+#define EIN_RULE_NO_REDUCE 1u
+#define EIN_RULE_NO_REPEAT 2u
 
 /* ------------------------------------------------------------ backends */
 

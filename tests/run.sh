@@ -9,7 +9,8 @@
 # installed, and the three libFuzzer targets (their regressions, then a
 # bounded time each) when clang can build them, and the Python package's
 # pytest suite (tests/python) on einc installed by pip into the venv
-# build-ci/venv (scripts/python_env.sh). Ends with one line
+# build-ci/venv (scripts/python_env.sh), and einops' own tests on
+# einc.einops (tests/peers/run_einops_suite.sh). Ends with one line
 # "N passed, N failed[, N skipped]" that adds up the cases of every test
 # program (a program that dies without its summary line counts as one
 # failure).
@@ -166,6 +167,17 @@ else
   echo "the Python package did not install:"; tail -n 30 build-ci/python-env.log
 fi
 
+# einops' own test files on einc.einops (issue 27): einops 0.8.2's sdist
+# from the package index, every call also compared with einops' own.
+rm -f build-ci/einops-suite.log
+if [ -x build-ci/venv/bin/python ]; then
+  echo "== einops 0.8.2's tests on einc.einops (tests/peers/run_einops_suite.sh)"
+  bash tests/peers/run_einops_suite.sh "$root/build-ci/venv/bin/python" \
+    build-ci >build-ci/einops-suite.log 2>&1
+  grep -E '^(FAILED|ERROR) |^einc-einops-compare|^ein-test-summary' \
+    build-ci/einops-suite.log
+fi
+
 python3 - "$root" "$fuzz_pass" "$fuzz_fail" "$fuzz_skip" "$status" <<'PY'
 import json, re, sys, os
 import xml.etree.ElementTree as ET
@@ -194,7 +206,7 @@ for d in ('build-ci', 'build-asan', 'build-tsan'):
             passed += 1
         else:
             failed += 1
-for extra in ('valgrind.log', 'mutation.log', 'peers.log'):
+for extra in ('valgrind.log', 'mutation.log', 'peers.log', 'einops-suite.log'):
     path = os.path.join(root, 'build-ci', extra)
     if os.path.exists(path):
         m = pat.findall(open(path).read())

@@ -130,11 +130,21 @@ def _fast_setup() -> bool:
     return armed
 
 
+RULE_NO_REDUCE = 1  # ein.h's EIN_RULE_NO_REDUCE: rearrange, repeat
+RULE_NO_REPEAT = 2  # EIN_RULE_NO_REPEAT: einops' rearrange and reduce
+
+
 def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
-             numpy=None, lengths=()):
+             numpy=None, lengths=(), rules=0):
     """Runs expr on tensors through ein_eval and returns the result, an
-    array of the inputs' library (or out)."""
+    array of the inputs' library (or out). rules: ein_options.axis_rules,
+    what the caller's contract forbids (RULE_NO_REDUCE, RULE_NO_REPEAT)."""
     _fast_setup()  # numpy or torch imported since the last call
+    if rules and ("torch" in sys.modules or "jax" in sys.modules):
+        # a framework's own path (route) binds without einc's options:
+        # the rules are checked here first, on the shapes alone
+        _einc.bind(expr, tuple(_shape_of(t) for t in tensors), bool(numpy),
+                   _reduction_name(reduce), "auto", lengths, rules)
     if out is None:
         routed = route(expr, tensors, reduce=reduce, numpy=numpy,
                        lengths=lengths)
@@ -149,7 +159,7 @@ def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
     result = _einc.evaluate(expr, prepared.tensors, out_arg, prepared.alloc,
                             bool(numpy), _reduction_name(reduce),
                             str(backend), lengths, code, bits,
-                            prepared.stream, prepared.sync)
+                            prepared.stream, prepared.sync, rules)
     return out if out is not None else prepared.unwrap(result)
 
 

@@ -228,7 +228,16 @@ def _prepare_jax(tensors, stream) -> Prepared:
         return aligned_empty(shape, first.dtype)
 
     return Prepared(tensors, _NO_RETYPE, alloc, _jax_immutable,
-                    lambda r: jax.dlpack.from_dlpack(r, copy=False))
+                    lambda r: _jax_adopt(jax, r))
+
+
+def _jax_adopt(jax, r):
+    """JAX's array of einc's host result r, without a copy. An empty r
+    has no data JAX could adopt (numpy's pointer for it need not be
+    aligned, and there is nothing to share): JAX makes its own."""
+    if r.size == 0:
+        return jax.numpy.empty(r.shape, r.dtype)
+    return jax.dlpack.from_dlpack(r, copy=False)
 
 
 def _jax_bf16(tensors, jax) -> Prepared:

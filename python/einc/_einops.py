@@ -12,7 +12,8 @@ import math
 import re
 
 from . import _einc
-from ._api import EincError, _fast, _fast_setup, _lengths, _shape_of, evaluate
+from ._api import (RULE_NO_REDUCE, EincError, _fast, _fast_setup, _lengths,
+                   _shape_of, evaluate)
 from ._arrays import stack
 
 _REDUCTIONS = ("min", "max", "sum", "mean", "prod", "any", "all")
@@ -41,19 +42,29 @@ def rearrange(tensor, pattern: str, **axes_lengths):
     of axes adjacent in memory, a squeeze. Writing into such a result
     writes into the tensor; ``.copy()`` (``.clone()``) gives one of your
     own. Other cases, and other array libraries, give a new array.
+
+    A rearrange never reduces: an input axis missing from the output
+    ('b s d -> b d') is an EincError with a caret under it; einc.reduce
+    says how to reduce it.
     """
     if "->" not in pattern:
         raise EincError(f"rearrange needs '->' in its pattern: {pattern!r}")
     # numpy arrays and torch CPU tensors: a cached plan, or a view (tried
     # first in C; here for what C leaves, as numpy ints for lengths)
+    return _rearrange_with(tensor, pattern, axes_lengths, RULE_NO_REDUCE)
+
+
+def _rearrange_with(tensor, pattern, axes_lengths, rules):
+    """rearrange under ein_options.axis_rules `rules` (einc's: never
+    reduce; einops': nor repeat)."""
     lengths = _lengths(axes_lengths) if axes_lengths else None
-    result = _fast((tensor, pattern), False, None, lengths)
+    result = _fast((tensor, pattern), False, None, lengths, rules)
     if result is None and _fast_setup():  # numpy or torch just came
-        result = _fast((tensor, pattern), False, None, lengths)
+        result = _fast((tensor, pattern), False, None, lengths, rules)
     if result is not None:
         return result
     return evaluate(pattern, (_single(tensor),), numpy=False,
-                    lengths=_lengths(axes_lengths))
+                    lengths=_lengths(axes_lengths), rules=rules)
 
 
 
@@ -183,10 +194,11 @@ def repeat(tensor, pattern: str, **axes_lengths):
                [0., 0., 1., 1.]])
 
     The result is always a new array (einops' torch backend may return an
-    expanded view; a writable view repeating elements is a trap).
+    expanded view; a writable view repeating elements is a trap). A repeat
+    never reduces: every input axis is in the output.
     """
     return evaluate(pattern, (_single(tensor),), numpy=False,
-                    lengths=_lengths(axes_lengths))
+                    lengths=_lengths(axes_lengths), rules=RULE_NO_REDUCE)
 
 
 def parse_shape(x, pattern: str) -> dict:
@@ -224,6 +236,10 @@ def _concatenate(parts, axis):
         import torch
 
         return torch.cat(parts, dim=axis)
+    if type(first).__module__.startswith("jax"):
+        import jax
+
+        return jax.numpy.concatenate(parts, axis=axis)
     import numpy
 
     return numpy.concatenate(parts, axis=axis)

@@ -66,6 +66,7 @@ typedef struct fast_entry {
   PyObject *lengths;   /* ((name, size), ...) compared by value, or NULL */
   int dialect;         /* -1: detected, 0: einops, 1: numpy */
   int reduction;       /* ein_reduction */
+  unsigned rules;      /* ein_options.axis_rules */
   int ninputs;
   DLDataType dtype;    /* every input's */
   int ndims[EINPY_FAST_MAX_OPERANDS];
@@ -160,12 +161,12 @@ static int same_lengths(const fast_entry *e, PyObject *lengths) {
 }
 
 static fast_entry *lookup(PyObject *expr, Py_hash_t hash, int dialect,
-                          int reduction, PyObject *lengths, einpy_tensor *in,
-                          int n) {
+                          int reduction, unsigned rules, PyObject *lengths,
+                          einpy_tensor *in, int n) {
   for (int s = 0; s < FAST_SLOTS; s++) {
     fast_entry *e = slots[s];
     if (!e || e->hash != hash || e->ninputs != n || e->dialect != dialect ||
-        e->reduction != reduction)
+        e->reduction != reduction || e->rules != rules)
       continue;
     int same = 1;
     for (int i = 0; same && i < n; i++) same = same_layout(e, i, in[i].t);
@@ -268,8 +269,9 @@ static int make_plan(fast_entry *e, const char *expr, const ein_options *o,
 /* A new entry for these tensors, or NULL with no exception when the
  * general path should take the call (it raises the error, if any). */
 static fast_entry *plan_entry(PyObject *expr, Py_hash_t hash, int dialect,
-                              int reduction, PyObject *lengths,
-                              PyObject *first, einpy_tensor *in, int n) {
+                              int reduction, unsigned rules,
+                              PyObject *lengths, PyObject *first,
+                              einpy_tensor *in, int n) {
   static PyObject *no_lengths;
   if (!no_lengths && !(no_lengths = PyTuple_New(0))) return NULL;
   int is_numpy = resolve_dialect(expr, dialect, in, n);
@@ -291,6 +293,7 @@ static fast_entry *plan_entry(PyObject *expr, Py_hash_t hash, int dialect,
   e->hash = hash;
   e->dialect = dialect;
   e->reduction = reduction;
+  e->rules = o.opt.axis_rules = rules;
   record_layouts(e, in, n);
   int ok = make_plan(e, PyBytes_AsString(utf8), &o.opt, in, first) == 0;
   einpy_options_free(&o);
@@ -572,12 +575,14 @@ static int split_args(PyObject *args, PyObject **expr, Py_ssize_t *first,
 /* The table's entry for this call, planned on a miss; NULL (no exception)
  * for the general path. */
 static fast_entry *entry_for(PyObject *expr, int dialect, int reduction,
-                             PyObject *lengths, PyObject *first,
-                             einpy_tensor *in, int n) {
+                             unsigned rules, PyObject *lengths,
+                             PyObject *first, einpy_tensor *in, int n) {
   Py_hash_t hash = PyObject_Hash(expr);
-  fast_entry *e = lookup(expr, hash, dialect, reduction, lengths, in, n);
+  fast_entry *e =
+      lookup(expr, hash, dialect, reduction, rules, lengths, in, n);
   if (e) return e;
-  e = plan_entry(expr, hash, dialect, reduction, lengths, first, in, n);
+  e = plan_entry(expr, hash, dialect, reduction, rules, lengths, first, in,
+                 n);
   if (e)
     insert(e);
   else
@@ -590,12 +595,12 @@ static fast_entry *entry_for(PyObject *expr, int dialect, int reduction,
  * new array), or None (a new reference) for the general path. */
 static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
                            PyObject *expr, int dialect, int reduction,
-                           PyObject *lengths) {
+                           unsigned rules, PyObject *lengths) {
   fast_inputs in;
   if (!import_items(args, first, count, 1, &in)) Py_RETURN_NONE;
   PyObject *first_item = PyTuple_GetItem(args, first);
-  fast_entry *e =
-      entry_for(expr, dialect, reduction, lengths, first_item, in.t, in.n);
+  fast_entry *e = entry_for(expr, dialect, reduction, rules, lengths,
+                            first_item, in.t, in.n);
   PyObject *result;
   if (!e || (in.torch && e->autocast && torch_autocast &&
              asks_python(torch_autocast))) {
@@ -612,23 +617,28 @@ static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
   return result;
 }
 
-/* fast(args, numpy, reduce[, lengths]) -> result, or None for the
- * general path. args is einsum's (expression first or last, then or
+/* fast(args, numpy, reduce[, lengths[, rules]]) -> result, or None for
+ * the general path. args is einsum's (expression first or last, then or
  * before the tensors); numpy None guesses the dialect, else its truth
  * picks it; reduce None is 'sum'; lengths, a tuple of (name, size) pairs
- * or None. The result is a view of an input where the plan says it can
- * be, else a new array. */
+ * or None; rules, ein_options.axis_rules (an int, default 0). The result
+ * is a view of an input where the plan says it can be, else a new
+ * array. */
 static PyObject *py_fast(PyObject *self, PyObject *fargs) {
   (void)self;
   Py_ssize_t nargs = PyTuple_Size(fargs);
-  if (nargs != 3 && nargs != 4) {
-    PyErr_SetString(PyExc_TypeError, "fast(args, numpy, reduce[, lengths])");
+  if (nargs < 3 || nargs > 5) {
+    PyErr_SetString(PyExc_TypeError,
+                    "fast(args, numpy, reduce[, lengths[, rules]])");
     return NULL;
   }
+  unsigned long rules =
+      nargs == 5 ? PyLong_AsUnsignedLong(PyTuple_GetItem(fargs, 4)) : 0;
+  if (rules == (unsigned long)-1 && PyErr_Occurred()) return NULL;
   PyObject *args = PyTuple_GetItem(fargs, 0), *expr;
   PyObject *numpy = PyTuple_GetItem(fargs, 1);
   PyObject *reduce = PyTuple_GetItem(fargs, 2);
-  PyObject *lengths = nargs == 4 ? PyTuple_GetItem(fargs, 3) : Py_None;
+  PyObject *lengths = nargs >= 4 ? PyTuple_GetItem(fargs, 3) : Py_None;
   if (lengths == Py_None) lengths = NULL;
   else if (!PyTuple_Check(lengths)) Py_RETURN_NONE;
   Py_ssize_t first, count;
@@ -640,7 +650,8 @@ static PyObject *py_fast(PyObject *self, PyObject *fargs) {
   if (!PyTuple_Check(args) || reduction < 0 ||
       !split_args(args, &expr, &first, &count))
     Py_RETURN_NONE;
-  return fast_eval(args, first, count, expr, dialect, reduction, lengths);
+  return fast_eval(args, first, count, expr, dialect, reduction,
+                   (unsigned)rules, lengths);
 }
 
 /* einops' axis lengths, ((name, size), ...) in keyword order as
@@ -664,22 +675,23 @@ static PyObject *lengths_of(PyObject *kwargs, const char *const *own) {
   return tuple;
 }
 
-/* The Python einc.rearrange and einc.reduce the builtins were made from. */
-static PyObject *rearrange_general, *reduce_general;
+/* The Python einc.rearrange, einc.reduce and einc.einops.rearrange the
+ * builtins were made from. */
+static PyObject *rearrange_general, *reduce_general, *einops_general;
 
 /* The table's answer for (tensor, pattern[, reduction]) as args holds
  * them, with lengths from kwargs and the reduction `reduction`; NULL (no
  * exception) when the call is not one the table takes or it answered
  * None, so that the caller hands the call to Python. */
 static PyObject *served(PyObject *args, PyObject *kwargs, int reduction,
-                        const char *const *own) {
+                        unsigned rules, const char *const *own) {
   PyObject *lengths = NULL, *result = NULL;
   int plain = PyUnicode_CheckExact(PyTuple_GetItem(args, 1)) &&
               (!kwargs || PyDict_Size(kwargs) == 0 ||
                (lengths = lengths_of(kwargs, own)) != NULL);
   if (plain)
     result = fast_eval(args, 0, 1, PyTuple_GetItem(args, 1), 0, reduction,
-                       lengths);
+                       rules, lengths);
   Py_XDECREF(lengths);
   if (result == Py_None) Py_CLEAR(result);
   return result; /* a view, an array, or NULL with an error set */
@@ -691,15 +703,34 @@ static PyObject *served(PyObject *args, PyObject *kwargs, int reduction,
  * miss the table cannot plan, goes to rearrange_general, which checks the
  * arguments and raises einc's errors (a pattern with no '->' among them:
  * the einops dialect never plans one). */
+static PyObject *rearrange_call(PyObject *args, PyObject *kwargs,
+                                unsigned rules, PyObject *general) {
+  static const char *const own[] = {"tensor", "pattern", NULL};
+  if (PyTuple_Size(args) == 2) {
+    /* the rules are the binder's and part of the entry's key, so that no
+     * plan in the table (einsum's own for the same pattern included)
+     * serves a pattern they forbid */
+    PyObject *result =
+        served(args, kwargs, (int)EIN_REDUCE_SUM, rules, own);
+    if (result || PyErr_Occurred()) return result;
+  }
+  return PyObject_Call(general, args, kwargs);
+}
+
+/* einc.rearrange: never reduces. */
 static PyObject *fast_rearrange(PyObject *self, PyObject *args,
                                 PyObject *kwargs) {
   (void)self;
-  static const char *const own[] = {"tensor", "pattern", NULL};
-  if (PyTuple_Size(args) == 2) {
-    PyObject *result = served(args, kwargs, (int)EIN_REDUCE_SUM, own);
-    if (result || PyErr_Occurred()) return result;
-  }
-  return PyObject_Call(rearrange_general, args, kwargs);
+  return rearrange_call(args, kwargs, EIN_RULE_NO_REDUCE, rearrange_general);
+}
+
+/* einc.einops.rearrange: einops' rule, neither reduces nor repeats; its
+ * general function raises einops' error type. */
+static PyObject *fast_rearrange_einops(PyObject *self, PyObject *args,
+                                       PyObject *kwargs) {
+  (void)self;
+  return rearrange_call(args, kwargs, EIN_RULE_NO_REDUCE | EIN_RULE_NO_REPEAT,
+                        einops_general);
 }
 
 /* einc.reduce(tensor, pattern, reduction, **axes_lengths) in C, as
@@ -715,7 +746,7 @@ static PyObject *fast_reduce(PyObject *self, PyObject *args,
   int reduction = name && PyUnicode_CheckExact(name) ? parse_reduction(name)
                                                       : -1;
   if (reduction >= 0) {
-    PyObject *result = served(args, kwargs, reduction, own);
+    PyObject *result = served(args, kwargs, reduction, 0, own);
     if (result || PyErr_Occurred()) return result;
   }
   return PyObject_Call(reduce_general, args, kwargs);
@@ -754,6 +785,15 @@ static PyObject *py_fast_rearrange(PyObject *self, PyObject *args) {
                             (PyCFunction)(void (*)(void))fast_rearrange,
                             METH_VARARGS | METH_KEYWORDS, NULL};
   return make_builtin(&def, &rearrange_general, args);
+}
+
+/* fast_rearrange_einops(general, doc) -> einc.einops.rearrange. */
+static PyObject *py_fast_rearrange_einops(PyObject *self, PyObject *args) {
+  (void)self;
+  static PyMethodDef def = {"rearrange",
+                            (PyCFunction)(void (*)(void))fast_rearrange_einops,
+                            METH_VARARGS | METH_KEYWORDS, NULL};
+  return make_builtin(&def, &einops_general, args);
 }
 
 /* fast_reduce(general, doc) -> the builtin einc.reduce. */
@@ -823,9 +863,13 @@ static PyObject *py_fast_setup_torch(PyObject *self, PyObject *args) {
 
 static PyMethodDef fast_methods[] = {
     {"fast", py_fast, METH_VARARGS,
-     "fast(args, numpy, reduce[, lengths]) -> result (a view of an input "
-     "where the plan only re-reads it), or None when the call needs the "
-     "general path"},
+     "fast(args, numpy, reduce[, lengths[, rules]]) -> result (a view of "
+     "an input where the plan only re-reads it), or None when the call "
+     "needs the general path"},
+    {"fast_rearrange_einops", py_fast_rearrange_einops, METH_VARARGS,
+     "fast_rearrange_einops(general, doc) -> einc.einops.rearrange: the "
+     "fast path in C under einops' rules, general(tensor, pattern, "
+     "**axes_lengths) for every other call"},
     {"fast_rearrange", py_fast_rearrange, METH_VARARGS,
      "fast_rearrange(general, doc) -> einc.rearrange: the fast path in C, "
      "general(tensor, pattern, **axes_lengths) for every other call"},
@@ -865,5 +909,6 @@ void einpy_fast_free(void) {
   torch_api = NULL;
   Py_CLEAR(last_reduction);
   Py_CLEAR(rearrange_general);
+  Py_CLEAR(einops_general);
   Py_CLEAR(reduce_general);
 }

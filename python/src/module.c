@@ -128,21 +128,24 @@ int einpy_run(const char *expr, const ein_plan *plan, einpy_tensor *in,
 /* evaluate(expr, tensors, out, alloc, numpy, reduction, backend, lengths,
  *          dtype_code, dtype_bits, stream, sync) -> out
  * dtype_code >= 0 retypes every tensor (numpy bfloat16 as uint16); stream
- * and sync as einpy_run takes them (None and False for host tensors). */
+ * and sync as einpy_run takes them (None and False for host tensors);
+ * rules, ein_options.axis_rules (0 when left out). */
 static PyObject *py_evaluate(PyObject *self, PyObject *args) {
   (void)self;
   const char *expr, *reduction, *backend;
   PyObject *tensors, *out, *alloc, *numpy, *lengths, *stream;
   int code, bits, sync;
-  if (!PyArg_ParseTuple(args, "sOOOOssOiiOp:evaluate", &expr, &tensors, &out,
-                        &alloc, &numpy, &reduction, &backend, &lengths, &code,
-                        &bits, &stream, &sync))
+  unsigned int rules = 0;
+  if (!PyArg_ParseTuple(args, "sOOOOssOiiOp|I:evaluate", &expr, &tensors,
+                        &out, &alloc, &numpy, &reduction, &backend, &lengths,
+                        &code, &bits, &stream, &sync, &rules))
     return NULL;
   if (stream == Py_None) stream = NULL;
   call c;
   memset(&c, 0, sizeof c);
   if (einpy_options_parse(numpy, reduction, backend, lengths, &c.options) < 0)
     return NULL;
+  c.options.opt.axis_rules = rules;
   int ok = einpy_tensors_import(tensors, stream, c.in, &c.nin) == 0;
   einpy_tensors_retype(c.in, c.nin, code, bits);
   ok = ok && obtain_output(&c, expr, out, alloc) == 0 &&
@@ -171,14 +174,15 @@ static PyObject *axis_list(const ein_binding *b) {
   return list;
 }
 
-/* bind(expr, shapes, numpy, reduction, backend, lengths)
+/* bind(expr, shapes, numpy, reduction, backend, lengths[, rules])
  *   -> (output_shape, [(axis, size, role), ...]) */
 static PyObject *py_bind(PyObject *self, PyObject *args) {
   (void)self;
   const char *expr, *reduction, *backend;
   PyObject *shapes, *numpy, *lengths;
-  if (!PyArg_ParseTuple(args, "sOOssO:bind", &expr, &shapes, &numpy, &reduction,
-                        &backend, &lengths))
+  unsigned int rules = 0;
+  if (!PyArg_ParseTuple(args, "sOOssO|I:bind", &expr, &shapes, &numpy,
+                        &reduction, &backend, &lengths, &rules))
     return NULL;
   static int64_t dims[EINPY_MAX_OPERANDS][EIN_MAX_DIMS]; /* GIL-protected */
   int ndims[EINPY_MAX_OPERANDS], n;
@@ -188,6 +192,7 @@ static PyObject *py_bind(PyObject *self, PyObject *args) {
   einpy_options o;
   if (einpy_options_parse(numpy, reduction, backend, lengths, &o) < 0)
     return NULL;
+  o.opt.axis_rules = rules;
   ein_binding *b = NULL;
   ein_status st =
       ein_bind_shapes(the_ctx, expr, shape_ptrs, ndims, n, &o.opt, &b);
@@ -244,9 +249,9 @@ static PyObject *py_xla_ffi_targets(PyObject *self, PyObject *noargs) {
 static PyMethodDef methods[] = {
     {"evaluate", py_evaluate, METH_VARARGS,
      "evaluate(expr, tensors, out, alloc, numpy, reduction, backend, "
-     "lengths, dtype_code, dtype_bits) -> out"},
+     "lengths, dtype_code, dtype_bits, stream, sync[, rules]) -> out"},
     {"bind", py_bind, METH_VARARGS,
-     "bind(expr, shapes, numpy, reduction, backend, lengths) -> "
+     "bind(expr, shapes, numpy, reduction, backend, lengths[, rules]) -> "
      "(output_shape, [(axis, size, role), ...])"},
     {"grad_program", einpy_grad_program, METH_VARARGS,
      "grad_program(expr, shapes, numpy, reduction, lengths, wrt, dtype) -> "

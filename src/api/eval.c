@@ -181,8 +181,8 @@ static void key_options(ein_strbuf *k, const char *expr, size_t len,
                         const ein_backend_entry *backend, int device) {
   ein_strbuf_append(k, &len, sizeof len);
   ein_strbuf_append(k, expr, len);
-  int32_t head[6] = {o->dialect, o->reduction, o->nlengths, backend->kind,
-                     o->allow_tf32 != 0, device};
+  int32_t head[7] = {o->dialect, o->reduction, o->nlengths, backend->kind,
+                     o->allow_tf32 != 0, device, (int32_t)o->axis_rules};
   ein_strbuf_append(k, head, sizeof head);
   ein_strbuf_append(k, &o->memory_limit, sizeof o->memory_limit);
   size_t plen = o->path ? strlen(o->path) + 1 : 0; /* NULL differs from "" */

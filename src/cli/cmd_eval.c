@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "ctx_internal.h"
 #include "dtype.h"
+#include "promote.h"
 #include "npy.h"
 #include "print_array.h"
 #include "shape_text.h"
@@ -28,8 +29,10 @@ void cmd_eval_help(void) {
       "\n"
       "Evaluates EXPR on NumPy .npy files (format 1-3, C or Fortran order,\n"
       "little-endian f2/f4/f8, c8/c16 (complex), integers, bool) and writes\n"
-      "the result as a C-order .npy file of the inputs' dtype. The output\n"
-      "file is replaced atomically, and only when the evaluation succeeded.\n"
+      "the result as a C-order .npy file of the inputs' dtype (inputs of\n"
+      "different dtypes are promoted as numpy promotes them: f4 and f8 give\n"
+      "f8, c8 and c16 c16, i4 and f4 f8). The output file is replaced\n"
+      "atomically, and only when the evaluation succeeded.\n"
       "numpy has no bfloat16: a 2-byte void array ('<V2', as numpy saves\n"
       "ml_dtypes' bfloat16) is read as bf16, and a bf16 result is written\n"
       "as '<V2' (np.load(f).view(ml_dtypes.bfloat16) reads it).\n"
@@ -369,6 +372,10 @@ int cmd_eval(int argc, char **argv) {
   int loaded, rc = load_inputs(pos + 1, n, inputs, &loaded);
   if (rc == EXIT_OK && eo.retype)
     rc = retype_inputs(pos + 1, inputs, n, eo.dtype);
+  else if (rc == EXIT_OK && !cli_promote_inputs(inputs, n)) {
+    cli_errorf("out of memory converting the inputs to one dtype");
+    rc = EXIT_INTERNAL;
+  }
   ein_ctx *ctx = NULL;
   if (rc == EXIT_OK && ein_ctx_create(&ctx) != EIN_OK) {
     cli_errorf("out of memory");

@@ -903,6 +903,49 @@ static ein_status size_output_dims(binder *b) {
   return EIN_OK;
 }
 
+/* The first factor of axis a in operand work w (of bo), for a caret. */
+static ein_span factor_at(const ein_bound_operand *bo, const operand_work *w,
+                          int a) {
+  for (int f = 0; f < bo->nfactors; f++)
+    if (bo->factors[f] == a) return w->factor_span[f];
+  return span_of(0, 0);
+}
+
+/* options.axis_rules: an input axis missing from the output, or an output
+ * axis in no input, where the caller's contract forbids one. */
+static ein_status check_axis_rules(binder *b) {
+  unsigned rules = b->opt->axis_rules;
+  const ein_problem *p = b->out;
+  for (int a = 0; rules && a < b->naxes; a++) {
+    const axis_work *x = &b->ax[a];
+    bool reduced = x->in_input && !x->in_output;
+    bool repeated = !x->in_input && x->in_output;
+    if (!(reduced && (rules & EIN_RULE_NO_REDUCE)) &&
+        !(repeated && (rules & EIN_RULE_NO_REPEAT)))
+      continue;
+    char name[64];
+    axis_name(b, a, name, sizeof name);
+    if (repeated) {
+      ein_span at = factor_at(&p->output, &b->work[p->ninputs], a);
+      return fail(b, EIN_ERR_UNKNOWN_AXIS, &at, 1,
+                  "axis %s is in the output but in no input, and this call "
+                  "never repeats (a rearrange): use repeat for new axes",
+                  name);
+    }
+    int i = 0;
+    while (i < p->ninputs - 1 &&
+           factor_at(&p->inputs[i], &b->work[i], a).length == 0)
+      i++;
+    ein_span at = factor_at(&p->inputs[i], &b->work[i], a);
+    return fail(b, EIN_ERR_BAD_REDUCTION, &at, 1,
+                "axis %s is in the input but not in the output, and this "
+                "call never reduces (a rearrange or a repeat): name it in "
+                "the output, or reduce it with reduce(x, pattern, 'sum')",
+                name);
+  }
+  return EIN_OK;
+}
+
 static ein_status check_output(binder *b) {
   ein_status st;
   if ((st = check_output_ellipsis(b)) || (st = check_output_names(b)) ||
@@ -999,6 +1042,7 @@ static ein_status bind_all(binder *b, int ninputs) {
     st = implicit_output(b, &p->output, &b->work[ninputs]);
   if (!st) st = apply_lengths(b);
   if (!st) st = bind_input_sizes(b);
+  if (!st) st = check_axis_rules(b);
   if (!st) st = check_output(b);
   if (!st) st = finish(b);
   return st;

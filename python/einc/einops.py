@@ -1,0 +1,242 @@
+"""einops' functional surface with einops' contract, computed by einc:
+``from einc import einops`` (or ``import einc.einops as einops``) in
+place of ``import einops``.
+
+rearrange, reduce, repeat, einsum, pack, unpack, parse_shape and asnumpy
+take einops' arguments and keep einops' rules where einc's own functions
+are more lenient: rearrange neither reduces nor adds axes, reduce adds
+none, repeat never reduces, einsum takes the tensors first and a pattern
+with '->'. Errors are einc.einops.EinopsError, which is both an
+einc.EincError and, when einops is installed, an einops.EinopsError, so
+``except einops.EinopsError`` keeps working. einc.einsum, einc.rearrange
+and the rest keep einc's own dialect.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+from . import _einc
+from ._api import (RULE_NO_REDUCE, RULE_NO_REPEAT, EincError, _fast,
+                   _fast_setup, _lengths, evaluate)
+from ._einops import _REDUCTIONS, _rearrange_with, _reduce_callable, _single
+from ._einops import pack as _pack
+from ._einops import parse_shape as _parse_shape
+from ._einops import unpack as _unpack
+
+try:
+    import einops as _peer
+except ImportError:  # einops absent: einc's error alone
+    _peer = None
+
+if _peer is not None:
+    class EinopsError(_peer.EinopsError, EincError):
+        """An error of einc.einops: an einops.EinopsError and an
+        einc.EincError."""
+else:
+    class EinopsError(EincError):
+        """An error of einc.einops (einops is not installed): an
+        einc.EincError, a RuntimeError as einops' own is."""
+
+
+def _einops_error(e: EincError) -> EinopsError:
+    return e if isinstance(e, EinopsError) else EinopsError(str(e))
+
+
+def _rearrange(tensor, pattern: str, **axes_lengths):
+    try:
+        return _rearrange_with(tensor, pattern, axes_lengths,
+                               RULE_NO_REDUCE | RULE_NO_REPEAT)
+    except EincError as e:
+        raise _einops_error(e) from None
+
+
+rearrange = _einc.fast_rearrange_einops(
+    _rearrange,
+    "rearrange(tensor, pattern, **axes_lengths)\n--\n\n"
+    "einops.rearrange: reorders, splits, merges, squeezes and unsqueezes\n"
+    "axes, and stacks a list of tensors first. Never reduces, never adds\n"
+    "an axis (einops' rule); errors are EinopsError.")
+
+
+def reduce(tensor, pattern: str, reduction, **axes_lengths):
+    """einops.reduce: rearranges and reduces the axes missing from the
+    output with reduction ('min', 'max', 'sum', 'mean', 'prod', 'any',
+    'all', a callable f(x, axes), or 'rearrange'/'repeat' as einops
+    takes them). Adds no axis; errors are EinopsError; a 0-d numpy result
+    is a numpy scalar, as einops' is."""
+    if isinstance(reduction, str) and reduction in ("rearrange", "repeat"):
+        f = rearrange if reduction == "rearrange" else repeat
+        return f(tensor, pattern, **axes_lengths)
+    try:
+        if callable(reduction):
+            _check_rules(tensor, pattern, axes_lengths, RULE_NO_REPEAT)
+            return _reduce_callable(_single(tensor), pattern, reduction,
+                                    axes_lengths)
+        if reduction not in _REDUCTIONS:
+            raise EinopsError(f"Unknown reduction {reduction!r}. Expect one "
+                              f"of {_REDUCTIONS}.")
+        lengths = _lengths(axes_lengths) if axes_lengths else None
+        result = _fast((tensor, pattern), False, reduction, lengths,
+                       RULE_NO_REPEAT)
+        if result is None and _fast_setup():
+            result = _fast((tensor, pattern), False, reduction, lengths,
+                           RULE_NO_REPEAT)
+        if result is None:
+            result = evaluate(pattern, (_single(tensor),), reduce=reduction,
+                              numpy=False, lengths=_lengths(axes_lengths),
+                              rules=RULE_NO_REPEAT)
+    except EincError as e:
+        raise _einops_error(e) from None
+    return _numpy_scalar(result)
+
+
+def _numpy_scalar(result):
+    """A 0-d numpy result as the numpy scalar numpy's own reductions and
+    einsum give (einops returns theirs)."""
+    if type(result).__module__ == "numpy" and result.ndim == 0:
+        return result[()]
+    return result
+
+
+def _check_rules(tensor, pattern, axes_lengths, rules):
+    """The binder's check of `rules` on the tensor's shape alone."""
+    from ._api import _shape_of
+
+    x = _single(tensor)
+    _einc.bind(pattern, (_shape_of(x),), False, "sum", "auto",
+               _lengths(axes_lengths), rules)
+
+
+def repeat(tensor, pattern: str, **axes_lengths):
+    """einops.repeat: rearranges and adds (repeats along) new axes, whose
+    sizes come as keywords or numbers. Never reduces; a new array (einops
+    may return a view); errors are EinopsError."""
+    try:
+        return evaluate(pattern, (_single(tensor),), numpy=False,
+                        lengths=_lengths(axes_lengths), rules=RULE_NO_REDUCE)
+    except EincError as e:
+        raise _einops_error(e) from None
+
+
+def einsum(*tensors_and_pattern):
+    """einops.einsum(t1, t2, ..., pattern): the tensors first, then a
+    pattern of named axes with '->' ('batch h w, h w c -> batch c').
+    Composite and anonymous axes are NotImplementedError, as in einops;
+    a 0-d numpy result is a numpy scalar, as numpy.einsum's is."""
+    if len(tensors_and_pattern) <= 1:
+        raise ValueError("`einops.einsum` takes the tensors (at least one) "
+                         "and then the pattern")
+    *tensors, pattern = tensors_and_pattern
+    if not isinstance(pattern, str):
+        raise ValueError("The last argument of einsum is its pattern, a "
+                         f"str, not {type(pattern).__name__}")
+    if "->" not in pattern:
+        raise ValueError(f"Einsum pattern needs '->': {pattern!r}")
+    _check_einsum_axes(pattern)
+    try:
+        result = evaluate(pattern, tuple(tensors), numpy=False)
+    except EincError as e:
+        raise _einops_error(e) from None
+    return _numpy_scalar(result)
+
+
+_EINSUM_LETTERS = 52  # einops maps the names onto numpy's letters
+
+
+def _check_einsum_axes(pattern: str):
+    """einops' einsum takes plain names (and '_') and '...' only, at most
+    52 of them, and no output name missing from the inputs."""
+    lhs, _, rhs = pattern.partition("->")
+    seen = []
+    for side, is_output in [(t, False) for t in lhs.split(",")] + [(rhs, True)]:
+        for name in re.findall(r"\(\s*\)|\([^)]*\)|\S+", side):
+            _check_einsum_name(name, pattern)
+            if name == "...":
+                continue
+            if is_output and name not in seen:
+                raise EinopsError(f"Unknown axis {name} in the output of "
+                                  f"{pattern!r}: in no input")
+            if name not in seen:
+                seen.append(name)
+    if len(seen) > _EINSUM_LETTERS:
+        raise EinopsError(f"Too many axes in {pattern!r}: einsum takes at "
+                          f"most {_EINSUM_LETTERS}")
+
+
+def _check_einsum_name(name: str, pattern: str):
+    if name.startswith("("):
+        if not name[1:-1].strip():
+            raise NotImplementedError(
+                f"Singleton () axes are not taken by einsum: {pattern!r}")
+        raise NotImplementedError(
+            f"Shape rearrangement ({name}) is not taken by einsum: "
+            f"{pattern!r}")
+    if name.isdigit():
+        raise NotImplementedError(
+            f"Anonymous axes ({name}) are not taken by einsum: {pattern!r}")
+    if name not in ("...", "_") and not _valid_name(name):
+        raise EinopsError(f"Invalid axis identifier {name!r} in {pattern!r}")
+
+
+def _valid_name(name: str) -> bool:
+    """einops' axis names: identifiers with no leading or trailing '_'."""
+    return (name.isidentifier() and not name.startswith("_")
+            and not name.endswith("_"))
+
+
+def _check_pack_pattern(pattern: str, opname: str):
+    """einops' pack/unpack patterns: one '*', distinct valid names."""
+    names = pattern.split()
+    if len(set(names)) != len(names):
+        raise EinopsError(f"{opname}: a name twice in {pattern!r}")
+    if "*" not in names:
+        raise EinopsError(f"{opname}: no '*' in {pattern!r}")
+    for name in names:
+        if name != "*" and not _valid_name(name):
+            raise EinopsError(f"{opname}: invalid axis name {name!r} in "
+                              f"{pattern!r}")
+
+
+def pack(tensors, pattern: str):
+    """einops.pack: (packed, packed_shapes); errors are EinopsError."""
+    _check_pack_pattern(pattern, "pack")
+    try:
+        return _pack(tensors, pattern)
+    except EincError as e:
+        raise _einops_error(e) from None
+
+
+def unpack(tensor, packed_shapes, pattern: str):
+    """einops.unpack: the inverse of pack; errors are EinopsError."""
+    _check_pack_pattern(pattern, "unpack")
+    try:
+        return _unpack(tensor, packed_shapes, pattern)
+    except EincError as e:
+        raise _einops_error(e) from None
+
+
+def parse_shape(x, pattern: str) -> dict:
+    """einops.parse_shape: {name: size} ('_' skips a dim)."""
+    try:
+        return _parse_shape(x, pattern)
+    except EincError as e:
+        raise _einops_error(e) from None
+
+
+def asnumpy(tensor):
+    """einops.asnumpy: a numpy array of the tensor (torch tensors are
+    detached and brought to the CPU)."""
+    import numpy
+
+    if type(tensor).__module__.startswith("torch"):
+        return tensor.detach().cpu().numpy()
+    return numpy.asarray(tensor)
+
+
+for _f in (reduce, repeat, einsum, pack, unpack, parse_shape, asnumpy):
+    _f.__doc__ = inspect.cleandoc(_f.__doc__)
+
+__all__ = ["EinopsError", "asnumpy", "einsum", "pack", "parse_shape",
+           "rearrange", "reduce", "repeat", "unpack"]

@@ -1,0 +1,137 @@
+"""torch.einsum's call form and contract, computed by einc:
+``from einc.torch import einsum`` in place of ``torch.einsum``.
+
+    einsum('ij,jk->ik', a, b)          # torch's equation, spaces allowed
+    einsum('ij,jk', [a, b])            # the operands as one list
+    einsum(a, [0, 1], b, [1, 2], [0, 2])  # the sublist form
+
+The equation is always numpy's dialect (one letter per axis), as torch
+reads it, whatever spaces it has. The result has torch's dtype: an
+integer or bool tensor summed over an axis on its own is promoted to
+int64 as torch.sum does (a uint8 sum does not wrap); a product of several
+integer tensors keeps their dtype (and wraps) as torch's does; operands of
+different dtypes are torch's RuntimeError (torch's own check, run once
+per equation, dtypes and shapes on meta tensors). Errors of the expression are
+einc.EincError, a RuntimeError as torch's are. (Tensors that require
+grad go through einc's torch integration, as einc.einsum's do.)
+"""
+
+from __future__ import annotations
+
+import torch as _torch
+
+from ._api import _fast, _fast_setup, evaluate
+
+_LETTERS = ("ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+            "abcdefghijklmnopqrstuvwxyz")
+
+# (equation, dtypes and shapes) -> the result dtype torch gives, found
+# once by running torch.einsum itself on meta tensors of those dtypes and
+# shapes (torch's own errors included: a miss that raises is not kept).
+_result_dtype: dict = {}
+_MAX_KEPT = 4096
+# torch's equation -> einc's: whitespace dropped
+_equations: dict = {}
+_SAME = frozenset((_torch.float32, _torch.float64, _torch.float16,
+                   _torch.bfloat16, _torch.complex64, _torch.complex128))
+
+
+def einsum(*args):
+    """torch.einsum(equation, *operands), einsum(equation, [operands]) or
+    einsum(op1, sublist1, op2, sublist2, ..., [out_sublist]), computed by
+    einc; torch's result dtype and exception types."""
+    equation = args[0] if args else None
+    if equation.__class__ is str:
+        operands = args[1:]
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = tuple(operands[0])
+    else:
+        equation, operands = _from_sublists(args)
+    expr = _equations.get(equation)
+    if expr is None:
+        expr = "".join(equation.split())
+        _equations[equation] = expr = equation if expr == equation else expr
+    try:  # the common call: one or two operands of one floating dtype
+        dtype = operands[0].dtype
+        plain = dtype in _SAME and (len(operands) == 1 or (
+            len(operands) == 2 and operands[1].dtype is dtype))
+    except (AttributeError, IndexError):
+        plain = False
+    if not plain:
+        operands = _with_torch_dtype(expr, operands)
+    # torch's own call, as is, when nothing above changed it
+    call = args if expr is equation and operands is args[1:] else (
+        expr, *operands)
+    result = _fast(call, True, None)
+    if result is None and _fast_setup():
+        result = _fast(call, True, None)
+    if result is not None:
+        return result
+    return evaluate(expr, operands, numpy=True)
+
+
+def _with_torch_dtype(expr, operands):
+    """The operands in the dtype torch computes in (promoted to int64
+    where torch.einsum's result is), after torch's own checks."""
+    try:
+        first = operands[0].dtype
+        same = all(o.dtype is first for o in operands[1:])
+    except (AttributeError, IndexError):
+        _torch_probe(expr, operands)  # torch's TypeError or RuntimeError
+        raise
+    if same and first in _SAME:
+        return operands
+    key = (expr, *[(o.dtype, tuple(o.shape)) for o in operands])
+    dtype = _result_dtype.get(key)
+    if dtype is None:
+        dtype = _torch_probe(expr, operands).dtype
+        if len(_result_dtype) >= _MAX_KEPT:
+            _result_dtype.clear()
+        _result_dtype[key] = dtype
+    if dtype is first:
+        return operands
+    return tuple(o.to(dtype) for o in operands)
+
+
+def _torch_probe(expr, operands):
+    """torch.einsum on meta tensors of the operands' dtypes and shapes
+    (no data, no work): its result, or torch's exception."""
+    probes = [_torch.empty(o.shape, dtype=o.dtype, device="meta")
+              if isinstance(o, _torch.Tensor) else o for o in operands]
+    return _torch.einsum(expr, *probes)
+
+
+def _from_sublists(args):
+    """(equation, operands) of the sublist form: operand, sublist pairs
+    and an optional output sublist; ints 0-51 name axes (A-Z, a-z) and
+    Ellipsis stands for '...', as in torch."""
+    pairs, out = args, None
+    if len(args) % 2 == 1:
+        pairs, out = args[:-1], args[-1]
+    operands = tuple(pairs[0::2])
+    terms = [_sublist_term(s) for s in pairs[1::2]]
+    equation = ",".join(terms)
+    if out is not None:
+        equation += "->" + _sublist_term(out)
+    return equation, operands
+
+
+def _sublist_term(sublist) -> str:
+    try:
+        items = list(sublist)
+    except TypeError:
+        raise TypeError("einsum(): a sublist must be a list of ints and "
+                        f"Ellipsis, not {type(sublist).__name__}") from None
+    term = []
+    for s in items:
+        if s is Ellipsis:
+            term.append("...")
+        elif isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 52:
+            term.append(_LETTERS[s])
+        else:
+            raise ValueError("einsum(): subscript in subscript list is not "
+                             f"within the valid range [0, 52): {s!r}")
+    return "".join(term)
+
+
+__all__ = ["einsum"]

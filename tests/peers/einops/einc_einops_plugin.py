@@ -1,0 +1,135 @@
+"""A pytest plugin that runs einops' own test files with einops' functions
+replaced by einc.einops's (issue 27).
+
+Loaded with ``-p einc_einops_plugin`` before the test files are imported:
+einops.rearrange, reduce, repeat, einsum, pack, unpack, parse_shape and
+asnumpy (and their homes einops.einops and einops.packing, from which the
+test files import them) become wrappers that call einc.einops's function
+and ALSO einops' own on the same arguments, then compare: both raise, or
+both return values of the same shapes and dtypes and equal values (to the
+dtype's tolerance). Each disagreement is counted and the first few are
+printed at the end, with the line
+``einc-einops-compare: N calls, N mismatches``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+NAMES = ("rearrange", "reduce", "repeat", "einsum", "pack", "unpack",
+         "parse_shape", "asnumpy")
+TOL = {"float64": 1e-12, "complex128": 1e-12, "float32": 1e-5,
+       "complex64": 1e-5, "float16": 2e-2, "bfloat16": 2e-2}
+
+calls = 0
+mismatches: list = []
+
+
+def _numpy_of(x):
+    if type(x).__module__.startswith("torch"):
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":
+            x = x.float()
+        return x.numpy()
+    return np.asarray(x)
+
+
+def _dtype_name(x) -> str:
+    return str(getattr(x, "dtype", type(x).__name__)).replace("torch.", "")
+
+
+def _differ(got, want) -> str | None:
+    """Why got and want differ, or None."""
+    if isinstance(want, (tuple, list)):
+        if not isinstance(got, (tuple, list)) or len(got) != len(want):
+            return f"{type(got).__name__} of {len(got)} vs {len(want)}"
+        for g, w in zip(got, want):
+            why = _differ(g, w)
+            if why:
+                return why
+        return None
+    if isinstance(want, np.generic):
+        if not isinstance(got, np.generic) or got.dtype != want.dtype:
+            return f"{type(got).__name__} vs numpy scalar {want.dtype}"
+        got, want = np.asarray(got), np.asarray(want)
+    elif isinstance(want, (dict, int, float, str)) or want is None:
+        return None if got == want else f"{got!r} vs {want!r}"
+    if type(got).__module__.split(".")[0] != type(want).__module__.split(".")[0]:
+        return f"type {type(got).__name__} vs {type(want).__name__}"
+    if tuple(got.shape) != tuple(want.shape):
+        return f"shape {tuple(got.shape)} vs {tuple(want.shape)}"
+    if _dtype_name(got) != _dtype_name(want):
+        return f"dtype {_dtype_name(got)} vs {_dtype_name(want)}"
+    g, w = _numpy_of(got), _numpy_of(want)
+    tol = TOL.get(_dtype_name(want))
+    if tol is None:
+        return None if np.array_equal(g, w) else "values differ"
+    w64 = w.astype(np.complex128 if w.dtype.kind == "c" else np.float64)
+    g64 = g.astype(w64.dtype)
+    same = (g64 == w64) | (np.isnan(g64) & np.isnan(w64))  # infs, nans
+    if not np.all(np.isfinite(w64[~same])):
+        return "values differ (inf or nan)"
+    err = np.abs(g64 - w64)[~same].max() if (~same).any() else 0.0
+    finite = w64[np.isfinite(w64)]
+    scale = max(np.linalg.norm(finite.ravel()), 1e-300)
+    return None if err <= tol * scale else f"values differ by {err:.3g}"
+
+
+def _compared(name, ours, theirs):
+    @functools.wraps(theirs)
+    def call(*args, **kwargs):
+        global calls
+        calls += 1
+        try:
+            got = ours(*args, **kwargs)
+        except Exception as e:  # einops must raise too
+            try:
+                theirs(*args, **kwargs)
+            except Exception:
+                raise e from None
+            mismatches.append(f"{name}: einc raised {type(e).__name__}: "
+                              f"{str(e)[:120]!r}; einops did not")
+            raise
+        try:
+            want = theirs(*args, **kwargs)
+        except Exception as e:
+            mismatches.append(f"{name}: einops raised {type(e).__name__}, "
+                              "einc did not")
+            return got
+        why = _differ(got, want)
+        if why:
+            mismatches.append(f"{name}{_short(args)}: {why}")
+        return got
+
+    return call
+
+
+def _short(args) -> str:
+    parts = [a if isinstance(a, str) else
+             f"<{type(a).__name__} {tuple(getattr(a, 'shape', ()))}>"
+             for a in args]
+    return "(" + ", ".join(map(str, parts))[:160] + ")"
+
+
+def pytest_configure(config):
+    import einops
+    import einops.einops
+    import einops.packing
+
+    import einc.einops as ours
+
+    for name in NAMES:
+        theirs = getattr(einops, name)
+        wrapped = _compared(name, getattr(ours, name), theirs)
+        for module in (einops, einops.einops, einops.packing):
+            if getattr(module, name, None) is theirs:
+                setattr(module, name, wrapped)
+
+
+def pytest_terminal_summary(terminalreporter):
+    for line in mismatches[:20]:
+        terminalreporter.write_line(f"mismatch: {line}")
+    terminalreporter.write_line(
+        f"einc-einops-compare: {calls} calls, {len(mismatches)} mismatches")

@@ -1,0 +1,107 @@
+"""einc.einops against einops itself (issue 27): same values, shapes and
+dtypes; einops' rules (rearrange neither reduces nor repeats, reduce
+adds no axis); errors are einops.EinopsError and einc.EincError."""
+import numpy as np
+import pytest
+
+import einc
+from einc import einops as E
+
+einops = pytest.importorskip("einops")
+rng = np.random.default_rng(27)
+
+CASES = [
+    ("rearrange", "b h w -> w b h", {}),
+    ("rearrange", "b (h d) w -> b h d w", {"h": 2}),
+    ("rearrange", "b h w -> b (w h)", {}),
+    ("rearrange", "b ... -> ... b", {}),
+    ("reduce", "b h w -> b h", {"reduction": "max"}),
+    ("reduce", "b h w -> b 1 w", {"reduction": "mean"}),
+    ("reduce", "b (h 2) w -> b h w", {"reduction": "sum"}),
+    ("reduce", "b h w -> b w", {"reduction": np.min}),
+    ("reduce", "b h w -> w h b", {"reduction": "rearrange"}),
+    ("repeat", "b h w -> b h w c", {"c": 3}),
+    ("repeat", "b h w -> (b 2) h w", {}),
+]
+
+
+@pytest.mark.parametrize("fn,pattern,kw", CASES)
+def test_same_as_einops(fn, pattern, kw):
+    x = rng.random((2, 4, 6))
+    kw = dict(kw)
+    args = (kw.pop("reduction"),) if "reduction" in kw else ()
+    want = getattr(einops, fn)(x, pattern, *args, **kw)
+    got = getattr(E, fn)(x, pattern, *args, **kw)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_einsum_pack_unpack_parse_shape_asnumpy():
+    a, b = rng.random((3, 4)), rng.random((4, 5))
+    np.testing.assert_allclose(E.einsum(a, b, "i j, j k -> i k"),
+                               einops.einsum(a, b, "i j, j k -> i k"),
+                               rtol=1e-12)
+    xs = [rng.random((2, 3)), rng.random((2, 3, 4))]
+    got, ps = E.pack(xs, "a b *")
+    want, wps = einops.pack(xs, "a b *")
+    assert ps == wps
+    np.testing.assert_array_equal(got, want)
+    for g, w in zip(E.unpack(got, ps, "a b *"), einops.unpack(want, wps, "a b *")):
+        np.testing.assert_array_equal(g, w)
+    x = np.zeros((2, 3, 5))
+    assert E.parse_shape(x, "b _ w") == einops.parse_shape(x, "b _ w")
+    assert isinstance(E.asnumpy(x), np.ndarray)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: E.rearrange(x, "b h w -> b w"),         # reduces
+    lambda x: E.rearrange(x, "b h w -> b h w c", c=2),  # adds an axis
+    lambda x: E.reduce(x, "b h w -> b c", "sum", c=2),  # adds an axis
+    lambda x: E.repeat(x, "b h w -> b w c", c=2),      # reduces
+    lambda x: E.rearrange(x, "b h -> b h"),            # rank
+    lambda x: E.reduce(x, "b h w -> b", "median"),     # unknown reduction
+])
+def test_einops_rules_and_error_types(call):
+    x = np.zeros((2, 3, 4))
+    for _ in range(2):  # planned, then the table
+        with pytest.raises(einops.EinopsError) as e:
+            call(x)
+        assert isinstance(e.value, einc.EincError)
+        assert isinstance(e.value, E.EinopsError)
+
+
+def test_einsum_errors_as_einops():
+    x = np.zeros((2, 3))
+    with pytest.raises(ValueError):
+        E.einsum(x, "i j")
+    with pytest.raises(NotImplementedError):
+        E.einsum(x, "(i j) -> i")
+    with pytest.raises(einops.EinopsError):
+        E.einsum(x, "i j -> k")
+
+
+def test_torch_and_lists():
+    torch = pytest.importorskip("torch")
+    t = torch.randn(2, 3, 4)
+    assert torch.equal(E.rearrange(t, "a b c -> c a b"),
+                       einops.rearrange(t, "a b c -> c a b"))
+    got = E.rearrange([t, t], "n a b c -> a n b c")
+    assert isinstance(got, torch.Tensor) and got.shape == (2, 2, 3, 4)
+
+
+def test_jax_lists_and_zero_size_stay_jax():
+    """issue 27's JAX bugs: a list of JAX arrays gave a numpy array; a
+    zero-size result raised (not aligned ... copy=False)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    a = jnp.arange(6.0).reshape(2, 3)
+    got = einc.rearrange([a, a + 1], "n x y -> x n y")
+    assert isinstance(got, jax.Array)
+    np.testing.assert_array_equal(np.asarray(got),
+                                  np.stack([a, a + 1], 1))
+    packed, ps = einc.pack([a, jnp.ones((2, 3, 4))], "x *")
+    assert isinstance(packed, jax.Array) and packed.shape == (2, 15)
+    empty = einc.einsum("a b -> b a", jnp.ones((0, 3)))
+    assert isinstance(empty, jax.Array) and empty.shape == (3, 0)
+    assert einc.einsum("i j, j k -> i k", jnp.ones((2, 0)),
+                       jnp.ones((0, 3))).shape == (2, 3)
