@@ -478,11 +478,18 @@ _STEPS = {
 
 # ------------------------------------------------------ Dynamo stand-ins
 
-def _in_graph(expr, reduction, numpy, lengths, *tensors):
+def _in_graph(expr, reduction, numpy, lengths, rules, *tensors):
     """The traced call as Dynamo records it: one node (allow_in_graph),
     run by AOTAutograd on fake tensors, where sizes are concrete or
     specialized (einc plans for concrete shapes), so the view or the
-    operator is chosen there."""
+    operator is chosen there. `rules` (ein_options.axis_rules: rearrange
+    and repeat never reduce) are checked here, on the shapes, as the eager
+    call checks them."""
+    if rules:
+        _einc.bind(expr, tuple(tuple(int(d) for d in t.shape)
+                               for t in tensors),
+                   bool(numpy), reduction, "auto", _lengths_of(lengths),
+                   rules)
     cast = _autocast(expr, tensors, numpy, reduction, _lengths_of(lengths))
     return _graph(expr, cast, reduction, numpy, _lengths_of(lengths), False)
 
@@ -490,8 +497,8 @@ def _in_graph(expr, reduction, numpy, lengths, *tensors):
 _in_graph = torch.compiler.allow_in_graph(_in_graph)
 
 
-def _traced_call(expr, tensors, reduction, numpy, lengths):
-    return _in_graph(expr, reduction, numpy, _lengths_text(lengths),
+def _traced_call(expr, tensors, reduction, numpy, lengths, rules=0):
+    return _in_graph(expr, reduction, numpy, _lengths_text(lengths), rules,
                      *tensors)
 
 
@@ -500,7 +507,9 @@ def _install_dynamo():
     or the operator (their eager forms start in C, which Dynamo cannot
     trace)."""
     from . import _api, _einops
-    from ._api import _lengths, _reduction_name, split_expr
+    from . import einops as _einops_dropin
+    from ._api import (RULE_NO_REDUCE, RULE_NO_REPEAT, _lengths,
+                       _reduction_name, split_expr)
 
     substitute = torch.compiler.substitute_in_graph
 
@@ -522,7 +531,7 @@ def _install_dynamo():
     @substitute(_einops.rearrange)
     def rearrange(tensor, pattern, **axes_lengths):
         return _traced_call(pattern, (single(tensor),), "sum", False,
-                            _lengths(axes_lengths))
+                            _lengths(axes_lengths), RULE_NO_REDUCE)
 
     @substitute(_einops.reduce)
     def reduce(tensor, pattern, reduction, **axes_lengths):
@@ -535,7 +544,46 @@ def _install_dynamo():
     @substitute(_einops.repeat)
     def repeat(tensor, pattern, **axes_lengths):
         return _traced_call(pattern, (single(tensor),), "sum", False,
-                            _lengths(axes_lengths))
+                            _lengths(axes_lengths), RULE_NO_REDUCE)
+
+    _install_dynamo_einops(substitute, single, _einops_dropin,
+                           RULE_NO_REDUCE, RULE_NO_REPEAT, _lengths)
+
+
+def _install_dynamo_einops(substitute, single, dropin, no_reduce, no_repeat,
+                           lengths_of):
+    """einc.einops' functions as Dynamo traces them, with einops' rules:
+    rearrange neither reduces nor repeats, reduce does not repeat, repeat
+    does not reduce."""
+
+    @substitute(dropin.rearrange)
+    def rearrange(tensor, pattern, **axes_lengths):
+        return _traced_call(pattern, (single(tensor),), "sum", False,
+                            lengths_of(axes_lengths), no_reduce | no_repeat)
+
+    @substitute(dropin.reduce)
+    def reduce(tensor, pattern, reduction, **axes_lengths):
+        if callable(reduction):
+            from ._einops import _reduce_callable
+
+            return _reduce_callable(single(tensor), pattern, reduction,
+                                    axes_lengths)
+        rules = {"rearrange": no_reduce | no_repeat,
+                 "repeat": no_reduce}.get(reduction, no_repeat)
+        if reduction in ("rearrange", "repeat"):
+            reduction = "sum"  # nothing is reduced: the rules say so
+        return _traced_call(pattern, (single(tensor),), reduction, False,
+                            lengths_of(axes_lengths), rules)
+
+    @substitute(dropin.repeat)
+    def repeat(tensor, pattern, **axes_lengths):
+        return _traced_call(pattern, (single(tensor),), "sum", False,
+                            lengths_of(axes_lengths), no_reduce)
+
+    @substitute(dropin.einsum)
+    def einsum(*tensors_and_pattern):
+        *tensors, pattern = tensors_and_pattern
+        return _traced_call(pattern, tuple(tensors), "sum", False, ())
 
 
 _frameworks.after_import("torch._dynamo", _install_dynamo)

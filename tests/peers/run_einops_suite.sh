@@ -15,6 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 python=${1:?usage: run_einops_suite.sh PYTHON [OUT_DIR]}
 out=${2:-$(pwd)}
 mkdir -p "$out"
+out=$(cd "$out" && pwd) # the suite runs from the sdist's folder
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 if ! (cd "$work" && "$python" -m pip download -q --no-binary :all: --no-deps \

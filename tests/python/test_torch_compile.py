@@ -124,3 +124,36 @@ def test_einc_imported_before_torch():
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "breaks 0" in run.stdout, run.stdout + run.stderr
+
+
+def test_compiled_rearrange_keeps_the_axis_rules():
+    """Compiled as eager: einc.rearrange never reduces (the stand-ins once
+    traced it as an einsum with a sum), and einc.einops' functions trace
+    with no graph break under einops' own rules."""
+    import einc.einops
+
+    x = torch.randn(2, 5, 3)
+    reducing = torch.compile(lambda t: einc.rearrange(t, "b s d -> b d"),
+                             backend="aot_eager", fullgraph=True)
+    with pytest.raises(Exception, match="never reduces"):
+        reducing(x)
+    calls = {
+        "rearrange": (lambda t: einc.einops.rearrange(t, "b s d -> b (s d)"),
+                      x.reshape(2, 15)),
+        "reduce": (lambda t: einc.einops.reduce(t, "b s d -> b d", "max"),
+                   x.amax(1)),
+        "repeat": (lambda t: einc.einops.repeat(t, "b s d -> b s d r", r=2),
+                   x[..., None].expand(2, 5, 3, 2)),
+        "einsum": (lambda t: einc.einops.einsum(t, t, "b s d, b s d -> b d"),
+                   (x * x).sum(1)),
+    }
+    for name, (f, want) in calls.items():
+        explained = torch._dynamo.explain(f)(x)
+        assert explained.graph_break_count == 0, (name, explained.break_reasons)
+        got = torch.compile(f, backend="aot_eager", fullgraph=True)(x)
+        torch.testing.assert_close(got, want, msg=name)
+    repeating = torch.compile(
+        lambda t: einc.einops.rearrange(t, "b s d -> b s d r", r=2),
+        backend="aot_eager", fullgraph=True)
+    with pytest.raises(Exception, match="never"):
+        repeating(x)
