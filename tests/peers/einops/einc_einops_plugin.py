@@ -74,7 +74,12 @@ def _differ(got, want) -> str | None:
         return "values differ (inf or nan)"
     err = np.abs(g64 - w64)[~same].max() if (~same).any() else 0.0
     finite = w64[np.isfinite(w64)]
-    scale = max(np.linalg.norm(finite.ravel()), 1e-300)
+    # The floor: a product of many small numbers underflows in one
+    # library's order and not in the other's (einops' JAX prod gave 0
+    # where einc gave 2e-28 in f32): below sqrt(tiny) is underflow's noise.
+    floor = np.sqrt(np.finfo(w.real.dtype if w.dtype.kind == "c"
+                             else w.dtype).tiny)
+    scale = max(np.linalg.norm(finite.ravel()), float(floor))
     return None if err <= tol * scale else f"values differ by {err:.3g}"
 
 
