@@ -255,11 +255,9 @@ static int print_grads(ein_ctx *ctx, const char *expr, const cli_shape *shapes,
 static int plan_operands(const plan_opts *po, const char **args, int nargs,
                          const char ***pos, int *npos, char **owned) {
   *owned = NULL;
-  if (!po->input) {
-    *pos = args;
-    *npos = nargs;
-    return EXIT_OK;
-  }
+  *pos = args; /* the caller frees *pos only when it is not args */
+  *npos = nargs;
+  if (!po->input) return EXIT_OK;
   if (nargs > 0) {
     cli_errorf("--input gives the expression and the shapes; '%.40s' "
                "cannot come beside it",
