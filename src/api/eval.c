@@ -939,12 +939,5 @@ size_t ein_plan_describe_model(const ein_plan *plan,
                   &sb);
   if (plan->program && plan->backend->describe && !json)
     plan->backend->describe(plan->ir, plan->program, &sb);
-  size_t len = sb.failed ? 0 : sb.len;
-  if (buf && cap > 0) {
-    size_t n = len < cap - 1 ? len : cap - 1;
-    if (n) memcpy(buf, sb.data, n);
-    buf[n] = 0;
-  }
-  ein_strbuf_free(&sb);
-  return len;
+  return ein_strbuf_deliver(&sb, buf, cap);
 }

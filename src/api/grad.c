@@ -371,12 +371,5 @@ size_t ein_grad_describe(const ein_grad *grad, ein_describe_format format,
   ein_strbuf sb = {0};
   if (format == EIN_DESCRIBE_JSON) json_report(grad, &sb);
   else text_report(grad, &sb);
-  size_t len = sb.failed ? 0 : sb.len;
-  if (buf && cap > 0) {
-    size_t n = len < cap - 1 ? len : cap - 1;
-    if (n) memcpy(buf, sb.data, n);
-    buf[n] = 0;
-  }
-  ein_strbuf_free(&sb);
-  return len;
+  return ein_strbuf_deliver(&sb, buf, cap);
 }

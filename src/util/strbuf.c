@@ -60,3 +60,14 @@ void ein_strbuf_free(ein_strbuf *sb) {
   sb->data = NULL;
   sb->len = sb->cap = 0;
 }
+
+size_t ein_strbuf_deliver(ein_strbuf *sb, char *buf, size_t cap) {
+  size_t len = sb->failed ? 0 : sb->len;
+  if (buf && cap > 0) {
+    size_t n = len < cap - 1 ? len : cap - 1;
+    if (n) memcpy(buf, sb->data, n);
+    buf[n] = 0;
+  }
+  ein_strbuf_free(sb);
+  return len;
+}

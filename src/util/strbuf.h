@@ -22,4 +22,9 @@ void ein_strbuf_append(ein_strbuf *sb, const void *data, size_t len);
 void ein_strbuf_json_string(ein_strbuf *sb, const char *s);
 void ein_strbuf_free(ein_strbuf *sb);
 
+/* Hands the text to a caller's buffer as snprintf does (at most cap bytes
+ * with the NUL; buf may be NULL when cap is 0), frees sb, and returns the
+ * full length (0 when the text could not be built). */
+size_t ein_strbuf_deliver(ein_strbuf *sb, char *buf, size_t cap);
+
 #endif
