@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import sys
 
-from . import _einc
+from . import _einc, _frameworks
 from ._arrays import check_out, prepare
 from ._frameworks import route
 
@@ -202,6 +202,11 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
         result = _fast(args, numpy, reduce, lengths)
         if result is None and _fast_setup():  # numpy or torch just came
             result = _fast(args, numpy, reduce, lengths)
+        if result is None and _frameworks.eager_grad is not None:
+            # torch tensors that need grad, eagerly: straight to autograd
+            result = _frameworks.eager_grad(args, numpy, reduce, lengths)
+            if result is NotImplemented:
+                result = None
         if result is not None:
             return result
     expr, tensors = split_expr(args)

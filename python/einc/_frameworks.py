@@ -14,6 +14,12 @@ from __future__ import annotations
 
 import sys
 
+# einc.einsum's shortcut for eager torch calls on tensors that need grad
+# (einc/_torch.py sets it): (args, numpy, reduce, lengths) -> the result,
+# or NotImplemented for every other call. The general path would reach the
+# same autograd node through route, some 20 us later.
+eager_grad = None
+
 
 def route(expr, tensors, *, reduce, numpy, lengths):
     """The result of the call through a framework's machinery, or

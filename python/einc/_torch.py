@@ -185,6 +185,33 @@ def route(expr, tensors, *, reduce, numpy, lengths):
                   mode in (_GRAPH, _FUNC), mode == _FUNC)
 
 
+def eager_grad(args, numpy, reduce, lengths):
+    """einc.einsum's shortcut (einc._frameworks.eager_grad) for the common
+    training call: expression first, plain tensors of which one needs
+    grad, grad recorded, nothing tracing, no autocast. It asks what
+    _mode would, in the order that rejects other calls soonest; any other
+    call is NotImplemented and goes the general way (route)."""
+    if len(args) < 2 or not isinstance(args[0], str):
+        return NotImplemented
+    tensors = args[1:]
+    grad = False
+    for t in tensors:
+        if type(t) not in _PLAIN_TYPES:
+            return NotImplemented
+        grad = grad or t.requires_grad
+    if (not grad or not torch.is_grad_enabled()
+            or torch._C._get_tracing_state() is not None
+            or torch._C._len_torch_dispatch_stack()
+            or torch._C._are_functorch_transforms_active()
+            or torch._C._is_any_autocast_enabled()):
+        return NotImplemented
+    return _graph(args[0], tensors, _reduction_name(reduce), numpy,
+                  lengths or (), True)
+
+
+_frameworks.eager_grad = eager_grad
+
+
 def _jit(expr, tensors, reduction, numpy, lengths):
     """Under torch.jit.trace: the operator, which the trace records with
     its arguments, so the traced function computes on new inputs (of new
@@ -419,6 +446,16 @@ def _interpret(program, inputs, output, dout):
     if program["conjugates"]:
         inputs = [t.conj() for t in inputs]
         output = output.conj() if output is not None else None
+    # Recorded (create_graph: a differentiable gradient) or traced
+    # (compiled backward, fake tensors): every step goes through the routes.
+    graph = _mode((dout, *inputs)) not in (_PLAIN, _DETACH)
+    if not graph:
+        # Plain eager backward: einsum steps take einc's fast path on
+        # detached tensors (the saved inputs require grad, which would send
+        # each step through route and DLPack's general path).
+        inputs = [t.detach() for t in inputs]
+        output = output.detach() if output is not None else None
+        dout = dout.detach()
     sources = {"dout": (dout,), "input": inputs, "output": (output,)}
     results = []
     for step in program["steps"]:
@@ -427,13 +464,22 @@ def _interpret(program, inputs, output, dout):
         if any(x is None for x in operands):
             raise EincError("einc's backward program reads the forward "
                             "output, which was not saved")
-        results.append(_STEPS[step["op"]](step, *operands))
+        if step["op"] == "einsum":
+            results.append(_einsum_step(step, operands, graph))
+        else:
+            results.append(_STEPS[step["op"]](step, *operands))
     return results[-1]
 
 
-def _einsum_step(step, *operands):
+def _einsum_step(step, operands, graph):
+    """One einsum step of a backward program: through einc's routes when
+    the gradient is itself recorded (double backward, compiled backward),
+    else a new tensor (a gradient must not alias dout or an input: torch
+    may keep it as .grad and add into it in place)."""
     lengths = tuple(step.get("lengths") or ())
     reduction = step.get("reduction") or "sum"
+    if not graph:
+        return _compute(step["expr"], operands, reduction, False, lengths)
     result = _fast((step["expr"],) + tuple(operands), False, reduction,
                    lengths or None)
     if result is not None:
@@ -463,8 +509,7 @@ def _as_values(mask, like):
     return mask.to(like.dtype)
 
 
-_STEPS = {
-    "einsum": _einsum_step,
+_STEPS = {  # the elementwise steps (einsum steps: _einsum_step)
     "equal": lambda s, a, b: _as_values(a == b, a),
     "mul": lambda s, a, b: a * b,
     "div": lambda s, a, b: a / b,
