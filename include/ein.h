@@ -373,6 +373,19 @@ EIN_API const int64_t *ein_binding_output_shape(const ein_binding *binding);
 EIN_API int ein_binding_naxes(const ein_binding *binding);
 EIN_API ein_axis_info ein_binding_axis(const ein_binding *binding, int i);
 
+/* How each dim is made of axes: operands are the inputs, 0 to
+ * ein_binding_ninputs() - 1, then the output. ein_binding_dim_axes writes
+ * the axes (indices for ein_binding_axis, outermost first) of dim d of
+ * operand k into ids, at most cap of them, and returns their count; -1
+ * when k or d is out of range. With the axis sizes this says how every size
+ * follows from the inputs' sizes, which a tracer with symbolic sizes needs
+ * (torch.compile's dynamic shapes: einc/_torch.py). An input dim of size 1
+ * may stand for a longer axis (broadcast): compare the sizes. */
+EIN_API int ein_binding_ninputs(const ein_binding *binding);
+EIN_API int ein_binding_operand_ndim(const ein_binding *binding, int k);
+EIN_API int ein_binding_dim_axes(const ein_binding *binding, int k, int d,
+                                 int *ids, int cap);
+
 /* Convenience: the output shape of `expr` applied to `inputs`, without
  * keeping a binding. out_shape needs room for EIN_MAX_DIMS entries. */
 EIN_NODISCARD

@@ -174,6 +174,58 @@ static void axes_string(const ein_binding *b, char *out, size_t cap) {
   }
 }
 
+/* Every operand's dims as axis names: "b|h.d -> b|h|d" (dims split by
+ * '|', the axes of a merged dim joined by '.', inputs by ", "). */
+static void dims_string(const ein_binding *b, char *out, size_t cap) {
+  size_t n = 0;
+  int nin = ein_binding_ninputs(b);
+  out[0] = '\0';
+  for (int k = 0; k <= nin; k++) {
+    n += (size_t)snprintf(out + n, cap - n, "%s", k == nin ? " -> "
+                                                  : k     ? ", "
+                                                          : "");
+    for (int d = 0; d < ein_binding_operand_ndim(b, k); d++) {
+      int ids[EIN_MAX_DIMS];
+      int c = ein_binding_dim_axes(b, k, d, ids, EIN_MAX_DIMS);
+      for (int i = 0; i < c; i++)
+        n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? "." : d ? "|" : "",
+                              ein_binding_axis(b, ids[i]).name);
+    }
+  }
+}
+
+/* ein_binding_dim_axes: how each dim is made of axes. */
+static void check_dims(ein_ctx *ctx) {
+  static const struct {
+    const char *expr, *shapes, *opts, *want;
+  } dcases[] = {
+      {"b (h d) -> b h d", "2x12", "h=3", "b|h.d -> b|h|d"},
+      {"b c (h 2) (w 2) -> b c h w", "2x3x8x8", "", "b|c|h.2|w.2 -> b|c|h|w"},
+      {"b h i d, b h j d -> b h i j", "2x4x8x16 2x4x9x16", "",
+       "b|h|i|d, b|h|j|d -> b|h|i|j"},
+      {"... i, i j -> ... j", "2x3x4 4x5", "", "...0|...1|i, i|j -> ...0|...1|j"},
+      {"b s -> b s r", "2x3", "r=4", "b|s -> b|s|r"},
+      {"b s ->", "2x3", "", "b|s -> "},
+  };
+  for (size_t i = 0; i < sizeof dcases / sizeof dcases[0]; i++) {
+    ein_binding *b;
+    if (bind_case(ctx, dcases[i].expr, dcases[i].shapes, dcases[i].opts, &b)) {
+      CHECK(0, "'%s': %s", dcases[i].expr, ein_last_error(ctx)->message);
+      continue;
+    }
+    char got[512];
+    dims_string(b, got, sizeof got);
+    CHECK_STR(got, dcases[i].want, "dims of '%s'", dcases[i].expr);
+    int ids[1], past = ein_binding_ninputs(b) + 1;
+    CHECK(ein_binding_dim_axes(b, past, 0, ids, 1) == -1 &&
+              ein_binding_dim_axes(b, 0, 99, ids, 1) == -1 &&
+              ein_binding_dim_axes(b, -1, 0, ids, 1) == -1 &&
+              ein_binding_operand_ndim(b, 5) == -1,
+          "out-of-range operands and dims of '%s'", dcases[i].expr);
+    ein_binding_destroy(b);
+  }
+}
+
 int main(void) {
   ein_ctx *ctx;
   if (ein_ctx_create(&ctx) != EIN_OK) return 1;
@@ -209,6 +261,7 @@ int main(void) {
   CHECK(st == EIN_OK && nd == 4 && out[0] == 2 && out[1] == 4 &&
             out[2] == 8 && out[3] == 9,
         "ein_output_shape: %d, ndim %d", st, nd);
+  check_dims(ctx);
   ein_ctx_destroy(ctx);
   return test_summary("shapes");
 }

@@ -35,9 +35,10 @@ through torch's own machinery:
 torch.compile's Dynamo cannot look into einc's C functions, so einc's
 public functions get stand-ins (torch.compiler.substitute_in_graph) that
 record one allow_in_graph node per call; AOTAutograd then runs it on fake
-tensors and records the view or the operator. einc plans for concrete
-sizes, so a new size recompiles (sizes are specialized, never a graph
-break). einc imports this module as soon as torch is imported (before
+tensors and records the view or the operator. Sizes stay symbolic: the
+fake implementation solves the output's sizes from the inputs' symbolic
+ones (_output_sizes), so a new batch or sequence length neither breaks
+the graph nor recompiles. einc imports this module as soon as torch is imported (before
 or after einc: einc._frameworks.after_import), and the stand-ins are
 registered as soon as torch._dynamo is (only programs that compile pay
 for importing Dynamo).
@@ -64,17 +65,15 @@ _AUTOCAST_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _PLAIN, _DETACH, _GRAPH, _TRACED, _JIT, _FUNC = range(6)
 
 
-def _lengths_text(lengths) -> str:
-    """(('h', 8), ('w', 2)) -> 'h=8,w=2': the operator's schema has no
-    list of str."""
-    return ",".join(f"{name}={size}" for name, size in lengths)
+def _op_lengths(lengths) -> tuple:
+    """(('h', 8), ('w', s0)) -> ('h,w', [8, s0]): the operator's two
+    arguments (its schema has no list of str; sizes are SymInt, so a
+    backward's repeat length stays symbolic under dynamic shapes)."""
+    return ",".join(name for name, _ in lengths), [size for _, size in lengths]
 
 
-def _lengths_of(text: str) -> tuple:
-    if not text:
-        return ()
-    return tuple((name, int(size)) for name, size in
-                 (part.split("=") for part in text.split(",")))
+def _op_lengths_of(names: str, sizes) -> tuple:
+    return tuple(zip(names.split(","), sizes)) if names else ()
 
 
 def _dtype_name(dtype) -> str:
@@ -87,6 +86,87 @@ def _compact_strides(shape) -> tuple:
         strides.append(step)
         step *= max(int(d), 1)
     return tuple(reversed(strides))
+
+
+def _hint(d) -> int:
+    """A size as an int: a symbolic size's hint (what this trace runs on,
+    taken without a guard), an int as it is."""
+    if isinstance(d, int):
+        return d
+    hint = getattr(getattr(d, "node", None), "hint", None)
+    return int(hint) if hint is not None else int(d)
+
+
+def _hints(shapes) -> tuple:
+    return tuple(tuple(_hint(d) for d in s) for s in shapes)
+
+
+def _symbolic(shapes) -> bool:
+    return any(not isinstance(d, int) for s in shapes for d in s)
+
+
+@functools.lru_cache(maxsize=4096)
+def _structure(expr, hints, numpy, reduction, lengths, rules):
+    """(axes, dims) of the binding on these concrete shapes: each operand's
+    dims (inputs, then the output) as tuples of axis indices."""
+    _, axes, dims = _einc.bind(expr, hints, bool(numpy), reduction, "auto",
+                               lengths, rules, True)
+    return tuple(axes), tuple(dims)
+
+
+def _prod(values):
+    out = 1
+    for v in values:
+        out = out * v
+    return out
+
+
+def _axis_sizes(expr, shapes, numpy, reduction, lengths, rules=0):
+    """Every axis size as an expression of the input sizes, which may be
+    torch.compile's symbolic sizes: solved from the dims that hold one
+    unknown axis (a merged dim divides by its other axes), given lengths
+    and numbers fixed. Checks (torch._check) every input dim against its
+    axes, so the shape environment knows the sizes einc requires equal.
+    None when some axis cannot be solved so (the caller specializes)."""
+    hints = _hints(shapes)
+    given = dict(lengths)
+    axes, dims = _structure(expr, hints, numpy, reduction,
+                            tuple((k, _hint(v)) for k, v in lengths), rules)
+    size = [given[name] if name in given else
+            n if name.isdigit() or role == "repeated" else None
+            for name, n, role in axes]
+    solved = True
+    while solved:
+        solved = False
+        for shape, hint, operand in zip(shapes, hints, dims):
+            for d, ids in enumerate(operand):
+                unknown = [i for i in ids if size[i] is None]
+                if len(unknown) != 1 or (hint[d] == 1 and
+                                         axes[unknown[0]][1] != 1):
+                    continue  # (a size-1 dim may broadcast a longer axis)
+                rest = _prod(size[i] for i in ids if i != unknown[0])
+                size[unknown[0]] = shape[d] if rest == 1 else shape[d] // rest
+                solved = True
+    if any(n is None for n in size):
+        return None
+    for shape, hint, operand in zip(shapes, hints, dims):
+        for d, ids in enumerate(operand):
+            if hint[d] != 1 or _prod(axes[i][1] for i in ids) == 1:
+                torch._check(shape[d] == _prod(size[i] for i in ids))
+    return size, axes, dims[-1]
+
+
+def _output_sizes(expr, shapes, numpy, reduction, lengths, rules=0):
+    """The output shape, symbolic where the input sizes are: sizes stay
+    symbolic (no recompilation for a new batch or sequence length) where
+    every axis follows from the inputs' sizes, else specialized."""
+    solved = _axis_sizes(expr, shapes, numpy, reduction, lengths, rules)
+    if solved is None:
+        shapes = tuple(tuple(int(d) for d in s) for s in shapes)
+        return bind(expr, shapes, reduce=reduction, numpy=numpy,
+                    **{k: int(v) for k, v in lengths})[0]
+    size, _, out_dims = solved
+    return tuple(_prod(size[i] for i in ids) for ids in out_dims)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -131,8 +211,9 @@ def _autocast(expr, tensors, numpy, reduction, lengths):
     if not any(t.dtype in _AUTOCAST_DTYPES and t.dtype != target
                for t in tensors):
         return tensors
-    shapes = tuple(tuple(t.shape) for t in tensors)
-    if not _contracts(expr, shapes, numpy, reduction, tuple(lengths)):
+    shapes = _hints(t.shape for t in tensors)
+    if not _contracts(expr, shapes, numpy, reduction,
+                      tuple((k, _hint(v)) for k, v in lengths)):
         return tensors
     return tuple(t.to(target) if t.dtype in _AUTOCAST_DTYPES else t
                  for t in tensors)
@@ -220,7 +301,7 @@ def _jit(expr, tensors, reduction, numpy, lengths):
     if numpy is None:
             numpy = numpy_dialect(expr, [t.dim() for t in tensors])
     return torch.ops.einc.einsum(list(tensors), expr, reduction,
-                                 bool(numpy), _lengths_text(lengths))
+                                 bool(numpy), *_op_lengths(lengths))
 
 
 def _dlpack(expr, tensors, reduction, numpy, lengths):
@@ -258,9 +339,14 @@ def _graph(expr, tensors, reduction, numpy, lengths, eager, func=False):
     if eager:
         numpy, shape, view = _eager_layout(expr, tensors, first.dtype, numpy,
                                            reduction, lengths)
+    elif _symbolic([t.shape for t in tensors] + [[v for _, v in lengths]]):
+        # torch.compile's dynamic shapes: the operator, whose fake
+        # implementation keeps the sizes symbolic (a view's strides would
+        # specialize them). The numpy dialect is read from the ranks.
+        if numpy is None:
+            numpy = numpy_dialect(expr, [t.dim() for t in tensors])
+        view = None
     else:
-        # Under torch.compile with dynamic shapes int() specializes the
-        # sizes (a guard per size): einc plans for concrete shapes.
         numpy, shape, view = _layout(
             expr, tuple(tuple(int(d) for d in t.shape) for t in tensors),
             tuple(tuple(int(d) for d in t.stride()) for t in tensors),
@@ -273,7 +359,7 @@ def _graph(expr, tensors, reduction, numpy, lengths, eager, func=False):
         fn = _EinsumTransformable if func else _EinsumFunction
         return fn.apply((expr, reduction, numpy, lengths), *tensors)
     return torch.ops.einc.einsum(list(tensors), expr, reduction, numpy,
-                                 _lengths_text(lengths))
+                                 *_op_lengths(lengths))
 
 
 # ----------------------------------------------------------------- forward
@@ -303,35 +389,31 @@ def _shares(result, t) -> bool:
 
 @torch.library.custom_op("einc::einsum", mutates_args=())
 def einsum_op(tensors: list[torch.Tensor], expr: str, reduction: str,
-              numpy: bool, lengths: str) -> torch.Tensor:
+              numpy: bool, names: str, sizes: list[int]) -> torch.Tensor:
     """einc's expression `expr` (numpy's dialect when `numpy`) over
-    tensors, with reduction and axis lengths ('h=8,w=2'); a new tensor."""
+    tensors, with reduction and axis lengths (names 'h,w', sizes [8, 2]);
+    a new tensor."""
     return _compute(expr, tuple(tensors), reduction, numpy,
-                    _lengths_of(lengths))
-
-
-@functools.lru_cache(maxsize=4096)
-def _output_shape(expr, shapes, reduction, numpy, lengths) -> tuple:
-    return tuple(bind(expr, shapes, reduce=reduction, numpy=numpy,
-                      **dict(_lengths_of(lengths)))[0])
+                    _op_lengths_of(names, sizes))
 
 
 @einsum_op.register_fake
-def _einsum_fake(tensors, expr, reduction, numpy, lengths):
+def _einsum_fake(tensors, expr, reduction, numpy, names, sizes):
     first = tensors[0]
     for t in tensors:
         if t.dtype != first.dtype:
             raise EincError(f"einc takes tensors of one dtype: got "
                             f"{first.dtype} and {t.dtype}")
-    shapes = tuple(tuple(int(d) for d in t.shape) for t in tensors)
-    return first.new_empty(_output_shape(expr, shapes, reduction, numpy,
-                                         lengths))
+    return first.new_empty(_output_sizes(
+        expr, tuple(tuple(t.shape) for t in tensors), numpy, reduction,
+        _op_lengths_of(names, sizes)))
 
 
 def _setup_context(ctx, inputs, output):
-    tensors, expr, reduction, numpy, lengths = inputs
-    ctx.spec = (expr, reduction, numpy, _lengths_of(lengths))
+    tensors, expr, reduction, numpy, names, sizes = inputs
+    ctx.spec = (expr, reduction, numpy, _op_lengths_of(names, sizes))
     ctx.needs = tuple(t.requires_grad for t in tensors)
+    ctx.nsizes = len(sizes)
     ctx.save_for_backward(*tensors, output if reduction in _NEEDS_OUTPUT
                           else None)
 
@@ -339,14 +421,18 @@ def _setup_context(ctx, inputs, output):
 def _op_backward(ctx, dout):
     *tensors, output = ctx.saved_tensors
     grads = _gradients(ctx.spec, tensors, output, dout, ctx.needs)
-    return list(grads), None, None, None, None
+    # One entry per input, in torch's structure for it: a list of ints is
+    # a leaf (None), but an empty list reads as a list of tensors ([]).
+    return (list(grads), None, None, None, None,
+            [] if ctx.nsizes == 0 else None)
 
 
 einsum_op.register_autograd(_op_backward, setup_context=_setup_context)
 
 
 @einsum_op.register_vmap
-def _einsum_vmap(info, in_dims, tensors, expr, reduction, numpy, lengths):
+def _einsum_vmap(info, in_dims, tensors, expr, reduction, numpy, names,
+                 sizes):
     """torch.func.vmap: the operator once per batch element, stacked (a
     loop, not one batched plan: correct for every expression, numpy's
     dialect and implicit outputs included)."""
@@ -354,7 +440,7 @@ def _einsum_vmap(info, in_dims, tensors, expr, reduction, numpy, lengths):
     results = [
         torch.ops.einc.einsum(
             [t if d is None else t.select(d, b) for t, d in pairs],
-            expr, reduction, numpy, lengths)
+            expr, reduction, numpy, names, sizes)
         for b in range(info.batch_size)]
     return torch.stack(results), 0
 
@@ -426,17 +512,51 @@ def _gradients(spec, tensors, output, dout, needs):
     """The gradient of each input whose entry of needs is true (None for
     the others), by the C library's backward program."""
     expr, reduction, numpy, lengths = spec
-    shapes = tuple(tuple(int(d) for d in t.shape) for t in tensors)
+    shapes = tuple(tuple(t.shape) for t in tensors)
     dtype = _dtype_name(tensors[0].dtype)
     grads = []
     for k, need in enumerate(needs):
         if not need:
             grads.append(None)
             continue
-        program = _program(expr, shapes, k, reduction, bool(numpy), dtype,
-                           tuple(lengths))
+        program = _program(expr, _hints(shapes), k, reduction, bool(numpy),
+                           dtype, tuple((n, _hint(v)) for n, v in lengths))
+        if _symbolic(shapes + ((v for _, v in lengths),)):
+            program = _symbolic_program(program, spec, shapes)
         grads.append(_interpret(program, tensors, output, dout))
     return grads
+
+
+def _symbolic_program(program, spec, shapes):
+    """A backward program derived on the hints of symbolic sizes, made
+    valid for every size: its einsum steps are (their expressions do not
+    depend on sizes); mean's scale becomes 1 / the symbolic count of the
+    reduced elements; a diagonal's scatter (its shape and strides are
+    sizes) specializes them."""
+    expr, reduction, numpy, lengths = spec
+    steps = program["steps"]
+    solved = None
+    if not any(step["op"] == "scatter_diag" for step in steps):
+        solved = _axis_sizes(expr, shapes, numpy, reduction, tuple(lengths))
+    if solved is None:
+        for s in shapes:
+            for d in s:
+                int(d)  # a guard on each size: the trace specializes
+        return program
+    size, axes, _ = solved
+    by_name = {name: size[i] for i, (name, _, _) in enumerate(axes)}
+    count = _prod(size[i] for i, (_, _, role) in enumerate(axes)
+                  if role == "reduced")
+
+    def symbolic(step):
+        if step["op"] == "scale":  # mean's 1 / count
+            return dict(step, scale=1 / count)
+        if step["op"] == "einsum" and step["lengths"]:  # a repeat's lengths
+            return dict(step, lengths=tuple((name, by_name.get(name, n))
+                                            for name, n in step["lengths"]))
+        return step
+
+    return dict(program, steps=[symbolic(step) for step in steps])
 
 
 def _interpret(program, inputs, output, dout):
@@ -523,28 +643,31 @@ _STEPS = {  # the elementwise steps (einsum steps: _einsum_step)
 
 # ------------------------------------------------------ Dynamo stand-ins
 
-def _in_graph(expr, reduction, numpy, lengths, rules, *tensors):
+def _in_graph(expr, reduction, numpy, names, rules, nsizes, *sizes_tensors):
     """The traced call as Dynamo records it: one node (allow_in_graph),
-    run by AOTAutograd on fake tensors, where sizes are concrete or
-    specialized (einc plans for concrete shapes), so the view or the
-    operator is chosen there. `rules` (ein_options.axis_rules: rearrange
-    and repeat never reduce) are checked here, on the shapes, as the eager
-    call checks them."""
-    if rules:
-        _einc.bind(expr, tuple(tuple(int(d) for d in t.shape)
-                               for t in tensors),
-                   bool(numpy), reduction, "auto", _lengths_of(lengths),
-                   rules)
-    cast = _autocast(expr, tensors, numpy, reduction, _lengths_of(lengths))
-    return _graph(expr, cast, reduction, numpy, _lengths_of(lengths), False)
+    run by AOTAutograd on fake tensors, where the view or the operator is
+    chosen (the operator where sizes are symbolic). Axis lengths come as
+    names and sizes (the first nsizes items of sizes_tensors), so a length
+    the caller took from a tensor's shape stays symbolic. `rules`
+    (ein_options.axis_rules: rearrange and repeat never reduce) are
+    checked here, on the shapes, as the eager call checks them."""
+    lengths = _op_lengths_of(names, sizes_tensors[:nsizes])
+    tensors = sizes_tensors[nsizes:]
+    if rules:  # (structural: the hints of symbolic sizes serve)
+        _einc.bind(expr, _hints(t.shape for t in tensors), bool(numpy),
+                   reduction, "auto",
+                   tuple((k, _hint(v)) for k, v in lengths), rules)
+    cast = _autocast(expr, tensors, numpy, reduction, lengths)
+    return _graph(expr, cast, reduction, numpy, lengths, False)
 
 
 _in_graph = torch.compiler.allow_in_graph(_in_graph)
 
 
 def _traced_call(expr, tensors, reduction, numpy, lengths, rules=0):
-    return _in_graph(expr, reduction, numpy, _lengths_text(lengths), rules,
-                     *tensors)
+    names, sizes = _op_lengths(lengths)
+    return _in_graph(expr, reduction, numpy, names, rules, len(sizes),
+                     *sizes, *tensors)
 
 
 def _install_dynamo():

@@ -174,15 +174,43 @@ static PyObject *axis_list(const ein_binding *b) {
   return list;
 }
 
-/* bind(expr, shapes, numpy, reduction, backend, lengths[, rules])
- *   -> (output_shape, [(axis, size, role), ...]) */
+/* Each operand's dims (inputs, then the output) as tuples of axis
+ * indices: [((0,), (1, 2)), ...]. */
+static PyObject *dim_list(const ein_binding *b) {
+  int nops = ein_binding_ninputs(b) + 1;
+  PyObject *list = PyList_New(0);
+  for (int k = 0; list && k < nops; k++) {
+    int nd = ein_binding_operand_ndim(b, k);
+    PyObject *dims = PyTuple_New(nd);
+    for (int d = 0; dims && d < nd; d++) {
+      int ids[EIN_MAX_DIMS];
+      int c = ein_binding_dim_axes(b, k, d, ids, EIN_MAX_DIMS);
+      PyObject *axes = PyTuple_New(c);
+      for (int i = 0; axes && i < c; i++) {
+        PyObject *id = PyLong_FromLong(ids[i]);
+        if (!id) Py_CLEAR(axes);
+        else if (PyTuple_SetItem(axes, i, id) < 0) Py_CLEAR(axes);
+      }
+      if (!axes) Py_CLEAR(dims);
+      else if (PyTuple_SetItem(dims, d, axes) < 0) Py_CLEAR(dims);
+    }
+    if (!dims || PyList_Append(list, dims) < 0) Py_CLEAR(list);
+    Py_XDECREF(dims);
+  }
+  return list;
+}
+
+/* bind(expr, shapes, numpy, reduction, backend, lengths[, rules[, dims]])
+ *   -> (output_shape, [(axis, size, role), ...]), and with dims true a
+ *   third item: each operand's dims as axis indices (dim_list). */
 static PyObject *py_bind(PyObject *self, PyObject *args) {
   (void)self;
   const char *expr, *reduction, *backend;
   PyObject *shapes, *numpy, *lengths;
   unsigned int rules = 0;
-  if (!PyArg_ParseTuple(args, "sOOssO|I:bind", &expr, &shapes, &numpy,
-                        &reduction, &backend, &lengths, &rules))
+  int with_dims = 0;
+  if (!PyArg_ParseTuple(args, "sOOssO|Ip:bind", &expr, &shapes, &numpy,
+                        &reduction, &backend, &lengths, &rules, &with_dims))
     return NULL;
   static int64_t dims[EINPY_MAX_OPERANDS][EIN_MAX_DIMS]; /* GIL-protected */
   int ndims[EINPY_MAX_OPERANDS], n;
@@ -201,11 +229,14 @@ static PyObject *py_bind(PyObject *self, PyObject *args) {
   PyObject *out_shape = einpy_shape_tuple(ein_binding_output_shape(b),
                                           ein_binding_output_ndim(b));
   PyObject *axes = axis_list(b);
+  PyObject *operands = with_dims ? dim_list(b) : NULL;
   ein_binding_destroy(b);
-  PyObject *result =
-      out_shape && axes ? PyTuple_Pack(2, out_shape, axes) : NULL;
+  PyObject *result = !out_shape || !axes || (with_dims && !operands) ? NULL
+                     : with_dims ? PyTuple_Pack(3, out_shape, axes, operands)
+                                 : PyTuple_Pack(2, out_shape, axes);
   Py_XDECREF(out_shape);
   Py_XDECREF(axes);
+  Py_XDECREF(operands);
   return result;
 }
 
@@ -251,8 +282,8 @@ static PyMethodDef methods[] = {
      "evaluate(expr, tensors, out, alloc, numpy, reduction, backend, "
      "lengths, dtype_code, dtype_bits, stream, sync[, rules]) -> out"},
     {"bind", py_bind, METH_VARARGS,
-     "bind(expr, shapes, numpy, reduction, backend, lengths[, rules]) -> "
-     "(output_shape, [(axis, size, role), ...])"},
+     "bind(expr, shapes, numpy, reduction, backend, lengths[, rules[, dims]]) "
+     "-> (output_shape, [(axis, size, role), ...][, dims of each operand])"},
     {"grad_program", einpy_grad_program, METH_VARARGS,
      "grad_program(expr, shapes, numpy, reduction, lengths, wrt, dtype) -> "
      "{'needs_output', 'conjugates', 'flops', 'bytes', 'steps': [...]}"},

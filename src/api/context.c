@@ -269,6 +269,33 @@ ein_axis_info ein_binding_axis(const ein_binding *binding, int i) {
   return info;
 }
 
+int ein_binding_ninputs(const ein_binding *binding) {
+  return binding ? binding->problem.ninputs : 0;
+}
+
+/* Operand k of the binding: an input, or the output (k == ninputs). */
+static const ein_bound_operand *binding_operand(const ein_binding *binding,
+                                                int k) {
+  if (!binding || k < 0 || k > binding->problem.ninputs) return NULL;
+  return k < binding->problem.ninputs ? &binding->problem.inputs[k]
+                                      : &binding->problem.output;
+}
+
+int ein_binding_operand_ndim(const ein_binding *binding, int k) {
+  const ein_bound_operand *op = binding_operand(binding, k);
+  return op ? op->ndim : -1;
+}
+
+int ein_binding_dim_axes(const ein_binding *binding, int k, int d, int *ids,
+                         int cap) {
+  const ein_bound_operand *op = binding_operand(binding, k);
+  if (!op || d < 0 || d >= op->ndim) return -1;
+  const ein_bound_dim *dim = &op->dims[d];
+  for (int i = 0; ids && i < dim->count && i < cap; i++)
+    ids[i] = op->factors[dim->first + i];
+  return dim->count;
+}
+
 ein_status ein_output_shape(ein_ctx *ctx, const char *expr,
                             const DLTensor *const *inputs, int ninputs,
                             const ein_options *options, int64_t *out_shape,

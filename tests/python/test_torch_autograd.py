@@ -161,9 +161,9 @@ def test_opcheck(expr, shapes, reduction):
     """The registration: schema, fake implementation, autograd, and that
     the operator's result is a new tensor."""
     xs = _inputs(shapes, 5)
-    lengths = "c=3" if "(b c)" in expr else ""
+    names, sizes = ("c", [3]) if "(b c)" in expr else ("", [])
     torch.library.opcheck(torch.ops.einc.einsum.default,
-                          (xs, expr, reduction, False, lengths))
+                          (xs, expr, reduction, False, names, sizes))
 
 
 def test_parameters_train_and_no_grad():
