@@ -128,7 +128,9 @@ static PyObject *plan_describe(PyObject *self, PyObject *args) {
   size_t len = ein_plan_describe(p->plan, fmt, model, NULL, 0);
   char *buf = PyMem_Malloc(len + 1);
   if (!buf) return PyErr_NoMemory();
-  ein_plan_describe(p->plan, fmt, model, buf, len + 1);
+  /* the text written is decoded, never more than the buffer holds */
+  size_t wrote = ein_plan_describe(p->plan, fmt, model, buf, len + 1);
+  if (wrote < len) len = wrote;
   PyObject *s = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "replace");
   PyMem_Free(buf);
   return s;

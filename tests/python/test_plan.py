@@ -2,7 +2,9 @@
 the path is opt_einsum's linear form (opt_einsum, given it, counts the same
 FLOPs), and a compiled expression gives einsum's results for any layout."""
 import json
+import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -134,3 +136,18 @@ def test_check_and_memo():
     assert "d" in str(info.value) and "^" in str(info.value)
     m.clear()
     m.check("batch heads seq d", (2, 8, 7, 4))
+
+
+def test_first_report_with_an_empty_cache(tmp_path):
+    """A process's first report measures the CPU's rates; the JSON that
+    Plan.path, .steps and .to_dict() read is whole (it once ended in a NUL
+    and stale bytes: JSONDecodeError "Extra data")."""
+    code = ("import einc\n"
+            "p = einc.plan('i j, j k -> i k', (8, 8), (8, 8), device='cpu')\n"
+            "print(p.to_dict()['device_model']['source'], len(p.steps))\n"
+            "print(p.path)\n")
+    env = dict(os.environ, EINC_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[:2] == ["measured", "1"], out.stdout
