@@ -136,6 +136,13 @@ static PyObject *plan_describe(PyObject *self, PyObject *args) {
   return s;
 }
 
+/* Whether the plan only re-reads one input (einsum returns a view). */
+static int output_view(const ein_plan *plan) {
+  int input;
+  int64_t strides[EIN_MAX_DIMS], offset;
+  return ein_plan_output_view(plan, &input, strides, &offset);
+}
+
 /* stats() -> dict of the plan's numbers. */
 static PyObject *plan_stats(PyObject *self, PyObject *unused) {
   (void)unused;
@@ -145,12 +152,13 @@ static PyObject *plan_stats(PyObject *self, PyObject *unused) {
                                       ein_plan_output_ndim(p->plan));
   if (!shape) return NULL;
   PyObject *d = Py_BuildValue(
-      "{s:d,s:d,s:d,s:L,s:L,s:i,s:O}", "flops", ein_plan_flops(p->plan),
+      "{s:d,s:d,s:d,s:L,s:L,s:i,s:O,s:O}", "flops", ein_plan_flops(p->plan),
       "naive_flops", ein_plan_naive_flops(p->plan), "min_bytes",
       ein_plan_min_bytes(p->plan), "largest_intermediate",
       (long long)ein_plan_largest_intermediate(p->plan), "workspace_bytes",
       (long long)ein_plan_workspace_bytes(p->plan), "nsteps",
-      ein_plan_nsteps(p->plan), "output_shape", shape);
+      ein_plan_nsteps(p->plan), "output_shape", shape, "output_view",
+      output_view(p->plan) ? Py_True : Py_False);
   Py_DECREF(shape);
   return d;
 }
@@ -172,13 +180,19 @@ static int has_layout(const DLTensor *t, DLDevice device, DLDataType dtype,
   return 1;
 }
 
-static int fits_plan(plan_object *p, einpy_tensor *in, int nin,
-                     einpy_tensor *out) {
+static int inputs_fit(plan_object *p, einpy_tensor *in, int nin) {
   if (nin != p->ninputs) return 0;
   for (int i = 0; i < nin; i++)
     if (!has_layout(in[i].t, p->device, p->dtype, p->ndims[i], p->shapes[i]))
       return 0;
-  return has_layout(out->t, p->device, p->dtype, ein_plan_output_ndim(p->plan),
+  return 1;
+}
+
+static int fits_plan(plan_object *p, einpy_tensor *in, int nin,
+                     einpy_tensor *out) {
+  return inputs_fit(p, in, nin) &&
+         has_layout(out->t, p->device, p->dtype,
+                    ein_plan_output_ndim(p->plan),
                     ein_plan_output_shape(p->plan));
 }
 
@@ -189,11 +203,19 @@ static int run(plan_object *p, einpy_tensor *in, int nin, einpy_tensor *out,
                    nin, out, &p->options.opt, stream, sync);
 }
 
-static PyObject *output_object(plan_object *p, PyObject *out, PyObject *alloc) {
+/* The caller's out=, or a new output: of the compiled output shape for
+ * inputs of the compiled shapes, else of the shape the expression gives on
+ * these inputs (ein_eval then plans for them: a compiled expression takes
+ * other sizes, as einops' functions and opt_einsum's contract_expression
+ * do). */
+static PyObject *output_object(plan_object *p, PyObject *out, PyObject *alloc,
+                               einpy_tensor *in, int nin) {
   if (out != Py_None) {
     Py_INCREF(out);
     return out;
   }
+  if (!inputs_fit(p, in, nin))
+    return einpy_output_for(p->expr, in, nin, &p->options.opt, alloc);
   PyObject *shape = einpy_shape_tuple(ein_plan_output_shape(p->plan),
                                       ein_plan_output_ndim(p->plan));
   if (!shape) return NULL;
@@ -216,7 +238,7 @@ static PyObject *plan_execute(PyObject *self, PyObject *args) {
   einpy_tensor in[EINPY_MAX_OPERANDS], o = {0};
   int nin = 0;
   if (einpy_tensors_import(tensors, stream, in, &nin) < 0) return NULL;
-  PyObject *out_obj = output_object(p, out, alloc);
+  PyObject *out_obj = output_object(p, out, alloc, in, nin);
   int ok = out_obj && einpy_tensor_import(out_obj, stream, &o) == 0;
   if (ok && o.read_only) {
     PyErr_SetString(PyExc_ValueError, "out= is read-only");
