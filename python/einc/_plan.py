@@ -39,7 +39,8 @@ class Plan:
     Attributes: flops and naive_flops (opt_einsum's count), path (linear,
     as opt_einsum's contract_path gives), ssa_path (einc's own pairs),
     steps (one dict per step), output_shape, largest_intermediate,
-    workspace_bytes. str(plan) is `einc plan`'s report; to_dict() its JSON.
+    workspace_bytes, is_view (the output is a view of an input: nothing
+    runs, 0 FLOPs and bytes). str(plan) is `einc plan`'s report; to_dict() its JSON.
     """
 
     def __init__(self, expr, shapes, *, dtype="float32", reduce=None,
@@ -66,6 +67,9 @@ class Plan:
         self.largest_intermediate = stats["largest_intermediate"]
         self.workspace_bytes = stats["workspace_bytes"]
         self.min_bytes = stats["min_bytes"]
+        # the output is a view of an input (ein_plan_is_view): einsum
+        # returns it and runs nothing; flops and bytes are then 0
+        self.is_view = stats["is_view"]
         self._dict = None
         # torch CPU tensors take einc.einsum's cached C path (fastpath.c),
         # which plans as this plan was planned where the plan has einsum's
@@ -74,7 +78,7 @@ class Plan:
         # as the plan returns for numpy
         self._fast_args = None
         if (str(backend) == "auto" and path is None
-                and not stats["output_view"]):
+                and not self.is_view):
             self._fast_args = (bool(numpy), _reduction_name(reduce),
                                _lengths(axis_sizes) or None)
 

@@ -136,13 +136,6 @@ static PyObject *plan_describe(PyObject *self, PyObject *args) {
   return s;
 }
 
-/* Whether the plan only re-reads one input (einsum returns a view). */
-static int output_view(const ein_plan *plan) {
-  int input;
-  int64_t strides[EIN_MAX_DIMS], offset;
-  return ein_plan_output_view(plan, &input, strides, &offset);
-}
-
 /* stats() -> dict of the plan's numbers. */
 static PyObject *plan_stats(PyObject *self, PyObject *unused) {
   (void)unused;
@@ -157,8 +150,8 @@ static PyObject *plan_stats(PyObject *self, PyObject *unused) {
       ein_plan_min_bytes(p->plan), "largest_intermediate",
       (long long)ein_plan_largest_intermediate(p->plan), "workspace_bytes",
       (long long)ein_plan_workspace_bytes(p->plan), "nsteps",
-      ein_plan_nsteps(p->plan), "output_shape", shape, "output_view",
-      output_view(p->plan) ? Py_True : Py_False);
+      ein_plan_nsteps(p->plan), "output_shape", shape, "is_view",
+      ein_plan_is_view(p->plan) ? Py_True : Py_False);
   Py_DECREF(shape);
   return d;
 }

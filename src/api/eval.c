@@ -899,6 +899,21 @@ int64_t ein_plan_slice_bytes(const ein_plan *plan) {
   return plan ? ein_plan_slice_bytes_ir(plan->ir) : 0;
 }
 
+int ein_plan_is_view(const ein_plan *plan) {
+  return plan && plan->ir->view.is_view;
+}
+
+int ein_plan_output_view(const ein_plan *plan, int *input,
+                         int64_t *view_strides, int64_t *view_offset) {
+  if (!ein_plan_is_view(plan) || !input || !view_strides || !view_offset)
+    return 0;
+  const ein_plan_view *v = &plan->ir->view;
+  memcpy(view_strides, v->strides, sizeof(int64_t) * (size_t)plan->ir->out_ndim);
+  *input = v->input;
+  *view_offset = v->offset;
+  return 1;
+}
+
 int ein_plan_count_steps(const ein_plan *plan, const char *kind) {
   if (!plan || !kind) return 0;
   int n = 0;
