@@ -837,24 +837,6 @@ const struct ein_plan_ir *ein_plan_ir_of(const ein_plan *plan) {
   return plan ? plan->ir : NULL;
 }
 
-/* Reads the output's part of the layout key (key_tensor's bytes; none
- * when the plan was made with a NULL output, which means compact). */
-bool ein_plan_output_compact(const ein_plan *plan) {
-  const char *k = plan->layout + plan->offset[plan->ninputs];
-  size_t len = plan->offset[plan->ninputs + 1] - plan->offset[plan->ninputs];
-  if (len == 0) return true;
-  int ndim = (unsigned char)k[1];
-  int64_t expect = 1;
-  for (int d = ndim - 1; d >= 0; d--) {
-    int64_t v[2]; /* shape, effective stride (0 for size-1 dims) */
-    memcpy(v, k + 2 + (size_t)d * sizeof v, sizeof v);
-    if (v[0] == 1) continue;
-    if (v[1] != expect) return false;
-    expect *= v[0];
-  }
-  return true;
-}
-
 const struct ein_cuda_program *ein_plan_cuda_program(const ein_plan *plan) {
   return plan && plan->backend->cuda_program
              ? plan->backend->cuda_program(plan->program)
