@@ -501,6 +501,13 @@ EIN_API int ein_plan_count_steps(const ein_plan *plan, const char *kind);
 EIN_API int ein_plan_output_view(const ein_plan *plan, int *input,
                                  int64_t *view_strides, int64_t *view_offset);
 
+/* 1 when the plan is such a view (ein_plan_output_view's answer): the
+ * planner decides it once. Such a plan reports 0 FLOPs and 0 bytes (its
+ * one step is named "view"; the JSON says "is_view": true): einc's
+ * Python functions return the view and run nothing. ein_plan_execute,
+ * which writes the caller's separate output, still copies. */
+EIN_API int ein_plan_is_view(const ein_plan *plan);
+
 typedef enum ein_describe_format {
   EIN_DESCRIBE_TEXT = 0, /* a report for people, one line per step */
   EIN_DESCRIBE_JSON = 1  /* the same as one JSON object */

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
-#include "codegen.h"
+#include "hash.h"
 
 static const char MAGIC[8] = {'E', 'I', 'N', 'K', 'C', '0', '0', '1'};
 enum { HEADER = 8 + 4 * 8 };

@@ -11,7 +11,9 @@
  * Models: the "cpu" model is measured once and then read from the disk
  * cache (the measurement counter, not a clock, tells); a damaged entry and
  * one with a valid checksum but impossible rates are measured again; the
- * built-in and "cuda" models and unknown names.
+ * built-in and "cuda" models and unknown names. A report asked for twice
+ * (its length, then its text) is the same text on a process's first use of
+ * the model, when the rates are measured in between.
  */
 #include <math.h>
 #include <stdint.h>
@@ -371,9 +373,51 @@ static void named_models(ein_ctx *ctx) {
   ein_plan_destroy(plan);
 }
 
+/* The snprintf-style contract of ein_plan_describe: the length asked for
+ * first is the length of the text written next. It must run before anything
+ * resolves the "cpu" model, with a cache of its own, so that the first call
+ * measures (the Python layer's first Plan.path once got a shorter second
+ * text, a NUL and stale bytes). */
+static void describe_first_use(ein_ctx *ctx) {
+  char dir[] = "/tmp/einc-first-XXXXXX";
+  if (!mkdtemp(dir) || setenv("EINC_CACHE_DIR", dir, 1) != 0) {
+    CHECK(false, "mkdtemp/setenv failed");
+    return;
+  }
+  ein_plan *plan;
+  int64_t s88[] = {8, 8};
+  DLTensor t = {NULL, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s88, NULL, 0};
+  const DLTensor *p[] = {&t, &t};
+  REQUIRE_OK(ein_plan_create(ctx, "i j, j k -> i k", p, 2, NULL, NULL, &plan));
+  int before = ein_cpu_rates_measure_count();
+  for (int json = 1; json >= 0; json--) { /* JSON names the source */
+    ein_describe_format fmt = json ? EIN_DESCRIBE_JSON : EIN_DESCRIBE_TEXT;
+    size_t len = ein_plan_describe(plan, fmt, "cpu", NULL, 0);
+    char *buf = malloc(len + 8);
+    memset(buf, 'Z', len + 8);
+    size_t len2 = ein_plan_describe(plan, fmt, "cpu", buf, len + 1);
+    CHECK(len > 0 && len2 == len && strlen(buf) == len,
+          "%s: asked %zu, wrote %zu, text of %zu", json ? "json" : "text", len,
+          len2, strlen(buf));
+    CHECK(len > 2 && buf[len - 1] == '\n' &&
+              buf[len - 2] == (json ? '}' : buf[len - 2]),
+          "the text ends as a whole report: ...%s", buf + (len > 8 ? len - 8 : 0));
+    free(buf);
+  }
+  CHECK(ein_cpu_rates_measure_count() == before + 1,
+        "the first use measured (%d measurements)",
+        ein_cpu_rates_measure_count() - before);
+  ein_plan_destroy(plan);
+  unsetenv("EINC_CACHE_DIR");
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK(system(cmd) == 0, "cleanup");
+}
+
 int main(void) {
   ein_ctx *ctx;
   REQUIRE_OK(ein_ctx_create(&ctx));
+  describe_first_use(ctx);
   random_paths(ctx, 300);
   bad_paths(ctx);
   cpu_model_cache();

@@ -4,12 +4,20 @@
  * (view or not, strides); every view is also checked against the plan
  * itself: the output the plan writes must equal the input read through
  * the reported strides and offset, element by element.
+ *
+ * The planner decides it (ein_plan_ir.view) and the report follows: a view
+ * plan has 0 FLOPs and 0 bytes, its one step is named "view", and
+ * ein_plan_is_view and the JSON's "is_view" say so; every other plan's
+ * steps count what they run (a dtype conversion reads and writes its
+ * bytes, 0 FLOPs).
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "ctx_internal.h"
 #include "harness.h"
+#include "plan.h"
 
 typedef struct vcase {
   const char *expr;
@@ -70,6 +78,26 @@ static int64_t mismatches(ein_ctx *ctx, const ein_plan *plan,
   return bad;
 }
 
+/* The report of a plan: is_view as the plan says, and a view's costs 0. */
+static void check_report(const ein_plan *plan, const char *expr, int view) {
+  const ein_plan_ir *ir = ein_plan_ir_of(plan);
+  CHECK(ein_plan_is_view(plan) == view, "%s: ein_plan_is_view %d, want %d",
+        expr, ein_plan_is_view(plan), view);
+  char json[8192];
+  ein_plan_describe(plan, EIN_DESCRIBE_JSON, "cpu", json, sizeof json);
+  CHECK(strstr(json, view ? "\"is_view\":true" : "\"is_view\":false") != NULL,
+        "%s: JSON %.200s", expr, json);
+  if (!view) return;
+  const ein_step *s = &ir->steps[0];
+  CHECK(ir->nsteps == 1 && ein_plan_flops(plan) == 0 && ir->bytes_moved == 0 &&
+            s->flops == 0 && s->bytes_read == 0 && s->bytes_written == 0 &&
+            strcmp(ein_step_name(s), "view") == 0,
+        "%s: a view costs %g FLOPs, %g bytes, step %s", expr,
+        ein_plan_flops(plan), ir->bytes_moved, ein_step_name(s));
+  CHECK(strstr(json, "\"kind\":\"view\"") && strstr(json, "\"bytes_moved\":0,"),
+        "%s: JSON %.400s", expr, json);
+}
+
 static void run_case(ein_ctx *ctx, const vcase *c) {
   static double buf[BUF];
   for (int i = 0; i < BUF; i++) buf[i] = i;
@@ -89,6 +117,7 @@ static void run_case(ein_ctx *ctx, const vcase *c) {
   int64_t vs[4] = {0}, voff = -1;
   int got = ein_plan_output_view(plan, &input, vs, &voff);
   CHECK(got == c->want, "%s: view %d, want %d", c->expr, got, c->want);
+  check_report(plan, c->expr, c->want);
   if (got && c->want) {
     int nd = ein_plan_output_ndim(plan);
     CHECK(input == 0 && voff == 0, "%s: input %d offset %ld", c->expr,
@@ -115,8 +144,48 @@ static void non_compact_output(ein_ctx *ctx) {
   int64_t vs[2], voff;
   CHECK(!ein_plan_output_view(plan, &input, vs, &voff),
         "a plan for a transposed output is not a view");
+  check_report(plan, "a b -> b a (strided output)", 0);
+  const ein_step *s = &ein_plan_ir_of(plan)->steps[0];
+  CHECK(strcmp(ein_step_name(s), "copy") == 0 &&
+            s->bytes_read == 12 * 8 && s->bytes_written == 12 * 8,
+        "the copy into a strided output runs and moves its bytes: %s %g %g",
+        ein_step_name(s), s->bytes_read, s->bytes_written);
   ein_plan_destroy(plan);
   CHECK(!ein_plan_output_view(NULL, &input, vs, &voff), "NULL plan");
+}
+
+/* f16 inputs of a CPU matmul are converted to f32 and the result back:
+ * each conversion reads numel x 2 bytes and writes numel x 4 (or the
+ * reverse), 0 FLOPs; the plan's bytes are the sum of its steps'. */
+static void conversion_bytes(ein_ctx *ctx) {
+  int64_t sa[2] = {64, 48}, sb[2] = {48, 32}; /* big enough for a GEMM */
+  DLTensor a = {NULL, {kDLCPU, 0}, 2, {kDLFloat, 16, 1}, sa, NULL, 0};
+  DLTensor b = {NULL, {kDLCPU, 0}, 2, {kDLFloat, 16, 1}, sb, NULL, 0};
+  const DLTensor *ins[2] = {&a, &b};
+  ein_options o = {.backend = EIN_BACKEND_CPU};
+  ein_plan *plan = NULL;
+  REQUIRE_OK(ein_plan_create(ctx, "i j, j k -> i k", ins, 2, NULL, &o, &plan));
+  const ein_plan_ir *ir = ein_plan_ir_of(plan);
+  int converts = 0;
+  double sum = 0;
+  for (int i = 0; i < ir->nsteps; i++) {
+    const ein_step *s = &ir->steps[i];
+    sum += s->bytes_read + s->bytes_written;
+    if (s->role != EIN_ROLE_CONVERT && s->role != EIN_ROLE_STORE) continue;
+    converts++;
+    double n = 1;
+    for (int k = 0; k < s->naxes; k++) n *= (double)s->axes[k].size;
+    CHECK(s->flops == 0 &&
+              s->bytes_read == n * (double)ein_dtype_size(s->src_dtype[0]) &&
+              s->bytes_written == n * (double)ein_dtype_size(s->dst_dtype) &&
+              s->bytes_read != s->bytes_written,
+          "step %d (%s): %g FLOPs, read %g, wrote %g for %g elements", i + 1,
+          ein_step_role_name(s->role), s->flops, s->bytes_read,
+          s->bytes_written, n);
+  }
+  CHECK(converts == 3 && !ein_plan_is_view(plan) && sum == ir->bytes_moved,
+        "%d conversions; bytes %g, plan %g", converts, sum, ir->bytes_moved);
+  ein_plan_destroy(plan);
 }
 
 int main(void) {
@@ -125,6 +194,7 @@ int main(void) {
   for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
     run_case(ctx, &CASES[i]);
   non_compact_output(ctx);
+  conversion_bytes(ctx);
   ein_ctx_destroy(ctx);
   return test_summary("plan_view");
 }

@@ -47,6 +47,7 @@ class Plan:
     output_shape: tuple[int, ...]
     largest_intermediate: int
     workspace_bytes: int
+    is_view: bool
     @property
     def path(self) -> list[tuple[int, ...]]: ...
     @property

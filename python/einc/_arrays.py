@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import sys
 
+from ._einc import EincError
+
 # DLPack's type code for bfloat16 (kDLBfloat) and its width.
 _BF16 = (4, 16)
 _NO_RETYPE = (-1, 0)
@@ -86,16 +88,35 @@ def _is_bf16_numpy(x) -> bool:
             and x.dtype.name == "bfloat16")
 
 
-def as_tensor(x):
+def as_tensor(x, what="an input"):
     """x itself when DLPack can take it; a numpy array for anything else
-    (lists, Python and numpy scalars)."""
+    (lists, Python and numpy scalars). `what` names x in errors."""
     if hasattr(x, "__dlpack__") and not isinstance(x, (list, tuple)):
-        return _torch_resolved(x) if _is_torch(x) else x
+        return _torch_resolved(_torch_checked(x, what)) if _is_torch(x) else x
     a = _numpy().asarray(x)
     if a.dtype.kind in "OSUVMm":
         raise TypeError(f"einc takes numeric arrays (anything with "
                         f"__dlpack__), not {type(x).__name__}")
     return a
+
+
+def _torch_checked(x, what):
+    """torch tensors DLPack cannot carry, refused by einc with what they
+    are and what einc takes (torch's own DLPack errors name neither the
+    operand nor the way out)."""
+    import torch
+
+    if x.layout is not torch.strided:
+        layout = str(x.layout).replace("torch.", "")
+        raise EincError(f"{what} is a torch tensor of layout {layout}: einc "
+                        f"takes strided (dense) tensors (torch.strided); "
+                        f"call .to_dense() first")
+    if x.is_meta:
+        raise EincError(f"{what} is a torch tensor on the meta device "
+                        f"(shape {tuple(x.shape)}, no data): einc computes "
+                        f"on tensors in CPU or CUDA memory; for shapes alone "
+                        f"use einc.check or einc.plan")
+    return x
 
 
 def _torch_resolved(x):
@@ -111,6 +132,8 @@ def check_out(out):
     """out= must be written where its values live: a torch tensor with the
     negative or conjugate bit would take einc's values with the sign (or
     conjugate) flipped."""
+    if _is_torch(out):
+        _torch_checked(out, "out=")
     if _is_torch(out) and (out.is_neg() or out.is_conj()):
         raise ValueError("out= has torch's negative or conjugate bit set: "
                          "einc cannot write through it (call "
@@ -190,7 +213,8 @@ def _identity(x):
 
 
 def prepare(tensors) -> Prepared:
-    tensors = tuple(as_tensor(t) for t in tensors)
+    tensors = tuple(as_tensor(t, f"operand {i + 1}")
+                    for i, t in enumerate(tensors))
     if tensors and all(_is_numpy(t) for t in tensors):
         return _prepare_numpy(tensors)
     first = tensors[0] if tensors else None

@@ -13,7 +13,7 @@ import json
 
 from . import _api, _einc
 from ._api import _lengths, _reduction_name, _shape_of, numpy_dialect
-from ._arrays import dtype_code, prepare
+from ._arrays import check_out, dtype_code, prepare
 
 
 def _ssa_to_linear(ssa_path, ninputs):
@@ -39,7 +39,8 @@ class Plan:
     Attributes: flops and naive_flops (opt_einsum's count), path (linear,
     as opt_einsum's contract_path gives), ssa_path (einc's own pairs),
     steps (one dict per step), output_shape, largest_intermediate,
-    workspace_bytes. str(plan) is `einc plan`'s report; to_dict() its JSON.
+    workspace_bytes, is_view (the output is a view of an input: nothing
+    runs, 0 FLOPs and bytes). str(plan) is `einc plan`'s report; to_dict() its JSON.
     """
 
     def __init__(self, expr, shapes, *, dtype="float32", reduce=None,
@@ -66,7 +67,20 @@ class Plan:
         self.largest_intermediate = stats["largest_intermediate"]
         self.workspace_bytes = stats["workspace_bytes"]
         self.min_bytes = stats["min_bytes"]
+        # the output is a view of an input (ein_plan_is_view): einsum
+        # returns it and runs nothing; flops and bytes are then 0
+        self.is_view = stats["is_view"]
         self._dict = None
+        # torch CPU tensors take einc.einsum's cached C path (fastpath.c),
+        # which plans as this plan was planned where the plan has einsum's
+        # defaults (backend auto, searched path); a plan whose result is a
+        # view of an input stays on execute(), which returns a new tensor
+        # as the plan returns for numpy
+        self._fast_args = None
+        if (str(backend) == "auto" and path is None
+                and not self.is_view):
+            self._fast_args = (bool(numpy), _reduction_name(reduce),
+                               _lengths(axis_sizes) or None)
 
     def to_dict(self) -> dict:
         """The JSON report of `einc plan --json`, as a dict."""
@@ -100,15 +114,20 @@ class Plan:
         return self.to_dict()["steps"]
 
     def __call__(self, *tensors, out=None):
-        """Runs the plan (ein_eval for tensors of another layout)."""
+        """Runs the plan (ein_eval for tensors of another layout or of
+        other sizes: the result has the shape the expression gives them)."""
         if out is None:
             result = self._plan.run_numpy(tensors)  # plain numpy, this layout
             if result is not None:
                 return result
-            if not _api._fast_ready:
+            if not _api._fast_torch:
                 _api._fast_setup()
+            if self._fast_args is not None:
+                result = _api._fast((self.expr,) + tensors, *self._fast_args)
+                if result is not None:
+                    return result
         prepared = prepare(tensors)
-        out_arg = None if out is None else prepared.wrap_out(out)
+        out_arg = None if out is None else prepared.wrap_out(check_out(out))
         code, bits = prepared.retype
         result = self._plan.execute(prepared.tensors, out_arg, prepared.alloc,
                                     code, bits, prepared.stream, prepared.sync)

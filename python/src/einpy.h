@@ -139,9 +139,15 @@ int einpy_tensor_import_numpy(PyObject *obj, einpy_tensor *out);
  * capsule and marks the capsule used, as einpy_tensor_import does. */
 int einpy_tensor_from_capsule(PyObject *capsule, einpy_tensor *out);
 
-/* Calls the producer's deleter (needs the GIL) and empties *t. Safe on an
- * empty tensor. */
+/* Calls the producer's deleter (needs the GIL) and empties *t, keeping a
+ * pending Python error as it was (a deleter running Python code would
+ * otherwise turn it into a SystemError). Safe on an empty tensor. */
 void einpy_tensor_release(einpy_tensor *t);
+
+/* The same without touching Python's error state, for a caller that may
+ * not hold the GIL (a view's deleter, views.c): the deleter takes the GIL
+ * itself where it needs it. */
+void einpy_tensor_release_raw(einpy_tensor *t);
 
 /* Imports every item of a tuple into ts[0..n) (at most EINPY_MAX_OPERANDS);
  * on failure releases what it took. */
@@ -160,6 +166,11 @@ void einpy_tensors_retype(einpy_tensor *ts, int n, int code, int bits);
  * cudaStream_t), under a lock because the context's stream is shared by
  * every thread; `sync` nonzero then waits for the work (for JAX, which
  * has no stream to order with). Returns 0, or -1 with EincError set. */
+/* alloc(shape) for the shape `expr` gives on these inputs (a new
+ * reference), or NULL with einc's error raised. */
+PyObject *einpy_output_for(const char *expr, const einpy_tensor *in, int nin,
+                           const ein_options *o, PyObject *alloc);
+
 int einpy_run(const char *expr, const ein_plan *plan, einpy_tensor *in,
               int nin, einpy_tensor *out, const ein_options *o,
               PyObject *stream, int sync);

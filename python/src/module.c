@@ -48,6 +48,23 @@ static void call_release(call *c) {
   Py_CLEAR(c->out_obj);
 }
 
+PyObject *einpy_output_for(const char *expr, const einpy_tensor *in, int nin,
+                           const ein_options *o, PyObject *alloc) {
+  const DLTensor *ins[EINPY_MAX_OPERANDS];
+  for (int i = 0; i < nin; i++) ins[i] = in[i].t;
+  int64_t shape[EIN_MAX_DIMS];
+  int ndim;
+  if (ein_output_shape(the_ctx, expr, ins, nin, o, shape, &ndim) != EIN_OK) {
+    einpy_raise(ein_last_error(the_ctx));
+    return NULL;
+  }
+  PyObject *shape_tuple = einpy_shape_tuple(shape, ndim);
+  if (!shape_tuple) return NULL;
+  PyObject *r = PyObject_CallFunctionObjArgs(alloc, shape_tuple, NULL);
+  Py_DECREF(shape_tuple);
+  return r;
+}
+
 /* The output: the caller's, or alloc(shape) for the shape einc works out. */
 static int obtain_output(call *c, const char *expr, PyObject *out,
                          PyObject *alloc) {
@@ -56,19 +73,7 @@ static int obtain_output(call *c, const char *expr, PyObject *out,
     c->out_obj = out;
     return 0;
   }
-  const DLTensor *ins[EINPY_MAX_OPERANDS];
-  for (int i = 0; i < c->nin; i++) ins[i] = c->in[i].t;
-  int64_t shape[EIN_MAX_DIMS];
-  int ndim;
-  if (ein_output_shape(the_ctx, expr, ins, c->nin, &c->options.opt, shape,
-                       &ndim) != EIN_OK) {
-    einpy_raise(ein_last_error(the_ctx));
-    return -1;
-  }
-  PyObject *shape_tuple = einpy_shape_tuple(shape, ndim);
-  if (!shape_tuple) return -1;
-  c->out_obj = PyObject_CallFunctionObjArgs(alloc, shape_tuple, NULL);
-  Py_DECREF(shape_tuple);
+  c->out_obj = einpy_output_for(expr, c->in, c->nin, &c->options.opt, alloc);
   return c->out_obj ? 0 : -1;
 }
 

@@ -128,7 +128,9 @@ static PyObject *plan_describe(PyObject *self, PyObject *args) {
   size_t len = ein_plan_describe(p->plan, fmt, model, NULL, 0);
   char *buf = PyMem_Malloc(len + 1);
   if (!buf) return PyErr_NoMemory();
-  ein_plan_describe(p->plan, fmt, model, buf, len + 1);
+  /* the text written is decoded, never more than the buffer holds */
+  size_t wrote = ein_plan_describe(p->plan, fmt, model, buf, len + 1);
+  if (wrote < len) len = wrote;
   PyObject *s = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "replace");
   PyMem_Free(buf);
   return s;
@@ -143,12 +145,13 @@ static PyObject *plan_stats(PyObject *self, PyObject *unused) {
                                       ein_plan_output_ndim(p->plan));
   if (!shape) return NULL;
   PyObject *d = Py_BuildValue(
-      "{s:d,s:d,s:d,s:L,s:L,s:i,s:O}", "flops", ein_plan_flops(p->plan),
+      "{s:d,s:d,s:d,s:L,s:L,s:i,s:O,s:O}", "flops", ein_plan_flops(p->plan),
       "naive_flops", ein_plan_naive_flops(p->plan), "min_bytes",
       ein_plan_min_bytes(p->plan), "largest_intermediate",
       (long long)ein_plan_largest_intermediate(p->plan), "workspace_bytes",
       (long long)ein_plan_workspace_bytes(p->plan), "nsteps",
-      ein_plan_nsteps(p->plan), "output_shape", shape);
+      ein_plan_nsteps(p->plan), "output_shape", shape, "is_view",
+      ein_plan_is_view(p->plan) ? Py_True : Py_False);
   Py_DECREF(shape);
   return d;
 }
@@ -170,13 +173,19 @@ static int has_layout(const DLTensor *t, DLDevice device, DLDataType dtype,
   return 1;
 }
 
-static int fits_plan(plan_object *p, einpy_tensor *in, int nin,
-                     einpy_tensor *out) {
+static int inputs_fit(plan_object *p, einpy_tensor *in, int nin) {
   if (nin != p->ninputs) return 0;
   for (int i = 0; i < nin; i++)
     if (!has_layout(in[i].t, p->device, p->dtype, p->ndims[i], p->shapes[i]))
       return 0;
-  return has_layout(out->t, p->device, p->dtype, ein_plan_output_ndim(p->plan),
+  return 1;
+}
+
+static int fits_plan(plan_object *p, einpy_tensor *in, int nin,
+                     einpy_tensor *out) {
+  return inputs_fit(p, in, nin) &&
+         has_layout(out->t, p->device, p->dtype,
+                    ein_plan_output_ndim(p->plan),
                     ein_plan_output_shape(p->plan));
 }
 
@@ -187,11 +196,19 @@ static int run(plan_object *p, einpy_tensor *in, int nin, einpy_tensor *out,
                    nin, out, &p->options.opt, stream, sync);
 }
 
-static PyObject *output_object(plan_object *p, PyObject *out, PyObject *alloc) {
+/* The caller's out=, or a new output: of the compiled output shape for
+ * inputs of the compiled shapes, else of the shape the expression gives on
+ * these inputs (ein_eval then plans for them: a compiled expression takes
+ * other sizes, as einops' functions and opt_einsum's contract_expression
+ * do). */
+static PyObject *output_object(plan_object *p, PyObject *out, PyObject *alloc,
+                               einpy_tensor *in, int nin) {
   if (out != Py_None) {
     Py_INCREF(out);
     return out;
   }
+  if (!inputs_fit(p, in, nin))
+    return einpy_output_for(p->expr, in, nin, &p->options.opt, alloc);
   PyObject *shape = einpy_shape_tuple(ein_plan_output_shape(p->plan),
                                       ein_plan_output_ndim(p->plan));
   if (!shape) return NULL;
@@ -214,7 +231,7 @@ static PyObject *plan_execute(PyObject *self, PyObject *args) {
   einpy_tensor in[EINPY_MAX_OPERANDS], o = {0};
   int nin = 0;
   if (einpy_tensors_import(tensors, stream, in, &nin) < 0) return NULL;
-  PyObject *out_obj = output_object(p, out, alloc);
+  PyObject *out_obj = output_object(p, out, alloc, in, nin);
   int ok = out_obj && einpy_tensor_import(out_obj, stream, &o) == 0;
   if (ok && o.read_only) {
     PyErr_SetString(PyExc_ValueError, "out= is read-only");

@@ -131,7 +131,7 @@ int einpy_tensor_import(PyObject *obj, PyObject *stream, einpy_tensor *out) {
   return r;
 }
 
-void einpy_tensor_release(einpy_tensor *t) {
+void einpy_tensor_release_raw(einpy_tensor *t) {
   if (!t->managed) return;
   if (t->versioned) {
     einpy_managed_versioned *m = t->managed;
@@ -141,6 +141,22 @@ void einpy_tensor_release(einpy_tensor *t) {
     if (m->deleter) m->deleter(m);
   }
   memset(t, 0, sizeof *t);
+}
+
+/* A deleter may run Python code (a producer written with ctypes, say);
+ * Python code run while einc's own error is pending turns that error into
+ * a SystemError, and an exception a deleter leaves behind would be raised
+ * from a call that succeeded. So the pending error is set aside around the
+ * deleter and put back after it; the deleter's own exception, which has
+ * nobody to go to, is reported as unraisable (as Python reports an
+ * exception in __del__). */
+void einpy_tensor_release(einpy_tensor *t) {
+  if (!t->managed) return;
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  einpy_tensor_release_raw(t);
+  if (PyErr_Occurred()) PyErr_WriteUnraisable(NULL);
+  PyErr_Restore(type, value, tb);
 }
 
 int einpy_tensors_import(PyObject *tuple, PyObject *stream, einpy_tensor *ts,

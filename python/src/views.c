@@ -32,7 +32,7 @@ typedef struct view_tensor {
 } view_tensor;
 
 static void view_free(view_tensor *v) {
-  einpy_tensor_release(&v->source);
+  einpy_tensor_release_raw(&v->source); /* perhaps without the GIL */
   free(v);
 }
 

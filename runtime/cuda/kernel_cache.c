@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "disk_cache.h"
+#include "hash.h"
 #include "nvrtc_compile.h"
 #include "run_cache.h"
 #include "strbuf.h"

@@ -38,6 +38,7 @@
 #include "alloc.h"
 #include "codegen.h"
 #include "disk_cache.h"
+#include "hash.h"
 #include "strbuf.h"
 #include "trace.h"
 

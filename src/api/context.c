@@ -52,27 +52,6 @@ const char *ein_status_name(ein_status status) {
   return "unknown status";
 }
 
-static const char *const reduction_names[] = {
-    [EIN_REDUCE_SUM] = "sum",   [EIN_REDUCE_MEAN] = "mean",
-    [EIN_REDUCE_MAX] = "max",   [EIN_REDUCE_MIN] = "min",
-    [EIN_REDUCE_PROD] = "prod", [EIN_REDUCE_ANY] = "any",
-    [EIN_REDUCE_ALL] = "all"};
-
-const char *ein_reduction_name(ein_reduction reduction) {
-  if (reduction < EIN_REDUCE_SUM || reduction > EIN_REDUCE_ALL) return NULL;
-  return reduction_names[reduction];
-}
-
-ein_status ein_reduction_parse(const char *name, ein_reduction *out) {
-  if (!name || !out) return EIN_ERR_INVALID_ARGUMENT;
-  for (int r = EIN_REDUCE_SUM; r <= EIN_REDUCE_ALL; r++)
-    if (strcmp(name, reduction_names[r]) == 0) {
-      *out = (ein_reduction)r;
-      return EIN_OK;
-    }
-  return EIN_ERR_BAD_REDUCTION;
-}
-
 ein_status ein_ctx_create(ein_ctx **out) {
   if (!out) return EIN_ERR_INVALID_ARGUMENT;
   ein_ctx *ctx = ein_calloc(1, sizeof *ctx);

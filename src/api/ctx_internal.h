@@ -86,10 +86,6 @@ struct ein_cuda_program;
 const struct ein_plan_ir *ein_plan_ir_of(const ein_plan *plan);
 const struct ein_cuda_program *ein_plan_cuda_program(const ein_plan *plan);
 
-/* Whether the plan was made for a C-contiguous output (a NULL output in
- * ein_plan_create, or compact strides; size-1 dims' strides aside). */
-bool ein_plan_output_compact(const ein_plan *plan);
-
 /* Whether two elements of t share an address (writes would collide), and
  * whether the bytes two tensors touch overlap (for outputs: einc does not
  * compute in place). Sizes and strides must have passed the API checks. */

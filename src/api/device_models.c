@@ -102,8 +102,11 @@ ein_status ein_cpu_model_in(const char *dir, ein_device_model *out) {
   return EIN_OK;
 }
 
-/* The process's "cpu" model, for the thread count it was resolved with;
- * later calls get it with source "cache". */
+/* The process's "cpu" model, for the thread count it was resolved with.
+ * Later calls get it as it was resolved, source included: a report is
+ * asked for twice (its length, then its text: ein_plan_describe), and a
+ * source that turned from "measured" into "cache" between the two made the
+ * second text 3 bytes shorter than the length the caller was given. */
 static ein_status cpu_model(ein_device_model *out) {
   static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
   static ein_device_model memo;
@@ -112,7 +115,6 @@ static ein_status cpu_model(ein_device_model *out) {
   ein_status st = EIN_OK;
   if (memo_threads == ein_cpu_threads()) {
     *out = memo;
-    out->source = "cache";
   } else {
     char dir[4096];
     bool have_dir = ein_disk_cache_dir(dir, sizeof dir);

@@ -837,24 +837,6 @@ const struct ein_plan_ir *ein_plan_ir_of(const ein_plan *plan) {
   return plan ? plan->ir : NULL;
 }
 
-/* Reads the output's part of the layout key (key_tensor's bytes; none
- * when the plan was made with a NULL output, which means compact). */
-bool ein_plan_output_compact(const ein_plan *plan) {
-  const char *k = plan->layout + plan->offset[plan->ninputs];
-  size_t len = plan->offset[plan->ninputs + 1] - plan->offset[plan->ninputs];
-  if (len == 0) return true;
-  int ndim = (unsigned char)k[1];
-  int64_t expect = 1;
-  for (int d = ndim - 1; d >= 0; d--) {
-    int64_t v[2]; /* shape, effective stride (0 for size-1 dims) */
-    memcpy(v, k + 2 + (size_t)d * sizeof v, sizeof v);
-    if (v[0] == 1) continue;
-    if (v[1] != expect) return false;
-    expect *= v[0];
-  }
-  return true;
-}
-
 const struct ein_cuda_program *ein_plan_cuda_program(const ein_plan *plan) {
   return plan && plan->backend->cuda_program
              ? plan->backend->cuda_program(plan->program)
@@ -897,6 +879,21 @@ double ein_plan_unsliced_flops(const ein_plan *plan) {
 
 int64_t ein_plan_slice_bytes(const ein_plan *plan) {
   return plan ? ein_plan_slice_bytes_ir(plan->ir) : 0;
+}
+
+int ein_plan_is_view(const ein_plan *plan) {
+  return plan && plan->ir->view.is_view;
+}
+
+int ein_plan_output_view(const ein_plan *plan, int *input,
+                         int64_t *view_strides, int64_t *view_offset) {
+  if (!ein_plan_is_view(plan) || !input || !view_strides || !view_offset)
+    return 0;
+  const ein_plan_view *v = &plan->ir->view;
+  memcpy(view_strides, v->strides, sizeof(int64_t) * (size_t)plan->ir->out_ndim);
+  *input = v->input;
+  *view_offset = v->offset;
+  return 1;
 }
 
 int ein_plan_count_steps(const ein_plan *plan, const char *kind) {

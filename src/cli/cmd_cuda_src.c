@@ -23,7 +23,9 @@ void cmd_cuda_src_help(void) {
        "\n"
        "Plans EXPR for the CUDA backend and prints each step: the cuBLAS\n"
        "call of a GEMM step, or the CUDA C source einc generates (and NVRTC\n"
-       "compiles at run time) with its grid and block. Needs no GPU.\n"
+       "compiles at run time) with its grid and block: one file nvcc\n"
+       "compiles, each kernel in a namespace of its own (stepN, stepN_pass2)\n"
+       "with its ein_main and ein_vec renamed by #define. Needs no GPU.\n"
        "\n"
        "  FILE.npy        in place of a shape: the shape and dtype in a .npy\n"
        "                  file's header (its data is not read)\n"
@@ -63,23 +65,41 @@ static void print_cublas(const ein_cublas_gemm *g) {
          ein_dtype_name(g->c_dtype), ein_gemm_compute_name(g->compute));
 }
 
+/* One kernel's source, as NVRTC compiles it after the prelude, inside a
+ * namespace of its own with its entry points renamed by #define: every
+ * kernel is ein_main (and ein_vec) over a struct ein_main_step, so two
+ * kernels (two steps, or a split reduction's two passes) printed bare
+ * would define them twice, and the printout must be one file that nvcc
+ * compiles (tests/cuda_src_compiles.sh). The source itself is unchanged. */
+static void print_source(const char *source, const char *tag) {
+  printf("#define ein_main ein_main_%s\n#define ein_vec ein_vec_%s\n"
+         "namespace %s {\n%s}  // namespace %s\n"
+         "#undef ein_main\n#undef ein_vec\n",
+         tag, tag, tag, source, tag);
+}
+
 /* A kernel step: launch geometry and source. NVRTC compiles each source
  * after the prelude printed once at the top (prelude + one step's source
  * compile alone). */
-static void print_kernels(const ein_cuda_step *cs) {
+static void print_kernels(const ein_cuda_step *cs, int step) {
   const ein_kernel_src *k = &cs->kernel;
   printf("// ein_main<<<(%u,%u,%u), (%u,%u,%u)>>>", k->grid[0], k->grid[1],
          k->grid[2], k->block[0], k->block[1], k->block[2]);
   if (k->has_vec)
     printf("; ein_vec<<<(%u,%u,%u), same>>> when 16-byte aligned",
            k->grid_vec[0], k->grid_vec[1], k->grid_vec[2]);
-  printf("\n%s", k->source);
+  char tag[32];
+  snprintf(tag, sizeof tag, "step%d", step);
+  printf("\n");
+  print_source(k->source, tag);
   const ein_kernel_src *f = &cs->finish;
-  if (f->kind != EIN_KERNEL_NONE)
-    printf("\n// pass 2: ein_main<<<(%u,%u,%u), (%u,%u,%u)>>>(dst, "
-           "scratch of %lld bytes, NULL)\n%s",
-           f->grid[0], f->grid[1], f->grid[2], f->block[0], f->block[1],
-           f->block[2], (long long)cs->scratch_bytes, f->source);
+  if (f->kind == EIN_KERNEL_NONE) return;
+  printf("\n// pass 2: ein_main<<<(%u,%u,%u), (%u,%u,%u)>>>(dst, "
+         "scratch of %lld bytes, NULL)\n",
+         f->grid[0], f->grid[1], f->grid[2], f->block[0], f->block[1],
+         f->block[2], (long long)cs->scratch_bytes);
+  snprintf(tag, sizeof tag, "step%d_pass2", step);
+  print_source(f->source, tag);
 }
 
 static void print_program(const char *expr, ein_dtype dt,
@@ -101,7 +121,7 @@ static void print_program(const char *expr, ein_dtype dt,
     else if (cs->kernel.kind == EIN_KERNEL_NONE)
       printf("// nothing to run: an axis has size 0\n");
     else
-      print_kernels(cs);
+      print_kernels(cs, i + 1);
   }
 }
 

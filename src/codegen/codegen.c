@@ -17,6 +17,7 @@
  */
 #include "alloc.h"
 #include "codegen.h"
+#include "hash.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -61,16 +62,6 @@ const char *ein_kernel_kind_name(ein_kernel_kind kind) {
   case EIN_KERNEL_REDUCE_FINISH: return "reduce_finish";
   }
   return "none";
-}
-
-uint64_t ein_fnv1a(const void *data, size_t len, uint64_t seed) {
-  const unsigned char *p = data;
-  uint64_t h = seed;
-  for (size_t i = 0; i < len; i++) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
 }
 
 void ein_kernel_src_free(ein_kernel_src *k) {

@@ -139,9 +139,4 @@ void ein_gemm_as_loop(const ein_step *gemm, ein_step *loop,
  * kernel. Static, so CUDA plans can be made and shown without a GPU. */
 const ein_backend_caps *ein_cuda_caps(void);
 
-/* 64-bit FNV-1a. */
-uint64_t ein_fnv1a(const void *data, size_t len, uint64_t seed);
-
-#define EIN_FNV_SEED 0xcbf29ce484222325ull
-
 #endif

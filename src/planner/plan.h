@@ -137,6 +137,10 @@ typedef struct ein_step {
    * reduced). */
   ein_dtype acc_dtype;
   bool plain_copy;
+  /* The plan's output is a view of its input (ein_plan_ir.view): this
+   * plain copy runs only where a caller asks for a separate output, so it
+   * counts 0 FLOPs and 0 bytes and is reported as "view". */
+  bool view;
 } ein_step;
 
 /* What a backend can do; the planner shapes the plan to it. */
@@ -192,6 +196,17 @@ typedef struct ein_slicing {
   struct ein_plan_ir *add, *store; /* accumulate: one LOOP step each */
 } ein_slicing;
 
+/* Whether the plan's (C-contiguous) output is only a new way of reading
+ * one input (a transpose, a split or merge of adjacent axes, a diagonal):
+ * decided once, by ein_plan_find_view; the report, ein_plan_is_view,
+ * ein_plan_output_view and the Python package read it. */
+typedef struct ein_plan_view {
+  bool is_view;
+  int input;        /* which input */
+  int64_t offset;   /* elements from that input's first element */
+  int64_t *strides; /* out_ndim, elements of the input, in the arena */
+} ein_plan_view;
+
 typedef struct ein_plan_ir {
   ein_arena arena; /* owns everything below */
   ein_dtype dtype;
@@ -225,6 +240,7 @@ typedef struct ein_plan_ir {
   double min_bytes;
   bool allow_tf32;    /* the caller lets f32 GEMMs use TF32 (CUDA) */
   ein_slicing slicing;
+  ein_plan_view view;
 } ein_plan_ir;
 
 /* Options of the planner beyond ein_options. */
@@ -288,6 +304,12 @@ bool ein_gemm_rowmajor(const ein_gemm *g, ein_gemm_call *call);
 
 /* Name of a step for reports: "gemm", "copy", "reduce", "outer",
  * "product", "contract", "fill". */
+/* Sets ir->view (view.c): a one-step plan that is a plain copy from one
+ * input into a C-contiguous output whose every dim walks the input with one
+ * stride is a view; its step is then marked and costs nothing. Only
+ * EIN_ERR_NO_MEMORY fails. */
+ein_status ein_plan_find_view(ein_plan_ir *ir, const ein_tensor_desc *output);
+
 const char *ein_step_name(const ein_step *step);
 const char *ein_step_role_name(ein_step_role role);
 

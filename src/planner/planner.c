@@ -2102,8 +2102,12 @@ static ein_status plan_build(const ein_problem *p, const ein_tensor_desc *inputs
     *over = true;
     goto fail;
   }
+  for (int i = 0; i < ir->nsteps; i++) decide_numerics(&ir->steps[i]);
+  if (!ir->slicing.n && (st = ein_plan_find_view(ir, output))) {
+    st = no_memory(&pl);
+    goto fail;
+  }
   for (int i = 0; i < ir->nsteps; i++) {
-    decide_numerics(&ir->steps[i]);
     ir->flops += ir->steps[i].flops;
     ir->bytes_moved += ir->steps[i].bytes_read + ir->steps[i].bytes_written;
   }
@@ -2130,6 +2134,7 @@ const char *ein_step_role_name(ein_step_role role) {
 }
 
 const char *ein_step_name(const ein_step *s) {
+  if (s->view) return "view";
   if (s->kind == EIN_STEP_GEMM) return "gemm";
   if (s->kind == EIN_STEP_FILL) return "fill";
   bool reduces = false;

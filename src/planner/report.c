@@ -230,6 +230,9 @@ static void text_summary(const ein_plan_ir *ir, const char *expr,
   ein_strbuf_printf(sb, "\noutput       %s",
                     ein_format_shape(shape, sizeof shape, ir->out_shape,
                                      ir->out_ndim));
+  if (ir->view.is_view)
+    ein_strbuf_printf(sb, "   a view of in%d: nothing runs, 0 bytes move",
+                      ir->view.input + 1);
   ein_strbuf_printf(sb, "\npath         %s", ir->path_method);
   for (int i = 0; i < ir->npath; i++)
     ein_strbuf_printf(sb, " (%d,%d)", ir->path[i][0], ir->path[i][1]);
@@ -379,7 +382,9 @@ static void json_summary(const ein_plan_ir *ir, const char *expr,
   ein_strbuf_printf(sb, "],\"output_shape\":[");
   for (int d = 0; d < ir->out_ndim; d++)
     ein_strbuf_printf(sb, "%s%lld", d ? "," : "", (long long)ir->out_shape[d]);
-  ein_strbuf_printf(sb, "],\"path_method\":\"%s\",\"path\":[",
+  ein_strbuf_printf(sb, "],\"is_view\":%s",
+                    ir->view.is_view ? "true" : "false");
+  ein_strbuf_printf(sb, ",\"path_method\":\"%s\",\"path\":[",
                     ir->path_method);
   for (int i = 0; i < ir->npath; i++)
     ein_strbuf_printf(sb, "%s[%d,%d]", i ? "," : "", ir->path[i][0],

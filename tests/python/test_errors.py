@@ -185,3 +185,100 @@ def test_bad_input_never_crashes():
             einc.einsum(expr, np.ones((2, 2)))
         except einc.EincError:
             pass
+
+
+class _CtypesProducer:
+    """An array whose __dlpack__ is written in Python with ctypes: a legacy
+    DLManagedTensor over a numpy array's memory whose deleter is a Python
+    function (it runs Python code whenever einc lets the tensor go)."""
+
+    def __init__(self, array, deleter_raises=False):
+        import ctypes
+
+        self.arr = np.ascontiguousarray(array, dtype=np.float64)
+        self.shape, self.ndim, self.dtype = (self.arr.shape, self.arr.ndim,
+                                             self.arr.dtype)
+        self.released = 0
+        self.deleter_raises = deleter_raises
+        self._keep = []  # what the capsules point at lives as long as self
+
+        class Device(ctypes.Structure):
+            _fields_ = [("type", ctypes.c_int32), ("id", ctypes.c_int32)]
+
+        class DType(ctypes.Structure):
+            _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                        ("lanes", ctypes.c_uint16)]
+
+        class Tensor(ctypes.Structure):
+            _fields_ = [("data", ctypes.c_void_p), ("device", Device),
+                        ("ndim", ctypes.c_int32), ("dtype", DType),
+                        ("shape", ctypes.POINTER(ctypes.c_int64)),
+                        ("strides", ctypes.POINTER(ctypes.c_int64)),
+                        ("byte_offset", ctypes.c_uint64)]
+
+        class Managed(ctypes.Structure):
+            pass
+
+        self._deleter_type = ctypes.CFUNCTYPE(None, ctypes.POINTER(Managed))
+        Managed._fields_ = [("dl_tensor", Tensor),
+                            ("manager_ctx", ctypes.c_void_p),
+                            ("deleter", self._deleter_type)]
+        self._types = (Device, DType, Managed)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
+
+    def __dlpack__(self, stream=None):  # no max_version: the legacy form
+        import ctypes
+
+        device, dtype, managed = self._types
+        shape = (ctypes.c_int64 * self.ndim)(*self.shape)
+        m = managed()
+        m.dl_tensor.data = self.arr.ctypes.data
+        m.dl_tensor.device = device(1, 0)
+        m.dl_tensor.ndim = self.ndim
+        m.dl_tensor.dtype = dtype(2, 64, 1)  # kDLFloat, 64 bits
+        m.dl_tensor.shape = shape
+
+        def deleter(_):
+            self.released += 1  # Python code, run by einc's release
+            if self.deleter_raises:
+                raise RuntimeError("the deleter failed")
+
+        m.deleter = self._deleter_type(deleter)
+        self._keep += [shape, m, m.deleter]
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(m), b"dltensor", None)
+
+
+def test_python_deleter_keeps_einc_error():
+    """A deleter written in Python runs while einc's size-mismatch error is
+    pending: the caller gets that EincError, not a SystemError, and every
+    tensor einc took is released."""
+    a, b = _CtypesProducer(np.ones(3)), _CtypesProducer(np.ones(4))
+    with pytest.raises(einc.EincError) as e:
+        einc.einsum("i, i ->", a, b)
+    assert e.type is einc.EincError and "axis 'i'" in str(e.value)
+    assert a.released >= 1 and b.released >= 1
+    ok = _CtypesProducer(np.arange(3.0))
+    assert einc.einsum("i, i ->", ok, ok) == 5.0 and ok.released >= 2
+
+
+def test_python_deleter_that_raises_is_unraisable():
+    """A deleter's own exception has nobody to go to: the call's result (or
+    its error) stands and Python reports the deleter's as unraisable."""
+    seen = []
+    hook, sys_mod = None, __import__("sys")
+    hook = sys_mod.unraisablehook
+    sys_mod.unraisablehook = lambda u: seen.append(u.exc_type)
+    try:
+        ok = _CtypesProducer(np.arange(3.0), deleter_raises=True)
+        assert einc.einsum("i, i ->", ok, ok) == 5.0
+        bad = _CtypesProducer(np.ones(4), deleter_raises=True)
+        with pytest.raises(einc.EincError):
+            einc.einsum("i, i ->", ok, bad)
+    finally:
+        sys_mod.unraisablehook = hook
+    assert seen and all(t is RuntimeError for t in seen), seen

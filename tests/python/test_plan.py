@@ -2,7 +2,9 @@
 the path is opt_einsum's linear form (opt_einsum, given it, counts the same
 FLOPs), and a compiled expression gives einsum's results for any layout."""
 import json
+import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -111,6 +113,49 @@ def test_compile_reuses_one_plan():
         f(np.ones((4, 6, 5), np.float32), np.ones((4, 6, 3), np.float32))
 
 
+
+def test_compiled_plan_takes_other_sizes():
+    """A plan compiled for batch 4 called with batch 8 (einops' functions
+    and opt_einsum's contract_expression take new sizes): the result has
+    the shape the expression gives those inputs, numpy and torch, and a
+    true size mismatch still names its axis and both sizes."""
+    r = np.random.default_rng(5)
+    f = einc.compile("b i j, b j k -> b i k", (4, 64, 32), (4, 32, 16))
+    for batch in (8, 4, 2):
+        a = r.standard_normal((batch, 64, 32)).astype(np.float32)
+        b = r.standard_normal((batch, 32, 16)).astype(np.float32)
+        got = f(a, b)
+        assert got.shape == (batch, 64, 16)
+        np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
+    g = einc.compile("b s d -> b d", (4, 8, 3), reduce="max")
+    x = r.standard_normal((6, 8, 3)).astype(np.float32)
+    np.testing.assert_array_equal(g(x), x.max(axis=1))
+    with pytest.raises(einc.EincError) as e:
+        f(np.ones((8, 64, 32), np.float32), np.ones((4, 32, 16), np.float32))
+    assert "axis 'b' is 4 in operand 2 but 8 in operand 1" in str(e.value)
+    assert "output tensor" not in str(e.value)
+    torch = pytest.importorskip("torch")
+    ta, tb = torch.randn(8, 64, 32), torch.randn(8, 32, 16)
+    got = f(ta, tb)
+    assert isinstance(got, torch.Tensor) and got.shape == (8, 64, 16)
+    torch.testing.assert_close(got, ta @ tb, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(f(ta[:4], tb[:4]), ta[:4] @ tb[:4],
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_compiled_view_plan_returns_new_tensors():
+    """A compiled plan returns a new array for numpy and torch alike, also
+    where einc.einsum would return a view (the torch fast path is not
+    taken for those)."""
+    torch = pytest.importorskip("torch")
+    f = einc.compile("b h s d -> b h (s d)", (2, 3, 4, 5))
+    for x in (np.arange(120.0, dtype=np.float32).reshape(2, 3, 4, 5),
+              torch.arange(120.0).reshape(2, 3, 4, 5)):
+        y = f(x)
+        y[0, 0, 0] = -1
+        assert x[0, 0, 0, 0] == 0 and y.shape == (2, 3, 20)
+
+
 def test_compile_like_contract_expression():
     oe = pytest.importorskip("opt_einsum")
     shapes = [(10, 20), (20, 30), (30, 5)]
@@ -134,3 +179,18 @@ def test_check_and_memo():
     assert "d" in str(info.value) and "^" in str(info.value)
     m.clear()
     m.check("batch heads seq d", (2, 8, 7, 4))
+
+
+def test_first_report_with_an_empty_cache(tmp_path):
+    """A process's first report measures the CPU's rates; the JSON that
+    Plan.path, .steps and .to_dict() read is whole (it once ended in a NUL
+    and stale bytes: JSONDecodeError "Extra data")."""
+    code = ("import einc\n"
+            "p = einc.plan('i j, j k -> i k', (8, 8), (8, 8), device='cpu')\n"
+            "print(p.to_dict()['device_model']['source'], len(p.steps))\n"
+            "print(p.path)\n")
+    env = dict(os.environ, EINC_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[:2] == ["measured", "1"], out.stdout

@@ -170,3 +170,31 @@ def test_torch_out_with_a_lazy_bit_is_refused():
     with pytest.raises(ValueError, match="negative or conjugate bit"):
         einc.einsum("i j -> j i", a, out=out)
     assert torch.equal(out.resolve_neg(), torch.zeros(3, 2))
+
+
+def _kinds():
+    """torch tensors DLPack cannot carry: (tensor, words the error names)."""
+    return [(torch.ones(3, 4, device="meta"), ["meta device", "(3, 4)"]),
+            (torch.ones(3, 4).to_sparse(), ["sparse_coo", "strided"]),
+            (torch.ones(3, 4).to_sparse_csr(), ["sparse_csr", "strided"])]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch: CSR is beta
+def test_meta_and_sparse_tensors_get_einc_errors():
+    """Not DLPack's raw 'Unknown device type meta for Dlpack' or 'Can't
+    export tensors with layout other than torch.strided': which operand,
+    what it is, what einc takes; through einsum, a compiled plan and out=."""
+    dense = torch.ones(3, 4)
+    plan = einc.compile("i j, i j -> i", (3, 4), (3, 4))
+    for bad, words in _kinds():
+        calls = [(lambda: einc.einsum("i j, i j -> i", dense, bad),
+                  "operand 2"),
+                 (lambda: einc.rearrange(bad, "i j -> j i"), "operand 1"),
+                 (lambda: plan(bad, dense), "operand 1"),
+                 (lambda: einc.einsum("i j -> j i", dense.T, out=bad),
+                  "out=")]
+        for call, what in calls:
+            with pytest.raises(einc.EincError) as e:
+                call()
+            for w in [what] + words:
+                assert w in str(e.value), str(e.value)

@@ -264,3 +264,20 @@ def test_views_release_their_inputs():
         v = einc.rearrange(t, "a b -> b a")
     del v
     assert sys.getrefcount(t) == before
+
+
+def test_plan_reports_a_view_as_one():
+    """A pure view runs nothing: the plan says is_view, with 0 FLOPs and 0
+    bytes, in Python, the JSON and the text (issue 28: it was a copy step
+    with FLOPs = numel and twice the bytes); a plan that copies is not."""
+    p = einc.plan("b h s d -> b h (s d)", (2, 3, 4, 5))
+    d = p.to_dict()
+    assert p.is_view and d["is_view"] is True
+    assert p.flops == 0 and d["flops"] == 0 and d["bytes_moved"] == 0
+    assert [(s["kind"], s["flops"], s["bytes_read"], s["bytes_written"])
+            for s in d["steps"]] == [("view", 0, 0, 0)]
+    assert "a view of in1: nothing runs" in str(p)
+    assert p.naive_flops == 120  # opt_einsum's count stays
+    q = einc.plan("a b -> (b a)", (3, 4))  # strides cannot say it: a copy
+    assert not q.is_view and q.to_dict()["is_view"] is False
+    assert q.to_dict()["bytes_moved"] == 2 * 12 * 4

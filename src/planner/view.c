@@ -1,6 +1,6 @@
 /*
- * plan_view.c - ein_plan_output_view: whether a plan's output is only a
- * new way of reading one input's memory.
+ * view.c - ein_plan_find_view (plan.h): whether a plan's output is only a
+ * new way of reading one input's memory, decided once by the planner.
  *
  * A one-operand plan whose single step is a plain copy moves elements
  * without changing them. When every output dim walks its input with one
@@ -12,12 +12,14 @@
  * view when those axes' input strides chain as their output strides do
  * (each the next one's times its size).
  *
- * Reads the plan IR only; takes and owns nothing.
+ * The answer is the plan's (ein_plan_ir.view): the report reads it (a view
+ * costs 0 FLOPs and 0 bytes, its step is named "view"), ein.h's
+ * ein_plan_is_view and ein_plan_output_view hand it out, and the Python
+ * package returns views by it; a backend asked to write a separate output
+ * still runs the copy step.
  */
 #include <stdbool.h>
 
-#include "ctx_internal.h"
-#include "ein.h"
 #include "plan.h"
 
 /* The step axis whose output stride is `dst` (sizes above 1 only, and in
@@ -67,29 +69,54 @@ static const ein_step *plain_copy_step(const ein_plan_ir *ir) {
   return s;
 }
 
-int ein_plan_output_view(const ein_plan *plan, int *input,
-                         int64_t *view_strides, int64_t *view_offset) {
-  const ein_plan_ir *ir = ein_plan_ir_of(plan);
-  const ein_step *s = ir ? plain_copy_step(ir) : NULL;
-  if (!s || !input || !view_strides || !view_offset ||
-      !ein_plan_output_compact(plan))
-    return 0;
+/* Whether the output is C-contiguous (size-1 dims' strides never matter):
+ * only then is "the output" the caller's fresh array that a view replaces. */
+static bool output_compact(const ein_plan_ir *ir, const ein_tensor_desc *out) {
+  int64_t expect = 1;
+  for (int d = ir->out_ndim - 1; d >= 0; d--) {
+    int64_t n = ir->out_shape[d];
+    if (n == 1) continue;
+    if (out->strides && out->strides[d] != expect) return false;
+    expect *= n;
+  }
+  return true;
+}
+
+/* The view's strides, output dim by output dim, innermost first; false
+ * when some dim does not walk the input with one stride, or some axis of
+ * the copy lies outside every dim. */
+static bool view_strides(const ein_plan_ir *ir, const ein_step *s,
+                         int64_t *strides) {
   int used = 0, big = 0;
   int64_t outer = 1, inner_extent = 1; /* compact stride; the view's reach */
   for (int d = ir->out_ndim - 1; d >= 0; d--) {
     int64_t n = ir->out_shape[d];
-    if (n == 0) return 0;
+    if (n == 0) return false;
     if (n == 1) {
-      view_strides[d] = inner_extent;
+      strides[d] = inner_extent;
       continue;
     }
-    if (!dim_stride(s, outer, n, &view_strides[d], &used)) return 0;
-    inner_extent = view_strides[d] * n;
+    if (!dim_stride(s, outer, n, &strides[d], &used)) return false;
+    inner_extent = strides[d] * n;
     outer *= n;
   }
   for (int i = 0; i < s->naxes; i++) big += s->axes[i].size > 1;
-  if (used != big) return 0; /* an axis outside every dim: not a copy */
-  *input = ir->buffers[s->src[0].buffer].input;
-  *view_offset = s->src[0].offset;
-  return 1;
+  return used == big;
+}
+
+ein_status ein_plan_find_view(ein_plan_ir *ir, const ein_tensor_desc *output) {
+  ir->view = (ein_plan_view){0};
+  ein_step *s = (ein_step *)plain_copy_step(ir);
+  if (!s || !output_compact(ir, output)) return EIN_OK;
+  int64_t *strides = ein_arena_alloc(&ir->arena,
+                                     (size_t)(ir->out_ndim ? ir->out_ndim : 1),
+                                     sizeof *strides);
+  if (!strides) return EIN_ERR_NO_MEMORY;
+  if (!view_strides(ir, s, strides)) return EIN_OK;
+  ir->view = (ein_plan_view){true, ir->buffers[s->src[0].buffer].input,
+                             s->src[0].offset, strides};
+  /* nothing runs where the caller takes the view: no FLOPs, no bytes */
+  s->view = true;
+  s->flops = s->bytes_read = s->bytes_written = 0;
+  return EIN_OK;
 }
