@@ -1405,6 +1405,21 @@ static double compulsory_bytes(const ein_problem *p,
   return total + out_elems * (double)ein_dtype_size(output->dtype);
 }
 
+/* The inputs' and the output's bytes, whole (numel x element size): what
+ * they hold in memory, beside compulsory_bytes' traffic. */
+static void whole_bytes(const ein_problem *p, const ein_tensor_desc *inputs,
+                        const ein_tensor_desc *output, ein_plan_ir *ir) {
+  ir->input_bytes = 0;
+  for (int i = 0; i < p->ninputs; i++) {
+    int64_t n = 1;
+    for (int d = 0; d < inputs[i].ndim; d++) n *= inputs[i].shape[d];
+    ir->input_bytes += n * (int64_t)ein_dtype_size(inputs[i].dtype);
+  }
+  int64_t n = 1;
+  for (int d = 0; d < p->output.ndim; d++) n *= p->output.dims[d].size;
+  ir->output_bytes = n * (int64_t)ein_dtype_size(output->dtype);
+}
+
 /* The accumulator and plain-copy rules of ein_step (plan.h). */
 static void decide_numerics(ein_step *s) {
   ein_dtype in = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
@@ -1487,6 +1502,7 @@ static void record_baselines(planner *pl, const ein_tensor_desc *inputs,
   }
   pl->ir->naive_flops = flop_count(pl, in_axes, kept, p->ninputs);
   pl->ir->min_bytes = compulsory_bytes(p, inputs, output);
+  whole_bytes(p, inputs, output, pl->ir);
 }
 
 /* Buffers for the inputs and the output and their views (no input views
@@ -1823,6 +1839,11 @@ static ein_status pack_workspace(planner *pl) {
                             buf->elems * (int64_t)ein_dtype_size(buf->dtype));
     if (buffer_end(buf) > top) top = buffer_end(buf);
     live[nlive++] = b;
+    int64_t live_bytes = 0; /* the temporaries alive at b's first step */
+    for (int k = 0; k < nlive; k++)
+      live_bytes += buffer_end(&ir->buffers[live[k]]) -
+                    ir->buffers[live[k]].offset;
+    if (live_bytes > ir->peak_temp_bytes) ir->peak_temp_bytes = live_bytes;
   }
   ein_free(first), ein_free(last), ein_free(live), ein_free(order);
   ir->workspace_bytes = top;
