@@ -84,28 +84,30 @@ class Plan:
         # an unknown device, or one of another backend, fails here
         self._account(device, None, None, 0)
 
+    def _figures(self, peak, bandwidth):
+        """The caller's peak and bandwidth for the C calls (0: the
+        model's): these, else the plan's own."""
+        peak = self.peak if peak is None else peak
+        bandwidth = self.bandwidth if bandwidth is None else bandwidth
+        return float(peak or 0), float(bandwidth or 0)
+
     def _account(self, device, peak, bandwidth, seconds):
-        return self._plan.account(
-            device or self.device,
-            float(self.peak if peak is None else peak or 0),
-            float(self.bandwidth if bandwidth is None else bandwidth or 0),
-            float(seconds))
+        return self._plan.account(device or self.device,
+                                  *self._figures(peak, bandwidth),
+                                  float(seconds))
 
     def to_dict(self) -> dict:
         """The JSON report of `einc plan --json`, as a dict."""
         if self._dict is None:
             self._dict = json.loads(self._plan.describe(
-                True, self.device, float(self.peak or 0),
-                float(self.bandwidth or 0)))
+                True, self.device, *self._figures(None, None)))
         return self._dict
 
     def describe(self, device=None, *, peak=None, bandwidth=None) -> str:
         """The text report, with predicted times on a device model (see
         the class); by default the device the plan targets."""
-        return self._plan.describe(
-            False, device or self.device,
-            float(self.peak if peak is None else peak),
-            float(self.bandwidth if bandwidth is None else bandwidth))
+        return self._plan.describe(False, device or self.device,
+                                   *self._figures(peak, bandwidth))
 
     def predicted_seconds(self, device=None, *, peak=None,
                           bandwidth=None) -> float:
