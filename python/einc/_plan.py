@@ -41,8 +41,8 @@ class Plan:
     repeats work), path (linear, as opt_einsum's contract_path gives),
     ssa_path (einc's own pairs), steps (one dict per step), output_shape,
     largest_intermediate, workspace_bytes, memory (bytes of inputs,
-    output, each temporary, workspace, and the peaks), grad_flops
-    (forward + backward). str(plan) is `einc plan`'s report; to_dict() its
+    output, each temporary, workspace, and the peaks), grad_flops and
+    grad_bytes (forward + backward). str(plan) is `einc plan`'s report; to_dict() its
     JSON. Device models: 'cpu' (this host, measured), 'h100' (=
     'h100-sxm'), 'h100-pcie', 'h200', 'a100', 'l4', 'b200' (data sheets)
     and 'cuda' (the GPU present); `peak=` (FLOP/s for the plan's dtype) and
@@ -80,7 +80,7 @@ class Plan:
         self.model_flops = stats["model_flops"]
         self.memory = stats["memory"]
         self._dict = None
-        self._grad_flops = None
+        self._grad_cost = None
         # an unknown device, or one of another backend, fails here
         self._account(device, None, None, 0)
 
@@ -136,13 +136,22 @@ class Plan:
         """Forward + backward FLOPs: this plan's and each input's gradient
         program's (ein_grad_flops), as `einc plan --grad` totals them; a
         linear layer's is 6 x parameters x tokens."""
-        if self._grad_flops is None:
-            from ._grad import _training_flops
+        return self._training()[0]
+
+    @property
+    def grad_bytes(self) -> float:
+        """Forward + backward least bytes (min_bytes and each gradient
+        program's ein_grad_bytes), as `einc plan --grad` totals them."""
+        return self._training()[1]
+
+    def _training(self):
+        if self._grad_cost is None:
+            from ._grad import _training_cost
             numpy, reduce, axis_sizes = self._grad_args
-            self._grad_flops = _training_flops(
+            self._grad_cost = _training_cost(
                 self.expr, self.shapes, self.dtype, numpy, reduce,
-                axis_sizes, self.flops)
-        return self._grad_flops
+                axis_sizes, self.flops, self.min_bytes)
+        return self._grad_cost
 
     def __str__(self) -> str:
         return self.describe()

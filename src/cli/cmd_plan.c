@@ -68,7 +68,8 @@ void cmd_plan_help(void) {
       "  --grad          also the backward: for each input, the steps of its\n"
       "                  gradient (einc expressions with their paths and\n"
       "                  FLOPs, and elementwise steps), then the forward,\n"
-      "                  backward and total FLOPs and total / forward. A\n"
+      "                  backward and total FLOPs and total / forward, and\n"
+      "                  their least bytes. A\n"
       "                  linear layer's is 3 (backward = 2 x forward): the\n"
       "                  '6 x parameters x tokens' rule of training cost.\n"
       "                  With --json: a \"grad\" member\n"
@@ -237,7 +238,7 @@ static void print_no_grad(ein_ctx *ctx, int i, bool json) {
 static int print_grad_inputs(ein_ctx *ctx, const char *expr,
                              const DLTensor *const *ins, int n,
                              const ein_options *o, bool json,
-                             double *backward) {
+                             double *backward, double *backward_bytes) {
   printf(json ? ",\"grad\":{\"inputs\":[" : "\nbackward\n");
   for (int i = 0; i < n; i++) {
     ein_grad *g = NULL;
@@ -250,6 +251,7 @@ static int print_grad_inputs(ein_ctx *ctx, const char *expr,
     }
     print_grad(g, json ? EIN_DESCRIBE_JSON : EIN_DESCRIBE_TEXT);
     *backward += ein_grad_flops(g);
+    *backward_bytes += ein_grad_bytes(g);
     ein_grad_destroy(g);
   }
   return EXIT_OK;
@@ -263,11 +265,12 @@ static int print_grads(ein_ctx *ctx, const char *expr, const cli_shape *shapes,
   const DLTensor **ins = malloc((size_t)(n ? n : 1) * sizeof *ins);
   int rc = tensors && ins ? EXIT_OK : EXIT_INTERNAL;
   double forward = ein_plan_flops(plan), backward = 0;
+  double fbytes = ein_plan_min_bytes(plan), bbytes = 0;
   if (rc == EXIT_OK) {
     cli_shape_tensors(shapes, n,
                       ein_backend_dl_device(o->backend, 0).device_type,
                       tensors, ins);
-    rc = print_grad_inputs(ctx, expr, ins, n, o, json, &backward);
+    rc = print_grad_inputs(ctx, expr, ins, n, o, json, &backward, &bbytes);
   } else {
     cli_errorf("out of memory");
   }
@@ -277,10 +280,15 @@ static int print_grads(ein_ctx *ctx, const char *expr, const cli_shape *shapes,
   double total = forward + backward, ratio = forward > 0 ? total / forward : 0;
   if (json) {
     printf("],\"forward_flops\":%.17g,\"backward_flops\":%.17g,"
-           "\"total_flops\":%.17g,\"total_over_forward\":%.17g}}\n",
-           forward, backward, total, ratio);
+           "\"total_flops\":%.17g,\"total_over_forward\":%.17g,"
+           "\"forward_bytes\":%.17g,\"backward_bytes\":%.17g,"
+           "\"total_bytes\":%.17g}}\n",
+           forward, backward, total, ratio, fbytes, bbytes, fbytes + bbytes);
     return EXIT_OK;
   }
+  printf("bytes           forward %.4g + backward %.4g = %.4g (least "
+         "traffic: inputs read once, outputs written once)\n",
+         fbytes, bbytes, fbytes + bbytes);
   printf("forward FLOPs   %.4g\nbackward FLOPs  %.4g\n"
          "total FLOPs     %.4g   %.3g x forward (a linear layer: 3, the "
          "'6 x parameters x tokens' rule)\n",

@@ -1,12 +1,15 @@
 """Resource accounting (issue 28): device models, predicted time, MFU,
 memory and training FLOPs, in Python as in C; and every FLOP and byte
 figure of the JSON report recomputed from the plan's steps."""
+import json
 import math
+import subprocess
 
 import numpy as np
 import pytest
 
 import einc
+from conftest import einc_cli
 
 GPUS = ["h100", "h100-sxm", "h100-pcie", "h200", "a100", "l4", "b200"]
 
@@ -107,6 +110,23 @@ def test_linear_layer_training_flops():
     p = einc.plan("b s d, d f -> b s f", (b, s, d), (d, f))
     assert p.grad_flops == 6 * (d * f) * (b * s)
     assert p.grad_flops == 3 * p.flops
+    # least bytes: forward reads x, w and writes y; the backward reads
+    # dy and w (x) and writes dx (dw)
+    x, w, y = b * s * d * 4, d * f * 4, b * s * f * 4
+    assert p.grad_bytes == (x + w + y) + (y + w + x) + (y + x + w)
+
+
+def test_training_cost_equals_the_clis():
+    cli = einc_cli()
+    if cli is None:
+        pytest.skip("no einc CLI built in this checkout")
+    args = [cli, "plan", "b s d, d f -> b s f", "4x16x32", "32x64", "--grad",
+            "--json"]
+    g = json.loads(subprocess.run(args, capture_output=True, text=True,
+                                  check=True).stdout)["grad"]
+    p = einc.plan("b s d, d f -> b s f", (4, 16, 32), (32, 64))
+    assert p.grad_flops == g["total_flops"]
+    assert p.grad_bytes == g["total_bytes"]
 
 
 def _elements(step):
