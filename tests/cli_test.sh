@@ -277,6 +277,25 @@ assert len(st) == 2 and all(s["predicted_ms"] is None for s in st), st
 ' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench --steps --no-floor: predicted null" >&2; }
 fi
 "$EINC" bench 'a -> a' 4 --backend cpu --runs 1 --json | grep -q '"steps"' && { failed=$((failed + 1)); echo "FAIL: steps without --steps" >&2; } || passed=$((passed + 1))
+# bench's device model lines (issue 28): the predicted time beside the
+# measured one, MFU over the CPU model's peak, HFU where slicing changes
+# the plan's FLOPs; the JSON's MFU is the expression's FLOPs per second
+# over the peak
+"$EINC" bench 'i j, j k -> i k' 64x64 64x64 --backend cpu --runs 2 --no-floor >"$out" 2>"$err"
+grep -qE '^model    predicted [0-9.]+ (ns|µs|ms|s) on cpu \(measured/predicted [0-9.e+-]+\)$' "$out" &&
+  grep -qE '^MFU      [0-9.e+-]+% of f32 [0-9.e+-]+ TFLOP/s \(measured peak: no data sheet\)$' "$out" &&
+  ! grep -q HFU "$out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL: bench model lines: $(cat "$out" "$err")" >&2; }
+"$EINC" bench 'i j, j k -> i k' 64x64 64x64 --backend cpu --runs 2 --no-floor --slice j >"$out" 2>"$err"
+grep -qE '^MFU .*; HFU [0-9.e+-]+% \(the plan does 5.202e\+05 FLOPs, the expression needs 5.243e\+05\)$' "$out" &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench HFU of a sliced plan: $(cat "$out" "$err")" >&2; }
+"$EINC" bench 'i j, j k -> i k' 64x64 64x64 --backend cpu --runs 2 --no-floor --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["device_model"] == "cpu" and d["predicted_ms"] > 0 and d["peak_kind"] == "f32", d
+assert abs(d["mfu"] / (d["model_flops"] / (d["ms"] * 1e-3) / d["peak_flops"]) - 1) < 1e-4, d
+assert d["hfu"] == d["mfu"], d
+' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench --json mfu" >&2; }
 
 # Exit statuses, one class per row for every command: 0 success, 1 runtime
 # failure (I/O, device, memory), 2 usage or expression error.
