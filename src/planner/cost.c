@@ -6,6 +6,7 @@
 #include "cost.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 /* GPU overheads: one ein_eval with one kernel launch took 5.6 us on the
@@ -178,13 +179,20 @@ int64_t ein_cost_temp_bytes(const ein_plan_ir *ir, int t) {
   return -1;
 }
 
+/* a + b + c bytes, held at INT64_MAX (whole tensors may be that big) */
+static int64_t sum_bytes(int64_t a, int64_t b, int64_t c) {
+  double s = (double)a + (double)b + (double)c;
+  return s < 0x1p63 ? a + b + c : INT64_MAX;
+}
+
 void ein_cost_memory(const ein_plan_ir *ir, ein_plan_memory *out) {
   out->input_bytes = ir->input_bytes;
   out->output_bytes = ir->output_bytes;
   out->workspace_bytes = ein_plan_slice_bytes_ir(ir);
   /* a sliced plan's sums are alive throughout */
   int64_t sums = out->workspace_bytes - ir->workspace_bytes;
-  out->peak_live_bytes =
-      ir->input_bytes + ir->output_bytes + ir->peak_temp_bytes + sums;
-  out->peak_bytes = ir->input_bytes + ir->output_bytes + out->workspace_bytes;
+  out->peak_live_bytes = sum_bytes(ir->input_bytes, ir->output_bytes,
+                                   ir->peak_temp_bytes + sums);
+  out->peak_bytes =
+      sum_bytes(ir->input_bytes, ir->output_bytes, out->workspace_bytes);
 }

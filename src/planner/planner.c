@@ -1406,18 +1406,24 @@ static double compulsory_bytes(const ein_problem *p,
 }
 
 /* The inputs' and the output's bytes, whole (numel x element size): what
- * they hold in memory, beside compulsory_bytes' traffic. */
+ * they hold in memory, beside compulsory_bytes' traffic. Counted in double
+ * (an empty tensor's other dims may multiply past int64) and held at
+ * INT64_MAX. */
+static int64_t bytes_held(double bytes) {
+  return bytes < 0x1p63 ? (int64_t)bytes : INT64_MAX;
+}
+
 static void whole_bytes(const ein_problem *p, const ein_tensor_desc *inputs,
                         const ein_tensor_desc *output, ein_plan_ir *ir) {
-  ir->input_bytes = 0;
+  double in = 0, out = (double)ein_dtype_size(output->dtype);
   for (int i = 0; i < p->ninputs; i++) {
-    int64_t n = 1;
-    for (int d = 0; d < inputs[i].ndim; d++) n *= inputs[i].shape[d];
-    ir->input_bytes += n * (int64_t)ein_dtype_size(inputs[i].dtype);
+    double n = (double)ein_dtype_size(inputs[i].dtype);
+    for (int d = 0; d < inputs[i].ndim; d++) n *= (double)inputs[i].shape[d];
+    in += n;
   }
-  int64_t n = 1;
-  for (int d = 0; d < p->output.ndim; d++) n *= p->output.dims[d].size;
-  ir->output_bytes = n * (int64_t)ein_dtype_size(output->dtype);
+  for (int d = 0; d < p->output.ndim; d++) out *= (double)p->output.dims[d].size;
+  ir->input_bytes = bytes_held(in);
+  ir->output_bytes = bytes_held(out);
 }
 
 /* The accumulator and plain-copy rules of ein_step (plan.h). */
