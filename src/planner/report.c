@@ -191,9 +191,11 @@ static void text_prediction(const ein_plan_ir *ir, const ein_device_model *m,
   time_text(step, sizeof step, m->step_seconds);
   ein_strbuf_printf(sb, "predicted    %s on %s%s%s\n", t, m->name,
                     m->description[0] ? ": " : "", m->description);
+  /* complex steps run at a quarter of their parts' rate: named as c64 */
+  const char *what = cx ? ein_dtype_name(ir->dtype) : ein_cost_kind_name(k);
   ein_strbuf_printf(sb, "             = %s per call + %s per step + roofline "
                         "at %s ",
-                    call, step, ein_cost_kind_name(k));
+                    call, step, what);
   rate_source(sb, m, m->given >> k & 1, ein_cost_rate(m, k, cx),
               m->measured[k] / (cx ? 4 : 1), m->peak[k] / (cx ? 4 : 1),
               "FLOP/s");
@@ -204,7 +206,7 @@ static void text_prediction(const ein_plan_ir *ir, const ein_device_model *m,
   char pk[32];
   double peak = ein_cost_plan_peak(ir, m);
   rate_text(pk, sizeof pk, peak, "FLOP/s");
-  ein_strbuf_printf(sb, "\nMFU peak     %s %s (%s)\n", ein_cost_kind_name(k),
+  ein_strbuf_printf(sb, "\nMFU peak     %s %s (%s)\n", what,
                     peak > 0 ? pk : "none",
                     m->given >> k & 1 ? "given"
                     : m->measured[k] > 0 && m->measured[k] == peak
