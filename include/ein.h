@@ -513,43 +513,149 @@ typedef enum ein_describe_format {
   EIN_DESCRIBE_JSON = 1  /* the same as one JSON object */
 } ein_describe_format;
 
-/* The rates a plan's predicted time is computed with: a roofline per step,
- * the larger of its FLOPs over the peak of its dtype and its bytes over the
- * bandwidth. f16 and bf16 take flops_half; f32 and integers flops_f32;
- * f64 flops_f64; complex types a quarter of their parts' rate. */
+/* The arithmetic a step's peak rate is taken for: its dtype, with f32
+ * GEMMs on TF32 tensor cores where the caller allowed TF32 (CUDA).
+ * Integers take f32's; complex types a quarter of their parts' rate (a
+ * complex multiply-add is four real ones). */
+typedef enum ein_peak_kind {
+  EIN_PEAK_F64 = 0,
+  EIN_PEAK_F32 = 1,
+  EIN_PEAK_TF32 = 2,
+  EIN_PEAK_BF16 = 3,
+  EIN_PEAK_F16 = 4,
+  EIN_PEAK_FP8 = 5,
+  EIN_NPEAK = 6
+} ein_peak_kind;
+
+/* A device as einc prices work on it (docs/design.md, "Resource
+ * accounting"). Two kinds of rate:
+ *   peak[]      the data sheet's dense FLOP/s per arithmetic (no
+ *               sparsity): MFU's denominator, as everyone computes it;
+ *   measured[]  what einc measured a large GEMM at on that device (0:
+ *               never measured); this CPU's figures are all measured.
+ * The predicted time of a plan is
+ *   call_seconds + sum over steps of (step_seconds + roofline), the
+ *   roofline max(FLOPs / rate, bytes read and written / bandwidth),
+ * at the measured rate where there is one, else the peak (likewise the
+ * bandwidth). A caller's own figure (ein_device_model_set_peak) replaces
+ * the peak and clears the measured one, so it is used for both. Built-in
+ * models are {name, description, peak, measured, bytes_per_s,
+ * measured_bytes_per_s, call_seconds, step_seconds, backend, given,
+ * source}. */
 typedef struct ein_device_model {
-  char name[32];         /* "h100", "h200", "cpu", or a caller's */
-  char description[160]; /* the device: "NVIDIA H100 80GB HBM3",
+  char name[32];         /* "h100", "a100", "cpu", or a caller's */
+  char description[160]; /* the device: "NVIDIA H100 SXM5 80GB",
                             "Intel(R) Xeon(R) ..., 2 threads"; may be "" */
-  double flops_half;     /* FLOP/s of a large GEMM in f16/bf16 */
-  double flops_f32;      /* ... in f32 */
-  double flops_f64;      /* ... in f64 */
-  double bytes_per_s;    /* memory bandwidth: bytes read plus written */
+  double peak[EIN_NPEAK];     /* FLOP/s, data sheet, dense; 0: none */
+  double measured[EIN_NPEAK]; /* FLOP/s einc measured; 0: none */
+  double bytes_per_s;          /* memory bandwidth, data sheet: bytes read
+                                  plus written per second */
+  double measured_bytes_per_s; /* einc's copy measurement; 0: none */
+  double call_seconds; /* host time of one execute (validation, dispatch) */
+  double step_seconds; /* fixed time per step (a kernel launch, a library
+                          call) beside its roofline */
+  int backend;         /* the ein_backend_kind whose plans it prices:
+                          EIN_BACKEND_CPU or EIN_BACKEND_CUDA (whose plans
+                          the emulated device runs too); EIN_BACKEND_AUTO
+                          (0): any */
+  unsigned given;      /* figures the caller set: bit k for peak[k]
+                          (ein_device_model_set_peak), bit EIN_NPEAK for
+                          the bandwidth; reports call them "given" */
   const char *source;    /* where the rates come from (static text):
-                            "built-in", "measured" (by this call),
-                            "cache" (measured earlier), "assumed" (a GPU
-                            with no rates known, or none: h100's) */
+                            "data sheet" (built-in: the peaks are the
+                            vendor's, and `measured` says what einc
+                            measured), "measured" (by this call), "cache"
+                            (measured earlier), "assumed" (a GPU with no
+                            model in einc, or none: h100's), "caller" */
 } ein_device_model;
 
 /* A device model by name:
- *   "h100", "h200"  rates measured on those GPUs, built in;
+ *   "h100" (= "h100-sxm"), "h100-pcie", "h200", "a100" (SXM 80GB), "l4",
+ *   "b200"          the data sheet's peaks and bandwidth, and einc's
+ *                   measurements where it has them (h100: bf16 and f32
+ *                   GEMM, copy bandwidth);
  *   "cpu"           this host as the CPU backend uses it: the GEMM rate
- *                   (f32, f64; f16 and bf16 are computed in f32) and the
- *                   copy bandwidth with the backend's threads, measured
- *                   once (about 0.1 s) and kept in the einc cache
- *                   directory ($EINC_CACHE_DIR, else $XDG_CACHE_HOME/einc,
- *                   else ~/.cache/einc) under the CPU's model name and the
- *                   thread count; an entry that is damaged or holds
- *                   impossible rates is measured again;
- *   "cuda"          GPU 0 of this machine: h100 or h200 by its name;
- *                   another GPU, or none, gets h100's rates with source
- *                   "assumed" and the reason in the description.
- * EIN_ERR_INVALID_ARGUMENT for other names (out is then untouched),
- * EIN_ERR_NO_MEMORY when the measurement cannot get its buffers. Safe
- * from several threads: a process measures at most once. */
+ *                   (f32, f64; f16, bf16, tf32 and fp8 are computed in
+ *                   f32) and the copy bandwidth with the backend's
+ *                   threads, measured once (about 0.1 s) and kept in the
+ *                   einc cache directory ($EINC_CACHE_DIR, else
+ *                   $XDG_CACHE_HOME/einc, else ~/.cache/einc) under the
+ *                   CPU's model name and the thread count; an entry that
+ *                   is damaged or holds impossible rates is measured
+ *                   again; its peaks are these measurements (a CPU has no
+ *                   data sheet here);
+ *   "cuda"          GPU 0 of this machine, by its name; another GPU, or
+ *                   none, gets h100's rates with source "assumed" and the
+ *                   reason in the description.
+ * EIN_ERR_INVALID_ARGUMENT for other names (out is then untouched;
+ * ein_device_model_names lists the known ones), EIN_ERR_NO_MEMORY when the
+ * measurement cannot get its buffers. Safe from several threads: a
+ * process measures at most once. */
 EIN_NODISCARD
 EIN_API ein_status ein_device_model_get(const char *name,
                                         ein_device_model *out);
+
+/* The names ein_device_model_get knows, for error messages:
+ * "cpu, cuda, h100, ...". */
+EIN_API const char *ein_device_model_names(void);
+
+/* The caller's own figures: a peak FLOP/s for one arithmetic (it becomes
+ * the rate predictions use and MFU's denominator: the measured rate is
+ * cleared), or the bandwidth (likewise). Values that are not positive and
+ * finite leave the model as it was and return EIN_ERR_INVALID_ARGUMENT. */
+EIN_NODISCARD
+EIN_API ein_status ein_device_model_set_peak(ein_device_model *m,
+                                             ein_peak_kind kind,
+                                             double flops_per_s);
+EIN_NODISCARD
+EIN_API ein_status ein_device_model_set_bandwidth(ein_device_model *m,
+                                                  double bytes_per_s);
+
+/* The backend a plan was made for (an ein_backend_kind: CPU, CUDA, EMU). */
+EIN_API int ein_plan_backend(const ein_plan *plan);
+
+/* The arithmetic the plan's heaviest steps run at (its dtype; f32 with
+ * TF32 allowed on CUDA: tf32), whose peak MFU is against. */
+EIN_API ein_peak_kind ein_plan_peak_kind(const ein_plan *plan);
+EIN_API const char *ein_peak_kind_name(ein_peak_kind kind); /* "bf16" */
+
+/* The model's data-sheet peak (FLOP/s) for the plan's arithmetic, as MFU
+ * divides by; 0 when the model has none (fp8 on an A100). */
+EIN_API double ein_plan_peak_flops(const ein_plan *plan,
+                                   const ein_device_model *model);
+
+/* The predicted time of one execute on the model (see ein_device_model):
+ * a number of seconds, or -1 when the model prices another backend's
+ * plans (a CPU model for a CUDA plan, or the reverse) or is unusable. */
+EIN_API double ein_plan_predicted_seconds(const ein_plan *plan,
+                                          const ein_device_model *model);
+
+/* Model and hardware FLOPs utilization of a run that took `seconds`:
+ * FLOPs / seconds / data-sheet peak of the plan's arithmetic. MFU counts
+ * the FLOPs the expression needs (ein_plan_unsliced_flops: the path's,
+ * once), HFU those the plan does (ein_plan_flops: a sliced plan repeats
+ * work). 0 when seconds is not positive or the model has no peak. */
+EIN_API double ein_plan_mfu(const ein_plan *plan, double seconds,
+                            const ein_device_model *model);
+EIN_API double ein_plan_hfu(const ein_plan *plan, double seconds,
+                            const ein_device_model *model);
+
+/* Memory of one execute (what a caching allocator's peak would show, in
+ * bytes): the inputs, the output, the workspace the run allocates (its
+ * temporaries share it by lifetime; a sliced plan's accumulators
+ * included), and the peak of live bytes across the steps (inputs, output
+ * and the temporaries alive at the step: written already, read later).
+ * peak_bytes is inputs + output + workspace. Each temporary's bytes:
+ * ein_plan_ntemps, ein_plan_temp_bytes. A BLAS library's own scratch
+ * (cuBLAS's workspace) is not counted. */
+typedef struct ein_plan_memory {
+  int64_t input_bytes, output_bytes, workspace_bytes;
+  int64_t peak_live_bytes, peak_bytes;
+} ein_plan_memory;
+EIN_API ein_status ein_plan_memory_get(const ein_plan *plan,
+                                       ein_plan_memory *out);
+EIN_API int ein_plan_ntemps(const ein_plan *plan);
+EIN_API int64_t ein_plan_temp_bytes(const ein_plan *plan, int i);
 
 /* Slicing (ein_options.slice_axes): the number of sliced axes (0 when
  * the plan runs once), the name of sliced axis i (NULL out of range), the
@@ -568,10 +674,14 @@ EIN_API int64_t ein_plan_slice_bytes(const ein_plan *plan);
 /* Describes the plan: axes, naive and optimised FLOPs, the largest
  * intermediate, one entry per step (kind, operands, batch/M/N/K groups,
  * transposes, FLOPs, bytes, arithmetic intensity) and a predicted time on
- * a device model: a name for ein_device_model_get ("h100", the default
- * when NULL or unknown, "h200", "cpu" or "cuda"). The JSON's
- * "device_model" carries the model's name, description, source, every
- * rate, and the rate of the plan's dtype (flops_per_s). A plan for
+ * a device model: a name for ein_device_model_get (NULL: the device the
+ * plan targets, "cpu" for a CPU plan, "cuda" for a CUDA or emulated one;
+ * an unknown name, or a model of another backend, describes nothing and
+ * returns 0). The JSON's "device_model" carries the model's name,
+ * description, source, every rate (data sheet and measured), the overheads
+ * and the rates used for the plan's arithmetic; "memory" has
+ * ein_plan_memory's figures and each temporary's bytes; the predicted
+ * time is given in total and per step (ein_plan_predicted_seconds). A plan for
  * CUDA (or the emulated device) adds per step what it runs: in text, a
  * "cuda:" section with each step's cuBLAS call or kernels; in JSON, a
  * "cuda" member of each step with "cublas" (types, compute, transposes,
@@ -585,8 +695,9 @@ EIN_API size_t ein_plan_describe(const ein_plan *plan,
                                  size_t cap);
 
 /* ein_plan_describe with the caller's model (from ein_device_model_get,
- * or rates of its own). NULL, or a model with a rate that is not
- * positive, describes with h100's. */
+ * or rates of its own). NULL, a model with no usable f32 rate or
+ * bandwidth, or one that prices another backend's plans, describes
+ * nothing and returns 0. */
 EIN_API size_t ein_plan_describe_model(const ein_plan *plan,
                                        ein_describe_format format,
                                        const ein_device_model *model,

@@ -15,7 +15,7 @@ _einc_common="-D --reduce --numpy -v --verbose -h --help --"
 _einc_options() {
   case $1 in
     check) echo "$_einc_common" ;;
-    plan) echo "--dtype --json --device --memory-limit --backend --path --slice --input --grad $_einc_common" ;;
+    plan) echo "--dtype --json --device --peak --bandwidth --memory-limit --backend --path --slice --input --grad $_einc_common" ;;
     eval) echo "-o --output --print --dtype --backend --path --slice $_einc_common" ;;
     bench) echo "--dtype --backend --runs --warmup --no-floor --steps --json --path --slice $_einc_common" ;;
     cuda-src) echo "--dtype --path --slice $_einc_common" ;;
@@ -29,9 +29,9 @@ _einc_values() {
     --dtype) echo "$_einc_dtypes" ;;
     --backend) echo "auto cpu cuda emu" ;;
     --reduce) echo "sum mean max min prod any all" ;;
-    --device) echo "cpu h100 h200" ;;
+    --device) echo "cpu cuda h100 h100-sxm h100-pcie h200 a100 l4 b200" ;;
     -o | --output | --input) return 2 ;;
-    -D | --runs | --warmup | --memory-limit | --path | --slice) return 1 ;;
+    -D | --runs | --warmup | --memory-limit | --peak | --bandwidth | --path | --slice) return 1 ;;
     *) return 3 ;;
   esac
 }

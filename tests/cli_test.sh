@@ -277,6 +277,25 @@ assert len(st) == 2 and all(s["predicted_ms"] is None for s in st), st
 ' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench --steps --no-floor: predicted null" >&2; }
 fi
 "$EINC" bench 'a -> a' 4 --backend cpu --runs 1 --json | grep -q '"steps"' && { failed=$((failed + 1)); echo "FAIL: steps without --steps" >&2; } || passed=$((passed + 1))
+# bench's device model lines (issue 28): the predicted time beside the
+# measured one, MFU over the CPU model's peak, HFU where slicing changes
+# the plan's FLOPs; the JSON's MFU is the expression's FLOPs per second
+# over the peak
+"$EINC" bench 'i j, j k -> i k' 64x64 64x64 --backend cpu --runs 2 --no-floor >"$out" 2>"$err"
+grep -qE '^model    predicted [0-9.]+ (ns|µs|ms|s) on cpu \(measured/predicted [0-9.e+-]+\)$' "$out" &&
+  grep -qE '^MFU      [0-9.e+-]+% of f32 [0-9.e+-]+ TFLOP/s \(measured peak: no data sheet\)$' "$out" &&
+  ! grep -q HFU "$out" && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL: bench model lines: $(cat "$out" "$err")" >&2; }
+"$EINC" bench 'i j, j k -> i k' 64x64 64x64 --backend cpu --runs 2 --no-floor --slice j >"$out" 2>"$err"
+grep -qE '^MFU .*; HFU [0-9.e+-]+% \(the plan does 5.202e\+05 FLOPs, the expression needs 5.243e\+05\)$' "$out" &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench HFU of a sliced plan: $(cat "$out" "$err")" >&2; }
+"$EINC" bench 'i j, j k -> i k' 64x64 64x64 --backend cpu --runs 2 --no-floor --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["device_model"] == "cpu" and d["predicted_ms"] > 0 and d["peak_kind"] == "f32", d
+assert abs(d["mfu"] / (d["model_flops"] / (d["ms"] * 1e-3) / d["peak_flops"]) - 1) < 1e-4, d
+assert d["hfu"] == d["mfu"], d
+' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench --json mfu" >&2; }
 
 # Exit statuses, one class per row for every command: 0 success, 1 runtime
 # failure (I/O, device, memory), 2 usage or expression error.
@@ -367,34 +386,51 @@ entry=$(ls "$models" | head -1)
 printf 'XXXX' | dd of="$models/$entry" bs=1 seek=70 conv=notrunc 2>/dev/null
 case $(model_of "${copy[@]}") in *'"source":"measured"'*) r=0 ;; *) r=1 ;; esac
 pass_if $r "a damaged cache entry is measured again"
-# the text names the device and its rates; --device picks another
-"$EINC" plan "${copy[@]}" | grep -qE '^predicted    [0-9.]+ (ns|µs|ms|s) on cpu: .+, [0-9]+ threads? \([0-9.]+ [GMT]FLOP/s f32, [0-9.]+ [GMT]B/s\)$'
-pass_if $? "plan on the CPU predicts for the CPU"
+# the text names the device, its rates and where they come from; --device
+# picks another, and a GPU device plans for the cuda backend
+"$EINC" plan "${copy[@]}" >"$out"
+grep -qE '^predicted    [0-9.]+ (ns|µs|ms|s) on cpu: .+, [0-9]+ threads?$' "$out" &&
+  grep -qE '^             = 1.4 µs per call \+ 300 ns per step \+ roofline at f32 [0-9.]+ [GMT]FLOP/s \(measured\) and [0-9.]+ [GMT]B/s \(measured\)$' "$out"
+pass_if $? "plan on the CPU predicts for the CPU: $(grep -A1 predicted "$out")"
 expect 0 '*' "" -- plan "${copy[@]}" --device h100
-grep -qx 'predicted    2.7 µs on h100: NVIDIA H100 (51 TFLOP/s f32, 2.96 TB/s)' "$out"
-pass_if $? "--device h100: $(grep predicted "$out")"
+grep -qx 'predicted    8.3 µs on h100: NVIDIA H100 SXM5 80GB' "$out" &&
+  grep -qx '             = 3.1 µs per call + 2.5 µs per step + roofline at f32 51 TFLOP/s (measured; data sheet 67 TFLOP/s) and 2.96 TB/s (measured; data sheet 3.35 TB/s)' "$out" &&
+  grep -qx 'MFU peak     f32 67 TFLOP/s (data sheet, dense)' "$out" &&
+  grep -q '^dtype .* backend cuda$' "$out"
+pass_if $? "--device h100: $(grep -A2 predicted "$out")"
 expect 0 '*' "" -- plan "${copy[@]}" --device=h200
-grep -qx 'predicted    1.86 µs on h200: NVIDIA H200 (51 TFLOP/s f32, 4.3 TB/s)' "$out"
+grep -qx 'predicted    7.27 µs on h200: NVIDIA H200 SXM 141GB' "$out"
 pass_if $? "--device h200: $(grep predicted "$out")"
-# the CPU's prediction is its bytes over its measured bandwidth (a copy is
-# memory bound)
-m=$(model_of "${copy[@]}" --device cpu)
-bw=$(printf '%s' "$m" | grep -o '"bytes_per_s":[0-9.e+]*' | cut -d: -f2)
-pred=$(EINC_CACHE_DIR=$models "$EINC" plan "${copy[@]}" --device cpu --json | grep -o '"predicted_seconds":[0-9.e+-]*' | head -1 | cut -d: -f2)
-awk -v p="$pred" -v b="$bw" 'BEGIN { exit !(b > 0 && p > 0 && (p * b / 8e6 - 1) ^ 2 < 1e-8) }'
-pass_if $? "--device cpu: predicted $pred s is 8 MB over $bw B/s"
-expect 2 "" "einc: error: unknown device model 'tpu' (cpu, h100, h200)" -- plan "${copy[@]}" --device tpu
+for d in h100-sxm h100-pcie a100 l4 b200; do
+  expect 0 '*' "" -- plan "${copy[@]}" --device $d --json
+done
+expect 0 '*' "" -- plan "${copy[@]}" --device l4 --peak 1e12 --bandwidth 1e11
+grep -qx '             = 3.1 µs per call + 2.5 µs per step + roofline at f32 1 TFLOP/s (given) and 100 GB/s (given)' "$out" &&
+  grep -qx 'predicted    85.6 µs on l4: NVIDIA L4 24GB' "$out" &&
+  grep -qx 'MFU peak     f32 1 TFLOP/s (given)' "$out"
+pass_if $? "--peak and --bandwidth replace the model's: $(grep -A2 predicted "$out")"
+expect 2 "" "einc: error: --peak takes a positive rate (FLOP/s: 989.5e12), not '-3'" -- plan "${copy[@]}" --peak -3
+# the CPU's prediction is its overheads and its bytes over its measured
+# bandwidth (a copy is memory bound)
+json=$(EINC_CACHE_DIR=$models "$EINC" plan "${copy[@]}" --device cpu --json)
+num() { printf '%s' "$json" | grep -o "\"$1\":[0-9.e+-]*" | head -1 | cut -d: -f2; }
+bw=$(num bytes_per_s) pred=$(num predicted_seconds) call=$(num call_seconds) step=$(num step_seconds)
+awk -v p="$pred" -v b="$bw" -v c="$call" -v s="$step" 'BEGIN { exit !(b > 0 && c > 0 && s > 0 && ((p - c - s) * b / 8e6 - 1) ^ 2 < 1e-8) }'
+pass_if $? "--device cpu: predicted $pred s is $call + $step s + 8 MB over $bw B/s"
+expect 2 "" "einc: error: unknown device model 'tpu' (cpu, cuda, h100 (= h100-sxm), h100-pcie, h200, a100, l4, b200)" -- plan "${copy[@]}" --device tpu
+expect 2 "" "einc: error: the device model 'h100' prices cuda plans, not --backend cpu's" -- plan "${copy[@]}" --device h100 --backend cpu
+expect 2 "" "einc: error: the device model 'cpu' prices cpu plans, not --backend emu's" -- plan "${copy[@]}" --device cpu --backend emu
 # CUDA: the GPU present, or h100's rates with a note; --device names one
 "$EINC" plan "${copy[@]}" --backend cuda >"$out" 2>"$err"
 if [ $have_gpu = 1 ]; then
-  grep -qE '^predicted .* on h[12]00: NVIDIA ' "$out" || grep -q '^einc: note: predicted times are for h100: .* has no rates in einc' "$err"
+  grep -qE '^predicted .* on (h100|h100-pcie|h200|a100|l4|b200): NVIDIA ' "$out" || grep -q '^einc: note: predicted times are for h100: .* has no model in einc' "$err"
 else
   grep -qx "einc: note: predicted times are for h100: no CUDA GPU found: h100's rates assumed" "$err" &&
     grep -q "on h100: no CUDA GPU found" "$out"
 fi
 pass_if $? "--backend cuda predicts for the GPU present: $(grep predicted "$out") $(cat "$err")"
 expect 0 '*' "" -- plan "${copy[@]}" --backend emu --device h200
-grep -q '^predicted    1.86 µs on h200: NVIDIA H200' "$out"
+grep -q '^predicted    7.27 µs on h200: NVIDIA H200' "$out"
 pass_if $? "--backend emu --device h200"
 
 # --path: the order given instead of the search's, shown as given; the

@@ -333,11 +333,17 @@ static void test_report_times(ein_ctx *ctx) {
       {"3000x4000 4000x5000", "predicted    2.35 ms on h100",
        "    2.35 ms\n"},
   };
+  /* h100's rates on a CPU plan, without the fixed overheads, so the
+   * roofline alone reaches nanoseconds */
+  ein_device_model m;
+  REQUIRE_OK(ein_device_model_get("h100", &m));
+  m.backend = EIN_BACKEND_AUTO;
+  m.call_seconds = m.step_seconds = 0;
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     ein_plan *p = plan_of(ctx, "a b, b c -> a c", cases[i].shapes, NULL);
     char text[4096], json[8192];
-    ein_plan_describe(p, EIN_DESCRIBE_TEXT, NULL, text, sizeof text);
-    ein_plan_describe(p, EIN_DESCRIBE_JSON, NULL, json, sizeof json);
+    ein_plan_describe_model(p, EIN_DESCRIBE_TEXT, &m, text, sizeof text);
+    ein_plan_describe_model(p, EIN_DESCRIBE_JSON, &m, json, sizeof json);
     CHECK(strstr(text, cases[i].total) != NULL, "total '%s' in:\n%s",
           cases[i].total, text);
     CHECK(strstr(text, cases[i].step) != NULL, "step '%s' in:\n%s",
@@ -347,6 +353,93 @@ static void test_report_times(ein_ctx *ctx) {
           "JSON keeps seconds: %s", json);
     ein_plan_destroy(p);
   }
+}
+
+/* A CUDA plan (no GPU needed to plan) of f32 inputs. */
+static ein_plan *cuda_plan_of(ein_ctx *ctx, const char *expr,
+                              const char *shp) {
+  shapes s;
+  make_shapes(&s, shp, F32);
+  for (int i = 0; i < s.n; i++)
+    s.t[i].device = ein_backend_dl_device(EIN_BACKEND_CUDA, 0);
+  ein_options o = {.backend = EIN_BACKEND_CUDA};
+  ein_plan *plan = NULL;
+  ein_status st = ein_plan_create(ctx, expr, s.p, s.n, NULL, &o, &plan);
+  CHECK(st == EIN_OK, "cuda plan '%s': %s", expr, ein_last_error(ctx)->message);
+  return plan;
+}
+
+/* Predicted time = per-call + per-step overheads + roofline (issue 28): an
+ * 8x8 matmul on an H100 takes the overheads, not 0.26 ns; a model of
+ * another backend prices nothing; MFU and HFU divide by the data-sheet
+ * peak; a caller's peak replaces the model's. */
+static void test_accounting(ein_ctx *ctx) {
+  ein_device_model h100, cpu;
+  REQUIRE_OK(ein_device_model_get("h100", &h100));
+  REQUIRE_OK(ein_device_model_get("cpu", &cpu));
+  ein_plan *g = cuda_plan_of(ctx, "i j, j k -> i k", "8x8 8x8");
+  ein_plan *c = plan_of(ctx, "i j, j k -> i k", "8x8 8x8", NULL);
+  if (!g || !c) goto done;
+  double t = ein_plan_predicted_seconds(g, &h100);
+  double fixed = h100.call_seconds + ein_plan_nsteps(g) * h100.step_seconds;
+  CHECK(fixed >= 5e-6 && t > fixed && t < fixed + 1e-8,
+        "8x8 on h100: %g s, overheads %g s", t, fixed);
+  CHECK(ein_plan_predicted_seconds(c, &h100) == -1 &&
+            ein_plan_predicted_seconds(g, &cpu) == -1 &&
+            ein_plan_predicted_seconds(c, &cpu) > 0,
+        "a model prices its own backend's plans only");
+  char buf[64];
+  CHECK(ein_plan_describe(c, EIN_DESCRIBE_TEXT, "h100", buf, sizeof buf) == 0 &&
+            ein_plan_describe(c, EIN_DESCRIBE_TEXT, "gpu", buf, sizeof buf) == 0 &&
+            buf[0] == 0,
+        "describing with an unknown or another backend's model: nothing");
+  CHECK(ein_plan_peak_kind(g) == EIN_PEAK_F32 &&
+            ein_plan_peak_flops(g, &h100) == 67e12,
+        "h100 f32 peak %g", ein_plan_peak_flops(g, &h100));
+  double mfu = ein_plan_mfu(g, 1e-6, &h100);
+  CHECK(mfu == ein_plan_flops(g) / 1e-6 / 67e12 &&
+            ein_plan_hfu(g, 1e-6, &h100) == mfu &&
+            ein_plan_mfu(g, 0, &h100) == 0,
+        "mfu %g", mfu);
+  CHECK(ein_device_model_set_peak(&h100, EIN_PEAK_F32, -1) ==
+                EIN_ERR_INVALID_ARGUMENT &&
+            ein_device_model_set_bandwidth(&h100, NAN) ==
+                EIN_ERR_INVALID_ARGUMENT &&
+            h100.peak[EIN_PEAK_F32] == 67e12,
+        "bad figures are refused and change nothing");
+  REQUIRE_OK(ein_device_model_set_peak(&h100, EIN_PEAK_F32, 1e9));
+  REQUIRE_OK(ein_device_model_set_bandwidth(&h100, 1e20));
+  double slow = ein_plan_predicted_seconds(g, &h100);
+  CHECK(fabs(slow - fixed - 1024 / 1e9) < 1e-15 &&
+            ein_plan_peak_flops(g, &h100) == 1e9,
+        "a given peak makes the prediction and MFU's peak: %g", slow);
+done:
+  ein_plan_destroy(g);
+  ein_plan_destroy(c);
+}
+
+/* Memory: inputs and output whole, each temporary, the workspace, and the
+ * peaks; a chain's one temporary is live with everything. */
+static void test_memory(ein_ctx *ctx) {
+  ein_plan *p = plan_of(ctx, "i j, j k, k l -> i l", "1000x10 10x1000 1000x10",
+                        NULL);
+  if (!p) return;
+  ein_plan_memory m;
+  REQUIRE_OK(ein_plan_memory_get(p, &m));
+  int64_t in = (10000 + 10000 + 10000) * 4, out = 1000 * 10 * 4;
+  CHECK(m.input_bytes == in && m.output_bytes == out, "in %lld out %lld",
+        (long long)m.input_bytes, (long long)m.output_bytes);
+  CHECK(ein_plan_ntemps(p) == 1 && ein_plan_temp_bytes(p, 0) == 10 * 10 * 4 &&
+            ein_plan_temp_bytes(p, 1) == -1,
+        "one temporary of 400 bytes: %d, %lld", ein_plan_ntemps(p),
+        (long long)ein_plan_temp_bytes(p, 0));
+  CHECK(m.workspace_bytes == ein_plan_workspace_bytes(p) &&
+            m.peak_bytes == in + out + m.workspace_bytes &&
+            m.peak_live_bytes == in + out + 400,
+        "workspace %lld peak %lld live %lld", (long long)m.workspace_bytes,
+        (long long)m.peak_bytes, (long long)m.peak_live_bytes);
+  CHECK(ein_plan_memory_get(NULL, &m) == EIN_ERR_INVALID_ARGUMENT, "NULL");
+  ein_plan_destroy(p);
 }
 
 /* The path also in opt_einsum's linear form (positions in a list each
@@ -520,6 +613,8 @@ int main(void) {
   test_dp_optimal();
   test_memory_limit(ctx);
   test_report_times(ctx);
+  test_accounting(ctx);
+  test_memory(ctx);
   test_linear_path(ctx);
   test_cache_and_errors(ctx);
   test_step_marks(ctx);

@@ -47,3 +47,33 @@ def grad_program(expr: str, *shapes, wrt: int = 0, reduce=None, numpy=None,
     return program(expr, shapes, wrt=int(wrt), reduce=_reduction_name(reduce),
                    numpy=bool(numpy), dtype=str(dtype),
                    lengths=_lengths(lengths))
+
+
+def _training_cost(expr, shapes, dtype, numpy, reduce, lengths,
+                   forward_flops, forward_bytes):
+    """Forward + backward (FLOPs, least bytes) as `einc plan --grad`
+    totals them: the forward plan's and every input's gradient program's
+    (ein_grad_flops, ein_grad_bytes); an input without a gradient adds
+    nothing."""
+    shapes = tuple(tuple(int(d) for d in s) for s in shapes)
+    if numpy is None:
+        numpy = numpy_dialect(expr, [len(s) for s in shapes])
+    flops, nbytes = forward_flops, forward_bytes
+    for wrt in range(len(shapes)):
+        try:
+            prog = program(expr, shapes, wrt=wrt,
+                           reduce=_reduction_name(reduce), numpy=bool(numpy),
+                           dtype=_dtype_name(dtype), lengths=_lengths(lengths))
+        except _einc.EincError:
+            continue
+        flops += prog["flops"]
+        nbytes += prog["bytes"]
+    return flops, nbytes
+
+
+def _dtype_name(dtype):
+    import numpy as np
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return str(dtype)

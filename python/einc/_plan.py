@@ -36,26 +36,37 @@ def _ssa_to_linear(ssa_path, ninputs):
 class Plan:
     """The plan of one expression for given shapes and dtype.
 
-    Attributes: flops and naive_flops (opt_einsum's count), path (linear,
-    as opt_einsum's contract_path gives), ssa_path (einc's own pairs),
-    steps (one dict per step), output_shape, largest_intermediate,
-    workspace_bytes, is_view (the output is a view of an input: nothing
-    runs, 0 FLOPs and bytes). str(plan) is `einc plan`'s report; to_dict() its JSON.
+    Attributes: flops and naive_flops (opt_einsum's count), model_flops
+    (what MFU counts: the expression's FLOPs once, where a sliced plan
+    repeats work), path (linear, as opt_einsum's contract_path gives),
+    ssa_path (einc's own pairs), steps (one dict per step), output_shape,
+    largest_intermediate, workspace_bytes, memory (bytes of inputs,
+    output, each temporary, workspace, and the peaks), grad_flops and
+    grad_bytes (forward + backward), is_view (the output is a view of an
+    input: nothing runs, 0 FLOPs and bytes). str(plan) is `einc plan`'s
+    report; to_dict() its JSON. Device models: 'cpu' (this host, measured), 'h100' (=
+    'h100-sxm'), 'h100-pcie', 'h200', 'a100', 'l4', 'b200' (data sheets)
+    and 'cuda' (the GPU present); `peak=` (FLOP/s for the plan's dtype) and
+    `bandwidth=` (bytes/s) replace the model's figures.
     """
 
     def __init__(self, expr, shapes, *, dtype="float32", reduce=None,
                  backend="auto", numpy=None, device=None, path=None,
-                 **axis_sizes):
+                 peak=None, bandwidth=None, **axis_sizes):
         shapes = tuple(_shape_of(s) for s in shapes)
         if numpy is None:
             numpy = numpy_dialect(expr, [len(s) for s in shapes])
         self.expr = expr
         self.shapes = shapes
         self.dtype = dtype
+        self._grad_args = (numpy, reduce, axis_sizes)
+        backend = _backend_for(device, backend)
         # the device the plan targets, as `einc plan` predicts for it: this
         # CPU's measured rates, or the GPU present for cuda and emu
         self.device = device or ("cuda" if str(backend) in ("cuda", "emu")
                                  else "cpu")
+        self.peak = peak
+        self.bandwidth = bandwidth
         self._code = dtype_code(dtype)
         self._plan = _einc.Plan(expr, shapes, self._code[0], self._code[1],
                                 bool(numpy), _reduction_name(reduce),
@@ -67,10 +78,13 @@ class Plan:
         self.largest_intermediate = stats["largest_intermediate"]
         self.workspace_bytes = stats["workspace_bytes"]
         self.min_bytes = stats["min_bytes"]
+        self.model_flops = stats["model_flops"]
+        self.memory = stats["memory"]
         # the output is a view of an input (ein_plan_is_view): einsum
         # returns it and runs nothing; flops and bytes are then 0
         self.is_view = stats["is_view"]
         self._dict = None
+        self._grad_cost = None
         # torch CPU tensors take einc.einsum's cached C path (fastpath.c),
         # which plans as this plan was planned where the plan has einsum's
         # defaults (backend auto, searched path); a plan whose result is a
@@ -81,18 +95,77 @@ class Plan:
                 and not self.is_view):
             self._fast_args = (bool(numpy), _reduction_name(reduce),
                                _lengths(axis_sizes) or None)
+        # an unknown device, or one of another backend, fails here
+        self._account(device, None, None, 0)
+
+    def _figures(self, peak, bandwidth):
+        """The caller's peak and bandwidth for the C calls (0: the
+        model's): these, else the plan's own."""
+        peak = self.peak if peak is None else peak
+        bandwidth = self.bandwidth if bandwidth is None else bandwidth
+        return float(peak or 0), float(bandwidth or 0)
+
+    def _account(self, device, peak, bandwidth, seconds):
+        return self._plan.account(device or self.device,
+                                  *self._figures(peak, bandwidth),
+                                  float(seconds))
 
     def to_dict(self) -> dict:
         """The JSON report of `einc plan --json`, as a dict."""
         if self._dict is None:
-            self._dict = json.loads(self._plan.describe(True, self.device))
+            self._dict = json.loads(self._plan.describe(
+                True, self.device, *self._figures(None, None)))
         return self._dict
 
-    def describe(self, device=None) -> str:
-        """The text report, with predicted times on a device model: 'cpu'
-        (this host's measured rates), 'h100', 'h200', 'cuda' (the GPU
-        present); by default the device the plan targets."""
-        return self._plan.describe(False, device or self.device)
+    def describe(self, device=None, *, peak=None, bandwidth=None) -> str:
+        """The text report, with predicted times on a device model (see
+        the class); by default the device the plan targets."""
+        return self._plan.describe(False, device or self.device,
+                                   *self._figures(peak, bandwidth))
+
+    def predicted_seconds(self, device=None, *, peak=None,
+                          bandwidth=None) -> float:
+        """Predicted time of one run on a device model: per-call and
+        per-step overheads plus a roofline per step (einc's measured rates
+        where it has them, else the data sheet's; docs/design.md,
+        "Resource accounting")."""
+        return self._account(device, peak, bandwidth, 0)["predicted_seconds"]
+
+    def mfu(self, seconds, device=None, *, peak=None) -> float:
+        """Model FLOPs utilization of a run that took `seconds`:
+        model_flops / seconds / the data-sheet peak of the device for the
+        plan's dtype (hfu() counts the plan's own FLOPs)."""
+        return self._account(device, peak, None, seconds)["mfu"]
+
+    def hfu(self, seconds, device=None, *, peak=None) -> float:
+        """Hardware FLOPs utilization: flops / seconds / peak."""
+        return self._account(device, peak, None, seconds)["hfu"]
+
+    def peak_flops(self, device=None, *, peak=None) -> float:
+        """The data-sheet peak FLOP/s of the device for the plan's dtype."""
+        return self._account(device, peak, None, 0)["peak_flops"]
+
+    @property
+    def grad_flops(self) -> float:
+        """Forward + backward FLOPs: this plan's and each input's gradient
+        program's (ein_grad_flops), as `einc plan --grad` totals them; a
+        linear layer's is 6 x parameters x tokens."""
+        return self._training()[0]
+
+    @property
+    def grad_bytes(self) -> float:
+        """Forward + backward least bytes (min_bytes and each gradient
+        program's ein_grad_bytes), as `einc plan --grad` totals them."""
+        return self._training()[1]
+
+    def _training(self):
+        if self._grad_cost is None:
+            from ._grad import _training_cost
+            numpy, reduce, axis_sizes = self._grad_args
+            self._grad_cost = _training_cost(
+                self.expr, self.shapes, self.dtype, numpy, reduce,
+                axis_sizes, self.flops, self.min_bytes)
+        return self._grad_cost
 
     def __str__(self) -> str:
         return self.describe()
@@ -134,8 +207,25 @@ class Plan:
         return out if out is not None else prepared.unwrap(result)
 
 
+def _backend_for(device, backend):
+    """The backend a plan for `device` is made for: the one the device
+    runs (a GPU plans for cuda, which needs no GPU) unless `backend` says;
+    a backend the device does not run is an error."""
+    if device is None:
+        return backend
+    runs = _einc.device_model_backend(device)
+    if str(backend) == "auto":
+        return runs
+    if (runs == "cuda") != (str(backend) in ("cuda", "emu")):
+        raise _api.EincError(
+            f"device {device!r} prices {runs} plans, not backend="
+            f"{str(backend)!r}'s: leave backend out")
+    return backend
+
+
 def plan(expr, *tensors_or_shapes, dtype=None, reduce=None, backend="auto",
-         numpy=None, device=None, **axis_sizes) -> Plan:
+         numpy=None, device=None, peak=None, bandwidth=None,
+         **axis_sizes) -> Plan:
     """Plans expr for inputs given as arrays or shapes, without running it::
 
         >>> p = einc.plan('i j, j k, k l -> i l', (1000, 10), (10, 1000),
@@ -150,7 +240,8 @@ def plan(expr, *tensors_or_shapes, dtype=None, reduce=None, backend="auto",
         dtype = next((t.dtype for t in tensors_or_shapes
                       if hasattr(t, "dtype")), "float32")
     return Plan(expr, tensors_or_shapes, dtype=dtype, reduce=reduce,
-                backend=backend, numpy=numpy, device=device, **axis_sizes)
+                backend=backend, numpy=numpy, device=device, peak=peak,
+                bandwidth=bandwidth, **axis_sizes)
 
 
 def compile(expr, *shapes, dtype="float32", reduce=None, backend="auto",

@@ -282,7 +282,27 @@ static PyObject *py_xla_ffi_targets(PyObject *self, PyObject *noargs) {
   return targets;
 }
 
+/* device_model_backend(name) -> "cpu" or "cuda": the backend whose plans
+ * the device model prices; EincError listing the known names when there
+ * is no such model. */
+static PyObject *py_device_model_backend(PyObject *self, PyObject *args) {
+  (void)self;
+  const char *name;
+  if (!PyArg_ParseTuple(args, "s:device_model_backend", &name)) return NULL;
+  ein_device_model m;
+  ein_status st = ein_device_model_get(name, &m);
+  if (st == EIN_ERR_INVALID_ARGUMENT)
+    return einpy_raise_status(st, "unknown device model '%.40s' (%s)", name,
+                              ein_device_model_names());
+  if (st)
+    return einpy_raise_status(st, "the device model '%.40s' could not be made",
+                              name);
+  return PyUnicode_FromString(ein_backend_name(m.backend));
+}
+
 static PyMethodDef methods[] = {
+    {"device_model_backend", py_device_model_backend, METH_VARARGS,
+     "device_model_backend(name) -> 'cpu' or 'cuda'"},
     {"evaluate", py_evaluate, METH_VARARGS,
      "evaluate(expr, tensors, out, alloc, numpy, reduction, backend, "
      "lengths, dtype_code, dtype_bits, stream, sync[, rules]) -> out"},

@@ -116,24 +116,114 @@ static int check_ready(plan_object *p) {
   return -1;
 }
 
-/* describe(json, device_model) -> str: `einc plan`'s text or JSON. */
+/* The model named (None: the device the plan targets), with the caller's
+ * peak for the plan's arithmetic and bandwidth (0: the model's); -1 with
+ * an EincError for an unknown name, a model of another backend's plans
+ * or a figure that is not a positive number. */
+static int plan_model(plan_object *p, const char *name, double peak,
+                      double bandwidth, ein_device_model *m) {
+  if (!name)
+    name = ein_plan_backend(p->plan) == EIN_BACKEND_CPU ? "cpu" : "cuda";
+  ein_status st = ein_device_model_get(name, m);
+  if (st == EIN_ERR_INVALID_ARGUMENT) {
+    einpy_raise_status(st, "unknown device model '%.40s' (%s)", name,
+                       ein_device_model_names());
+    return -1;
+  }
+  if (st) {
+    einpy_raise_status(st, "the device model '%.40s' could not be made", name);
+    return -1;
+  }
+  if ((peak && ein_device_model_set_peak(m, ein_plan_peak_kind(p->plan),
+                                         peak)) ||
+      (bandwidth && ein_device_model_set_bandwidth(m, bandwidth))) {
+    einpy_raise_status(EIN_ERR_INVALID_ARGUMENT,
+                       "peak and bandwidth must be positive, not %g and %g",
+                       peak, bandwidth);
+    return -1;
+  }
+  if (ein_plan_predicted_seconds(p->plan, m) < 0) {
+    einpy_raise_status(EIN_ERR_INVALID_ARGUMENT,
+                       "the device model '%.40s' prices %s plans, not this "
+                       "%s plan: plan with device='%.40s'",
+                       name, ein_backend_name(m->backend),
+                       ein_backend_name(ein_plan_backend(p->plan)), name);
+    return -1;
+  }
+  return 0;
+}
+
+/* describe(json, device, peak, bandwidth) -> str: `einc plan`'s text or
+ * JSON. */
 static PyObject *plan_describe(PyObject *self, PyObject *args) {
   plan_object *p = (plan_object *)self;
   int json = 0;
-  const char *model = NULL;
-  if (!PyArg_ParseTuple(args, "|pz:describe", &json, &model) ||
-      check_ready(p) < 0)
+  const char *name = NULL;
+  double peak = 0, bandwidth = 0;
+  ein_device_model m;
+  if (!PyArg_ParseTuple(args, "|pzdd:describe", &json, &name, &peak,
+                        &bandwidth) ||
+      check_ready(p) < 0 || plan_model(p, name, peak, bandwidth, &m) < 0)
     return NULL;
   ein_describe_format fmt = json ? EIN_DESCRIBE_JSON : EIN_DESCRIBE_TEXT;
-  size_t len = ein_plan_describe(p->plan, fmt, model, NULL, 0);
+  size_t len = ein_plan_describe_model(p->plan, fmt, &m, NULL, 0);
   char *buf = PyMem_Malloc(len + 1);
   if (!buf) return PyErr_NoMemory();
   /* the text written is decoded, never more than the buffer holds */
-  size_t wrote = ein_plan_describe(p->plan, fmt, model, buf, len + 1);
+  size_t wrote = ein_plan_describe_model(p->plan, fmt, &m, buf, len + 1);
   if (wrote < len) len = wrote;
   PyObject *s = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "replace");
   PyMem_Free(buf);
   return s;
+}
+
+/* account(device, peak, bandwidth, seconds) -> dict: the predicted time,
+ * the peak of the plan's arithmetic and, for a run of `seconds` (0: none),
+ * MFU and HFU (ein.h). */
+static PyObject *plan_account(PyObject *self, PyObject *args) {
+  plan_object *p = (plan_object *)self;
+  const char *name = NULL;
+  double peak = 0, bandwidth = 0, seconds = 0;
+  ein_device_model m;
+  if (!PyArg_ParseTuple(args, "zddd:account", &name, &peak, &bandwidth,
+                        &seconds) ||
+      check_ready(p) < 0 || plan_model(p, name, peak, bandwidth, &m) < 0)
+    return NULL;
+  return Py_BuildValue(
+      "{s:s,s:d,s:s,s:d,s:d,s:d}", "device", m.name, "predicted_seconds",
+      ein_plan_predicted_seconds(p->plan, &m), "peak_kind",
+      ein_peak_kind_name(ein_plan_peak_kind(p->plan)), "peak_flops",
+      ein_plan_peak_flops(p->plan, &m), "mfu",
+      ein_plan_mfu(p->plan, seconds, &m), "hfu",
+      ein_plan_hfu(p->plan, seconds, &m));
+}
+
+/* The plan's memory (ein_plan_memory_get) as a dict, each temporary's
+ * bytes in a list. */
+static PyObject *memory_dict(const ein_plan *plan) {
+  ein_plan_memory mem;
+  if (ein_plan_memory_get(plan, &mem))
+    return einpy_raise_status(EIN_ERR_INVALID_ARGUMENT, "no plan");
+  int n = ein_plan_ntemps(plan);
+  PyObject *temps = PyList_New(n);
+  if (!temps) return NULL;
+  for (int t = 0; t < n; t++) {
+    PyObject *b = PyLong_FromLongLong((long long)ein_plan_temp_bytes(plan, t));
+    if (!b) {
+      Py_DECREF(temps);
+      return NULL;
+    }
+    if (PyList_SetItem(temps, t, b) < 0) {
+      Py_DECREF(temps);
+      return NULL;
+    }
+  }
+  return Py_BuildValue("{s:L,s:L,s:N,s:L,s:L,s:L}", "input_bytes",
+                       (long long)mem.input_bytes, "output_bytes",
+                       (long long)mem.output_bytes, "temporaries", temps,
+                       "workspace_bytes", (long long)mem.workspace_bytes,
+                       "peak_live_bytes", (long long)mem.peak_live_bytes,
+                       "peak_bytes", (long long)mem.peak_bytes);
 }
 
 /* stats() -> dict of the plan's numbers. */
@@ -144,14 +234,21 @@ static PyObject *plan_stats(PyObject *self, PyObject *unused) {
   PyObject *shape = einpy_shape_tuple(ein_plan_output_shape(p->plan),
                                       ein_plan_output_ndim(p->plan));
   if (!shape) return NULL;
+  PyObject *memory = memory_dict(p->plan);
+  if (!memory) {
+    Py_DECREF(shape);
+    return NULL;
+  }
   PyObject *d = Py_BuildValue(
-      "{s:d,s:d,s:d,s:L,s:L,s:i,s:O,s:O}", "flops", ein_plan_flops(p->plan),
+      "{s:d,s:d,s:d,s:d,s:L,s:L,s:i,s:O,s:N,s:O}", "flops",
+      ein_plan_flops(p->plan), "model_flops",
+      ein_plan_unsliced_flops(p->plan),
       "naive_flops", ein_plan_naive_flops(p->plan), "min_bytes",
       ein_plan_min_bytes(p->plan), "largest_intermediate",
       (long long)ein_plan_largest_intermediate(p->plan), "workspace_bytes",
       (long long)ein_plan_workspace_bytes(p->plan), "nsteps",
-      ein_plan_nsteps(p->plan), "output_shape", shape, "is_view",
-      ein_plan_is_view(p->plan) ? Py_True : Py_False);
+      ein_plan_nsteps(p->plan), "output_shape", shape, "memory", memory,
+      "is_view", ein_plan_is_view(p->plan) ? Py_True : Py_False);
   Py_DECREF(shape);
   return d;
 }
@@ -282,7 +379,11 @@ static PyMethodDef plan_methods[] = {
     {"run_numpy", plan_run_numpy, METH_O,
      "run_numpy(tensors) -> result, or None for execute()"},
     {"describe", plan_describe, METH_VARARGS,
-     "describe(json=False, device=None) -> `einc plan`'s report"},
+     "describe(json=False, device=None, peak=0, bandwidth=0) -> `einc "
+     "plan`'s report"},
+    {"account", plan_account, METH_VARARGS,
+     "account(device, peak, bandwidth, seconds) -> predicted time, peak, "
+     "MFU, HFU"},
     {"stats", plan_stats, METH_NOARGS, "stats() -> dict of the plan's numbers"},
     {"execute", plan_execute, METH_VARARGS,
      "execute(tensors, out, alloc, dtype_code, dtype_bits) -> out"},

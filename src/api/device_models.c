@@ -1,6 +1,7 @@
 /*
- * device_models.c - ein_device_model_get and ein_plan_describe_model: the
- * models of the machine a plan runs on (device_models.h).
+ * device_models.c - ein_device_model_get and the caller's overrides: the
+ * models of the machine a plan runs on (device_models.h); the built-in
+ * ones (data sheets) are the planner's (cost.h).
  *
  * The "cpu" model's rates are measured by runtime/cpu/cpu_rates.c and
  * kept in the disk cache (runtime/disk_cache.h) under the CPU's model name
@@ -20,7 +21,7 @@
 #include "cpu_rates.h"
 #include "cuda_backend.h"
 #include "disk_cache.h"
-#include "report.h"
+#include "cost.h"
 
 enum { PAYLOAD_CAP = 256 };
 static const char PAYLOAD_HEAD[] = "einc cpu rates 1\n";
@@ -33,8 +34,15 @@ size_t ein_cpu_model_key(char *buf, size_t cap) {
   return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
-/* The model's fixed parts: name, description, the half rate (f16 and bf16
- * are computed in f32 on the host). */
+/* The host overheads: ein_eval of a cached plan took 1.37 us on the
+ * H100 machine's host (bench/host_overhead); the part per step (an OpenMP
+ * region or a BLAS call) is an estimate. */
+#define CPU_CALL_S 1.4e-6
+#define CPU_STEP_S 0.3e-6
+
+/* The model from measured rates: a CPU has no data sheet here, so its
+ * peaks are the measurements (f16, bf16, tf32 and fp8 are computed in
+ * f32 on the host). */
 static void cpu_model_from(const ein_cpu_rates *r, const char *source,
                            ein_device_model *out) {
   char cpu[128];
@@ -44,9 +52,13 @@ static void cpu_model_from(const ein_cpu_rates *r, const char *source,
   snprintf(out->name, sizeof out->name, "cpu");
   snprintf(out->description, sizeof out->description, "%s, %d thread%s",
            cpu, threads, threads == 1 ? "" : "s");
-  out->flops_half = out->flops_f32 = r->gemm_f32;
-  out->flops_f64 = r->gemm_f64;
-  out->bytes_per_s = r->copy;
+  for (int k = 0; k < EIN_NPEAK; k++)
+    out->peak[k] = out->measured[k] = r->gemm_f32;
+  out->peak[EIN_PEAK_F64] = out->measured[EIN_PEAK_F64] = r->gemm_f64;
+  out->bytes_per_s = out->measured_bytes_per_s = r->copy;
+  out->call_seconds = CPU_CALL_S;
+  out->step_seconds = CPU_STEP_S;
+  out->backend = EIN_BACKEND_CPU;
   out->source = source;
 }
 
@@ -125,14 +137,24 @@ static ein_status cpu_model(ein_device_model *out) {
   return st;
 }
 
-/* GPU 0 by its name: a known one's built-in rates, else h100's, said. */
+/* The built-in model of a GPU by its name (cudaGetDeviceProperties'),
+ * or NULL. "L4" is matched as a word: an L40 is another GPU. */
+static const char *known_gpu(const char *gpu) {
+  if (strstr(gpu, "H100") && strstr(gpu, "PCIe")) return "h100-pcie";
+  if (strstr(gpu, "H100")) return "h100";
+  if (strstr(gpu, "H200")) return "h200";
+  if (strstr(gpu, "A100")) return "a100";
+  if (strstr(gpu, "B200")) return "b200";
+  const char *l4 = strstr(gpu, " L4");
+  if (l4 && (l4[3] == '\0' || l4[3] == ' ')) return "l4";
+  return NULL;
+}
+
+/* GPU 0 by its name: a known one's built-in model, else h100's, said. */
 static void cuda_model(ein_device_model *out) {
   char gpu[128];
   bool found = ein_cuda_device_name(0, gpu, sizeof gpu);
-  const char *known = !found                ? NULL
-                      : strstr(gpu, "H200") ? "h200"
-                      : strstr(gpu, "H100") ? "h100"
-                                            : NULL;
+  const char *known = found ? known_gpu(gpu) : NULL;
   *out = *ein_device_model_find(known ? known : "h100");
   if (known) {
     snprintf(out->description, sizeof out->description, "%s", gpu);
@@ -141,7 +163,7 @@ static void cuda_model(ein_device_model *out) {
   out->source = "assumed";
   if (found)
     snprintf(out->description, sizeof out->description,
-             "%.100s has no rates in einc: h100's assumed", gpu);
+             "%.100s has no model in einc: h100's assumed", gpu);
   else
     snprintf(out->description, sizeof out->description,
              "no CUDA GPU found: h100's rates assumed");
@@ -157,5 +179,28 @@ ein_status ein_device_model_get(const char *name, ein_device_model *out) {
   const ein_device_model *m = ein_device_model_find(name);
   if (!m) return EIN_ERR_INVALID_ARGUMENT;
   *out = *m;
+  return EIN_OK;
+}
+
+const char *ein_device_model_names(void) { return ein_cost_model_names(); }
+
+static bool positive(double v) { return isfinite(v) && v > 0; }
+
+ein_status ein_device_model_set_peak(ein_device_model *m, ein_peak_kind kind,
+                                     double flops_per_s) {
+  if (!m || (unsigned)kind >= EIN_NPEAK || !positive(flops_per_s))
+    return EIN_ERR_INVALID_ARGUMENT;
+  m->peak[kind] = flops_per_s;
+  m->measured[kind] = 0;
+  m->given |= 1u << kind;
+  return EIN_OK;
+}
+
+ein_status ein_device_model_set_bandwidth(ein_device_model *m,
+                                          double bytes_per_s) {
+  if (!m || !positive(bytes_per_s)) return EIN_ERR_INVALID_ARGUMENT;
+  m->bytes_per_s = bytes_per_s;
+  m->measured_bytes_per_s = 0;
+  m->given |= 1u << EIN_NPEAK;
   return EIN_OK;
 }

@@ -13,6 +13,7 @@
 #include "ctx_internal.h"
 #include "trace.h"
 #include "plan.h"
+#include "cost.h"
 #include "report.h"
 #include "shape_text.h"
 
@@ -872,9 +873,11 @@ double ein_plan_nslices(const ein_plan *plan) {
 }
 
 double ein_plan_unsliced_flops(const ein_plan *plan) {
-  if (!plan) return 0;
-  return plan->ir->slicing.n ? plan->ir->slicing.unsliced_flops
-                             : plan->ir->flops;
+  return plan ? ein_cost_model_flops(plan->ir) : 0;
+}
+
+int ein_plan_backend(const ein_plan *plan) {
+  return plan ? (int)plan->backend->kind : EIN_BACKEND_AUTO;
 }
 
 int64_t ein_plan_slice_bytes(const ein_plan *plan) {
@@ -907,27 +910,40 @@ int ein_plan_count_steps(const ein_plan *plan, const char *kind) {
   return n;
 }
 
-size_t ein_plan_describe(const ein_plan *plan, ein_describe_format format,
-                         const char *device_model, char *buf, size_t cap) {
-  ein_device_model m;
-  if (!device_model || ein_device_model_get(device_model, &m) != EIN_OK)
-    m = *ein_device_model_find(NULL);
-  return ein_plan_describe_model(plan, format, &m, buf, cap);
+/* The model prices this plan's backend: a GPU model the CUDA backend's
+ * and the emulated device's plans (the same program), the CPU model the
+ * CPU's; a caller's model with backend 0 any. */
+static bool model_fits(const ein_plan *plan, const ein_device_model *m) {
+  if (!m || !ein_cost_model_usable(m)) return false;
+  if (m->backend == EIN_BACKEND_AUTO) return true;
+  ein_backend_kind k = plan->backend->kind;
+  return m->backend == EIN_BACKEND_CUDA
+             ? k == EIN_BACKEND_CUDA || k == EIN_BACKEND_EMU
+             : (int)k == m->backend;
 }
 
-static bool usable_model(const ein_device_model *m) {
-  return m && m->flops_half > 0 && m->flops_f32 > 0 && m->flops_f64 > 0 &&
-         m->bytes_per_s > 0;
+/* The name of the device a plan targets, for a NULL model name. */
+static const char *own_model(const ein_plan *plan) {
+  return plan->backend->kind == EIN_BACKEND_CPU ? "cpu" : "cuda";
+}
+
+size_t ein_plan_describe(const ein_plan *plan, ein_describe_format format,
+                         const char *device_model, char *buf, size_t cap) {
+  if (cap > 0 && buf) buf[0] = 0;
+  if (!plan) return 0;
+  ein_device_model m;
+  if (ein_device_model_get(device_model ? device_model : own_model(plan),
+                           &m) != EIN_OK)
+    return 0;
+  return ein_plan_describe_model(plan, format, &m, buf, cap);
 }
 
 size_t ein_plan_describe_model(const ein_plan *plan,
                                ein_describe_format format,
-                               const ein_device_model *model, char *buf,
+                               const ein_device_model *m, char *buf,
                                size_t cap) {
   if (cap > 0 && buf) buf[0] = 0;
-  if (!plan) return 0;
-  const ein_device_model *m =
-      usable_model(model) ? model : ein_device_model_find(NULL);
+  if (!plan || !model_fits(plan, m)) return 0;
   ein_strbuf sb = {0};
   bool json = format == EIN_DESCRIBE_JSON;
   ein_report_hook hook = {NULL, plan->program};
@@ -937,4 +953,58 @@ size_t ein_plan_describe_model(const ein_plan *plan,
   if (plan->program && plan->backend->describe && !json)
     plan->backend->describe(plan->ir, plan->program, &sb);
   return ein_strbuf_deliver(&sb, buf, cap);
+}
+
+ein_peak_kind ein_plan_peak_kind(const ein_plan *plan) {
+  return plan ? ein_cost_plan_kind(plan->ir) : EIN_PEAK_F32;
+}
+
+const char *ein_peak_kind_name(ein_peak_kind kind) {
+  return ein_cost_kind_name(kind);
+}
+
+double ein_plan_peak_flops(const ein_plan *plan,
+                           const ein_device_model *model) {
+  if (!plan || !model) return 0;
+  return ein_cost_plan_peak(plan->ir, model);
+}
+
+double ein_plan_predicted_seconds(const ein_plan *plan,
+                                  const ein_device_model *model) {
+  if (!plan || !model_fits(plan, model)) return -1;
+  return ein_cost_predicted_seconds(plan->ir, model);
+}
+
+/* flops / seconds / the data-sheet peak of the plan's arithmetic. */
+static double utilization(const ein_plan *plan, double flops, double seconds,
+                          const ein_device_model *model) {
+  double peak = ein_plan_peak_flops(plan, model);
+  if (!(seconds > 0) || !(peak > 0)) return 0;
+  return flops / seconds / peak;
+}
+
+double ein_plan_mfu(const ein_plan *plan, double seconds,
+                    const ein_device_model *model) {
+  return plan ? utilization(plan, ein_cost_model_flops(plan->ir), seconds,
+                            model)
+              : 0;
+}
+
+double ein_plan_hfu(const ein_plan *plan, double seconds,
+                    const ein_device_model *model) {
+  return plan ? utilization(plan, plan->ir->flops, seconds, model) : 0;
+}
+
+ein_status ein_plan_memory_get(const ein_plan *plan, ein_plan_memory *out) {
+  if (!plan || !out) return EIN_ERR_INVALID_ARGUMENT;
+  ein_cost_memory(plan->ir, out);
+  return EIN_OK;
+}
+
+int ein_plan_ntemps(const ein_plan *plan) {
+  return plan ? ein_cost_ntemps(plan->ir) : 0;
+}
+
+int64_t ein_plan_temp_bytes(const ein_plan *plan, int i) {
+  return plan ? ein_cost_temp_bytes(plan->ir, i) : -1;
 }

@@ -41,7 +41,11 @@ void cmd_bench_help(void) {
       "run: max(FLOPs / GEMM rate, bytes / copy bandwidth), with cuBLAS GEMM\n"
       "8192^3 and a 1 GiB copy on a GPU, BLAS GEMM 2048^3 and a 256 MiB\n"
       "memcpy on the host. Inputs that fit twice in the last-level cache are\n"
-      "copied and rotated between runs.\n"
+      "copied and rotated between runs. Then the device model's predicted\n"
+      "time (einc plan's) beside the measured one, and MFU: the FLOPs the\n"
+      "expression needs per second over the data-sheet peak of the device\n"
+      "and dtype (the CPU's measured GEMM rate on the host), with HFU where\n"
+      "the plan does more FLOPs than that.\n"
       "\n"
       "  FILE.npy      in place of a shape: a .npy file's shape (and its\n"
       "                dtype, the first file's, without --dtype); the data\n"
@@ -254,9 +258,64 @@ static void report_steps_json(const ein_plan_ir *ir, const bench_result *r,
     printf(",\"gemm_ms\":null,\"gemm_ratio\":null");
 }
 
+/* What the device model says of the run: the predicted time, and the
+ * achieved FLOP/s against the data-sheet peak (MFU; HFU where the plan
+ * does more FLOPs than the expression needs). */
+typedef struct bench_model {
+  bool have;
+  ein_device_model m;
+  double predicted_ms, peak, mfu, hfu, model_flops;
+} bench_model;
+
+/* The model of the device the bench ran on ("cpu", or "cuda": the GPU). */
+static bench_model model_of_run(const ein_plan *plan, const bench_result *r) {
+  bench_model bm = {0};
+  const char *name = ein_plan_backend(plan) == EIN_BACKEND_CPU ? "cpu" : "cuda";
+  if (ein_device_model_get(name, &bm.m) != EIN_OK) return bm;
+  bm.have = true;
+  double s = r->median_ms * 1e-3;
+  bm.predicted_ms = ein_plan_predicted_seconds(plan, &bm.m) * 1e3;
+  bm.peak = ein_plan_peak_flops(plan, &bm.m);
+  bm.mfu = ein_plan_mfu(plan, s, &bm.m);
+  bm.hfu = ein_plan_hfu(plan, s, &bm.m);
+  bm.model_flops = ein_plan_unsliced_flops(plan);
+  return bm;
+}
+
+static void report_model_text(const ein_plan *plan, const bench_result *r,
+                              const bench_model *bm) {
+  if (!bm->have) return;
+  char a[32];
+  const char *kind = ein_peak_kind_name(ein_plan_peak_kind(plan));
+  printf("model    predicted %s on %s (measured/predicted %.3g)\n",
+         time_text(a, sizeof a, bm->predicted_ms), bm->m.name,
+         bm->predicted_ms > 0 ? r->median_ms / bm->predicted_ms : 0.0);
+  printf("MFU      %.3g%% of %s %.4g TFLOP/s (%s)", 100 * bm->mfu, kind,
+         bm->peak * 1e-12,
+         bm->m.measured[ein_plan_peak_kind(plan)] == bm->peak
+             ? "measured peak: no data sheet"
+             : "data sheet, dense");
+  if (r->flops != bm->model_flops)
+    printf("; HFU %.3g%% (the plan does %.4g FLOPs, the expression needs "
+           "%.4g)",
+           100 * bm->hfu, r->flops, bm->model_flops);
+  printf("\n");
+}
+
+static void report_model_json(const ein_plan *plan, const bench_model *bm) {
+  if (!bm->have) return;
+  printf(",\"device_model\":\"%s\",\"predicted_ms\":%.6g,"
+         "\"peak_kind\":\"%s\",\"peak_flops\":%.6g,\"model_flops\":%.6g,"
+         "\"mfu\":%.6g,\"hfu\":%.6g",
+         bm->m.name, bm->predicted_ms,
+         ein_peak_kind_name(ein_plan_peak_kind(plan)), bm->peak,
+         bm->model_flops, bm->mfu, bm->hfu);
+}
+
 static void report(const char *expr, const bench_opts *bo,
                    const bench_device *dev, const ein_plan *plan,
                    const bench_result *r) {
+  bench_model bm = model_of_run(plan, r);
   const ein_plan_ir *ir = ein_plan_ir_of(plan);
   double fl_c = r->gemm_rate > 0 ? r->flops / r->gemm_rate * 1e3 : 0;
   double fl_m = r->copy_rate > 0 ? r->min_bytes / r->copy_rate * 1e3 : 0;
@@ -282,6 +341,7 @@ static void report(const char *expr, const bench_opts *bo,
              "\"floor_bound\":\"%s\",\"floor_ratio\":%.4g",
              r->gemm_rate * 1e-12, r->copy_rate * 1e-9, floor_ms, bound,
              r->median_ms / floor_ms);
+    report_model_json(plan, &bm);
     if (r->step_ms) report_steps_json(ir, r, bo->runs);
     printf("}\n");
     return;
@@ -302,6 +362,7 @@ static void report(const char *expr, const bench_opts *bo,
            "  einc/floor %.3f\n",
            floor_ms, bound, r->gemm_rate * 1e-12, r->copy_rate * 1e-9,
            r->median_ms / floor_ms);
+  report_model_text(plan, r, &bm);
   if (r->step_ms) report_steps_text(ir, r, bo->runs);
 }
 

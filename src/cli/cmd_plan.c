@@ -9,6 +9,7 @@
  * input its gradient program (ein_grad_create) and the forward, backward
  * and total FLOPs.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 void cmd_plan_help(void) {
   puts(
       "usage: einc plan EXPR SHAPE|FILE.npy... [--dtype T] [--json] [--device M]\n"
+      "                 [--peak F] [--bandwidth B]\n"
       "                 [--memory-limit B] [--path P] [--slice A,B]\n"
       "                 [-D NAME=SIZE]... [--reduce R] [--numpy] [--grad]\n"
       "       einc plan --input FILE|- [options]\n"
@@ -42,15 +44,22 @@ void cmd_plan_help(void) {
       "                  file's own otherwise), f64, f16, bf16, c64, c128,\n"
       "                  integers\n"
       "  --json          print one JSON object instead of the table\n"
-      "  --device M      device model for predicted times: cpu (this host's\n"
-      "                  GEMM rate and copy bandwidth, measured once, about\n"
-      "                  0.1 s, and cached in $EINC_CACHE_DIR or\n"
-      "                  ~/.cache/einc), h100 (780 TFLOP/s bf16, 51 TFLOP/s\n"
-      "                  f32, 2.96 TB/s, measured on our H100) or h200.\n"
-      "                  Default: the device the plan targets, cpu for the\n"
-      "                  CPU backend, the GPU present for cuda and emu (an\n"
-      "                  unknown GPU, or none, gets h100's rates, with a\n"
-      "                  note)\n"
+      "  --device M      the device predicted times are for: cpu (this\n"
+      "                  host's GEMM rates and copy bandwidth, measured once,\n"
+      "                  about 0.1 s, and cached in $EINC_CACHE_DIR or\n"
+      "                  ~/.cache/einc), h100 (= h100-sxm), h100-pcie, h200,\n"
+      "                  a100, l4, b200 (data-sheet peaks per dtype and\n"
+      "                  bandwidth; h100 also einc's measured bf16 and f32\n"
+      "                  GEMM rates and copy bandwidth, which predictions\n"
+      "                  use) or cuda (the GPU present). A GPU plans for the\n"
+      "                  cuda backend (no GPU needed). Default: the device\n"
+      "                  the plan targets, cpu for the CPU backend, the GPU\n"
+      "                  present for cuda and emu (an unknown GPU, or none,\n"
+      "                  gets h100's model, with a note). Predicted time =\n"
+      "                  per-call + per-step overheads + roofline per step\n"
+      "  --peak F        your own peak FLOP/s for the plan's dtype (used for\n"
+      "                  the prediction and as MFU's peak)\n"
+      "  --bandwidth B   your own memory bandwidth, bytes/s read + written\n"
       "  --memory-limit B  largest buffer allowed, in bytes (intermediates,\n"
       "                  layout copies): the path keeps within it, slicing\n"
       "                  axes where no order does, or the plan fails (exit 2)\n"
@@ -59,7 +68,8 @@ void cmd_plan_help(void) {
       "  --grad          also the backward: for each input, the steps of its\n"
       "                  gradient (einc expressions with their paths and\n"
       "                  FLOPs, and elementwise steps), then the forward,\n"
-      "                  backward and total FLOPs and total / forward. A\n"
+      "                  backward and total FLOPs and total / forward, and\n"
+      "                  their least bytes. A\n"
       "                  linear layer's is 3 (backward = 2 x forward): the\n"
       "                  '6 x parameters x tokens' rule of training cost.\n"
       "                  With --json: a \"grad\" member\n"
@@ -79,6 +89,7 @@ typedef struct plan_opts {
   ein_dtype dtype; /* its value */
   bool json;
   bool grad; /* --grad */
+  double peak, bandwidth; /* --peak, --bandwidth; 0: the model's */
   cli_common *common;
 } plan_opts;
 
@@ -94,7 +105,9 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
   bool dtype = cli_is_option(arg, "--dtype");
   bool device = cli_is_option(arg, "--device");
   bool input = cli_is_option(arg, "--input");
-  if (!backend && !dtype && !device && !input &&
+  bool peak = cli_is_option(arg, "--peak");
+  bool bandwidth = cli_is_option(arg, "--bandwidth");
+  if (!backend && !dtype && !device && !input && !peak && !bandwidth &&
       !cli_is_option(arg, "--memory-limit"))
     return 0;
   const char *v = cli_option_value(argc, argv, i);
@@ -109,12 +122,16 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
     if (!cli_parse_dtype(v, &po->dtype)) return -1;
     po->retype = true;
   } else if (device) {
-    if (strcmp(v, "cpu") != 0 && strcmp(v, "h100") != 0 &&
-        strcmp(v, "h200") != 0) {
-      cli_errorf("unknown device model '%.40s' (cpu, h100, h200)", v);
+    po->model = v;
+  } else if (peak || bandwidth) {
+    char *end;
+    double x = strtod(v, &end);
+    if (*end || !(x > 0) || !isfinite(x)) {
+      cli_errorf("%s takes a positive rate (%s), not '%.40s'", arg,
+                 peak ? "FLOP/s: 989.5e12" : "bytes/s: 3.35e12", v);
       return -1;
     }
-    po->model = v;
+    *(peak ? &po->peak : &po->bandwidth) = x;
   } else {
     char *end;
     long long b = strtoll(v, &end, 10);
@@ -128,24 +145,46 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
 }
 
 /* The model of --device, else of the device the backend targets; an
- * assumed one (a GPU einc has no rates for) is said on stderr. */
-static int resolve_model(const char *named, ein_backend_kind backend,
+ * assumed one (a GPU einc has no model of) is said on stderr. A named
+ * device with no --backend plans for the backend it runs (a GPU: cuda,
+ * which needs no GPU to plan for); a --backend it does not run is an
+ * error. */
+static int resolve_model(const char *named, ein_backend_kind *backend,
                          ein_device_model *m) {
-  const char *name = named                        ? named
-                     : backend == EIN_BACKEND_CUDA ||
-                             backend == EIN_BACKEND_EMU
-                         ? "cuda"
-                         : "cpu";
+  bool gpu_plan = *backend == EIN_BACKEND_CUDA || *backend == EIN_BACKEND_EMU;
+  const char *name = named ? named : gpu_plan ? "cuda" : "cpu";
   ein_status st = ein_device_model_get(name, m);
+  if (st == EIN_ERR_INVALID_ARGUMENT) {
+    cli_errorf("unknown device model '%.40s' (%s)", name,
+               ein_device_model_names());
+    return EXIT_INVALID;
+  }
   if (st) {
     cli_errorf("the device model '%s' could not be made: %s", name,
                ein_status_name(st));
     return cli_exit_status(st);
   }
+  if (*backend == EIN_BACKEND_AUTO)
+    *backend = (ein_backend_kind)m->backend;
+  else if ((m->backend == EIN_BACKEND_CUDA) != gpu_plan) {
+    cli_errorf("the device model '%s' prices %s plans, not --backend %s's",
+               name, ein_backend_name(m->backend),
+               ein_backend_name(*backend));
+    return EXIT_INVALID;
+  }
   if (m->source && strcmp(m->source, "assumed") == 0)
     fprintf(stderr, "einc: note: predicted times are for %s: %s\n", m->name,
             m->description);
   return EXIT_OK;
+}
+
+/* --peak (for the plan's arithmetic) and --bandwidth over the model's. */
+static void override_model(const plan_opts *po, const ein_plan *plan,
+                           ein_device_model *m) {
+  if (po->peak > 0)
+    (void)ein_device_model_set_peak(m, ein_plan_peak_kind(plan), po->peak);
+  if (po->bandwidth > 0)
+    (void)ein_device_model_set_bandwidth(m, po->bandwidth);
 }
 
 /* Prints the plan's report on the model; with `open_json`, the JSON
@@ -199,7 +238,7 @@ static void print_no_grad(ein_ctx *ctx, int i, bool json) {
 static int print_grad_inputs(ein_ctx *ctx, const char *expr,
                              const DLTensor *const *ins, int n,
                              const ein_options *o, bool json,
-                             double *backward) {
+                             double *backward, double *backward_bytes) {
   printf(json ? ",\"grad\":{\"inputs\":[" : "\nbackward\n");
   for (int i = 0; i < n; i++) {
     ein_grad *g = NULL;
@@ -212,6 +251,7 @@ static int print_grad_inputs(ein_ctx *ctx, const char *expr,
     }
     print_grad(g, json ? EIN_DESCRIBE_JSON : EIN_DESCRIBE_TEXT);
     *backward += ein_grad_flops(g);
+    *backward_bytes += ein_grad_bytes(g);
     ein_grad_destroy(g);
   }
   return EXIT_OK;
@@ -225,11 +265,12 @@ static int print_grads(ein_ctx *ctx, const char *expr, const cli_shape *shapes,
   const DLTensor **ins = malloc((size_t)(n ? n : 1) * sizeof *ins);
   int rc = tensors && ins ? EXIT_OK : EXIT_INTERNAL;
   double forward = ein_plan_flops(plan), backward = 0;
+  double fbytes = ein_plan_min_bytes(plan), bbytes = 0;
   if (rc == EXIT_OK) {
     cli_shape_tensors(shapes, n,
                       ein_backend_dl_device(o->backend, 0).device_type,
                       tensors, ins);
-    rc = print_grad_inputs(ctx, expr, ins, n, o, json, &backward);
+    rc = print_grad_inputs(ctx, expr, ins, n, o, json, &backward, &bbytes);
   } else {
     cli_errorf("out of memory");
   }
@@ -239,10 +280,15 @@ static int print_grads(ein_ctx *ctx, const char *expr, const cli_shape *shapes,
   double total = forward + backward, ratio = forward > 0 ? total / forward : 0;
   if (json) {
     printf("],\"forward_flops\":%.17g,\"backward_flops\":%.17g,"
-           "\"total_flops\":%.17g,\"total_over_forward\":%.17g}}\n",
-           forward, backward, total, ratio);
+           "\"total_flops\":%.17g,\"total_over_forward\":%.17g,"
+           "\"forward_bytes\":%.17g,\"backward_bytes\":%.17g,"
+           "\"total_bytes\":%.17g}}\n",
+           forward, backward, total, ratio, fbytes, bbytes, fbytes + bbytes);
     return EXIT_OK;
   }
+  printf("bytes           forward %.4g + backward %.4g = %.4g (least "
+         "traffic: inputs read once, outputs written once)\n",
+         fbytes, bbytes, fbytes + bbytes);
   printf("forward FLOPs   %.4g\nbackward FLOPs  %.4g\n"
          "total FLOPs     %.4g   %.3g x forward (a linear layer: 3, the "
          "'6 x parameters x tokens' rule)\n",
@@ -282,14 +328,15 @@ static int plan_and_print(const plan_opts *po, const char *const *pos,
     cli_shapes_set_dtype(shapes, nshapes, po->dtype);
   ein_ctx *ctx = NULL;
   ein_plan *plan = NULL;
+  ein_device_model m;
+  if (rc == EXIT_OK)
+    rc = resolve_model(po->model, &common->options.backend, &m);
   if (rc == EXIT_OK)
     rc = cli_plan_shapes(
         pos[0], shapes, nshapes,
         ein_backend_dl_device(common->options.backend, 0).device_type,
         &common->options, &ctx, &plan);
-  ein_device_model m;
-  if (rc == EXIT_OK)
-    rc = resolve_model(po->model, common->options.backend, &m);
+  if (rc == EXIT_OK) override_model(po, plan, &m);
   if (rc == EXIT_OK) rc = print_report(plan, po->json, po->grad, &m);
   if (rc == EXIT_OK && po->grad)
     rc = print_grads(ctx, pos[0], shapes, nshapes, &common->options, plan,

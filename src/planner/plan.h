@@ -232,6 +232,9 @@ typedef struct ein_plan_ir {
   double naive_flops, flops;
   int64_t largest_intermediate; /* elements */
   int64_t workspace_bytes;
+  int64_t peak_temp_bytes; /* the most bytes of temporaries alive at one
+                              step (written already, read at or after it) */
+  int64_t input_bytes, output_bytes; /* whole: numel x element size */
   double bytes_moved; /* sum of the steps' bytes */
   /* Compulsory traffic: every input element the expression reads, once
    * (a diagonal reads only its diagonal; a broadcast dim reads one

@@ -1405,6 +1405,27 @@ static double compulsory_bytes(const ein_problem *p,
   return total + out_elems * (double)ein_dtype_size(output->dtype);
 }
 
+/* The inputs' and the output's bytes, whole (numel x element size): what
+ * they hold in memory, beside compulsory_bytes' traffic. Counted in double
+ * (an empty tensor's other dims may multiply past int64) and held at
+ * INT64_MAX. */
+static int64_t bytes_held(double bytes) {
+  return bytes < 0x1p63 ? (int64_t)bytes : INT64_MAX;
+}
+
+static void whole_bytes(const ein_problem *p, const ein_tensor_desc *inputs,
+                        const ein_tensor_desc *output, ein_plan_ir *ir) {
+  double in = 0, out = (double)ein_dtype_size(output->dtype);
+  for (int i = 0; i < p->ninputs; i++) {
+    double n = (double)ein_dtype_size(inputs[i].dtype);
+    for (int d = 0; d < inputs[i].ndim; d++) n *= (double)inputs[i].shape[d];
+    in += n;
+  }
+  for (int d = 0; d < p->output.ndim; d++) out *= (double)p->output.dims[d].size;
+  ir->input_bytes = bytes_held(in);
+  ir->output_bytes = bytes_held(out);
+}
+
 /* The accumulator and plain-copy rules of ein_step (plan.h). */
 static void decide_numerics(ein_step *s) {
   ein_dtype in = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
@@ -1487,6 +1508,7 @@ static void record_baselines(planner *pl, const ein_tensor_desc *inputs,
   }
   pl->ir->naive_flops = flop_count(pl, in_axes, kept, p->ninputs);
   pl->ir->min_bytes = compulsory_bytes(p, inputs, output);
+  whole_bytes(p, inputs, output, pl->ir);
 }
 
 /* Buffers for the inputs and the output and their views (no input views
@@ -1823,6 +1845,11 @@ static ein_status pack_workspace(planner *pl) {
                             buf->elems * (int64_t)ein_dtype_size(buf->dtype));
     if (buffer_end(buf) > top) top = buffer_end(buf);
     live[nlive++] = b;
+    int64_t live_bytes = 0; /* the temporaries alive at b's first step */
+    for (int k = 0; k < nlive; k++)
+      live_bytes += buffer_end(&ir->buffers[live[k]]) -
+                    ir->buffers[live[k]].offset;
+    if (live_bytes > ir->peak_temp_bytes) ir->peak_temp_bytes = live_bytes;
   }
   ein_free(first), ein_free(last), ein_free(live), ein_free(order);
   ir->workspace_bytes = top;

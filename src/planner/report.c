@@ -8,58 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cost.h"
 #include "shape_text.h"
-
-/* Rates measured on our GPU machine (../shared/anchors, 2026-11-22):
- * cuBLAS GEMM 8192^3 and a device-to-device copy. f64 is the H100's
- * FP64 tensor-core rate less the same margin (not measured). */
-static const ein_device_model models[] = {
-    {"h100", "NVIDIA H100", 780e12, 51e12, 55e12, 2.96e12, "built-in"},
-    {"h200", "NVIDIA H200", 780e12, 51e12, 55e12, 4.3e12, "built-in"},
-};
-
-const ein_device_model *ein_device_model_find(const char *name) {
-  if (!name) return &models[0];
-  for (size_t i = 0; i < sizeof models / sizeof *models; i++)
-    if (strcmp(models[i].name, name) == 0) return &models[i];
-  return NULL;
-}
-
-/* FLOPs count a multiply-add as 2 whatever the type; a complex one is
- * four real ones, so its peak is a quarter of its parts'. */
-static double peak_for(const ein_device_model *m, ein_dtype dt) {
-  switch (dt) {
-  case EIN_DT_F16: case EIN_DT_BF16: return m->flops_half;
-  case EIN_DT_F64: return m->flops_f64;
-  case EIN_DT_C64: return m->flops_f32 / 4;
-  case EIN_DT_C128: return m->flops_f64 / 4;
-  default: return m->flops_f32;
-  }
-}
-
-/* Roofline: the larger of compute time and memory time. */
-static double step_seconds(const ein_device_model *m, const ein_step *s) {
-  ein_dtype dt = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
-  double t_flops = s->flops / peak_for(m, dt);
-  double t_bytes = (s->bytes_read + s->bytes_written) / m->bytes_per_s;
-  return fmax(t_flops, t_bytes);
-}
-
-double ein_plan_predicted_seconds(const ein_plan_ir *ir,
-                                  const ein_device_model *m) {
-  double t = 0;
-  for (int i = 0; i < ir->nsteps; i++) t += step_seconds(m, &ir->steps[i]);
-  const ein_slicing *sl = &ir->slicing;
-  if (!sl->n) return t;
-  /* every slice runs the steps; pieces of summed slices add up */
-  double pieces = 1;
-  for (int k = 0; k < sl->nkept; k++) pieces *= (double)sl->sizes[k];
-  t *= sl->count;
-  if (sl->add)
-    t += (sl->count - pieces) * step_seconds(m, &sl->add->steps[0]) +
-         pieces * step_seconds(m, &sl->store->steps[0]);
-  return t;
-}
 
 /* The name of a buffer in reports: in1.., out, t1.. */
 static void buffer_name(const ein_plan_ir *ir, int buf, char *out,
@@ -210,6 +160,87 @@ static const char *role_word(ein_axis_role r) {
                                   : "kept";
 }
 
+/* "780 TFLOP/s (measured; data sheet 990 TFLOP/s)": a rate used and
+ * where it comes from. */
+static void rate_source(ein_strbuf *sb, const ein_device_model *m,
+                        bool given, double used, double measured,
+                        double sheet, const char *unit) {
+  char a[32], b[32];
+  rate_text(a, sizeof a, used, unit);
+  if (!(measured > 0)) {
+    ein_strbuf_printf(sb, "%s (%s)", a,
+                      given ? "given" : m->source ? m->source : "caller");
+    return;
+  }
+  rate_text(b, sizeof b, sheet, unit);
+  if (sheet > 0 && sheet != measured)
+    ein_strbuf_printf(sb, "%s (measured; data sheet %s)", a, b);
+  else
+    ein_strbuf_printf(sb, "%s (measured)", a);
+}
+
+/* The predicted time and what it is made of: the overheads, the rate of
+ * the plan's arithmetic and the bandwidth, each with its source. */
+static void text_prediction(const ein_plan_ir *ir, const ein_device_model *m,
+                            ein_strbuf *sb) {
+  char t[32], call[32], step[32];
+  ein_peak_kind k = ein_cost_plan_kind(ir);
+  bool cx = ein_dtype_is_complex(ir->dtype);
+  time_text(t, sizeof t, ein_cost_predicted_seconds(ir, m));
+  time_text(call, sizeof call, m->call_seconds);
+  time_text(step, sizeof step, m->step_seconds);
+  ein_strbuf_printf(sb, "predicted    %s on %s%s%s\n", t, m->name,
+                    m->description[0] ? ": " : "", m->description);
+  /* complex steps run at a quarter of their parts' rate: named as c64 */
+  const char *what = cx ? ein_dtype_name(ir->dtype) : ein_cost_kind_name(k);
+  ein_strbuf_printf(sb, "             = %s per call + %s per step + roofline "
+                        "at %s ",
+                    call, step, what);
+  rate_source(sb, m, m->given >> k & 1, ein_cost_rate(m, k, cx),
+              m->measured[k] / (cx ? 4 : 1), m->peak[k] / (cx ? 4 : 1),
+              "FLOP/s");
+  ein_strbuf_printf(sb, " and ");
+  rate_source(sb, m, m->given >> EIN_NPEAK & 1, ein_cost_bandwidth(m),
+              m->measured_bytes_per_s,
+              m->bytes_per_s, "B/s");
+  char pk[32];
+  double peak = ein_cost_plan_peak(ir, m);
+  rate_text(pk, sizeof pk, peak, "FLOP/s");
+  ein_strbuf_printf(sb, "\nMFU peak     %s %s (%s)\n", what,
+                    peak > 0 ? pk : "none",
+                    m->given >> k & 1 ? "given"
+                    : m->measured[k] > 0 && m->measured[k] == peak
+                        ? "measured: this device has no data sheet here"
+                        : "data sheet, dense");
+}
+
+/* The bytes of one execute: inputs, output, temporaries, workspace and
+ * peaks (cost.h). At most 8 temporaries are named. */
+static void text_memory(const ein_plan_ir *ir, ein_strbuf *sb) {
+  ein_plan_memory mem;
+  ein_cost_memory(ir, &mem);
+  double sc;
+  const char *u = size_unit((double)mem.input_bytes, &sc);
+  ein_strbuf_printf(sb, "memory       inputs %.3g %s", sc, u);
+  u = size_unit((double)mem.output_bytes, &sc);
+  ein_strbuf_printf(sb, "   output %.3g %s", sc, u);
+  u = size_unit((double)mem.workspace_bytes, &sc);
+  ein_strbuf_printf(sb, "   workspace %.3g %s", sc, u);
+  u = size_unit((double)mem.peak_bytes, &sc);
+  ein_strbuf_printf(sb, "   peak %.3g %s", sc, u);
+  u = size_unit((double)mem.peak_live_bytes, &sc);
+  ein_strbuf_printf(sb, " (live at once %.3g %s)\n", sc, u);
+  int n = ein_cost_ntemps(ir);
+  if (!n) return;
+  ein_strbuf_printf(sb, "temporaries ");
+  for (int t = 0; t < n && t < 8; t++) {
+    u = size_unit((double)ein_cost_temp_bytes(ir, t), &sc);
+    ein_strbuf_printf(sb, " t%d %.3g %s%s", t + 1, sc, u, t + 1 < n ? "," : "");
+  }
+  if (n > 8) ein_strbuf_printf(sb, " ... (%d in all)", n);
+  ein_strbuf_printf(sb, "\n");
+}
+
 /* The plan's summary: expression, dtypes, axes, output, path, costs and
  * the prediction. */
 static void text_summary(const ein_plan_ir *ir, const char *expr,
@@ -252,13 +283,8 @@ static void text_summary(const ein_plan_ir *ir, const char *expr,
   u = size_unit((double)ir->workspace_bytes, &sc);
   ein_strbuf_printf(sb, "   workspace %.3g %s\n", sc, u);
   text_slicing(ir, sb);
-  char t[32], flops[32], bw[32];
-  time_text(t, sizeof t, ein_plan_predicted_seconds(ir, m));
-  rate_text(flops, sizeof flops, peak_for(m, ir->dtype), "FLOP/s");
-  rate_text(bw, sizeof bw, m->bytes_per_s, "B/s");
-  ein_strbuf_printf(sb, "predicted    %s on %s%s%s (%s %s, %s)\n", t, m->name,
-                    m->description[0] ? ": " : "", m->description, flops,
-                    ein_dtype_name(ir->dtype), bw);
+  text_memory(ir, sb);
+  text_prediction(ir, m, sb);
 }
 
 /* "a,b -> c": the buffers a step reads and writes. */
@@ -325,7 +351,7 @@ static void report_text(const ein_plan_ir *ir, const char *expr,
                       ops, groups.data ? groups.data : "", s->flops, bytes,
                       bytes > 0 ? s->flops / bytes : 0.0);
     char t[32];
-    time_text(t, sizeof t, step_seconds(m, s));
+    time_text(t, sizeof t, ein_cost_step_seconds(ir, s, m));
     append_right(sb, t, 10);
     ein_strbuf_printf(sb, "\n");
     if (groups.failed) sb->failed = true;
@@ -343,22 +369,66 @@ static void json_group(const ein_plan_ir *ir, const char *key,
   ein_strbuf_printf(sb, "],\"size\":%lld}", (long long)g->size);
 }
 
-/* "device_model": the model's name, description, source and rates, and
- * the rate of the plan's dtype (flops_per_s). */
+/* {"f64":..,...}: one rate per arithmetic, null where the model has none. */
+static void json_rates(ein_strbuf *sb, const char *key, const double *r) {
+  ein_strbuf_printf(sb, ",\"%s\":{", key);
+  for (int k = 0; k < EIN_NPEAK; k++) {
+    ein_strbuf_printf(sb, "%s\"%s\":", k ? "," : "",
+                      ein_cost_kind_name((ein_peak_kind)k));
+    if (r[k] > 0) ein_strbuf_printf(sb, "%.6g", r[k]);
+    else ein_strbuf_printf(sb, "null");
+  }
+  ein_strbuf_printf(sb, "}");
+}
+
+/* "device_model": the model's name, description, source, every rate (data
+ * sheet and measured), its overheads, and for the plan's arithmetic
+ * (peak_kind) the data-sheet peak (peak_flops_per_s, MFU's denominator)
+ * and the rates the prediction uses (flops_per_s, bytes_per_s). */
 static void json_model(const ein_plan_ir *ir, const ein_device_model *m,
                        ein_strbuf *sb) {
+  ein_peak_kind k = ein_cost_plan_kind(ir);
   ein_strbuf_printf(sb, "\"device_model\":{\"name\":");
   ein_strbuf_json_string(sb, m->name);
   ein_strbuf_printf(sb, ",\"description\":");
   ein_strbuf_json_string(sb, m->description);
   ein_strbuf_printf(sb, ",\"source\":");
   ein_strbuf_json_string(sb, m->source ? m->source : "caller");
+  json_rates(sb, "peak", m->peak);
+  json_rates(sb, "measured", m->measured);
+  ein_strbuf_printf(sb, ",\"peak_bytes_per_s\":%.6g", m->bytes_per_s);
+  json_number(sb, "measured_bytes_per_s",
+              m->measured_bytes_per_s > 0 ? m->measured_bytes_per_s : NAN,
+              "%.6g");
   ein_strbuf_printf(sb,
-                    ",\"flops_per_s\":%.6g,\"flops_half_per_s\":%.6g,"
-                    "\"flops_f32_per_s\":%.6g,\"flops_f64_per_s\":%.6g,"
-                    "\"bytes_per_s\":%.6g}",
-                    peak_for(m, ir->dtype), m->flops_half, m->flops_f32,
-                    m->flops_f64, m->bytes_per_s);
+                    ",\"call_seconds\":%.6g,\"step_seconds\":%.6g,"
+                    "\"peak_kind\":\"%s\"",
+                    m->call_seconds, m->step_seconds, ein_cost_kind_name(k));
+  double peak = ein_cost_plan_peak(ir, m);
+  json_number(sb, "peak_flops_per_s", peak > 0 ? peak : NAN, "%.6g");
+  ein_strbuf_printf(sb, ",\"flops_per_s\":%.6g,\"bytes_per_s\":%.6g}",
+                    ein_cost_rate(m, k, ein_dtype_is_complex(ir->dtype)),
+                    ein_cost_bandwidth(m));
+}
+
+/* "memory": ein_plan_memory's figures and each temporary's bytes. */
+static void json_memory(const ein_plan_ir *ir, ein_strbuf *sb) {
+  ein_plan_memory mem;
+  ein_cost_memory(ir, &mem);
+  ein_strbuf_printf(sb, "\"memory\":{\"input_bytes\":%lld,"
+                        "\"output_bytes\":%lld,\"temporaries\":[",
+                    (long long)mem.input_bytes, (long long)mem.output_bytes);
+  for (int b = 0, t = 0; b < ir->nbuffers; b++) /* one pass: networks */
+    if (ir->buffers[b].kind == EIN_BUF_TEMP) {
+      ein_strbuf_printf(sb, "%s{\"name\":\"t%d\",\"bytes\":%lld}",
+                        t ? "," : "", t + 1,
+                        (long long)ein_cost_buffer_bytes(&ir->buffers[b]));
+      t++;
+    }
+  ein_strbuf_printf(sb, "],\"workspace_bytes\":%lld,\"peak_live_bytes\":%lld,"
+                        "\"peak_bytes\":%lld},",
+                    (long long)mem.workspace_bytes,
+                    (long long)mem.peak_live_bytes, (long long)mem.peak_bytes);
 }
 
 /* The plan's fields before its steps, up to the opening of "steps". */
@@ -406,11 +476,13 @@ static void json_summary(const ein_plan_ir *ir, const char *expr,
                     (long long)ir->largest_intermediate,
                     (long long)ir->workspace_bytes);
   json_number(sb, "bytes_moved", ir->bytes_moved, "%.17g");
+  json_number(sb, "model_flops", ein_cost_model_flops(ir), "%.17g");
   ein_strbuf_printf(sb, ",");
   json_slicing(ir, sb);
+  json_memory(ir, sb);
   json_model(ir, m, sb);
   ein_strbuf_printf(sb, ",\"predicted_seconds\":%.6g,\"steps\":[",
-                    ein_plan_predicted_seconds(ir, m));
+                    ein_cost_predicted_seconds(ir, m));
 }
 
 /* A step's shape fields: a GEMM's groups and transposes, a LOOP's axes
@@ -471,9 +543,11 @@ static void json_step(const ein_plan_ir *ir, int i, const ein_device_model *m,
   double bytes = s->bytes_read + s->bytes_written;
   ein_strbuf_printf(sb, "\"flops\":%.17g,\"bytes_read\":%.17g,"
                         "\"bytes_written\":%.17g,\"intensity\":%.6g,"
-                        "\"predicted_seconds\":%.6g}",
+                        "\"roofline_seconds\":%.6g,\"predicted_seconds\":%.6g}",
                     s->flops, s->bytes_read, s->bytes_written,
-                    bytes > 0 ? s->flops / bytes : 0.0, step_seconds(m, s));
+                    bytes > 0 ? s->flops / bytes : 0.0,
+                    ein_cost_step_roofline(ir, s, m),
+                    ein_cost_step_seconds(ir, s, m));
 }
 
 static void report_json(const ein_plan_ir *ir, const char *expr,

@@ -3,8 +3,8 @@
  *
  * Takes: a plan (plan.h), the expression text and a device model (its
  * rates, ein_device_model in ein.h).
- * Gives: the report appended to a string buffer. The prediction is a
- * roofline per step: max(FLOPs / peak rate, bytes / bandwidth).
+ * Gives: the report appended to a string buffer. Its figures of time,
+ * peak and memory are cost.h's.
  */
 #ifndef EIN_REPORT_H
 #define EIN_REPORT_H
@@ -13,14 +13,6 @@
 
 #include "plan.h"
 #include "strbuf.h"
-
-/* The built-in models (ein_device_model, ein.h): "h100" (the default for
- * NULL) or "h200"; NULL when unknown. Models measured on this machine
- * ("cpu") are src/api's: the planner measures nothing. */
-const ein_device_model *ein_device_model_find(const char *name);
-
-double ein_plan_predicted_seconds(const ein_plan_ir *ir,
-                                  const ein_device_model *m);
 
 /* What a backend's program adds to each step object of the JSON report
  * (the CUDA backend's cuBLAS call or kernels): `step_json` appends members,

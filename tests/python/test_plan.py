@@ -34,9 +34,17 @@ def test_report_equals_the_clis(expr, shapes, dtype):
     js = subprocess.run(args + ["--json"], capture_output=True, text=True,
                         check=True)
     assert p.to_dict() == json.loads(js.stdout)
+    # a GPU device plans for the cuda backend, in the CLI and in Python
     h200 = subprocess.run(args + ["--device", "h200"], capture_output=True,
                           text=True, check=True)
-    assert p.describe(device="h200") == h200.stdout
+    g = einc.plan(expr, *shapes, dtype=dtype, device="h200")
+    assert str(g) == h200.stdout and g.to_dict()["backend"] == "cuda"
+    pk = subprocess.run(args + ["--device", "h200", "--peak", "5e14",
+                                "--bandwidth", "1e12", "--json"],
+                        capture_output=True, text=True, check=True)
+    g = einc.plan(expr, *shapes, dtype=dtype, device="h200", peak=5e14,
+                  bandwidth=1e12)
+    assert g.to_dict() == json.loads(pk.stdout)
 
 
 def test_plan_numbers():

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Predicted against measured times of `einc bench` for the bench cases
+(issue 28): how far the device model's prediction (per-call and per-step
+overheads plus a roofline per step, `einc plan`'s) is from what runs.
+
+  python3 bench/predicted.py --target cpu   this host, CPU backend
+  python3 bench/predicted.py --target gpu   GPU 0, CUDA backend
+
+Each case of bench/cases.tsv (its CPU or GPU shapes, each dtype it lists
+for the target) is timed by `einc bench --json --no-floor` (median of
+--runs runs), which also reports the model's predicted time and MFU. The
+table is written to bench/results/DATE-predicted-TARGET.md (--out), with
+the geometric mean and the spread of measured / predicted. --note adds a
+line under the header (e.g. the machine's load).
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cases as suite  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def bench(einc, case, target, dtype, runs):
+    shapes = ['x'.join(map(str, s)) for s in case.shapes(target)]
+    cmd = [einc, 'bench', case.expr, *shapes, '--dtype', dtype, '--json',
+           '--no-floor', '--runs', str(runs),
+           '--backend', 'cuda' if target == 'gpu' else 'cpu', *case.flags]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
+def rows(args):
+    for case in suite.load():
+        if args.cases and case.name not in args.cases:
+            continue
+        if not case.shapes(args.target):
+            continue
+        dtypes = case.cpu_dtypes if args.target == 'cpu' else ['f32', 'bf16']
+        for dtype in dtypes:
+            r = bench(args.einc, case, args.target, dtype, args.runs)
+            yield case.name, dtype, r
+            print(f"{case.name:12s} {dtype:5s} measured {r['ms']:.4g} ms "
+                  f"predicted {r['predicted_ms']:.4g} ms", file=sys.stderr)
+
+
+def table(args, results):
+    lines = ['| case | dtype | measured ms | predicted ms | measured / '
+             'predicted | GFLOP/s | MFU |', '|---|---|---|---|---|---|---|']
+    ratios = []
+    for name, dtype, r in results:
+        ratio = r['ms'] / r['predicted_ms']
+        ratios.append(ratio)
+        lines.append(f"| {name} | {dtype} | {r['ms']:.4g} | "
+                     f"{r['predicted_ms']:.4g} | {ratio:.3g} | "
+                     f"{r['flops'] / r['ms'] * 1e-6:.4g} | "
+                     f"{100 * r['mfu']:.3g}% |")
+    logs = [math.log(x) for x in ratios]
+    gm = math.exp(sum(logs) / len(logs)) if logs else float('nan')
+    lines.append('')
+    lines.append(f"Geometric mean of measured / predicted: **{gm:.3g}** "
+                 f"(min {min(ratios):.3g}, max {max(ratios):.3g}, "
+                 f"{len(ratios)} cases).")
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--target', choices=('cpu', 'gpu'), required=True)
+    ap.add_argument('--einc', default=os.path.join(ROOT, 'build', 'einc'))
+    ap.add_argument('--cases', nargs='+')
+    ap.add_argument('--runs', type=int, default=20)
+    ap.add_argument('--note', default='')
+    ap.add_argument('--out')
+    args = ap.parse_args()
+    results = list(rows(args))
+    first = results[0][2] if results else {}
+    date = datetime.date.today().isoformat()
+    head = [f"# Predicted against measured times, {args.target}, {date}", '',
+            f"Device: {first.get('device', '?')} "
+            f"({first.get('device_name', '?')}), device model "
+            f"`{first.get('device_model', '?')}`; host {platform.node()}. "
+            f"`python3 bench/predicted.py --target {args.target} --runs "
+            f"{args.runs}` with {args.einc}.", '',
+            "measured: `einc bench` median; predicted: the same process's "
+            "`einc plan` prediction (per-call + per-step overheads + roofline "
+            "at the model's rates: on the CPU its measured GEMM rate and copy "
+            "bandwidth). MFU: the expression's FLOPs per second over the "
+            "model's peak for the dtype (data sheet on a GPU; the measured "
+            "GEMM rate on the CPU)."]
+    if args.note:
+        head += ['', args.note]
+    text = '\n'.join(head + [''] + table(args, results)) + '\n'
+    out = args.out or os.path.join(ROOT, 'bench', 'results',
+                                   f"{date}-predicted-{args.target}.md")
+    with open(out, 'w') as f:
+        f.write(text)
+    print(text)
+    print(f"written to {out}", file=sys.stderr)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,198 @@
+/*
+ * cost.c - the predicted time, FLOP utilization and memory of a plan on a
+ * device model, and the built-in models. See cost.h and docs/design.md,
+ * "Resource accounting".
+ */
+#include "cost.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* GPU overheads: one ein_eval with one kernel launch took 5.6 us on the
+ * H100 (../shared/anchors, einc-h100-2026-11-23, bench/host_overhead);
+ * its split into the host call and the launch is an estimate, and the
+ * other GPUs are assumed to pay the same. */
+#define GPU_CALL_S 3.1e-6
+#define GPU_STEP_S 2.5e-6
+
+/* Peaks are dense (the data sheets' sparsity figures halved), in the
+ * order of ein_peak_kind: f64 (FP64 tensor core where there is one: the
+ * DGEMM rate), f32 (FP32 without TF32), tf32, bf16, f16, fp8. einc's
+ * measurements (h100 only): cuBLAS GEMM 8192^3 in bf16 and f32, and a
+ * device-to-device copy, on an H100 SXM5 80GB (../shared/anchors,
+ * 2026-11-22). */
+static const ein_device_model models[] = {
+    /* NVIDIA H100 Tensor Core GPU data sheet, H100 SXM column */
+    {"h100", "NVIDIA H100 SXM5 80GB",
+     {67e12, 67e12, 494.5e12, 989.5e12, 989.5e12, 1979e12},
+     {0, 51e12, 0, 780e12, 0, 0}, 3.35e12, 2.96e12, GPU_CALL_S, GPU_STEP_S,
+     EIN_BACKEND_CUDA, 0, "data sheet"},
+    /* NVIDIA H100 Tensor Core GPU data sheet, H100 PCIe column */
+    {"h100-pcie", "NVIDIA H100 PCIe 80GB",
+     {51e12, 51e12, 378e12, 756.5e12, 756.5e12, 1513e12},
+     {0}, 2.0e12, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet"},
+    /* NVIDIA H200 Tensor Core GPU data sheet, H200 SXM column */
+    {"h200", "NVIDIA H200 SXM 141GB",
+     {67e12, 67e12, 494.5e12, 989.5e12, 989.5e12, 1979e12},
+     {0}, 4.8e12, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet"},
+    /* NVIDIA A100 Tensor Core GPU data sheet, A100 80GB SXM column; no
+     * fp8 arithmetic */
+    {"a100", "NVIDIA A100 SXM4 80GB",
+     {19.5e12, 19.5e12, 156e12, 312e12, 312e12, 0},
+     {0}, 2.039e12, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet"},
+    /* NVIDIA L4 Tensor Core GPU data sheet; FP64 is not on it: Ada's
+     * 1/64 of FP32 */
+    {"l4", "NVIDIA L4 24GB",
+     {30.3e12 / 64, 30.3e12, 60e12, 121e12, 121e12, 242.5e12},
+     {0}, 300e9, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet"},
+    /* NVIDIA HGX B200 data sheet, its eight-GPU figures per GPU */
+    {"b200", "NVIDIA B200 180GB",
+     {37e12, 75e12, 1.125e15, 2.25e15, 2.25e15, 4.5e15},
+     {0}, 8e12, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet"},
+};
+
+const ein_device_model *ein_device_model_find(const char *name) {
+  if (!name) return NULL;
+  if (strcmp(name, "h100-sxm") == 0) name = "h100";
+  for (size_t i = 0; i < sizeof models / sizeof *models; i++)
+    if (strcmp(models[i].name, name) == 0) return &models[i];
+  return NULL;
+}
+
+const char *ein_cost_model_names(void) {
+  return "cpu, cuda, h100 (= h100-sxm), h100-pcie, h200, a100, l4, b200";
+}
+
+static const char *const kind_names[EIN_NPEAK] = {"f64",  "f32", "tf32",
+                                                  "bf16", "f16", "fp8"};
+
+const char *ein_cost_kind_name(ein_peak_kind kind) {
+  return (unsigned)kind < EIN_NPEAK ? kind_names[kind] : "?";
+}
+
+static ein_peak_kind kind_of(ein_dtype dt, bool tf32) {
+  switch (dt) {
+  case EIN_DT_F64: case EIN_DT_C128: return EIN_PEAK_F64;
+  case EIN_DT_BF16: return EIN_PEAK_BF16;
+  case EIN_DT_F16: return EIN_PEAK_F16;
+  default: return tf32 ? EIN_PEAK_TF32 : EIN_PEAK_F32;
+  }
+}
+
+ein_peak_kind ein_cost_step_kind(const ein_plan_ir *ir, const ein_step *s) {
+  ein_dtype dt = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
+  return kind_of(dt, ir->allow_tf32 && s->kind == EIN_STEP_GEMM &&
+                         dt == EIN_DT_F32);
+}
+
+ein_peak_kind ein_cost_plan_kind(const ein_plan_ir *ir) {
+  return kind_of(ir->dtype, ir->allow_tf32 && ir->dtype == EIN_DT_F32);
+}
+
+double ein_cost_peak(const ein_device_model *m, ein_peak_kind kind) {
+  return (unsigned)kind < EIN_NPEAK ? m->peak[kind] : 0;
+}
+
+double ein_cost_rate(const ein_device_model *m, ein_peak_kind kind,
+                     bool complex) {
+  if ((unsigned)kind >= EIN_NPEAK) kind = EIN_PEAK_F32;
+  double r = m->measured[kind] > 0 ? m->measured[kind] : m->peak[kind];
+  if (!(r > 0) && kind != EIN_PEAK_F32) return ein_cost_rate(m, EIN_PEAK_F32, complex);
+  return complex ? r / 4 : r;
+}
+
+double ein_cost_plan_peak(const ein_plan_ir *ir, const ein_device_model *m) {
+  double p = ein_cost_peak(m, ein_cost_plan_kind(ir));
+  return ein_dtype_is_complex(ir->dtype) ? p / 4 : p;
+}
+
+double ein_cost_bandwidth(const ein_device_model *m) {
+  return m->measured_bytes_per_s > 0 ? m->measured_bytes_per_s
+                                     : m->bytes_per_s;
+}
+
+static bool good(double v) { return isfinite(v) && v >= 0; }
+
+bool ein_cost_model_usable(const ein_device_model *m) {
+  if (!m || !good(m->bytes_per_s) || !good(m->measured_bytes_per_s) ||
+      !good(m->call_seconds) || !good(m->step_seconds))
+    return false;
+  for (int k = 0; k < EIN_NPEAK; k++)
+    if (!good(m->peak[k]) || !good(m->measured[k])) return false;
+  return ein_cost_rate(m, EIN_PEAK_F32, false) > 0 &&
+         ein_cost_bandwidth(m) > 0;
+}
+
+double ein_cost_step_roofline(const ein_plan_ir *ir, const ein_step *s,
+                              const ein_device_model *m) {
+  ein_dtype dt = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
+  double rate = ein_cost_rate(m, ein_cost_step_kind(ir, s),
+                              ein_dtype_is_complex(dt));
+  double t_flops = s->flops > 0 ? s->flops / rate : 0;
+  double t_bytes = (s->bytes_read + s->bytes_written) / ein_cost_bandwidth(m);
+  return fmax(t_flops, t_bytes);
+}
+
+double ein_cost_step_seconds(const ein_plan_ir *ir, const ein_step *s,
+                             const ein_device_model *m) {
+  return m->step_seconds + ein_cost_step_roofline(ir, s, m);
+}
+
+double ein_cost_predicted_seconds(const ein_plan_ir *ir,
+                                  const ein_device_model *m) {
+  double t = 0;
+  for (int i = 0; i < ir->nsteps; i++)
+    t += ein_cost_step_seconds(ir, &ir->steps[i], m);
+  const ein_slicing *sl = &ir->slicing;
+  if (sl->n) {
+    /* every slice runs the steps; pieces of summed slices add up */
+    double pieces = 1;
+    for (int k = 0; k < sl->nkept; k++) pieces *= (double)sl->sizes[k];
+    t *= sl->count;
+    if (sl->add)
+      t += (sl->count - pieces) *
+               ein_cost_step_seconds(sl->add, &sl->add->steps[0], m) +
+           pieces * ein_cost_step_seconds(sl->store, &sl->store->steps[0], m);
+  }
+  return m->call_seconds + t;
+}
+
+double ein_cost_model_flops(const ein_plan_ir *ir) {
+  return ir->slicing.n ? ir->slicing.unsliced_flops : ir->flops;
+}
+
+int ein_cost_ntemps(const ein_plan_ir *ir) {
+  int n = 0;
+  for (int b = 0; b < ir->nbuffers; b++) n += ir->buffers[b].kind == EIN_BUF_TEMP;
+  return n;
+}
+
+int64_t ein_cost_buffer_bytes(const ein_plan_buffer *b) {
+  return b->elems * (int64_t)ein_dtype_size(b->dtype);
+}
+
+int64_t ein_cost_temp_bytes(const ein_plan_ir *ir, int t) {
+  for (int b = 0; b < ir->nbuffers; b++)
+    if (ir->buffers[b].kind == EIN_BUF_TEMP && t-- == 0)
+      return ein_cost_buffer_bytes(&ir->buffers[b]);
+  return -1;
+}
+
+/* a + b + c bytes, held at INT64_MAX (whole tensors may be that big) */
+static int64_t sum_bytes(int64_t a, int64_t b, int64_t c) {
+  double s = (double)a + (double)b + (double)c;
+  return s < 0x1p63 ? a + b + c : INT64_MAX;
+}
+
+void ein_cost_memory(const ein_plan_ir *ir, ein_plan_memory *out) {
+  out->input_bytes = ir->input_bytes;
+  out->output_bytes = ir->output_bytes;
+  out->workspace_bytes = ein_plan_slice_bytes_ir(ir);
+  /* a sliced plan's sums are alive throughout */
+  int64_t sums = out->workspace_bytes - ir->workspace_bytes;
+  out->peak_live_bytes = sum_bytes(ir->input_bytes, ir->output_bytes,
+                                   ir->peak_temp_bytes + sums);
+  out->peak_bytes =
+      sum_bytes(ir->input_bytes, ir->output_bytes, out->workspace_bytes);
+}
