@@ -125,3 +125,61 @@ def test_mixed_and_misplaced_scales():
         einc.einsum("i j, j k -> i k", a, f)
     with pytest.raises(einc.EincError, match="scales apply to fp8"):
         einc.einsum("i j, j k -> i k", f.T.copy(), f, scales=(1, 1))
+
+
+# ------------------------------------------------------------- the CLI
+
+def _cli():
+    from conftest import einc_cli
+
+    cli = einc_cli()
+    if cli is None:
+        pytest.skip("no einc CLI built (EINC_CLI)")
+    return cli
+
+
+@pytest.mark.parametrize("backend", ["cpu", "emu"])
+@pytest.mark.parametrize("out_dtype", ["f32", "bf16", "f16"])
+def test_cli_eval_fp8(tmp_path, rng, backend, out_dtype):
+    """`einc eval` on ml_dtypes' .npy files: float8_e5m2 saves as '<f1'
+    (read as e5m2), float8_e4m3fn as '<V1' (needs --dtype)."""
+    import subprocess
+
+    arrays, scales = _inputs(rng, ("ij", "jk"), FP8)
+    for name, a in zip("ab", arrays):
+        np.save(tmp_path / f"{name}.npy", a)
+    out = tmp_path / "c.npy"
+    cmd = [_cli(), "eval", "i j, j k -> i k", str(tmp_path / "a.npy"),
+           str(tmp_path / "b.npy"), "--dtype", "float8_e4m3fn,float8_e5m2",
+           "--scale", ",".join(repr(s) for s in scales), "--out-dtype",
+           out_dtype, "--backend", backend, "-o", str(out)]
+    subprocess.run(cmd, check=True)
+    got = np.load(out)
+    if out_dtype == "bf16":
+        got = got.view(ml_dtypes.bfloat16)
+    want = _reference("i j, j k -> i k", arrays, scales, "sum")
+    tol = 1e-5 if out_dtype == "f32" else 2e-2
+    assert _rel_err(got.astype(np.float64), want) <= tol
+
+
+def test_cli_fp8_errors(tmp_path):
+    import subprocess
+
+    np.save(tmp_path / "a.npy", np.ones((2, 3), ml_dtypes.float8_e4m3fn))
+    np.save(tmp_path / "b.npy", np.ones((3, 2), ml_dtypes.float8_e5m2))
+    base = [_cli(), "eval", "i j, j k -> i k", str(tmp_path / "a.npy"),
+            str(tmp_path / "b.npy"), "--print"]
+    for extra, match in [
+            ([], "--dtype float8_e4m3fn"),
+            (["--dtype", "float8_e4m3fn,float8_e5m2", "--scale", "1"],
+             "1 scales for 2 inputs"),
+            (["--dtype", "float8_e4m3fn,float8_e5m2", "--out-dtype",
+              "float8_e5m2"], "f32, bf16 or f16"),
+            (["--dtype", "float8_e4m3fn,float8_e5m2", "--scale", "1,x"],
+             "not a number")]:
+        r = subprocess.run(base + extra, capture_output=True, text=True)
+        assert r.returncode == 2 and match in r.stderr, (extra, r.stderr)
+    r = subprocess.run(base + ["--dtype", "float8_e4m3fn,float8_e5m2",
+                               "--scale", "2,0.5"],
+                       capture_output=True, text=True, check=True)
+    assert "3." in r.stdout  # 3 x (1 x 2) x (1 x 0.5)
