@@ -4,7 +4,9 @@
  * ein_eval with fp8 inputs and per-input scales against an f64 reference
  * computed on the decoded inputs times their scales (random shapes and
  * values, strided inputs, every output dtype, the CPU and the emulated
- * device), and the errors the fp8 rules give.
+ * device, and CUDA where a GPU is usable: EIN_FP8_REQUIRE_CUDA=1, as
+ * scripts/gpu_check.sh sets it, makes a missing GPU a failure), and the
+ * errors the fp8 rules give.
  */
 #include <math.h>
 #include <stdint.h>
@@ -160,9 +162,11 @@ static void twin(const tensor *x, double scale, tensor *y) {
     ((double *)y->data)[i] = ein_fp8_decode(format_of(x->dt), p[i]) * scale;
 }
 
-/* Runs on the emulated device through device copies of the tensors. */
-static ein_status eval_emu(ein_ctx *ctx, const char *expr, tensor *in, int n,
-                           tensor *out, const ein_options *o) {
+/* Runs on a device backend (emu, CUDA) through device copies of the
+ * tensors. */
+static ein_status eval_dev(ein_ctx *ctx, ein_backend_kind k, const char *expr,
+                           tensor *in, int n, tensor *out,
+                           const ein_options *o) {
   DLTensor dev[4];
   const DLTensor *ptrs[3];
   void *buf[4] = {0};
@@ -170,22 +174,22 @@ static ein_status eval_emu(ein_ctx *ctx, const char *expr, tensor *in, int n,
   for (int i = 0; i <= n && !st; i++) {
     tensor *x = i < n ? &in[i] : out;
     size_t bytes = (size_t)numel(x) * ein_dtype_size(x->dt);
-    st = ein_device_alloc(ctx, EIN_BACKEND_EMU, 0, bytes, &buf[i]);
+    st = ein_device_alloc(ctx, k, 0, bytes, &buf[i]);
     if (!st && i < n)
-      st = ein_device_copy(ctx, EIN_BACKEND_EMU, 0, buf[i], x->data, bytes,
+      st = ein_device_copy(ctx, k, 0, buf[i], x->data, bytes,
                            EIN_COPY_HOST_TO_DEVICE);
     dev[i] = x->t;
     dev[i].data = buf[i];
-    dev[i].device = ein_backend_dl_device(EIN_BACKEND_EMU, 0);
+    dev[i].device = ein_backend_dl_device(k, 0);
     if (i < n) ptrs[i] = &dev[i];
   }
   if (!st) st = ein_eval(ctx, expr, ptrs, n, &dev[n], o);
   if (!st)
-    st = ein_device_copy(ctx, EIN_BACKEND_EMU, 0, out->data, buf[n],
+    st = ein_device_copy(ctx, k, 0, out->data, buf[n],
                          (size_t)numel(out) * ein_dtype_size(out->dt),
                          EIN_COPY_DEVICE_TO_HOST);
   for (int i = 0; i <= n; i++)
-    ein_device_free(ctx, EIN_BACKEND_EMU, 0, buf[i]);
+    ein_device_free(ctx, k, 0, buf[i]);
   return st;
 }
 
@@ -247,7 +251,7 @@ static void check_case(ein_ctx *ctx, const fcase *c, ein_dtype out_dt,
   make(&out, out_dt, ondim, oshape, false);
   ein_status st = k == EIN_BACKEND_CPU
                       ? ein_eval(ctx, c->expr, ptrs, c->n, &out.t, &o)
-                      : eval_emu(ctx, c->expr, in, c->n, &out, &o);
+                      : eval_dev(ctx, k, c->expr, in, c->n, &out, &o);
   CHECK(st == EIN_OK, "%s (%s, %s): %s: %s", c->expr, ein_dtype_name(out_dt),
         ein_backend_name(k), ein_status_name(st), ein_last_error(ctx)->message);
   ein_binding *b;
@@ -267,13 +271,29 @@ static void check_case(ein_ctx *ctx, const fcase *c, ein_dtype out_dt,
   free(out.data);
 }
 
+/* The backends to compare: CPU, emu, and CUDA where it runs. */
+static int backends(ein_ctx *ctx, ein_backend_kind *kinds) {
+  kinds[0] = EIN_BACKEND_CPU, kinds[1] = EIN_BACKEND_EMU;
+  bool cuda = ein_backend_check(ctx, EIN_BACKEND_CUDA, 0) == EIN_OK;
+  const char *req = getenv("EIN_FP8_REQUIRE_CUDA");
+  if (req && *req == '1')
+    CHECK(cuda, "EIN_FP8_REQUIRE_CUDA: CUDA cannot run: %s",
+          ein_last_error(ctx)->message);
+  if (cuda) kinds[2] = EIN_BACKEND_CUDA;
+  return cuda ? 3 : 2;
+}
+
+static int nkinds;
+
 static void test_random(ein_ctx *ctx) {
   const ein_dtype outs[3] = {EIN_DT_F32, EIN_DT_BF16, EIN_DT_F16};
-  const ein_backend_kind kinds[2] = {EIN_BACKEND_CPU, EIN_BACKEND_EMU};
+  ein_backend_kind kinds[3];
+  nkinds = backends(ctx, kinds);
   for (int rep = 0; rep < 4; rep++)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
       for (int d = 0; d < 3; d++)
-        for (int k = 0; k < 2; k++) check_case(ctx, &cases[c], outs[d], kinds[k]);
+        for (int k = 0; k < nkinds; k++)
+          check_case(ctx, &cases[c], outs[d], kinds[k]);
 }
 
 /* -------------------------------------------------- special values, errors */
@@ -353,7 +373,7 @@ int main(void) {
   test_errors(ctx);
   test_random(ctx);
   printf("fp8: %d evaluations compared with the f64 reference\n", compared);
-  CHECK(compared == 4 * 8 * 3 * 2, "every case ran: %d", compared);
+  CHECK(compared == 4 * 8 * 3 * nkinds, "every case ran: %d", compared);
   ein_ctx_destroy(ctx);
   return test_summary("fp8");
 }
