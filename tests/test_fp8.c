@@ -111,31 +111,42 @@ typedef struct tensor {
   DLTensor t;
   int64_t shape[4], strides[4];
   void *data;
+  size_t bytes; /* of data */
   ein_dtype dt;
 } tensor;
 
+enum { COMPACT, TRANSPOSED, PADDED }; /* layouts of make() */
+
+/* A tensor on the host: compact, its last two dims' strides swapped, or
+ * each row padded by one element (gaps einc must leave alone: filled with
+ * GAP bytes). */
+enum { GAP = 0x5a };
+
 static void make(tensor *x, ein_dtype dt, int ndim, const int64_t *shape,
-                 bool transposed) {
+                 int layout) {
   memset(x, 0, sizeof *x);
   x->dt = dt;
-  int64_t n = 1;
-  for (int d = 0; d < ndim; d++) x->shape[d] = shape[d], n *= shape[d];
-  x->data = calloc((size_t)(n ? n : 1), ein_dtype_size(dt));
-  x->t.data = x->data;
-  x->t.device = (DLDevice){kDLCPU, 0};
-  x->t.ndim = ndim;
-  x->t.dtype = ein_dtype_to_dl(dt);
-  x->t.shape = x->shape;
-  /* a transposed view: the last two dims' strides swapped */
-  int64_t s = 1;
-  for (int d = ndim - 1; d >= 0; d--) x->strides[d] = s, s *= shape[d];
-  if (transposed && ndim >= 2) {
+  int64_t s = 1, pad = layout == PADDED && ndim > 0;
+  for (int d = ndim - 1; d >= 0; d--) {
+    x->shape[d] = shape[d];
+    x->strides[d] = s;
+    s *= shape[d] + (d == ndim - 1 ? pad : 0);
+  }
+  if (layout == TRANSPOSED && ndim >= 2) {
     int64_t a = shape[ndim - 1], b = shape[ndim - 2];
     x->strides[ndim - 1] = b;
     x->strides[ndim - 2] = 1;
     for (int d = ndim - 3, t = (int)(a * b); d >= 0; d--)
       x->strides[d] = t, t *= (int)shape[d];
   }
+  x->bytes = (size_t)(s ? s : 1) * ein_dtype_size(dt);
+  x->data = malloc(x->bytes);
+  memset(x->data, layout == PADDED ? GAP : 0, x->bytes);
+  x->t.data = x->data;
+  x->t.device = (DLDevice){kDLCPU, 0};
+  x->t.ndim = ndim;
+  x->t.dtype = ein_dtype_to_dl(dt);
+  x->t.shape = x->shape;
   x->t.strides = x->strides;
 }
 
@@ -155,10 +166,10 @@ static void fill_fp8(tensor *x) {
 
 /* The f64 twin of an fp8 input: decoded x scale, same strides. */
 static void twin(const tensor *x, double scale, tensor *y) {
-  make(y, EIN_DT_F64, x->t.ndim, x->shape, false);
+  make(y, EIN_DT_F64, x->t.ndim, x->shape, COMPACT);
   memcpy(y->strides, x->strides, sizeof y->strides);
   const uint8_t *p = x->data;
-  for (int64_t i = 0; i < numel(x); i++)
+  for (int64_t i = 0; i < numel(x); i++) /* make() gave x no gaps */
     ((double *)y->data)[i] = ein_fp8_decode(format_of(x->dt), p[i]) * scale;
 }
 
@@ -173,10 +184,9 @@ static ein_status eval_dev(ein_ctx *ctx, ein_backend_kind k, const char *expr,
   ein_status st = EIN_OK;
   for (int i = 0; i <= n && !st; i++) {
     tensor *x = i < n ? &in[i] : out;
-    size_t bytes = (size_t)numel(x) * ein_dtype_size(x->dt);
-    st = ein_device_alloc(ctx, k, 0, bytes, &buf[i]);
-    if (!st && i < n)
-      st = ein_device_copy(ctx, k, 0, buf[i], x->data, bytes,
+    st = ein_device_alloc(ctx, k, 0, x->bytes, &buf[i]);
+    if (!st) /* the output too: its gaps must come back unchanged */
+      st = ein_device_copy(ctx, k, 0, buf[i], x->data, x->bytes,
                            EIN_COPY_HOST_TO_DEVICE);
     dev[i] = x->t;
     dev[i].data = buf[i];
@@ -185,8 +195,7 @@ static ein_status eval_dev(ein_ctx *ctx, ein_backend_kind k, const char *expr,
   }
   if (!st) st = ein_eval(ctx, expr, ptrs, n, &dev[n], o);
   if (!st)
-    st = ein_device_copy(ctx, k, 0, out->data, buf[n],
-                         (size_t)numel(out) * ein_dtype_size(out->dt),
+    st = ein_device_copy(ctx, k, 0, out->data, buf[n], out->bytes,
                          EIN_COPY_DEVICE_TO_HOST);
   for (int i = 0; i <= n; i++)
     ein_device_free(ctx, k, 0, buf[i]);
@@ -212,18 +221,42 @@ static const fcase cases[] = {
     {"i j, i j -> i j", 2, {2, 2}, {"ij", "ij"}, EIN_REDUCE_SUM},
 };
 
-/* ||got - want||_2 / ||want||_2 */
-static double rel_norm_err(ein_dtype dt, const void *got, const double *want,
+/* The storage offset of x's i-th element in C order. */
+static int64_t offset_of(const tensor *x, int64_t i) {
+  int64_t off = 0;
+  for (int d = x->t.ndim - 1; d >= 0; d--) {
+    off += (i % x->shape[d]) * x->strides[d];
+    i /= x->shape[d];
+  }
+  return off;
+}
+
+static int compared;
+
+/* ||got - want||_2 / ||want||_2, got read through its strides */
+static double rel_norm_err(const tensor *got, const double *want,
                            int64_t n) {
   double e = 0, w = 0;
   for (int64_t i = 0; i < n; i++) {
-    double d = ref_load(dt, got, i) - want[i];
+    double d = ref_load(got->dt, got->data, offset_of(got, i)) - want[i];
     e += d * d, w += want[i] * want[i];
   }
   return sqrt(e) / fmax(sqrt(w), 1e-300);
 }
 
-static int compared;
+
+/* Whether every byte of a PADDED tensor outside its elements is GAP. */
+static bool gaps_intact(const tensor *x) {
+  size_t esz = ein_dtype_size(x->dt);
+  unsigned char *mark = calloc(x->bytes, 1);
+  for (int64_t i = 0; i < numel(x); i++)
+    memset(mark + offset_of(x, i) * (int64_t)esz, 1, esz);
+  bool ok = true;
+  for (size_t b = 0; b < x->bytes; b++)
+    ok &= mark[b] || ((unsigned char *)x->data)[b] == GAP;
+  free(mark);
+  return ok;
+}
 
 static void check_case(ein_ctx *ctx, const fcase *c, ein_dtype out_dt,
                        ein_backend_kind k) {
@@ -236,8 +269,8 @@ static void check_case(ein_ctx *ctx, const fcase *c, ein_dtype out_dt,
     int64_t shape[4];
     for (int d = 0; d < c->ndim[i]; d++) shape[d] = size[c->axes[i][d] - 'a'];
     ein_dtype dt = uniform() < 0.5 ? EIN_DT_F8E4M3 : EIN_DT_F8E5M2;
-    make(&in[i], dt, c->ndim[i], shape, k == EIN_BACKEND_CPU && i == 0 &&
-                                            uniform() < 0.5);
+    make(&in[i], dt, c->ndim[i], shape,
+         i == 0 && uniform() < 0.5 ? TRANSPOSED : COMPACT);
     fill_fp8(&in[i]);
     scales[i] = ldexp(0.5 + uniform(), (int)(uniform() * 8) - 4);
     twin(&in[i], scales[i], &ref_in[i]);
@@ -248,7 +281,8 @@ static void check_case(ein_ctx *ctx, const fcase *c, ein_dtype out_dt,
   int64_t oshape[EIN_MAX_DIMS];
   int ondim;
   REQUIRE_OK(ein_output_shape(ctx, c->expr, ptrs, c->n, &o, oshape, &ondim));
-  make(&out, out_dt, ondim, oshape, false);
+  int layout = (int)(uniform() * 3);
+  make(&out, out_dt, ondim, oshape, layout);
   ein_status st = k == EIN_BACKEND_CPU
                       ? ein_eval(ctx, c->expr, ptrs, c->n, &out.t, &o)
                       : eval_dev(ctx, k, c->expr, in, c->n, &out, &o);
@@ -260,10 +294,13 @@ static void check_case(ein_ctx *ctx, const fcase *c, ein_dtype out_dt,
   ref_eval(ein_binding_problem(b), ref_ptrs, want, numel(&out));
   ein_binding_destroy(b);
   double tol = out_dt == EIN_DT_F32 ? 1e-5 : 2e-2;
-  double err = rel_norm_err(out_dt, out.data, want, numel(&out));
+  double err = rel_norm_err(&out, want, numel(&out));
   if (st == EIN_OK) {
     CHECK(err <= tol, "%s (%s, %s): relative error %.3g > %g", c->expr,
           ein_dtype_name(out_dt), ein_backend_name(k), err, tol);
+    CHECK(layout != PADDED || gaps_intact(&out), "%s (%s, %s): a gap of "
+          "the padded output was written", c->expr, ein_dtype_name(out_dt),
+          ein_backend_name(k));
     compared++;
   }
   free(want);
@@ -308,8 +345,8 @@ static ein_status eval1(ein_ctx *ctx, const char *expr, tensor *a, tensor *b,
 static void test_special(ein_ctx *ctx) {
   int64_t s4[1] = {4}, s1[1] = {1};
   tensor a, out, h;
-  make(&a, EIN_DT_F8E5M2, 1, s4, false);
-  make(&out, EIN_DT_F32, 1, s1, false);
+  make(&a, EIN_DT_F8E5M2, 1, s4, COMPACT);
+  make(&out, EIN_DT_F32, 1, s1, COMPACT);
   uint8_t *p = a.data;
   p[0] = 0x3c, p[1] = 0x7c, p[2] = 0x3c, p[3] = 0x3c; /* 1, inf, 1, 1 */
   double sc = 2.0;
@@ -321,9 +358,9 @@ static void test_special(ein_ctx *ctx) {
         ((float *)out.data)[0]);
   /* 4 x 448 x 40 = 71680 overflows f16 (max 65504): +inf */
   tensor e;
-  make(&e, EIN_DT_F8E4M3, 1, s4, false);
+  make(&e, EIN_DT_F8E4M3, 1, s4, COMPACT);
   memset(e.data, 0x7e, 4);
-  make(&h, EIN_DT_F16, 1, s1, false);
+  make(&h, EIN_DT_F16, 1, s1, COMPACT);
   sc = 40.0;
   CHECK(eval1(ctx, "i -> ()", &e, NULL, &h, &sc, 1) == EIN_OK, "f16 out");
   CHECK(((uint16_t *)h.data)[0] == 0x7c00, "f16 overflow is +inf: %04x",
@@ -337,10 +374,10 @@ static void test_special(ein_ctx *ctx) {
 static void test_errors(ein_ctx *ctx) {
   int64_t s4[1] = {4}, s1[1] = {1};
   tensor a, f, out, o8;
-  make(&a, EIN_DT_F8E4M3, 1, s4, false);
-  make(&f, EIN_DT_F32, 1, s4, false);
-  make(&out, EIN_DT_F32, 1, s1, false);
-  make(&o8, EIN_DT_F8E4M3, 1, s1, false);
+  make(&a, EIN_DT_F8E4M3, 1, s4, COMPACT);
+  make(&f, EIN_DT_F32, 1, s4, COMPACT);
+  make(&out, EIN_DT_F32, 1, s1, COMPACT);
+  make(&o8, EIN_DT_F8E4M3, 1, s1, COMPACT);
   double sc[2] = {1, 1}, bad = NAN;
   CHECK(eval1(ctx, "i, i -> ()", &a, &f, &out, NULL, 0) == EIN_ERR_DTYPE,
         "fp8 beside f32");
