@@ -308,9 +308,13 @@ static void check_case(ein_ctx *ctx, const fcase *c, ein_dtype out_dt,
   free(out.data);
 }
 
-/* The backends to compare: CPU, emu, and CUDA where it runs. */
+/* The backends to compare: CPU, emu, and CUDA where it runs; the CPU
+ * alone with EIN_FP8_CPU_ONLY=1 (scripts/valgrind.sh: valgrind cannot
+ * follow the emulated device's fibers). */
 static int backends(ein_ctx *ctx, ein_backend_kind *kinds) {
   kinds[0] = EIN_BACKEND_CPU, kinds[1] = EIN_BACKEND_EMU;
+  const char *cpu_only = getenv("EIN_FP8_CPU_ONLY");
+  if (cpu_only && *cpu_only == '1') return 1;
   bool cuda = ein_backend_check(ctx, EIN_BACKEND_CUDA, 0) == EIN_OK;
   const char *req = getenv("EIN_FP8_REQUIRE_CUDA");
   if (req && *req == '1')

@@ -390,6 +390,15 @@ def fp8_output(first, name, out):
         return (lambda shape: torch.empty(shape, dtype=dtype,
                                           device=first.device),
                 out, _NO_RETYPE, _identity)
+    if _is_jax(first) and cuda_stream(first) is None:  # JAX on the CPU
+        import jax
+        import ml_dtypes
+
+        if name != "bfloat16":
+            return (lambda shape: aligned_empty(shape, name), out,
+                    _NO_RETYPE, lambda r: _jax_adopt(jax, r))
+        return (lambda shape: aligned_empty(shape, np.uint16), out, _BF16,
+                lambda r: jax.device_put(r.view(ml_dtypes.bfloat16)))
     if name != "bfloat16":
         return lambda shape: np.empty(shape, name), out, _NO_RETYPE, _identity
     import ml_dtypes

@@ -95,6 +95,19 @@ def test_torch_strided_and_default_scales(rng):
     assert _rel_err(got.double().numpy(), 0.5 * want.numpy()) <= 1e-5
 
 
+@pytest.mark.parametrize("out_dtype", sorted(OUT))
+def test_jax_fp8(rng, out_dtype):
+    """JAX's float8 arrays (its DLPack carries them) give a JAX result."""
+    jax = pytest.importorskip("jax")
+    arrays, scales = _inputs(rng, ("ij", "jk"), FP8)
+    got = einc.einsum("i j, j k -> i k", *[jax.numpy.asarray(a)
+                                           for a in arrays],
+                      scales=scales, out_dtype=out_dtype)
+    assert isinstance(got, jax.Array) and got.dtype.name == out_dtype
+    want = _reference("i j, j k -> i k", arrays, scales, "sum")
+    assert _rel_err(np.asarray(got, np.float64), want) <= OUT[out_dtype]
+
+
 def test_out_and_dtype_names(rng):
     a = rng.standard_normal((4, 6)).astype(ml_dtypes.float8_e4m3fn)
     out = np.empty(4, ml_dtypes.bfloat16)
