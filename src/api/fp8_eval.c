@@ -6,15 +6,19 @@
  * ein_eval as any f32 expression (its plan cached as any other); the f32
  * result is rounded once into the caller's f32, bf16 or f16 output. The
  * planner never sees fp8. On the CPU the decode and the rounding are host
- * loops over the tensors themselves; for device memory (the emulated
- * device, CUDA) the bytes an fp8 input or the output reaches are staged
- * through host memory with ein_device_copy.
+ * loops over the tensors themselves; on a device (the emulated device,
+ * CUDA) each is a plan of one LOOP step made here, which the backend runs
+ * as a generated map kernel (codegen.c loads fp8 with the preludes'
+ * ein_e4m3f/ein_e5m2f), the scale a one-element f32 device buffer read
+ * with stride 0. Both give f32(decoded) x f32(scale), rounded once in
+ * f32, so every backend decodes to the same bits.
  */
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "backend.h"
 #include "ctx_internal.h"
 #include "dtype.h"
 #include "fp8.h"
@@ -116,7 +120,7 @@ static void decode(const DLTensor *t, const char *base, double scale,
       dtype_of(t) == EIN_DT_F8E4M3 ? &ein_fp8_e4m3fn : &ein_fp8_e5m2;
   float table[256];
   for (int b = 0; b < 256; b++)
-    table[b] = (float)(ein_fp8_decode(f, (uint8_t)b) * scale);
+    table[b] = (float)ein_fp8_decode(f, (uint8_t)b) * (float)scale;
   walk w;
   walk_start(&w, t, 1);
   int64_t n = numel_of(t);
@@ -140,10 +144,10 @@ static void round_into(const float *src, const DLTensor *t, char *base) {
   }
 }
 
-/* Where the f32 tensors live, and how bytes get there. */
+/* Where the f32 tensors live. */
 typedef struct place {
   ein_thread_rec *me;
-  ein_backend_kind kind; /* CPU: host memory, used in place */
+  ein_backend_kind kind; /* CPU: host loops; else kernels */
   int device;
 } place;
 
@@ -167,24 +171,84 @@ static void place_free(const place *p, void *ptr) {
     ein_device_free(p->me->ctx, p->kind, p->device, ptr);
 }
 
-/* A host view of the bytes t reaches: t's own memory on the CPU, else a
- * host copy of them (*stage, freed by the caller). *base is element 0. */
-static ein_status host_view(const place *p, const DLTensor *t, char **base,
-                            char **stage, int64_t *lo, int64_t *hi) {
-  int64_t esz = (int64_t)ein_dtype_size(dtype_of(t));
-  int dim;
-  char *first = (char *)t->data + t->byte_offset;
-  *stage = NULL;
-  (void)ein_tensor_reach(t, esz, lo, hi, &dim); /* checked by ein_eval */
-  if (p->kind == EIN_BACKEND_CPU) {
-    *base = first;
-    return EIN_OK;
-  }
-  if (!(*stage = ein_malloc((size_t)(*hi - *lo))))
-    return fail(p->me, EIN_ERR_NO_MEMORY, "out of memory staging a tensor");
-  *base = *stage - *lo;
-  return ein_device_copy(p->me->ctx, p->kind, p->device, *stage, first + *lo,
-                         (size_t)(*hi - *lo), EIN_COPY_DEVICE_TO_HOST);
+/* A plan of one LOOP step over a tensor's dims, for a device backend:
+ * dst = src0 [* src1], src1 (the scale) read with stride 0 everywhere. */
+typedef struct mini_plan {
+  ein_plan_ir ir;
+  ein_plan_buffer buf[3];
+  ein_step step;
+  ein_loop_axis axes[EIN_MAX_DIMS];
+} mini_plan;
+
+/* dst (dst_dt, strides dst_st) = src0 (s0_dt, strides s0_st) [x scale]
+ * over t's shape; strides in elements, NULL: compact. */
+static void mini_plan_make(mini_plan *m, const DLTensor *t, ein_dtype dst_dt,
+                           const DLTensor *dst_layout, ein_dtype s0_dt,
+                           const DLTensor *s0_layout, bool scaled) {
+  memset(m, 0, sizeof *m);
+  int nsrc = scaled ? 2 : 1;
+  for (int b = 0; b < nsrc; b++)
+    m->buf[b] = (ein_plan_buffer){.kind = EIN_BUF_INPUT, .input = b,
+                                  .dtype = b ? EIN_DT_F32 : s0_dt};
+  m->buf[nsrc] = (ein_plan_buffer){.kind = EIN_BUF_OUTPUT, .dtype = dst_dt};
+  ein_step *s = &m->step;
+  s->kind = EIN_STEP_LOOP;
+  s->role = EIN_ROLE_CONVERT;
+  s->nsrc = nsrc;
+  s->dst = (ein_ref){nsrc, 0};
+  s->src[0] = (ein_ref){0, 0};
+  s->src[1] = (ein_ref){scaled ? 1 : 0, 0};
+  s->dst_dtype = dst_dt;
+  s->src_dtype[0] = s0_dt;
+  s->src_dtype[1] = EIN_DT_F32;
+  s->alpha = 1;
+  s->op = EIN_REDUCE_SUM;
+  s->acc_dtype = EIN_DT_F32;
+  s->operand[0] = s->operand[1] = s->result = -1;
+  s->naxes = t->ndim;
+  s->axes = m->axes;
+  for (int d = 0; d < t->ndim; d++)
+    m->axes[d] = (ein_loop_axis){-1, t->shape[d],
+                                 {ein_tensor_stride(dst_layout, d),
+                                  ein_tensor_stride(s0_layout, d), 0}};
+  m->ir.dtype = dst_dt;
+  m->ir.ninputs = nsrc;
+  m->ir.nbuffers = nsrc + 1;
+  m->ir.buffers = m->buf;
+  m->ir.nsteps = 1;
+  m->ir.steps = s;
+}
+
+/* Runs a mini plan on p's device: its kernel generated, compiled (or
+ * found in the kernel cache) and launched by the backend. */
+static ein_status mini_plan_run(const place *p, const mini_plan *m,
+                                char *src0, char *scale, char *dst) {
+  ein_backend *be = ein_ctx_backend(p->me, p->kind, p->device);
+  if (!be) return p->me->err.pub.status;
+  void *program = NULL;
+  ein_status st = be->entry->prepare(&m->ir, &program, &p->me->err);
+  char *inputs[2] = {src0, scale};
+  if (!st) st = be->run(be, &m->ir, program, inputs, dst, NULL, &p->me->err);
+  if (program) be->entry->program_free(program);
+  return st;
+}
+
+/* The device path's decode: f32 (compact) = t x scale, as a kernel. */
+static ein_status decode_on_device(const place *p, const DLTensor *t,
+                                   double scale, DLTensor *f32) {
+  float s = (float)scale;
+  void *sbuf = NULL;
+  ein_status st = place_alloc(p, sizeof s, &sbuf);
+  if (!st)
+    st = ein_device_copy(p->me->ctx, p->kind, p->device, sbuf, &s, sizeof s,
+                         EIN_COPY_HOST_TO_DEVICE);
+  mini_plan m;
+  mini_plan_make(&m, t, EIN_DT_F32, f32, dtype_of(t), t, true);
+  if (!st)
+    st = mini_plan_run(p, &m, (char *)t->data + t->byte_offset, sbuf,
+                       f32->data);
+  place_free(p, sbuf);
+  return st;
 }
 
 /* The f32 tensor of input t x scale in p's memory (data owned by the
@@ -196,47 +260,26 @@ static ein_status decode_input(const place *p, const DLTensor *t,
   f32->strides = NULL;
   f32->byte_offset = 0;
   f32->data = NULL;
-  int64_t n = numel_of(t);
-  size_t bytes = (size_t)n * sizeof(float);
+  size_t bytes = (size_t)numel_of(t) * sizeof(float);
   ein_status st = place_alloc(p, bytes, &f32->data);
-  if (st || n == 0) return st;
-  char *base, *stage;
-  int64_t lo, hi;
-  float *host = p->kind == EIN_BACKEND_CPU ? f32->data : ein_malloc(bytes);
-  if (!host) return fail(p->me, EIN_ERR_NO_MEMORY, "out of memory staging");
-  st = host_view(p, t, &base, &stage, &lo, &hi);
-  if (!st) decode(t, base, scale, host);
-  if (!st && host != f32->data)
-    st = ein_device_copy(p->me->ctx, p->kind, p->device, f32->data, host,
-                         bytes, EIN_COPY_HOST_TO_DEVICE);
-  ein_free(stage);
-  if (host != f32->data) ein_free(host);
-  return st;
+  if (st || numel_of(t) == 0) return st;
+  if (p->kind != EIN_BACKEND_CPU) return decode_on_device(p, t, scale, f32);
+  decode(t, (const char *)t->data + t->byte_offset, scale, f32->data);
+  return EIN_OK;
 }
 
 /* Rounds the f32 result (in p's memory, C-contiguous) into out. */
 static ein_status store_output(const place *p, const DLTensor *res,
                                DLTensor *out) {
-  int64_t n = numel_of(out);
-  if (n == 0) return EIN_OK;
-  size_t bytes = (size_t)n * sizeof(float);
-  float *host = p->kind == EIN_BACKEND_CPU ? res->data : ein_malloc(bytes);
-  if (!host) return fail(p->me, EIN_ERR_NO_MEMORY, "out of memory staging");
-  ein_status st = EIN_OK;
-  if (host != res->data)
-    st = ein_device_copy(p->me->ctx, p->kind, p->device, host, res->data,
-                         bytes, EIN_COPY_DEVICE_TO_HOST);
-  char *base, *stage = NULL;
-  int64_t lo, hi;
-  if (!st) st = host_view(p, out, &base, &stage, &lo, &hi);
-  if (!st) round_into(host, out, base);
-  if (!st && stage)
-    st = ein_device_copy(p->me->ctx, p->kind, p->device,
-                         (char *)out->data + out->byte_offset + lo, stage,
-                         (size_t)(hi - lo), EIN_COPY_HOST_TO_DEVICE);
-  ein_free(stage);
-  if (host != res->data) ein_free(host);
-  return st;
+  char *first = (char *)out->data + out->byte_offset;
+  if (numel_of(out) == 0) return EIN_OK;
+  if (p->kind == EIN_BACKEND_CPU) {
+    round_into(res->data, out, first);
+    return EIN_OK;
+  }
+  mini_plan m; /* a kernel writes out's elements, and nothing between */
+  mini_plan_make(&m, out, dtype_of(out), out, EIN_DT_F32, res, false);
+  return mini_plan_run(p, &m, res->data, NULL, first);
 }
 
 /* ein_eval on the decoded inputs, into out itself when it is f32, else
