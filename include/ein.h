@@ -265,7 +265,19 @@ typedef struct ein_options {
                          NULL or "": no slicing */
   unsigned axis_rules;  /* EIN_RULE_* bits; 0: every axis may be reduced or
                          repeated (the expression alone decides) */
+  const double *scales; /* fp8 inputs (ein_eval only): the real value of
+                         input i's elements is stored x scales[i]; nscales
+                         must equal the number of inputs, every input is
+                         fp8, every scale finite. NULL: all 1. Per call,
+                         not part of a plan (docs/design.md, "fp8") */
+  int nscales;
 } ein_options;
+
+/* DLPack 1.1's float8 type codes (DLDataType {code, 8, 1}), spelled out
+ * because dlpack.h before 1.1 (Debian's 0.6) lacks kDLFloat8_e4m3fn and
+ * kDLFloat8_e5m2; the values are DLPack's. */
+#define EIN_DL_FLOAT8_E4M3FN 10
+#define EIN_DL_FLOAT8_E5M2 12
 
 /* ein_options.axis_rules: what an expression may not do, for callers whose
  * contract forbids it (einops' rearrange neither reduces nor repeats, its
@@ -409,7 +421,10 @@ EIN_API ein_status ein_output_shape(ein_ctx *ctx, const char *expr,
  * (computed in their own precision; max, min, any and all fail with
  * EIN_ERR_DTYPE); integers for rearrange, repeat, reductions and
  * contractions (computed in int64, wrapping); bool for rearrange, repeat,
- * any, all, max and min.
+ * any, all, max and min. fp8 inputs (EIN_DL_FLOAT8_E4M3FN, _E5M2; every
+ * input fp8, ein_eval only) with per-input scales (ein_options.scales)
+ * are decoded once to f32, evaluated in f32, and rounded once into an
+ * f32, bf16 or f16 output (never fp8).
  *
  * A plan is compiled for one expression, options, and the exact dtypes,
  * shapes and strides of its tensors; executing it with tensors of another

@@ -8,7 +8,7 @@
 # shape). Self-contained: it needs none of bash-completion's helpers.
 
 _einc_commands="check plan eval bench cuda-src help"
-_einc_dtypes="f32 f64 f16 bf16 c64 c128 i8 i16 i32 i64 u8 u16 u32 u64 bool"
+_einc_dtypes="f32 f64 f16 bf16 c64 c128 i8 i16 i32 i64 u8 u16 u32 u64 bool float8_e4m3fn float8_e5m2"
 _einc_common="-D --reduce --numpy -v --verbose -h --help --"
 
 # The options of one command (the common ones included).
@@ -16,7 +16,7 @@ _einc_options() {
   case $1 in
     check) echo "$_einc_common" ;;
     plan) echo "--dtype --json --device --peak --bandwidth --memory-limit --backend --path --slice --input --grad $_einc_common" ;;
-    eval) echo "-o --output --print --dtype --backend --path --slice $_einc_common" ;;
+    eval) echo "-o --output --print --dtype --scale --out-dtype --backend --path --slice $_einc_common" ;;
     bench) echo "--dtype --backend --runs --warmup --no-floor --steps --json --path --slice $_einc_common" ;;
     cuda-src) echo "--dtype --path --slice $_einc_common" ;;
   esac
@@ -26,7 +26,7 @@ _einc_options() {
 # is free text (a size, a binding), 2 for a file name, 3 for no option.
 _einc_values() {
   case $1 in
-    --dtype) echo "$_einc_dtypes" ;;
+    --dtype|--out-dtype) echo "$_einc_dtypes" ;;
     --backend) echo "auto cpu cuda emu" ;;
     --reduce) echo "sum mean max min prod any all" ;;
     --device) echo "cpu cuda h100 h100-sxm h100-pcie h200 a100 l4 b200" ;;

@@ -111,7 +111,40 @@ first_call_phases() {
     done
   done
 }
-export -f configure_and_build cli_round_trip first_call_phases
+# fp8 (issue 28): e4m3fn and e5m2 bytes with scales, f32 and bf16 out, CPU
+# vs CUDA (the same f32 evaluation: equal to 1e-5; bf16 output to 2e-2).
+fp8_round_trip() {
+  local tmp e='b i j, b j k -> b i k' od
+  tmp=$(mktemp -d)
+  python3 - "$tmp" <<'PY' || return 1
+import sys, numpy as np
+rng = np.random.default_rng(8)
+a = rng.integers(0, 256, (4, 64, 96), dtype=np.uint8)
+a[(a & 0x7f) == 0x7f] = 0x38  # no e4m3fn NaN
+b = rng.integers(0, 256, (4, 96, 32), dtype=np.uint8)
+b[(b & 0x7c) == 0x7c] = 0x3c  # no e5m2 inf/NaN
+np.save(sys.argv[1] + "/a.npy", a)
+np.save(sys.argv[1] + "/b.npy", b)
+PY
+  for od in f32 bf16; do
+    for be in cpu cuda; do
+      "$build/einc" eval "$e" "$tmp/a.npy" "$tmp/b.npy" --backend $be \
+        --dtype float8_e4m3fn,float8_e5m2 --scale 0.37,2.5 --out-dtype $od \
+        -o "$tmp/$be.npy" || return 1
+    done
+    python3 - "$tmp/cpu.npy" "$tmp/cuda.npy" $od <<'PY' || return 1
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+if sys.argv[3] == "bf16":  # '<V2' bits: widen to f32 by hand
+    a, b = [(x.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+            for x in (a, b)]
+err = np.linalg.norm(a - b) / np.linalg.norm(a)
+print(sys.argv[3], "relative difference", err)
+sys.exit(0 if err < (1e-5 if sys.argv[3] == "f32" else 2e-2) else 1)
+PY
+  done
+}
+export -f configure_and_build cli_round_trip first_call_phases fp8_round_trip
 
 nvidia-smi -L || true
 step build 300 bash -c configure_and_build || {
@@ -134,6 +167,10 @@ if command -v compute-sanitizer >/dev/null; then
     "$build/tests/test_eval_random_cuda" --cuda
 fi
 step cli 60 bash -c 'cli_round_trip && first_call_phases'
+# fp8 inputs with scales (issue 28): the C test with CUDA required, and a
+# CLI round trip CPU vs CUDA on fp8 bytes (no ml_dtypes needed).
+step fp8 60 env EIN_FP8_REQUIRE_CUDA=1 "$build/tests/test_fp8"
+step fp8_cli 60 bash -c fp8_round_trip
 
 # ---- Python: CUDA tensors of torch, CuPy and JAX (issue 17) -------------
 # tests/python/test_cuda_frameworks.py on einc's wheel, carried because the

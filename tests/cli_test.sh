@@ -203,7 +203,7 @@ same plan "a b -> a" 4x5 --json --reduce max :: plan "a b -> a" 4x5 --json --red
 same check 'h w -> h w r' 4x5 -D r=3 :: check 'h w -> h w r' 4x5 -D=r=3
 same cuda-src 'a b -> b a' 64x32 --dtype f16 :: cuda-src 'a b -> b a' 64x32 --dtype=f16
 expect 2 "" "einc: error: --memory-limit takes a byte count, not 'x'" -- plan "${mm[@]}" --memory-limit=x
-expect 2 "" "einc: error: unknown dtype 'q8' (f32, f64, f16, bf16, c64, c128, i8..i64, u8..u64, bool)" -- cuda-src 'a -> a' 4 --dtype=q8
+expect 2 "" "einc: error: unknown dtype 'q8' (f32, f64, f16, bf16, c64, c128, i8..i64, u8..u64, bool, float8_e4m3fn, float8_e5m2)" -- cuda-src 'a -> a' 4 --dtype=q8
 # bench's time varies: both spellings run, with the dtype and backend named
 for form in '--dtype=f64 --backend=cpu --runs=2 --warmup=1' '--dtype f64 --backend cpu --runs 2 --warmup 1'; do
   # shellcheck disable=SC2086

@@ -151,14 +151,15 @@ def usage_block(text):
 
 # --- console examples -------------------------------------------------------
 
-def write_npy(path, shape, values):
-    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % (
-        "".join(f"{s}, " for s in shape) if len(shape) != 1
+def write_npy(path, shape, values, descr="<f4", fmt="f"):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        descr, "".join(f"{s}, " for s in shape) if len(shape) != 1
         else f"{shape[0]},")
     header += " " * (63 - (10 + len(header)) % 64) + "\n"
     with open(path, "wb") as f:
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)))
-        f.write(header.encode() + struct.pack(f"<{len(values)}f", *values))
+        f.write(header.encode() + struct.pack(f"<{len(values)}{fmt}",
+                                              *values))
 
 
 def expected_pattern(lines):
@@ -210,6 +211,12 @@ def check_console_blocks(docs, args):
     os.makedirs(work)
     write_npy(os.path.join(work, "a.npy"), (2, 3), range(6))
     write_npy(os.path.join(work, "b.npy"), (3, 2), range(6))
+    # fp8 as numpy saves ml_dtypes' arrays: 1..6 in float8_e4m3fn ('<V1')
+    # and float8_e5m2 ('<f1')
+    write_npy(os.path.join(work, "w.npy"), (2, 3),
+              [0x38, 0x40, 0x44, 0x48, 0x4a, 0x4c], "<V1", "B")
+    write_npy(os.path.join(work, "x.npy"), (3, 2),
+              [0x3c, 0x40, 0x42, 0x44, 0x45, 0x46], "<f1", "B")
     env = dict(os.environ, EINC_CACHE_DIR=os.path.join(work, "cache"),
                PATH=os.path.dirname(os.path.abspath(args.einc)) + os.pathsep
                + os.environ.get("PATH", ""))

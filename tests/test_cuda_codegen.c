@@ -274,10 +274,38 @@ static void test_nvrtc_errors(void) {
   CHECK(ein_nvrtc_version() >= 12000, "NVRTC version %d", ein_nvrtc_version());
 }
 
+/* The steps src/api/fp8_eval.c runs on a device, as it builds them: fp8
+ * x a broadcast f32 scale -> compact f32 (both fp8 types, strided), and
+ * f32 -> bf16/f16 into a padded output. Each must load fp8 through the
+ * prelude's ein_e4m3f/ein_e5m2f and compile. */
+static void test_fp8_kernels(void) {
+  ein_loop_axis dec[2] = {{-1, 33, {7, 1, 0}}, {-1, 7, {1, 33, 0}}};
+  ein_loop_axis rnd[2] = {{-1, 33, {8, 7, 0}}, {-1, 7, {1, 1, 0}}};
+  const ein_dtype src[2] = {EIN_DT_F8E4M3, EIN_DT_F8E5M2};
+  const ein_dtype dst[2] = {EIN_DT_BF16, EIN_DT_F16};
+  for (int i = 0; i < 4; i++) {
+    bool decode = i < 2;
+    ein_step s = {.kind = EIN_STEP_LOOP, .role = EIN_ROLE_CONVERT,
+                  .nsrc = decode ? 2 : 1, .alpha = 1, .naxes = 2,
+                  .axes = decode ? dec : rnd, .acc_dtype = EIN_DT_F32};
+    s.dst_dtype = decode ? EIN_DT_F32 : dst[i - 2];
+    s.src_dtype[0] = decode ? src[i] : EIN_DT_F32;
+    s.src_dtype[1] = EIN_DT_F32;
+    ein_step_kernels k;
+    REQUIRE_OK(ein_codegen_step(&s, &k));
+    const char *load = i == 0 ? "ein_e4m3f(" : i == 1 ? "ein_e5m2f(" : "";
+    CHECK(strstr(k.main.source, load) != NULL, "fp8 kernel %d loads with "
+          "%s:\n%s", i, load, k.main.source);
+    compile_both(&k.main, decode ? "fp8 decode" : "fp8 path rounding");
+    ein_step_kernels_free(&k);
+  }
+}
+
 int main(void) {
   ein_ctx *ctx;
   REQUIRE_OK(ein_ctx_create(&ctx));
   test_nvrtc_errors();
+  test_fp8_kernels();
   test_cublas_map(ctx);
   test_kernels(ctx);
   ein_ctx_destroy(ctx);

@@ -18,7 +18,9 @@ EinError = EincError
 
 def einsum(*tensors_and_expr: Union[Tensor, str], reduce: Optional[str] = ...,
            backend: str = ..., out: Optional[Tensor] = ...,
-           numpy: Optional[bool] = ..., **axis_sizes: int) -> Tensor: ...
+           numpy: Optional[bool] = ...,
+           scales: Optional[Sequence[float]] = ...,
+           out_dtype: Optional[Any] = ..., **axis_sizes: int) -> Tensor: ...
 def rearrange(tensor: Union[Tensor, Sequence[Tensor]], pattern: str,
               **axes_lengths: int) -> Tensor: ...
 def reduce(tensor: Union[Tensor, Sequence[Tensor]], pattern: str,

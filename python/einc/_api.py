@@ -9,7 +9,8 @@ import re
 import sys
 
 from . import _einc, _frameworks
-from ._arrays import check_out, prepare
+from ._arrays import (FP8_OUTPUTS, _dtype_name, as_tensor, check_out,
+                      cuda_stream, fp8_name, fp8_output, fp8_view, prepare)
 from ._frameworks import route
 
 EincError = _einc.EincError
@@ -134,11 +135,57 @@ RULE_NO_REDUCE = 1  # ein.h's EIN_RULE_NO_REDUCE: rearrange, repeat
 RULE_NO_REPEAT = 2  # EIN_RULE_NO_REPEAT: einops' rearrange and reduce
 
 
+def _scales_tuple(scales, n):
+    if scales is None:
+        return None
+    if isinstance(scales, (str, bytes)) or not hasattr(scales, "__len__"):
+        raise TypeError("scales= takes one scale per tensor (a sequence)")
+    if len(scales) != n:
+        raise EincError(f"{len(scales)} scales for {n} tensors: give one "
+                        f"scale per tensor")
+    return tuple(float(s) for s in scales)
+
+
+def evaluate_fp8(expr, tensors, *, scales=None, out_dtype=None, reduce=None,
+                 backend="auto", out=None, numpy=None, lengths=(), rules=0):
+    """fp8 inputs (docs/design.md, "fp8 dtypes"): each tensor's real value
+    is its stored value x its scale; the result is float32 (default),
+    bfloat16 or float16 (out_dtype=, or out='s), accumulated in float32."""
+    tensors = tuple(as_tensor(t) for t in tensors)
+    if out_dtype is None:  # out='s dtype, else float32
+        out_dtype = "float32" if out is None else out.dtype
+    name = _dtype_name(out_dtype)
+    if name not in FP8_OUTPUTS:
+        raise EincError(f"out_dtype={name}: an fp8 evaluation gives float32, "
+                        f"bfloat16 or float16 (einc never writes fp8)")
+    name = FP8_OUTPUTS[name]
+    views, types = zip(*(fp8_view(t) for t in tensors)) if tensors else ((),
+                                                                         ())
+    first = tensors[0] if tensors else None
+    alloc, out_arg, (code, bits), unwrap = fp8_output(
+        first, name, None if out is None else check_out(out))
+    if numpy is None:
+        numpy = numpy_dialect(expr, [len(t.shape) for t in views])
+    result = _einc.evaluate_scaled(
+        expr, tuple(views), tuple(types), out_arg, alloc, bool(numpy),
+        _reduction_name(reduce), str(backend), lengths,
+        _scales_tuple(scales, len(tensors)), code, bits,
+        cuda_stream(first) if first is not None else None, False, rules)
+    return out if out is not None else unwrap(result)
+
+
 def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
-             numpy=None, lengths=(), rules=0):
+             numpy=None, lengths=(), rules=0, scales=None, out_dtype=None):
     """Runs expr on tensors through ein_eval and returns the result, an
     array of the inputs' library (or out). rules: ein_options.axis_rules,
-    what the caller's contract forbids (RULE_NO_REDUCE, RULE_NO_REPEAT)."""
+    what the caller's contract forbids (RULE_NO_REDUCE, RULE_NO_REPEAT).
+    fp8 tensors, scales= or out_dtype= go to evaluate_fp8."""
+    if (scales is not None or out_dtype is not None
+            or any(fp8_name(t) for t in tensors)):
+        return evaluate_fp8(expr, tensors, scales=scales,
+                            out_dtype=out_dtype, reduce=reduce,
+                            backend=backend, out=out, numpy=numpy,
+                            lengths=lengths, rules=rules)
     _fast_setup()  # numpy or torch imported since the last call
     if rules and ("torch" in sys.modules or "jax" in sys.modules):
         # a framework's own path (route) binds without einc's options:
@@ -164,7 +211,7 @@ def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
 
 
 def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
-           **axis_sizes):
+           scales=None, out_dtype=None, **axis_sizes):
     """Evaluates an einsum or einops expression on tensors.
 
     The expression comes first (``einsum(expr, a, b)``) or last, as in
@@ -194,7 +241,17 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
     or torch CPU tensor: writing into it writes into the input. ``out=``
     always writes into out. Errors raise einc.EincError with the
     expression and a caret under the culprit.
+
+    fp8 tensors (ml_dtypes' float8_e4m3fn/float8_e5m2 numpy arrays, torch's
+    float8 tensors) take ``scales=(s1, s2, ...)``, one per tensor: the real
+    value is stored x scale (default 1). The result is float32, or
+    ``out_dtype='bfloat16'``/``'float16'``, accumulated in float32.
     """
+    if scales is not None or out_dtype is not None:
+        expr, tensors = split_expr(args)
+        return evaluate(expr, tensors, reduce=reduce, backend=backend,
+                        out=out, numpy=numpy, lengths=_lengths(axis_sizes),
+                        scales=scales, out_dtype=out_dtype)
     if out is None and backend == "auto":
         # The cached path of plain numpy and torch CPU calls
         # (python/src/fastpath.c); None sends the call the general way.

@@ -348,6 +348,91 @@ def _numpy_like(x, shape):
     return np.empty(shape, dtype)
 
 
+# fp8 (docs/design.md, "fp8 dtypes"): DLPack 1.1's codes, and the output
+# dtypes an fp8 evaluation may have.
+FP8_CODES = {"float8_e4m3fn": (10, 8), "float8_e5m2": (12, 8)}
+FP8_OUTPUTS = {"float32": "float32", "f32": "float32", "bfloat16": "bfloat16",
+               "bf16": "bfloat16", "float16": "float16", "f16": "float16"}
+
+
+def fp8_name(x):
+    """'float8_e4m3fn' or 'float8_e5m2' for an fp8 array or tensor (numpy
+    with ml_dtypes, torch, JAX), else None."""
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        return None
+    if _is_numpy(x) and dt.num < 256:  # numpy's own dtypes: not fp8
+        return None
+    name = str(getattr(dt, "name", None) or dt).replace("torch.", "")
+    return name if name in FP8_CODES else None
+
+
+_TORCH_FP8_DLPACK = {}
+
+
+def _torch_exports(dtype) -> bool:
+    """Whether this torch's DLPack exports fp8 dtype (asked once)."""
+    if dtype not in _TORCH_FP8_DLPACK:
+        import torch
+
+        try:
+            torch.empty(1, dtype=dtype).__dlpack__()
+            _TORCH_FP8_DLPACK[dtype] = True
+        except (BufferError, RuntimeError, TypeError):
+            _TORCH_FP8_DLPACK[dtype] = False
+    return _TORCH_FP8_DLPACK[dtype]
+
+
+def fp8_view(x):
+    """(what goes through DLPack, (code, bits) to retype it or None): an
+    fp8 array as itself when its library's DLPack carries fp8 (torch 2.x),
+    else as its bytes (uint8, zero-copy) typed fp8 by the C layer (numpy
+    refuses user dtypes; older torch refuses fp8)."""
+    name = fp8_name(x)
+    if name is None:
+        return x, None
+    if _is_torch(x):
+        if _torch_exports(x.dtype):
+            return x, None
+        import torch
+
+        return x.view(torch.uint8), FP8_CODES[name]
+    if _is_numpy(x):
+        return x.view(_numpy().uint8), FP8_CODES[name]
+    return x, None
+
+
+def fp8_output(first, name, out):
+    """(alloc, out as DLPack takes it, (code, bits) of the output or
+    (-1, 0), unwrap) for an fp8 evaluation's output of dtype `name`
+    (float32, bfloat16, float16) in first's library."""
+    np = _numpy()
+    if _is_torch(first):
+        import torch
+
+        dtype = getattr(torch, name)
+        return (lambda shape: torch.empty(shape, dtype=dtype,
+                                          device=first.device),
+                out, _NO_RETYPE, _identity)
+    if _is_jax(first) and cuda_stream(first) is None:  # JAX on the CPU
+        import jax
+        import ml_dtypes
+
+        if name != "bfloat16":
+            return (lambda shape: aligned_empty(shape, name), out,
+                    _NO_RETYPE, lambda r: _jax_adopt(jax, r))
+        return (lambda shape: aligned_empty(shape, np.uint16), out, _BF16,
+                lambda r: jax.device_put(r.view(ml_dtypes.bfloat16)))
+    if name != "bfloat16":
+        return lambda shape: np.empty(shape, name), out, _NO_RETYPE, _identity
+    import ml_dtypes
+
+    if out is not None:
+        out = out.view(np.uint16)
+    return (lambda shape: np.empty(shape, np.uint16), out, _BF16,
+            lambda r: r.view(ml_dtypes.bfloat16))
+
+
 def dtype_code(dtype) -> tuple:
     """(DLPack code, bits) for a dtype given as numpy/torch dtype or name."""
     name = _dtype_name(dtype)
@@ -361,6 +446,7 @@ def dtype_code(dtype) -> tuple:
         "i64": (0, 64), "u8": (1, 8), "u16": (1, 16), "u32": (1, 32),
         "u64": (1, 64), "complex64": (5, 64), "complex128": (5, 128),
         "c64": (5, 64), "c128": (5, 128),
+        **FP8_CODES, "f8e4m3": (10, 8), "f8e5m2": (12, 8),
     }
     if name not in table:
         raise TypeError(f"einc has no dtype {dtype!r}")

@@ -683,10 +683,13 @@ def _install_dynamo():
 
     @substitute(_api.einsum)
     def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
-               **axis_sizes):
+               scales=None, out_dtype=None, **axis_sizes):
         if out is not None:
             raise EincError("einc.einsum(out=...) cannot be traced: use "
                             "the result")
+        if scales is not None or out_dtype is not None:
+            raise EincError("einc.einsum with fp8 scales= or out_dtype= "
+                            "cannot be traced yet: call it eagerly")
         expr, tensors = split_expr(args)
         return _traced_call(expr, tensors, _reduction_name(reduce), numpy,
                             _lengths(axis_sizes))

@@ -164,6 +164,84 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
   return result;
 }
 
+/* Per-input retypes: types[i] is (code, bits) or None (as imported). */
+static int retype_each(call *c, PyObject *types) {
+  if (types == Py_None) return 0;
+  if (!PyTuple_Check(types) || PyTuple_Size(types) != c->nin) {
+    PyErr_SetString(PyExc_TypeError, "types: one entry per tensor");
+    return -1;
+  }
+  for (int i = 0; i < c->nin; i++) {
+    PyObject *ty = PyTuple_GetItem(types, i);
+    int code, bits;
+    if (ty == Py_None) continue;
+    if (!PyArg_ParseTuple(ty, "ii", &code, &bits)) return -1;
+    einpy_tensors_retype(&c->in[i], 1, code, bits);
+  }
+  return 0;
+}
+
+/* A tuple of floats as a PyMem array (NULL and *n = 0 for None). */
+static int parse_scales(PyObject *scales, double **out, int *n) {
+  *out = NULL;
+  *n = 0;
+  if (scales == Py_None) return 0;
+  Py_ssize_t count = PyTuple_Check(scales) ? PyTuple_Size(scales) : -1;
+  if (count < 0 || count > EINPY_MAX_OPERANDS) {
+    PyErr_SetString(PyExc_TypeError, "scales: a tuple of floats");
+    return -1;
+  }
+  *out = PyMem_Malloc(sizeof(double) * (size_t)(count ? count : 1));
+  if (!*out) return PyErr_NoMemory(), -1;
+  for (Py_ssize_t i = 0; i < count; i++) {
+    (*out)[i] = PyFloat_AsDouble(PyTuple_GetItem(scales, i));
+    if ((*out)[i] == -1.0 && PyErr_Occurred()) return -1;
+  }
+  *n = (int)count;
+  return 0;
+}
+
+/* evaluate_scaled(expr, tensors, types, out, alloc, numpy, reduction,
+ *                 backend, lengths, scales, out_code, out_bits, stream,
+ *                 sync, rules) -> out
+ * fp8 inputs (docs/design.md, "fp8 dtypes"): types retypes each input
+ * (ml_dtypes arrays come as uint8), scales is a tuple of one float per
+ * input or None, out_code >= 0 retypes the output (bf16 as uint16). */
+static PyObject *py_evaluate_scaled(PyObject *self, PyObject *args) {
+  (void)self;
+  const char *expr, *reduction, *backend;
+  PyObject *tensors, *types, *out, *alloc, *numpy, *lengths, *scales,
+      *stream;
+  int code, bits, sync;
+  unsigned int rules;
+  if (!PyArg_ParseTuple(args, "sOOOOOssOOiiOpI:evaluate_scaled", &expr,
+                        &tensors, &types, &out, &alloc, &numpy, &reduction,
+                        &backend, &lengths, &scales, &code, &bits, &stream,
+                        &sync, &rules))
+    return NULL;
+  if (stream == Py_None) stream = NULL;
+  call c;
+  memset(&c, 0, sizeof c);
+  if (einpy_options_parse(numpy, reduction, backend, lengths, &c.options) < 0)
+    return NULL;
+  double *sc = NULL;
+  c.options.opt.axis_rules = rules;
+  int ok = parse_scales(scales, &sc, &c.options.opt.nscales) == 0;
+  c.options.opt.scales = sc;
+  ok = ok && einpy_tensors_import(tensors, stream, c.in, &c.nin) == 0;
+  ok = ok && retype_each(&c, types) == 0;
+  ok = ok && obtain_output(&c, expr, out, alloc) == 0 &&
+       import_output(&c, stream) == 0;
+  if (ok) einpy_tensors_retype(&c.out, 1, code, bits);
+  ok = ok && einpy_run(expr, NULL, c.in, c.nin, &c.out, &c.options.opt,
+                       stream, sync) == 0;
+  PyObject *result = ok ? c.out_obj : NULL;
+  Py_XINCREF(result);
+  call_release(&c);
+  PyMem_Free(sc);
+  return result;
+}
+
 /* The axes of a binding as [(name, size, role), ...]. */
 static PyObject *axis_list(const ein_binding *b) {
   static const char *roles[] = {"kept", "reduced", "repeated"};
@@ -306,6 +384,10 @@ static PyMethodDef methods[] = {
     {"evaluate", py_evaluate, METH_VARARGS,
      "evaluate(expr, tensors, out, alloc, numpy, reduction, backend, "
      "lengths, dtype_code, dtype_bits, stream, sync[, rules]) -> out"},
+    {"evaluate_scaled", py_evaluate_scaled, METH_VARARGS,
+     "evaluate_scaled(expr, tensors, types, out, alloc, numpy, reduction, "
+     "backend, lengths, scales, out_code, out_bits, stream, sync, rules) "
+     "-> out (fp8 inputs with scales)"},
     {"bind", py_bind, METH_VARARGS,
      "bind(expr, shapes, numpy, reduction, backend, lengths[, rules[, dims]]) "
      "-> (output_shape, [(axis, size, role), ...][, dims of each operand])"},

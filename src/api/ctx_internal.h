@@ -90,6 +90,26 @@ const struct ein_cuda_program *ein_plan_cuda_program(const ein_plan *plan);
  * whether the bytes two tensors touch overlap (for outputs: einc does not
  * compute in place). Sizes and strides must have passed the API checks. */
 bool ein_tensor_self_overlapping(const DLTensor *t);
+
+/* The stride of dim d in elements as plans see it: compact when strides
+ * is NULL, 0 for a size-1 dim. */
+int64_t ein_tensor_stride(const DLTensor *t, int d);
+
+/* The bytes a non-empty tensor of esz-byte elements touches, as [lo, hi)
+ * around the start of its first element (lo <= 0 < hi). False when they
+ * pass int64, with *dim the dim whose stride did it (-1: the last
+ * element's own size). */
+bool ein_tensor_reach(const DLTensor *t, int64_t esz, int64_t *lo,
+                      int64_t *hi, int *dim);
+
+/* ein_eval's fp8 path (fp8_eval.c): inputs of a float8 dtype, or scales
+ * given. The tensors have passed ein_eval's checks and live on backend
+ * kind's device. */
+bool ein_fp8_call(const DLTensor *const *inputs, int n, const ein_options *o);
+ein_status ein_fp8_eval(ein_thread_rec *me, const char *expr,
+                        const DLTensor *const *inputs, int n,
+                        DLTensor *output, const ein_options *o,
+                        ein_backend_kind kind, int device);
 bool ein_tensors_overlap(const DLTensor *a, const DLTensor *b);
 
 /* The context's open device of backend kind (opened under the context's

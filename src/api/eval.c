@@ -69,7 +69,7 @@ static const char *tensor_name(int index, char *buf, size_t cap) {
 
 /* The stride of dim d as the plan sees it: compact when strides is NULL,
  * and 0 for size-1 dims, whose stride never matters. */
-static int64_t effective_stride(const DLTensor *t, int d) {
+int64_t ein_tensor_stride(const DLTensor *t, int d) {
   if (t->shape[d] == 1) return 0;
   if (t->strides) return t->strides[d];
   int64_t s = 1;
@@ -80,14 +80,14 @@ static int64_t effective_stride(const DLTensor *t, int d) {
 /* The bytes a non-empty tensor touches, as [lo, hi) around the start of
  * its first element (lo <= 0 < hi). False when they pass int64, with *dim
  * the dim whose stride did it (-1: the last element's own size). */
-static bool byte_reach(const DLTensor *t, int64_t esz, int64_t *lo,
-                       int64_t *hi, int *dim) {
+bool ein_tensor_reach(const DLTensor *t, int64_t esz, int64_t *lo,
+                      int64_t *hi, int *dim) {
   *lo = 0;
   *hi = 0;
   for (int d = 0; d < t->ndim; d++) {
     int64_t reach;
     *dim = d;
-    if (__builtin_mul_overflow(effective_stride(t, d), t->shape[d] - 1,
+    if (__builtin_mul_overflow(ein_tensor_stride(t, d), t->shape[d] - 1,
                                &reach) ||
         __builtin_mul_overflow(reach, esz, &reach) ||
         __builtin_add_overflow(reach < 0 ? *lo : *hi, reach,
@@ -106,7 +106,7 @@ static ein_status check_extent(ein_thread_rec *me, const DLTensor *t,
                                const char *name, ein_dtype dt) {
   int64_t lo, hi;
   int d;
-  if (!byte_reach(t, (int64_t)ein_dtype_size(dt), &lo, &hi, &d))
+  if (!ein_tensor_reach(t, (int64_t)ein_dtype_size(dt), &lo, &hi, &d))
     return d < 0 ? fail(me, EIN_ERR_OVERFLOW,
                         "%s's strides reach past what int64 can count in "
                         "bytes",
@@ -114,7 +114,7 @@ static ein_status check_extent(ein_thread_rec *me, const DLTensor *t,
                  : fail(me, EIN_ERR_OVERFLOW,
                         "%s's strides reach past what int64 can count in "
                         "bytes (dim %d: stride %lld, size %lld)",
-                        name, d, (long long)effective_stride(t, d),
+                        name, d, (long long)ein_tensor_stride(t, d),
                         (long long)t->shape[d]);
   if (!t->data) return EIN_OK;
   uintptr_t base = (uintptr_t)t->data, first;
@@ -172,7 +172,7 @@ static void key_tensor(ein_strbuf *k, const DLTensor *t, ein_dtype dt) {
   unsigned char head[2] = {(unsigned char)dt, (unsigned char)t->ndim};
   ein_strbuf_append(k, head, 2);
   for (int d = 0; d < t->ndim; d++) {
-    int64_t v[2] = {t->shape[d], effective_stride(t, d)};
+    int64_t v[2] = {t->shape[d], ein_tensor_stride(t, d)};
     ein_strbuf_append(k, v, sizeof v);
   }
 }
@@ -311,7 +311,7 @@ static bool self_overlapping(const DLTensor *t) {
   for (int d = 0; d < t->ndim; d++) {
     if (t->shape[d] == 0) return false;
     if (t->shape[d] == 1) continue;
-    st[n] = llabs(effective_stride(t, d));
+    st[n] = llabs(ein_tensor_stride(t, d));
     sz[n++] = t->shape[d];
   }
   for (int i = 1; i < n; i++) /* sort by stride */
@@ -336,7 +336,7 @@ static void byte_range(const DLTensor *t, uintptr_t *lo, uintptr_t *hi) {
   bool empty;
   /* check_tensor made sure the sizes and the reach fit. */
   if (!ein_nonzero_span(t->ndim, t->shape, &span, &empty) || empty ||
-      !byte_reach(t, (int64_t)ein_dtype_size(dt), &min, &max, &d)) {
+      !ein_tensor_reach(t, (int64_t)ein_dtype_size(dt), &min, &max, &d)) {
     *lo = *hi = 0;
     return;
   }
@@ -681,6 +681,11 @@ ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
   int device;
   if (!st)
     st = resolve_backend(me, o, inputs, ninputs, output, &kind, &device);
+  if (!st && ein_fp8_call(inputs, ninputs, o))
+    return fail(me, EIN_ERR_DTYPE,
+                "ein_plan_create: fp8 inputs or scales; fp8 expressions run "
+                "through ein_eval, which takes the scales per call (a plan "
+                "would fix them)");
   if (!st)
     st = build_plan(me, expr, inputs, ninputs, output, o, kind, device, out);
   return st;
@@ -735,7 +740,7 @@ static ein_status execute(ein_ctx *ctx, const ein_plan *plan,
     DLTensor compact = *output;
     compact.strides = NULL;
     for (int d = 0; same && d < output->ndim; d++)
-      same = effective_stride(output, d) == effective_stride(&compact, d);
+      same = ein_tensor_stride(output, d) == ein_tensor_stride(&compact, d);
     if (!same)
       return fail(me, EIN_ERR_BAD_SHAPE,
                   "the output is not the C-contiguous %s tensor of the "
@@ -789,6 +794,9 @@ ein_status ein_eval(ein_ctx *ctx, const char *expr,
   if (!st)
     st = resolve_backend(me, o, inputs, ninputs, output, &kind, &device);
   if (st) return st;
+  if (ein_fp8_call(inputs, ninputs, o))
+    return ein_fp8_eval(me, expr, inputs, ninputs, output, o, kind->kind,
+                        device);
   size_t len = strnlen(expr, (size_t)EIN_MAX_EXPR_BYTES + 1);
   ein_plan *plan = NULL;
   ein_strbuf *k = scratch_key(me);

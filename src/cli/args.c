@@ -301,7 +301,7 @@ bool cli_parse_backend(const char *v, ein_backend_kind *out) {
 bool cli_parse_dtype(const char *v, ein_dtype *out) {
   if (ein_dtype_parse(v, out)) return true;
   cli_errorf("unknown dtype '%.40s' (f32, f64, f16, bf16, c64, c128, "
-             "i8..i64, u8..u64, bool)",
+             "i8..i64, u8..u64, bool, float8_e4m3fn, float8_e5m2)",
              v);
   return false;
 }

@@ -44,7 +44,15 @@ void cmd_eval_help(void) {
       "                  axis, with the shape)\n"
       "  --dtype T       read every input's bytes as dtype T, whatever its\n"
       "                  header says (the sizes must agree): e.g. bf16 for\n"
-      "                  bfloat16 bits saved as '<u2', f16 for a '<V2' file\n"
+      "                  bfloat16 bits saved as '<u2', f16 for a '<V2' file;\n"
+      "                  T1,T2,... gives one dtype per input\n"
+      "fp8: ml_dtypes' float8_e5m2 saves as '<f1', read as such; its\n"
+      "float8_e4m3fn saves as '<V1', which other types share: give --dtype\n"
+      "(float8_e4m3fn, or T1,T2,..) for those, and for '|u1' bytes. Each input's real value is its value x its scale; the result\n"
+      "is f32 (accumulated in f32) or --out-dtype (docs/design.md, \"fp8\").\n"
+      "  --scale S1,S2,.. one scale per fp8 input (default all 1)\n"
+      "  --out-dtype T   the output's dtype for fp8 inputs: f32 (default),\n"
+      "                  bf16 or f16\n"
       "  --backend B     auto (default: cuda when GPU 0 and the CUDA\n"
       "                  libraries load, else cpu), cpu, cuda, or emu (the\n"
       "                  emulated CUDA device: the GPU path run on the CPU,\n"
@@ -65,9 +73,51 @@ typedef struct eval_opts {
   const char *out_path;
   bool print; /* --print */
   cli_common *common;
-  bool retype;    /* --dtype given */
-  ein_dtype dtype; /* its value */
+  int ndtypes;     /* --dtype: 0 (not given), 1 (every input) or one each */
+  ein_dtype dtypes[CLI_MAX_OPERANDS];
+  int nscales;     /* --scale */
+  double scales[CLI_MAX_OPERANDS];
+  bool out_retype; /* --out-dtype given */
+  ein_dtype out_dtype;
 } eval_opts;
+
+/* "a,b,c" into at most CLI_MAX_OPERANDS items, each parsed by item();
+ * the count, or -1 with the message printed. */
+static int parse_list(const char *v, const char *what, void *dst,
+                      bool (*item)(const char *, void *, int)) {
+  char buf[1024];
+  if (strlen(v) >= sizeof buf) {
+    cli_errorf("%s: the list is too long", what);
+    return -1;
+  }
+  strcpy(buf, v);
+  int n = 0;
+  for (char *save, *tok = strtok_r(buf, ",", &save); tok;
+       tok = strtok_r(NULL, ",", &save)) {
+    if (n == CLI_MAX_OPERANDS) {
+      cli_errorf("%s: more than %d items", what, CLI_MAX_OPERANDS);
+      return -1;
+    }
+    if (!item(tok, dst, n++)) return -1;
+  }
+  if (n == 0) cli_errorf("%s: empty list", what);
+  return n ? n : -1;
+}
+
+static bool dtype_item(const char *tok, void *dst, int i) {
+  return cli_parse_dtype(tok, &((ein_dtype *)dst)[i]);
+}
+
+static bool scale_item(const char *tok, void *dst, int i) {
+  char *end;
+  double v = strtod(tok, &end);
+  if (end == tok || *end) {
+    cli_errorf("--scale: '%.40s' is not a number", tok);
+    return false;
+  }
+  ((double *)dst)[i] = v;
+  return true;
+}
 
 /* eval's own options: -o/--output, --print, --backend and --dtype. */
 static int eval_option(int argc, char **argv, int *i, void *state) {
@@ -76,26 +126,43 @@ static int eval_option(int argc, char **argv, int *i, void *state) {
   if (strcmp(arg, "--print") == 0) return eo->print = true, 1;
   bool out = cli_is_option(arg, "-o") || cli_is_option(arg, "--output");
   bool dtype = cli_is_option(arg, "--dtype");
-  if (!out && !dtype && !cli_is_option(arg, "--backend")) return 0;
+  bool scale = cli_is_option(arg, "--scale");
+  bool out_dtype = cli_is_option(arg, "--out-dtype");
+  if (!out && !dtype && !scale && !out_dtype &&
+      !cli_is_option(arg, "--backend"))
+    return 0;
   const char *v = cli_option_value(argc, argv, i);
   if (!v) return -1;
   if (out) {
     eo->out_path = v;
     return 1;
   }
-  if (dtype) {
-    eo->retype = true;
-    return cli_parse_dtype(v, &eo->dtype) ? 1 : -1;
+  if (dtype)
+    return (eo->ndtypes = parse_list(v, "--dtype", eo->dtypes,
+                                     dtype_item)) > 0 ? 1 : -1;
+  if (scale)
+    return (eo->nscales = parse_list(v, "--scale", eo->scales,
+                                     scale_item)) > 0 ? 1 : -1;
+  if (out_dtype) {
+    eo->out_retype = true;
+    return cli_parse_dtype(v, &eo->out_dtype) ? 1 : -1;
   }
   return cli_parse_backend(v, &eo->common->options.backend) ? 1 : -1;
 }
 
-/* --dtype: every input's bytes read as dt; an element size that differs
- * from the file's is a usage error naming the file. */
+/* --dtype: every input's bytes read as its dtype (one for all, or one
+ * each); an element size that differs from the file's is a usage error
+ * naming the file. */
 static int retype_inputs(const char **paths, npy_array *inputs, int n,
-                         ein_dtype dt) {
+                         const ein_dtype *dts, int ndts) {
+  if (ndts > 1 && ndts != n) {
+    cli_errorf("--dtype gives %d dtypes for %d inputs (give one, or one "
+               "per input)",
+               ndts, n);
+    return EXIT_INVALID;
+  }
   for (int i = 0; i < n; i++) {
-    ein_dtype was;
+    ein_dtype was, dt = dts[ndts > 1 ? i : 0];
     if (!ein_dtype_from_dl(inputs[i].t.dtype, &was))
       was = dt; /* unreachable: npy_read gives known dtypes only */
     if (ein_dtype_size(was) != ein_dtype_size(dt)) {
@@ -106,6 +173,24 @@ static int retype_inputs(const char **paths, npy_array *inputs, int n,
       return EXIT_INVALID;
     }
     inputs[i].t.dtype = ein_dtype_to_dl(dt);
+  }
+  return EXIT_OK;
+}
+
+/* Without --dtype a '<V1' file (read as f8e4m3: numpy saves ml_dtypes'
+ * float8_e4m3fn so, and three other 8-bit floats too) could be any of
+ * them: a usage error naming the file. '<f1' is float8_e5m2's own. */
+static int check_fp8_files(const char **paths, const npy_array *inputs,
+                           int n) {
+  for (int i = 0; i < n; i++) {
+    ein_dtype dt;
+    if (ein_dtype_from_dl(inputs[i].t.dtype, &dt) && dt == EIN_DT_F8E4M3) {
+      cli_errorf("%s holds 1-byte void elements ('<V1', as numpy saves "
+                 "ml_dtypes' float8 arrays): say which fp8 type with "
+                 "--dtype float8_e4m3fn or --dtype float8_e5m2",
+                 paths[i]);
+      return EXIT_INVALID;
+    }
   }
   return EXIT_OK;
 }
@@ -274,7 +359,8 @@ static int load_inputs(const char **paths, int n, npy_array *inputs,
 static ein_status describe_output(ein_ctx *ctx, const char *expr,
                                   const DLTensor *const *ins, int n,
                                   const ein_options *o, int64_t *shape,
-                                  DLTensor *out, ein_dtype *dt) {
+                                  DLTensor *out, ein_dtype *dt,
+                                  const ein_dtype *want) {
   int ndim;
   ein_status st = ein_output_shape(ctx, expr, ins, n, o, shape, &ndim);
   if (st) return st;
@@ -284,6 +370,10 @@ static ein_status describe_output(ein_ctx *ctx, const char *expr,
   out->shape = shape;
   out->dtype = n ? ins[0]->dtype : ein_dtype_to_dl(EIN_DT_F32);
   if (!ein_dtype_from_dl(out->dtype, dt)) *dt = EIN_DT_F32;
+  if (want || ein_dtype_is_fp8(*dt)) { /* fp8 in: f32 out by default */
+    *dt = want ? *want : EIN_DT_F32;
+    out->dtype = ein_dtype_to_dl(*dt);
+  }
   return EIN_OK;
 }
 
@@ -305,14 +395,15 @@ static ein_status run_eval(ein_ctx *ctx, const char *expr,
 /* Evaluates expr over the inputs loaded and writes or prints the result. */
 static int eval_to_file(ein_ctx *ctx, const char *expr,
                         const npy_array *inputs, int n, cli_common *common,
-                        const char *out_path, bool print) {
+                        const char *out_path, bool print,
+                        const ein_dtype *out_dtype) {
   const DLTensor *ins[CLI_MAX_OPERANDS] = {NULL};
   for (int i = 0; i < n; i++) ins[i] = &inputs[i].t;
   int64_t shape[EIN_MAX_DIMS];
   DLTensor out;
   ein_dtype dt;
   ein_status st = describe_output(ctx, expr, ins, n, &common->options, shape,
-                                  &out, &dt);
+                                  &out, &dt, out_dtype);
   if (st) goto failed;
   int64_t numel = 1;
   for (int d = 0; d < out.ndim; d++) numel *= shape[d];
@@ -349,7 +440,9 @@ int cmd_eval(int argc, char **argv) {
   static npy_array inputs[CLI_MAX_OPERANDS];
   memset(&common, 0, sizeof common);
   common.takes_path = true;
-  eval_opts eo = {NULL, false, &common, false, EIN_DT_F32};
+  static eval_opts eo;
+  memset(&eo, 0, sizeof eo);
+  eo.common = &common;
   const char *pos[CLI_MAX_OPERANDS + 1];
   int npos;
   int r = cli_parse_args(argc, argv, "eval", cmd_eval_help, &common,
@@ -370,11 +463,17 @@ int cmd_eval(int argc, char **argv) {
     ein_trace_enable(true);
   eval_start = ein_trace_now();
   int loaded, rc = load_inputs(pos + 1, n, inputs, &loaded);
-  if (rc == EXIT_OK && eo.retype)
-    rc = retype_inputs(pos + 1, inputs, n, eo.dtype);
-  else if (rc == EXIT_OK && !cli_promote_inputs(inputs, n)) {
+  if (rc == EXIT_OK && eo.ndtypes)
+    rc = retype_inputs(pos + 1, inputs, n, eo.dtypes, eo.ndtypes);
+  else if (rc == EXIT_OK)
+    rc = check_fp8_files(pos + 1, inputs, n);
+  if (rc == EXIT_OK && !eo.ndtypes && !cli_promote_inputs(inputs, n)) {
     cli_errorf("out of memory converting the inputs to one dtype");
     rc = EXIT_INTERNAL;
+  }
+  if (eo.nscales) {
+    common.options.scales = eo.scales;
+    common.options.nscales = eo.nscales;
   }
   ein_ctx *ctx = NULL;
   if (rc == EXIT_OK && ein_ctx_create(&ctx) != EIN_OK) {
@@ -382,7 +481,8 @@ int cmd_eval(int argc, char **argv) {
     rc = EXIT_INTERNAL;
   }
   if (rc == EXIT_OK)
-    rc = eval_to_file(ctx, expr, inputs, n, &common, out_path, eo.print);
+    rc = eval_to_file(ctx, expr, inputs, n, &common, out_path, eo.print,
+                      eo.out_retype ? &eo.out_dtype : NULL);
   for (int i = 0; i < loaded; i++) npy_free(&inputs[i]);
   ein_ctx_destroy(ctx);
   return rc;

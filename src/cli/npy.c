@@ -24,6 +24,11 @@ static const struct {
      * ml_dtypes.bfloat16) reads it back. einc reads any V2 as bf16 (eval's
      * --dtype reinterprets) and writes bf16 as '<V2'. */
     {"<V2", EIN_DT_BF16}, {"|V2", EIN_DT_BF16},
+    /* ml_dtypes' float8_e5m2 saves as '<f1'; its float8_e4m3fn (and
+     * three other 8-bit floats) as '<V1': read as f8e4m3 here, and eval
+     * insists on --dtype to say which. */
+    {"<V1", EIN_DT_F8E4M3}, {"|V1", EIN_DT_F8E4M3},
+    {"<f1", EIN_DT_F8E5M2}, {"|f1", EIN_DT_F8E5M2},
 };
 
 static bool fail(char *msg, size_t cap, const char *fmt, const char *path,
@@ -78,7 +83,7 @@ static bool parse_descr(const char *h, ein_dtype *dt, char *why, size_t cap) {
   }
   snprintf(why, cap,
            "dtype '%.*s' is not supported (little-endian f2, f4, f8, "
-           "c8, c16, i1-i8, u1-u8, b1, or V2 as bf16)",
+           "c8, c16, i1-i8, u1-u8, b1, V2 as bf16, f1 and V1 as fp8)",
            (int)(n < 40 ? n : 40), v + 1);
   return false;
 }

@@ -134,6 +134,9 @@ static void emit_load(ein_strbuf *sb, ein_dtype dt, ein_acc acc,
     ein_strbuf_printf(sb, "(%s)ein_b2f(%s)", acc_type(acc), x);
   else if (dt == EIN_DT_BOOL)
     ein_strbuf_printf(sb, "(%s)(%s != 0)", acc_type(acc), x);
+  else if (dt == EIN_DT_F8E4M3 || dt == EIN_DT_F8E5M2) /* fp8_eval.c */
+    ein_strbuf_printf(sb, "(%s)ein_e%sf(%s)", acc_type(acc),
+                      dt == EIN_DT_F8E4M3 ? "4m3" : "5m2", x);
   else
     ein_strbuf_printf(sb, "(%s)(%s)", acc_type(acc), x);
 }

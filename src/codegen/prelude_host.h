@@ -270,6 +270,18 @@ static inline float ein_b2f(unsigned short h) {
   return __uint_as_float((unsigned)h << 16);
 }
 
+/* fp8 to f32, exact (docs/design.md, "fp8 dtypes"): e5m2 is the top byte
+ * of an f16; e4m3fn (bias 7, no inf, NaN only at S.1111.111) by its bits. */
+static inline float ein_e5m2f(unsigned char b) {
+  return ein_h2f((unsigned short)((unsigned)b << 8));
+}
+static inline float ein_e4m3f(unsigned char b) {
+  unsigned s = (unsigned)(b & 0x80u) << 24, e = (b >> 3) & 15u, m = b & 7u;
+  if (e == 15u && m == 7u) return __uint_as_float(s | 0x7fc00000u);
+  if (e == 0u) return __uint_as_float(s | __float_as_uint((float)m * 0.001953125f));
+  return __uint_as_float(s | ((e + 120u) << 23) | (m << 20));
+}
+
 /* round to nearest even; NaN stays NaN */
 static inline unsigned short ein_f2b(float f) {
   unsigned u = __float_as_uint(f);

@@ -26,6 +26,18 @@ static __device__ __forceinline__ unsigned short ein_f2b(float f) {
   return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+/* fp8 to f32, exact (docs/design.md, "fp8 dtypes"): e5m2 is the top byte
+ * of an f16; e4m3fn (bias 7, no inf, NaN only at S.1111.111) by its bits. */
+static __device__ __forceinline__ float ein_e5m2f(unsigned char b) {
+  return ein_h2f((unsigned short)((unsigned)b << 8));
+}
+static __device__ __forceinline__ float ein_e4m3f(unsigned char b) {
+  unsigned s = (unsigned)(b & 0x80u) << 24, e = (b >> 3) & 15u, m = b & 7u;
+  if (e == 15u && m == 7u) return __uint_as_float(s | 0x7fc00000u);
+  if (e == 0u) return __uint_as_float(s | __float_as_uint((float)m * 0.001953125f));
+  return __uint_as_float(s | ((e + 120u) << 23) | (m << 20));
+}
+
 /* c64 and c128: real then imaginary part, numpy's and cuBLAS's layout
  * (float2- and double2-shaped), with the sum and product the kernels use.
  * The product is (ac - bd) + (ad + bc)i, as numpy and cuBLAS compute it.

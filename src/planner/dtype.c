@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "ein.h" /* the fp8 codes, spelled out as kDLBool is below */
+
 /* kDLBool (6) arrived in DLPack 0.8; older headers (Debian's 0.6) lack the
  * name, so einc spells the code out. */
 enum { EIN_DL_BOOL = 6 };
@@ -26,6 +28,8 @@ static const struct {
     [EIN_DT_BOOL] = {"bool", "bool_", EIN_DL_BOOL, 8},
     [EIN_DT_C64] = {"c64", "complex64", kDLComplex, 64},
     [EIN_DT_C128] = {"c128", "complex128", kDLComplex, 128},
+    [EIN_DT_F8E4M3] = {"f8e4m3", "float8_e4m3fn", EIN_DL_FLOAT8_E4M3FN, 8},
+    [EIN_DT_F8E5M2] = {"f8e5m2", "float8_e5m2", EIN_DL_FLOAT8_E5M2, 8},
 };
 
 bool ein_dtype_from_dl(DLDataType dl, ein_dtype *out) {
@@ -75,12 +79,18 @@ bool ein_dtype_is_complex(ein_dtype dt) {
   return dt == EIN_DT_C64 || dt == EIN_DT_C128;
 }
 
+bool ein_dtype_is_fp8(ein_dtype dt) {
+  return dt == EIN_DT_F8E4M3 || dt == EIN_DT_F8E5M2;
+}
+
 ein_dtype ein_dtype_real(ein_dtype dt) {
   return dt == EIN_DT_C64 ? EIN_DT_F32 : dt == EIN_DT_C128 ? EIN_DT_F64 : dt;
 }
 
 ein_dtype ein_dtype_compute(ein_dtype dt) {
-  return dt == EIN_DT_F16 || dt == EIN_DT_BF16 ? EIN_DT_F32 : dt;
+  return dt == EIN_DT_F16 || dt == EIN_DT_BF16 || ein_dtype_is_fp8(dt)
+             ? EIN_DT_F32
+             : dt;
 }
 
 ein_acc ein_acc_of(ein_dtype acc_dtype) {

@@ -28,6 +28,10 @@ typedef enum ein_dtype {
   EIN_DT_BOOL,
   EIN_DT_C64,  /* complex: two f32, real then imaginary (numpy, C, cuBLAS) */
   EIN_DT_C128, /* two f64 */
+  /* fp8 (docs/design.md, "fp8 dtypes"): inputs of ein_eval only, decoded
+   * to f32 above the planner; no plan holds them. */
+  EIN_DT_F8E4M3, /* float8_e4m3fn: bias 7, no inf, max 448 */
+  EIN_DT_F8E5M2, /* float8_e5m2: bias 15, IEEE-like, max 57344 */
   EIN_DT_COUNT
 } ein_dtype;
 
@@ -45,6 +49,7 @@ size_t ein_dtype_size(ein_dtype dt);
 bool ein_dtype_is_float(ein_dtype dt); /* f16 bf16 f32 f64 */
 bool ein_dtype_is_signed_int(ein_dtype dt);
 bool ein_dtype_is_complex(ein_dtype dt); /* c64 c128 */
+bool ein_dtype_is_fp8(ein_dtype dt);     /* f8e4m3 f8e5m2 */
 
 /* The real type of one part of a complex dtype (f32 for c64, f64 for
  * c128); dt itself for the others. */
