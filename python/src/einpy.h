@@ -243,6 +243,18 @@ PyObject *einpy_view_capsule(einpy_tensor *source, int ndim,
  * takes producers, not capsules. */
 PyObject *einpy_view_exporter(PyObject *capsule);
 
+/* The view of numpy array `a` (imported as `source`) with this shape (a
+ * tuple of ndim ints), strides (elements) and element offset from a's
+ * first element, made as numpy makes its own views of a: its .base is
+ * numpy's (the owner of a's memory, or the first array in a's chain of
+ * bases whose base is not an ndarray) and it is read-only where a is.
+ * NULL with no exception where numpy takes no buffer for it: the caller
+ * then makes the view through DLPack (einpy_view_capsule). */
+PyObject *einpy_numpy_view(PyObject *ndarray_type, PyObject *a,
+                           const einpy_tensor *source, PyObject *shape,
+                           int ndim, const int64_t *strides,
+                           int64_t offset);
+
 int einpy_views_init(PyObject *module);
 
 /* ------------------------------------------------- plan_type.c, memo.c */

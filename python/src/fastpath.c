@@ -467,9 +467,15 @@ static PyObject *run_entry(fast_entry *e, einpy_tensor *in, int n) {
   return out;
 }
 
-/* The view e's plan reads numpy input in[e->view_input] as, made by
- * numpy.from_dlpack (views.c); the input is handed to the view. */
-static PyObject *numpy_view(fast_entry *e, fast_inputs *in) {
+/* The view e's plan reads numpy input in[e->view_input] (the array
+ * `input`) as: numpy's own kind of view where numpy takes its memory as
+ * a buffer, else made by numpy.from_dlpack, the input handed to the view
+ * (views.c). */
+static PyObject *numpy_view(fast_entry *e, fast_inputs *in, PyObject *input) {
+  PyObject *own = einpy_numpy_view(
+      ndarray_type, input, &in->t[e->view_input], e->out_shape,
+      ein_plan_output_ndim(e->plan), e->view_strides, e->view_offset);
+  if (own) return own;
   PyObject *capsule = einpy_view_capsule(
       &in->t[e->view_input], ein_plan_output_ndim(e->plan),
       ein_plan_output_shape(e->plan), e->view_strides, e->view_offset);
@@ -609,7 +615,8 @@ static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
   } else if (e->is_view && in.torch) {
     result = torch_view(e, &in);
   } else if (e->is_view && np_from_dlpack != Py_None) {
-    result = numpy_view(e, &in);
+    result =
+        numpy_view(e, &in, PyTuple_GetItem(args, first + e->view_input));
   } else {
     result = run_fresh(e, &in, first_item);
   }
