@@ -29,8 +29,6 @@ from decimal import Decimal
 from . import _api, _einc
 from ._plan import Plan, _ssa_to_linear
 
-_fast = _einc.fast
-_BOOL = None  # numpy's bool dtype, once numpy is imported (_arm)
 
 __all__ = ["contract", "contract_path", "contract_expression", "PathInfo",
            "get_symbol"]
@@ -55,10 +53,8 @@ _cache = {}  # subscripts -> (einops expression, inputs, output)
 
 def _arm():
     """Arms einc's cached path for numpy arrays (numpy imported)."""
-    global _BOOL
-    import numpy
+    import numpy  # noqa: F401
 
-    _BOOL = numpy.dtype(bool)
     _api._fast_setup()
 
 
@@ -206,23 +202,11 @@ def _path_text(optimize, n):
 
 # ------------------------------------------------------------ contract
 
-def contract(subscripts, *operands, out=None, dtype=None, order="K",
-             casting="safe", use_blas=True, optimize=True,
-             memory_limit=None, backend="auto"):
-    """opt_einsum.contract, computed by einc."""
-    if out is None and dtype is None and optimize.__class__ is not list:
-        # subscripts seen before, plain numpy arrays: einc's cached path
-        # (python/src/fastpath.c). Anything else raises here (unhashable
-        # interleaved operands, no entry, einc's error for a wrong count
-        # of operands) and takes the general path, which raises
-        # opt_einsum's error where there is one.
-        try:
-            hit = _cache[subscripts]
-            result = _fast((hit[0],) + operands, hit[3], None, None)
-        except (KeyError, TypeError, _api.EincError):
-            result = None
-        if result is not None and result.dtype is not _BOOL:
-            return result
+def _contract_general(subscripts, *operands, out=None, dtype=None,
+                      order="K", casting="safe", use_blas=True,
+                      optimize=True, memory_limit=None, backend="auto"):
+    """opt_einsum.contract's whole contract, for the calls the builtin
+    contract does not serve itself."""
     subscripts, arrays = _parse((subscripts,) + operands)
     _check_keywords(out, dtype, order, casting)
     arrays = _arrays(arrays)
@@ -234,6 +218,18 @@ def contract(subscripts, *operands, out=None, dtype=None, order="K",
     path = _path_text(optimize, len(arrays))
     result = _run(expr, arrays, path)
     return _finish(result, out, dtype, order, casting)
+
+
+# The builtin (python/src/dropin.c) serves contract's plain call from
+# einc's cached path (fastpath.c): subscripts _translate has seen (_cache),
+# keywords that leave the result as it is, no bool operands (an or of
+# ands); everything else goes to _contract_general.
+contract = _einc.fast_contract(
+    _contract_general,
+    "contract(subscripts, *operands, out=None, dtype=None, order='K', "
+    "casting='safe', use_blas=True, optimize=True, memory_limit=None, "
+    "backend='auto')\n--\n\nopt_einsum.contract, computed by einc.",
+    _cache)
 
 
 def _check_keywords(out, dtype, order, casting):

@@ -596,14 +596,39 @@ static fast_entry *entry_for(PyObject *expr, int dialect, int reduction,
   return e;
 }
 
+/* DLPack's kDLBool, which older dlpack.h (Debian's 0.6) lacks by name. */
+enum { FAST_DL_BOOL = 6 };
+
+/* Whether a drop-in's contract refuses these inputs (EINPY_REFUSE_*). */
+static int refused(const fast_inputs *in, unsigned refuse) {
+  for (int i = 0; i < in->n; i++) {
+    const DLTensor *t = in->t[i].t;
+    if ((refuse & EINPY_REFUSE_BOOL) && t->dtype.code == FAST_DL_BOOL) return 1;
+    if ((refuse & EINPY_REFUSE_INTEGER) &&
+        (t->dtype.code == kDLInt || t->dtype.code == kDLUInt ||
+         t->dtype.code == FAST_DL_BOOL))
+      return 1;
+    if ((refuse & EINPY_REFUSE_STRIDED) && t->ndim > 1 && t->strides &&
+        t->strides[t->ndim - 1] != 1)
+      return 1;
+  }
+  return 0;
+}
+
 /* The call of tuple items [first, first + count) on the table's plan:
  * the result (a view of an input where the plan only re-reads it, else a
- * new array), or None (a new reference) for the general path. */
+ * new array), or None (a new reference) for the general path, which also
+ * takes the inputs `refuse` names (EINPY_REFUSE_*: a drop-in's). */
 static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
                            PyObject *expr, int dialect, int reduction,
-                           unsigned rules, PyObject *lengths) {
+                           unsigned rules, PyObject *lengths,
+                           unsigned refuse) {
   fast_inputs in;
   if (!import_items(args, first, count, 1, &in)) Py_RETURN_NONE;
+  if (refuse && refused(&in, refuse)) {
+    inputs_release(&in);
+    Py_RETURN_NONE;
+  }
   PyObject *first_item = PyTuple_GetItem(args, first);
   fast_entry *e = entry_for(expr, dialect, reduction, rules, lengths,
                             first_item, in.t, in.n);
@@ -658,7 +683,7 @@ static PyObject *py_fast(PyObject *self, PyObject *fargs) {
       !split_args(args, &expr, &first, &count))
     Py_RETURN_NONE;
   return fast_eval(args, first, count, expr, dialect, reduction,
-                   (unsigned)rules, lengths);
+                   (unsigned)rules, lengths, 0);
 }
 
 /* einops' axis lengths, ((name, size), ...) in keyword order as
@@ -698,7 +723,7 @@ static PyObject *served(PyObject *args, PyObject *kwargs, int reduction,
                (lengths = lengths_of(kwargs, own)) != NULL);
   if (plain)
     result = fast_eval(args, 0, 1, PyTuple_GetItem(args, 1), 0, reduction,
-                       rules, lengths);
+                       rules, lengths, 0);
   Py_XDECREF(lengths);
   if (result == Py_None) Py_CLEAR(result);
   return result; /* a view, an array, or NULL with an error set */
@@ -866,6 +891,32 @@ static PyObject *py_fast_setup_torch(PyObject *self, PyObject *args) {
   keep(objs, slots_, n);
   torch_api = exchange_api(torch_api_capsule);
   Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------ for dropin.c (einpy.h) */
+
+PyObject *einpy_fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
+                          PyObject *expr, int dialect, int reduction,
+                          unsigned rules, PyObject *lengths,
+                          unsigned refuse) {
+  return fast_eval(args, first, count, expr, dialect, reduction, rules,
+                   lengths, refuse);
+}
+
+PyObject *einpy_fast_served(PyObject *args, PyObject *kwargs, int reduction,
+                            unsigned rules, const char *const *own) {
+  return served(args, kwargs, reduction, rules, own);
+}
+
+int einpy_fast_reduction(PyObject *name) { return parse_reduction(name); }
+
+PyObject *einpy_fast_builtin(PyMethodDef *def, PyObject **general_slot,
+                             PyObject *args) {
+  return make_builtin(def, general_slot, args);
+}
+
+int einpy_fast_is_ndarray(PyObject *obj) {
+  return ndarray_type && (PyObject *)Py_TYPE(obj) == ndarray_type;
 }
 
 static PyMethodDef fast_methods[] = {
