@@ -40,11 +40,14 @@ class Plan:
     as opt_einsum's contract_path gives), ssa_path (einc's own pairs),
     steps (one dict per step), output_shape, largest_intermediate,
     workspace_bytes. str(plan) is `einc plan`'s report; to_dict() its JSON.
+    path= gives the contraction order (opt_einsum's linear form) and
+    memory_limit= the bytes one intermediate may take (the planner picks
+    an order within it, or slices; 0: no limit).
     """
 
     def __init__(self, expr, shapes, *, dtype="float32", reduce=None,
                  backend="auto", numpy=None, device=None, path=None,
-                 **axis_sizes):
+                 memory_limit=0, **axis_sizes):
         shapes = tuple(_shape_of(s) for s in shapes)
         if numpy is None:
             numpy = numpy_dialect(expr, [len(s) for s in shapes])
@@ -58,7 +61,8 @@ class Plan:
         self._code = dtype_code(dtype)
         self._plan = _einc.Plan(expr, shapes, self._code[0], self._code[1],
                                 bool(numpy), _reduction_name(reduce),
-                                str(backend), _lengths(axis_sizes), path)
+                                str(backend), _lengths(axis_sizes), path,
+                                int(memory_limit or 0))
         stats = self._plan.stats()
         self.flops = stats["flops"]
         self.naive_flops = stats["naive_flops"]

@@ -49,19 +49,23 @@ static int copy_expr(plan_object *p, const char *expr) {
 }
 
 /* Plan(expr, shapes, dtype_code, dtype_bits, numpy, reduction, backend,
- *      lengths[, path]): path in opt_einsum's linear form, or None to search */
+ *      lengths[, path[, memory_limit]]): path in opt_einsum's linear form,
+ *      or None to search; memory_limit, ein_options.memory_limit (bytes
+ *      one intermediate may take, 0: no limit) */
 static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
   plan_object *p = (plan_object *)self;
   const char *expr, *reduction, *backend, *path = NULL;
   PyObject *shapes, *numpy, *lengths;
   int code, bits;
+  long long memory_limit = 0;
   if (p->plan) {
     PyErr_SetString(PyExc_RuntimeError, "a Plan is initialised once");
     return -1;
   }
   if ((kwargs && PyObject_IsTrue(kwargs)) ||
-      !PyArg_ParseTuple(args, "sOiiOssO|z:Plan", &expr, &shapes, &code, &bits,
-                        &numpy, &reduction, &backend, &lengths, &path)) {
+      !PyArg_ParseTuple(args, "sOiiOssO|zL:Plan", &expr, &shapes, &code,
+                        &bits, &numpy, &reduction, &backend, &lengths, &path,
+                        &memory_limit)) {
     if (!PyErr_Occurred())
       PyErr_SetString(PyExc_TypeError, "Plan takes no keyword arguments");
     return -1;
@@ -80,6 +84,7 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
       einpy_options_parse(numpy, reduction, backend, lengths, &p->options) < 0 ||
       einpy_options_set_path(&p->options, path) < 0)
     return -1;
+  p->options.opt.memory_limit = (int64_t)memory_limit;
   DLTensor *ts = PyMem_Malloc(sizeof *ts * (size_t)(p->ninputs + 1));
   const DLTensor **ins = PyMem_Malloc(sizeof *ins * (size_t)(p->ninputs + 1));
   int rc = 0;
