@@ -179,12 +179,14 @@ static PyObject *contract(PyObject *self, PyObject *args, PyObject *kwargs) {
                       : NULL;
   if (hit && PyTuple_Check(hit) && PyTuple_Size(hit) == 4 &&
       plain_keywords(kwargs, keys, 8)) {
+    Py_INCREF(hit); /* the planning of a miss may run Python code */
     int numpy = PyObject_IsTrue(PyTuple_GetItem(hit, 3));
     PyObject *r =
         numpy < 0 ? NULL
                   : einpy_fast_eval(args, 1, n - 1, PyTuple_GetItem(hit, 0),
                                     numpy, (int)EIN_REDUCE_SUM, 0, NULL,
                                     EINPY_REFUSE_BOOL);
+    Py_DECREF(hit);
     if (answered(&r)) return r;
   }
   PyErr_Clear(); /* the Python function raises what there is to raise */
