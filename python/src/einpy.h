@@ -254,6 +254,9 @@ PyObject *einpy_fast_builtin(PyMethodDef *def, PyObject **general_slot,
                              PyObject *args);
 /* Whether obj is exactly a numpy.ndarray (numpy in use). */
 int einpy_fast_is_ndarray(PyObject *obj);
+/* Whether a plan is too small (below about a microsecond of work) to be
+ * worth releasing the GIL for: the switch would cost more. */
+int einpy_keep_gil(const ein_plan *plan);
 
 /* ------------------------------------------------------------ dropin.c */
 

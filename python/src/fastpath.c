@@ -259,8 +259,7 @@ static int make_plan(fast_entry *e, const char *expr, const ein_options *o,
   Py_XDECREF(out);
   /* Below about a microsecond of work, releasing and taking back the GIL
    * costs more than another thread could gain meanwhile. */
-  e->keep_gil = ok && ein_plan_flops(e->plan) < KEEP_GIL_FLOPS &&
-                ein_plan_min_bytes(e->plan) < KEEP_GIL_BYTES;
+  e->keep_gil = ok && einpy_keep_gil(e->plan);
   e->is_view = ok && ein_plan_output_view(e->plan, &e->view_input,
                                           e->view_strides, &e->view_offset);
   return ok ? 0 : -1;
@@ -894,6 +893,11 @@ static PyObject *py_fast_setup_torch(PyObject *self, PyObject *args) {
 }
 
 /* ------------------------------------------------ for dropin.c (einpy.h) */
+
+int einpy_keep_gil(const ein_plan *plan) {
+  return ein_plan_flops(plan) < KEEP_GIL_FLOPS &&
+         ein_plan_min_bytes(plan) < KEEP_GIL_BYTES;
+}
 
 PyObject *einpy_fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
                           PyObject *expr, int dialect, int reduction,

@@ -192,6 +192,22 @@ static int run(plan_object *p, einpy_tensor *in, int nin, einpy_tensor *out,
                    nin, out, &p->options.opt, stream, sync);
 }
 
+/* run() for run_numpy: a plan of the compiled layouts too small to be
+ * worth a thread switch (einpy_keep_gil, as fastpath.c's table decides)
+ * runs holding the GIL. */
+static int run_small(plan_object *p, einpy_tensor *in, int nin,
+                     einpy_tensor *out) {
+  if (nin > EINPY_FAST_MAX_OPERANDS || !einpy_keep_gil(p->plan) ||
+      !fits_plan(p, in, nin, out))
+    return run(p, in, nin, out, NULL, 0);
+  const DLTensor *ins[EINPY_FAST_MAX_OPERANDS];
+  for (int i = 0; i < nin; i++) ins[i] = in[i].t;
+  if (ein_plan_execute(einpy_ctx(), p->plan, ins, nin, out->t) == EIN_OK)
+    return 0;
+  einpy_raise(ein_last_error(einpy_ctx()));
+  return -1;
+}
+
 static PyObject *output_object(plan_object *p, PyObject *out, PyObject *alloc) {
   if (out != Py_None) {
     Py_INCREF(out);
@@ -258,7 +274,7 @@ static PyObject *plan_run_numpy(PyObject *self, PyObject *tensors) {
   Py_XDECREF(dtype);
   int ok =
       out && einpy_tensor_import_numpy(out, &o) == 0 &&
-      run(p, in, nin, &o, NULL, 0) == 0;
+      run_small(p, in, nin, &o) == 0;
   einpy_tensors_release(in, nin);
   einpy_tensor_release(&o);
   if (!ok) Py_CLEAR(out);
