@@ -44,15 +44,18 @@ class Plan:
     output, each temporary, workspace, and the peaks), grad_flops and
     grad_bytes (forward + backward), is_view (the output is a view of an
     input: nothing runs, 0 FLOPs and bytes). str(plan) is `einc plan`'s
-    report; to_dict() its JSON. Device models: 'cpu' (this host, measured), 'h100' (=
-    'h100-sxm'), 'h100-pcie', 'h200', 'a100', 'l4', 'b200' (data sheets)
-    and 'cuda' (the GPU present); `peak=` (FLOP/s for the plan's dtype) and
+    report; to_dict() its JSON. Device models: 'cpu' (this host,
+    measured), 'h100' (= 'h100-sxm'), 'h100-pcie', 'h200', 'a100', 'l4',
+    'b200' (data sheets) and 'cuda' (the GPU present); `peak=` (FLOP/s for the plan's dtype) and
     `bandwidth=` (bytes/s) replace the model's figures.
+    path= gives the contraction order (opt_einsum's linear form) and
+    memory_limit= the bytes one intermediate may take (the planner picks
+    an order within it, or slices; 0: no limit).
     """
 
     def __init__(self, expr, shapes, *, dtype="float32", reduce=None,
                  backend="auto", numpy=None, device=None, path=None,
-                 peak=None, bandwidth=None, **axis_sizes):
+                 peak=None, bandwidth=None, memory_limit=0, **axis_sizes):
         shapes = tuple(_shape_of(s) for s in shapes)
         if numpy is None:
             numpy = numpy_dialect(expr, [len(s) for s in shapes])
@@ -70,7 +73,8 @@ class Plan:
         self._code = dtype_code(dtype)
         self._plan = _einc.Plan(expr, shapes, self._code[0], self._code[1],
                                 bool(numpy), _reduction_name(reduce),
-                                str(backend), _lengths(axis_sizes), path)
+                                str(backend), _lengths(axis_sizes), path,
+                                int(memory_limit or 0))
         stats = self._plan.stats()
         self.flops = stats["flops"]
         self.naive_flops = stats["naive_flops"]

@@ -60,12 +60,9 @@ rearrange = _einc.fast_rearrange_einops(
     "an axis (einops' rule); errors are EinopsError.")
 
 
-def reduce(tensor, pattern: str, reduction, **axes_lengths):
-    """einops.reduce: rearranges and reduces the axes missing from the
-    output with reduction ('min', 'max', 'sum', 'mean', 'prod', 'any',
-    'all', a callable f(x, axes), or 'rearrange'/'repeat' as einops
-    takes them). Adds no axis; errors are EinopsError; a 0-d numpy result
-    is a numpy scalar, as einops' is."""
+def _reduce(tensor, pattern: str, reduction, **axes_lengths):
+    """einops.reduce's whole contract, for the calls the builtin reduce
+    does not serve itself."""
     if isinstance(reduction, str) and reduction in ("rearrange", "repeat"):
         f = rearrange if reduction == "rearrange" else repeat
         return f(tensor, pattern, **axes_lengths)
@@ -90,6 +87,19 @@ def reduce(tensor, pattern: str, reduction, **axes_lengths):
     except EincError as e:
         raise _einops_error(e) from None
     return _numpy_scalar(result)
+
+
+# The builtin (python/src/dropin.c) serves reduce's plain call from
+# einc's cached path (fastpath.c): a reduction einc compiles, named by a
+# str, and axis lengths as ints; everything else goes to _reduce.
+reduce = _einc.fast_einops_reduce(
+    _reduce,
+    "reduce(tensor, pattern, reduction, **axes_lengths)\n--\n\n"
+    "einops.reduce: rearranges and reduces the axes missing from the\n"
+    "output with reduction ('min', 'max', 'sum', 'mean', 'prod', 'any',\n"
+    "'all', a callable f(x, axes), or 'rearrange'/'repeat' as einops\n"
+    "takes them). Adds no axis; errors are EinopsError; a 0-d numpy\n"
+    "result is a numpy scalar, as einops' is.")
 
 
 def _numpy_scalar(result):
@@ -120,11 +130,10 @@ def repeat(tensor, pattern: str, **axes_lengths):
         raise _einops_error(e) from None
 
 
-def einsum(*tensors_and_pattern):
-    """einops.einsum(t1, t2, ..., pattern): the tensors first, then a
-    pattern of named axes with '->' ('batch h w, h w c -> batch c').
-    Composite and anonymous axes are NotImplementedError, as in einops;
-    a 0-d numpy result is a numpy scalar, as numpy.einsum's is."""
+def _einsum(*tensors_and_pattern):
+    """einops.einsum's whole contract, for the calls the builtin einsum
+    does not serve itself; a pattern that passes einops' checks is kept
+    in _checked, whose patterns the builtin serves."""
     if len(tensors_and_pattern) <= 1:
         raise ValueError("`einops.einsum` takes the tensors (at least one) "
                          "and then the pattern")
@@ -135,11 +144,29 @@ def einsum(*tensors_and_pattern):
     if "->" not in pattern:
         raise ValueError(f"Einsum pattern needs '->': {pattern!r}")
     _check_einsum_axes(pattern)
+    if len(_checked) >= _MAX_CHECKED:
+        _checked.clear()
+    _checked.add(pattern)
     try:
         result = evaluate(pattern, tuple(tensors), numpy=False)
     except EincError as e:
         raise _einops_error(e) from None
     return _numpy_scalar(result)
+
+
+_checked: set = set()
+_MAX_CHECKED = 4096
+# The builtin (python/src/dropin.c) serves einsum's plain call from
+# einc's cached path (fastpath.c): a pattern already in _checked;
+# everything else goes to _einsum.
+einsum = _einc.fast_einops_einsum(
+    _einsum,
+    "einsum(*tensors_and_pattern)\n--\n\n"
+    "einops.einsum(t1, t2, ..., pattern): the tensors first, then a\n"
+    "pattern of named axes with '->' ('batch h w, h w c -> batch c').\n"
+    "Composite and anonymous axes are NotImplementedError, as in einops;\n"
+    "a 0-d numpy result is a numpy scalar, as numpy.einsum's is.",
+    _checked)
 
 
 _EINSUM_LETTERS = 52  # einops maps the names onto numpy's letters
@@ -235,7 +262,7 @@ def asnumpy(tensor):
     return numpy.asarray(tensor)
 
 
-for _f in (reduce, repeat, einsum, pack, unpack, parse_shape, asnumpy):
+for _f in (repeat, pack, unpack, parse_shape, asnumpy):
     _f.__doc__ = inspect.cleandoc(_f.__doc__)
 
 __all__ = ["EinopsError", "asnumpy", "einsum", "pack", "parse_shape",

@@ -37,47 +37,28 @@ _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 _DLPACK_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 _fast = _einc.fast
 _STRATEGIES = frozenset(("greedy", "optimal"))
-_ndarray = _np.ndarray
-_BOOL = _np.dtype(bool)
 _api._fast_setup()  # arms einc's cached path for numpy arrays
 _numpy_einsum = _np.einsum  # numpy's own, for what DLPack cannot carry
 
 
-def einsum(*operands, out=None, optimize=False, dtype=None, order="K",
-           casting="safe"):
-    """numpy.einsum(subscripts, *operands, out=None, dtype=None, order='K',
-    casting='safe', optimize=False), computed by einc."""
-    if (out is None and dtype is None and order == "K" and casting == "safe"
-            and (
-            optimize is False or optimize is True or (
-                optimize.__class__ is str and optimize in _STRATEGIES))):
-        # plain numpy arrays: einc's cached path (python/src/fastpath.c),
-        # when order='K' means C order (no operand of another layout)
-        try:
-            result = _fast(operands, True, None, None)
-        except _api.EincError:
-            result = None  # the general path raises numpy's error
-        if result is not None and result.dtype is not _BOOL:
-            for x in operands:
-                # an operand of another layout than C's (F order, a step
-                # along its last axis): numpy's order='K' follows it
-                if x.__class__ is _ndarray and x.ndim > 1 and \
-                        x.strides[-1] != x.itemsize:
-                    break
-            else:
-                if result.base is not None and len(operands) == 2:
-                    return _rebased(result, operands[1])
-                return result
+def _einsum_general(*operands, out=None, optimize=False, dtype=None,
+                    order="K", casting="safe"):
+    """numpy.einsum's whole contract, for the calls the builtin einsum
+    does not serve itself."""
     return _einsum(operands, out, optimize, dtype, order, casting)
 
 
-def _c_ordered(operands):
-    """Whether no operand asks order='K' for another layout than C's."""
-    for x in operands:
-        if x.__class__ is _np.ndarray and x.ndim > 1 and \
-                not x.flags.c_contiguous:
-            return False
-    return True
+# The builtin (python/src/dropin.c) serves numpy.einsum's plain call from
+# einc's cached path (fastpath.c): subscripts first, keywords at their
+# defaults or optimize a strategy, no bool input, every input of more
+# than one dim with a last stride of one element (else order='K' follows
+# its layout); everything else goes to _einsum_general.
+einsum = _einc.fast_numpy_einsum(
+    _einsum_general,
+    "einsum(*operands, out=None, optimize=False, dtype=None, order='K', "
+    "casting='safe')\n--\n\n"
+    "numpy.einsum(subscripts, *operands, out=None, dtype=None, order='K',\n"
+    "casting='safe', optimize=False), computed by einc.")
 
 
 def _einsum(operands, out, optimize, dtype, order, casting):
@@ -315,8 +296,9 @@ def _bool_einsum(expr, arrays, path):
 def _deliver(result, arrays, out, order, casting, expr):
     """The result in the order asked for, or written into out."""
     if out is None:
-        if result.base is not None and len(arrays) == 1:
-            return _rebased(result, arrays[0])
+        if len(arrays) == 1 and result.base is not None and \
+                _np.may_share_memory(result, arrays[0]):
+            return result  # a view, made as numpy's own (views.c)
         return _ordered(_np.asarray(result), arrays, order.upper(), expr)
     if not _np.can_cast(result.dtype, out.dtype, casting):
         raise TypeError(f"Cannot cast array data from {result.dtype!r} to "
@@ -327,25 +309,6 @@ def _deliver(result, arrays, out, order, casting, expr):
                          f"einstein sum '{expr}'")
     _np.copyto(out, result, casting="unsafe")
     return out
-
-
-def _rebased(result, a):
-    """A view einc made of a (its .base a DLPack capsule, or a itself) made
-    again as numpy's own view of a, whose .base is a's owner."""
-    if not isinstance(a, _np.ndarray):
-        return result
-    owner = a if a.base is None else a.base
-    if result.base is owner or not isinstance(owner, _np.ndarray):
-        return result
-    try:
-        view = _np.ndarray(result.shape, result.dtype, buffer=owner,
-                           offset=result.ctypes.data - owner.ctypes.data,
-                           strides=result.strides)
-    except (TypeError, ValueError):
-        return result
-    if not a.flags.writeable:
-        view.flags.writeable = False
-    return view
 
 
 def _ordered(result, arrays, order, expr):

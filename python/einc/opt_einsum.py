@@ -15,8 +15,13 @@ hashable, comparable labels. optimize= is a path option ('greedy',
 step order chosen by the planner; the value is the same), or an explicit
 linear path [(0, 1), ...], which einc's planner takes as ein_options.path.
 backend= and use_blas= are accepted as opt_einsum's; einc computes on
-whatever library the arrays come from. memory_limit= is accepted (it only
-moves the path; einc plans without a limit here).
+whatever library the arrays come from. memory_limit= is opt_einsum's (a
+number of elements, 'max_input' for the largest of the inputs and the
+output, -1 or None for none) and goes to einc's planner in bytes of the
+computed dtype (ein_options.memory_limit: an order within it, or sliced
+axes). Where no plan fits it, opt_einsum contracts every operand in one
+step; so does contract_path's path here, and contract computes with the
+planner's unlimited plan.
 
 Arrays DLPack cannot carry (object, long double) are handed to
 numpy.einsum on the same subscripts written in letters, where 52 suffice.
@@ -29,8 +34,6 @@ from decimal import Decimal
 from . import _api, _einc
 from ._plan import Plan, _ssa_to_linear
 
-_fast = _einc.fast
-_BOOL = None  # numpy's bool dtype, once numpy is imported (_arm)
 
 __all__ = ["contract", "contract_path", "contract_expression", "PathInfo",
            "get_symbol"]
@@ -55,10 +58,8 @@ _cache = {}  # subscripts -> (einops expression, inputs, output)
 
 def _arm():
     """Arms einc's cached path for numpy arrays (numpy imported)."""
-    global _BOOL
-    import numpy
+    import numpy  # noqa: F401
 
-    _BOOL = numpy.dtype(bool)
     _api._fast_setup()
 
 
@@ -206,23 +207,11 @@ def _path_text(optimize, n):
 
 # ------------------------------------------------------------ contract
 
-def contract(subscripts, *operands, out=None, dtype=None, order="K",
-             casting="safe", use_blas=True, optimize=True,
-             memory_limit=None, backend="auto"):
-    """opt_einsum.contract, computed by einc."""
-    if out is None and dtype is None and optimize.__class__ is not list:
-        # subscripts seen before, plain numpy arrays: einc's cached path
-        # (python/src/fastpath.c). Anything else raises here (unhashable
-        # interleaved operands, no entry, einc's error for a wrong count
-        # of operands) and takes the general path, which raises
-        # opt_einsum's error where there is one.
-        try:
-            hit = _cache[subscripts]
-            result = _fast((hit[0],) + operands, hit[3], None, None)
-        except (KeyError, TypeError, _api.EincError):
-            result = None
-        if result is not None and result.dtype is not _BOOL:
-            return result
+def _contract_general(subscripts, *operands, out=None, dtype=None,
+                      order="K", casting="safe", use_blas=True,
+                      optimize=True, memory_limit=None, backend="auto"):
+    """opt_einsum.contract's whole contract, for the calls the builtin
+    contract does not serve itself."""
     subscripts, arrays = _parse((subscripts,) + operands)
     _check_keywords(out, dtype, order, casting)
     arrays = _arrays(arrays)
@@ -232,8 +221,82 @@ def contract(subscripts, *operands, out=None, dtype=None, order="K",
         return _numpy_itself(inputs, output, arrays, out, dtype, order,
                              casting)
     path = _path_text(optimize, len(arrays))
-    result = _run(expr, arrays, path)
+    limit = _memory_elements(memory_limit, inputs, output,
+                             [_shape(a) for a in arrays])
+    result = _run(expr, arrays, path, limit)
     return _finish(result, out, dtype, order, casting)
+
+
+def _memory_elements(memory_limit, inputs, output, shape_list):
+    """opt_einsum's memory_limit as a number of elements, or 0 for none
+    (opt_einsum's errors for other values)."""
+    if isinstance(memory_limit, str):
+        if memory_limit != "max_input":
+            raise ValueError("memory_limit must be None, int, or the string "
+                             "Literal['max_input'].")
+        _, out, size_dict = _letters(inputs, output, shape_list)
+        largest = 1
+        for s in out:
+            largest *= size_dict[s]
+        for shape in shape_list:
+            size = 1
+            for d in shape:
+                size *= d
+            largest = max(largest, size)
+        return largest
+    if memory_limit is None or memory_limit == -1:
+        return 0
+    if memory_limit < 1:
+        raise ValueError("Memory limit must be larger than 0, or -1")
+    return int(memory_limit)
+
+
+def _itemsize(arrays):
+    import numpy
+
+    if all(isinstance(a, numpy.ndarray) for a in arrays):
+        return numpy.result_type(*arrays).itemsize
+    return _dtype_size(arrays[0].dtype)
+
+
+def _dtype_size(dtype):
+    """Bytes per element of a numpy or torch dtype."""
+    size = getattr(dtype, "itemsize", None)
+    if size is None:
+        import numpy
+
+        size = numpy.dtype(dtype).itemsize
+    return size
+
+
+def _limited_plan(expr, shape_list, dtype, path, limit_bytes):
+    """einc's Plan within limit_bytes, or, where no plan fits it (the
+    planner's EIN_ERR_LIMIT), the unlimited one (opt_einsum contracts
+    anyway)."""
+    numpy_dialect = _numpy_dialect(expr)
+    try:
+        return Plan(expr, shape_list, dtype=dtype, numpy=numpy_dialect,
+                    path=path, memory_limit=limit_bytes)
+    except _api.EincError as e:
+        if not limit_bytes or e.status != _EIN_ERR_LIMIT:
+            raise
+    return Plan(expr, shape_list, dtype=dtype, numpy=numpy_dialect,
+                path=path)
+
+
+_EIN_ERR_LIMIT = -11  # ein.h's status for a limit no plan meets
+
+
+# The builtin (python/src/dropin.c) serves contract's plain call from
+# einc's cached path (fastpath.c): subscripts _translate has seen (_cache),
+# keywords that leave the result as it is, no bool operands (an or of
+# ands); everything else goes to _contract_general.
+contract = _einc.fast_contract(
+    _contract_general,
+    "contract(subscripts, *operands, out=None, dtype=None, order='K', "
+    "casting='safe', use_blas=True, optimize=True, memory_limit=None, "
+    "backend='auto')\n--\n\nopt_einsum.contract, computed by einc.",
+    _cache)
 
 
 def _check_keywords(out, dtype, order, casting):
@@ -265,28 +328,28 @@ def _numpy_dialect(expr):
     return " " not in expr
 
 
-def _run(expr, arrays, path):
+def _run(expr, arrays, path, limit=0):
+    """The contraction on einc (limit: opt_einsum's memory limit in
+    elements, 0 for none)."""
     import numpy
 
     if arrays and all(getattr(a, "dtype", None) == numpy.bool_
                       for a in arrays) and len(arrays) > 1:
         # numpy's bool contraction (an or of ands): einc counts in int64
         counts = _run(expr, [numpy.asarray(a, numpy.int64) for a in arrays],
-                      path)
+                      path, limit)
         return numpy.asarray(counts) != 0
     numpy_dialect = _numpy_dialect(expr)
     if not numpy_dialect:
         arrays = _broadcast_ones(expr, arrays)
     try:
-        if path is None:
+        if path is None and not limit:
             return _api.evaluate(expr, arrays, numpy=numpy_dialect)
-        import numpy
-
         dtype = numpy.result_type(*arrays) if all(
             hasattr(a, "dtype") and isinstance(a, numpy.ndarray)
             for a in arrays) else arrays[0].dtype
-        plan = Plan(expr, [_shape(a) for a in arrays], dtype=dtype,
-                    numpy=numpy_dialect, path=path)
+        plan = _limited_plan(expr, [_shape(a) for a in arrays], dtype, path,
+                             limit * _itemsize(arrays))
         return plan(*arrays)
     except _api.EincError as e:
         raise ValueError(str(e)) from None
@@ -453,21 +516,28 @@ def contract_path(subscripts, *operands, use_blas=True, optimize=True,
     expr, inputs, output = _translate(subscripts, len(shape_list))[:3]
     _check_ranks(inputs, shape_list)
     terms, out, size_dict = _letters(inputs, output, shape_list)
-    path = _planned_path(expr, shape_list, optimize)
+    limit = _memory_elements(memory_limit, inputs, output, shape_list)
+    path = _planned_path(expr, shape_list, optimize, limit)
     info = PathInfo(["".join(t) for t in terms], "".join(out), path,
                     size_dict)
     return path, info
 
 
-def _planned_path(expr, shape_list, optimize):
+def _planned_path(expr, shape_list, optimize, limit=0):
+    """The linear path einc's planner takes (float64, within `limit`
+    elements; opt_einsum's one step of every operand where no plan fits
+    it)."""
     n = len(shape_list)
     explicit = _path_text(optimize, n)
     if explicit is None and isinstance(optimize, (list, tuple)):
         return [tuple(s) for s in optimize]
     try:
         plan = Plan(expr, shape_list, dtype="float64",
-                    numpy=_numpy_dialect(expr), path=explicit)
+                    numpy=_numpy_dialect(expr), path=explicit,
+                    memory_limit=limit * 8)
     except _api.EincError as e:
+        if limit and e.status == _EIN_ERR_LIMIT and n > 1:
+            return [tuple(range(n))]
         raise ValueError(str(e)) from None
     return _ssa_to_linear(plan.ssa_path, n) if n > 1 else [(0,)]
 
@@ -507,8 +577,9 @@ class ContractExpression:
     """A contraction compiled once: calls run einc's plan for the shapes
     given (one per dtype), constants bound at creation."""
 
-    def __init__(self, subscripts, expr, shapes, constants):
+    def __init__(self, subscripts, expr, shapes, constants, limit=0):
         self.contraction = subscripts
+        self._limit = limit  # opt_einsum's memory limit, elements
         self._expr = expr
         self._shapes = shapes
         self._constants = constants  # {position: array}
@@ -524,8 +595,8 @@ class ContractExpression:
 
             dtype = numpy.result_type(*arrays) if all(
                 isinstance(a, numpy.ndarray) for a in arrays) else key
-            plan = Plan(self._expr, self._shapes, dtype=dtype,
-                        numpy=_numpy_dialect(self._expr))
+            plan = _limited_plan(self._expr, self._shapes, dtype, None,
+                                 self._limit * _dtype_size(dtype))
             self._plans[key] = plan
             if key == dtype and not self._constants:
                 self._hot = plan._plan.run_numpy
@@ -560,7 +631,7 @@ class ContractExpression:
             if same:
                 result = self._plan(full)(*full)
             else:
-                result = _run(self._expr, full, None)
+                result = _run(self._expr, full, None, self._limit)
             return _finish(result, out, None, "K", "unsafe")
         except (ValueError, _api.EincError) as err:
             raise ValueError(
@@ -603,7 +674,9 @@ def contract_expression(subscripts, *shapes, constants=None, **kwargs):
     except _api.EincError as e:
         raise ValueError(str(e)) from None
     held = {i: _arrays([items[i]])[0] for i in constants}
-    return ContractExpression(subscripts, expr, shape_list, held)
+    limit = _memory_elements(kwargs.get("memory_limit"), inputs, output,
+                             shape_list)
+    return ContractExpression(subscripts, expr, shape_list, held, limit)
 
 
 _arm()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import torch as _torch
 
+from . import _einc
 from ._api import _fast, _fast_setup, evaluate
 
 _LETTERS = ("ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -36,10 +37,9 @@ _SAME = frozenset((_torch.float32, _torch.float64, _torch.float16,
                    _torch.bfloat16, _torch.complex64, _torch.complex128))
 
 
-def einsum(*args):
-    """torch.einsum(equation, *operands), einsum(equation, [operands]) or
-    einsum(op1, sublist1, op2, sublist2, ..., [out_sublist]), computed by
-    einc; torch's result dtype and exception types."""
+def _einsum_general(*args):
+    """torch.einsum's whole contract, for the calls the builtin einsum
+    does not serve itself."""
     equation = args[0] if args else None
     if equation.__class__ is str:
         operands = args[1:]
@@ -68,6 +68,18 @@ def einsum(*args):
     if result is not None:
         return result
     return evaluate(expr, operands, numpy=True)
+
+
+# The builtin (python/src/dropin.c) serves torch.einsum's plain call
+# from einc's cached path (fastpath.c): an equation first, the operands
+# after it or as one list, no integer or bool operand (torch promotes
+# their sums); everything else goes to _einsum_general.
+einsum = _einc.fast_torch_einsum(
+    _einsum_general,
+    "einsum(*args)\n--\n\n"
+    "torch.einsum(equation, *operands), einsum(equation, [operands]) or\n"
+    "einsum(op1, sublist1, op2, sublist2, ..., [out_sublist]), computed by\n"
+    "einc; torch's result dtype and exception types.")
 
 
 def _with_torch_dtype(expr, operands):

@@ -238,6 +238,45 @@ int einpy_fast_import(PyObject *tensors, einpy_tensor *in, int *n);
 /* numpy.empty(shape, dtype); only after einpy_fast_import returned 1. */
 PyObject *einpy_fast_empty(PyObject *shape, PyObject *dtype);
 
+/* For the drop-ins' builtins (dropin.c): fastpath.c's table asked with
+ * what a peer's contract sends back to Python (EINPY_REFUSE_*): bool
+ * inputs (numpy's bool einsum is an or of ands), integer and bool inputs
+ * (torch promotes their sums), inputs of more than one dim whose last
+ * stride is not one element (numpy's order='K' follows their layout).
+ * The answer: a result, None (a new reference) for the general path, or
+ * NULL with an exception. einpy_fast_served is einc.rearrange's and
+ * einc.reduce's way in (tensor, pattern[, reduction]; lengths from
+ * kwargs, none of `own`): a result, or NULL (an exception set, or none
+ * for the general path). einpy_fast_reduction: the ein_reduction a str
+ * names, or -1. einpy_fast_builtin(def, general_slot, (general, doc)):
+ * a builtin of module einc that hands calls to general. */
+enum {
+  EINPY_REFUSE_BOOL = 1,
+  EINPY_REFUSE_INTEGER = 2,
+  EINPY_REFUSE_STRIDED = 4,
+};
+PyObject *einpy_fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
+                          PyObject *expr, int dialect, int reduction,
+                          unsigned rules, PyObject *lengths, unsigned refuse);
+PyObject *einpy_fast_served(PyObject *args, PyObject *kwargs, int reduction,
+                            unsigned rules, const char *const *own);
+int einpy_fast_reduction(PyObject *name);
+PyObject *einpy_fast_builtin(PyMethodDef *def, PyObject **general_slot,
+                             PyObject *args);
+/* Whether obj is exactly a numpy.ndarray (numpy in use). */
+int einpy_fast_is_ndarray(PyObject *obj);
+/* Whether a plan is too small (below about a microsecond of work) to be
+ * worth releasing the GIL for: the switch would cost more. */
+int einpy_keep_gil(const ein_plan *plan);
+
+/* ------------------------------------------------------------ dropin.c */
+
+/* Adds fast_numpy_einsum(), fast_torch_einsum(), fast_contract(),
+ * fast_einops_reduce() and fast_einops_einsum() to the module: the
+ * drop-ins as builtins over their Python functions. */
+int einpy_dropin_init(PyObject *module);
+void einpy_dropin_free(void);
+
 /* ------------------------------------------------------------- views.c */
 
 /* A "dltensor_versioned" capsule for a strided view of `source` (a host
@@ -253,6 +292,18 @@ PyObject *einpy_view_capsule(einpy_tensor *source, int ndim,
 /* An object whose __dlpack__ gives `capsule` once: numpy.from_dlpack
  * takes producers, not capsules. */
 PyObject *einpy_view_exporter(PyObject *capsule);
+
+/* The view of numpy array `a` (imported as `source`) with this shape (a
+ * tuple of ndim ints), strides (elements) and element offset from a's
+ * first element, made as numpy makes its own views of a: its .base is
+ * numpy's (the owner of a's memory, or the first array in a's chain of
+ * bases whose base is not an ndarray) and it is read-only where a is.
+ * NULL with no exception where numpy takes no buffer for it: the caller
+ * then makes the view through DLPack (einpy_view_capsule). */
+PyObject *einpy_numpy_view(PyObject *ndarray_type, PyObject *a,
+                           const einpy_tensor *source, PyObject *shape,
+                           int ndim, const int64_t *strides,
+                           int64_t offset);
 
 int einpy_views_init(PyObject *module);
 

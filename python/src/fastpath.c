@@ -259,8 +259,7 @@ static int make_plan(fast_entry *e, const char *expr, const ein_options *o,
   Py_XDECREF(out);
   /* Below about a microsecond of work, releasing and taking back the GIL
    * costs more than another thread could gain meanwhile. */
-  e->keep_gil = ok && ein_plan_flops(e->plan) < KEEP_GIL_FLOPS &&
-                ein_plan_min_bytes(e->plan) < KEEP_GIL_BYTES;
+  e->keep_gil = ok && einpy_keep_gil(e->plan);
   e->is_view = ok && ein_plan_output_view(e->plan, &e->view_input,
                                           e->view_strides, &e->view_offset);
   return ok ? 0 : -1;
@@ -467,9 +466,15 @@ static PyObject *run_entry(fast_entry *e, einpy_tensor *in, int n) {
   return out;
 }
 
-/* The view e's plan reads numpy input in[e->view_input] as, made by
- * numpy.from_dlpack (views.c); the input is handed to the view. */
-static PyObject *numpy_view(fast_entry *e, fast_inputs *in) {
+/* The view e's plan reads numpy input in[e->view_input] (the array
+ * `input`) as: numpy's own kind of view where numpy takes its memory as
+ * a buffer, else made by numpy.from_dlpack, the input handed to the view
+ * (views.c). */
+static PyObject *numpy_view(fast_entry *e, fast_inputs *in, PyObject *input) {
+  PyObject *own = einpy_numpy_view(
+      ndarray_type, input, &in->t[e->view_input], e->out_shape,
+      ein_plan_output_ndim(e->plan), e->view_strides, e->view_offset);
+  if (own) return own;
   PyObject *capsule = einpy_view_capsule(
       &in->t[e->view_input], ein_plan_output_ndim(e->plan),
       ein_plan_output_shape(e->plan), e->view_strides, e->view_offset);
@@ -590,14 +595,39 @@ static fast_entry *entry_for(PyObject *expr, int dialect, int reduction,
   return e;
 }
 
+/* DLPack's kDLBool, which older dlpack.h (Debian's 0.6) lacks by name. */
+enum { FAST_DL_BOOL = 6 };
+
+/* Whether a drop-in's contract refuses these inputs (EINPY_REFUSE_*). */
+static int refused(const fast_inputs *in, unsigned refuse) {
+  for (int i = 0; i < in->n; i++) {
+    const DLTensor *t = in->t[i].t;
+    if ((refuse & EINPY_REFUSE_BOOL) && t->dtype.code == FAST_DL_BOOL) return 1;
+    if ((refuse & EINPY_REFUSE_INTEGER) &&
+        (t->dtype.code == kDLInt || t->dtype.code == kDLUInt ||
+         t->dtype.code == FAST_DL_BOOL))
+      return 1;
+    if ((refuse & EINPY_REFUSE_STRIDED) && t->ndim > 1 && t->strides &&
+        t->strides[t->ndim - 1] != 1)
+      return 1;
+  }
+  return 0;
+}
+
 /* The call of tuple items [first, first + count) on the table's plan:
  * the result (a view of an input where the plan only re-reads it, else a
- * new array), or None (a new reference) for the general path. */
+ * new array), or None (a new reference) for the general path, which also
+ * takes the inputs `refuse` names (EINPY_REFUSE_*: a drop-in's). */
 static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
                            PyObject *expr, int dialect, int reduction,
-                           unsigned rules, PyObject *lengths) {
+                           unsigned rules, PyObject *lengths,
+                           unsigned refuse) {
   fast_inputs in;
   if (!import_items(args, first, count, 1, &in)) Py_RETURN_NONE;
+  if (refuse && refused(&in, refuse)) {
+    inputs_release(&in);
+    Py_RETURN_NONE;
+  }
   PyObject *first_item = PyTuple_GetItem(args, first);
   fast_entry *e = entry_for(expr, dialect, reduction, rules, lengths,
                             first_item, in.t, in.n);
@@ -609,7 +639,8 @@ static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
   } else if (e->is_view && in.torch) {
     result = torch_view(e, &in);
   } else if (e->is_view && np_from_dlpack != Py_None) {
-    result = numpy_view(e, &in);
+    result =
+        numpy_view(e, &in, PyTuple_GetItem(args, first + e->view_input));
   } else {
     result = run_fresh(e, &in, first_item);
   }
@@ -651,7 +682,7 @@ static PyObject *py_fast(PyObject *self, PyObject *fargs) {
       !split_args(args, &expr, &first, &count))
     Py_RETURN_NONE;
   return fast_eval(args, first, count, expr, dialect, reduction,
-                   (unsigned)rules, lengths);
+                   (unsigned)rules, lengths, 0);
 }
 
 /* einops' axis lengths, ((name, size), ...) in keyword order as
@@ -691,7 +722,7 @@ static PyObject *served(PyObject *args, PyObject *kwargs, int reduction,
                (lengths = lengths_of(kwargs, own)) != NULL);
   if (plain)
     result = fast_eval(args, 0, 1, PyTuple_GetItem(args, 1), 0, reduction,
-                       rules, lengths);
+                       rules, lengths, 0);
   Py_XDECREF(lengths);
   if (result == Py_None) Py_CLEAR(result);
   return result; /* a view, an array, or NULL with an error set */
@@ -859,6 +890,37 @@ static PyObject *py_fast_setup_torch(PyObject *self, PyObject *args) {
   keep(objs, slots_, n);
   torch_api = exchange_api(torch_api_capsule);
   Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------ for dropin.c (einpy.h) */
+
+int einpy_keep_gil(const ein_plan *plan) {
+  return ein_plan_flops(plan) < KEEP_GIL_FLOPS &&
+         ein_plan_min_bytes(plan) < KEEP_GIL_BYTES;
+}
+
+PyObject *einpy_fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
+                          PyObject *expr, int dialect, int reduction,
+                          unsigned rules, PyObject *lengths,
+                          unsigned refuse) {
+  return fast_eval(args, first, count, expr, dialect, reduction, rules,
+                   lengths, refuse);
+}
+
+PyObject *einpy_fast_served(PyObject *args, PyObject *kwargs, int reduction,
+                            unsigned rules, const char *const *own) {
+  return served(args, kwargs, reduction, rules, own);
+}
+
+int einpy_fast_reduction(PyObject *name) { return parse_reduction(name); }
+
+PyObject *einpy_fast_builtin(PyMethodDef *def, PyObject **general_slot,
+                             PyObject *args) {
+  return make_builtin(def, general_slot, args);
+}
+
+int einpy_fast_is_ndarray(PyObject *obj) {
+  return ndarray_type && (PyObject *)Py_TYPE(obj) == ndarray_type;
 }
 
 static PyMethodDef fast_methods[] = {

@@ -49,19 +49,23 @@ static int copy_expr(plan_object *p, const char *expr) {
 }
 
 /* Plan(expr, shapes, dtype_code, dtype_bits, numpy, reduction, backend,
- *      lengths[, path]): path in opt_einsum's linear form, or None to search */
+ *      lengths[, path[, memory_limit]]): path in opt_einsum's linear form,
+ *      or None to search; memory_limit, ein_options.memory_limit (bytes
+ *      one intermediate may take, 0: no limit) */
 static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
   plan_object *p = (plan_object *)self;
   const char *expr, *reduction, *backend, *path = NULL;
   PyObject *shapes, *numpy, *lengths;
   int code, bits;
+  long long memory_limit = 0;
   if (p->plan) {
     PyErr_SetString(PyExc_RuntimeError, "a Plan is initialised once");
     return -1;
   }
   if ((kwargs && PyObject_IsTrue(kwargs)) ||
-      !PyArg_ParseTuple(args, "sOiiOssO|z:Plan", &expr, &shapes, &code, &bits,
-                        &numpy, &reduction, &backend, &lengths, &path)) {
+      !PyArg_ParseTuple(args, "sOiiOssO|zL:Plan", &expr, &shapes, &code,
+                        &bits, &numpy, &reduction, &backend, &lengths, &path,
+                        &memory_limit)) {
     if (!PyErr_Occurred())
       PyErr_SetString(PyExc_TypeError, "Plan takes no keyword arguments");
     return -1;
@@ -80,6 +84,7 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
       einpy_options_parse(numpy, reduction, backend, lengths, &p->options) < 0 ||
       einpy_options_set_path(&p->options, path) < 0)
     return -1;
+  p->options.opt.memory_limit = (int64_t)memory_limit;
   DLTensor *ts = PyMem_Malloc(sizeof *ts * (size_t)(p->ninputs + 1));
   const DLTensor **ins = PyMem_Malloc(sizeof *ins * (size_t)(p->ninputs + 1));
   int rc = 0;
@@ -293,6 +298,22 @@ static int run(plan_object *p, einpy_tensor *in, int nin, einpy_tensor *out,
                    nin, out, &p->options.opt, stream, sync);
 }
 
+/* run() for run_numpy: a plan of the compiled layouts too small to be
+ * worth a thread switch (einpy_keep_gil, as fastpath.c's table decides)
+ * runs holding the GIL. */
+static int run_small(plan_object *p, einpy_tensor *in, int nin,
+                     einpy_tensor *out) {
+  if (nin > EINPY_FAST_MAX_OPERANDS || !einpy_keep_gil(p->plan) ||
+      !fits_plan(p, in, nin, out))
+    return run(p, in, nin, out, NULL, 0);
+  const DLTensor *ins[EINPY_FAST_MAX_OPERANDS];
+  for (int i = 0; i < nin; i++) ins[i] = in[i].t;
+  if (ein_plan_execute(einpy_ctx(), p->plan, ins, nin, out->t) == EIN_OK)
+    return 0;
+  einpy_raise(ein_last_error(einpy_ctx()));
+  return -1;
+}
+
 /* The caller's out=, or a new output: of the compiled output shape for
  * inputs of the compiled shapes, else of the shape the expression gives on
  * these inputs (ein_eval then plans for them: a compiled expression takes
@@ -367,7 +388,7 @@ static PyObject *plan_run_numpy(PyObject *self, PyObject *tensors) {
   Py_XDECREF(dtype);
   int ok =
       out && einpy_tensor_import_numpy(out, &o) == 0 &&
-      run(p, in, nin, &o, NULL, 0) == 0;
+      run_small(p, in, nin, &o) == 0;
   einpy_tensors_release(in, nin);
   einpy_tensor_release(&o);
   if (!ok) Py_CLEAR(out);

@@ -17,6 +17,15 @@
  * (torch views need none of this: fastpath.c hands torch its own managed
  * tensor back, pointed at the view.)
  *
+ * Where numpy takes the input's memory as a buffer, a view is made by
+ * numpy.ndarray(shape, dtype, buffer, offset, strides) instead
+ * (einpy_numpy_view), so that its .base is what numpy's own view of the
+ * input (a.T, a.reshape) has: numpy collapses chains of views to the
+ * array that owns the memory, or to the first whose base is no ndarray.
+ * The DLPack view (whose .base is einc's exporter) is left for inputs
+ * numpy takes no buffer of: not contiguous, over a base that is not an
+ * ndarray either (numpy.from_dlpack of a strided tensor).
+ *
  * The deleter may run on a thread without the GIL, so the view's memory
  * is C's malloc, not PyMem; the input's own deleter takes the GIL where
  * it needs it (numpy's does).
@@ -147,6 +156,111 @@ PyObject *einpy_view_exporter(PyObject *capsule) {
   Py_INCREF(capsule);
   ((exporter *)self)->capsule = capsule;
   return self;
+}
+
+/* ---------------------------------------------------- numpy's own view */
+
+/* numpy.ndarray(shape, dtype, buffer, offset, strides) on the memory of
+ * `buffer` (a contiguous array), its strides in bytes; NULL with an
+ * exception where numpy refuses (a buffer that is not contiguous). */
+static PyObject *over_buffer(PyObject *ndarray_type, PyObject *buffer,
+                             PyObject *shape, PyObject *dtype, int ndim,
+                             const int64_t *strides, int64_t itemsize,
+                             int64_t byte_offset) {
+  int64_t bytes[EIN_MAX_DIMS];
+  for (int d = 0; d < ndim; d++) bytes[d] = strides[d] * itemsize;
+  PyObject *steps = einpy_shape_tuple(bytes, ndim);
+  PyObject *offset = steps ? PyLong_FromLongLong(byte_offset) : NULL;
+  PyObject *view =
+      offset ? PyObject_CallFunctionObjArgs(ndarray_type, shape, dtype, buffer,
+                                            offset, steps, NULL)
+             : NULL;
+  Py_XDECREF(offset);
+  Py_XDECREF(steps);
+  return view;
+}
+
+/* Whether numpy array `obj` owns its memory (flags.owndata); -1 on error. */
+static int owns_data(PyObject *obj) {
+  PyObject *flags = PyObject_GetAttrString(obj, "flags");
+  PyObject *own = flags ? PyObject_GetAttrString(flags, "owndata") : NULL;
+  int r = own ? PyObject_IsTrue(own) : -1;
+  Py_XDECREF(own);
+  Py_XDECREF(flags);
+  return r;
+}
+
+/* The array numpy makes the .base of its views of `a` (a new reference):
+ * it follows .base from a while the base is exactly a numpy.ndarray and
+ * the array reached does not own its memory. */
+static PyObject *numpy_base(PyObject *ndarray_type, PyObject *a) {
+  Py_INCREF(a);
+  for (;;) {
+    int own = owns_data(a);
+    PyObject *base = own == 0 ? PyObject_GetAttrString(a, "base") : NULL;
+    if (own < 0 || (own == 0 && !base)) {
+      Py_DECREF(a);
+      return NULL;
+    }
+    if (own || (PyObject *)Py_TYPE(base) != ndarray_type) {
+      Py_XDECREF(base);
+      return a;
+    }
+    Py_DECREF(a);
+    a = base;
+  }
+}
+
+/* The view over numpy's base of a, `at` bytes past a's first element
+ * (a not contiguous, so numpy takes it as no buffer), read-only where
+ * a is. NULL with an exception where there is no such view. */
+static PyObject *over_base(PyObject *ndarray_type, PyObject *a,
+                           const einpy_tensor *source, PyObject *shape,
+                           PyObject *dtype, int ndim, const int64_t *strides,
+                           int64_t itemsize, int64_t at) {
+  PyObject *base = numpy_base(ndarray_type, a), *view = NULL;
+  einpy_tensor b = {0};
+  if (base && base != a && einpy_tensor_import_numpy(base, &b) == 0) {
+    const DLTensor *t = source->t;
+    int64_t from_base = ((char *)t->data + t->byte_offset) -
+                        ((char *)b.t->data + b.t->byte_offset);
+    einpy_tensor_release(&b);
+    view = over_buffer(ndarray_type, base, shape, dtype, ndim, strides,
+                       itemsize, from_base + at);
+  } else if (base == a) {
+    PyErr_SetString(PyExc_BufferError, "no contiguous base");
+  }
+  Py_XDECREF(base);
+  if (view && source->read_only) {
+    PyObject *flags = PyObject_GetAttrString(view, "flags");
+    if (!flags || PyObject_SetAttrString(flags, "writeable", Py_False) < 0)
+      Py_CLEAR(view);
+    Py_XDECREF(flags);
+  }
+  return view;
+}
+
+PyObject *einpy_numpy_view(PyObject *ndarray_type, PyObject *a,
+                           const einpy_tensor *source, PyObject *shape,
+                           int ndim, const int64_t *strides,
+                           int64_t offset) {
+  const DLTensor *t = source->t;
+  int64_t itemsize = (t->dtype.bits * t->dtype.lanes + 7) / 8;
+  PyObject *dtype = PyObject_GetAttrString(a, "dtype"), *view = NULL;
+  if (dtype) {
+    /* a contiguous a is its own buffer: numpy then sets the base as for
+     * its own views of a (and keeps a's read-only flag) */
+    view = over_buffer(ndarray_type, a, shape, dtype, ndim, strides,
+                       itemsize, offset * itemsize);
+    if (!view && PyErr_ExceptionMatches(PyExc_ValueError)) {
+      PyErr_Clear();
+      view = over_base(ndarray_type, a, source, shape, dtype, ndim, strides,
+                       itemsize, offset * itemsize);
+    }
+  }
+  Py_XDECREF(dtype);
+  if (!view) PyErr_Clear();
+  return view;
 }
 
 /* ------------------------------------------------------ view_layout */

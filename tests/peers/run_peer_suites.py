@@ -77,11 +77,18 @@ def run_pytest(peer, files, workdir, junit, import_mode):
     return passed, failed, skipped, mismatches
 
 
+def pinned(module, pin):
+    """Whether the installed `module` is the version its suite's
+    deselections were made against (else says which it is)."""
+    version = installed_version(module)
+    if version != pin:
+        print(f"  {module} {version} installed; the suite is pinned to "
+              f"{pin}")
+    return version == pin
+
+
 def numpy_suite(workdir, junit_dir):
-    version = installed_version("numpy")
-    if version != NUMPY_PIN:
-        print(f"  numpy {version} installed; the suite is pinned to "
-              f"{NUMPY_PIN}")
+    if not pinned("numpy", NUMPY_PIN):
         return 0, 1, 0, 0
     import numpy
 
@@ -92,10 +99,7 @@ def numpy_suite(workdir, junit_dir):
 
 
 def opt_einsum_suite(workdir, junit_dir):
-    version = installed_version("opt_einsum")
-    if version != OPT_EINSUM_PIN:
-        print(f"  opt_einsum {version} installed; the suite is pinned to "
-              f"{OPT_EINSUM_PIN}")
+    if not pinned("opt_einsum", OPT_EINSUM_PIN):
         return 0, 1, 0, 0
     get = subprocess.run([sys.executable, "-m", "pip", "download", "-q",
                           "--no-binary", ":all:", "--no-deps", "-d", workdir,

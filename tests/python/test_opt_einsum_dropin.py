@@ -137,3 +137,52 @@ def test_computed_by_einc_not_numpy(monkeypatch):
     monkeypatch.setattr(np, "tensordot", refuse)
     a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 5))
     assert close(eoe.contract("ΑΒ,ΒΓ->ΑΓ", a, b, optimize="greedy"), a @ b)
+
+
+def test_memory_limit_reaches_the_planner(monkeypatch):
+    """opt_einsum's memory_limit (elements; 'max_input': the largest of
+    the inputs and the output; -1 or None: none) reaches einc's planner as
+    ein_options.memory_limit in bytes of the computed dtype: the plan
+    keeps its buffers within it (here by slicing: unlimited, the largest
+    intermediate is 6x40), and the value stays right."""
+    import einc.opt_einsum as mod
+
+    plans = []
+    real = mod.Plan
+
+    def spy(*args, **kwargs):
+        plans.append((kwargs.get("memory_limit", 0), real(*args, **kwargs)))
+        return plans[-1][1]
+
+    monkeypatch.setattr(mod, "Plan", spy)
+    shapes = [(6, 40), (40, 40), (40, 50)]
+    eq = "ab,bc,cd->ad"
+    for dtype, size in ((np.float64, 8), (np.float32, 4)):
+        ops = [rng.standard_normal(s).astype(dtype) for s in shapes]
+        want = np.einsum(eq, *[o.astype(np.float64) for o in ops])
+        tol = 1e-12 if dtype == np.float64 else 1e-5
+        for limit, elements in ((200, 200), ("max_input", 2000),
+                                (None, 0), (-1, 0)):
+            plans.clear()
+            got = eoe.contract(eq, *ops, memory_limit=limit)
+            assert close(got, want, tol) and got.dtype == dtype
+            assert [b for b, _ in plans] == (
+                [elements * size] if elements else []), (limit, plans)
+            for b, plan in plans:
+                assert plan.workspace_bytes <= b
+                if limit == 200:
+                    assert plan.largest_intermediate < 240
+    # a limit no plan meets: opt_einsum's one step of every operand (the
+    # path), a result computed all the same
+    path, _ = eoe.contract_path(eq, *shapes, shapes=True, memory_limit=1)
+    assert path == [(0, 1, 2)]
+    assert close(eoe.contract(eq, *ops, memory_limit=1), want, 1e-5)
+    path, _ = eoe.contract_path(eq, *shapes, shapes=True, memory_limit=200)
+    assert len(path) == 2
+    plans.clear()
+    expr = eoe.contract_expression(eq, *shapes, memory_limit=200)
+    assert close(expr(*ops), want, 1e-5)
+    assert [b for b, _ in plans][-1] == 200 * 4
+    for bad in ("min_input", 0, -2):
+        with pytest.raises(ValueError):
+            eoe.contract(eq, *ops, memory_limit=bad)

@@ -163,6 +163,93 @@ def test_view_outlives_input_and_keeps_flags():
         assert not w.flags.writeable
 
 
+def _bases(kind):
+    """An array of shape (4, 6) whose memory numpy holds a given way:
+    'owner' (it owns its data), 'view' (a contiguous view of an owner),
+    'view-of-view', 'strided' (every other column of an owner: numpy takes
+    no buffer of it), 'strided-of-view', 'fortran' (an F-ordered owner),
+    'read-only' (a read-only view of a writable owner), 'bytes' and
+    'bytearray' (over a non-ndarray buffer, read-only and writable),
+    'bytes-view' (a view of those)."""
+    data = np.arange(48.)
+    if kind == "owner":
+        return data[:24].copy().reshape(4, 6)
+    if kind == "view":
+        return data.reshape(8, 6)[2:6]
+    if kind == "view-of-view":
+        return data.reshape(8, 6)[1:7][1:5]
+    if kind == "strided":
+        return data.reshape(4, 12)[:, ::2]
+    if kind == "strided-of-view":
+        return data.reshape(2, 4, 6)[1][:, ::-1]
+    if kind == "fortran":
+        return np.asfortranarray(data[:24].reshape(4, 6))
+    if kind == "read-only":
+        v = data.reshape(8, 6)[2:6]
+        v.flags.writeable = False
+        return v
+    if kind == "bytes":
+        return np.frombuffer(data[:24].tobytes()).reshape(4, 6)
+    if kind == "bytearray":
+        return np.frombuffer(bytearray(data[:24].tobytes())).reshape(4, 6)
+    if kind == "bytes-view":
+        return np.frombuffer(bytearray(data.tobytes())).reshape(8, 6)[2:6]
+    raise AssertionError(kind)
+
+
+BASE_KINDS = ["owner", "view", "view-of-view", "strided", "strided-of-view",
+              "fortran", "read-only", "bytes", "bytearray", "bytes-view"]
+
+
+@needs_numpy_views
+@pytest.mark.parametrize("kind", BASE_KINDS)
+def test_view_base_is_numpys(kind):
+    """A view einc returns has the .base numpy's own view of the same
+    array has (numpy collapses chains of views onto the array that owns
+    the memory, or the first whose base is no ndarray), its flags, values
+    and memory: einc.einsum, einc.rearrange, einc.numpy.einsum and
+    einc.einops.rearrange against numpy's transpose, reshape and
+    diagonal."""
+    import einc.einops as eeo
+    import einc.numpy as enp
+
+    a = _bases(kind)
+    sq = a[:, :4]
+    calls = [
+        (lambda: einc.einsum("ij->ji", a), a.T),
+        (lambda: enp.einsum("ij->ji", a), a.T),
+        (lambda: einc.rearrange(a, "a b -> b a"), np.transpose(a)),
+        (lambda: eeo.rearrange(a, "a b -> b a"), np.transpose(a)),
+        (lambda: einc.rearrange(a, "a (b c) -> a b c", c=3),
+         np.reshape(a, (4, 2, 3))),
+        (lambda: enp.einsum("ii->i", sq), np.einsum("ii->i", sq)),
+    ]
+    for k, (call, want) in enumerate(calls):
+        for _ in range(2):  # the table's first call and a hit
+            got = call()
+            np.testing.assert_array_equal(got, want)
+            assert np.shares_memory(got, a), (kind, k)
+            assert got.strides == want.strides, (kind, k)
+            assert got.base is want.base, (kind, k, type(got.base))
+            assert got.flags.writeable == want.flags.writeable, (kind, k)
+
+
+@needs_numpy_views
+def test_view_of_memory_numpy_takes_no_buffer_of():
+    """A strided array over a non-ndarray base (numpy.from_dlpack of a
+    strided torch tensor) is no buffer to numpy, which makes such views
+    itself with DLPack only: einc's view is then still a view, writable
+    through, with its own exporter as base."""
+    torch = pytest.importorskip("torch")
+    t = torch.arange(24.0, dtype=torch.float64).reshape(4, 6)[:, ::2]
+    a = np.from_dlpack(t)
+    v = einc.einsum("ij->ji", a)
+    np.testing.assert_array_equal(v, a.T)
+    assert np.shares_memory(v, a)
+    v[0, 1] = -1
+    assert a[1, 0] == -1 and t[1, 0] == -1
+
+
 def test_out_always_writes():
     x = np.arange(12.).reshape(3, 4)
     out = np.zeros((4, 3))
