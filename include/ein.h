@@ -258,6 +258,11 @@ typedef struct ein_options {
                          value of them (docs/design.md, "Sliced plans and
                          limits"), each run planned for that value alone,
                          so each intermediate shrinks by their sizes.
+                         "a:4" slices a into 4 chunks of size(a)/4 (4 must
+                         divide it): fewer, larger slices, each paying the
+                         fixed costs of a run once. Axes the planner slices
+                         itself (under memory_limit) take the fewest
+                         chunks the limit allows.
                          Sliced output axes write their piece of the
                          output; sliced summed axes add up the runs'
                          results (reduction sum or mean only). An unknown

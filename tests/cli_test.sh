@@ -157,8 +157,13 @@ expect 0 '*' "" -- plan 'a b -> a' 4x12 --dtype i32 --grad
 grep -q 'input 0: no gradient: the inputs are i32' "$out" && passed=$((passed + 1)) ||
   { failed=$((failed + 1)); echo "FAIL: plan --grad of i32 says why" >&2; }
 expect 0 '*' "" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399
-"$EINC" plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399 | grep -q '^sliced       d=10   10 slices' &&
-  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --memory-limit 399 is not sliced over d" >&2; }
+"$EINC" plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399 | grep -q '^sliced       d=10:2   2 slices' &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --memory-limit 399 is not sliced over d in 2 chunks (the fewest the limit allows)" >&2; }
+# chunked slices: A:N slices A into N chunks; N must divide A's size
+expect 2 '' "einc: error: slice_axes 'b:4': 'b:4' asks for 4 slices of an axis of size 6; the count must divide the size" -- plan 'a b, b c -> a c' 4x6 6x8 --slice b:4
+expect 2 '*' '*' -- plan 'a b, b c -> a c' 4x6 6x8 --slice b:0
+"$EINC" plan 'a b, b c -> a c' 4x6 6x8 --slice b:3,a:2 | grep -q '^sliced       a=4:2 b=6:3(sum)   6 slices of 64 FLOPs' &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --slice b:3,a:2 is not 6 chunked slices" >&2; }
 expect 2 "" "einc: error: no contraction order keeps every intermediate within the memory limit of 39 bytes: the contraction's best order needs 400 bytes (100 elements of f32) for its largest intermediate, and even slicing every axis leaves one of 40 bytes; a limit of 40 bytes would fit" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 39
 
 # --input: the expression and shapes from a file or standard input print

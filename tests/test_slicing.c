@@ -86,6 +86,9 @@ static void random_net(net *c) {
       continue;
     sl += (size_t)snprintf(c->slice + sl, sizeof c->slice - sl, "%s%c",
                            have ? "," : "", name);
+    /* now and then in chunks: two slices of an even axis */
+    if (name != 'r' && c->size[name - 'a'] % 2 == 0 && pick(2))
+      sl += (size_t)snprintf(c->slice + sl, sizeof c->slice - sl, ":2");
     have++;
   }
 }

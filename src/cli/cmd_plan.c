@@ -53,7 +53,8 @@ void cmd_plan_help(void) {
       "                  note)\n"
       "  --memory-limit B  largest buffer allowed, in bytes (intermediates,\n"
       "                  layout copies): the path keeps within it, slicing\n"
-      "                  axes where no order does, or the plan fails (exit 2)\n"
+      "                  axes where no order does (in the fewest chunks that\n"
+      "                  fit), or the plan fails (exit 2)\n"
 
       CLI_HELP_PATH
       "  --grad          also the backward: for each input, the steps of its\n"
