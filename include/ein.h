@@ -550,6 +550,34 @@ EIN_API double ein_plan_nslices(const ein_plan *plan);
 EIN_API double ein_plan_unsliced_flops(const ein_plan *plan);
 EIN_API int64_t ein_plan_slice_bytes(const ein_plan *plan);
 
+/* Units of work (issue 29): a sliced plan's slices, for a caller that
+ * spreads them over threads, processes, devices or machines. Unit u is
+ * slice u in the plan's order (the sliced axes' odometer, last axis
+ * fastest). ein_plan_units: how many (1 when unsliced; -1 when more than
+ * int64 counts; 0 for NULL).
+ *
+ * ein_plan_run_units runs units [first, first + count) into `partial`, a
+ * tensor the caller owns with the layout the plan was made for (as
+ * ein_plan_execute's output): it is overwritten with their contribution,
+ * zeros where none of them writes, so that the sum of the partials of
+ * ranges covering every unit once is ein_plan_execute's output (up to
+ * rounding: the order of the sum differs). Safe from many threads at
+ * once on one context and plan (each call its own partial), and from
+ * many processes (each with its own context and plan). A range outside
+ * 0 .. units-1, or count < 1, is EIN_ERR_INVALID_ARGUMENT before
+ * anything runs.
+ *
+ * Summing partials, on the CPU or a device: give each partial its row p of
+ * one tensor P of shape (parts, output shape...) on that device, and
+ * reduce the rows with einc itself, e.g. ein_eval(ctx, "p ... -> ...",
+ * &P, 1, &out, NULL) (docs/design.md, "Units of work"). */
+EIN_API int64_t ein_plan_units(const ein_plan *plan);
+EIN_NODISCARD
+EIN_API ein_status ein_plan_run_units(ein_ctx *ctx, const ein_plan *plan,
+                                      const DLTensor *const *inputs,
+                                      int ninputs, DLTensor *partial,
+                                      int64_t first, int64_t count);
+
 /* Describes the plan: axes, naive and optimised FLOPs, the largest
  * intermediate, one entry per step (kind, operands, batch/M/N/K groups,
  * transposes, FLOPs, bytes, arithmetic intensity) and a predicted time on

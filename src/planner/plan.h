@@ -192,6 +192,9 @@ typedef struct ein_slicing {
   double unsliced_flops; /* the expression planned without slicing */
   int64_t acc_elems;    /* accumulate: elements of one output slice */
   struct ein_plan_ir *add, *store; /* accumulate: one LOOP step each */
+  /* nkept > 0: one FILL of 0 over one output piece (the output pointer
+   * moved as for a slice), for the pieces a range of units leaves */
+  struct ein_plan_ir *zero;
 } ein_slicing;
 
 typedef struct ein_plan_ir {

@@ -1362,6 +1362,7 @@ void ein_plan_ir_destroy(ein_plan_ir *plan) {
   if (!plan) return;
   ein_plan_ir_destroy(plan->slicing.add);
   ein_plan_ir_destroy(plan->slicing.store);
+  ein_plan_ir_destroy(plan->slicing.zero);
   ein_arena arena = plan->arena;
   ein_arena_destroy(&arena);
 }
@@ -1745,6 +1746,33 @@ static ein_status plan_store(planner *pl, const pview *compact,
   if ((st = emit_loop(&sub, EIN_ROLE_STORE, &dst, 1, srcs, EIN_REDUCE_SUM, 1)))
     return st;
   finish_sub(*store);
+  return EIN_OK;
+}
+
+/* zero: one FILL step of 0 over the output piece `outv` of one slice, so
+ * that a range of units (ein_plan_run_units) leaves zeros in the pieces
+ * it does not write and partials add up. */
+static ein_status plan_zero(planner *pl, const pview *outv) {
+  if (pl->ir->slicing.nkept == 0) return EIN_OK;
+  planner sub;
+  ein_status st = sub_plan(pl, &sub, &pl->ir->slicing.zero);
+  if (st) return st;
+  ein_step *s = add_step(&sub);
+  s->axes = ein_arena_alloc(sub.arena, (size_t)outv->n + 1, sizeof *s->axes);
+  if (!s->axes) return no_memory(pl);
+  s->kind = EIN_STEP_FILL;
+  s->role = EIN_ROLE_EMPTY;
+  s->fill = 0;
+  s->dst = (ein_ref){1, 0};
+  s->dst_dtype = pl->dtype;
+  double total = 1;
+  for (int i = 0; i < outv->n; i++) {
+    int64_t n = pl->size[outv->ax[i]];
+    s->axes[s->naxes++] = (ein_loop_axis){outv->ax[i], n, {outv->st[i], 0, 0}};
+    total *= (double)n;
+  }
+  s->bytes_written = total * (double)ein_dtype_size(pl->dtype);
+  finish_sub(pl->ir->slicing.zero);
   return EIN_OK;
 }
 
@@ -2159,6 +2187,7 @@ static ein_status plan_build(const ein_problem *p, const ein_tensor_desc *inputs
   record_baselines(&pl, inputs, output);
   if ((st = setup_slicing(&pl, limits, empty)) ||
       (st = operand_views(&pl, inputs, output, empty, &inv, &outv)) ||
+      (!empty && pl.ir->slicing.n && (st = plan_zero(&pl, &outv))) ||
       (!empty && (st = slice_output(&pl, &outv))) ||
       (st = plan_steps(&pl, empty, inv, &outv))) {
     if (pl.reslice && again) st = reslice_limits(&pl, limits, again);
