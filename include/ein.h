@@ -270,6 +270,14 @@ typedef struct ein_options {
                          NULL or "": no slicing */
   unsigned axis_rules;  /* EIN_RULE_* bits; 0: every axis may be reduced or
                          repeated (the expression alone decides) */
+  int devices;          /* ein_eval of a sliced plan on CUDA (or the
+                         emulated device): spread its units over devices
+                         0 .. devices-1 of the backend, one thread each,
+                         the inputs copied to each once, the partials
+                         summed on the output's device (docs/design.md,
+                         "Units of work"). 0 or 1: the tensors' device
+                         alone. More than the backend has, or above 1 on
+                         the CPU, is an error before anything runs */
 } ein_options;
 
 /* ein_options.axis_rules: what an expression may not do, for callers whose

@@ -160,6 +160,7 @@ expect 0 '*' "" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-lim
 "$EINC" plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399 | grep -q '^sliced       d=10:2   2 slices' &&
   passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --memory-limit 399 is not sliced over d in 2 chunks (the fewest the limit allows)" >&2; }
 # chunked slices: A:N slices A into N chunks; N must divide A's size
+expect 2 '' "einc: error: --devices takes a count from 1 to 16, not '0'" -- eval 'i j -> i' x.npy -o y.npy --devices 0
 expect 2 '' "einc: error: slice_axes 'b:4': 'b:4' asks for 4 slices of an axis of size 6; the count must divide the size" -- plan 'a b, b c -> a c' 4x6 6x8 --slice b:4
 expect 2 '*' '*' -- plan 'a b, b c -> a c' 4x6 6x8 --slice b:0
 "$EINC" plan 'a b, b c -> a c' 4x6 6x8 --slice b:3,a:2 | grep -q '^sliced       a=4:2 b=6:3(sum)   6 slices of 64 FLOPs' &&

@@ -3,7 +3,8 @@
  * or in ranges into partials the caller owns (ein_plan_run_units), from
  * several threads at once, on the CPU and the emulated device, and summed
  * the documented way (the partials as rows of one tensor, reduced with
- * "p ... -> ..."). Every result is compared with the double-precision
+ * "p ... -> ..."), and spread over 2-4 emulated devices
+ * (ein_options.devices). Every result is compared with the double-precision
  * reference: whole, sliced in one call, unit by unit from 3 threads, and
  * in 3 ranges that cut pieces of the output in the middle.
  */
@@ -226,18 +227,20 @@ static void check_case(ein_ctx *ctx, const ucase *c, ein_backend_kind k,
                    .memory_limit = c->memory_limit};
   ein_plan *plan;
   REQUIRE_OK(ein_plan_create(ctx, c->expr, inp, c->n, &out.t, &o, &plan));
-  double tol = dt == EIN_DT_F64 ? 1e-12 : 1e-5, err[4];
-  const char *what[4] = {"whole", "sliced", "unit by unit, 3 threads",
-                         "3 ranges"};
-  ein_options whole = {.backend = k};
-  for (int w = 0; w < 4; w++) {
+  double tol = dt == EIN_DT_F64 ? 1e-12 : 1e-5, err[7];
+  const char *what[7] = {"whole", "sliced", "unit by unit, 3 threads",
+                         "3 ranges", "devices=2", "devices=3", "devices=4"};
+  ein_options whole = {.backend = k}, spread = o;
+  for (int w = 0; w < (k == EIN_BACKEND_EMU ? 7 : 4); w++) {
     memset(out.host, 0x7f, out.bytes);
     st = to_device(ctx, k, &out);
+    spread.devices = w - 2; /* w 4..6: over 2..4 emulated devices */
     if (!st)
       st = w == 0   ? ein_eval(ctx, c->expr, inp, c->n, &out.t, &whole)
            : w == 1 ? ein_plan_execute(ctx, plan, inp, c->n, &out.t)
            : w == 2 ? by_threads(ctx, k, dt, plan, inp, c->n, &out)
-                    : by_ranges(ctx, k, dt, plan, inp, c->n, &out);
+           : w == 3 ? by_ranges(ctx, k, dt, plan, inp, c->n, &out)
+                    : ein_eval(ctx, c->expr, inp, c->n, &out.t, &spread);
     if (!st) st = to_host(ctx, k, &out);
     err[w] = st ? INFINITY : rel_err(dt, out.host, want, onumel);
     CHECK(!st && err[w] <= tol, "%s %s '%s' slice %s (%lld units) %s: "
@@ -290,7 +293,36 @@ static void check_bad_ranges(ein_ctx *ctx) {
   CHECK(ein_plan_units(NULL) == 0, "NULL plan");
 }
 
+/* devices past the backend's, or on the CPU, fail before any work. */
+static void check_bad_devices(ein_ctx *ctx) {
+  int64_t s[2] = {4, 6}, os[1] = {4};
+  double a[24] = {0}, out[4] = {42, 42, 42, 42};
+  DLTensor t = {.data = a, .device = {kDLCPU, 0}, .ndim = 2,
+                .dtype = {kDLFloat, 64, 1}, .shape = s};
+  DLTensor o = {.data = out, .device = {kDLCPU, 0}, .ndim = 1,
+                .dtype = {kDLFloat, 64, 1}, .shape = os};
+  const DLTensor *in[1] = {&t};
+  ein_options opt = {.slice_axes = "j:3", .devices = 2};
+  ein_status st = ein_eval(ctx, "i j -> i", in, 1, &o, &opt);
+  CHECK(st == EIN_ERR_INVALID_ARGUMENT && out[0] == 42 &&
+            strstr(ein_last_error(ctx)->message, "the CPU backend is one"),
+        "devices=2 on the CPU: %d '%s'", st, ein_last_error(ctx)->message);
+  tensor dt, dout;
+  REQUIRE_OK(make(ctx, EIN_BACKEND_EMU, EIN_DT_F64, 2, s, &dt));
+  REQUIRE_OK(make(ctx, EIN_BACKEND_EMU, EIN_DT_F64, 1, os, &dout));
+  const DLTensor *din[1] = {&dt.t};
+  opt.devices = 5;
+  st = ein_eval(ctx, "i j -> i", din, 1, &dout.t, &opt);
+  CHECK(st == EIN_ERR_DEVICE &&
+            strstr(ein_last_error(ctx)->message, "which has 4 here"),
+        "devices=5 of 4: %d '%s'", st, ein_last_error(ctx)->message);
+  drop(ctx, EIN_BACKEND_EMU, &dt);
+  drop(ctx, EIN_BACKEND_EMU, &dout);
+}
+
 int main(void) {
+  /* four emulated devices for ein_options.devices */
+  setenv("EINC_EMU_DEVICES", "4", 1);
   ein_ctx *ctx;
   REQUIRE_OK(ein_ctx_create(&ctx));
   ein_backend_kind kinds[2] = {EIN_BACKEND_CPU, EIN_BACKEND_EMU};
@@ -299,6 +331,7 @@ int main(void) {
     for (int k = 0; k < 2; k++)
       for (int d = 0; d < 2; d++) check_case(ctx, &cases[c], kinds[k], dts[d]);
   check_bad_ranges(ctx);
+  check_bad_devices(ctx);
   ein_ctx_destroy(ctx);
   return test_summary("units");
 }

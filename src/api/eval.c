@@ -676,11 +676,12 @@ static ein_status run_sliced(ein_thread_rec *me, ein_backend *be,
 }
 
 /* Runs a plan whose layouts are known to match the tensors: units
- * `range` of it (a plan that is not sliced is one unit). */
-static ein_status run_plan(ein_thread_rec *me, const ein_plan *plan,
-                           const DLTensor *const *inputs, int n,
-                           DLTensor *output, const ein_step_marks *marks,
-                           unit_range range) {
+ * `range` of it (a plan that is not sliced is one unit), on `device` of
+ * its backend (the plan's own, or another for spread.c). */
+static ein_status run_plan_on(ein_thread_rec *me, const ein_plan *plan,
+                              int device, const DLTensor *const *inputs,
+                              int n, DLTensor *output,
+                              const ein_step_marks *marks, unit_range range) {
   uintptr_t olo, ohi;
   byte_range(output, &olo, &ohi);
   char *small[16];
@@ -698,7 +699,7 @@ static ein_status run_plan(ein_thread_rec *me, const ein_plan *plan,
     ptrs[i] = (char *)inputs[i]->data + inputs[i]->byte_offset;
   }
   ein_backend *be =
-      st ? NULL : ein_ctx_backend(me, plan->backend->kind, plan->device);
+      st ? NULL : ein_ctx_backend(me, plan->backend->kind, device);
   if (!st && !be) st = me->err.pub.status;
   if (!st) {
     double t0 = ein_trace_now();
@@ -711,6 +712,23 @@ static ein_status run_plan(ein_thread_rec *me, const ein_plan *plan,
   }
   if (ptrs != small) ein_free(ptrs);
   return st;
+}
+
+static ein_status run_plan(ein_thread_rec *me, const ein_plan *plan,
+                           const DLTensor *const *inputs, int n,
+                           DLTensor *output, const ein_step_marks *marks,
+                           unit_range range) {
+  return run_plan_on(me, plan, plan->device, inputs, n, output, marks, range);
+}
+
+ein_status ein_plan_run_units_on(ein_ctx *ctx, const ein_plan *plan,
+                                 int device, const DLTensor *const *inputs,
+                                 int n, DLTensor *partial, int64_t first,
+                                 int64_t count) {
+  ein_thread_rec *me = ein_ctx_enter(ctx);
+  if (!me) return EIN_ERR_NO_MEMORY;
+  return run_plan_on(me, plan, device, inputs, n, partial, NULL,
+                     (unit_range){first, count});
 }
 
 ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
@@ -897,7 +915,10 @@ ein_status ein_eval(ein_ctx *ctx, const char *expr,
    * from the cache meanwhile. */
   unit_range all;
   st = every_unit(me, plan, &all);
-  if (!st) st = run_plan(me, plan, inputs, ninputs, output, NULL, all);
+  if (!st && o->devices > 1 && all.count > 1)
+    st = ein_plan_spread(ctx, plan, inputs, ninputs, output, o->devices);
+  else if (!st)
+    st = run_plan(me, plan, inputs, ninputs, output, NULL, all);
   ein_plan_release(plan);
   return st;
 }
@@ -969,6 +990,12 @@ int ein_plan_nsliced(const ein_plan *plan) {
 const char *ein_plan_sliced_axis(const ein_plan *plan, int i) {
   if (!plan || i < 0 || i >= plan->ir->slicing.n) return NULL;
   return plan->ir->axis_labels[plan->ir->slicing.axes[i]];
+}
+
+int ein_plan_device(const ein_plan *plan) { return plan->device; }
+
+ein_backend_kind ein_plan_backend(const ein_plan *plan) {
+  return plan->backend->kind;
 }
 
 int64_t ein_plan_units(const ein_plan *plan) {
