@@ -47,6 +47,14 @@ class Plan:
     output_shape: tuple[int, ...]
     largest_intermediate: int
     workspace_bytes: int
+    units: int
+    def __init__(self, expr: str, shapes: Any, *, dtype: Any = ...,
+                 reduce: Optional[str] = ..., backend: str = ...,
+                 numpy: Optional[bool] = ..., device: Optional[str] = ...,
+                 path: Optional[str] = ..., slice: Optional[str] = ...,
+                 memory_limit: Optional[int] = ..., **axis_sizes: int) -> None: ...
+    def run_units(self, *tensors: Tensor, out: Tensor, first: int,
+                  count: int = ...) -> Tensor: ...
     @property
     def path(self) -> list[tuple[int, ...]]: ...
     @property

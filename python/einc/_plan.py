@@ -39,12 +39,14 @@ class Plan:
     Attributes: flops and naive_flops (opt_einsum's count), path (linear,
     as opt_einsum's contract_path gives), ssa_path (einc's own pairs),
     steps (one dict per step), output_shape, largest_intermediate,
-    workspace_bytes. str(plan) is `einc plan`'s report; to_dict() its JSON.
+    workspace_bytes, units (the slices of a sliced plan, 1 otherwise:
+    slice="a:4,b" names them, memory_limit= bytes lets the planner choose;
+    run_units runs some of them). str(plan) is `einc plan`'s report; to_dict() its JSON.
     """
 
     def __init__(self, expr, shapes, *, dtype="float32", reduce=None,
                  backend="auto", numpy=None, device=None, path=None,
-                 **axis_sizes):
+                 slice=None, memory_limit=None, **axis_sizes):
         shapes = tuple(_shape_of(s) for s in shapes)
         if numpy is None:
             numpy = numpy_dialect(expr, [len(s) for s in shapes])
@@ -58,8 +60,10 @@ class Plan:
         self._code = dtype_code(dtype)
         self._plan = _einc.Plan(expr, shapes, self._code[0], self._code[1],
                                 bool(numpy), _reduction_name(reduce),
-                                str(backend), _lengths(axis_sizes), path)
+                                str(backend), _lengths(axis_sizes), path,
+                                slice, int(memory_limit or 0))
         stats = self._plan.stats()
+        self.units = stats["units"]
         self.flops = stats["flops"]
         self.naive_flops = stats["naive_flops"]
         self.output_shape = stats["output_shape"]
@@ -98,6 +102,16 @@ class Plan:
     @property
     def steps(self):
         return self.to_dict()["steps"]
+
+    def run_units(self, *tensors, out, first, count=1):
+        """Runs units (slices) [first, first + count) of a sliced plan into
+        `out`, an array of the output's shape and the plan's dtype that the
+        caller owns: it is overwritten with their contribution (zeros where
+        none writes), so partials of ranges covering every unit once sum
+        to the result (ein_plan_run_units). The tensors must have the
+        compiled dtype and shapes, C-contiguous."""
+        self._plan.run_units(tensors, out, int(first), int(count))
+        return out
 
     def __call__(self, *tensors, out=None):
         """Runs the plan (ein_eval for tensors of another layout)."""
