@@ -586,6 +586,34 @@ EIN_API ein_status ein_plan_run_units(ein_ctx *ctx, const ein_plan *plan,
                                       int ninputs, DLTensor *partial,
                                       int64_t first, int64_t count);
 
+/* What spreading a sliced plan's units over `workers` devices or nodes
+ * would take, by a model (docs/design.md, "Cost of spreading units"): the
+ * plan's predicted time on `model` (as ein_plan_describe_model predicts)
+ * split evenly by units, each worker running ceil(units / workers) of
+ * them; the inputs sent to every worker by a broadcast tree and the
+ * partials summed by a reduction tree, ceil(log2 workers) rounds each at
+ * `link_bytes_per_s` (a network's or a GPU link's bandwidth); no overlap
+ * of transfers with compute. */
+typedef struct ein_spread_cost {
+  int workers;
+  double units, units_per_worker;
+  double one_seconds;      /* every unit on one worker */
+  double compute_seconds;  /* one worker's units */
+  double input_seconds;    /* the inputs to every worker */
+  double partial_seconds;  /* the partials summed */
+  double seconds;          /* the three above */
+  double speedup;          /* one_seconds / seconds */
+  double efficiency;       /* speedup / workers */
+} ein_spread_cost;
+
+/* Fills *out; EIN_ERR_INVALID_ARGUMENT for workers < 1 or a bandwidth that
+ * is not positive. A NULL model means h100's. */
+EIN_NODISCARD
+EIN_API ein_status ein_plan_spread_cost(const ein_plan *plan,
+                                        const ein_device_model *model,
+                                        int workers, double link_bytes_per_s,
+                                        ein_spread_cost *out);
+
 /* Describes the plan: axes, naive and optimised FLOPs, the largest
  * intermediate, one entry per step (kind, operands, batch/M/N/K groups,
  * transposes, FLOPs, bytes, arithmetic intensity) and a predicted time on

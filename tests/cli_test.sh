@@ -160,6 +160,13 @@ expect 0 '*' "" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-lim
 "$EINC" plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399 | grep -q '^sliced       d=10:2   2 slices' &&
   passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --memory-limit 399 is not sliced over d in 2 chunks (the fewest the limit allows)" >&2; }
 # chunked slices: A:N slices A into N chunks; N must divide A's size
+# --workers: the spread cost (its arithmetic: test_units); JSON member and errors
+spread=$("$EINC" plan 'a b, b c -> a c' 4x6 6x8 --slice a:2,b:3 --workers 4 --link-gbps 2 --json |
+  python3 -c 'import json, sys; s = json.load(sys.stdin)["spread"]; print(s["workers"], s["units"], s["units_per_worker"], s["link_gbps"])')
+[ "$spread" = "4 6 2 2" ] && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL: plan --workers 4 --json: $spread" >&2; }
+expect 2 '' "einc: error: --workers takes a count from 1, not '0'" -- plan 'a b -> a' 4x6 --workers 0
+expect 2 '' "einc: error: --link-gbps takes a bandwidth in GB/s above 0, not 'x'" -- plan 'a b -> a' 4x6 --workers 2 --link-gbps x
 expect 2 '' "einc: error: --devices takes a count from 1 to 16, not '0'" -- eval 'i j -> i' x.npy -o y.npy --devices 0
 expect 2 '' "einc: error: slice_axes 'b:4': 'b:4' asks for 4 slices of an axis of size 6; the count must divide the size" -- plan 'a b, b c -> a c' 4x6 6x8 --slice b:4
 expect 2 '*' '*' -- plan 'a b, b c -> a c' 4x6 6x8 --slice b:0

@@ -293,6 +293,46 @@ static void check_bad_ranges(ein_ctx *ctx) {
   CHECK(ein_plan_units(NULL) == 0, "NULL plan");
 }
 
+/* The spread cost model (ein_plan_spread_cost) on a plan of 12 units: one
+ * worker is the plan itself; 5 workers run 3 units each, the inputs and
+ * partials take 3 tree rounds; past the units each worker runs one. */
+static void check_spread_cost(ein_ctx *ctx) {
+  int64_t s[2] = {4, 6}, os[1] = {4};
+  DLTensor t = {.device = {kDLCPU, 0}, .ndim = 2, .dtype = {kDLFloat, 64, 1},
+                .shape = s};
+  DLTensor o = {.device = {kDLCPU, 0}, .ndim = 1, .dtype = {kDLFloat, 64, 1},
+                .shape = os};
+  const DLTensor *in[1] = {&t};
+  ein_options opt = {.slice_axes = "i:2,j:6"};
+  ein_plan *plan;
+  REQUIRE_OK(ein_plan_create(ctx, "i j -> i", in, 1, &o, &opt, &plan));
+  ein_device_model m = {.name = "test", .flops_half = 1e9, .flops_f32 = 1e9,
+                        .flops_f64 = 1e9, .bytes_per_s = 1e9};
+  ein_spread_cost one, five, many;
+  REQUIRE_OK(ein_plan_spread_cost(plan, &m, 1, 1e6, &one));
+  REQUIRE_OK(ein_plan_spread_cost(plan, &m, 5, 1e6, &five));
+  REQUIRE_OK(ein_plan_spread_cost(plan, &m, 20, 1e6, &many));
+  double T = one.one_seconds, in_s = 3 * 24 * 8 / 1e6, part = 3 * 4 * 8 / 1e6;
+  CHECK(one.units == 12 && fabs(one.seconds - T) <= 1e-12 * T && T > 0 &&
+            fabs(one.efficiency - 1) <= 1e-12 && one.input_seconds == 0,
+        "1 worker: %g units, %g s of %g", one.units, one.seconds, T);
+  CHECK(five.units_per_worker == 3 &&
+            fabs(five.compute_seconds - T * 3 / 12) <= 1e-15 &&
+            fabs(five.input_seconds - in_s) <= 1e-15 &&
+            fabs(five.partial_seconds - part) <= 1e-15 &&
+            fabs(five.efficiency - T / five.seconds / 5) <= 1e-12,
+        "5 workers: %g per worker, compute %g, inputs %g (want %g), "
+        "partials %g (want %g)", five.units_per_worker, five.compute_seconds,
+        five.input_seconds, in_s, five.partial_seconds, part);
+  CHECK(many.units_per_worker == 1, "20 workers: %g per worker",
+        many.units_per_worker);
+  ein_spread_cost c;
+  CHECK(ein_plan_spread_cost(plan, &m, 0, 1e9, &c) == EIN_ERR_INVALID_ARGUMENT &&
+            ein_plan_spread_cost(plan, &m, 2, 0, &c) == EIN_ERR_INVALID_ARGUMENT,
+        "bad workers or bandwidth accepted");
+  ein_plan_destroy(plan);
+}
+
 /* devices past the backend's, or on the CPU, fail before any work. */
 static void check_bad_devices(ein_ctx *ctx) {
   int64_t s[2] = {4, 6}, os[1] = {4};
@@ -332,6 +372,7 @@ int main(void) {
       for (int d = 0; d < 2; d++) check_case(ctx, &cases[c], kinds[k], dts[d]);
   check_bad_ranges(ctx);
   check_bad_devices(ctx);
+  check_spread_cost(ctx);
   ein_ctx_destroy(ctx);
   return test_summary("units");
 }

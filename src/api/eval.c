@@ -1042,6 +1042,18 @@ static bool usable_model(const ein_device_model *m) {
          m->bytes_per_s > 0;
 }
 
+ein_status ein_plan_spread_cost(const ein_plan *plan,
+                                const ein_device_model *model, int workers,
+                                double link_bytes_per_s,
+                                ein_spread_cost *out) {
+  if (!plan || !out || workers < 1 || !(link_bytes_per_s > 0))
+    return EIN_ERR_INVALID_ARGUMENT;
+  const ein_device_model *m =
+      usable_model(model) ? model : ein_device_model_find(NULL);
+  ein_plan_spread_cost_ir(plan->ir, m, workers, link_bytes_per_s, out);
+  return EIN_OK;
+}
+
 size_t ein_plan_describe_model(const ein_plan *plan,
                                ein_describe_format format,
                                const ein_device_model *model, char *buf,

@@ -22,6 +22,12 @@ const ein_device_model *ein_device_model_find(const char *name);
 double ein_plan_predicted_seconds(const ein_plan_ir *ir,
                                   const ein_device_model *m);
 
+/* ein_plan_spread_cost's model (ein.h), the one place it lives; workers
+ * >= 1 and bytes_per_s > 0 checked by the caller. */
+void ein_plan_spread_cost_ir(const ein_plan_ir *ir, const ein_device_model *m,
+                             int workers, double bytes_per_s,
+                             ein_spread_cost *out);
+
 /* What a backend's program adds to each step object of the JSON report
  * (the CUDA backend's cuBLAS call or kernels): `step_json` appends members,
  * each followed by ','; NULL adds nothing. The report knows no backend. */
