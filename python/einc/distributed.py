@@ -20,6 +20,8 @@ the call and closed after it. Each worker runs einc on its own CPU.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ._plan import Plan
@@ -121,6 +123,9 @@ def contract(expr, *arrays, client=None, slice=None, memory_limit=None,
     own = client is None
     if own:
         from distributed import Client, LocalCluster
+        # Dask's nanny sets OMP_NUM_THREADS=1 and the like in this
+        # process's environment when it spawns workers: put it back after
+        environ = dict(os.environ)
         cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1,
                                processes=True, host="127.0.0.1",
                                dashboard_address=None)
@@ -131,4 +136,6 @@ def contract(expr, *arrays, client=None, slice=None, memory_limit=None,
         if own:
             client.close()
             cluster.close()
+            os.environ.clear()
+            os.environ.update(environ)
 

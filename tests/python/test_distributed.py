@@ -38,6 +38,9 @@ def rel_err(got, want):
 
 @pytest.fixture(scope="module")
 def client():
+    # Dask's nanny sets OMP_NUM_THREADS=1 (and more) in this process's
+    # environment; later tests (the CLI's thread count) must not see it
+    environ = dict(os.environ)
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
         dashboard_address=None)
@@ -45,6 +48,16 @@ def client():
     yield c
     c.close()
     cluster.close()
+    os.environ.clear()
+    os.environ.update(environ)
+
+
+def test_own_cluster_leaves_the_environment():
+    arrays = ring_inputs(np.float64)
+    before = dict(os.environ)
+    r = ed.contract(RING, *arrays, slice="j:2", n_workers=1)
+    assert rel_err(r, reference(arrays)) <= 1e-12
+    assert dict(os.environ) == before
 
 
 def test_ranges_cover_units():
