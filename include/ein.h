@@ -258,6 +258,11 @@ typedef struct ein_options {
                          value of them (docs/design.md, "Sliced plans and
                          limits"), each run planned for that value alone,
                          so each intermediate shrinks by their sizes.
+                         "a:4" slices a into 4 chunks of size(a)/4 (4 must
+                         divide it): fewer, larger slices, each paying the
+                         fixed costs of a run once. Axes the planner slices
+                         itself (under memory_limit) take the fewest
+                         chunks the limit allows.
                          Sliced output axes write their piece of the
                          output; sliced summed axes add up the runs'
                          results (reduction sum or mean only). An unknown
@@ -271,6 +276,14 @@ typedef struct ein_options {
                          fp8, every scale finite. NULL: all 1. Per call,
                          not part of a plan (docs/design.md, "fp8") */
   int nscales;
+  int devices;          /* ein_eval of a sliced plan on CUDA (or the
+                         emulated device): spread its units over devices
+                         0 .. devices-1 of the backend, one thread each,
+                         the inputs copied to each once, the partials
+                         summed on the output's device (docs/design.md,
+                         "Units of work"). 0 or 1: the tensors' device
+                         alone. More than the backend has, or above 1 on
+                         the CPU, is an error before anything runs */
 } ein_options;
 
 /* DLPack 1.1's float8 type codes (DLDataType {code, 8, 1}), spelled out
@@ -685,6 +698,62 @@ EIN_API const char *ein_plan_sliced_axis(const ein_plan *plan, int i);
 EIN_API double ein_plan_nslices(const ein_plan *plan);
 EIN_API double ein_plan_unsliced_flops(const ein_plan *plan);
 EIN_API int64_t ein_plan_slice_bytes(const ein_plan *plan);
+
+/* Units of work (issue 29): a sliced plan's slices, for a caller that
+ * spreads them over threads, processes, devices or machines. Unit u is
+ * slice u in the plan's order (the sliced axes' odometer, last axis
+ * fastest). ein_plan_units: how many (1 when unsliced; -1 when more than
+ * int64 counts; 0 for NULL).
+ *
+ * ein_plan_run_units runs units [first, first + count) into `partial`, a
+ * tensor the caller owns with the layout the plan was made for (as
+ * ein_plan_execute's output): it is overwritten with their contribution,
+ * zeros where none of them writes, so that the sum of the partials of
+ * ranges covering every unit once is ein_plan_execute's output (up to
+ * rounding: the order of the sum differs). Safe from many threads at
+ * once on one context and plan (each call its own partial), and from
+ * many processes (each with its own context and plan). A range outside
+ * 0 .. units-1, or count < 1, is EIN_ERR_INVALID_ARGUMENT before
+ * anything runs.
+ *
+ * Summing partials, on the CPU or a device: give each partial its row p of
+ * one tensor P of shape (parts, output shape...) on that device, and
+ * reduce the rows with einc itself, e.g. ein_eval(ctx, "p ... -> ...",
+ * &P, 1, &out, NULL) (docs/design.md, "Units of work"). */
+EIN_API int64_t ein_plan_units(const ein_plan *plan);
+EIN_NODISCARD
+EIN_API ein_status ein_plan_run_units(ein_ctx *ctx, const ein_plan *plan,
+                                      const DLTensor *const *inputs,
+                                      int ninputs, DLTensor *partial,
+                                      int64_t first, int64_t count);
+
+/* What spreading a sliced plan's units over `workers` devices or nodes
+ * would take, by a model (docs/design.md, "Cost of spreading units"): the
+ * plan's predicted time on `model` (as ein_plan_describe_model predicts)
+ * split evenly by units, each worker running ceil(units / workers) of
+ * them; the inputs sent to every worker by a broadcast tree and the
+ * partials summed by a reduction tree, ceil(log2 workers) rounds each at
+ * `link_bytes_per_s` (a network's or a GPU link's bandwidth); no overlap
+ * of transfers with compute. */
+typedef struct ein_spread_cost {
+  int workers;
+  double units, units_per_worker;
+  double one_seconds;      /* every unit on one worker */
+  double compute_seconds;  /* one worker's units */
+  double input_seconds;    /* the inputs to every worker */
+  double partial_seconds;  /* the partials summed */
+  double seconds;          /* the three above */
+  double speedup;          /* one_seconds / seconds */
+  double efficiency;       /* speedup / workers */
+} ein_spread_cost;
+
+/* Fills *out; EIN_ERR_INVALID_ARGUMENT for workers < 1 or a bandwidth that
+ * is not positive. A NULL model means h100's. */
+EIN_NODISCARD
+EIN_API ein_status ein_plan_spread_cost(const ein_plan *plan,
+                                        const ein_device_model *model,
+                                        int workers, double link_bytes_per_s,
+                                        ein_spread_cost *out);
 
 /* Describes the plan: axes, naive and optimised FLOPs, the largest
  * intermediate, one entry per step (kind, operands, batch/M/N/K groups,

@@ -24,6 +24,10 @@ if [ "$test_deps" = --test ]; then
   # numpy and opt_einsum pinned: tests/peers runs their own test files at
   # these versions (tests/peers/run_peer_suites.py, deselected.txt)
   "${pip[@]}" numpy==2.4.6 pytest einops opt_einsum==3.4.0 ml_dtypes jax
+  # einc.distributed's tests (a local cluster of 2 processes); they skip
+  # where it does not install
+  "${pip[@]}" dask distributed ||
+    echo "python_env.sh: dask did not install; test_distributed skips" >&2
   if [ "${EINC_TORCH:-1}" != 0 ] && ! "${pip[@]}" torch; then
     echo "python_env.sh: torch did not install; its tests will skip" >&2
   fi

@@ -157,8 +157,21 @@ expect 0 '*' "" -- plan 'a b -> a' 4x12 --dtype i32 --grad
 grep -q 'input 0: no gradient: the inputs are i32' "$out" && passed=$((passed + 1)) ||
   { failed=$((failed + 1)); echo "FAIL: plan --grad of i32 says why" >&2; }
 expect 0 '*' "" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399
-"$EINC" plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399 | grep -q '^sliced       d=10   10 slices' &&
-  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --memory-limit 399 is not sliced over d" >&2; }
+"$EINC" plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 399 | grep -q '^sliced       d=10:2   2 slices' &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --memory-limit 399 is not sliced over d in 2 chunks (the fewest the limit allows)" >&2; }
+# chunked slices: A:N slices A into N chunks; N must divide A's size
+# --workers: the spread cost (its arithmetic: test_units); JSON member and errors
+spread=$("$EINC" plan 'a b, b c -> a c' 4x6 6x8 --slice a:2,b:3 --workers 4 --link-gbps 2 --json |
+  python3 -c 'import json, sys; s = json.load(sys.stdin)["spread"]; print(s["workers"], s["units"], s["units_per_worker"], s["link_gbps"])')
+[ "$spread" = "4 6 2 2" ] && passed=$((passed + 1)) ||
+  { failed=$((failed + 1)); echo "FAIL: plan --workers 4 --json: $spread" >&2; }
+expect 2 '' "einc: error: --workers takes a count from 1, not '0'" -- plan 'a b -> a' 4x6 --workers 0
+expect 2 '' "einc: error: --link-gbps takes a bandwidth in GB/s above 0, not 'x'" -- plan 'a b -> a' 4x6 --workers 2 --link-gbps x
+expect 2 '' "einc: error: --devices takes a count from 1 to 16, not '0'" -- eval 'i j -> i' x.npy -o y.npy --devices 0
+expect 2 '' "einc: error: slice_axes 'b:4': 'b:4' asks for 4 slices of an axis of size 6; the count must divide the size" -- plan 'a b, b c -> a c' 4x6 6x8 --slice b:4
+expect 2 '*' '*' -- plan 'a b, b c -> a c' 4x6 6x8 --slice b:0
+"$EINC" plan 'a b, b c -> a c' 4x6 6x8 --slice b:3,a:2 | grep -q '^sliced       a=4:2 b=6:3(sum)   6 slices of 64 FLOPs' &&
+  passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --slice b:3,a:2 is not 6 chunked slices" >&2; }
 expect 2 "" "einc: error: no contraction order keeps every intermediate within the memory limit of 39 bytes: the contraction's best order needs 400 bytes (100 elements of f32) for its largest intermediate, and even slicing every axis leaves one of 40 bytes; a limit of 40 bytes would fit" -- plan 'a b, b c, c d -> a d' 100x10 10x100 100x10 --memory-limit 39
 
 # --input: the expression and shapes from a file or standard input print

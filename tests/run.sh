@@ -76,8 +76,10 @@ echo "== build: ThreadSanitizer"
 # OpenBLAS runs on the calling thread.
 if build build-tsan -Dwerror=true -Dbuildtype=debug -Db_sanitize=thread \
     -Db_lundef=false -Dopenmp=disabled; then
-  # With the CUDA backend, also 8 threads opening the CUDA libraries at once.
-  tsan_tests=(threads)
+  # units: a sliced plan's units from 3 threads at once (CPU cases only
+  # there). With the CUDA backend, also 8 threads opening the CUDA
+  # libraries at once.
+  tsan_tests=(threads units)
   [ -x build-tsan/tests/test_cuda_libs ] && tsan_tests+=(cuda_libs_race)
   OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1 \
     suite build-tsan "8 threads on one context under TSan" "${tsan_tests[@]}"

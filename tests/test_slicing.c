@@ -86,6 +86,9 @@ static void random_net(net *c) {
       continue;
     sl += (size_t)snprintf(c->slice + sl, sizeof c->slice - sl, "%s%c",
                            have ? "," : "", name);
+    /* now and then in chunks: two slices of an even axis */
+    if (name != 'r' && c->size[name - 'a'] % 2 == 0 && pick(2))
+      sl += (size_t)snprintf(c->slice + sl, sizeof c->slice - sl, ":2");
     have++;
   }
 }
@@ -447,6 +450,18 @@ static int overlapping_temps(const ein_plan_ir *ir) {
   return bad;
 }
 
+/* n f32 CPU tensor descriptions (no data, for planning): tensor i has
+ * ndims[i] dims, its shape at shapes + i * row. */
+static void f32_descs(int n, const int *ndims, const int64_t *shapes,
+                      int row, DLTensor *t, const DLTensor **in) {
+  for (int i = 0; i < n; i++) {
+    t[i] = (DLTensor){.device = {kDLCPU, 0}, .ndim = ndims[i],
+                      .dtype = {kDLFloat, 32, 1},
+                      .shape = (int64_t *)shapes + (size_t)i * (size_t)row};
+    in[i] = &t[i];
+  }
+}
+
 /* Issue 26, bug 4: opt_einsum's rand_equation(16, 3, seed=26) on its
  * greedy path; a GEMM's M axis moved into its batch (c) made the other
  * operand's producer compute its result replicated over c (32256 FLOPs
@@ -463,12 +478,7 @@ static void check_no_replicated_step(ein_ctx *ctx) {
   static const int ndims[16] = {5, 3, 2, 5, 2, 1, 7, 4, 2, 3, 2, 3, 3, 4, 1, 1};
   DLTensor t[16];
   const DLTensor *in[16];
-  for (int i = 0; i < 16; i++) {
-    t[i] = (DLTensor){.device = {kDLCPU, 0}, .ndim = ndims[i],
-                      .dtype = {kDLFloat, 32, 1},
-                      .shape = (int64_t *)shapes[i]};
-    in[i] = &t[i];
-  }
+  f32_descs(16, ndims, shapes[0], 7, t, in);
   ein_options o = {.path = "[(6, 15), (3, 5), (7, 13), (1, 7), (9, 11), "
                            "(1, 6), (5, 9), (2, 8), (6, 7), (5, 6), (0, 5), "
                            "(2, 4), (2, 3), (0, 1), (0, 1)]"};
@@ -495,12 +505,7 @@ static void check_limit_covers_copies(ein_ctx *ctx) {
   static const int ndims[6] = {2, 3, 4, 3, 3, 5};
   DLTensor t[6];
   const DLTensor *in[6];
-  for (int i = 0; i < 6; i++) {
-    t[i] = (DLTensor){.device = {kDLCPU, 0}, .ndim = ndims[i],
-                      .dtype = {kDLFloat, 32, 1},
-                      .shape = (int64_t *)shapes[i]};
-    in[i] = &t[i];
-  }
+  f32_descs(6, ndims, shapes[0], 5, t, in);
   const char *expr = "a f, f g h, c j d b, e h i, i j k, k e d c g -> b a";
   ein_plan *plan = NULL;
   REQUIRE_OK(ein_plan_create(ctx, expr, in, 6, NULL, NULL, &plan));

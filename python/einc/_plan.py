@@ -50,12 +50,15 @@ class Plan:
     `bandwidth=` (bytes/s) replace the model's figures.
     path= gives the contraction order (opt_einsum's linear form) and
     memory_limit= the bytes one intermediate may take (the planner picks
-    an order within it, or slices; 0: no limit).
+    an order within it, or slices; 0: no limit). units: the slices of a
+    sliced plan, 1 otherwise (slice="a:4,b" names them, memory_limit= lets
+    the planner choose; run_units runs some of them).
     """
 
     def __init__(self, expr, shapes, *, dtype="float32", reduce=None,
                  backend="auto", numpy=None, device=None, path=None,
-                 peak=None, bandwidth=None, memory_limit=0, **axis_sizes):
+                 peak=None, bandwidth=None, slice=None, memory_limit=0,
+                 **axis_sizes):
         shapes = tuple(_shape_of(s) for s in shapes)
         if numpy is None:
             numpy = numpy_dialect(expr, [len(s) for s in shapes])
@@ -74,8 +77,9 @@ class Plan:
         self._plan = _einc.Plan(expr, shapes, self._code[0], self._code[1],
                                 bool(numpy), _reduction_name(reduce),
                                 str(backend), _lengths(axis_sizes), path,
-                                int(memory_limit or 0))
+                                slice, int(memory_limit or 0))
         stats = self._plan.stats()
+        self.units = stats["units"]
         self.flops = stats["flops"]
         self.naive_flops = stats["naive_flops"]
         self.output_shape = stats["output_shape"]
@@ -189,6 +193,16 @@ class Plan:
     @property
     def steps(self):
         return self.to_dict()["steps"]
+
+    def run_units(self, *tensors, out, first, count=1):
+        """Runs units (slices) [first, first + count) of a sliced plan into
+        `out`, an array of the output's shape and the plan's dtype that the
+        caller owns: it is overwritten with their contribution (zeros where
+        none writes), so partials of ranges covering every unit once sum
+        to the result (ein_plan_run_units). The tensors must have the
+        compiled dtype and shapes, C-contiguous."""
+        self._plan.run_units(tensors, out, int(first), int(count))
+        return out
 
     def __call__(self, *tensors, out=None):
         """Runs the plan (ein_eval for tensors of another layout or of

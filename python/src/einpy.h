@@ -184,6 +184,7 @@ typedef struct einpy_options {
   char **names;
   int nlengths;
   char *path; /* owned copy of opt.path (einpy_options_set_path), or NULL */
+  char *slice; /* owned copy of opt.slice_axes, or NULL */
 } einpy_options;
 
 /* Fills *o from Python values: numpy (truthy: the numpy dialect),
@@ -197,6 +198,11 @@ void einpy_options_free(einpy_options *o);
 /* Sets o->opt.path to a copy of `path` (opt_einsum's linear form, see
  * ein.h); NULL or "" leaves the search to the planner. */
 int einpy_options_set_path(einpy_options *o, const char *path);
+
+/* Sets o->opt.slice_axes to a copy of `slice` (ein.h's form, "a:4,b";
+ * NULL or "": none) and o->opt.memory_limit (bytes; 0: none). */
+int einpy_options_set_slicing(einpy_options *o, const char *slice,
+                              long long memory_limit);
 
 /* The length of `tuple`; -1 with a TypeError `not_tuple` where it is no
  * tuple, or an EincError from `too_long` (a format of the length, %zd, and

@@ -106,21 +106,42 @@ int einpy_options_parse(PyObject *numpy, const char *reduction,
   return 0;
 }
 
-int einpy_options_set_path(einpy_options *o, const char *path) {
-  if (!path || !*path) return 0;
-  size_t len = strlen(path);
-  o->path = PyMem_Malloc(len + 1);
-  if (!o->path) {
+/* *copy: a PyMem copy of text (NULL or "": none). */
+static int copy_text(const char *text, char **copy) {
+  if (!text || !*text) return 0;
+  size_t len = strlen(text);
+  *copy = PyMem_Malloc(len + 1);
+  if (!*copy) {
     PyErr_NoMemory();
     return -1;
   }
-  memcpy(o->path, path, len + 1);
+  memcpy(*copy, text, len + 1);
+  return 0;
+}
+
+int einpy_options_set_path(einpy_options *o, const char *path) {
+  if (copy_text(path, &o->path) < 0) return -1;
   o->opt.path = o->path;
+  return 0;
+}
+
+int einpy_options_set_slicing(einpy_options *o, const char *slice,
+                              long long memory_limit) {
+  if (memory_limit < 0) {
+    einpy_raise_status(EIN_ERR_INVALID_ARGUMENT,
+                       "memory_limit=%lld: a byte count, 0 for none",
+                       memory_limit);
+    return -1;
+  }
+  if (copy_text(slice, &o->slice) < 0) return -1;
+  o->opt.slice_axes = o->slice;
+  o->opt.memory_limit = (int64_t)memory_limit;
   return 0;
 }
 
 void einpy_options_free(einpy_options *o) {
   PyMem_Free(o->path);
+  PyMem_Free(o->slice);
   for (int i = 0; o->names && i < o->nlengths; i++) PyMem_Free(o->names[i]);
   PyMem_Free(o->names);
   PyMem_Free(o->lengths);

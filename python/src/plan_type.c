@@ -49,23 +49,24 @@ static int copy_expr(plan_object *p, const char *expr) {
 }
 
 /* Plan(expr, shapes, dtype_code, dtype_bits, numpy, reduction, backend,
- *      lengths[, path[, memory_limit]]): path in opt_einsum's linear form,
- *      or None to search; memory_limit, ein_options.memory_limit (bytes
- *      one intermediate may take, 0: no limit) */
+ *      lengths[, path[, slice[, memory_limit]]]): path in opt_einsum's
+ *      linear form, or None to search; slice as ein_options.slice_axes;
+ *      memory_limit, ein_options.memory_limit (bytes one intermediate may
+ *      take, 0: no limit) */
 static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
   plan_object *p = (plan_object *)self;
-  const char *expr, *reduction, *backend, *path = NULL;
+  const char *expr, *reduction, *backend, *path = NULL, *slice = NULL;
+  long long memory_limit = 0;
   PyObject *shapes, *numpy, *lengths;
   int code, bits;
-  long long memory_limit = 0;
   if (p->plan) {
     PyErr_SetString(PyExc_RuntimeError, "a Plan is initialised once");
     return -1;
   }
   if ((kwargs && PyObject_IsTrue(kwargs)) ||
-      !PyArg_ParseTuple(args, "sOiiOssO|zL:Plan", &expr, &shapes, &code,
+      !PyArg_ParseTuple(args, "sOiiOssO|zzL:Plan", &expr, &shapes, &code,
                         &bits, &numpy, &reduction, &backend, &lengths, &path,
-                        &memory_limit)) {
+                        &slice, &memory_limit)) {
     if (!PyErr_Occurred())
       PyErr_SetString(PyExc_TypeError, "Plan takes no keyword arguments");
     return -1;
@@ -82,9 +83,9 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
   if (einpy_shapes_parse(shapes, p->shapes, p->ndims, &p->ninputs) < 0 ||
       copy_expr(p, expr) < 0 ||
       einpy_options_parse(numpy, reduction, backend, lengths, &p->options) < 0 ||
-      einpy_options_set_path(&p->options, path) < 0)
+      einpy_options_set_path(&p->options, path) < 0 ||
+      einpy_options_set_slicing(&p->options, slice, memory_limit) < 0)
     return -1;
-  p->options.opt.memory_limit = (int64_t)memory_limit;
   DLTensor *ts = PyMem_Malloc(sizeof *ts * (size_t)(p->ninputs + 1));
   const DLTensor **ins = PyMem_Malloc(sizeof *ins * (size_t)(p->ninputs + 1));
   int rc = 0;
@@ -245,7 +246,7 @@ static PyObject *plan_stats(PyObject *self, PyObject *unused) {
     return NULL;
   }
   PyObject *d = Py_BuildValue(
-      "{s:d,s:d,s:d,s:d,s:L,s:L,s:i,s:O,s:N,s:O}", "flops",
+      "{s:d,s:d,s:d,s:d,s:L,s:L,s:i,s:O,s:N,s:O,s:L}", "flops",
       ein_plan_flops(p->plan), "model_flops",
       ein_plan_unsliced_flops(p->plan),
       "naive_flops", ein_plan_naive_flops(p->plan), "min_bytes",
@@ -253,7 +254,8 @@ static PyObject *plan_stats(PyObject *self, PyObject *unused) {
       (long long)ein_plan_largest_intermediate(p->plan), "workspace_bytes",
       (long long)ein_plan_workspace_bytes(p->plan), "nsteps",
       ein_plan_nsteps(p->plan), "output_shape", shape, "memory", memory,
-      "is_view", ein_plan_is_view(p->plan) ? Py_True : Py_False);
+      "is_view", ein_plan_is_view(p->plan) ? Py_True : Py_False, "units",
+      (long long)ein_plan_units(p->plan));
   Py_DECREF(shape);
   return d;
 }
@@ -396,7 +398,46 @@ static PyObject *plan_run_numpy(PyObject *self, PyObject *tensors) {
   return out;
 }
 
+/* run_units(tensors, partial, first, count) -> None: units [first,
+ * first + count) into the caller's partial (ein_plan_run_units), without
+ * the GIL; the tensors must have the compiled layout. */
+static PyObject *plan_run_units(PyObject *self, PyObject *args) {
+  plan_object *p = (plan_object *)self;
+  PyObject *tensors, *partial;
+  long long first, count;
+  if (!PyArg_ParseTuple(args, "OOLL:run_units", &tensors, &partial, &first,
+                        &count) ||
+      check_ready(p) < 0)
+    return NULL;
+  einpy_tensor in[EINPY_MAX_OPERANDS], o = {0};
+  int nin = 0;
+  if (einpy_tensors_import(tensors, NULL, in, &nin) < 0) return NULL;
+  int ok = einpy_tensor_import(partial, NULL, &o) == 0;
+  if (ok && o.read_only) {
+    PyErr_SetString(PyExc_ValueError, "the partial is read-only");
+    ok = 0;
+  }
+  if (ok) {
+    const DLTensor *ts[EINPY_MAX_OPERANDS];
+    for (int i = 0; i < nin; i++) ts[i] = in[i].t;
+    ein_status st;
+    PyThreadState *save = PyEval_SaveThread();
+    st = ein_plan_run_units(einpy_ctx(), p->plan, ts, nin, o.t, first, count);
+    PyEval_RestoreThread(save);
+    if (st) {
+      einpy_raise(ein_last_error(einpy_ctx()));
+      ok = 0;
+    }
+  }
+  einpy_tensors_release(in, nin);
+  einpy_tensor_release(&o);
+  if (!ok) return NULL;
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef plan_methods[] = {
+    {"run_units", plan_run_units, METH_VARARGS,
+     "run_units(tensors, partial, first, count): units into a partial"},
     {"run_numpy", plan_run_numpy, METH_O,
      "run_numpy(tensors) -> result, or None for execute()"},
     {"describe", plan_describe, METH_VARARGS,

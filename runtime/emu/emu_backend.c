@@ -14,6 +14,12 @@
  *
  * A plan's kernels are compiled into one shared object on its first run
  * (cached on disk, so later processes load it); runs are synchronous.
+ *
+ * EINC_EMU_DEVICES=N (1 to 8; default 1) makes it N devices, to test
+ * what spreads over the devices of a node (ein_options.devices): each an
+ * id of its own, with memory of its own as far as einc is concerned (the
+ * same host memory underneath: a kernel of device 1 reading device 0's
+ * tensor is not caught).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -326,11 +332,27 @@ static void emu_destroy(ein_backend *self) {
   ein_free(eb);
 }
 
+/* EINC_EMU_DEVICES, read on each call (tests set it per process). */
+static int emu_device_count(void) {
+  const char *v = getenv("EINC_EMU_DEVICES");
+  long n = v && *v ? strtol(v, NULL, 10) : 1;
+  return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+
 static ein_backend *emu_open(int device, ein_error_rec *err) {
-  emu_backend *eb = ein_backend_new_single(
-      device, sizeof *eb, "the emulated device has one device, 0, not %d",
-      "out of memory creating the emulated device", err);
-  if (!eb) return NULL;
+  int count = emu_device_count();
+  if (device < 0 || device >= count) {
+    ein_fail_device(err,
+                    "the emulated device has %d device%s (EINC_EMU_DEVICES), "
+                    "0 to %d, not %d",
+                    count, count == 1 ? "" : "s", count - 1, device);
+    return NULL;
+  }
+  emu_backend *eb = ein_calloc(1, sizeof *eb);
+  if (!eb) {
+    ein_fail_memory(err, "out of memory creating the emulated device");
+    return NULL;
+  }
   pthread_mutex_init(&eb->lock, NULL);
   eb->base = (ein_backend){.entry = &ein_emu_entry,
                            .run = emu_run,
@@ -356,6 +378,6 @@ const ein_backend_entry ein_emu_entry = {
     .describe = emu_describe,
     .describe_step_json = ein_cuda_plan_describe_step_json,
     .cuda_program = ein_cuda_plan_cuda,
-    .device_count = ein_backend_one_device,
+    .device_count = emu_device_count,
     .open = emu_open,
 };

@@ -86,6 +86,27 @@ struct ein_cuda_program;
 const struct ein_plan_ir *ein_plan_ir_of(const ein_plan *plan);
 const struct ein_cuda_program *ein_plan_cuda_program(const ein_plan *plan);
 
+/* Units [first, first + count) of a plan (ein_plan_run_units) on device
+ * `device` of its backend, tensors already there and checked; errors on
+ * the calling thread's record. */
+ein_status ein_plan_run_units_on(ein_ctx *ctx, const ein_plan *plan,
+                                 int device, const DLTensor *const *inputs,
+                                 int n, DLTensor *partial, int64_t first,
+                                 int64_t count);
+
+/* Runs a sliced plan over `ndevices` devices of its backend (spread.c,
+ * ein_options.devices); the tensors passed ein_eval's checks. */
+ein_status ein_plan_spread(ein_ctx *ctx, const ein_plan *plan,
+                           const DLTensor *const *inputs, int n,
+                           DLTensor *output, int ndevices);
+
+/* The device a plan runs on (its backend: ein_plan_backend, ein.h). */
+int ein_plan_device(const ein_plan *plan);
+
+/* Whether the plan was made for a C-contiguous output (a NULL output in
+ * ein_plan_create, or compact strides; size-1 dims' strides aside). */
+bool ein_plan_output_compact(const ein_plan *plan);
+
 /* Whether two elements of t share an address (writes would collide), and
  * whether the bytes two tensors touch overlap (for outputs: einc does not
  * compute in place). Sizes and strides must have passed the API checks. */

@@ -24,7 +24,8 @@ struct ein_plan {
   const ein_backend_entry *backend; /* where it runs */
   int device;                       /* the backend's device id */
   void *program; /* backend->prepare's result (NULL for the CPU) */
-  void *add_program, *store_program; /* the same for slicing's sub-plans */
+  /* the same for slicing's sub-plans: add, store, zero (SUB_*) */
+  void *sub[3];
   int ninputs;
   /* The layouts the plan was made for, as cache-key bytes: tensor i's
    * part is layout[offset[i] .. offset[i+1]), the output last. */
@@ -453,16 +454,23 @@ static char *layout_key(ein_plan_ir *ir, const DLTensor *const *inputs,
   return layout;
 }
 
-/* The backend's programs of a sliced plan's add and store sub-plans
- * (plan.h, ein_slicing); none when nothing summed is sliced. */
+enum { SUB_ADD, SUB_STORE, SUB_ZERO };
+
+/* The backend's programs of a sliced plan's sub-plans (plan.h,
+ * ein_slicing: add and store when a summed axis is sliced, zero when an
+ * output axis is); on failure none is kept. */
 static ein_status prepare_slicing(const ein_backend_entry *backend,
-                                  const ein_plan_ir *ir, void *sub[2],
+                                  const ein_plan_ir *ir, void *sub[3],
                                   ein_error_rec *err) {
-  if (!ir->slicing.add) return EIN_OK;
-  ein_status st = backend->prepare(ir->slicing.add, &sub[0], err);
-  if (!st) st = backend->prepare(ir->slicing.store, &sub[1], err);
-  if (st && sub[0]) backend->program_free(sub[0]);
-  if (st) sub[0] = NULL;
+  const ein_plan_ir *subs[3] = {ir->slicing.add, ir->slicing.store,
+                                ir->slicing.zero};
+  ein_status st = EIN_OK;
+  for (int i = 0; i < 3 && !st; i++)
+    if (subs[i]) st = backend->prepare(subs[i], &sub[i], err);
+  for (int i = 0; i < 3 && st; i++) {
+    if (sub[i]) backend->program_free(sub[i]);
+    sub[i] = NULL;
+  }
   return st;
 }
 
@@ -486,7 +494,7 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
   ir->allow_tf32 = o->allow_tf32 != 0;
   void *program = NULL;
   t0 = ein_trace_now();
-  void *sub[2] = {NULL, NULL};
+  void *sub[3] = {NULL, NULL, NULL};
   if (backend->prepare &&
       ((st = backend->prepare(ir, &program, &me->err)) != EIN_OK ||
        (st = prepare_slicing(backend, ir, sub, &me->err)) != EIN_OK)) {
@@ -505,7 +513,7 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
   ein_free(descs);
   if (!layout) {
     if (program) backend->program_free(program);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
       if (sub[i]) backend->program_free(sub[i]);
     ein_plan_ir_destroy(ir);
     return fail(me, EIN_ERR_NO_MEMORY, "out of memory while planning");
@@ -516,8 +524,7 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
   plan->backend = backend;
   plan->device = device;
   plan->program = program;
-  plan->add_program = sub[0];
-  plan->store_program = sub[1];
+  memcpy(plan->sub, sub, sizeof sub);
   plan->ninputs = n;
   plan->layout = layout;
   plan->offset = offset;
@@ -558,40 +565,88 @@ static void slice_inputs(const ein_plan_ir *ir, const int64_t *idx,
 }
 
 /* The accumulation of one piece of the output (the sliced summed axes
- * run innermost): the first slice writes R0; each next one writes P and
- * the add plan sums R and P into the other R (plan.h, ein_slicing); the
- * last R is stored into the output at `out`. */
+ * run innermost): the first unit of a piece writes R0; each next one
+ * writes P and the add plan sums R and P into the other R (plan.h,
+ * ein_slicing); after the piece's last unit the last R is stored into the
+ * output at `out`. */
 static ein_status accumulate(ein_backend *be, const ein_plan *plan,
-                             char *const *in, char *acc, int j, int last,
-                             int *cur, char *out, const ein_step_marks *marks,
-                             ein_error_rec *err) {
+                             char *const *in, char *acc, bool begin,
+                             bool end, int *cur, char *out,
+                             const ein_step_marks *marks, ein_error_rec *err) {
   const ein_plan_ir *ir = plan->ir;
   int64_t E = ir->slicing.acc_elems * (int64_t)ein_dtype_size(ir->dtype);
   char *r[2] = {acc, acc + 2 * E}, *p = acc + E;
   ein_status st;
-  if (j == 0) {
+  if (begin) {
     *cur = 0;
     st = be->run(be, ir, plan->program, in, r[0], marks, err);
   } else {
     char *rows = *cur == 0 ? r[0] : p; /* R0 then P, or P then R1 */
     st = be->run(be, ir, plan->program, in, p, marks, err);
     if (!st)
-      st = be->run(be, ir->slicing.add, plan->add_program, &rows, r[!*cur],
+      st = be->run(be, ir->slicing.add, plan->sub[SUB_ADD], &rows, r[!*cur],
                    NULL, err);
     *cur = !*cur;
   }
-  if (!st && j == last)
-    st = be->run(be, ir->slicing.store, plan->store_program, &r[*cur], out,
+  if (!st && end)
+    st = be->run(be, ir->slicing.store, plan->sub[SUB_STORE], &r[*cur], out,
                  NULL, err);
   return st;
 }
 
-/* Runs a sliced plan: once per value of the sliced axes (an odometer,
- * the last axis fastest, so the summed ones, which come last, finish
- * each piece of the output before the next). */
+/* A range of units: [first, first + count) of a plan's slices (all of
+ * them for a whole run). */
+typedef struct unit_range {
+  int64_t first, count;
+} unit_range;
+
+/* The sliced axes' indices of unit u (the last axis fastest). */
+static void unit_index(const ein_slicing *sl, int64_t u, int64_t *idx) {
+  for (int k = sl->n - 1; k >= 0; k--) {
+    idx[k] = u % sl->sizes[k];
+    u /= sl->sizes[k];
+  }
+}
+
+/* The output offset (elements) of piece `piece` (a unit / the units of a
+ * piece): the output axes' part of the odometer. */
+static int64_t piece_offset(const ein_slicing *sl, int64_t piece) {
+  int64_t off = 0;
+  for (int k = sl->nkept - 1; k >= 0; k--) {
+    off += piece % sl->sizes[k] * sl->out_stride[k];
+    piece /= sl->sizes[k];
+  }
+  return off;
+}
+
+/* Zeros in the output pieces outside `range` (a partial holds only what
+ * its units write, and partials add up). */
+static ein_status zero_other_pieces(ein_backend *be, const ein_plan *plan,
+                                    char *out, unit_range range, int64_t nsum,
+                                    ein_error_rec *err) {
+  const ein_plan_ir *ir = plan->ir;
+  if (!ir->slicing.zero) return EIN_OK;
+  int64_t es = (int64_t)ein_dtype_size(ir->dtype);
+  int64_t pieces = (int64_t)(ir->slicing.count / (double)nsum);
+  int64_t lo = range.first / nsum, hi = (range.first + range.count - 1) / nsum;
+  ein_status st = EIN_OK;
+  for (int64_t q = 0; q < pieces && !st; q++) {
+    if (q >= lo && q <= hi) continue;
+    char *at = out + piece_offset(&ir->slicing, q) * es;
+    char *none[1] = {at}; /* the fill reads no input */
+    st = be->run(be, ir->slicing.zero, plan->sub[SUB_ZERO], none, at, NULL,
+                 err);
+  }
+  return st;
+}
+
+/* Runs units [first, first + count) of a sliced plan: an odometer over
+ * the sliced axes, the last axis fastest, so the summed ones, which come
+ * last, finish each piece of the output before the next. */
 static ein_status run_sliced(ein_thread_rec *me, ein_backend *be,
                              const ein_plan *plan, char *const *ptrs,
-                             char *out, const ein_step_marks *marks) {
+                             char *out, const ein_step_marks *marks,
+                             unit_range range) {
   const ein_plan_ir *ir = plan->ir;
   const ein_slicing *sl = &ir->slicing;
   int64_t es = (int64_t)ein_dtype_size(ir->dtype), nsum = 1;
@@ -603,22 +658,17 @@ static ein_status run_sliced(ein_thread_rec *me, ein_backend *be,
                             : fail(me, EIN_ERR_NO_MEMORY, "out of memory");
   if (!st && sl->add)
     st = be->alloc(be, (size_t)(3 * sl->acc_elems * es), &acc, &me->err);
-  int64_t j = 0;
+  if (!st) st = zero_other_pieces(be, plan, out, range, nsum, &me->err);
   int cur = 0;
-  for (bool more = true; !st && more;) {
+  for (int64_t u = range.first; !st && u < range.first + range.count; u++) {
+    unit_index(sl, u, idx);
     slice_inputs(ir, idx, ptrs, at);
-    int64_t off = 0;
-    for (int k = 0; k < sl->nkept; k++) off += idx[k] * sl->out_stride[k];
-    st = sl->add ? accumulate(be, plan, at, acc, (int)j, (int)(nsum - 1),
-                              &cur, out + off * es, marks, &me->err)
-                 : be->run(be, ir, plan->program, at, out + off * es, marks,
-                           &me->err);
-    j = j + 1 == nsum ? 0 : j + 1;
-    more = false;
-    for (int k = sl->n - 1; k >= 0 && !more; k--) {
-      more = ++idx[k] < sl->sizes[k];
-      if (!more) idx[k] = 0;
-    }
+    char *piece = out + piece_offset(sl, u / nsum) * es;
+    bool begin = u % nsum == 0 || u == range.first;
+    bool end = u % nsum == nsum - 1 || u == range.first + range.count - 1;
+    st = sl->add ? accumulate(be, plan, at, acc, begin, end, &cur, piece,
+                              marks, &me->err)
+                 : be->run(be, ir, plan->program, at, piece, marks, &me->err);
   }
   if (acc) be->free(be, acc);
   ein_free(idx);
@@ -626,10 +676,13 @@ static ein_status run_sliced(ein_thread_rec *me, ein_backend *be,
   return st;
 }
 
-/* Runs a plan whose layouts are known to match the tensors. */
-static ein_status run_plan(ein_thread_rec *me, const ein_plan *plan,
-                           const DLTensor *const *inputs, int n,
-                           DLTensor *output, const ein_step_marks *marks) {
+/* Runs a plan whose layouts are known to match the tensors: units
+ * `range` of it (a plan that is not sliced is one unit), on `device` of
+ * its backend (the plan's own, or another for spread.c). */
+static ein_status run_plan_on(ein_thread_rec *me, const ein_plan *plan,
+                              int device, const DLTensor *const *inputs,
+                              int n, DLTensor *output,
+                              const ein_step_marks *marks, unit_range range) {
   uintptr_t olo, ohi;
   byte_range(output, &olo, &ohi);
   char *small[16];
@@ -647,19 +700,36 @@ static ein_status run_plan(ein_thread_rec *me, const ein_plan *plan,
     ptrs[i] = (char *)inputs[i]->data + inputs[i]->byte_offset;
   }
   ein_backend *be =
-      st ? NULL : ein_ctx_backend(me, plan->backend->kind, plan->device);
+      st ? NULL : ein_ctx_backend(me, plan->backend->kind, device);
   if (!st && !be) st = me->err.pub.status;
   if (!st) {
     double t0 = ein_trace_now();
     char *out = (char *)output->data + output->byte_offset;
     st = plan->ir->slicing.n
-             ? run_sliced(me, be, plan, ptrs, out, marks)
+             ? run_sliced(me, be, plan, ptrs, out, marks, range)
              : be->run(be, plan->ir, plan->program, ptrs, out, marks,
                        &me->err);
     ein_trace_end("run (queued; kernels compiled or loaded on first use)", t0);
   }
   if (ptrs != small) ein_free(ptrs);
   return st;
+}
+
+static ein_status run_plan(ein_thread_rec *me, const ein_plan *plan,
+                           const DLTensor *const *inputs, int n,
+                           DLTensor *output, const ein_step_marks *marks,
+                           unit_range range) {
+  return run_plan_on(me, plan, plan->device, inputs, n, output, marks, range);
+}
+
+ein_status ein_plan_run_units_on(ein_ctx *ctx, const ein_plan *plan,
+                                 int device, const DLTensor *const *inputs,
+                                 int n, DLTensor *partial, int64_t first,
+                                 int64_t count) {
+  ein_thread_rec *me = ein_ctx_enter(ctx);
+  if (!me) return EIN_ERR_NO_MEMORY;
+  return run_plan_on(me, plan, device, inputs, n, partial, NULL,
+                     (unit_range){first, count});
 }
 
 ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
@@ -710,19 +780,42 @@ static ein_status check_layout(ein_thread_rec *me, const ein_plan *plan,
               tensor_name(index, name, sizeof name));
 }
 
-/* ein_plan_execute and ein_plan_execute_marked (marks may be NULL). */
+/* Every unit of a plan; EIN_ERR_LIMIT past what int64 counts. */
+static ein_status every_unit(ein_thread_rec *me, const ein_plan *plan,
+                             unit_range *all) {
+  *all = (unit_range){0, ein_plan_units(plan)};
+  if (all->count >= 0) return EIN_OK;
+  return fail(me, EIN_ERR_LIMIT,
+              "the plan's %.4g slices are more than a run can count",
+              ein_plan_nslices(plan));
+}
+
+/* ein_plan_execute, ein_plan_execute_marked (marks may be NULL) and
+ * ein_plan_run_units (range: NULL for every unit). */
 static ein_status execute(ein_ctx *ctx, const ein_plan *plan,
                           const DLTensor *const *inputs, int ninputs,
-                          DLTensor *output, const ein_step_marks *marks) {
+                          DLTensor *output, const ein_step_marks *marks,
+                          const unit_range *range) {
   if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
   ein_thread_rec *me = ein_ctx_enter(ctx);
   if (!me) return EIN_ERR_NO_MEMORY;
   if (!plan) return fail(me, EIN_ERR_INVALID_ARGUMENT, "the plan is NULL");
+  unit_range all;
+  ein_status st = every_unit(me, plan, &all);
+  if (st) return st;
+  if (range && (range->first < 0 || range->count < 1 ||
+                range->count > all.count - range->first))
+    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+                "units %lld to %lld asked of a plan of %lld units (0 to "
+                "%lld); a range is first >= 0 and count >= 1 within them",
+                (long long)range->first,
+                (long long)range->first + (long long)range->count - 1,
+                (long long)all.count, (long long)all.count - 1);
   if (ninputs != plan->ninputs)
     return fail(me, EIN_ERR_OPERAND_COUNT,
                 "the plan takes %d inputs but %d were given", plan->ninputs,
                 ninputs);
-  ein_status st = check_inputs(me, inputs, ninputs, true);
+  st = check_inputs(me, inputs, ninputs, true);
   ein_dtype dt;
   if (!st) st = check_tensor(me, output, -1, true, &dt);
   if (st) return st;
@@ -758,22 +851,31 @@ static ein_status execute(ein_ctx *ctx, const ein_plan *plan,
                 "the tensors are on %s device %d but the plan was made "
                 "for device %d",
                 kind->name, device, plan->device);
-  return run_plan(me, plan, inputs, ninputs, output, marks);
+  return run_plan(me, plan, inputs, ninputs, output, marks,
+                  range ? *range : all);
 }
 
 ein_status ein_plan_execute(ein_ctx *ctx, const ein_plan *plan,
                             const DLTensor *const *inputs, int ninputs,
                             DLTensor *output) {
-  return execute(ctx, plan, inputs, ninputs, output, NULL);
+  return execute(ctx, plan, inputs, ninputs, output, NULL, NULL);
+}
+
+ein_status ein_plan_run_units(ein_ctx *ctx, const ein_plan *plan,
+                              const DLTensor *const *inputs, int ninputs,
+                              DLTensor *partial, int64_t first,
+                              int64_t count) {
+  const unit_range range = {first, count};
+  return execute(ctx, plan, inputs, ninputs, partial, NULL, &range);
 }
 
 ein_status ein_plan_execute_marked(ein_ctx *ctx, const ein_plan *plan,
                                    const DLTensor *const *inputs,
                                    int ninputs, DLTensor *output,
                                    ein_step_mark_fn mark, void *arg) {
-  if (!mark) return execute(ctx, plan, inputs, ninputs, output, NULL);
+  if (!mark) return execute(ctx, plan, inputs, ninputs, output, NULL, NULL);
   const ein_step_marks marks = {mark, arg};
-  return execute(ctx, plan, inputs, ninputs, output, &marks);
+  return execute(ctx, plan, inputs, ninputs, output, &marks, NULL);
 }
 
 ein_status ein_eval(ein_ctx *ctx, const char *expr,
@@ -820,7 +922,12 @@ ein_status ein_eval(ein_ctx *ctx, const char *expr,
   }
   /* Our reference keeps the plan alive even if another thread evicts it
    * from the cache meanwhile. */
-  st = run_plan(me, plan, inputs, ninputs, output, NULL);
+  unit_range all;
+  st = every_unit(me, plan, &all);
+  if (!st && o->devices > 1 && all.count > 1)
+    st = ein_plan_spread(ctx, plan, inputs, ninputs, output, o->devices);
+  else if (!st)
+    st = run_plan(me, plan, inputs, ninputs, output, NULL, all);
   ein_plan_release(plan);
   return st;
 }
@@ -835,8 +942,8 @@ void ein_plan_release(ein_plan *plan) {
   if (atomic_fetch_sub_explicit(&plan->refs, 1, memory_order_acq_rel) != 1)
     return;
   if (plan->program) plan->backend->program_free(plan->program);
-  if (plan->add_program) plan->backend->program_free(plan->add_program);
-  if (plan->store_program) plan->backend->program_free(plan->store_program);
+  for (int i = 0; i < 3; i++)
+    if (plan->sub[i]) plan->backend->program_free(plan->sub[i]);
   ein_plan_ir_destroy(plan->ir);
 }
 
@@ -874,6 +981,30 @@ int ein_plan_nsliced(const ein_plan *plan) {
 const char *ein_plan_sliced_axis(const ein_plan *plan, int i) {
   if (!plan || i < 0 || i >= plan->ir->slicing.n) return NULL;
   return plan->ir->axis_labels[plan->ir->slicing.axes[i]];
+}
+
+int ein_plan_device(const ein_plan *plan) { return plan->device; }
+
+bool ein_plan_output_compact(const ein_plan *plan) {
+  const char *k = plan->layout + plan->offset[plan->ninputs];
+  size_t len = plan->offset[plan->ninputs + 1] - plan->offset[plan->ninputs];
+  if (len == 0) return true;
+  int ndim = (unsigned char)k[1];
+  int64_t expect = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    int64_t v[2]; /* shape, effective stride (0 for size-1 dims) */
+    memcpy(v, k + 2 + (size_t)d * sizeof v, sizeof v);
+    if (v[0] == 1) continue;
+    if (v[1] != expect) return false;
+    expect *= v[0];
+  }
+  return true;
+}
+
+int64_t ein_plan_units(const ein_plan *plan) {
+  if (!plan) return 0;
+  double n = ein_plan_nslices(plan);
+  return n < 0x1p63 ? (int64_t)n : -1;
 }
 
 double ein_plan_nslices(const ein_plan *plan) {
@@ -944,6 +1075,18 @@ size_t ein_plan_describe(const ein_plan *plan, ein_describe_format format,
                            &m) != EIN_OK)
     return 0;
   return ein_plan_describe_model(plan, format, &m, buf, cap);
+}
+
+ein_status ein_plan_spread_cost(const ein_plan *plan,
+                                const ein_device_model *model, int workers,
+                                double link_bytes_per_s,
+                                ein_spread_cost *out) {
+  if (!plan || !out || workers < 1 || !(link_bytes_per_s > 0))
+    return EIN_ERR_INVALID_ARGUMENT;
+  const ein_device_model *m =
+      ein_cost_model_usable(model) ? model : ein_device_model_find(NULL);
+  ein_plan_spread_cost_ir(plan->ir, m, workers, link_bytes_per_s, out);
+  return EIN_OK;
 }
 
 size_t ein_plan_describe_model(const ein_plan *plan,

@@ -54,7 +54,8 @@ typedef int (*cli_option_fn)(int argc, char **argv, int *i, void *state);
   "  --slice A,B     run the plan slice by slice over the named axes (each\n" \
   "                  slice fixes them to one value and is planned for it;\n" \
   "                  sliced output axes write their piece, sliced summed\n"  \
-  "                  axes add up): smaller intermediates, same result\n"
+  "                  axes add up): smaller intermediates, same result;\n"  \
+  "                  A:N slices A into N chunks (N divides its size)\n"
 
 /* The lines of every command's --help on operands and option values. */
 #define CLI_HELP_OPERANDS                                                     \

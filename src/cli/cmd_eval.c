@@ -25,7 +25,7 @@ void cmd_eval_help(void) {
   puts(
       "usage: einc eval EXPR IN.npy... -o OUT.npy [--backend B] [--dtype T]\n"
       "                 [--print] [--path P] [-D NAME=SIZE]... [--reduce R]\n"
-      "                 [--numpy]\n"
+      "                 [--numpy] [--slice A,B] [--devices N]\n"
       "\n"
       "Evaluates EXPR on NumPy .npy files (format 1-3, C or Fortran order,\n"
       "little-endian f2/f4/f8, c8/c16 (complex), integers, bool) and writes\n"
@@ -58,6 +58,10 @@ void cmd_eval_help(void) {
       "                  emulated CUDA device: the GPU path run on the CPU,\n"
       "                  for testing); cuda and emu copy the inputs to\n"
       "                  device 0 and the result back\n"
+      "  --devices N     cuda/emu, a sliced plan (--slice): spread its\n"
+      "                  slices over devices 0..N-1 (one thread each; the\n"
+      "                  inputs copied to each, the partials summed on\n"
+      "                  device 0)\n"
       "  -v, --verbose   print the output file's shape and dtype, the\n"
       "                  kernel cache's counters, and where the call's\n"
       "                  time went, phase by phase (loading CUDA, opening\n"
@@ -119,7 +123,8 @@ static bool scale_item(const char *tok, void *dst, int i) {
   return true;
 }
 
-/* eval's own options: -o/--output, --print, --backend and --dtype. */
+/* eval's own options: -o/--output, --print, --backend, --dtype, --scale,
+ * --out-dtype and --devices. */
 static int eval_option(int argc, char **argv, int *i, void *state) {
   eval_opts *eo = state;
   const char *arg = argv[*i];
@@ -128,11 +133,22 @@ static int eval_option(int argc, char **argv, int *i, void *state) {
   bool dtype = cli_is_option(arg, "--dtype");
   bool scale = cli_is_option(arg, "--scale");
   bool out_dtype = cli_is_option(arg, "--out-dtype");
-  if (!out && !dtype && !scale && !out_dtype &&
+  bool devices = cli_is_option(arg, "--devices");
+  if (!out && !dtype && !scale && !out_dtype && !devices &&
       !cli_is_option(arg, "--backend"))
     return 0;
   const char *v = cli_option_value(argc, argv, i);
   if (!v) return -1;
+  if (devices) {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || end == v || n < 1 || n > 16) {
+      cli_errorf("--devices takes a count from 1 to 16, not '%.40s'", v);
+      return -1;
+    }
+    eo->common->options.devices = (int)n;
+    return 1;
+  }
   if (out) {
     eo->out_path = v;
     return 1;

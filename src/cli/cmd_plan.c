@@ -24,6 +24,7 @@ void cmd_plan_help(void) {
       "                 [--peak F] [--bandwidth B]\n"
       "                 [--memory-limit B] [--path P] [--slice A,B]\n"
       "                 [-D NAME=SIZE]... [--reduce R] [--numpy] [--grad]\n"
+      "                 [--workers N [--link-gbps G]]\n"
       "       einc plan --input FILE|- [options]\n"
       "\n"
       "Plans EXPR for inputs of the given shapes and prints the plan: every\n"
@@ -62,9 +63,17 @@ void cmd_plan_help(void) {
       "  --bandwidth B   your own memory bandwidth, bytes/s read + written\n"
       "  --memory-limit B  largest buffer allowed, in bytes (intermediates,\n"
       "                  layout copies): the path keeps within it, slicing\n"
-      "                  axes where no order does, or the plan fails (exit 2)\n"
+      "                  axes where no order does (in the fewest chunks that\n"
+      "                  fit), or the plan fails (exit 2)\n"
 
       CLI_HELP_PATH
+      "  --workers N     also what spreading the plan's slices over N devices\n"
+      "                  or nodes would take, by the model of docs/design.md\n"
+      "                  (\"Cost of spreading units\"): each its share of the\n"
+      "                  slices at the predicted time, the inputs broadcast and\n"
+      "                  the partials reduced in trees over the link\n"
+      "  --link-gbps G   that link's bandwidth in GB/s (default 12.5: a 100\n"
+      "                  Gbit/s network; an NVLink GPU link is ~450)\n"
       "  --grad          also the backward: for each input, the steps of its\n"
       "                  gradient (einc expressions with their paths and\n"
       "                  FLOPs, and elementwise steps), then the forward,\n"
@@ -90,8 +99,25 @@ typedef struct plan_opts {
   bool json;
   bool grad; /* --grad */
   double peak, bandwidth; /* --peak, --bandwidth; 0: the model's */
+  int workers;        /* --workers: the spread cost's (0: none) */
+  double link_gbps;   /* --link-gbps: its bandwidth, GB/s */
   cli_common *common;
 } plan_opts;
+
+/* --workers N or --link-gbps G; 0 when arg is neither. */
+static int spread_option(plan_opts *po, const char *arg, const char *v) {
+  char *end;
+  double x = strtod(v, &end);
+  bool workers = cli_is_option(arg, "--workers");
+  if (*end || end == v || !(x > 0) || (workers && (x != floor(x) || x > 1e6))) {
+    cli_errorf("%s takes a %s, not '%.40s'", workers ? "--workers" : "--link-gbps",
+               workers ? "count from 1" : "bandwidth in GB/s above 0", v);
+    return -1;
+  }
+  if (workers) po->workers = (int)x;
+  else po->link_gbps = x;
+  return 1;
+}
 
 /* plan's own options: --dtype, --json, --device, --memory-limit. */
 static int plan_option(int argc, char **argv, int *i, void *state) {
@@ -107,11 +133,15 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
   bool input = cli_is_option(arg, "--input");
   bool peak = cli_is_option(arg, "--peak");
   bool bandwidth = cli_is_option(arg, "--bandwidth");
+  bool spread = cli_is_option(arg, "--workers") ||
+                cli_is_option(arg, "--link-gbps");
   if (!backend && !dtype && !device && !input && !peak && !bandwidth &&
+      !spread &&
       !cli_is_option(arg, "--memory-limit"))
     return 0;
   const char *v = cli_option_value(argc, argv, i);
   if (!v) return -1;
+  if (spread) return spread_option(po, arg, v);
   if (input) {
     po->input = v;
     return 1;
@@ -314,6 +344,39 @@ static int plan_operands(const plan_opts *po, const char **args, int nargs,
 }
 
 /* Plans the expression for the shapes and prints the report. */
+/* --workers: the cost of spreading the units (ein_plan_spread_cost), as
+ * text lines or, with json, a "spread" member (the object is open). */
+static int print_spread(const ein_plan *plan, const plan_opts *po,
+                        const ein_device_model *m) {
+  ein_spread_cost c;
+  double gbps = po->link_gbps > 0 ? po->link_gbps : 12.5;
+  if (ein_plan_spread_cost(plan, m, po->workers, gbps * 1e9, &c) != EIN_OK) {
+    cli_errorf("the spread cost could not be computed");
+    return EXIT_INTERNAL;
+  }
+  if (po->json) {
+    printf(",\"spread\":{\"workers\":%d,\"link_gbps\":%.6g,\"units\":%.17g,"
+           "\"units_per_worker\":%.17g,\"one_seconds\":%.6g,"
+           "\"compute_seconds\":%.6g,\"input_seconds\":%.6g,"
+           "\"partial_seconds\":%.6g,\"seconds\":%.6g,\"speedup\":%.6g,"
+           "\"efficiency\":%.6g}",
+           c.workers, gbps, c.units, c.units_per_worker, c.one_seconds,
+           c.compute_seconds, c.input_seconds, c.partial_seconds, c.seconds,
+           c.speedup, c.efficiency);
+    return EXIT_OK;
+  }
+  printf("\nspread over %d workers (link %.4g GB/s; docs/design.md, \"Cost of "
+         "spreading units\")\n"
+         "  units       %.6g, %.6g per worker\n"
+         "  time        %.4g s: compute %.4g s + inputs %.4g s + partials "
+         "%.4g s (one worker: %.4g s)\n"
+         "  speed-up    %.3gx   efficiency %.0f%%\n",
+         c.workers, gbps, c.units, c.units_per_worker, c.seconds,
+         c.compute_seconds, c.input_seconds, c.partial_seconds,
+         c.one_seconds, c.speedup, 100 * c.efficiency);
+  return EXIT_OK;
+}
+
 static int plan_and_print(const plan_opts *po, const char *const *pos,
                           int npos) {
   cli_common *common = po->common;
@@ -337,10 +400,14 @@ static int plan_and_print(const plan_opts *po, const char *const *pos,
         ein_backend_dl_device(common->options.backend, 0).device_type,
         &common->options, &ctx, &plan);
   if (rc == EXIT_OK) override_model(po, plan, &m);
-  if (rc == EXIT_OK) rc = print_report(plan, po->json, po->grad, &m);
+  bool open_json = po->grad || po->workers;
+  if (rc == EXIT_OK) rc = print_report(plan, po->json, open_json, &m);
+  if (rc == EXIT_OK && po->workers) rc = print_spread(plan, po, &m);
   if (rc == EXIT_OK && po->grad)
     rc = print_grads(ctx, pos[0], shapes, nshapes, &common->options, plan,
                      po->json);
+  else if (rc == EXIT_OK && open_json && po->json)
+    printf("}\n");
   free(shapes);
   ein_plan_destroy(plan);
   ein_ctx_destroy(ctx);

@@ -196,3 +196,25 @@ void ein_cost_memory(const ein_plan_ir *ir, ein_plan_memory *out) {
   out->peak_bytes =
       sum_bytes(ir->input_bytes, ir->output_bytes, out->workspace_bytes);
 }
+
+void ein_plan_spread_cost_ir(const ein_plan_ir *ir, const ein_device_model *m,
+                             int workers, double bytes_per_s,
+                             ein_spread_cost *out) {
+  const ein_slicing *sl = &ir->slicing;
+  double units = sl->n ? sl->count : 1;
+  double out_bytes = (double)ein_dtype_size(ir->dtype);
+  for (int d = 0; d < ir->out_ndim; d++) out_bytes *= (double)ir->out_shape[d];
+  /* min_bytes: every input element read once plus the output written */
+  double in_bytes = fmax(ir->min_bytes - out_bytes, 0);
+  double rounds = ceil(log2((double)workers));
+  *out = (ein_spread_cost){.workers = workers, .units = units};
+  out->units_per_worker = ceil(units / (double)workers);
+  out->one_seconds = ein_cost_predicted_seconds(ir, m);
+  out->compute_seconds = out->one_seconds * out->units_per_worker / units;
+  out->input_seconds = rounds * in_bytes / bytes_per_s;
+  out->partial_seconds = rounds * out_bytes / bytes_per_s;
+  out->seconds =
+      out->compute_seconds + out->input_seconds + out->partial_seconds;
+  out->speedup = out->seconds > 0 ? out->one_seconds / out->seconds : 1;
+  out->efficiency = out->speedup / (double)workers;
+}

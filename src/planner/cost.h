@@ -58,6 +58,14 @@ double ein_cost_step_seconds(const ein_plan_ir *ir, const ein_step *s,
 double ein_cost_predicted_seconds(const ein_plan_ir *ir,
                                   const ein_device_model *m);
 
+/* ein_plan_spread_cost's model (ein.h): the plan's units spread over
+ * `workers`, inputs broadcast and partials reduced over a link of
+ * bytes_per_s (docs/design.md, "Cost of spreading units"); workers >= 1
+ * and bytes_per_s > 0 checked by the caller. */
+void ein_plan_spread_cost_ir(const ein_plan_ir *ir, const ein_device_model *m,
+                             int workers, double bytes_per_s,
+                             ein_spread_cost *out);
+
 /* FLOPs the expression needs (the unsliced path's, once), as MFU counts. */
 double ein_cost_model_flops(const ein_plan_ir *ir);
 

@@ -173,8 +173,9 @@ typedef struct ein_tensor_desc {
 
 /* A plan that runs slice by slice (docs/design.md, "Sliced plans and
  * limits"): the steps of the plan are those of one slice, planned with
- * each sliced axis of size 1, and run once per value of the sliced axes
- * with the inputs (and the output, for sliced output axes) moved by the
+ * each sliced axis of the size of its chunk (a contiguous run of indices
+ * that divides the axis; 1 unless chunked), and run once per chunk of
+ * each sliced axis with the inputs (and the output, for sliced output axes) moved by the
  * strides here. When a summed axis is sliced the slices' results add up
  * in three buffers of one output slice, `acc_elems` elements each of the
  * plan's dtype, one allocation: R0 at 0, P at acc_elems, R1 at 2
@@ -185,15 +186,19 @@ typedef struct ein_tensor_desc {
 typedef struct ein_slicing {
   int n;                /* sliced axes; 0: the plan runs once */
   int *axes;            /* problem axis ids, output axes first */
-  int64_t *sizes;       /* their sizes */
-  int64_t *in_stride;   /* [i * n + k]: input i's elements per step of k */
+  int64_t *sizes;       /* their slices: full size / chunk */
+  int64_t *chunk;       /* indices of the axis in one slice (planned size) */
+  int64_t *in_stride;   /* [i * n + k]: input i's elements per slice of k */
   int64_t *out_stride;  /* [k]: the output's; 0 for a summed axis */
   int nkept;            /* axes[0 .. nkept) are in the output */
-  double count;         /* slices: the product of sizes */
+  double count;         /* slices: the product of sizes (units of work) */
   double slice_flops;   /* FLOPs of one slice's steps */
   double unsliced_flops; /* the expression planned without slicing */
   int64_t acc_elems;    /* accumulate: elements of one output slice */
   struct ein_plan_ir *add, *store; /* accumulate: one LOOP step each */
+  /* nkept > 0: one FILL of 0 over one output piece (the output pointer
+   * moved as for a slice), for the pieces a range of units leaves */
+  struct ein_plan_ir *zero;
 } ein_slicing;
 
 /* Whether the plan's (C-contiguous) output is only a new way of reading
@@ -256,6 +261,7 @@ typedef struct ein_plan_limits {
    * sliced: the plan is made again over the slices it chose (with the
    * caller's), on the per-slice path it found. */
   const int *slice_ids;
+  const int64_t *slice_chunks; /* [k]: slice_ids[k]'s indices per slice */
   int nslice_ids;
   const int (*ssa_path)[2];
   const char *path_method;

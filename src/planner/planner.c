@@ -61,11 +61,12 @@ typedef struct planner {
   ein_plan_ir *ir;
   ein_arena *arena;
   ein_error_rec *err;
-  int64_t *size;  /* axis sizes as planned: a sliced axis has size 1 */
+  int64_t *size;  /* axis sizes as planned: a sliced axis has its chunk's */
   int64_t *full;  /* the problem's sizes (strides derive from these) */
   /* Slicing: slice_pos[a] is axis a's place among the sliced axes, or -1
-   * (NULL: nothing sliced); operand_view adds a sliced axis's stride to
-   * slice_acc[place] instead of keeping the axis. */
+   * (NULL: nothing sliced); operand_view adds a sliced axis's stride
+   * times its chunk to slice_acc[place] (the step from one slice to the
+   * next), and keeps the axis only when its chunk is over one index. */
   int *slice_pos;
   int64_t *slice_acc;
   ein_dtype dtype, cdtype;
@@ -185,10 +186,8 @@ static int64_t view_stride(const pview *v, int axis) {
 
 /* Adds an axis; size-1 axes vanish, a repeated axis sums its strides. */
 static void view_add(planner *pl, pview *v, int axis, int64_t stride) {
-  if (pl->slice_pos && pl->slice_pos[axis] >= 0) {
-    if (pl->slice_acc) pl->slice_acc[pl->slice_pos[axis]] += stride;
-    return;
-  }
+  if (pl->slice_pos && pl->slice_pos[axis] >= 0 && pl->slice_acc)
+    pl->slice_acc[pl->slice_pos[axis]] += stride * pl->size[axis];
   if (pl->size[axis] == 1) return;
   int i = view_find(v, axis);
   if (i >= 0) {
@@ -1363,6 +1362,7 @@ void ein_plan_ir_destroy(ein_plan_ir *plan) {
   if (!plan) return;
   ein_plan_ir_destroy(plan->slicing.add);
   ein_plan_ir_destroy(plan->slicing.store);
+  ein_plan_ir_destroy(plan->slicing.zero);
   ein_arena arena = plan->arena;
   ein_arena_destroy(&arena);
 }
@@ -1565,14 +1565,16 @@ static void place_slices(planner *pl, int *ids, int total) {
 }
 
 /* The sliced axes the search chose, and the caller's named ones, from
- * limits->slice_ids (ein_plan_build's second plan). */
+ * limits->slice_ids (ein_plan_build's second plan), each of the chunk
+ * given beside it (planned size, in size[]). */
 static ein_status slice_ids(planner *pl, const ein_plan_limits *limits,
-                            int *ids, int *n) {
+                            int *ids, int64_t *size, int *n) {
   int total = 0;
   for (int k = 0; k < limits->nslice_ids; k++) {
     int a = limits->slice_ids[k];
     if (a < 0 || a >= pl->p->naxes || pl->slice_pos[a] != -1) continue;
     pl->slice_pos[a] = 0;
+    size[a] = limits->slice_chunks ? limits->slice_chunks[k] : 1;
     ids[total++] = a;
   }
   place_slices(pl, ids, total);
@@ -1580,15 +1582,39 @@ static ein_status slice_ids(planner *pl, const ein_plan_limits *limits,
   return EIN_OK;
 }
 
-/* Reads the comma-separated names into pl->slice_pos and ids (output
- * axes first); *n is the count. */
+/* The number of slices after "name:" in a slice_axes text, as a chunk
+ * size in size[a]: it must divide the axis (each slice plans one size). */
+static ein_status read_slice_count(planner *pl, const char *text, int a,
+                                   const char **c, int64_t *size) {
+  char *end;
+  long long count = strtoll(*c, &end, 10);
+  int64_t full = pl->full[a];
+  if (end == *c)
+    return ein_fail_argument(pl->err,
+                             "slice_axes '%.80s': '%s:' wants a number of "
+                             "slices after ':'",
+                             text, pl->p->axes[a].label);
+  if (count < 1 || count > full || full % count != 0)
+    return ein_fail_argument(
+        pl->err, "slice_axes '%.80s': '%s:%.*s' asks for %.*s slices of an "
+        "axis of size %lld; the count must divide the size",
+        text, pl->p->axes[a].label, (int)(end - *c), *c, (int)(end - *c), *c,
+        (long long)full);
+  size[a] = full / count;
+  *c = end;
+  return EIN_OK;
+}
+
+/* Reads the comma-separated names, each "name" (one index per slice) or
+ * "name:count" (that many slices), into pl->slice_pos, ids (output axes
+ * first) and size[] (the chunks); *n is the count. */
 static ein_status read_slice_names(planner *pl, const char *text, int *ids,
-                                   int *n) {
+                                   int64_t *size, int *n) {
   int total = 0;
   for (const char *c = text; *c;) {
     while (*c == ' ' || *c == ',') c++;
     const char *end = c;
-    while (*end && *end != ',' && *end != ' ') end++;
+    while (*end && *end != ',' && *end != ' ' && *end != ':') end++;
     if (end == c) break;
     int a = axis_named(pl, c, (size_t)(end - c));
     if (a < 0 || pl->slice_pos[a] != -1)
@@ -1602,17 +1628,23 @@ static ein_status read_slice_names(planner *pl, const char *text, int *ids,
                    "sum and mean add up over slices",
           text, pl->p->axes[a].label, ein_reduction_name(pl->p->reduction));
     pl->slice_pos[a] = 0; /* marked; placed below */
+    size[a] = 1;
     ids[total++] = a;
     c = end;
+    if (*c == ':') {
+      c++;
+      ein_status st = read_slice_count(pl, text, a, &c, size);
+      if (st) return st;
+    }
   }
   place_slices(pl, ids, total);
   *n = total;
   return EIN_OK;
 }
 
-/* Sets up slicing over the named axes: planned sizes of 1, the tables
- * of ein_slicing. Nothing is sliced when an axis is empty (the plan
- * fills the output). */
+/* Sets up slicing over the named axes: planned sizes of their chunks, the
+ * tables of ein_slicing. Nothing is sliced when an axis is empty (the
+ * plan fills the output). */
 static ein_status setup_slicing(planner *pl, const ein_plan_limits *limits,
                                 bool empty) {
   const char *text = limits ? limits->slice_axes : NULL;
@@ -1626,8 +1658,9 @@ static ein_status setup_slicing(planner *pl, const ein_plan_limits *limits,
                                   sizeof(int64_t));
   if (!pl->slice_pos || !ids || !size) return no_memory(pl);
   for (int a = 0; a < naxes; a++) pl->slice_pos[a] = -1;
-  ein_status st = ids_given ? slice_ids(pl, limits, ids, &sl->n)
-                            : read_slice_names(pl, text, ids, &sl->n);
+  memcpy(size, pl->full, sizeof(int64_t) * (size_t)naxes);
+  ein_status st = ids_given ? slice_ids(pl, limits, ids, size, &sl->n)
+                            : read_slice_names(pl, text, ids, size, &sl->n);
   if (st || sl->n == 0) {
     pl->slice_pos = NULL;
     return st;
@@ -1635,16 +1668,17 @@ static ein_status setup_slicing(planner *pl, const ein_plan_limits *limits,
   int ni = pl->p->ninputs;
   sl->axes = ids;
   sl->sizes = ein_arena_alloc(pl->arena, (size_t)sl->n, sizeof(int64_t));
+  sl->chunk = ein_arena_alloc(pl->arena, (size_t)sl->n, sizeof(int64_t));
   sl->in_stride = ein_arena_alloc(pl->arena, (size_t)sl->n * (size_t)ni,
                                   sizeof(int64_t));
   sl->out_stride = ein_arena_alloc(pl->arena, (size_t)sl->n, sizeof(int64_t));
-  if (!sl->sizes || !sl->in_stride || !sl->out_stride) return no_memory(pl);
-  memcpy(size, pl->full, sizeof(int64_t) * (size_t)naxes);
+  if (!sl->sizes || !sl->chunk || !sl->in_stride || !sl->out_stride)
+    return no_memory(pl);
   sl->count = 1;
   for (int k = 0; k < sl->n; k++) {
-    sl->sizes[k] = pl->full[ids[k]];
+    sl->chunk[k] = size[ids[k]];
+    sl->sizes[k] = pl->full[ids[k]] / sl->chunk[k];
     sl->count *= (double)sl->sizes[k];
-    size[ids[k]] = 1;
   }
   pl->size = size;
   return EIN_OK;
@@ -1734,6 +1768,33 @@ static ein_status plan_store(planner *pl, const pview *compact,
   if ((st = emit_loop(&sub, EIN_ROLE_STORE, &dst, 1, srcs, EIN_REDUCE_SUM, 1)))
     return st;
   finish_sub(*store);
+  return EIN_OK;
+}
+
+/* zero: one FILL step of 0 over the output piece `outv` of one slice, so
+ * that a range of units (ein_plan_run_units) leaves zeros in the pieces
+ * it does not write and partials add up. */
+static ein_status plan_zero(planner *pl, const pview *outv) {
+  if (pl->ir->slicing.nkept == 0) return EIN_OK;
+  planner sub;
+  ein_status st = sub_plan(pl, &sub, &pl->ir->slicing.zero);
+  if (st) return st;
+  ein_step *s = add_step(&sub);
+  s->axes = ein_arena_alloc(sub.arena, (size_t)outv->n + 1, sizeof *s->axes);
+  if (!s->axes) return no_memory(pl);
+  s->kind = EIN_STEP_FILL;
+  s->role = EIN_ROLE_EMPTY;
+  s->fill = 0;
+  s->dst = (ein_ref){1, 0};
+  s->dst_dtype = pl->dtype;
+  double total = 1;
+  for (int i = 0; i < outv->n; i++) {
+    int64_t n = pl->size[outv->ax[i]];
+    s->axes[s->naxes++] = (ein_loop_axis){outv->ax[i], n, {outv->st[i], 0, 0}};
+    total *= (double)n;
+  }
+  s->bytes_written = total * (double)ein_dtype_size(pl->dtype);
+  finish_sub(pl->ir->slicing.zero);
   return EIN_OK;
 }
 
@@ -2056,31 +2117,70 @@ static ein_status plan_round(const ein_problem *p,
   if (st != EIN_ERR_LIMIT || !again.ssa_path) return st;
   ein_error_clear(err);
   st = plan_build(p, inputs, output, caps, &again, err, out, NULL, over);
+  if (st == EIN_ERR_LIMIT && *over) {
+    /* chunks bound intermediates, not layout copies: one index each */
+    ein_free((void *)again.slice_chunks);
+    again.slice_chunks = NULL;
+    ein_error_clear(err);
+    st = plan_build(p, inputs, output, caps, &again, err, out, NULL, over);
+  }
   ein_free((void *)again.slice_ids);
+  ein_free((void *)again.slice_chunks);
   ein_free((void *)again.ssa_path);
   return st;
 }
 
+/* The largest d <= cap dividing n (n >= 1, cap >= 1). */
+static int64_t largest_divisor_within(int64_t n, double cap) {
+  for (int64_t d = cap >= (double)n ? n : (int64_t)cap; d > 1; d--)
+    if (n % d == 0) return d;
+  return 1;
+}
+
+/* How many indices of each axis the search sliced one slice takes: the
+ * one rule for chunks (docs/design.md, "Chunked slices"). The search sized
+ * its slices at one index of each axis, its largest intermediate then
+ * `slice_largest` elements; an intermediate grows at most by the product
+ * of the chunks of the axes it holds, so each axis in turn takes the
+ * largest chunk dividing its size within the headroom the limit leaves
+ * (the fewest slices the limit allows: each slice pays fixed costs). */
+static void choose_chunks(const planner *pl, const ein_path_result *r,
+                          int64_t *chunks) {
+  double headroom = r->slice_largest > 0
+                        ? floor(pl->memory_limit / r->slice_largest)
+                        : 1;
+  for (int k = 0; k < r->nsliced; k++) {
+    int64_t size = pl->full[r->sliced[k]];
+    chunks[k] = headroom >= 2 ? largest_divisor_within(size, headroom) : 1;
+    headroom = floor(headroom / (double)chunks[k]);
+  }
+}
+
 /* What a second plan over the search's slices takes (ein_plan_build):
- * the sliced axes (the caller's first), the per-slice path, in memory of
- * their own since the first plan is destroyed. */
+ * the sliced axes (the caller's first) and their chunks, the per-slice
+ * path, in memory of their own since the first plan is destroyed. */
 static ein_status reslice_limits(planner *pl, const ein_plan_limits *limits,
                                  ein_plan_limits *again) {
   const ein_path_result *r = pl->reslice;
   const ein_slicing *sl = &pl->ir->slicing;
   int n = pl->p->ninputs, nids = sl->n + r->nsliced;
   int *ids = ein_malloc(sizeof(int) * (size_t)(nids + 1));
+  int64_t *chunks = ein_malloc(sizeof(int64_t) * (size_t)(nids + 1));
   int (*pairs)[2] = ein_malloc(sizeof *pairs * (size_t)n);
-  if (!ids || !pairs) {
+  if (!ids || !chunks || !pairs) {
     ein_free(ids);
+    ein_free(chunks);
     ein_free(pairs);
     return no_memory(pl);
   }
   for (int k = 0; k < sl->n; k++) ids[k] = sl->axes[k];
+  for (int k = 0; k < sl->n; k++) chunks[k] = sl->chunk[k];
   for (int k = 0; k < r->nsliced; k++) ids[sl->n + k] = r->sliced[k];
+  choose_chunks(pl, r, chunks + sl->n);
   memcpy(pairs, r->pairs, sizeof *pairs * (size_t)(n - 1));
   if (limits) *again = *limits;
   again->slice_ids = ids;
+  again->slice_chunks = chunks;
   again->nslice_ids = nids;
   again->ssa_path = (const int(*)[2])pairs;
   again->path_method = r->method;
@@ -2114,6 +2214,7 @@ static ein_status plan_build(const ein_problem *p, const ein_tensor_desc *inputs
   record_baselines(&pl, inputs, output);
   if ((st = setup_slicing(&pl, limits, empty)) ||
       (st = operand_views(&pl, inputs, output, empty, &inv, &outv)) ||
+      (!empty && pl.ir->slicing.n && (st = plan_zero(&pl, &outv))) ||
       (!empty && (st = slice_output(&pl, &outv))) ||
       (st = plan_steps(&pl, empty, inv, &outv))) {
     if (pl.reslice && again) st = reslice_limits(&pl, limits, again);

@@ -92,9 +92,13 @@ static void text_slicing(const ein_plan_ir *ir, ein_strbuf *sb) {
   const ein_slicing *sl = &ir->slicing;
   if (!sl->n) return;
   ein_strbuf_printf(sb, "sliced      ");
-  for (int k = 0; k < sl->n; k++)
-    ein_strbuf_printf(sb, " %s=%lld%s", ir->axis_labels[sl->axes[k]],
-                      (long long)sl->sizes[k], k < sl->nkept ? "" : "(sum)");
+  for (int k = 0; k < sl->n; k++) { /* name=size, :slices when chunked */
+    ein_strbuf_printf(sb, " %s=%lld", ir->axis_labels[sl->axes[k]],
+                      (long long)(sl->sizes[k] * sl->chunk[k]));
+    if (sl->chunk[k] > 1)
+      ein_strbuf_printf(sb, ":%lld", (long long)sl->sizes[k]);
+    ein_strbuf_printf(sb, "%s", k < sl->nkept ? "" : "(sum)");
+  }
   ein_strbuf_printf(sb, "   %.6g slices of %.4g FLOPs", sl->count,
                     sl->slice_flops);
   if (sl->unsliced_flops > 0)
@@ -135,6 +139,9 @@ static void json_slicing(const ein_plan_ir *ir, ein_strbuf *sb) {
     ein_strbuf_printf(sb, "%s", k ? "," : "");
     ein_strbuf_json_string(sb, ir->axis_labels[sl->axes[k]]);
   }
+  ein_strbuf_printf(sb, "],\"axis_slices\":[");
+  for (int k = 0; k < sl->n; k++)
+    ein_strbuf_printf(sb, "%s%lld", k ? "," : "", (long long)sl->sizes[k]);
   ein_strbuf_printf(sb,
                     "],\"summed\":%d,\"slices\":%.17g,\"slice_flops\":%.17g,"
                     "\"unsliced_flops\":%.17g,\"overhead\":%.6g,"

@@ -202,3 +202,24 @@ def test_first_report_with_an_empty_cache(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[:2] == ["measured", "1"], out.stdout
+
+
+def test_plan_units_and_run_units():
+    # issue 29: a sliced plan's units run into partials that sum to the
+    # result (f64 against numpy's float64 einsum, 1e-12); bad ranges raise
+    rng = np.random.default_rng(29)
+    a, b = rng.uniform(-1, 1, (6, 8)), rng.uniform(-1, 1, (8, 5))
+    p = einc.Plan("i j, j k -> i k", [a.shape, b.shape], dtype="float64",
+                  slice="i:3,j:4")
+    assert p.units == 12
+    parts = [p.run_units(a, b, out=np.full((6, 5), np.nan), first=f, count=c)
+             for f, c in [(0, 5), (5, 1), (6, 6)]]
+    want = a @ b
+    assert np.abs(sum(parts) - want).max() <= 1e-12 * np.abs(want).max()
+    for first, count in [(-1, 1), (0, 0), (11, 2)]:
+        with pytest.raises(einc.EincError, match="a plan of 12 units"):
+            p.run_units(a, b, out=np.empty((6, 5)), first=first, count=count)
+    assert einc.Plan("i j, j k, k l -> i l", [(4, 20), (20, 20), (20, 4)],
+                     memory_limit=200).units > 1
+    with pytest.raises(einc.EincError, match="slice_axes"):
+        einc.Plan("i j -> i", [(3, 4)], slice="j:5")

@@ -1,0 +1,86 @@
+"""A slice-heavy contraction on a local Dask cluster (issue 29's targets):
+the wall time on 1 and on 2 worker processes (target: 2 workers at least
+1.8x faster), and the scheduling overhead per task (target: under 5% of a
+task's run time), from the same units run in this process.
+
+  python bench/dask_slices.py [--size 64] [--slices 32] [--tasks 8] [--rounds 3]
+
+(the lead's quiet rerun: `OMP_NUM_THREADS=1 EINC_NUM_THREADS=1 python
+bench/dask_slices.py --rounds 5`, in a venv with einc, dask and
+distributed installed)
+
+Each worker is one process with one thread (and einc on one thread), so 2
+workers use the 2 cores. The overhead per task is (wall on 1 worker -
+the units' time in this process) / tasks, set against the time of one
+task's units.
+"""
+import argparse
+import time
+
+import numpy as np
+
+import einc
+import einc.distributed as ed
+
+EXPR = "i j k, k l m, m n i -> j l n"
+
+
+def best_of(rounds, fn):
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--slices", type=int, default=32)
+    ap.add_argument("--tasks", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    from distributed import Client, LocalCluster
+    n = a.size
+    rng = np.random.default_rng(0)
+    arrays = [rng.uniform(-1, 1, (n, n, n)) for _ in range(3)]
+    spec = f"j:{a.slices}"
+    plan = einc.Plan(EXPR, [x.shape for x in arrays], dtype="float64",
+                     slice=spec)
+    out = np.empty(plan.output_shape)
+
+    def local_units():
+        for u in range(plan.units):
+            plan.run_units(*arrays, out=out, first=u)
+
+    local = best_of(a.rounds, local_units)
+    walls = {}
+    for workers in (1, 2):
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
+                               processes=True, host="127.0.0.1",
+                               dashboard_address=None,
+                               env={"EINC_NUM_THREADS": "1",
+                                    "OMP_NUM_THREADS": "1"})
+        client = Client(cluster)
+        run = lambda: ed.contract(EXPR, *arrays, client=client, slice=spec,
+                                  tasks=a.tasks)
+        run()  # warm: workers import einc and plan once
+        walls[workers] = best_of(a.rounds, run)
+        client.close()
+        cluster.close()
+    task = local / a.tasks
+    overhead = (walls[1] - local) / a.tasks
+    print(f"case: `{EXPR}` {n}^3 x3 f64, sliced {spec} ({plan.units} units),"
+          f" {a.tasks} tasks, best of {a.rounds}")
+    print("| units in this process s | 1 worker s | 2 workers s | speed-up "
+          "(target >= 1.8) | overhead per task s | overhead / task run "
+          "(target < 5%) |")
+    print("|---|---|---|---|---|---|")
+    print(f"| {local:.3f} | {walls[1]:.3f} | {walls[2]:.3f} | "
+          f"{walls[1] / walls[2]:.2f} | {overhead:.4f} | "
+          f"{100 * overhead / task:.1f}% |")
+
+
+if __name__ == "__main__":
+    main()
