@@ -60,10 +60,13 @@ class Plan:
 def plan(expr: str, *tensors_or_shapes: Union[Shape, Tensor], dtype: Any = ...,
          reduce: Optional[str] = ..., backend: str = ...,
          numpy: Optional[bool] = ..., device: Optional[str] = ...,
+         plan_time: float = ..., seed: int = ..., objective: str = ...,
          **axis_sizes: int) -> Plan: ...
 def compile(expr: str, *shapes: Union[Shape, Tensor], dtype: Any = ...,
             reduce: Optional[str] = ..., backend: str = ...,
-            numpy: Optional[bool] = ..., **axis_sizes: int) -> Plan: ...
+            numpy: Optional[bool] = ..., plan_time: float = ...,
+            seed: int = ..., objective: str = ...,
+            **axis_sizes: int) -> Plan: ...
 
 class ShapeMemo:
     def __init__(self, **sizes: int) -> None: ...

@@ -33,6 +33,21 @@ def _ssa_to_linear(ssa_path, ninputs):
     return linear
 
 
+def _search_options(plan_time, seed, objective):
+    """The order search's options as _einc.Plan takes them, checked."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or \
+            not 0 <= seed < 2 ** 64:
+        raise ValueError(f"seed must be an int from 0 to 2**64-1, not "
+                         f"{seed!r}")
+    if isinstance(plan_time, bool) or \
+            not isinstance(plan_time, (int, float)):
+        raise TypeError(f"plan_time takes seconds, not {plan_time!r}")
+    if not isinstance(objective, str):
+        raise TypeError(f"objective is 'flops', 'size' or 'combo', not "
+                        f"{objective!r}")
+    return float(plan_time), seed, objective
+
+
 class Plan:
     """The plan of one expression for given shapes and dtype.
 
@@ -40,11 +55,17 @@ class Plan:
     as opt_einsum's contract_path gives), ssa_path (einc's own pairs),
     steps (one dict per step), output_shape, largest_intermediate,
     workspace_bytes. str(plan) is `einc plan`'s report; to_dict() its JSON.
+
+    The order search past 12 operands takes plan_time (seconds, counted
+    as work so that a seed always gives the same order; 0: the default,
+    about 45 ms at 100 operands), seed (an int >= 0) and objective
+    ('flops', 'size': the largest intermediate, or 'combo': flops + 64 x
+    the elements written to intermediates, cotengra's names).
     """
 
     def __init__(self, expr, shapes, *, dtype="float32", reduce=None,
                  backend="auto", numpy=None, device=None, path=None,
-                 **axis_sizes):
+                 plan_time=0.0, seed=0, objective="flops", **axis_sizes):
         shapes = tuple(_shape_of(s) for s in shapes)
         if numpy is None:
             numpy = numpy_dialect(expr, [len(s) for s in shapes])
@@ -58,7 +79,8 @@ class Plan:
         self._code = dtype_code(dtype)
         self._plan = _einc.Plan(expr, shapes, self._code[0], self._code[1],
                                 bool(numpy), _reduction_name(reduce),
-                                str(backend), _lengths(axis_sizes), path)
+                                str(backend), _lengths(axis_sizes), path,
+                                *_search_options(plan_time, seed, objective))
         stats = self._plan.stats()
         self.flops = stats["flops"]
         self.naive_flops = stats["naive_flops"]
@@ -116,7 +138,8 @@ class Plan:
 
 
 def plan(expr, *tensors_or_shapes, dtype=None, reduce=None, backend="auto",
-         numpy=None, device=None, **axis_sizes) -> Plan:
+         numpy=None, device=None, plan_time=0.0, seed=0, objective="flops",
+         **axis_sizes) -> Plan:
     """Plans expr for inputs given as arrays or shapes, without running it::
 
         >>> p = einc.plan('i j, j k, k l -> i l', (1000, 10), (10, 1000),
@@ -125,17 +148,21 @@ def plan(expr, *tensors_or_shapes, dtype=None, reduce=None, backend="auto",
         ([(1, 2), (0, 1)], 400000.0)
         >>> print(p)          # `einc plan`'s report
 
-    dtype defaults to the first array's, else float32.
+    dtype defaults to the first array's, else float32. plan_time, seed and
+    objective steer the order search past 12 operands (Plan's doc).
     """
     if dtype is None:
         dtype = next((t.dtype for t in tensors_or_shapes
                       if hasattr(t, "dtype")), "float32")
     return Plan(expr, tensors_or_shapes, dtype=dtype, reduce=reduce,
-                backend=backend, numpy=numpy, device=device, **axis_sizes)
+                backend=backend, numpy=numpy, device=device,
+                plan_time=plan_time, seed=seed, objective=objective,
+                **axis_sizes)
 
 
 def compile(expr, *shapes, dtype="float32", reduce=None, backend="auto",
-            numpy=None, **axis_sizes) -> Plan:
+            numpy=None, plan_time=0.0, seed=0, objective="flops",
+            **axis_sizes) -> Plan:
     """A callable that runs expr with one plan compiled now, as
     opt_einsum.contract_expression does::
 
@@ -147,4 +174,5 @@ def compile(expr, *shapes, dtype="float32", reduce=None, backend="auto",
         (8, 64, 16)
     """
     return Plan(expr, shapes, dtype=dtype, reduce=reduce, backend=backend,
-                numpy=numpy, **axis_sizes)
+                numpy=numpy, plan_time=plan_time, seed=seed,
+                objective=objective, **axis_sizes)

@@ -187,6 +187,11 @@ void einpy_options_free(einpy_options *o);
  * ein.h); NULL or "" leaves the search to the planner. */
 int einpy_options_set_path(einpy_options *o, const char *path);
 
+/* Sets the path search's options (ein.h's plan_time, seed, objective by
+ * name); -1 with an EincError for a bad value. */
+int einpy_options_set_search(einpy_options *o, double plan_time,
+                             unsigned long long seed, const char *objective);
+
 /* The length of `tuple`; -1 with a TypeError `not_tuple` where it is no
  * tuple, or an EincError from `too_long` (a format of the length, %zd, and
  * of `most`, %d) where it is longer than `most`. */

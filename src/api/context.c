@@ -73,6 +73,26 @@ ein_status ein_reduction_parse(const char *name, ein_reduction *out) {
   return EIN_ERR_BAD_REDUCTION;
 }
 
+static const char *const objective_names[] = {
+    [EIN_OBJECTIVE_FLOPS] = "flops", [EIN_OBJECTIVE_SIZE] = "size",
+    [EIN_OBJECTIVE_COMBO] = "combo"};
+
+const char *ein_objective_name(int objective) {
+  if (objective < EIN_OBJECTIVE_FLOPS || objective > EIN_OBJECTIVE_COMBO)
+    return NULL;
+  return objective_names[objective];
+}
+
+ein_status ein_objective_parse(const char *name, ein_objective *out) {
+  if (!name || !out) return EIN_ERR_INVALID_ARGUMENT;
+  for (int o = EIN_OBJECTIVE_FLOPS; o <= EIN_OBJECTIVE_COMBO; o++)
+    if (strcmp(name, objective_names[o]) == 0) {
+      *out = (ein_objective)o;
+      return EIN_OK;
+    }
+  return EIN_ERR_INVALID_ARGUMENT;
+}
+
 ein_status ein_ctx_create(ein_ctx **out) {
   if (!out) return EIN_ERR_INVALID_ARGUMENT;
   ein_ctx *ctx = ein_calloc(1, sizeof *ctx);

@@ -21,6 +21,7 @@ void cmd_plan_help(void) {
   puts(
       "usage: einc plan EXPR SHAPE|FILE.npy... [--dtype T] [--json] [--device M]\n"
       "                 [--memory-limit B] [--path P] [--slice A,B]\n"
+      "                 [--plan-time S] [--seed N] [--objective O]\n"
       "                 [-D NAME=SIZE]... [--reduce R] [--numpy] [--grad]\n"
       "       einc plan --input FILE|- [options]\n"
       "\n"

@@ -15,10 +15,11 @@
 #include "path_internal.h"
 
 /* Default budget: about 45 ms at 100 operands, growing linearly, capped.
- * By default it is spent as work (WORK_PER_SECOND units a second, measured
- * on the CPU of bench/results/2026-11-25-paths-cpu.md), so the path is a
- * function of the seed; the clock only stops a search running
- * CLOCK_CAP times longer (a slow or loaded machine). */
+ * A budget, the default or the caller's, is spent as work
+ * (WORK_PER_SECOND units a second, measured on the CPU of
+ * bench/results/2026-11-25-paths-cpu.md), so the path is a function of the
+ * seed; the clock only stops a search running CLOCK_CAP times longer (a
+ * slow or loaded machine). */
 static double default_budget(int n) {
   double b = 0.002 + 0.00043 * n;
   return b < 2.0 ? b : 2.0;
@@ -39,7 +40,6 @@ typedef struct search {
   const ein_path_query *q;
   double deadline;
   bool fixed;       /* trials given: ignore the clock and the work */
-  bool by_work;     /* default budget: counted in work */
   uint64_t work_done; /* the nets' work counter */
   double t0, budget;
   uint64_t rng;
@@ -63,14 +63,18 @@ static bool eval(const pnet *net, const int (*pairs)[2], pcost *c) {
   return ok;
 }
 
-/* Inserts a trial tree into the top list (distinct costs only). */
+/* Inserts a trial tree into the top list (distinct costs only). Under
+ * SIZE the list is ranked by FLOPs: many trials tie on the largest step,
+ * and the cheapest trees reconfigure best (reconfigure_top). */
 static void keep_top(search *s, const int (*pairs)[2], pcost c) {
   size_t bytes = (size_t)(s->net->n - 1) * sizeof *pairs;
+  pnet rank = s->free_net;
+  if (rank.objective == EIN_PATH_SIZE) rank.objective = EIN_PATH_FLOPS;
   int at = s->ntop;
   for (int i = 0; i < s->ntop; i++) {
     if (s->top_cost[i].flops == c.flops && s->top_cost[i].largest == c.largest)
       return;
-    if (at == s->ntop && pcost_better(&s->free_net, c, s->top_cost[i])) at = i;
+    if (at == s->ntop && pcost_better(&rank, c, s->top_cost[i])) at = i;
   }
   if (at == TOP) return;
   int last = s->ntop < TOP ? s->ntop++ : TOP - 1;
@@ -158,10 +162,8 @@ static bool trial(search *s, int t, int (*pairs)[2]) {
 /* Whether the fraction `frac` of the budget is spent. */
 static bool spent(const search *s, double frac) {
   if (s->fixed) return false;
-  if (s->by_work)
-    return (double)s->work_done > frac * (double)s->net->work_limit ||
-           path_now() > s->t0 + CLOCK_CAP * s->budget;
-  return path_now() > s->t0 + frac * s->budget;
+  return (double)s->work_done > frac * (double)s->net->work_limit ||
+         path_now() > s->t0 + CLOCK_CAP * s->budget;
 }
 
 /* Each of the top trees reconfigured in turn, with an equal share of what
@@ -170,14 +172,21 @@ static bool reconfigure_top(search *s, int (*pairs)[2], double deadline) {
   pnet *fn = &s->free_net;
   uint64_t limit = s->net->work_limit;
   for (int i = 0; i < s->ntop; i++) {
-    double share = 1.0 / (s->ntop - i), d = deadline;
-    if (s->by_work && limit > s->work_done)
+    double share = 1.0 / (s->ntop - i);
+    if (!s->fixed && limit > s->work_done)
       fn->work_limit = s->work_done + (uint64_t)((double)(limit - s->work_done) * share);
-    else if (!s->by_work && deadline < INFINITY)
-      d = path_now() + (deadline - path_now()) * share;
     memcpy(pairs, s->top[i], (size_t)(s->net->n - 1) * sizeof *pairs);
     pcost c;
-    if (!path_reconfigure(fn, pairs, RECONF_WINDOW, d, RECONF_PASSES, &c) ||
+    /* SIZE's landscape is flat (one step sets the score): windows
+     * reconfigured for FLOPs first shrink most steps, then SIZE's own */
+    pnet by_flops = *fn;
+    by_flops.objective = EIN_PATH_FLOPS;
+    if ((fn->objective == EIN_PATH_SIZE &&
+         (!path_reconfigure(&by_flops, pairs, RECONF_WINDOW, deadline,
+                            RECONF_PASSES, &c) ||
+          !consider(s, (const int(*)[2])pairs))) ||
+        !path_reconfigure(fn, pairs, RECONF_WINDOW, deadline, RECONF_PASSES,
+                          &c) ||
         !consider(s, (const int(*)[2])pairs))
       return false;
   }
@@ -199,9 +208,7 @@ static bool search_heuristic(search *s, int (*pairs)[2]) {
   }
   s->collect = false;
   s->method = t > 1 ? "random-greedy+reconf" : "greedy+reconf";
-  double deadline = s->fixed     ? INFINITY
-                    : s->by_work ? s->t0 + CLOCK_CAP * s->budget
-                                 : s->t0 + s->budget;
+  double deadline = s->fixed ? INFINITY : s->t0 + CLOCK_CAP * s->budget;
   pcost c;
   if (s->have_fit) {
     memcpy(pairs, s->best_fit, (size_t)(s->net->n - 1) * sizeof *pairs);
@@ -222,9 +229,8 @@ static ein_path_status finish_sliced(search *s, ein_arena *arena,
   if (!r->sliced) return EIN_PATH_NO_MEMORY;
   /* Slicing gets half a budget more. */
   net->work_limit = s->work_done + net->work_limit / 2;
-  double cap = s->by_work ? CLOCK_CAP : 1.0;
   double deadline =
-      s->fixed ? INFINITY : path_now() + 0.5 * cap * s->budget + 0.01;
+      s->fixed ? INFINITY : path_now() + 0.5 * CLOCK_CAP * s->budget + 0.01;
   pcost c;
   bool fits;
   if (!path_slice(net, r->pairs, s->q->no_slice, deadline, r->sliced,
@@ -253,12 +259,11 @@ static bool search_init(search *s, const ein_path_query *q, pnet *net,
   s->q = q, s->net = net, s->work = work;
   s->rng = q->seed ^ 0x5eedc0de12345678ull;
   s->fixed = q->trials > 0;
-  s->by_work = !s->fixed && q->time_budget <= 0;
   s->t0 = path_now();
   s->budget = q->time_budget > 0 ? q->time_budget : default_budget(q->n);
   if (!pnet_init(net, q, work)) return false;
   net->work = &s->work_done;
-  if (s->by_work) net->work_limit = (uint64_t)(WORK_PER_SECOND * s->budget);
+  if (!s->fixed) net->work_limit = (uint64_t)(WORK_PER_SECOND * s->budget);
   s->free_net = *net; /* its own sizes: slicing changes net's */
   s->free_net.limit = 0;
   s->free_net.sz = ein_arena_alloc(work, (size_t)net->naxes + 1, sizeof(double));

@@ -28,6 +28,12 @@
 #include "path_given.h"
 #include "plan.h"
 
+/* ein_options.objective reaches the search as it is (plan.h, path.h). */
+_Static_assert((int)EIN_PATH_FLOPS == (int)EIN_OBJECTIVE_FLOPS &&
+                   (int)EIN_PATH_SIZE == (int)EIN_OBJECTIVE_SIZE &&
+                   (int)EIN_PATH_COMBO == (int)EIN_OBJECTIVE_COMBO,
+               "path.h's objectives are ein.h's");
+
 /* A set of problem axes: ids ascending, in the plan's arena. Sized by
  * what it holds, never by the number of axes in the problem, so a network
  * of 100,000 axes costs what its operands hold. */
@@ -72,6 +78,7 @@ typedef struct planner {
   int cap_steps, cap_bufs;
   double memory_limit; /* elements of one intermediate; 0: none */
   int64_t memory_limit_bytes; /* the same as the caller gave it */
+  const ein_plan_limits *limits; /* the caller's (search options); NULL */
   int (*given)[2]; /* the caller's order as SSA pairs; NULL: search */
   const char *given_method; /* the search's name for a given order */
   /* The search found the path only sliced: the plan is made again over
@@ -1111,6 +1118,11 @@ static ein_status path_query_of(planner *pl, axset outset, const axset *sets,
                         .output_axes = outset.ax, .output_naxes = outset.n,
                         .total_axes = pl->p->naxes, .sizes = pl->size,
                         .memory_limit = pl->memory_limit};
+  if (pl->limits) {
+    q->time_budget = pl->limits->plan_time;
+    q->seed = pl->limits->seed;
+    q->objective = (ein_path_objective)pl->limits->objective;
+  }
   /* Slicing a summed axis keeps sums of one output piece: where the whole
    * output is past the limit, only output axes are sliced (their pieces
    * need no sums). Axes a non-sum reduction combines are never sliced. */
@@ -1941,6 +1953,7 @@ static ein_status planner_init(planner *pl, const ein_tensor_desc *inputs,
   if (st) return st;
   pl->cdtype = pl->caps->round_intermediates ? pl->dtype
                                               : ein_dtype_compute(pl->dtype);
+  pl->limits = limits;
   if (limits && limits->memory_limit > 0) {
     pl->memory_limit_bytes = limits->memory_limit;
     pl->memory_limit =
