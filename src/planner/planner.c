@@ -1978,75 +1978,6 @@ static ein_status planner_init(planner *pl, const ein_tensor_desc *inputs,
   return EIN_OK;
 }
 
-static ein_status plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
-                             const ein_tensor_desc *output,
-                             const ein_backend_caps *caps,
-                             const ein_plan_limits *limits, ein_error_rec *err,
-                             ein_plan_ir **out, ein_plan_limits *again,
-                             bool *over);
-static ein_status plan_round(const ein_problem *p,
-                             const ein_tensor_desc *inputs,
-                             const ein_tensor_desc *output,
-                             const ein_backend_caps *caps,
-                             const ein_plan_limits *limits,
-                             ein_error_rec *err, ein_plan_ir **out,
-                             bool *over);
-
-/* A plan; when the path search fits the memory limit only by slicing, a
- * second plan over those slices (the caller's sliced axes kept), on the
- * per-slice path the search found. */
-ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
-                          const ein_tensor_desc *output,
-                          const ein_backend_caps *caps,
-                          const ein_plan_limits *limits, ein_error_rec *err,
-                          ein_plan_ir **out) {
-  ein_plan_limits tight = limits ? *limits : (ein_plan_limits){0};
-  ein_status st = EIN_OK;
-  /* Layout copies and sums past the limit: the search held 4x tighter,
-   * a few times, before giving up with the first message. */
-  for (int round = 0; round < 6; round++) {
-    bool over = false;
-    st = plan_round(p, inputs, output, caps, &tight, err, out, &over);
-    if (st != EIN_ERR_LIMIT || !over || tight.path) return st;
-    ein_plan_ir *probe = NULL;
-    ein_error_rec quiet = {0};
-    double elems = (double)tight.memory_limit /
-                   (double)ein_dtype_size(ein_dtype_compute(inputs[0].dtype));
-    tight.search_limit = (tight.search_limit > 0 ? tight.search_limit : elems) / 4;
-    if (tight.search_limit < 1) return st;
-    ein_status again = plan_round(p, inputs, output, caps, &tight, &quiet,
-                                  &probe, &over);
-    ein_error_clear(&quiet);
-    if (!again) {
-      ein_error_clear(err);
-      *out = probe;
-      return EIN_OK;
-    }
-  }
-  return st;
-}
-
-/* One plan at the limits; when the search fits only sliced, a second plan
- * over those slices. *over: the plan failed only because a layout copy
- * or a sum exceeds the limit (check_buffers). */
-static ein_status plan_round(const ein_problem *p,
-                             const ein_tensor_desc *inputs,
-                             const ein_tensor_desc *output,
-                             const ein_backend_caps *caps,
-                             const ein_plan_limits *limits,
-                             ein_error_rec *err, ein_plan_ir **out,
-                             bool *over) {
-  ein_plan_limits again = {0};
-  ein_status st =
-      plan_build(p, inputs, output, caps, limits, err, out, &again, over);
-  if (st != EIN_ERR_LIMIT || !again.ssa_path) return st;
-  ein_error_clear(err);
-  st = plan_build(p, inputs, output, caps, &again, err, out, NULL, over);
-  ein_free((void *)again.slice_ids);
-  ein_free((void *)again.ssa_path);
-  return st;
-}
-
 /* What a second plan over the search's slices takes (ein_plan_build):
  * the sliced axes (the caller's first), the per-slice path, in memory of
  * their own since the first plan is destroyed. */
@@ -2125,6 +2056,61 @@ static ein_status plan_build(const ein_problem *p, const ein_tensor_desc *inputs
   return EIN_OK;
 fail:
   ein_plan_ir_destroy(ir);
+  return st;
+}
+
+/* One plan at the limits; when the search fits only sliced, a second plan
+ * over those slices. *over: the plan failed only because a layout copy
+ * or a sum exceeds the limit (check_buffers). */
+static ein_status plan_round(const ein_problem *p,
+                             const ein_tensor_desc *inputs,
+                             const ein_tensor_desc *output,
+                             const ein_backend_caps *caps,
+                             const ein_plan_limits *limits,
+                             ein_error_rec *err, ein_plan_ir **out,
+                             bool *over) {
+  ein_plan_limits again = {0};
+  ein_status st =
+      plan_build(p, inputs, output, caps, limits, err, out, &again, over);
+  if (st != EIN_ERR_LIMIT || !again.ssa_path) return st;
+  ein_error_clear(err);
+  st = plan_build(p, inputs, output, caps, &again, err, out, NULL, over);
+  ein_free((void *)again.slice_ids);
+  ein_free((void *)again.ssa_path);
+  return st;
+}
+
+/* A plan; when the path search fits the memory limit only by slicing, a
+ * second plan over those slices (the caller's sliced axes kept), on the
+ * per-slice path the search found. */
+ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
+                          const ein_tensor_desc *output,
+                          const ein_backend_caps *caps,
+                          const ein_plan_limits *limits, ein_error_rec *err,
+                          ein_plan_ir **out) {
+  ein_plan_limits tight = limits ? *limits : (ein_plan_limits){0};
+  ein_status st = EIN_OK;
+  /* Layout copies and sums past the limit: the search held 4x tighter,
+   * a few times, before giving up with the first message. */
+  for (int round = 0; round < 6; round++) {
+    bool over = false;
+    st = plan_round(p, inputs, output, caps, &tight, err, out, &over);
+    if (st != EIN_ERR_LIMIT || !over || tight.path) return st;
+    ein_plan_ir *probe = NULL;
+    ein_error_rec quiet = {0};
+    double elems = (double)tight.memory_limit /
+                   (double)ein_dtype_size(ein_dtype_compute(inputs[0].dtype));
+    tight.search_limit = (tight.search_limit > 0 ? tight.search_limit : elems) / 4;
+    if (tight.search_limit < 1) return st;
+    ein_status again = plan_round(p, inputs, output, caps, &tight, &quiet,
+                                  &probe, &over);
+    ein_error_clear(&quiet);
+    if (!again) {
+      ein_error_clear(err);
+      *out = probe;
+      return EIN_OK;
+    }
+  }
   return st;
 }
 
