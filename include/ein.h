@@ -289,7 +289,8 @@ typedef struct ein_options {
                          Counted as work calibrated to seconds, not read
                          from the clock, so the order depends only on the
                          seed and the problem (a slow machine takes longer;
-                         the clock stops it at 10x). Negative, NaN or
+                         the clock stops it only at 10x, or 2 s past the
+                         budget when that is later). Negative, NaN or
                          infinite: EIN_ERR_INVALID_ARGUMENT */
   uint64_t seed;        /* the search's random choices are a function of
                          it (0 is a seed like any other) */

@@ -18,17 +18,32 @@
  * A budget, the default or the caller's, is spent as work
  * (WORK_PER_SECOND units a second, measured on the CPU of
  * bench/results/2026-11-25-paths-cpu.md), so the path is a function of the
- * seed; the clock only stops a search running CLOCK_CAP times longer (a
- * slow or loaded machine). */
+ * seed; the clock only stops a search running far longer (clock_cap: 10x
+ * the budget, and at least CLOCK_SLACK seconds past it, so that a loaded
+ * machine still gives the seed's path; a very slow one is cut short). */
 static double default_budget(int n) {
   double b = 0.002 + 0.00043 * n;
   return b < 2.0 ? b : 2.0;
 }
 #define WORK_PER_SECOND 6.0e7
 #define CLOCK_CAP 10.0
+#define CLOCK_SLACK 2.0
 
-/* Networks at least this large also try recursive bisection. */
-enum { PARTITION_MIN = 40, RECONF_WINDOW = 10, RECONF_PASSES = 8 };
+/* Seconds after which the clock stops a search with this budget. */
+static double clock_cap(double budget) {
+  return fmax(CLOCK_CAP * budget, budget + CLOCK_SLACK);
+}
+
+/* Networks at least this large also try recursive bisection. Trees are
+ * reconfigured in windows of RECONF_FIRST leaves, then RECONF_WINDOW: the
+ * small windows (a DP a hundredth the price) take most of the gain early,
+ * so the large ones start from a better tree within the same budget. */
+enum {
+  PARTITION_MIN = 40,
+  RECONF_FIRST = 6,
+  RECONF_WINDOW = 10,
+  RECONF_PASSES = 8
+};
 
 /* The best few distinct trial trees are each reconfigured: the best before
  * reconfiguration is often not the best after. */
@@ -163,7 +178,22 @@ static bool trial(search *s, int t, int (*pairs)[2]) {
 static bool spent(const search *s, double frac) {
   if (s->fixed) return false;
   return (double)s->work_done > frac * (double)s->net->work_limit ||
-         path_now() > s->t0 + CLOCK_CAP * s->budget;
+         path_now() > s->t0 + clock_cap(s->budget);
+}
+
+/* Reconfigures pairs on net in windows of RECONF_FIRST, then
+ * RECONF_WINDOW leaves, each result considered. */
+static bool reconf_windows(search *s, const pnet *net, int (*pairs)[2],
+                           double deadline) {
+  static const int windows[2] = {RECONF_FIRST, RECONF_WINDOW};
+  for (int k = 0; k < 2; k++) {
+    pcost c;
+    if (!path_reconfigure(net, pairs, windows[k], deadline, RECONF_PASSES,
+                          &c) ||
+        !consider(s, (const int(*)[2])pairs))
+      return false;
+  }
+  return true;
 }
 
 /* Each of the top trees reconfigured in turn, with an equal share of what
@@ -176,18 +206,13 @@ static bool reconfigure_top(search *s, int (*pairs)[2], double deadline) {
     if (!s->fixed && limit > s->work_done)
       fn->work_limit = s->work_done + (uint64_t)((double)(limit - s->work_done) * share);
     memcpy(pairs, s->top[i], (size_t)(s->net->n - 1) * sizeof *pairs);
-    pcost c;
     /* SIZE's landscape is flat (one step sets the score): windows
      * reconfigured for FLOPs first shrink most steps, then SIZE's own */
     pnet by_flops = *fn;
     by_flops.objective = EIN_PATH_FLOPS;
     if ((fn->objective == EIN_PATH_SIZE &&
-         (!path_reconfigure(&by_flops, pairs, RECONF_WINDOW, deadline,
-                            RECONF_PASSES, &c) ||
-          !consider(s, (const int(*)[2])pairs))) ||
-        !path_reconfigure(fn, pairs, RECONF_WINDOW, deadline, RECONF_PASSES,
-                          &c) ||
-        !consider(s, (const int(*)[2])pairs))
+         !reconf_windows(s, &by_flops, pairs, deadline)) ||
+        !reconf_windows(s, fn, pairs, deadline))
       return false;
   }
   fn->work_limit = limit;
@@ -208,14 +233,10 @@ static bool search_heuristic(search *s, int (*pairs)[2]) {
   }
   s->collect = false;
   s->method = t > 1 ? "random-greedy+reconf" : "greedy+reconf";
-  double deadline = s->fixed ? INFINITY : s->t0 + CLOCK_CAP * s->budget;
-  pcost c;
+  double deadline = s->fixed ? INFINITY : s->t0 + clock_cap(s->budget);
   if (s->have_fit) {
     memcpy(pairs, s->best_fit, (size_t)(s->net->n - 1) * sizeof *pairs);
-    if (!path_reconfigure(s->net, pairs, RECONF_WINDOW, deadline,
-                          RECONF_PASSES, &c))
-      return false;
-    return consider(s, (const int(*)[2])pairs);
+    return reconf_windows(s, s->net, pairs, deadline);
   }
   return reconfigure_top(s, pairs, deadline);
 }
@@ -230,7 +251,7 @@ static ein_path_status finish_sliced(search *s, ein_arena *arena,
   /* Slicing gets half a budget more. */
   net->work_limit = s->work_done + net->work_limit / 2;
   double deadline =
-      s->fixed ? INFINITY : path_now() + 0.5 * CLOCK_CAP * s->budget + 0.01;
+      s->fixed ? INFINITY : path_now() + clock_cap(0.5 * s->budget);
   pcost c;
   bool fits;
   if (!path_slice(net, r->pairs, s->q->no_slice, deadline, r->sliced,

@@ -62,7 +62,7 @@ typedef struct ein_path_query {
                           the bench machine). Counted as work calibrated
                           to seconds rather than read from the clock, so
                           the path depends on the seed only (the clock
-                          stops it only at 10x) */
+                          stops it only at 10x, or 2 s past the budget) */
   uint64_t seed;       /* the random trials are a function of it */
   int trials;          /* greedy trials; 0: as many as half the budget
                           allows, then reconfiguration until the budget
