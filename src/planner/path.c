@@ -56,6 +56,8 @@ typedef struct search {
   double deadline;
   bool fixed;       /* trials given: ignore the clock and the work */
   uint64_t work_done; /* the nets' work counter */
+  uint64_t greedy_work, part_work; /* of the trials of each kind */
+  bool best_bisect;   /* the best trial tree so far is a bisection's */
   double t0, budget;
   uint64_t rng;
   ein_arena *work;
@@ -155,13 +157,20 @@ static bool search_dp(search *s, int (*pairs)[2]) {
 /* Trial t: 0 is the plain greedy; then temperature log-uniform in
  * [0.001, 1] and costmod uniform in [0.1, 4] (cotengra's ranges); under a
  * limit every other trial keys on the limit; from PARTITION_MIN operands
- * every even trial is a bisection instead (parts of 4-8 operands). */
+ * a bisection instead (parts of 4-8 operands) as the work split asks:
+ * the kind that found the best tree so far gets two thirds of the trials'
+ * work (the bisection wins on graph-like networks, the greedy on
+ * circuits and hyperedges), measured as work, whatever one trial costs. */
 static bool trial(search *s, int t, int (*pairs)[2]) {
   ein_arena scratch;
   ein_arena_init(&scratch);
   const pnet *net = (s->net->limit > 0 && (t & 1)) ? s->net : &s->free_net;
-  bool ok;
-  if (t > 0 && net->n >= PARTITION_MIN && t % 2 == 0) {
+  uint64_t wp = s->part_work, wg = s->greedy_work;
+  bool ok, bisect = t > 0 && net->n >= PARTITION_MIN &&
+                    (s->best_bisect ? wp <= 2 * wg : 2 * wp <= wg);
+  uint64_t before = s->work_done;
+  pcost was = s->cost_free;
+  if (bisect) {
     double imb = 0.05 + 0.3 * prng_unit(&s->rng);
     int leaf = 4 + (int)(prng_next(&s->rng) % 5); /* reconf polishes */
     ok = path_partition(net, leaf, imb, &s->rng, &scratch, pairs);
@@ -170,8 +179,12 @@ static bool trial(search *s, int t, int (*pairs)[2]) {
     double costmod = t ? 0.1 + 3.9 * prng_unit(&s->rng) : 1;
     ok = path_greedy(net, temp, costmod, &s->rng, &scratch, pairs);
   }
+  *(bisect ? &s->part_work : &s->greedy_work) += s->work_done - before;
   ein_arena_destroy(&scratch);
-  return ok && consider(s, (const int(*)[2])pairs);
+  if (!ok || !consider(s, (const int(*)[2])pairs)) return false;
+  if (t > 0 && pcost_better(&s->free_net, s->cost_free, was))
+    s->best_bisect = bisect;
+  return true;
 }
 
 /* Whether the fraction `frac` of the budget is spent. */
