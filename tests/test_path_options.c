@@ -231,7 +231,7 @@ static void check_seed(void) {
 }
 
 /* A tiny budget runs the plain greedy alone; over 6 networks the default
- * and a long budget find paths no worse in total than the tiny one. */
+ * and a long budget each find paths no worse in total than the tiny one. */
 static void check_plan_time(ein_ctx *ctx) {
   double total[3] = {0, 0, 0}, times[3] = {1e-7, 0, 0.5};
   for (int c = 0; c < 6; c++) {
@@ -249,7 +249,9 @@ static void check_plan_time(ein_ctx *ctx) {
       ein_plan_destroy(p);
     }
   }
-  CHECK(total[1] <= total[0] + 1e-9 && total[2] <= total[1] + 1e-9,
+  /* a heuristic's result is not monotone in its budget: the default and
+   * the long budget each against the single greedy trial */
+  CHECK(total[1] <= total[0] + 1e-9 && total[2] <= total[0] + 1e-9,
         "sum of log10 flops: tiny budget %.3f, default %.3f, 0.5 s %.3f",
         total[0], total[1], total[2]);
   printf("plan_time: sum of log10 flops over 6 networks: 1e-7 s %.3f, "
