@@ -52,6 +52,13 @@ const char *ein_status_name(ein_status status) {
   return "unknown status";
 }
 
+/* Names of an enum's values 0..count-1: the place of `name`, or -1. */
+static int name_index(const char *const *names, int count, const char *name) {
+  for (int k = 0; name && k < count; k++)
+    if (strcmp(name, names[k]) == 0) return k;
+  return -1;
+}
+
 static const char *const reduction_names[] = {
     [EIN_REDUCE_SUM] = "sum",   [EIN_REDUCE_MEAN] = "mean",
     [EIN_REDUCE_MAX] = "max",   [EIN_REDUCE_MIN] = "min",
@@ -65,12 +72,10 @@ const char *ein_reduction_name(ein_reduction reduction) {
 
 ein_status ein_reduction_parse(const char *name, ein_reduction *out) {
   if (!name || !out) return EIN_ERR_INVALID_ARGUMENT;
-  for (int r = EIN_REDUCE_SUM; r <= EIN_REDUCE_ALL; r++)
-    if (strcmp(name, reduction_names[r]) == 0) {
-      *out = (ein_reduction)r;
-      return EIN_OK;
-    }
-  return EIN_ERR_BAD_REDUCTION;
+  int k = name_index(reduction_names, EIN_REDUCE_ALL + 1, name);
+  if (k < 0) return EIN_ERR_BAD_REDUCTION;
+  *out = (ein_reduction)k;
+  return EIN_OK;
 }
 
 static const char *const objective_names[] = {
@@ -84,13 +89,10 @@ const char *ein_objective_name(int objective) {
 }
 
 ein_status ein_objective_parse(const char *name, ein_objective *out) {
-  if (!name || !out) return EIN_ERR_INVALID_ARGUMENT;
-  for (int o = EIN_OBJECTIVE_FLOPS; o <= EIN_OBJECTIVE_COMBO; o++)
-    if (strcmp(name, objective_names[o]) == 0) {
-      *out = (ein_objective)o;
-      return EIN_OK;
-    }
-  return EIN_ERR_INVALID_ARGUMENT;
+  int k = name_index(objective_names, EIN_OBJECTIVE_COMBO + 1, name);
+  if (k < 0 || !out) return EIN_ERR_INVALID_ARGUMENT;
+  *out = (ein_objective)k;
+  return EIN_OK;
 }
 
 ein_status ein_ctx_create(ein_ctx **out) {
