@@ -9,10 +9,16 @@ do not matter. Sliced: at 1/16 of the best unlimited largest intermediate,
 einc's slicing against cotengra's SliceFinder on its own tree.
 
   python bench/paths.py --driver build-ci/path_driver [--quick] > out.md
+
+--peers FILE keeps the peers' paths (opt_einsum's and cotengra's, with
+their planning times) in FILE as JSON: a run with FILE present reuses
+them and only einc plans again (cotengra's 64 trials take minutes a
+case). Without it every planner runs.
 """
 import argparse
 import json
 import math
+import os
 import platform
 import random
 import subprocess
@@ -224,8 +230,11 @@ def ctg_plan(ops, out, sizes):
     return tree, [list(p) for p in tree.get_ssa_path()], dt
 
 
-def ctg_sliced(tree, limit):
+def ctg_sliced(ops, out, sizes, ssa, limit):
     import cotengra as ctg
+    tree = ctg.ContractionTree.from_path(
+        [tuple(o) for o in ops], tuple(out),
+        {a: s for a, s in enumerate(sizes)}, ssa_path=ssa)
     sf = ctg.SliceFinder(tree, target_size=limit)
     ix, _ = sf.search()
     return list(ix)
@@ -237,6 +246,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--driver", default="build-ci/path_driver")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--peers", default=None,
+                    help="JSON file of the peers' paths: reused when "
+                    "present, written when not")
     ap.add_argument("--einc-budget", type=float, default=0,
                     help="only einc, with this time budget (seconds; "
                     "negative: the default budget)")
@@ -245,29 +257,47 @@ def main():
         return einc_only(args)
     import cotengra as ctg
     print(f"# Contraction-order planners ({time.strftime('%Y-%m-%d')})\n")
+    try:
+        import kahypar  # noqa: F401
+        kahypar_note = "kahypar available"
+    except ImportError:
+        kahypar_note = "no kahypar: cotengra falls back to its own partitioner"
     print(f"machine: {platform.processor() or platform.machine()}, "
           f"{platform.system()}; python {platform.python_version()}, "
           f"opt_einsum {oe.__version__}, cotengra {ctg.__version__} "
-          "(no kahypar: cotengra falls back to its own partitioner)\n")
+          f"({kahypar_note})\n")
+    peers = {}
+    if args.peers and os.path.exists(args.peers):
+        with open(args.peers) as f:
+            peers = json.load(f)
     print("Each cell: log10 FLOPs / log2 largest intermediate / planning "
           "seconds. All paths costed by one function (bench/paths.py cost).\n")
     planners = ["einc", "greedy", "random-greedy-128", "auto-hq", "cotengra"]
     print("| case | n | " + " | ".join(planners) + " | einc/cotengra FLOPs |")
     print("|---|---|" + "---|" * len(planners) + "---|")
-    sliced_rows = []
+    sliced_rows, rows = [], []
     for name, (ops, out, sizes) in cases(args.quick):
         row = {}
+        rows.append((name, row))
         big = len(ops) > PEERS_MAX
         ssa, secs, _, _ = einc(args.driver, ops, out, sizes)
         row["einc"] = (*cost(ops, out, sizes, ssa), secs)
-        for how in planners[1:4]:
+        mine = peers.setdefault(name, {})
+        for how in planners[1:]:
             if big and how != "greedy":
                 continue
-            ssa_o, dt = oe_plan(ops, out, sizes, how)
+            if how not in mine:
+                if how == "cotengra":
+                    _, ssa_o, dt = ctg_plan(ops, out, sizes)
+                else:
+                    ssa_o, dt = oe_plan(ops, out, sizes, how)
+                mine[how] = {"ssa": ssa_o, "seconds": dt}
+                if args.peers:
+                    with open(args.peers, "w") as f:
+                        json.dump(peers, f)
+            ssa_o, dt = mine[how]["ssa"], mine[how]["seconds"]
             row[how] = (*cost(ops, out, sizes, ssa_o), dt)
-        if not big:
-            tree, ssa_c, dt = ctg_plan(ops, out, sizes)
-            row["cotengra"] = (*cost(ops, out, sizes, ssa_c), dt)
+        ssa_c = mine.get("cotengra", {}).get("ssa")
         cells = [f"{math.log10(max(row[p][0], 1)):.2f} / "
                  f"{math.log2(max(row[p][1], 1)):.1f} / {row[p][2]:.3g}"
                  if p in row else "-" for p in planners]
@@ -281,10 +311,24 @@ def main():
         limit = max(1, best_largest / 16)
         _, _, _, res = einc(args.driver, ops, out, sizes, limit)
         e_sl = cost(ops, out, sizes, res["ssa"], res["sliced"])
-        ix = ctg_sliced(tree, limit)
+        ix = ctg_sliced(ops, out, sizes, ssa_c, limit)
         c_sl = cost(ops, out, sizes, ssa_c, ix)
         sliced_rows.append((name, limit, e_sl, len(res["sliced"]), c_sl,
                             len(ix)))
+    print("\n## Against the targets (issue 26)\n")
+    both = [r for r in rows if "cotengra" in r[1] and "auto-hq" in r[1]]
+    hq = sum(r[1]["einc"][0] <= r[1]["auto-hq"][0] * (1 + 1e-9) for r in both)
+    ctg = [r[1]["einc"][0] / r[1]["cotengra"][0] for r in both]
+    tenth = sum(r[1]["einc"][2] <= r[1]["cotengra"][2] / 10 for r in both)
+    print(f"- einc FLOPs at or below auto-hq's: {hq} of {len(both)} cases")
+    print(f"- within 2x of cotengra: {sum(x <= 2 for x in ctg)} of "
+          f"{len(ctg)} (largest ratio {max(ctg):.2f})")
+    print(f"- planning in at most 1/10 of cotengra's time (wall): {tenth} of "
+          f"{len(both)}")
+    sl = [e[0] / c[0] for _, _, e, _, c, _ in sliced_rows]
+    print(f"- sliced within 1.5x of cotengra's SliceFinder: "
+          f"{sum(x <= 1.5 for x in sl)} of {len(sl)} (largest ratio "
+          f"{max(sl):.2f})")
     print("\n## Sliced, limit 1/16 of the best unlimited largest "
           "intermediate\n")
     print("| case | limit (log2) | einc log10 FLOPs / log2 largest / axes "

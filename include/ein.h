@@ -205,6 +205,23 @@ EIN_API const char *ein_reduction_name(ein_reduction reduction);
 EIN_NODISCARD
 EIN_API ein_status ein_reduction_parse(const char *name, ein_reduction *out);
 
+/* What the contraction-order search minimises (cotengra's names):
+ * FLOPS, opt_einsum's FLOP count (ties: the largest intermediate); SIZE,
+ * the largest intermediate (ties: FLOPs); COMBO, FLOPs + 64 x the elements
+ * written to intermediates (ties: the largest), between the two. */
+typedef enum ein_objective {
+  EIN_OBJECTIVE_FLOPS = 0,
+  EIN_OBJECTIVE_SIZE,
+  EIN_OBJECTIVE_COMBO
+} ein_objective;
+
+/* "flops", "size", "combo"; NULL for an unknown value. */
+EIN_API const char *ein_objective_name(int objective);
+
+/* Parses "flops", "size" or "combo"; EIN_ERR_INVALID_ARGUMENT for others. */
+EIN_NODISCARD
+EIN_API ein_status ein_objective_parse(const char *name, ein_objective *out);
+
 /* A length binding "name=size": defines an output-only (repeat) axis or
  * checks an axis that the tensors also define. */
 typedef struct ein_length {
@@ -284,6 +301,19 @@ typedef struct ein_options {
                          "Units of work"). 0 or 1: the tensors' device
                          alone. More than the backend has, or above 1 on
                          the CPU, is an error before anything runs */
+  /* The contraction-order search past the exact DP (more than 12
+   * operands; docs/design.md, "Contraction order at scale"). */
+  double plan_time;     /* seconds it may spend; 0: a default growing with
+                         the operand count (about 45 ms at 100 operands).
+                         Counted as work calibrated to seconds, not read
+                         from the clock, so the order depends only on the
+                         seed and the problem (a slow machine takes longer;
+                         the clock stops it only at 10x, or 2 s past the
+                         budget when that is later). Negative, NaN or
+                         infinite: EIN_ERR_INVALID_ARGUMENT */
+  uint64_t seed;        /* the search's random choices are a function of
+                         it (0 is a seed like any other) */
+  ein_objective objective; /* what the search minimises; 0: FLOPs */
 } ein_options;
 
 /* DLPack 1.1's float8 type codes (DLDataType {code, 8, 1}), spelled out

@@ -15,10 +15,10 @@ _einc_common="-D --reduce --numpy -v --verbose -h --help --"
 _einc_options() {
   case $1 in
     check) echo "$_einc_common" ;;
-    plan) echo "--dtype --json --device --peak --bandwidth --memory-limit --backend --path --slice --input --grad --workers --link-gbps $_einc_common" ;;
-    eval) echo "-o --output --print --dtype --scale --out-dtype --backend --path --slice --devices $_einc_common" ;;
-    bench) echo "--dtype --backend --runs --warmup --no-floor --steps --json --path --slice $_einc_common" ;;
-    cuda-src) echo "--dtype --path --slice $_einc_common" ;;
+    plan) echo "--dtype --json --device --peak --bandwidth --memory-limit --backend --path --slice --plan-time --seed --objective --input --grad --workers --link-gbps $_einc_common" ;;
+    eval) echo "-o --output --print --dtype --scale --out-dtype --backend --path --slice --plan-time --seed --objective --devices $_einc_common" ;;
+    bench) echo "--dtype --backend --runs --warmup --no-floor --steps --json --path --slice --plan-time --seed --objective $_einc_common" ;;
+    cuda-src) echo "--dtype --path --slice --plan-time --seed --objective $_einc_common" ;;
   esac
 }
 
@@ -30,8 +30,9 @@ _einc_values() {
     --backend) echo "auto cpu cuda emu" ;;
     --reduce) echo "sum mean max min prod any all" ;;
     --device) echo "cpu cuda h100 h100-sxm h100-pcie h200 a100 l4 b200" ;;
+    --objective) echo "flops size combo" ;;
     -o | --output | --input) return 2 ;;
-    -D | --runs | --warmup | --memory-limit | --peak | --bandwidth | --path | --slice | --workers | --link-gbps | --devices) return 1 ;;
+    -D | --runs | --warmup | --memory-limit | --peak | --bandwidth | --path | --slice | --workers | --link-gbps | --devices | --plan-time | --seed) return 1 ;;
     *) return 3 ;;
   esac
 }

@@ -217,6 +217,22 @@ same check 'h w -> h w r' 4x5 -D r=3 :: check 'h w -> h w r' 4x5 -D=r=3
 same cuda-src 'a b -> b a' 64x32 --dtype f16 :: cuda-src 'a b -> b a' 64x32 --dtype=f16
 expect 2 "" "einc: error: --memory-limit takes a byte count, not 'x'" -- plan "${mm[@]}" --memory-limit=x
 expect 2 "" "einc: error: unknown dtype 'q8' (f32, f64, f16, bf16, c64, c128, i8..i64, u8..u64, bool, float8_e4m3fn, float8_e5m2)" -- cuda-src 'a -> a' 4 --dtype=q8
+
+# The order search's options (issue 26): --objective size lowers the
+# largest intermediate where the FLOPs-optimal order's is large; --seed and
+# --plan-time are taken in both spellings; bad values name what is wanted.
+obj=('b h d, a i f, h d g b, f e c, e c g j, j i -> a' 9x5x2 2x2x5 5x2x4x9 5x8x7 8x7x4x9 9x2)
+for o in 'flops 504' 'size 112' 'combo 112'; do
+  "$EINC" plan "${obj[@]}" --objective ${o% *} | grep -q "^largest intermediate  ${o#* } elements" &&
+    passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --objective ${o% *}: largest not ${o#* } elements" >&2; }
+done
+ring=$(for k in $(seq 0 19); do printf 'r%d r%d, ' $k $(((k + 1) % 20)); done)
+ring=("${ring%, } ->" $(for k in $(seq 0 19); do printf '2x2 '; done))
+same plan "${ring[@]}" --seed 5 --plan-time 0.01 :: plan "${ring[@]}" --seed=5 --plan-time=0.01
+same plan "${ring[@]}" --objective=size :: plan "${ring[@]}" --objective size
+expect 2 "" "einc: error: unknown objective 'memory': expected flops, size or combo" -- plan "${mm[@]}" --objective memory
+expect 2 "" "einc: error: --plan-time takes seconds (0 or more, e.g. 0.5), not '-1'" -- plan "${mm[@]}" --plan-time=-1
+expect 2 "" "einc: error: --seed takes a whole number from 0 to 2^64-1, not 'x'" -- plan "${mm[@]}" --seed x
 # bench's time varies: both spellings run, with the dtype and backend named
 for form in '--dtype=f64 --backend=cpu --runs=2 --warmup=1' '--dtype f64 --backend cpu --runs 2 --warmup 1'; do
   # shellcheck disable=SC2086

@@ -580,6 +580,60 @@ static void g_randeq(net *g, int c) {
 
 #endif
 
+/* The root split of a bisection tree on an L x L lattice: the leaves
+ * under each child of the root, and the bonds between them. A balanced
+ * split of the grid cuts at least L bonds; Fiduccia-Mattheyses passes
+ * (path_part.c) should find one near that from a breadth-first start. */
+static int leaves_under(int n, const int (*pairs)[2], int id, char *side,
+                        char mark) {
+  if (id < n) {
+    side[id] = mark;
+    return 1;
+  }
+  return leaves_under(n, pairs, pairs[id - n][0], side, mark) +
+         leaves_under(n, pairs, pairs[id - n][1], side, mark);
+}
+
+static void check_bisection_cut(int l) {
+  net g;
+  gen_lattice(&g, l, l, 1, 2);
+  ein_path_query q = query_of(&g);
+  ein_arena a;
+  ein_arena_init(&a);
+  pnet pn;
+  int (*pairs)[2] = malloc(sizeof *pairs * (size_t)g.n);
+  char *side = calloc((size_t)g.n, 1);
+  int worst = 0;
+  for (int t = 0; t < 4; t++) {
+    uint64_t rng = 77 + (uint64_t)t;
+    if (!pnet_init(&pn, &q, &a) ||
+        !path_partition(&pn, 8, 0.1, &rng, &a, pairs)) {
+      CHECK(false, "lattice %dx%d: bisection failed", l, l);
+      break;
+    }
+    int root = 2 * g.n - 2, m0 =
+        leaves_under(g.n, (const int(*)[2])pairs, pairs[root - g.n][0], side, 0);
+    leaves_under(g.n, (const int(*)[2])pairs, pairs[root - g.n][1], side, 1);
+    int cut = 0;
+    for (int i = 0; i < g.n; i++)
+      for (int x = 0; x < g.nax[i]; x++)
+        for (int j = i + 1; j < g.n; j++)
+          for (int y = 0; y < g.nax[j]; y++)
+            cut += g.ax[i][x] == g.ax[j][y] && side[i] != side[j];
+    CHECK(cut <= l * 7 / 5 && m0 >= g.n * 2 / 5 - 1 &&
+              m0 <= (g.n * 3 + 4) / 5 + 1, /* imbalance 0.1, rounded */
+          "lattice %dx%d, rng %d: root split %d / %d operands cuts %d bonds "
+          "(a straight cut: %d)", l, l, t, m0, g.n - m0, cut, l);
+    if (cut > worst) worst = cut;
+  }
+  printf("bisection of a %dx%d lattice: root cut at most %d bonds in 4 "
+         "tries (a straight cut: %d; checked: at most 1.4x that)\n", l, l, worst, l);
+  free(pairs);
+  free(side);
+  ein_arena_destroy(&a);
+  net_free(&g);
+}
+
 int main(void) {
   ein_ctx *ctx;
   REQUIRE_OK(ein_ctx_create(&ctx));
@@ -597,6 +651,8 @@ int main(void) {
   printf("heuristic equal to the DP optimum in %d of %d cases up to 15 "
          "operands\n", cases_equal_dp, cases_vs_dp);
   check_too_large();
+  check_bisection_cut(16);
+  check_bisection_cut(24);
   check_scale();
 #endif
   return test_summary("path_search");

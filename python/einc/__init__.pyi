@@ -93,10 +93,13 @@ def plan(expr: str, *tensors_or_shapes: Union[Shape, Tensor], dtype: Any = ...,
          reduce: Optional[str] = ..., backend: str = ...,
          numpy: Optional[bool] = ..., device: Optional[str] = ...,
          peak: Optional[float] = ..., bandwidth: Optional[float] = ...,
+         plan_time: float = ..., seed: int = ..., objective: str = ...,
          **axis_sizes: int) -> Plan: ...
 def compile(expr: str, *shapes: Union[Shape, Tensor], dtype: Any = ...,
             reduce: Optional[str] = ..., backend: str = ...,
-            numpy: Optional[bool] = ..., **axis_sizes: int) -> Plan: ...
+            numpy: Optional[bool] = ..., plan_time: float = ...,
+            seed: int = ..., objective: str = ...,
+            **axis_sizes: int) -> Plan: ...
 
 class ShapeMemo:
     def __init__(self, **sizes: int) -> None: ...

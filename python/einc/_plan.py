@@ -33,6 +33,21 @@ def _ssa_to_linear(ssa_path, ninputs):
     return linear
 
 
+def _search_options(plan_time, seed, objective):
+    """The order search's options as _einc.Plan takes them, checked."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or \
+            not 0 <= seed < 2 ** 64:
+        raise ValueError(f"seed must be an int from 0 to 2**64-1, not "
+                         f"{seed!r}")
+    if isinstance(plan_time, bool) or \
+            not isinstance(plan_time, (int, float)):
+        raise TypeError(f"plan_time takes seconds, not {plan_time!r}")
+    if not isinstance(objective, str):
+        raise TypeError(f"objective is 'flops', 'size' or 'combo', not "
+                        f"{objective!r}")
+    return float(plan_time), seed, objective
+
+
 class Plan:
     """The plan of one expression for given shapes and dtype.
 
@@ -46,19 +61,26 @@ class Plan:
     input: nothing runs, 0 FLOPs and bytes). str(plan) is `einc plan`'s
     report; to_dict() its JSON. Device models: 'cpu' (this host,
     measured), 'h100' (= 'h100-sxm'), 'h100-pcie', 'h200', 'a100', 'l4',
-    'b200' (data sheets) and 'cuda' (the GPU present); `peak=` (FLOP/s for the plan's dtype) and
-    `bandwidth=` (bytes/s) replace the model's figures.
+    'b200' (data sheets) and 'cuda' (the GPU present); `peak=` (FLOP/s
+    for the plan's dtype) and `bandwidth=` (bytes/s) replace the model's
+    figures.
     path= gives the contraction order (opt_einsum's linear form) and
     memory_limit= the bytes one intermediate may take (the planner picks
     an order within it, or slices; 0: no limit). units: the slices of a
     sliced plan, 1 otherwise (slice="a:4,b" names them, memory_limit= lets
     the planner choose; run_units runs some of them).
+
+    The order search past 12 operands takes plan_time (seconds, counted
+    as work so that a seed always gives the same order; 0: the default,
+    about 45 ms at 100 operands), seed (an int >= 0) and objective
+    ('flops', 'size': the largest intermediate, or 'combo': flops + 64 x
+    the elements written to intermediates, cotengra's names).
     """
 
     def __init__(self, expr, shapes, *, dtype="float32", reduce=None,
                  backend="auto", numpy=None, device=None, path=None,
                  peak=None, bandwidth=None, slice=None, memory_limit=0,
-                 **axis_sizes):
+                 plan_time=0.0, seed=0, objective="flops", **axis_sizes):
         shapes = tuple(_shape_of(s) for s in shapes)
         if numpy is None:
             numpy = numpy_dialect(expr, [len(s) for s in shapes])
@@ -77,7 +99,8 @@ class Plan:
         self._plan = _einc.Plan(expr, shapes, self._code[0], self._code[1],
                                 bool(numpy), _reduction_name(reduce),
                                 str(backend), _lengths(axis_sizes), path,
-                                slice, int(memory_limit or 0))
+                                slice, int(memory_limit or 0),
+                                *_search_options(plan_time, seed, objective))
         stats = self._plan.stats()
         self.units = stats["units"]
         self.flops = stats["flops"]
@@ -243,6 +266,7 @@ def _backend_for(device, backend):
 
 def plan(expr, *tensors_or_shapes, dtype=None, reduce=None, backend="auto",
          numpy=None, device=None, peak=None, bandwidth=None,
+         plan_time=0.0, seed=0, objective="flops",
          **axis_sizes) -> Plan:
     """Plans expr for inputs given as arrays or shapes, without running it::
 
@@ -252,18 +276,21 @@ def plan(expr, *tensors_or_shapes, dtype=None, reduce=None, backend="auto",
         ([(1, 2), (0, 1)], 400000.0)
         >>> print(p)          # `einc plan`'s report
 
-    dtype defaults to the first array's, else float32.
+    dtype defaults to the first array's, else float32. plan_time, seed and
+    objective steer the order search past 12 operands (Plan's doc).
     """
     if dtype is None:
         dtype = next((t.dtype for t in tensors_or_shapes
                       if hasattr(t, "dtype")), "float32")
     return Plan(expr, tensors_or_shapes, dtype=dtype, reduce=reduce,
                 backend=backend, numpy=numpy, device=device, peak=peak,
-                bandwidth=bandwidth, **axis_sizes)
+                bandwidth=bandwidth, plan_time=plan_time, seed=seed,
+                objective=objective, **axis_sizes)
 
 
 def compile(expr, *shapes, dtype="float32", reduce=None, backend="auto",
-            numpy=None, **axis_sizes) -> Plan:
+            numpy=None, plan_time=0.0, seed=0, objective="flops",
+            **axis_sizes) -> Plan:
     """A callable that runs expr with one plan compiled now, as
     opt_einsum.contract_expression does::
 
@@ -275,4 +302,5 @@ def compile(expr, *shapes, dtype="float32", reduce=None, backend="auto",
         (8, 64, 16)
     """
     return Plan(expr, shapes, dtype=dtype, reduce=reduce, backend=backend,
-                numpy=numpy, **axis_sizes)
+                numpy=numpy, plan_time=plan_time, seed=seed,
+                objective=objective, **axis_sizes)

@@ -203,6 +203,10 @@ int einpy_options_set_path(einpy_options *o, const char *path);
  * NULL or "": none) and o->opt.memory_limit (bytes; 0: none). */
 int einpy_options_set_slicing(einpy_options *o, const char *slice,
                               long long memory_limit);
+/* Sets the path search's options (ein.h's plan_time, seed, objective by
+ * name); -1 with an EincError for a bad value. */
+int einpy_options_set_search(einpy_options *o, double plan_time,
+                             unsigned long long seed, const char *objective);
 
 /* The length of `tuple`; -1 with a TypeError `not_tuple` where it is no
  * tuple, or an EincError from `too_long` (a format of the length, %zd, and

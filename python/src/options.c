@@ -6,6 +6,7 @@
  * name, and the axis lengths as (name, size) pairs. The names are copied,
  * so an einpy_options outlives the call that made it (a Plan keeps one).
  */
+#include <math.h>
 #include <string.h>
 
 #include "einpy.h"
@@ -136,6 +137,26 @@ int einpy_options_set_slicing(einpy_options *o, const char *slice,
   if (copy_text(slice, &o->slice) < 0) return -1;
   o->opt.slice_axes = o->slice;
   o->opt.memory_limit = (int64_t)memory_limit;
+  return 0;
+}
+
+int einpy_options_set_search(einpy_options *o, double plan_time,
+                             unsigned long long seed, const char *objective) {
+  if (!(plan_time >= 0) || isinf(plan_time)) {
+    einpy_raise_status(EIN_ERR_INVALID_ARGUMENT,
+                       "plan_time is %g: give seconds, 0 or more (0: the "
+                       "default)",
+                       plan_time);
+    return -1;
+  }
+  if (ein_objective_parse(objective, &o->opt.objective) != EIN_OK) {
+    einpy_raise_status(EIN_ERR_INVALID_ARGUMENT,
+                       "unknown objective '%.40s' (flops, size, combo)",
+                       objective);
+    return -1;
+  }
+  o->opt.plan_time = plan_time;
+  o->opt.seed = (uint64_t)seed;
   return 0;
 }
 

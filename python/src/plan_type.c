@@ -49,14 +49,18 @@ static int copy_expr(plan_object *p, const char *expr) {
 }
 
 /* Plan(expr, shapes, dtype_code, dtype_bits, numpy, reduction, backend,
- *      lengths[, path[, slice[, memory_limit]]]): path in opt_einsum's
- *      linear form, or None to search; slice as ein_options.slice_axes;
- *      memory_limit, ein_options.memory_limit (bytes one intermediate may
- *      take, 0: no limit) */
+ *      lengths[, path[, slice[, memory_limit[, plan_time, seed,
+ *      objective]]]]): path in opt_einsum's linear form, or None to
+ *      search; slice as ein_options.slice_axes; memory_limit,
+ *      ein_options.memory_limit (bytes one intermediate may take, 0: no
+ *      limit); the search's options as ein.h's */
 static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
   plan_object *p = (plan_object *)self;
   const char *expr, *reduction, *backend, *path = NULL, *slice = NULL;
   long long memory_limit = 0;
+  const char *objective = "flops";
+  double plan_time = 0;
+  unsigned long long seed = 0;
   PyObject *shapes, *numpy, *lengths;
   int code, bits;
   if (p->plan) {
@@ -64,9 +68,10 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     return -1;
   }
   if ((kwargs && PyObject_IsTrue(kwargs)) ||
-      !PyArg_ParseTuple(args, "sOiiOssO|zzL:Plan", &expr, &shapes, &code,
+      !PyArg_ParseTuple(args, "sOiiOssO|zzLdKs:Plan", &expr, &shapes, &code,
                         &bits, &numpy, &reduction, &backend, &lengths, &path,
-                        &slice, &memory_limit)) {
+                        &slice, &memory_limit, &plan_time, &seed,
+                        &objective)) {
     if (!PyErr_Occurred())
       PyErr_SetString(PyExc_TypeError, "Plan takes no keyword arguments");
     return -1;
@@ -84,7 +89,8 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
       copy_expr(p, expr) < 0 ||
       einpy_options_parse(numpy, reduction, backend, lengths, &p->options) < 0 ||
       einpy_options_set_path(&p->options, path) < 0 ||
-      einpy_options_set_slicing(&p->options, slice, memory_limit) < 0)
+      einpy_options_set_slicing(&p->options, slice, memory_limit) < 0 ||
+      einpy_options_set_search(&p->options, plan_time, seed, objective) < 0)
     return -1;
   DLTensor *ts = PyMem_Malloc(sizeof *ts * (size_t)(p->ninputs + 1));
   const DLTensor **ins = PyMem_Malloc(sizeof *ins * (size_t)(p->ninputs + 1));

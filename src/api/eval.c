@@ -3,6 +3,7 @@
  * tensors, binds and plans (or finds the plan in the context's cache),
  * and hands the plan to the backend that owns the tensors' memory.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +188,9 @@ static void key_options(ein_strbuf *k, const char *expr, size_t len,
                      o->allow_tf32 != 0, device, (int32_t)o->axis_rules};
   ein_strbuf_append(k, head, sizeof head);
   ein_strbuf_append(k, &o->memory_limit, sizeof o->memory_limit);
+  double search[2] = {o->plan_time, (double)o->objective};
+  ein_strbuf_append(k, search, sizeof search);
+  ein_strbuf_append(k, &o->seed, sizeof o->seed);
   size_t plen = o->path ? strlen(o->path) + 1 : 0; /* NULL differs from "" */
   ein_strbuf_append(k, &plen, sizeof plen);
   if (plen) ein_strbuf_append(k, o->path, plen);
@@ -216,6 +220,14 @@ static ein_status check_options(ein_thread_rec *me, const ein_options *o) {
     return fail(me, EIN_ERR_INVALID_ARGUMENT,
                 "memory_limit is %lld; give 0 (no limit) or a number of bytes",
                 (long long)o->memory_limit);
+  if (!(o->plan_time >= 0) || isinf(o->plan_time))
+    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+                "plan_time is %g; give 0 (the default) or a number of "
+                "seconds", o->plan_time);
+  if (!ein_objective_name((int)o->objective))
+    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+                "objective is %d; expected EIN_OBJECTIVE_FLOPS, _SIZE or "
+                "_COMBO", (int)o->objective);
   return EIN_OK;
 }
 
@@ -423,7 +435,9 @@ static ein_status bind_and_plan(ein_thread_rec *me, const char *expr,
   }
   const ein_backend_caps *caps = ein_ctx_caps(me->ctx, backend);
   ein_plan_limits limits = {.memory_limit = o->memory_limit, .path = o->path,
-                            .slice_axes = o->slice_axes};
+                            .slice_axes = o->slice_axes,
+                            .plan_time = o->plan_time, .seed = o->seed,
+                            .objective = (int)o->objective};
   st = ein_plan_build(ein_binding_problem(b), descs, od, caps, &limits,
                       &me->err, ir);
   ein_binding_destroy(b);

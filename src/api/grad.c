@@ -123,7 +123,10 @@ static ein_status plan_step(ein_ctx *ctx, ein_grad *g, int i,
                     .nlengths = s->nlengths,
                     .backend = o->backend,
                     .allow_tf32 = o->allow_tf32,
-                    .memory_limit = o->memory_limit};
+                    .memory_limit = o->memory_limit,
+                    .plan_time = o->plan_time,
+                    .seed = o->seed,
+                    .objective = o->objective};
   ein_status st =
       ein_plan_create(ctx, s->expr, tp, s->noperands, NULL, &so, &g->plans[i]);
   ein_free(ts);

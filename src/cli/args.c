@@ -2,6 +2,7 @@
 #include "args.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,41 @@ static bool has_prefix_option(const char *arg, const char *opt) {
   return arg[n] == '\0' || arg[n] == '=' || (opt[1] != '-');
 }
 
+/* --plan-time S, --seed N, --objective O: the path search's options.
+ * 1: consumed, 0: not one of them, -1: a bad value (said on stderr). */
+static int search_option(int argc, char **argv, int *i, ein_options *o) {
+  const char *arg = argv[*i];
+  const char *names[3] = {"--plan-time", "--seed", "--objective"};
+  int which = 0;
+  while (which < 3 && !has_prefix_option(arg, names[which])) which++;
+  if (which == 3) return 0;
+  const char *v = option_value(argc, argv, i, names[which]);
+  if (!v) return -1;
+  char *end = NULL;
+  if (which == 0) {
+    double t = strtod(v, &end);
+    if (end != v && !*end && t >= 0 && !isinf(t)) {
+      o->plan_time = t;
+      return 1;
+    }
+    cli_errorf("--plan-time takes seconds (0 or more, e.g. 0.5), not '%.40s'",
+               v);
+  } else if (which == 1) {
+    errno = 0;
+    unsigned long long s = strtoull(v, &end, 10);
+    if (end != v && !*end && !errno && *v != '-') {
+      o->seed = (uint64_t)s;
+      return 1;
+    }
+    cli_errorf("--seed takes a whole number from 0 to 2^64-1, not '%.40s'",
+               v);
+  } else {
+    if (ein_objective_parse(v, &o->objective) == EIN_OK) return 1;
+    cli_errorf("unknown objective '%.40s': expected flops, size or combo", v);
+  }
+  return -1;
+}
+
 int cli_common_option(int argc, char **argv, int *i, cli_common *common) {
   const char *arg = argv[*i];
   if (strcmp(arg, "--numpy") == 0) {
@@ -176,6 +212,10 @@ int cli_common_option(int argc, char **argv, int *i, cli_common *common) {
     /* checked by the planner, which knows the operand count */
     common->options.path = option_value(argc, argv, i, "--path");
     return common->options.path ? 1 : -1;
+  }
+  if (common->takes_path) {
+    int r = search_option(argc, argv, i, &common->options);
+    if (r) return r;
   }
   if (common->takes_path && has_prefix_option(arg, "--slice")) {
     /* names checked by the planner, which knows the axes */

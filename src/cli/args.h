@@ -55,7 +55,14 @@ typedef int (*cli_option_fn)(int argc, char **argv, int *i, void *state);
   "                  slice fixes them to one value and is planned for it;\n" \
   "                  sliced output axes write their piece, sliced summed\n"  \
   "                  axes add up): smaller intermediates, same result;\n"  \
-  "                  A:N slices A into N chunks (N divides its size)\n"
+  "                  A:N slices A into N chunks (N divides its size)\n"   \
+  "  --plan-time S   seconds the order search may spend past the exact DP\n" \
+  "                  (more than 12 operands; default about 45 ms at 100),\n" \
+  "                  counted as work, so the order is the same each run\n"   \
+  "  --seed N        the search's random choices follow N (default 0)\n"     \
+  "  --objective O   what the search minimises: flops (default), size\n"     \
+  "                  (the largest intermediate) or combo (flops + 64 x\n"    \
+  "                  elements written to intermediates)\n"
 
 /* The lines of every command's --help on operands and option values. */
 #define CLI_HELP_OPERANDS                                                     \

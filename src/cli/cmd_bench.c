@@ -66,6 +66,8 @@ void cmd_bench_help(void) {
       "                in opt_einsum's linear form: '[(0, 1), (0, 1)]'\n"
       "  --slice A,B   run the plan slice by slice over the named axes\n"
       "                (A:N: A in N chunks)\n"
+      "  --plan-time S, --seed N, --objective O  the order search's budget,\n"
+      "                seed and objective, as for `einc plan`\n"
       CLI_HELP_TAIL
       "  einc bench 'b h i d, b h j d -> b h i j' 8x16x2048x128 "
       "8x16x2048x128 --dtype bf16");

@@ -23,6 +23,7 @@ void cmd_plan_help(void) {
       "usage: einc plan EXPR SHAPE|FILE.npy... [--dtype T] [--json] [--device M]\n"
       "                 [--peak F] [--bandwidth B]\n"
       "                 [--memory-limit B] [--path P] [--slice A,B]\n"
+      "                 [--plan-time S] [--seed N] [--objective O]\n"
       "                 [-D NAME=SIZE]... [--reduce R] [--numpy] [--grad]\n"
       "                 [--workers N [--link-gbps G]]\n"
       "       einc plan --input FILE|- [options]\n"

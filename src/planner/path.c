@@ -15,19 +15,35 @@
 #include "path_internal.h"
 
 /* Default budget: about 45 ms at 100 operands, growing linearly, capped.
- * By default it is spent as work (WORK_PER_SECOND units a second, measured
- * on the CPU of bench/results/2026-11-25-paths-cpu.md), so the path is a
- * function of the seed; the clock only stops a search running
- * CLOCK_CAP times longer (a slow or loaded machine). */
+ * A budget, the default or the caller's, is spent as work
+ * (WORK_PER_SECOND units a second, measured on the CPU of
+ * bench/results/2026-11-25-paths-cpu.md), so the path is a function of the
+ * seed; the clock only stops a search running far longer (clock_cap: 10x
+ * the budget, and at least CLOCK_SLACK seconds past it, so that a loaded
+ * machine still gives the seed's path; a very slow one is cut short). */
 static double default_budget(int n) {
   double b = 0.002 + 0.00043 * n;
   return b < 2.0 ? b : 2.0;
 }
 #define WORK_PER_SECOND 6.0e7
 #define CLOCK_CAP 10.0
+#define CLOCK_SLACK 2.0
 
-/* Networks at least this large also try recursive bisection. */
-enum { PARTITION_MIN = 40, RECONF_WINDOW = 10, RECONF_PASSES = 8 };
+/* Seconds after which the clock stops a search with this budget. */
+static double clock_cap(double budget) {
+  return fmax(CLOCK_CAP * budget, budget + CLOCK_SLACK);
+}
+
+/* Networks at least this large also try recursive bisection. Trees are
+ * reconfigured in windows of RECONF_FIRST leaves, then RECONF_WINDOW: the
+ * small windows (a DP a hundredth the price) take most of the gain early,
+ * so the large ones start from a better tree within the same budget. */
+enum {
+  PARTITION_MIN = 40,
+  RECONF_FIRST = 6,
+  RECONF_WINDOW = 10,
+  RECONF_PASSES = 8
+};
 
 /* The best few distinct trial trees are each reconfigured: the best before
  * reconfiguration is often not the best after. */
@@ -39,8 +55,9 @@ typedef struct search {
   const ein_path_query *q;
   double deadline;
   bool fixed;       /* trials given: ignore the clock and the work */
-  bool by_work;     /* default budget: counted in work */
   uint64_t work_done; /* the nets' work counter */
+  uint64_t greedy_work, part_work; /* of the trials of each kind */
+  bool best_bisect;   /* the best trial tree so far is a bisection's */
   double t0, budget;
   uint64_t rng;
   ein_arena *work;
@@ -63,14 +80,18 @@ static bool eval(const pnet *net, const int (*pairs)[2], pcost *c) {
   return ok;
 }
 
-/* Inserts a trial tree into the top list (distinct costs only). */
+/* Inserts a trial tree into the top list (distinct costs only). Under
+ * SIZE the list is ranked by FLOPs: many trials tie on the largest step,
+ * and the cheapest trees reconfigure best (reconfigure_top). */
 static void keep_top(search *s, const int (*pairs)[2], pcost c) {
   size_t bytes = (size_t)(s->net->n - 1) * sizeof *pairs;
+  pnet rank = s->free_net;
+  if (rank.objective == EIN_PATH_SIZE) rank.objective = EIN_PATH_FLOPS;
   int at = s->ntop;
   for (int i = 0; i < s->ntop; i++) {
     if (s->top_cost[i].flops == c.flops && s->top_cost[i].largest == c.largest)
       return;
-    if (at == s->ntop && pcost_better(&s->free_net, c, s->top_cost[i])) at = i;
+    if (at == s->ntop && pcost_better(&rank, c, s->top_cost[i])) at = i;
   }
   if (at == TOP) return;
   int last = s->ntop < TOP ? s->ntop++ : TOP - 1;
@@ -136,13 +157,20 @@ static bool search_dp(search *s, int (*pairs)[2]) {
 /* Trial t: 0 is the plain greedy; then temperature log-uniform in
  * [0.001, 1] and costmod uniform in [0.1, 4] (cotengra's ranges); under a
  * limit every other trial keys on the limit; from PARTITION_MIN operands
- * every even trial is a bisection instead (parts of 4-8 operands). */
+ * a bisection instead (parts of 4-8 operands) as the work split asks:
+ * the kind that found the best tree so far gets two thirds of the trials'
+ * work (the bisection wins on graph-like networks, the greedy on
+ * circuits and hyperedges), measured as work, whatever one trial costs. */
 static bool trial(search *s, int t, int (*pairs)[2]) {
   ein_arena scratch;
   ein_arena_init(&scratch);
   const pnet *net = (s->net->limit > 0 && (t & 1)) ? s->net : &s->free_net;
-  bool ok;
-  if (t > 0 && net->n >= PARTITION_MIN && t % 2 == 0) {
+  uint64_t wp = s->part_work, wg = s->greedy_work;
+  bool ok, bisect = t > 0 && net->n >= PARTITION_MIN &&
+                    (s->best_bisect ? wp <= 2 * wg : 2 * wp <= wg);
+  uint64_t before = s->work_done;
+  pcost was = s->cost_free;
+  if (bisect) {
     double imb = 0.05 + 0.3 * prng_unit(&s->rng);
     int leaf = 4 + (int)(prng_next(&s->rng) % 5); /* reconf polishes */
     ok = path_partition(net, leaf, imb, &s->rng, &scratch, pairs);
@@ -151,17 +179,34 @@ static bool trial(search *s, int t, int (*pairs)[2]) {
     double costmod = t ? 0.1 + 3.9 * prng_unit(&s->rng) : 1;
     ok = path_greedy(net, temp, costmod, &s->rng, &scratch, pairs);
   }
+  *(bisect ? &s->part_work : &s->greedy_work) += s->work_done - before;
   ein_arena_destroy(&scratch);
-  return ok && consider(s, (const int(*)[2])pairs);
+  if (!ok || !consider(s, (const int(*)[2])pairs)) return false;
+  if (t > 0 && pcost_better(&s->free_net, s->cost_free, was))
+    s->best_bisect = bisect;
+  return true;
 }
 
 /* Whether the fraction `frac` of the budget is spent. */
 static bool spent(const search *s, double frac) {
   if (s->fixed) return false;
-  if (s->by_work)
-    return (double)s->work_done > frac * (double)s->net->work_limit ||
-           path_now() > s->t0 + CLOCK_CAP * s->budget;
-  return path_now() > s->t0 + frac * s->budget;
+  return (double)s->work_done > frac * (double)s->net->work_limit ||
+         path_now() > s->t0 + clock_cap(s->budget);
+}
+
+/* Reconfigures pairs on net in windows of RECONF_FIRST, then
+ * RECONF_WINDOW leaves, each result considered. */
+static bool reconf_windows(search *s, const pnet *net, int (*pairs)[2],
+                           double deadline) {
+  static const int windows[2] = {RECONF_FIRST, RECONF_WINDOW};
+  for (int k = 0; k < 2; k++) {
+    pcost c;
+    if (!path_reconfigure(net, pairs, windows[k], deadline, RECONF_PASSES,
+                          &c) ||
+        !consider(s, (const int(*)[2])pairs))
+      return false;
+  }
+  return true;
 }
 
 /* Each of the top trees reconfigured in turn, with an equal share of what
@@ -170,15 +215,17 @@ static bool reconfigure_top(search *s, int (*pairs)[2], double deadline) {
   pnet *fn = &s->free_net;
   uint64_t limit = s->net->work_limit;
   for (int i = 0; i < s->ntop; i++) {
-    double share = 1.0 / (s->ntop - i), d = deadline;
-    if (s->by_work && limit > s->work_done)
+    double share = 1.0 / (s->ntop - i);
+    if (!s->fixed && limit > s->work_done)
       fn->work_limit = s->work_done + (uint64_t)((double)(limit - s->work_done) * share);
-    else if (!s->by_work && deadline < INFINITY)
-      d = path_now() + (deadline - path_now()) * share;
     memcpy(pairs, s->top[i], (size_t)(s->net->n - 1) * sizeof *pairs);
-    pcost c;
-    if (!path_reconfigure(fn, pairs, RECONF_WINDOW, d, RECONF_PASSES, &c) ||
-        !consider(s, (const int(*)[2])pairs))
+    /* SIZE's landscape is flat (one step sets the score): windows
+     * reconfigured for FLOPs first shrink most steps, then SIZE's own */
+    pnet by_flops = *fn;
+    by_flops.objective = EIN_PATH_FLOPS;
+    if ((fn->objective == EIN_PATH_SIZE &&
+         !reconf_windows(s, &by_flops, pairs, deadline)) ||
+        !reconf_windows(s, fn, pairs, deadline))
       return false;
   }
   fn->work_limit = limit;
@@ -199,16 +246,10 @@ static bool search_heuristic(search *s, int (*pairs)[2]) {
   }
   s->collect = false;
   s->method = t > 1 ? "random-greedy+reconf" : "greedy+reconf";
-  double deadline = s->fixed     ? INFINITY
-                    : s->by_work ? s->t0 + CLOCK_CAP * s->budget
-                                 : s->t0 + s->budget;
-  pcost c;
+  double deadline = s->fixed ? INFINITY : s->t0 + clock_cap(s->budget);
   if (s->have_fit) {
     memcpy(pairs, s->best_fit, (size_t)(s->net->n - 1) * sizeof *pairs);
-    if (!path_reconfigure(s->net, pairs, RECONF_WINDOW, deadline,
-                          RECONF_PASSES, &c))
-      return false;
-    return consider(s, (const int(*)[2])pairs);
+    return reconf_windows(s, s->net, pairs, deadline);
   }
   return reconfigure_top(s, pairs, deadline);
 }
@@ -222,9 +263,8 @@ static ein_path_status finish_sliced(search *s, ein_arena *arena,
   if (!r->sliced) return EIN_PATH_NO_MEMORY;
   /* Slicing gets half a budget more. */
   net->work_limit = s->work_done + net->work_limit / 2;
-  double cap = s->by_work ? CLOCK_CAP : 1.0;
   double deadline =
-      s->fixed ? INFINITY : path_now() + 0.5 * cap * s->budget + 0.01;
+      s->fixed ? INFINITY : path_now() + clock_cap(0.5 * s->budget);
   pcost c;
   bool fits;
   if (!path_slice(net, r->pairs, s->q->no_slice, deadline, r->sliced,
@@ -253,12 +293,11 @@ static bool search_init(search *s, const ein_path_query *q, pnet *net,
   s->q = q, s->net = net, s->work = work;
   s->rng = q->seed ^ 0x5eedc0de12345678ull;
   s->fixed = q->trials > 0;
-  s->by_work = !s->fixed && q->time_budget <= 0;
   s->t0 = path_now();
   s->budget = q->time_budget > 0 ? q->time_budget : default_budget(q->n);
   if (!pnet_init(net, q, work)) return false;
   net->work = &s->work_done;
-  if (s->by_work) net->work_limit = (uint64_t)(WORK_PER_SECOND * s->budget);
+  if (!s->fixed) net->work_limit = (uint64_t)(WORK_PER_SECOND * s->budget);
   s->free_net = *net; /* its own sizes: slicing changes net's */
   s->free_net.limit = 0;
   s->free_net.sz = ein_arena_alloc(work, (size_t)net->naxes + 1, sizeof(double));

@@ -57,11 +57,12 @@ typedef struct ein_path_query {
   const int64_t *sizes;   /* per axis id, >= 1 */
   /* Options; zero is the default of each. */
   double memory_limit; /* elements of one intermediate; 0: none */
-  double time_budget;  /* seconds of search past the DP, by the clock.
-                          0: a default that grows with n (about 45 ms at
-                          100 operands on the bench machine), counted as
-                          work rather than time so the path depends on the
-                          seed only (the clock stops it only at 10x) */
+  double time_budget;  /* seconds of search past the DP; 0: a default
+                          that grows with n (about 45 ms at 100 operands on
+                          the bench machine). Counted as work calibrated
+                          to seconds rather than read from the clock, so
+                          the path depends on the seed only (the clock
+                          stops it only at 10x, or 2 s past the budget) */
   uint64_t seed;       /* the random trials are a function of it */
   int trials;          /* greedy trials; 0: as many as half the budget
                           allows, then reconfiguration until the budget

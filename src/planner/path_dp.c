@@ -26,7 +26,7 @@ typedef struct dp {
   pcost *best;
   uint32_t *split;
   bool root;
-  bool prune;   /* additive objective, no limit: bound by the best so far */
+  bool prune;   /* no limit: bound by the best so far (a sum, or SIZE's max) */
   double bound; /* the best score of the subset being split */
 } dp;
 
@@ -130,6 +130,8 @@ static void dp_best_split(dp *d, uint32_t m) {
       double lb = d->best[a].flops + d->best[b].flops;
       if (d->net->objective == EIN_PATH_COMBO)
         lb += d->net->alpha * (d->best[a].write + d->best[b].write);
+      if (d->net->objective == EIN_PATH_SIZE)
+        lb = fmax(d->best[a].largest, d->best[b].largest);
       if (lb > d->bound * (1 + 1e-9)) b = 0;
     }
     if (b) {
@@ -164,7 +166,7 @@ bool path_dp(const pnet *net, int k, const plist *const *leaves,
              const plist *out, bool root, ein_arena *arena, int (*pairs)[2],
              pcost *cost) {
   dp d = {.net = net, .k = k, .root = root,
-          .prune = net->limit <= 0 && net->objective != EIN_PATH_SIZE};
+          .prune = net->limit <= 0};
   *cost = (pcost){0, 0, 0};
   if (k < 2) return true;
   d.full = (uint32_t)((1u << k) - 1);

@@ -5,9 +5,9 @@
  * A set of operands is split in two parts of about equal size whose cut
  * (the axes with operands on both sides, each weighing log2 of its size:
  * the bits of the tensor that crosses) is small: a breadth-first growth
- * from a random operand gives the first part, then Fiduccia-Mattheyses-
- * style passes move single operands across while that lowers the cut and
- * keeps the balance. The two parts are built the same way and joined last.
+ * from a random operand gives the first part, then Fiduccia-Mattheyses
+ * passes move single operands across, the best move first even uphill,
+ * keeping the best cut seen, within the balance. The two parts are built the same way and joined last.
  * A part of at most leaf_size operands (<= EIN_PATH_DP_MAX) is ordered
  * exactly by the DP.
  */
@@ -17,7 +17,7 @@
 
 #include "path_internal.h"
 
-enum { FM_PASSES = 4, RESTARTS = 3 };
+enum { FM_PASSES = 4, RESTARTS = 3, FM_PATIENCE = 20, FM_MAX = 2048 };
 
 typedef struct part {
   const pnet *net;
@@ -26,6 +26,7 @@ typedef struct part {
   uint64_t *rng;
   int **on, *non; /* per axis: operands having it */
   int *side;      /* per operand: 0 or 1 in the set being split, -1 out */
+  int *pos;       /* per operand: its place in the set (fm_pass) */
   char *best_side; /* per operand: its side in the best split so far */
   int *ca, *cb;   /* per axis: operands of the set on side 0, side 1 */
   int *queue;
@@ -42,10 +43,11 @@ static bool part_init(part *p, ein_arena *arena) {
   p->ca = ein_arena_alloc(arena, na, sizeof *p->ca);
   p->cb = ein_arena_alloc(arena, na, sizeof *p->cb);
   p->side = ein_arena_alloc(arena, n, sizeof *p->side);
+  p->pos = ein_arena_alloc(arena, n, sizeof *p->pos);
   p->queue = ein_arena_alloc(arena, n, sizeof *p->queue);
   p->best_side = ein_arena_alloc(arena, n, 1);
   if (!p->on || !p->non || !p->ca || !p->cb || !p->side || !p->queue ||
-      !p->best_side)
+      !p->best_side || !p->pos)
     return false;
   for (int i = 0; i < net->n; i++) {
     p->side[i] = -1;
@@ -68,6 +70,7 @@ static bool part_init(part *p, ein_arena *arena) {
 static double move_delta(const part *p, int v) {
   const plist *l = &p->net->leaf[v];
   double d = 0;
+  if (p->net->work) *p->net->work += (uint64_t)l->len + 1;
   for (int x = 0; x < l->len; x++) {
     int a = l->ax[x];
     int from = p->side[v] ? p->cb[a] : p->ca[a];
@@ -115,12 +118,71 @@ static int grow(part *p, const int *s, int m) {
   return have;
 }
 
-/* Moves that lower the cut and keep each side within the imbalance. */
+/* One Fiduccia-Mattheyses pass: the best move allowed by the balance
+ * (lo..hi operands on side 0), even one that raises the cut, each operand
+ * moved once, up to FM_PATIENCE moves past the best cut seen; then the
+ * moves after the best are undone. Uphill moves let the split leave a
+ * local minimum that single improving moves cannot. Each operand's gain
+ * is kept in gain[] (by place in s) and renewed only for the operands
+ * sharing an axis with the one moved. True when the cut dropped. */
+static bool fm_pass(part *p, const int *s, int m, int lo, int hi,
+                    int *count0, double *gain, int *moved) {
+  double cut = 0, best = 0;
+  int nmoved = 0, at_best = 0;
+  for (int k = 0; k < m; k++) {
+    p->pos[s[k]] = k;
+    gain[k] = move_delta(p, s[k]);
+  }
+  while (nmoved < m && nmoved - at_best < FM_PATIENCE) {
+    int pick = -1;
+    if (p->net->work) *p->net->work += (uint64_t)m / 4 + 1; /* the scan */
+    for (int k = 0; k < m; k++) {
+      int c0 = *count0 + (p->side[s[k]] ? 1 : -1);
+      if (gain[k] < INFINITY && c0 >= lo && c0 <= hi &&
+          (pick < 0 || gain[k] < gain[pick]))
+        pick = k;
+    }
+    if (pick < 0) break;
+    int v = s[pick];
+    cut += gain[pick];
+    move(p, v);
+    *count0 += p->side[v] ? -1 : 1;
+    gain[pick] = INFINITY; /* locked */
+    moved[nmoved++] = pick;
+    if (cut < best - 1e-9) best = cut, at_best = nmoved;
+    const plist *l = &p->net->leaf[v];
+    for (int x = 0; x < l->len; x++)
+      for (int y = 0, a = l->ax[x]; y < p->non[a]; y++) {
+        int u = p->on[a][y];
+        if (p->side[u] >= 0 && gain[p->pos[u]] < INFINITY)
+          gain[p->pos[u]] = move_delta(p, u);
+      }
+  }
+  while (nmoved > at_best) {
+    int k = moved[--nmoved];
+    move(p, s[k]);
+    *count0 += p->side[s[k]] ? -1 : 1;
+  }
+  return at_best > 0;
+}
+
+/* Moves that lower the cut and keep each side within the imbalance: FM
+ * passes on sets up to FM_MAX operands (a pass scans the set per move),
+ * single improving moves beyond. */
 static void refine(part *p, const int *s, int m, int *count0) {
   int lo = (int)floor(m * (0.5 - p->imbalance)),
       hi = (int)ceil(m * (0.5 + p->imbalance));
   if (lo < 1) lo = 1;
   if (hi > m - 1) hi = m - 1;
+  if (m <= FM_MAX) {
+    double *gain = ein_arena_alloc(p->arena, (size_t)m, sizeof *gain);
+    int *moved = ein_arena_alloc(p->arena, (size_t)m, sizeof *moved);
+    if (gain && moved) {
+      for (int pass = 0; pass < FM_PASSES; pass++)
+        if (!fm_pass(p, s, m, lo, hi, count0, gain, moved)) break;
+      return;
+    }
+  }
   for (int pass = 0; pass < FM_PASSES; pass++) {
     int moved = 0;
     for (int k = 0; k < m; k++) {

@@ -6,7 +6,8 @@
  * over the limit, the one that buys the most excess (sum over those
  * intermediates of log2(size / limit)) per bit of FLOP overhead (log2 of
  * the sliced total over the present total). Then the tree is reconfigured
- * with the sliced axes at size 1, which often lowers one slice's cost and
+ * with the sliced axes at size 1 (windows of 6 leaves, then 10, as the
+ * search's own reconfiguration), which often lowers one slice's cost and
  * size enough that an axis can be unsliced again: each is tried, dearest
  * first, and kept unsliced when the slice still fits.
  */
@@ -145,7 +146,8 @@ bool path_slice(pnet *net, int (*pairs)[2], const bool *no_slice,
   bool ok = slice_greedy(net, (const int(*)[2])pairs, no_slice, sliced,
                          nsliced, fits);
   if (ok && *fits && *nsliced) {
-    ok = path_reconfigure(net, pairs, 8, deadline, 4, cost) &&
+    ok = path_reconfigure(net, pairs, 6, deadline, 4, cost) &&
+         path_reconfigure(net, pairs, 10, deadline, 4, cost) &&
          unslice(net, (const int(*)[2])pairs, full, sliced, nsliced);
   }
   free(full);

@@ -270,6 +270,10 @@ typedef struct ein_plan_limits {
    * whose layout copies or sums exceed the limit is made again with the
    * search held tighter (ein_plan_build). 0: memory_limit's. */
   double search_limit;
+  /* The path search's options (ein_options' fields of the same names). */
+  double plan_time;
+  uint64_t seed;
+  int objective; /* ein_objective */
 } ein_plan_limits;
 
 /* Bytes one slice needs beside the inputs and output (ein.h's

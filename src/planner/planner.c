@@ -28,6 +28,12 @@
 #include "path_given.h"
 #include "plan.h"
 
+/* ein_options.objective reaches the search as it is (plan.h, path.h). */
+_Static_assert((int)EIN_PATH_FLOPS == (int)EIN_OBJECTIVE_FLOPS &&
+                   (int)EIN_PATH_SIZE == (int)EIN_OBJECTIVE_SIZE &&
+                   (int)EIN_PATH_COMBO == (int)EIN_OBJECTIVE_COMBO,
+               "path.h's objectives are ein.h's");
+
 /* A set of problem axes: ids ascending, in the plan's arena. Sized by
  * what it holds, never by the number of axes in the problem, so a network
  * of 100,000 axes costs what its operands hold. */
@@ -73,6 +79,7 @@ typedef struct planner {
   int cap_steps, cap_bufs;
   double memory_limit; /* elements of one intermediate; 0: none */
   int64_t memory_limit_bytes; /* the same as the caller gave it */
+  const ein_plan_limits *limits; /* the caller's (search options); NULL */
   int (*given)[2]; /* the caller's order as SSA pairs; NULL: search */
   const char *given_method; /* the search's name for a given order */
   /* The search found the path only sliced: the plan is made again over
@@ -1110,6 +1117,11 @@ static ein_status path_query_of(planner *pl, axset outset, const axset *sets,
                         .output_axes = outset.ax, .output_naxes = outset.n,
                         .total_axes = pl->p->naxes, .sizes = pl->size,
                         .memory_limit = pl->memory_limit};
+  if (pl->limits) {
+    q->time_budget = pl->limits->plan_time;
+    q->seed = pl->limits->seed;
+    q->objective = (ein_path_objective)pl->limits->objective;
+  }
   /* Slicing a summed axis keeps sums of one output piece: where the whole
    * output is past the limit, only output axes are sliced (their pieces
    * need no sums). Axes a non-sum reduction combines are never sliced. */
@@ -2029,6 +2041,7 @@ static ein_status planner_init(planner *pl, const ein_tensor_desc *inputs,
   if (st) return st;
   pl->cdtype = pl->caps->round_intermediates ? pl->dtype
                                               : ein_dtype_compute(pl->dtype);
+  pl->limits = limits;
   if (limits && limits->memory_limit > 0) {
     pl->memory_limit_bytes = limits->memory_limit;
     pl->memory_limit =
@@ -2051,83 +2064,6 @@ static ein_status planner_init(planner *pl, const ein_tensor_desc *inputs,
   ir->ninputs = p->ninputs;
   ir->naxes = p->naxes;
   return EIN_OK;
-}
-
-static ein_status plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
-                             const ein_tensor_desc *output,
-                             const ein_backend_caps *caps,
-                             const ein_plan_limits *limits, ein_error_rec *err,
-                             ein_plan_ir **out, ein_plan_limits *again,
-                             bool *over);
-static ein_status plan_round(const ein_problem *p,
-                             const ein_tensor_desc *inputs,
-                             const ein_tensor_desc *output,
-                             const ein_backend_caps *caps,
-                             const ein_plan_limits *limits,
-                             ein_error_rec *err, ein_plan_ir **out,
-                             bool *over);
-
-/* A plan; when the path search fits the memory limit only by slicing, a
- * second plan over those slices (the caller's sliced axes kept), on the
- * per-slice path the search found. */
-ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
-                          const ein_tensor_desc *output,
-                          const ein_backend_caps *caps,
-                          const ein_plan_limits *limits, ein_error_rec *err,
-                          ein_plan_ir **out) {
-  ein_plan_limits tight = limits ? *limits : (ein_plan_limits){0};
-  ein_status st = EIN_OK;
-  /* Layout copies and sums past the limit: the search held 4x tighter,
-   * a few times, before giving up with the first message. */
-  for (int round = 0; round < 6; round++) {
-    bool over = false;
-    st = plan_round(p, inputs, output, caps, &tight, err, out, &over);
-    if (st != EIN_ERR_LIMIT || !over || tight.path) return st;
-    ein_plan_ir *probe = NULL;
-    ein_error_rec quiet = {0};
-    double elems = (double)tight.memory_limit /
-                   (double)ein_dtype_size(ein_dtype_compute(inputs[0].dtype));
-    tight.search_limit = (tight.search_limit > 0 ? tight.search_limit : elems) / 4;
-    if (tight.search_limit < 1) return st;
-    ein_status again = plan_round(p, inputs, output, caps, &tight, &quiet,
-                                  &probe, &over);
-    ein_error_clear(&quiet);
-    if (!again) {
-      ein_error_clear(err);
-      *out = probe;
-      return EIN_OK;
-    }
-  }
-  return st;
-}
-
-/* One plan at the limits; when the search fits only sliced, a second plan
- * over those slices. *over: the plan failed only because a layout copy
- * or a sum exceeds the limit (check_buffers). */
-static ein_status plan_round(const ein_problem *p,
-                             const ein_tensor_desc *inputs,
-                             const ein_tensor_desc *output,
-                             const ein_backend_caps *caps,
-                             const ein_plan_limits *limits,
-                             ein_error_rec *err, ein_plan_ir **out,
-                             bool *over) {
-  ein_plan_limits again = {0};
-  ein_status st =
-      plan_build(p, inputs, output, caps, limits, err, out, &again, over);
-  if (st != EIN_ERR_LIMIT || !again.ssa_path) return st;
-  ein_error_clear(err);
-  st = plan_build(p, inputs, output, caps, &again, err, out, NULL, over);
-  if (st == EIN_ERR_LIMIT && *over) {
-    /* chunks bound intermediates, not layout copies: one index each */
-    ein_free((void *)again.slice_chunks);
-    again.slice_chunks = NULL;
-    ein_error_clear(err);
-    st = plan_build(p, inputs, output, caps, &again, err, out, NULL, over);
-  }
-  ein_free((void *)again.slice_ids);
-  ein_free((void *)again.slice_chunks);
-  ein_free((void *)again.ssa_path);
-  return st;
 }
 
 /* The largest d <= cap dividing n (n >= 1, cap >= 1). */
@@ -2244,6 +2180,69 @@ static ein_status plan_build(const ein_problem *p, const ein_tensor_desc *inputs
   return EIN_OK;
 fail:
   ein_plan_ir_destroy(ir);
+  return st;
+}
+
+/* One plan at the limits; when the search fits only sliced, a second plan
+ * over those slices. *over: the plan failed only because a layout copy
+ * or a sum exceeds the limit (check_buffers). */
+static ein_status plan_round(const ein_problem *p,
+                             const ein_tensor_desc *inputs,
+                             const ein_tensor_desc *output,
+                             const ein_backend_caps *caps,
+                             const ein_plan_limits *limits,
+                             ein_error_rec *err, ein_plan_ir **out,
+                             bool *over) {
+  ein_plan_limits again = {0};
+  ein_status st =
+      plan_build(p, inputs, output, caps, limits, err, out, &again, over);
+  if (st != EIN_ERR_LIMIT || !again.ssa_path) return st;
+  ein_error_clear(err);
+  st = plan_build(p, inputs, output, caps, &again, err, out, NULL, over);
+  if (st == EIN_ERR_LIMIT && *over) {
+    /* chunks bound intermediates, not layout copies: one index each */
+    ein_free((void *)again.slice_chunks);
+    again.slice_chunks = NULL;
+    ein_error_clear(err);
+    st = plan_build(p, inputs, output, caps, &again, err, out, NULL, over);
+  }
+  ein_free((void *)again.slice_ids);
+  ein_free((void *)again.slice_chunks);
+  ein_free((void *)again.ssa_path);
+  return st;
+}
+
+/* A plan; when the path search fits the memory limit only by slicing, a
+ * second plan over those slices (the caller's sliced axes kept), on the
+ * per-slice path the search found. */
+ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
+                          const ein_tensor_desc *output,
+                          const ein_backend_caps *caps,
+                          const ein_plan_limits *limits, ein_error_rec *err,
+                          ein_plan_ir **out) {
+  ein_plan_limits tight = limits ? *limits : (ein_plan_limits){0};
+  ein_status st = EIN_OK;
+  /* Layout copies and sums past the limit: the search held 4x tighter,
+   * a few times, before giving up with the first message. */
+  for (int round = 0; round < 6; round++) {
+    bool over = false;
+    st = plan_round(p, inputs, output, caps, &tight, err, out, &over);
+    if (st != EIN_ERR_LIMIT || !over || tight.path) return st;
+    ein_plan_ir *probe = NULL;
+    ein_error_rec quiet = {0};
+    double elems = (double)tight.memory_limit /
+                   (double)ein_dtype_size(ein_dtype_compute(inputs[0].dtype));
+    tight.search_limit = (tight.search_limit > 0 ? tight.search_limit : elems) / 4;
+    if (tight.search_limit < 1) return st;
+    ein_status again = plan_round(p, inputs, output, caps, &tight, &quiet,
+                                  &probe, &over);
+    ein_error_clear(&quiet);
+    if (!again) {
+      ein_error_clear(err);
+      *out = probe;
+      return EIN_OK;
+    }
+  }
   return st;
 }
 
