@@ -181,7 +181,7 @@ def time_case(case):
     gen = torch.Generator().manual_seed(0)
     xs = [torch.randn(*s, generator=gen).requires_grad_() for s in shapes]
     tform = TorchForm(case, shapes)
-    g = torch.randn(*tform(*xs).shape, generator=gen)
+    g = torch.randn(tuple(tform(*xs).shape), generator=gen)
     why = einc_check(case, xs, g, tform)
     fns = {"torch": tform} if why else {"torch": tform, "einc": einc_fn(case)}
     for fn in fns.values():
