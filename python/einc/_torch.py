@@ -599,13 +599,42 @@ def _einsum_step(step, operands, graph):
     lengths = tuple(step.get("lengths") or ())
     reduction = step.get("reduction") or "sum"
     if not graph:
-        return _compute(step["expr"], operands, reduction, False, lengths)
+        big = max(range(len(operands)), key=lambda k: operands[k].numel())
+        follow = _in_operand_order(step["expr"], big)
+        if follow is None:
+            return _compute(step["expr"], operands, reduction, False, lengths)
+        expr, perm = follow
+        return _compute(expr, operands, reduction, False,
+                        lengths).permute(perm)
     result = _fast((step["expr"],) + tuple(operands), False, reduction,
                    lengths or None)
     if result is not None:
         return result
     return evaluate(step["expr"], tuple(operands), reduce=reduction,
                     numpy=False, lengths=lengths)
+
+
+@functools.lru_cache(maxsize=4096)
+def _in_operand_order(expr, k):
+    """An elementwise step whose output has exactly operand k's axes in
+    another order (the gradient of 'i j, j i ->' is ', j i -> i j'): the
+    expression with the output in operand k's order and the permutation
+    that views it in the asked order, or None. Computed in the large
+    operand's order, the step reads it in order instead of transposing it
+    (2048x2048: 39 ms -> 8 ms); the gradient is a permuted view, as
+    torch's own is. Plain names only (no merges, numbers or ellipses)."""
+    if "(" in expr or "." in expr or "->" not in expr:
+        return None
+    inputs, output = expr.split("->")
+    operands = [term.split() for term in inputs.split(",")]
+    out = output.split()
+    if (k >= len(operands) or sorted(operands[k]) != sorted(out)
+            or operands[k] == out or len(set(out)) != len(out)
+            or any(not name.isidentifier() for name in out)):
+        return None
+    order = operands[k]
+    return (f"{inputs}-> {' '.join(order)}",
+            tuple(order.index(name) for name in out))
 
 
 def _prod_select(step, g, p, x, z):

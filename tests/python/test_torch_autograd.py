@@ -319,3 +319,20 @@ def test_eager_backward_takes_the_fast_path(monkeypatch):
                                rtol=0, atol=0)
     assert torch.equal(d, keep_d) and torch.equal(dx, keep_dx)
     assert torch.equal(a.detach(), keep_a.detach())
+
+
+@pytest.mark.parametrize("expr,shapes", [
+    ("i j, j i ->", [(5, 7), (7, 5)]),
+    ("i j, k, j i -> k", [(4, 6), (3,), (6, 4)]),
+    ("a b c, c a b -> b", [(2, 3, 4), (4, 2, 3)]),
+])
+def test_elementwise_steps_follow_the_large_operand(expr, shapes):
+    """A backward step whose output is a permutation of its largest
+    operand's axes is computed in that operand's order and returned as a
+    permuted view (_in_operand_order): the same gradients as torch's."""
+    xs = _inputs(shapes, 11)
+    got = einc.einsum(expr, *xs)
+    want = torch.einsum("".join(expr.split()), *xs)
+    dout = torch.randn_like(want)
+    for g, w in zip(_grads(got, xs, dout), _grads(want, xs, dout)):
+        torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-12)
