@@ -74,7 +74,9 @@ class Plan:
                  numpy: Optional[bool] = ..., device: Optional[str] = ...,
                  path: Optional[str] = ..., peak: Optional[float] = ...,
                  bandwidth: Optional[float] = ..., slice: Optional[str] = ...,
-                 memory_limit: Optional[int] = ..., **axis_sizes: int) -> None: ...
+                 memory_limit: Optional[int] = ..., plan_time: float = ...,
+                 seed: int = ..., objective: str = ..., devices: int = ...,
+                 **axis_sizes: int) -> None: ...
     def run_units(self, *tensors: Tensor, out: Tensor, first: int,
                   count: int = ...) -> Tensor: ...
     @property

@@ -74,13 +74,18 @@ class Plan:
     as work so that a seed always gives the same order; 0: the default,
     about 45 ms at 100 operands), seed (an int >= 0) and objective
     ('flops', 'size': the largest intermediate, or 'combo': flops + 64 x
-    the elements written to intermediates, cotengra's names).
+    the elements written to intermediates, cotengra's names). devices=N
+    spreads a sliced plan's units over N devices of its backend (cuda, or
+    emu with EINC_EMU_DEVICES set; ein_options.devices): each call then
+    goes through ein_eval, which sums the partials on the output's
+    device.
     """
 
     def __init__(self, expr, shapes, *, dtype="float32", reduce=None,
                  backend="auto", numpy=None, device=None, path=None,
                  peak=None, bandwidth=None, slice=None, memory_limit=0,
-                 plan_time=0.0, seed=0, objective="flops", **axis_sizes):
+                 plan_time=0.0, seed=0, objective="flops", devices=0,
+                 **axis_sizes):
         shapes = tuple(_shape_of(s) for s in shapes)
         if numpy is None:
             numpy = numpy_dialect(expr, [len(s) for s in shapes])
@@ -100,7 +105,8 @@ class Plan:
                                 bool(numpy), _reduction_name(reduce),
                                 str(backend), _lengths(axis_sizes), path,
                                 slice, int(memory_limit or 0),
-                                *_search_options(plan_time, seed, objective))
+                                *_search_options(plan_time, seed, objective),
+                                int(devices or 0))
         stats = self._plan.stats()
         self.units = stats["units"]
         self.flops = stats["flops"]
@@ -123,7 +129,8 @@ class Plan:
         # as the plan returns for numpy
         self._fast_args = None
         if (str(backend) == "auto" and path is None
-                and not self.is_view):
+                and not self.is_view and not slice and not memory_limit
+                and int(devices or 0) <= 1):
             self._fast_args = (bool(numpy), _reduction_name(reduce),
                                _lengths(axis_sizes) or None)
         # an unknown device, or one of another backend, fails here

@@ -50,10 +50,12 @@ static int copy_expr(plan_object *p, const char *expr) {
 
 /* Plan(expr, shapes, dtype_code, dtype_bits, numpy, reduction, backend,
  *      lengths[, path[, slice[, memory_limit[, plan_time, seed,
- *      objective]]]]): path in opt_einsum's linear form, or None to
- *      search; slice as ein_options.slice_axes; memory_limit,
+ *      objective[, devices]]]]]): path in opt_einsum's linear form, or
+ *      None to search; slice as ein_options.slice_axes; memory_limit,
  *      ein_options.memory_limit (bytes one intermediate may take, 0: no
- *      limit); the search's options as ein.h's */
+ *      limit); the search's options as ein.h's; devices,
+ *      ein_options.devices (a sliced plan's units spread over that many
+ *      devices of its backend: each call goes through ein_eval) */
 static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
   plan_object *p = (plan_object *)self;
   const char *expr, *reduction, *backend, *path = NULL, *slice = NULL;
@@ -61,6 +63,7 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
   const char *objective = "flops";
   double plan_time = 0;
   unsigned long long seed = 0;
+  int devices = 0;
   PyObject *shapes, *numpy, *lengths;
   int code, bits;
   if (p->plan) {
@@ -68,10 +71,10 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     return -1;
   }
   if ((kwargs && PyObject_IsTrue(kwargs)) ||
-      !PyArg_ParseTuple(args, "sOiiOssO|zzLdKs:Plan", &expr, &shapes, &code,
+      !PyArg_ParseTuple(args, "sOiiOssO|zzLdKsi:Plan", &expr, &shapes, &code,
                         &bits, &numpy, &reduction, &backend, &lengths, &path,
-                        &slice, &memory_limit, &plan_time, &seed,
-                        &objective)) {
+                        &slice, &memory_limit, &plan_time, &seed, &objective,
+                        &devices)) {
     if (!PyErr_Occurred())
       PyErr_SetString(PyExc_TypeError, "Plan takes no keyword arguments");
     return -1;
@@ -92,6 +95,12 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
       einpy_options_set_slicing(&p->options, slice, memory_limit) < 0 ||
       einpy_options_set_search(&p->options, plan_time, seed, objective) < 0)
     return -1;
+  if (devices < 0) {
+    einpy_raise_status(EIN_ERR_INVALID_ARGUMENT,
+                       "devices=%d: a device count, 0 or 1 for one", devices);
+    return -1;
+  }
+  p->options.opt.devices = devices;
   DLTensor *ts = PyMem_Malloc(sizeof *ts * (size_t)(p->ninputs + 1));
   const DLTensor **ins = PyMem_Malloc(sizeof *ins * (size_t)(p->ninputs + 1));
   int rc = 0;
@@ -300,10 +309,17 @@ static int fits_plan(plan_object *p, einpy_tensor *in, int nin,
 }
 
 /* The plan, or ein_eval for other layouts; without the GIL. */
+/* Whether the compiled plan runs the call itself: the layouts it was made
+ * for, on one device (ein_eval spreads a sliced plan over several). */
+static int plan_serves(plan_object *p, einpy_tensor *in, int nin,
+                        einpy_tensor *out) {
+  return p->options.opt.devices <= 1 && fits_plan(p, in, nin, out);
+}
+
 static int run(plan_object *p, einpy_tensor *in, int nin, einpy_tensor *out,
                PyObject *stream, int sync) {
-  return einpy_run(p->expr, fits_plan(p, in, nin, out) ? p->plan : NULL, in,
-                   nin, out, &p->options.opt, stream, sync);
+  return einpy_run(p->expr, plan_serves(p, in, nin, out) ? p->plan : NULL,
+                   in, nin, out, &p->options.opt, stream, sync);
 }
 
 /* run() for run_numpy: a plan of the compiled layouts too small to be
@@ -312,7 +328,7 @@ static int run(plan_object *p, einpy_tensor *in, int nin, einpy_tensor *out,
 static int run_small(plan_object *p, einpy_tensor *in, int nin,
                      einpy_tensor *out) {
   if (nin > EINPY_FAST_MAX_OPERANDS || !einpy_keep_gil(p->plan) ||
-      !fits_plan(p, in, nin, out))
+      !plan_serves(p, in, nin, out))
     return run(p, in, nin, out, NULL, 0);
   const DLTensor *ins[EINPY_FAST_MAX_OPERANDS];
   for (int i = 0; i < nin; i++) ins[i] = in[i].t;

@@ -223,3 +223,26 @@ def test_plan_units_and_run_units():
                      memory_limit=200).units > 1
     with pytest.raises(einc.EincError, match="slice_axes"):
         einc.Plan("i j -> i", [(3, 4)], slice="j:5")
+
+
+def test_plan_devices():
+    """issue 29: Plan(devices=N) passes ein_options.devices, which spreads
+    a sliced plan's units over N devices of a CUDA (or emulated) backend
+    (Python has no emulated-device arrays: the spreading itself is
+    tests/test_units.c's and the CLI's, and scripts/gpu_check.sh's on a
+    GPU). On host arrays: 1 device runs as without, 2 is the CPU backend's
+    clear error, a negative count is refused when the plan is made, and a
+    plan with devices never takes einsum's unsliced fast path."""
+    rng = np.random.default_rng(4)
+    a, b = rng.uniform(-1, 1, (8, 6)), rng.uniform(-1, 1, (6, 5))
+    shapes = [a.shape, b.shape]
+    one = einc.Plan("i j, j k -> i k", shapes, dtype="float64",
+                    slice="i:4,j:2", devices=1)
+    want = a @ b
+    assert np.abs(one(a, b) - want).max() <= 1e-12 * np.abs(want).max()
+    two = einc.Plan("i j, j k -> i k", shapes, dtype="float64",
+                    slice="i:4", devices=2)
+    with pytest.raises(einc.EincError, match="CPU backend is one device"):
+        two(a, b)
+    with pytest.raises(einc.EincError, match="devices=-1"):
+        einc.Plan("i j, j k -> i k", shapes, dtype="float64", devices=-1)
