@@ -26,8 +26,9 @@ through torch's own machinery:
   einsum steps and elementwise ones); its einsum steps go through the same
   route, so double backward and compiled backward work.
 - Tensors that require grad when no gradient is recorded (torch.no_grad,
-  inference_mode, an nn.Parameter in eval code) are detached and take the
-  DLPack path.
+  inference_mode, an nn.Parameter in eval code) take einc's C fast path,
+  which reads them through DLPack while torch.is_grad_enabled() is false;
+  where it cannot serve, they are detached and take the DLPack path.
 - Under torch.autocast, a contraction of float inputs is computed in the
   autocast dtype, as torch.einsum's matrix products are (torch casts its
   bmm, not its elementwise products or sums).

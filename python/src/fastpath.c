@@ -91,6 +91,17 @@ typedef struct fast_entry {
  * fast_setup_torch; NULL until torch is in use. */
 static PyObject *ndarray_type, *np_empty, *dialect_fn;
 static PyObject *tensor_type, *to_dlpack, *from_numpy, *torch_np_dtype;
+/* torch.nn.Parameter (a tensor like torch.Tensor here) and
+ * torch.is_grad_enabled, set by fast_setup_torch: a tensor that requires
+ * grad is read through DLPack when no gradient is recorded (torch.no_grad,
+ * inference_mode: a model's weights at inference). */
+static PyObject *parameter_type, *grad_enabled;
+
+/* Whether obj is exactly a torch.Tensor or an nn.Parameter. */
+static int is_torch_tensor(PyObject *obj) {
+  PyObject *t = (PyObject *)Py_TYPE(obj);
+  return tensor_type && (t == tensor_type || t == parameter_type);
+}
 /* numpy.from_dlpack (None before NumPy 2.1, which reads no versioned
  * DLPack: numpy results are then copies) and torch._C._from_dlpack, for
  * views (views.c's capsules): set by fast_setup and fast_setup_torch. */
@@ -244,7 +255,7 @@ static int make_plan(fast_entry *e, const char *expr, const ein_options *o,
       EIN_OK)
     return -1;
   e->out_shape = einpy_shape_tuple(shape, ndim);
-  e->np_dtype = (PyObject *)Py_TYPE(first) == tensor_type
+  e->np_dtype = is_torch_tensor(first)
                     ? PyObject_CallFunctionObjArgs(torch_np_dtype, first, NULL)
                     : PyObject_GetAttrString(first, "dtype");
   PyObject *out = e->out_shape && e->np_dtype
@@ -302,12 +313,14 @@ static fast_entry *plan_entry(PyObject *expr, Py_hash_t hash, int dialect,
   return NULL;
 }
 
-/* Whether every item of tuple[first, first + count) has exactly `type`. */
+/* Whether every item of tuple[first, first + count) has exactly `type`
+ * (or, with `also`, that type). */
 static int all_of_type(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
-                       PyObject *type) {
-  for (Py_ssize_t i = 0; i < count; i++)
-    if ((PyObject *)Py_TYPE(PyTuple_GetItem(tuple, first + i)) != type)
-      return 0;
+                       PyObject *type, PyObject *also) {
+  for (Py_ssize_t i = 0; i < count; i++) {
+    PyObject *t = (PyObject *)Py_TYPE(PyTuple_GetItem(tuple, first + i));
+    if (t != type && (!also || t != also)) return 0;
+  }
   return type != NULL;
 }
 
@@ -329,7 +342,10 @@ static int torch_layout_ok(PyObject *tensor, const DLTensor *t) {
          (t->dtype.code != kDLComplex || !torch_bit(tensor, "is_conj"));
 }
 
-/* A torch CPU tensor that needs no grad, through torch's exchange table
+static int asks_python(PyObject *f);
+
+/* A torch CPU tensor that needs no grad (or needs it while none is
+ * recorded), through torch's exchange table
  * (into *t, owned) or else torch._C._to_dlpack (its capsule, left unused,
  * *t pointing into it). 1 with *capsule set (NULL for the table), or 0
  * with nothing held and no exception for the general path. */
@@ -344,8 +360,10 @@ static int import_torch(PyObject *tensor, einpy_tensor *t,
   PyObject *grad = PyObject_GetAttr(tensor, requires_grad);
   Py_XDECREF(grad);
   einpy_managed_versioned *m = NULL;
-  if (grad != Py_False) {
-    /* needs grad, or the attribute failed: the general path */
+  if (grad != Py_False &&
+      (grad != Py_True || !grad_enabled || asks_python(grad_enabled))) {
+    /* needs grad while grad is recorded, or the attribute failed: the
+     * general path (einc/_torch.py's autograd) */
   } else if (torch_api) {
     if (torch_api->managed_tensor_from_py_object_no_sync(tensor, &m) == 0) {
       t->t = &m->dl_tensor, t->managed = m, t->versioned = 1;
@@ -401,8 +419,9 @@ static int import_items(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
   in->n = 0;
   if (count < 1 || count > EINPY_FAST_MAX_OPERANDS) return 0;
   in->torch = 0;
-  if (!all_of_type(tuple, first, count, ndarray_type) &&
-      !(in->torch = torch_ok && all_of_type(tuple, first, count, tensor_type)))
+  if (!all_of_type(tuple, first, count, ndarray_type, NULL) &&
+      !(in->torch = torch_ok && all_of_type(tuple, first, count, tensor_type,
+                                            parameter_type)))
     return 0;
   for (; in->n < (int)count; in->n++) {
     PyObject *item = PyTuple_GetItem(tuple, first + in->n);
@@ -874,19 +893,23 @@ static const einpy_exchange_api *exchange_api(PyObject *capsule) {
 /* fast_setup_torch(torch.Tensor, torch._C._to_dlpack, torch.from_numpy,
  *                  tensor -> numpy dtype, torch._C._from_dlpack
  *                  [, torch.Tensor.__dlpack_c_exchange_api__ or None
- *                  [, guards (a tuple of callables), autocast]]) */
+ *                  [, guards (a tuple of callables), autocast
+ *                  [, torch.nn.Parameter, torch.is_grad_enabled]]]) */
 static PyObject *py_fast_setup_torch(PyObject *self, PyObject *args) {
   (void)self;
-  PyObject *objs[8] = {NULL, NULL, NULL, NULL, NULL, Py_None, NULL, NULL};
-  if (!PyArg_ParseTuple(args, "OOOOO|OO!O:fast_setup_torch", &objs[0],
+  PyObject *objs[10] = {NULL,    NULL, NULL, NULL, NULL,
+                        Py_None, NULL, NULL, NULL, NULL};
+  if (!PyArg_ParseTuple(args, "OOOOO|OO!OOO:fast_setup_torch", &objs[0],
                         &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
-                        &PyTuple_Type, &objs[6], &objs[7]))
+                        &PyTuple_Type, &objs[6], &objs[7], &objs[8],
+                        &objs[9]))
     return NULL;
   PyObject **slots_[] = {&tensor_type,       &to_dlpack,
                          &from_numpy,        &torch_np_dtype,
                          &torch_from_dlpack, &torch_api_capsule,
-                         &torch_guards,      &torch_autocast};
-  int n = objs[7] ? 8 : objs[6] ? 7 : 6;
+                         &torch_guards,      &torch_autocast,
+                         &parameter_type,    &grad_enabled};
+  int n = objs[9] ? 10 : objs[8] ? 9 : objs[7] ? 8 : objs[6] ? 7 : 6;
   keep(objs, slots_, n);
   torch_api = exchange_api(torch_api_capsule);
   Py_RETURN_NONE;
@@ -960,6 +983,8 @@ void einpy_fast_free(void) {
   Py_CLEAR(np_empty);
   Py_CLEAR(dialect_fn);
   Py_CLEAR(tensor_type);
+  Py_CLEAR(parameter_type);
+  Py_CLEAR(grad_enabled);
   Py_CLEAR(to_dlpack);
   Py_CLEAR(from_numpy);
   Py_CLEAR(torch_np_dtype);
