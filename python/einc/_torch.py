@@ -370,12 +370,14 @@ def _compute(expr, tensors, reduction, numpy, lengths, checked=False):
     as an operator's result must not be): the fast path where it serves
     (and gives no view: `checked` says the layout was seen to give none),
     else ein_eval."""
-    tensors = tuple(t.detach() for t in tensors)
+    tensors = tuple(t.detach() for t in tensors) if torch.is_grad_enabled() \
+        else tuple(tensors)  # (the fast path reads them as they are)
     result = _fast((expr,) + tensors, numpy, reduction, lengths or None)
     if result is not None and (checked or
                                not any(_shares(result, t) for t in tensors)):
         return result
-    prepared = prepare(tensors)
+    prepared = prepare(tuple(t.detach() for t in tensors))  # (DLPack's
+    # Python export refuses tensors that require grad, whatever the mode)
     code, bits = prepared.retype
     return _einc.evaluate(expr, prepared.tensors, None, prepared.alloc,
                           bool(numpy), reduction, "auto", tuple(lengths),
