@@ -54,6 +54,7 @@ PY
     echo "FAIL  $name: the mutant does not build"
   else
     EINC_CACHE_DIR=$work/cache EIN_CASES=$cases EIN_LARGE_CASES=20 \
+      EIN_COMPLEX_CASES=60 EIN_COMPLEX_LARGE_CASES=4 \
       "$work/build/tests/test_eval_random_emu" --backend emu >>"$log" 2>&1
     local summary
     summary=$(grep -E '^ein-test-summary' "$log" | tail -1)

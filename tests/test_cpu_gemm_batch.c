@@ -147,6 +147,8 @@ static void eval_threads(const bcase *c, const DLTensor **ins, int n,
   ein_ctx_destroy(ctx);
 }
 
+static int max_threads = 3; /* EIN_GEMM_THREADS */
+
 /* Case c in dt, inputs compact or views: the reference once, then 1, 2
  * and 3 threads (3: slices of uneven length). */
 static void run_case(const bcase *c, ein_dtype dt, bool padded) {
@@ -164,7 +166,7 @@ static void run_case(const bcase *c, ein_dtype dt, bool padded) {
   int ond;
   void *want = reference(ctx, c, &in, ins, dt, &ond, oshape, &nout);
   ein_ctx_destroy(ctx);
-  for (int threads = 1; threads <= 3; threads++)
+  for (int threads = 1; threads <= max_threads; threads++)
     eval_threads(c, ins, in.n, dt, padded ? "views" : "compact", ond, oshape,
                  nout, want, threads);
   free(want);
@@ -172,6 +174,10 @@ static void run_case(const bcase *c, ein_dtype dt, bool padded) {
 }
 
 int main(void) {
+  /* EIN_GEMM_THREADS: the most threads each case runs on (default 3; the
+   * sanitizer builds take 2, where each run is slow) */
+  const char *env = getenv("EIN_GEMM_THREADS");
+  max_threads = env && atoi(env) > 0 ? atoi(env) : 3;
   static const ein_dtype dts[] = {EIN_DT_F32, EIN_DT_F64, EIN_DT_C64,
                                   EIN_DT_C128};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

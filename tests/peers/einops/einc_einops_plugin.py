@@ -112,11 +112,37 @@ def _compared(name, ours, theirs):
                               "einc did not")
             return got
         why = _differ(got, want)
+        if why and _closer_to_f64(theirs, args, kwargs, got, want):
+            why = None
         if why:
             mismatches.append(f"{name}{_short(args)}: {why}")
         return got
 
     return call
+
+
+def _closer_to_f64(theirs, args, kwargs, got, want) -> bool:
+    """Whether einc's float result is the right one where the two differ:
+    einops run on float64 numpy copies of the inputs (the reference) is
+    within the dtype's tolerance of einc's and further from einops' own.
+    JAX sums float32 in float32 (a mean of 7776 values off by 3e-5
+    relative), which is einops' error, not einc's."""
+    if not hasattr(got, "shape") or _dtype_name(want) not in TOL:
+        return False
+    try:
+        f64 = [np.asarray(_numpy_of(a), np.float64) if hasattr(a, "shape")
+               else a for a in args]
+        ref = np.asarray(theirs(*f64, **kwargs), np.float64)
+    except Exception:  # noqa: BLE001 (no float64 reference to be had)
+        return False
+    g = _numpy_of(got).astype(np.float64)
+    w = _numpy_of(want).astype(np.float64)
+    if ref.shape != g.shape:
+        return False
+    scale = max(np.linalg.norm(ref.ravel()), 1e-300)
+    err_einc = np.abs(g - ref).max(initial=0.0) / scale
+    err_peer = np.abs(w - ref).max(initial=0.0) / scale
+    return err_einc <= TOL[_dtype_name(want)] and err_einc < err_peer
 
 
 def _short(args) -> str:
