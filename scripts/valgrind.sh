@@ -36,8 +36,11 @@ run() { # LABEL PROGRAM ARGS...
   fi
   rm -f "$log"
 }
+# The random suites run a sample here (their whole runs are the plain
+# and ASan builds'): valgrind is 20-50x slower.
 for p in $programs; do
-  [ -x "$dir/tests/$p" ] && run "$p" "$dir/tests/$p"
+  [ -x "$dir/tests/$p" ] && EIN_CASES=200 EIN_LARGE_CASES=10 \
+    EIN_COMPLEX_CASES=40 EIN_COMPLEX_LARGE_CASES=4 run "$p" "$dir/tests/$p"
 done
 # fp8 (issue 28) on the CPU: valgrind cannot follow the emulated
 # device's fibers

@@ -87,7 +87,8 @@ else
   echo "tsan build failed"; status=1
 fi
 
-# valgrind memcheck over the CPU test programs (one case per program).
+# valgrind memcheck over the CPU test programs (the random suites on a
+# sample: scripts/valgrind.sh).
 rm -f build-ci/valgrind.log
 if [ "${EINC_VALGRIND:-1}" != 0 ] && command -v valgrind >/dev/null &&
    [ -x build-ci/tests/test_plan ]; then
