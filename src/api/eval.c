@@ -4,7 +4,6 @@
  * and hands the plan to the backend that owns the tensors' memory.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,18 +32,6 @@ struct ein_plan {
   char *layout;
   size_t *offset;
 };
-
-static ein_status fail(ein_thread_rec *me, ein_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static ein_status fail(ein_thread_rec *me, ein_status st, const char *fmt,
-                       ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  ein_error_vset(&me->err, st, NULL, 0, NULL, 0, fmt, ap);
-  va_end(ap);
-  return st;
-}
 
 /* "input 2" or "the output", for messages. Spelled out by hand: every
  * check_tensor names its tensor, and snprintf there was a measurable part
@@ -109,11 +96,11 @@ static ein_status check_extent(ein_thread_rec *me, const DLTensor *t,
   int64_t lo, hi;
   int d;
   if (!ein_tensor_reach(t, (int64_t)ein_dtype_size(dt), &lo, &hi, &d))
-    return d < 0 ? fail(me, EIN_ERR_OVERFLOW,
+    return d < 0 ? ein_fail(&me->err, EIN_ERR_OVERFLOW,
                         "%s's strides reach past what int64 can count in "
                         "bytes",
                         name)
-                 : fail(me, EIN_ERR_OVERFLOW,
+                 : ein_fail(&me->err, EIN_ERR_OVERFLOW,
                         "%s's strides reach past what int64 can count in "
                         "bytes (dim %d: stride %lld, size %lld)",
                         name, d, (long long)ein_tensor_stride(t, d),
@@ -123,7 +110,7 @@ static ein_status check_extent(ein_thread_rec *me, const DLTensor *t,
   if (__builtin_add_overflow(base, (uintptr_t)t->byte_offset, &first) ||
       (uintptr_t)0 - (uintptr_t)lo > first ||
       UINTPTR_MAX - first < (uintptr_t)hi)
-    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+    return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                 "%s's data pointer %p, byte offset %llu and strides reach "
                 "from %lld to %lld bytes around its first element, past the "
                 "ends of the address space",
@@ -137,34 +124,34 @@ static ein_status check_tensor(ein_thread_rec *me, const DLTensor *t,
                                int index, bool needs_data, ein_dtype *dt) {
   char name[32];
   tensor_name(index, name, sizeof name);
-  if (!t) return fail(me, EIN_ERR_INVALID_ARGUMENT, "%s is NULL", name);
+  if (!t) return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT, "%s is NULL", name);
   if (t->ndim < 0 || t->ndim > EIN_MAX_DIMS)
-    return fail(me, t->ndim < 0 ? EIN_ERR_BAD_SHAPE : EIN_ERR_LIMIT,
+    return ein_fail(&me->err, t->ndim < 0 ? EIN_ERR_BAD_SHAPE : EIN_ERR_LIMIT,
                 "%s has %d dims; einc takes 0 to %d", name, t->ndim,
                 EIN_MAX_DIMS);
   if (t->ndim > 0 && !t->shape)
-    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+    return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                 "%s has %d dims but no shape array", name, t->ndim);
   for (int d = 0; d < t->ndim; d++)
     if (t->shape[d] < 0)
-      return fail(me, EIN_ERR_BAD_SHAPE, "%s has size %lld in dim %d", name,
+      return ein_fail(&me->err, EIN_ERR_BAD_SHAPE, "%s has size %lld in dim %d", name,
                   (long long)t->shape[d], d);
   int64_t span;
   bool empty;
   if (!ein_nonzero_span(t->ndim, t->shape, &span, &empty))
-    return fail(me, EIN_ERR_OVERFLOW,
+    return ein_fail(&me->err, EIN_ERR_OVERFLOW,
                 empty ? "%s's sizes other than 0 multiply past what int64 "
                         "can count"
                       : "%s has more elements than int64 can count",
                 name);
   int64_t numel = empty ? 0 : span;
   if (!ein_dtype_from_dl(t->dtype, dt))
-    return fail(me, EIN_ERR_DTYPE,
+    return ein_fail(&me->err, EIN_ERR_DTYPE,
                 "%s has a dtype einc does not support (DLPack code %u, %u "
                 "bits, %u lanes)",
                 name, t->dtype.code, t->dtype.bits, t->dtype.lanes);
   if (needs_data && numel > 0 && !t->data)
-    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+    return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                 "%s has %lld elements but a NULL data pointer", name,
                 (long long)numel);
   return numel > 0 ? check_extent(me, t, name, *dt) : EIN_OK;
@@ -210,22 +197,22 @@ static void key_options(ein_strbuf *k, const char *expr, size_t len,
  * is read; the binder checks the rest (dialect, reduction, names). */
 static ein_status check_options(ein_thread_rec *me, const ein_options *o) {
   if (o->nlengths < 0 || (o->nlengths > 0 && !o->lengths))
-    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+    return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                 "options give %d length bindings but no array", o->nlengths);
   for (int i = 0; i < o->nlengths; i++)
     if (!o->lengths[i].name)
-      return fail(me, EIN_ERR_INVALID_ARGUMENT,
+      return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                   "length binding %d has no name", i + 1);
   if (o->memory_limit < 0)
-    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+    return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                 "memory_limit is %lld; give 0 (no limit) or a number of bytes",
                 (long long)o->memory_limit);
   if (!(o->plan_time >= 0) || isinf(o->plan_time))
-    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+    return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                 "plan_time is %g; give 0 (the default) or a number of "
                 "seconds", o->plan_time);
   if (!ein_objective_name((int)o->objective))
-    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+    return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                 "objective is %d; expected EIN_OBJECTIVE_FLOPS, _SIZE or "
                 "_COMBO", (int)o->objective);
   return EIN_OK;
@@ -248,7 +235,7 @@ static ein_status tensors_backend(ein_thread_rec *me,
     const ein_backend_entry *e = ein_backend_for_memory(t->device.device_type);
     int id = e && e->kind != EIN_BACKEND_CPU ? t->device.device_id : 0;
     if (!e)
-      return fail(me, EIN_ERR_DEVICE,
+      return ein_fail(&me->err, EIN_ERR_DEVICE,
                   "%s lives on DLPack device type %d; einc reads host memory "
                   "(CPU backend), CUDA memory (CUDA backend) and kDLExtDev "
                   "memory (emulated device)",
@@ -259,14 +246,14 @@ static ein_status tensors_backend(ein_thread_rec *me,
       *first = i;
       *device = id;
     } else if (e != *entry) {
-      return fail(me, EIN_ERR_DEVICE,
+      return ein_fail(&me->err, EIN_ERR_DEVICE,
                   "%s is in %s but %s is in %s; einc evaluates on one "
                   "device: copy the tensors to one first (ein_device_copy)",
                   tensor_name(i, name, sizeof name), e->memory_name,
                   tensor_name(*first, other, sizeof other),
                   (*entry)->memory_name);
     } else if (id != *device) {
-      return fail(me, EIN_ERR_DEVICE,
+      return ein_fail(&me->err, EIN_ERR_DEVICE,
                   "%s is on %s device %d but %s is on device %d; einc "
                   "evaluates on one device",
                   tensor_name(i, name, sizeof name), e->name, id,
@@ -285,7 +272,7 @@ static ein_status resolve_backend(ein_thread_rec *me, const ein_options *o,
                                   int *device) {
   const ein_backend_entry *want = ein_backend_find(o->backend);
   if (o->backend != EIN_BACKEND_AUTO && !want)
-    return fail(me, EIN_ERR_INVALID_ARGUMENT, "unknown backend %d",
+    return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT, "unknown backend %d",
                 (int)o->backend);
   ein_status st = check_options(me, o);
   if (st) return st;
@@ -296,14 +283,14 @@ static ein_status resolve_backend(ein_thread_rec *me, const ein_options *o,
   if (!have) have = ein_backend_find(EIN_BACKEND_CPU); /* no tensors */
   if (want && want != have) {
     char name[32];
-    return fail(me, EIN_ERR_DEVICE,
+    return ein_fail(&me->err, EIN_ERR_DEVICE,
                 "%s is in %s but the %s backend reads %s only; copy it "
                 "there first (ein_device_copy) or use the %s backend",
                 tensor_name(first, name, sizeof name), have->memory_name,
                 want->name, want->memory_name, have->name);
   }
   if (*device < 0 || *device >= EIN_MAX_DEVICES)
-    return fail(me, EIN_ERR_DEVICE, "%s device id %d is out of range",
+    return ein_fail(&me->err, EIN_ERR_DEVICE, "%s device id %d is out of range",
                 have->name, *device);
   *out = have;
   return EIN_OK;
@@ -403,13 +390,13 @@ static ein_status check_output_tensor(ein_thread_rec *me,
   for (int d = 0; same && d < ndim; d++) same = output->shape[d] == shape[d];
   if (!same) {
     char want[EIN_SHAPE_TEXT_CAP], got[EIN_SHAPE_TEXT_CAP];
-    return fail(me, EIN_ERR_BAD_SHAPE,
+    return ein_fail(&me->err, EIN_ERR_BAD_SHAPE,
                 "the output tensor has shape %s but the expression gives %s",
                 ein_format_shape(got, sizeof got, output->shape, output->ndim),
                 ein_format_shape(want, sizeof want, shape, ndim));
   }
   if (self_overlapping(output))
-    return fail(me, EIN_ERR_BAD_SHAPE,
+    return ein_fail(&me->err, EIN_ERR_BAD_SHAPE,
                 "the output's strides make two elements share an address; "
                 "einc writes every output element once");
   return EIN_OK;
@@ -497,7 +484,7 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
                              const ein_backend_entry *backend, int device,
                              ein_plan **out) {
   ein_tensor_desc *descs = ein_malloc(((size_t)n + 1) * sizeof *descs), od;
-  if (!descs) return fail(me, EIN_ERR_NO_MEMORY, "out of memory while planning");
+  if (!descs) return ein_fail(&me->err, EIN_ERR_NO_MEMORY, "out of memory while planning");
   ein_plan_ir *ir;
   double t0 = ein_trace_now();
   ein_status st = bind_and_plan(me, expr, inputs, n, output, o, backend,
@@ -530,7 +517,7 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
     for (int i = 0; i < 3; i++)
       if (sub[i]) backend->program_free(sub[i]);
     ein_plan_ir_destroy(ir);
-    return fail(me, EIN_ERR_NO_MEMORY, "out of memory while planning");
+    return ein_fail(&me->err, EIN_ERR_NO_MEMORY, "out of memory while planning");
   }
   plan->ir = ir;
   atomic_init(&plan->refs, 1);
@@ -552,10 +539,10 @@ static ein_status check_inputs(ein_thread_rec *me,
                                const DLTensor *const *inputs, int n,
                                bool needs_data) {
   if (n < 0 || n > EIN_MAX_OPERANDS)
-    return fail(me, n < 0 ? EIN_ERR_INVALID_ARGUMENT : EIN_ERR_LIMIT,
+    return ein_fail(&me->err, n < 0 ? EIN_ERR_INVALID_ARGUMENT : EIN_ERR_LIMIT,
                 "%d tensors given; einc takes 1 to %d", n, EIN_MAX_OPERANDS);
   if (n > 0 && !inputs)
-    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+    return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                 "%d inputs but the tensor array is NULL", n);
   ein_dtype dt;
   for (int i = 0; i < n; i++) {
@@ -669,7 +656,7 @@ static ein_status run_sliced(ein_thread_rec *me, ein_backend *be,
   char **at = ein_malloc(((size_t)ir->ninputs + 1) * sizeof *at);
   void *acc = NULL;
   ein_status st = idx && at ? EIN_OK
-                            : fail(me, EIN_ERR_NO_MEMORY, "out of memory");
+                            : ein_fail(&me->err, EIN_ERR_NO_MEMORY, "out of memory");
   if (!st && sl->add)
     st = be->alloc(be, (size_t)(3 * sl->acc_elems * es), &acc, &me->err);
   if (!st) st = zero_other_pieces(be, plan, out, range, nsum, &me->err);
@@ -701,13 +688,13 @@ static ein_status run_plan_on(ein_thread_rec *me, const ein_plan *plan,
   byte_range(output, &olo, &ohi);
   char *small[16];
   char **ptrs = n <= 16 ? small : ein_malloc((size_t)n * sizeof *ptrs);
-  if (!ptrs) return fail(me, EIN_ERR_NO_MEMORY, "out of memory");
+  if (!ptrs) return ein_fail(&me->err, EIN_ERR_NO_MEMORY, "out of memory");
   ein_status st = EIN_OK;
   for (int i = 0; i < n && !st; i++) {
     uintptr_t lo, hi;
     byte_range(inputs[i], &lo, &hi);
     if (lo < ohi && olo < hi)
-      st = fail(me, EIN_ERR_INVALID_ARGUMENT,
+      st = ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                 "the output overlaps input %d in memory; einc does not "
                 "evaluate in place",
                 i + 1);
@@ -754,7 +741,7 @@ ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
   ein_thread_rec *me = ein_ctx_enter(ctx);
   if (!me) return EIN_ERR_NO_MEMORY;
   if (!out || !expr)
-    return fail(me, EIN_ERR_INVALID_ARGUMENT, "ein_plan_create: %s is NULL",
+    return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT, "ein_plan_create: %s is NULL",
                 !out ? "the result pointer" : "the expression");
   *out = NULL;
   const ein_options *o = options ? options : &default_options;
@@ -766,7 +753,7 @@ ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
   if (!st)
     st = resolve_backend(me, o, inputs, ninputs, output, &kind, &device);
   if (!st && ein_fp8_call(inputs, ninputs, o))
-    return fail(me, EIN_ERR_DTYPE,
+    return ein_fail(&me->err, EIN_ERR_DTYPE,
                 "ein_plan_create: fp8 inputs or scales; fp8 expressions run "
                 "through ein_eval, which takes the scales per call (a plan "
                 "would fix them)");
@@ -782,13 +769,13 @@ static ein_status check_layout(ein_thread_rec *me, const ein_plan *plan,
   ein_dtype dt;
   ein_dtype_from_dl(t->dtype, &dt);
   key_tensor(k, t, dt);
-  if (k->failed) return fail(me, EIN_ERR_NO_MEMORY, "out of memory");
+  if (k->failed) return ein_fail(&me->err, EIN_ERR_NO_MEMORY, "out of memory");
   size_t lo = plan->offset[slot], hi = plan->offset[slot + 1];
   bool same = k->len == hi - lo &&
               memcmp(k->data ? k->data : "", plan->layout + lo, k->len) == 0;
   if (same) return EIN_OK;
   char name[32];
-  return fail(me, EIN_ERR_BAD_SHAPE,
+  return ein_fail(&me->err, EIN_ERR_BAD_SHAPE,
               "%s has another dtype, shape or strides than the plan was made "
               "for; make a plan for this layout (or call ein_eval)",
               tensor_name(index, name, sizeof name));
@@ -799,7 +786,7 @@ static ein_status every_unit(ein_thread_rec *me, const ein_plan *plan,
                              unit_range *all) {
   *all = (unit_range){0, ein_plan_units(plan)};
   if (all->count >= 0) return EIN_OK;
-  return fail(me, EIN_ERR_LIMIT,
+  return ein_fail(&me->err, EIN_ERR_LIMIT,
               "the plan's %.4g slices are more than a run can count",
               ein_plan_nslices(plan));
 }
@@ -813,20 +800,20 @@ static ein_status execute(ein_ctx *ctx, const ein_plan *plan,
   if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
   ein_thread_rec *me = ein_ctx_enter(ctx);
   if (!me) return EIN_ERR_NO_MEMORY;
-  if (!plan) return fail(me, EIN_ERR_INVALID_ARGUMENT, "the plan is NULL");
+  if (!plan) return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT, "the plan is NULL");
   unit_range all;
   ein_status st = every_unit(me, plan, &all);
   if (st) return st;
   if (range && (range->first < 0 || range->count < 1 ||
                 range->count > all.count - range->first))
-    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+    return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                 "units %lld to %lld asked of a plan of %lld units (0 to "
                 "%lld); a range is first >= 0 and count >= 1 within them",
                 (long long)range->first,
                 (long long)range->first + (long long)range->count - 1,
                 (long long)all.count, (long long)all.count - 1);
   if (ninputs != plan->ninputs)
-    return fail(me, EIN_ERR_OPERAND_COUNT,
+    return ein_fail(&me->err, EIN_ERR_OPERAND_COUNT,
                 "the plan takes %d inputs but %d were given", plan->ninputs,
                 ninputs);
   st = check_inputs(me, inputs, ninputs, true);
@@ -849,7 +836,7 @@ static ein_status execute(ein_ctx *ctx, const ein_plan *plan,
     for (int d = 0; same && d < output->ndim; d++)
       same = ein_tensor_stride(output, d) == ein_tensor_stride(&compact, d);
     if (!same)
-      return fail(me, EIN_ERR_BAD_SHAPE,
+      return ein_fail(&me->err, EIN_ERR_BAD_SHAPE,
                   "the output is not the C-contiguous %s tensor of the "
                   "plan's output shape",
                   ein_dtype_name(ir->dtype));
@@ -861,7 +848,7 @@ static ein_status execute(ein_ctx *ctx, const ein_plan *plan,
                             &device)))
     return st;
   if (device != plan->device)
-    return fail(me, EIN_ERR_DEVICE,
+    return ein_fail(&me->err, EIN_ERR_DEVICE,
                 "the tensors are on %s device %d but the plan was made "
                 "for device %d",
                 kind->name, device, plan->device);
@@ -899,7 +886,7 @@ ein_status ein_eval(ein_ctx *ctx, const char *expr,
   ein_thread_rec *me = ein_ctx_enter(ctx);
   if (!me) return EIN_ERR_NO_MEMORY;
   if (!expr)
-    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+    return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                 "ein_eval: the expression is NULL");
   const ein_options *o = options ? options : &default_options;
   ein_status st = check_inputs(me, inputs, ninputs, true);

@@ -14,7 +14,6 @@
  * f32, so every backend decodes to the same bits.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -23,18 +22,6 @@
 #include "dtype.h"
 #include "fp8.h"
 #include "half.h"
-
-static ein_status fail(ein_thread_rec *me, ein_status st, const char *fmt,
-                       ...) __attribute__((format(printf, 3, 4)));
-
-static ein_status fail(ein_thread_rec *me, ein_status st, const char *fmt,
-                       ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  ein_error_vset(&me->err, st, NULL, 0, NULL, 0, fmt, ap);
-  va_end(ap);
-  return st;
-}
 
 static ein_dtype dtype_of(const DLTensor *t) {
   ein_dtype dt = EIN_DT_F32;
@@ -55,7 +42,7 @@ static ein_status check_call(ein_thread_rec *me, const DLTensor *const *in,
                              const ein_options *o) {
   for (int i = 0; i < n; i++)
     if (!ein_dtype_is_fp8(dtype_of(in[i])))
-      return fail(me, EIN_ERR_DTYPE,
+      return ein_fail(&me->err, EIN_ERR_DTYPE,
                   o->scales && n > 0 && !ein_dtype_is_fp8(dtype_of(in[0]))
                       ? "scales are given but input %d is %s: scales apply "
                         "to fp8 inputs (float8_e4m3fn, float8_e5m2) only"
@@ -64,19 +51,19 @@ static ein_status check_call(ein_thread_rec *me, const DLTensor *const *in,
                   i + 1, ein_dtype_name(dtype_of(in[i])));
   ein_dtype odt = dtype_of(out);
   if (odt != EIN_DT_F32 && odt != EIN_DT_BF16 && odt != EIN_DT_F16)
-    return fail(me, EIN_ERR_DTYPE,
+    return ein_fail(&me->err, EIN_ERR_DTYPE,
                 "the output is %s; fp8 inputs give an f32, bf16 or f16 "
                 "output (accumulated in f32)",
                 ein_dtype_name(odt));
   if (o->nscales < 0 || (o->nscales > 0 && !o->scales) ||
       (o->scales && o->nscales != n))
-    return fail(me, EIN_ERR_INVALID_ARGUMENT,
+    return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                 "%d scales for %d inputs; give one scale per input (or "
                 "none: all 1)",
                 o->scales ? o->nscales : 0, n);
   for (int i = 0; o->scales && i < n; i++)
     if (!isfinite(o->scales[i]))
-      return fail(me, EIN_ERR_INVALID_ARGUMENT,
+      return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                   "input %d's scale is %g; a scale must be finite", i + 1,
                   o->scales[i]);
   return EIN_OK;
@@ -156,10 +143,10 @@ static ein_status place_alloc(const place *p, size_t bytes, void **ptr) {
   if (p->kind == EIN_BACKEND_CPU) {
     *ptr = ein_malloc(bytes ? bytes : 1);
     return *ptr ? EIN_OK
-                : fail(p->me, EIN_ERR_NO_MEMORY,
-                       "out of memory for an fp8 operand's f32 copy "
-                       "(%zu bytes)",
-                       bytes);
+                : ein_fail(&p->me->err, EIN_ERR_NO_MEMORY,
+                           "out of memory for an fp8 operand's f32 copy "
+                           "(%zu bytes)",
+                           bytes);
   }
   return ein_device_alloc(p->me->ctx, p->kind, p->device, bytes, ptr);
 }
@@ -315,7 +302,7 @@ ein_status ein_fp8_eval(ein_thread_rec *me, const char *expr,
   const DLTensor **ptrs = ein_calloc((size_t)n + 1, sizeof *ptrs);
   if (!f32 || !ptrs) {
     ein_free(f32), ein_free(ptrs);
-    return fail(me, EIN_ERR_NO_MEMORY, "out of memory for fp8 operands");
+    return ein_fail(&me->err, EIN_ERR_NO_MEMORY, "out of memory for fp8 operands");
   }
   int made = 0;
   for (; made < n && !st; made++) {
