@@ -22,7 +22,10 @@ import numpy as np
 import einc
 import einc.distributed as ed
 
-EXPR = "i j k, k l m, m n i -> j l n"
+# ring: inputs and output of one size (transfers weigh); square: a
+# scalar out of four inputs (compute weighs: n^5 per pair)
+CASES = {"ring": ("i j k, k l m, m n i -> j l n", "j"),
+         "square": ("a b c, c d e, e f a, b d f ->", "a")}
 
 
 def best_of(rounds, fn):
@@ -40,13 +43,16 @@ def main():
     ap.add_argument("--slices", type=int, default=32)
     ap.add_argument("--tasks", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--case", choices=sorted(CASES), default="ring")
     a = ap.parse_args()
+    expr, axis = CASES[a.case]
+    nin = len(expr.split("->")[0].split(","))
     from distributed import Client, LocalCluster
     n = a.size
     rng = np.random.default_rng(0)
-    arrays = [rng.uniform(-1, 1, (n, n, n)) for _ in range(3)]
-    spec = f"j:{a.slices}"
-    plan = einc.Plan(EXPR, [x.shape for x in arrays], dtype="float64",
+    arrays = [rng.uniform(-1, 1, (n, n, n)) for _ in range(nin)]
+    spec = f"{axis}:{a.slices}"
+    plan = einc.Plan(expr, [x.shape for x in arrays], dtype="float64",
                      slice=spec)
     out = np.empty(plan.output_shape)
 
@@ -63,7 +69,7 @@ def main():
                                env={"EINC_NUM_THREADS": "1",
                                     "OMP_NUM_THREADS": "1"})
         client = Client(cluster)
-        run = lambda: ed.contract(EXPR, *arrays, client=client, slice=spec,
+        run = lambda: ed.contract(expr, *arrays, client=client, slice=spec,
                                   tasks=a.tasks)
         run()  # warm: workers import einc and plan once
         walls[workers] = best_of(a.rounds, run)
@@ -71,7 +77,7 @@ def main():
         cluster.close()
     task = local / a.tasks
     overhead = (walls[1] - local) / a.tasks
-    print(f"case: `{EXPR}` {n}^3 x3 f64, sliced {spec} ({plan.units} units),"
+    print(f"case: `{expr}` {n}^3 x{nin} f64, sliced {spec} ({plan.units} units),"
           f" {a.tasks} tasks, best of {a.rounds}")
     print("| units in this process s | 1 worker s | 2 workers s | speed-up "
           "(target >= 1.8) | overhead per task s | overhead / task run "
