@@ -80,7 +80,8 @@ def _differ(got, want) -> str | None:
     floor = np.sqrt(np.finfo(w.real.dtype if w.dtype.kind == "c"
                              else w.dtype).tiny)
     scale = max(np.linalg.norm(finite.ravel()), float(floor))
-    return None if err <= tol * scale else f"values differ by {err:.3g}"
+    return None if err <= tol * scale else (
+        f"values differ by {err:.3g} (tolerance {tol * scale:.3g})")
 
 
 def _compiling() -> bool:
@@ -115,7 +116,8 @@ def _compared(name, ours, theirs):
         if why and _closer_to_f64(theirs, args, kwargs, got, want):
             why = None
         if why:
-            mismatches.append(f"{name}{_short(args)}: {why}")
+            mismatches.append(f"{name}{_short(args)} {_short_kwargs(kwargs)}"
+                              f": {why} ({_test_name()})")
         return got
 
     return call
@@ -123,31 +125,46 @@ def _compared(name, ours, theirs):
 
 def _closer_to_f64(theirs, args, kwargs, got, want) -> bool:
     """Whether einc's float result is the right one where the two differ:
-    einops run on float64 numpy copies of the inputs (the reference) is
-    within the dtype's tolerance of einc's and further from einops' own.
-    JAX sums float32 in float32 (a mean of 7776 values off by 3e-5
-    relative), which is einops' error, not einc's."""
+    einops run on extended-precision numpy copies of the inputs (the
+    reference: np.longdouble, float64 where the platform has no wider
+    type) is within the dtype's tolerance of einc's and further from
+    einops' own. JAX sums float32 in float32 (a mean of 7776 values off
+    by 3e-5 relative); torch's product of 34992 values between 6e-5 and
+    2 is NaN (an overflowed partial product times an underflowed one)
+    where the exact value, 4e-1553, rounds to 0 in float64 as einc and
+    numpy give: both are einops' errors, not einc's."""
     if not hasattr(got, "shape") or _dtype_name(want) not in TOL:
         return False
     try:
-        f64 = [np.asarray(_numpy_of(a), np.float64) if hasattr(a, "shape")
-               else a for a in args]
-        ref = np.asarray(theirs(*f64, **kwargs), np.float64)
-    except Exception:  # noqa: BLE001 (no float64 reference to be had)
+        wide = [np.asarray(_numpy_of(a), np.longdouble) if hasattr(a, "shape")
+                else a for a in args]
+        ref = np.asarray(theirs(*wide, **kwargs), np.longdouble)
+    except Exception:  # noqa: BLE001 (no reference to be had)
         return False
-    g = _numpy_of(got).astype(np.float64)
-    w = _numpy_of(want).astype(np.float64)
-    if ref.shape != g.shape:
+    g = _numpy_of(got).astype(np.longdouble)
+    w = _numpy_of(want).astype(np.longdouble)
+    if ref.shape != g.shape or not np.all(np.isfinite(ref)):
         return False
     scale = max(np.linalg.norm(ref.ravel()), 1e-300)
     err_einc = np.abs(g - ref).max(initial=0.0) / scale
     err_peer = np.abs(w - ref).max(initial=0.0) / scale
-    return err_einc <= TOL[_dtype_name(want)] and err_einc < err_peer
+    return err_einc <= TOL[_dtype_name(want)] and (
+        err_einc < err_peer or not np.isfinite(err_peer))
+
+
+def _short_kwargs(kwargs) -> str:
+    return ", ".join(f"{k}={v!r}"[:40] for k, v in kwargs.items())
+
+
+def _test_name() -> str:
+    import os
+    return os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
 
 
 def _short(args) -> str:
-    parts = [a if isinstance(a, str) else
-             f"<{type(a).__name__} {tuple(getattr(a, 'shape', ()))}>"
+    parts = [repr(a) if isinstance(a, str) else
+             f"<{type(a).__name__} {_dtype_name(a)} "
+             f"{tuple(getattr(a, 'shape', ()))}>"
              for a in args]
     return "(" + ", ".join(map(str, parts))[:160] + ")"
 
@@ -168,7 +185,12 @@ def pytest_configure(config):
 
 
 def pytest_terminal_summary(terminalreporter):
+    import os
     for line in mismatches[:20]:
         terminalreporter.write_line(f"mismatch: {line}")
+    path = os.environ.get("EINC_EINOPS_MISMATCHES")
+    if path:  # (the log's lines can be lost among pytest's own)
+        with open(path, "w") as f:
+            f.writelines(f"mismatch: {line}\n" for line in mismatches)
     terminalreporter.write_line(
         f"einc-einops-compare: {calls} calls, {len(mismatches)} mismatches")
