@@ -51,7 +51,7 @@ import functools
 
 import torch
 
-from . import _einc, _frameworks
+from . import _einc, _frameworks, _torch_lower
 from ._api import _fast, _reduction_name, bind, evaluate, numpy_dialect
 from ._arrays import dtype_code, prepare
 
@@ -276,22 +276,47 @@ def eager_grad(args, numpy, reduce, lengths):
     if len(args) < 2 or not isinstance(args[0], str):
         return NotImplemented
     tensors = args[1:]
+    if not _eager_recorded(tensors):
+        return NotImplemented
+    reduction = _reduction_name(reduce)
+    lengths = lengths or ()
+    if _torch_lower.ENABLED:
+        fn = _eager_function(args[0], tensors, reduction, numpy, lengths, 0)
+        if fn is not None:
+            return fn(*tensors)
+    return _graph(args[0], tensors, reduction, numpy, lengths, True)
+
+
+def eager_lowered(expr, tensors, reduce, numpy, lengths, rules):
+    """einc.evaluate's shortcut (einc._frameworks.eager_lowered), which
+    every einops-style call reaches: the lowered function of an eager call
+    that records autograd, or NotImplemented."""
+    if not _torch_lower.ENABLED or not _eager_recorded(tensors):
+        return NotImplemented
+    reduction = _reduction_name(reduce)
+    fn = _eager_function(expr, tensors, reduction, numpy, tuple(lengths),
+                         rules)
+    return NotImplemented if fn is None else fn(*tensors)
+
+
+def _eager_recorded(tensors) -> bool:
+    """Plain tensors, one of which needs grad, grad recorded, nothing
+    tracing, no autocast: what _mode calls _GRAPH, asked in the order that
+    rejects other calls soonest."""
     grad = False
     for t in tensors:
         if type(t) not in _PLAIN_TYPES:
-            return NotImplemented
+            return False
         grad = grad or t.requires_grad
-    if (not grad or not torch.is_grad_enabled()
-            or torch._C._get_tracing_state() is not None
-            or torch._C._len_torch_dispatch_stack()
-            or torch._C._are_functorch_transforms_active()
-            or torch._C._is_any_autocast_enabled()):
-        return NotImplemented
-    return _graph(args[0], tensors, _reduction_name(reduce), numpy,
-                  lengths or (), True)
+    return (grad and torch.is_grad_enabled()
+            and torch._C._get_tracing_state() is None
+            and not torch._C._len_torch_dispatch_stack()
+            and not torch._C._are_functorch_transforms_active()
+            and not torch._C._is_any_autocast_enabled())
 
 
 _frameworks.eager_grad = eager_grad
+_frameworks.eager_lowered = eager_lowered
 
 
 def _jit(expr, tensors, reduction, numpy, lengths):
@@ -337,6 +362,9 @@ def _graph(expr, tensors, reduction, numpy, lengths, eager, func=False):
         if t.dtype != first.dtype:
             raise EincError(f"einc takes tensors of one dtype: got "
                             f"{first.dtype} and {t.dtype}")
+    lowered = _lowered(expr, tensors, reduction, numpy, lengths, eager)
+    if lowered is not None:
+        return lowered
     if eager:
         numpy, shape, view = _eager_layout(expr, tensors, first.dtype, numpy,
                                            reduction, lengths)
@@ -361,6 +389,131 @@ def _graph(expr, tensors, reduction, numpy, lengths, eager, func=False):
         return fn.apply((expr, reduction, numpy, lengths), *tensors)
     return torch.ops.einc.einsum(list(tensors), expr, reduction, numpy,
                                  *_op_lengths(lengths))
+
+
+# ----------------------------------------------------------------- lowered
+
+@functools.lru_cache(maxsize=4096)
+def _lower_plan(expr, hints, numpy, reduction, lengths):
+    """(steps, axis sizes, matmul elements) of the lowered form of a call
+    on inputs of these concrete shapes, or None: _torch_lower.program on
+    einc's binding and path. matmul elements: the inputs' and output's
+    elements when the program has a matmul (0 without one)."""
+    axes, dims = _structure(expr, hints, numpy, reduction, lengths, 0)
+    for hint, operand in zip(hints, dims):
+        if any(h != _prod(axes[i][1] for i in ids)
+               for h, ids in zip(hint, operand)):
+            return None  # a size-1 dim broadcast over a longer axis
+    ssa = ()
+    if len(hints) > 2:
+        from ._plan import plan
+
+        ssa = tuple(tuple(p) for p in plan(expr, *hints, reduce=reduction,
+                                           numpy=numpy, **dict(lengths)
+                                           ).ssa_path)
+    steps = _torch_lower.program(axes, dims, ssa, reduction)
+    if steps is None:
+        return None
+    sizes = tuple(n for _, n, _ in axes)
+    matmul = any(step[0] == "matmul" for step in steps)
+    elements = sum(_prod(h) for h in hints) + _prod(
+        _prod(sizes[i] for i in ids) for ids in dims[-1])
+    return steps, sizes, elements if matmul else 0
+
+
+@functools.lru_cache(maxsize=256)
+def _symbolic_function(steps, ninputs):
+    return _torch_lower.compile(steps, ninputs)
+
+
+def _lowered(expr, tensors, reduction, numpy, lengths, eager):
+    """The call as torch operations in einc's order (einc/_torch_lower.py),
+    or None where einc's own path serves it: expressions the lowering
+    does not take, and eager calls with a matmul over
+    EAGER_MAX_ELEMENTS elements (einc's kernels win there). Under
+    torch.compile every call it takes is lowered: Inductor owns the
+    program and fuses what surrounds the matmuls."""
+    if not _torch_lower.ENABLED:
+        return None
+    if eager:
+        fn = _eager_function(expr, tensors, reduction, numpy, lengths, 0)
+        return None if fn is None else fn(*tensors)
+    shapes = tuple(tuple(t.shape) for t in tensors)
+    if numpy is None:
+        numpy = numpy_dialect(expr, [len(s) for s in shapes])
+    plan = _lower_plan(expr, _hints(shapes), bool(numpy), reduction,
+                       tuple((k, _hint(v)) for k, v in lengths))
+    if plan is None:
+        return None
+    steps, sizes, _ = plan
+    if _symbolic(shapes + (tuple(v for _, v in lengths),)):
+        solved = _axis_sizes(expr, shapes, bool(numpy), reduction,
+                             tuple(lengths))
+        if solved is None:
+            for s in shapes:
+                for d in s:
+                    int(d)  # a guard on each size: the trace specializes
+        else:
+            sizes = solved[0]
+    return _symbolic_function(steps, len(tensors))(sizes, *tensors)
+
+
+_EAGER: dict = {}
+
+
+def _eager_function(expr, tensors, reduction, numpy, lengths, rules):
+    """The lowered function of an eager call (None: not lowered), made
+    once per structure, keyed by what the tensors say as they say it (no
+    conversions on a hit). `rules` (ein_options.axis_rules) are checked
+    when the entry is made: a call that breaks them raises EincError."""
+    key = (expr, numpy, reduction, lengths, rules, tensors[0].dtype,
+           *[t.shape for t in tensors])
+    fn = _EAGER.get(key, False)
+    if fn is False:
+        if len(_EAGER) >= 4096:
+            _EAGER.clear()
+        fn = _EAGER[key] = _make_eager(expr, tensors, reduction, numpy,
+                                       lengths, rules)
+    if fn is not None and len(tensors) > 1:
+        first = tensors[0].dtype
+        for t in tensors:
+            if t.dtype is not first:
+                return None  # (einc's path says which dtypes differ)
+    return fn
+
+
+def set_lowering(enabled: bool) -> None:
+    """Whether calls are lowered onto torch's operations where they can be
+    (the default) or all take einc's own path; the tests run both ways."""
+    _torch_lower.ENABLED = bool(enabled)
+    _EAGER.clear()
+    _einc.fast_graph_clear()
+
+
+def _graph_maker(expr, tensors, numpy, reduction, lengths, rules):
+    """fastgrad.c's maker: the lowered function of an eager call that
+    records autograd, or None (the general path)."""
+    if not _torch_lower.ENABLED:
+        return None
+    return _make_eager(expr, tensors, reduction, numpy, lengths, rules)
+
+
+_einc.fast_setup_graph(_graph_maker)
+
+
+def _make_eager(expr, tensors, reduction, numpy, lengths, rules):
+    if any(t.dtype.itemsize == 1 and t.is_floating_point() for t in tensors):
+        return None  # fp8: einc's path (torch has no fp8 matmul to lower to)
+    hints = tuple(tuple(t.shape) for t in tensors)
+    if numpy is None:
+        numpy = numpy_dialect(expr, [len(s) for s in hints])
+    if rules:
+        _einc.bind(expr, hints, bool(numpy), reduction, "auto",
+                   tuple(lengths), rules)
+    plan = _lower_plan(expr, hints, bool(numpy), reduction, tuple(lengths))
+    if plan is None or plan[2] > _torch_lower.EAGER_MAX_ELEMENTS:
+        return None
+    return _torch_lower.compile(plan[0], len(tensors), plan[1])
 
 
 # ----------------------------------------------------------------- forward

@@ -240,6 +240,19 @@ PyObject *einpy_grad_program(PyObject *self, PyObject *args);
 int einpy_fast_init(PyObject *module);
 void einpy_fast_free(void);
 
+/* ---------------------------------------------------------- fastgrad.c */
+
+/* Adds fast_setup_graph() and fast_graph_clear(): eager torch calls that
+ * record autograd, run as the functions of einc/_torch_lower.py found by
+ * call structure. einpy_fast_graph is fastpath.c's way in: the result,
+ * None (a new reference) for the general path, or NULL with an error
+ * that the function raised. */
+int einpy_fast_graph_init(PyObject *module);
+void einpy_fast_graph_free(void);
+PyObject *einpy_fast_graph(PyObject *args, Py_ssize_t first,
+                           Py_ssize_t count, PyObject *expr, int dialect,
+                           int reduction, unsigned rules, PyObject *lengths);
+
 /* Takes a tuple of exactly-numpy.ndarray inputs of one dtype through
  * DLPack: 1 with them in in[0..*n), or 0 with nothing held and no
  * exception when the tuple is anything else (the general path's case). */

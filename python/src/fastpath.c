@@ -130,6 +130,7 @@ typedef struct fast_inputs {
   PyObject *capsules[EINPY_FAST_MAX_OPERANDS]; /* torch's, owned; NULL for numpy */
   int n;
   int torch;
+  int graph; /* a torch tensor needs grad while grad is recorded */
 } fast_inputs;
 
 static void inputs_release(fast_inputs *in) {
@@ -350,7 +351,7 @@ static int asks_python(PyObject *f);
  * *t pointing into it). 1 with *capsule set (NULL for the table), or 0
  * with nothing held and no exception for the general path. */
 static int import_torch(PyObject *tensor, einpy_tensor *t,
-                        PyObject **capsule) {
+                        PyObject **capsule, int *graph) {
   static PyObject *requires_grad;
   memset(t, 0, sizeof *t);
   *capsule = NULL;
@@ -363,7 +364,8 @@ static int import_torch(PyObject *tensor, einpy_tensor *t,
   if (grad != Py_False &&
       (grad != Py_True || !grad_enabled || asks_python(grad_enabled))) {
     /* needs grad while grad is recorded, or the attribute failed: the
-     * general path (einc/_torch.py's autograd) */
+     * general path (einc/_torch.py's autograd), or fastgrad.c's table */
+    *graph = grad == Py_True;
   } else if (torch_api) {
     if (torch_api->managed_tensor_from_py_object_no_sync(tensor, &m) == 0) {
       t->t = &m->dl_tensor, t->managed = m, t->versioned = 1;
@@ -417,6 +419,7 @@ static int one_dtype(const fast_inputs *in) {
 static int import_items(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
                         int torch_ok, fast_inputs *in) {
   in->n = 0;
+  in->graph = 0;
   if (count < 1 || count > EINPY_FAST_MAX_OPERANDS) return 0;
   in->torch = 0;
   if (!all_of_type(tuple, first, count, ndarray_type, NULL) &&
@@ -427,7 +430,8 @@ static int import_items(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
     PyObject *item = PyTuple_GetItem(tuple, first + in->n);
     einpy_tensor *t = &in->t[in->n];
     in->capsules[in->n] = NULL;
-    int ok = in->torch ? import_torch(item, t, &in->capsules[in->n])
+    int ok = in->torch ? import_torch(item, t, &in->capsules[in->n],
+                                      &in->graph)
                        : einpy_tensor_import_numpy(item, t) == 0;
     if (!ok) {
       PyErr_Clear(); /* numpy refused (bfloat16, byte order): general path */
@@ -642,7 +646,14 @@ static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
                            unsigned rules, PyObject *lengths,
                            unsigned refuse) {
   fast_inputs in;
-  if (!import_items(args, first, count, 1, &in)) Py_RETURN_NONE;
+  if (!import_items(args, first, count, 1, &in)) {
+    /* (the guards asked here too: a tracer must see einc's own call) */
+    if (in.graph && !refuse && !torch_declines() &&
+        !(torch_autocast && asks_python(torch_autocast)))
+      return einpy_fast_graph(args, first, count, expr, dialect, reduction,
+                              rules, lengths);
+    Py_RETURN_NONE;
+  }
   if (refuse && refused(&in, refuse)) {
     inputs_release(&in);
     Py_RETURN_NONE;

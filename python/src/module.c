@@ -403,6 +403,7 @@ static PyMethodDef methods[] = {
 static void module_free(void *module) {
   (void)module;
   einpy_fast_free();
+  einpy_fast_graph_free();
   einpy_dropin_free();
   ein_ctx_destroy(the_ctx);
   the_ctx = NULL;
@@ -462,6 +463,7 @@ PyMODINIT_FUNC PyInit__einc(void) {
   if (!m) return NULL;
   if (einpy_errors_init(m) < 0 || einpy_plan_type_init(m) < 0 ||
       einpy_memo_type_init(m) < 0 || einpy_fast_init(m) < 0 ||
+      einpy_fast_graph_init(m) < 0 ||
       einpy_views_init(m) < 0 || einpy_dropin_init(m) < 0 ||
       add_constants(m) < 0) {
     Py_DECREF(m);

@@ -41,12 +41,24 @@ def _einsum_cases(n, seed=2031, most=300):
     return out
 
 
+@pytest.fixture(params=["lowered", "einc"])
+def path(request, monkeypatch):
+    """Both ways a torch call can run: lowered onto torch's operations in
+    einc's order (small tensors; einc/_torch_lower.py), and einc's own
+    kernels with the gradient programs the C library derives."""
+    from einc import _torch
+
+    _torch.set_lowering(request.param == "lowered")
+    yield request.param
+    _torch.set_lowering(True)
+
+
 def _grads(y, xs, dout):
     return torch.autograd.grad(y, xs, dout, allow_unused=True)
 
 
 @pytest.mark.parametrize("np_expr,ein_expr,shapes", _einsum_cases(40))
-def test_einsum_gradients(np_expr, ein_expr, shapes):
+def test_einsum_gradients(np_expr, ein_expr, shapes, path):
     """gradcheck, and the same gradients as torch.einsum's."""
     xs = _inputs(shapes, len(np_expr))
     torch.autograd.gradcheck(lambda *t: einc.einsum(ein_expr, *t), xs,
@@ -60,7 +72,7 @@ def test_einsum_gradients(np_expr, ein_expr, shapes):
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_rearrange_gradients(seed):
+def test_rearrange_gradients(seed, path):
     pattern, x, lengths = rearrange_case(seed)
     x = torch.tensor(x, **F64).requires_grad_()
     torch.autograd.gradcheck(lambda t: einc.rearrange(t, pattern, **lengths),
@@ -72,7 +84,7 @@ def test_rearrange_gradients(seed):
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_repeat_gradients(seed):
+def test_repeat_gradients(seed, path):
     pattern, x, lengths = repeat_case(seed)
     x = torch.tensor(x, **F64).requires_grad_()
     torch.autograd.gradcheck(lambda t: einc.repeat(t, pattern, **lengths),
@@ -85,7 +97,7 @@ def test_repeat_gradients(seed):
 
 @pytest.mark.parametrize("reduction", ["sum", "mean", "max", "min", "prod"])
 @pytest.mark.parametrize("seed", range(12))
-def test_reduce_gradients(seed, reduction):
+def test_reduce_gradients(seed, reduction, path):
     """Every reduction with a gradient, on random values (no ties)."""
     pattern, x, lengths = reduce_case(seed)
     g = torch.Generator().manual_seed(seed)
@@ -121,13 +133,13 @@ def test_max_ties_and_prod_zeros_as_torch():
     ("i i -> i", [(4, 4)]),
     ("a b, b c, c d -> a d", [(2, 3), (3, 4), (4, 2)]),
 ])
-def test_double_backward(expr, shapes):
+def test_double_backward(expr, shapes, path):
     xs = _inputs(shapes, 7)
     torch.autograd.gradgradcheck(lambda *t: einc.einsum(expr, *t), xs,
                                  eps=1e-6, atol=1e-6, rtol=1e-5)
 
 
-def test_complex_gradients():
+def test_complex_gradients(path):
     g = torch.Generator().manual_seed(3)
     xs = [torch.randn(s, generator=g, dtype=torch.complex128)
           .requires_grad_() for s in [(3, 4), (4, 2)]]
@@ -140,7 +152,7 @@ def test_complex_gradients():
         torch.testing.assert_close(a, b)
 
 
-def test_float32_gradients_against_float64():
+def test_float32_gradients_against_float64(path):
     xs = _inputs([(6, 5), (5, 7)], 11)
     want = _grads(einc.einsum("i j, j k -> i k", *xs), xs,
                   torch.ones(6, 7, **F64))
@@ -185,7 +197,7 @@ def test_parameters_train_and_no_grad():
                                    w.amax(0))
 
 
-def test_views_are_torch_views():
+def test_views_are_torch_views(path):
     """A result that only re-reads its input is torch's own view of it: its
     _base, its version counter, in-place checks as torch's and einops'."""
     x = torch.randn(3, 4, requires_grad=True)
@@ -206,7 +218,7 @@ def test_views_are_torch_views():
     torch.testing.assert_close(x.grad, want)
 
 
-def test_pack_unpack_gradients():
+def test_pack_unpack_gradients(path):
     a = torch.randn(2, 3, 5, **F64).requires_grad_()
     b = torch.randn(2, 3, 4, 5, **F64).requires_grad_()
     packed, shapes = einc.pack([a, b], "i j * k")
@@ -216,7 +228,7 @@ def test_pack_unpack_gradients():
     torch.testing.assert_close(b.grad, 8 * b.detach())
 
 
-def test_autocast_follows_torch_einsum():
+def test_autocast_follows_torch_einsum(path):
     """torch.autocast on the CPU: matrix products in bfloat16 as
     torch.einsum's (its bmm is cast), elementwise products and reductions
     in float32 as torch's."""
@@ -257,17 +269,42 @@ def test_jit_trace_computes_on_new_inputs():
     assert "einc::einsum" in str(traced.graph)
 
 
-def test_make_fx_records_the_operator():
+def test_make_fx_records_einc_order_or_the_operator():
+    """make_fx (and torch.export) record a lowered call as torch's own
+    operations in einc's order, anything else as einc's operator."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     a, b = torch.randn(3, 4), torch.randn(4, 5)
     g = make_fx(lambda x, y: einc.einsum("i j, j k -> i k", x, y))(a, b)
-    assert "einc.einsum" in g.code
+    assert "aten.mm" in g.code and "einc" not in g.code
     a2 = torch.randn(3, 4)
     torch.testing.assert_close(g(a2, b), a2 @ b)
+    g = make_fx(lambda x: einc.reduce(x, "i j -> i", "max"))(a)
+    assert "einc.einsum" in g.code
+    torch.testing.assert_close(g(a2), a2.amax(1))
 
 
-def test_torch_func_transforms():
+def test_lowered_only_below_the_size_limit():
+    """Eager calls that record autograd run as torch's operations (torch's
+    C++ autograd nodes) for small tensors, einc's kernels above
+    EAGER_MAX_ELEMENTS; views and sums of one tensor always lowered."""
+    from einc import _torch_lower
+
+    small = [torch.randn(8, 8, requires_grad=True) for _ in range(2)]
+    assert type(einc.einsum("i j, j k -> i k", *small).grad_fn).__name__ \
+        == "MmBackward0"
+    n = 1 + int((_torch_lower.EAGER_MAX_ELEMENTS / 3) ** 0.5)
+    big = [torch.randn(n, n, requires_grad=True) for _ in range(2)]
+    assert "Einsum" in type(einc.einsum("i j, j k -> i k", *big).grad_fn
+                            ).__name__
+    x = torch.randn(64, 64, 16, requires_grad=True)
+    assert type(einc.rearrange(x, "a b c -> c b a").grad_fn).__name__ \
+        == "PermuteBackward0"
+    assert type(einc.reduce(x, "a b c -> a", "mean").grad_fn).__name__ \
+        == "MeanBackward1"
+
+
+def test_torch_func_transforms(path):
     """torch.func.grad, vmap and their composition over einc calls (the
     autograd.Function's setup_context and vmap rule)."""
     g = torch.Generator().manual_seed(4)
