@@ -343,12 +343,12 @@ static void swap_slicings(slicing *a, slicing *b) {
 
 /* Slices tree by method into *cur and keeps the better of *cur and *best
  * in *best (the first attempt always); *gain says whether cur won. An
- * attempt after the first gives up once past SLICE_PRUNE times the best
- * total so far. */
+ * attempt gives up once past SLICE_PRUNE times the best total that fits
+ * so far. */
 static bool attempt(search *s, const int (*tree)[2], slice_fn method,
                     path_slice_goal *g, slicing *best, slicing *cur,
                     int *done, bool *gain) {
-  g->bound = *done ? SLICE_PRUNE * best->total : INFINITY;
+  g->bound = *done && best->fits ? SLICE_PRUNE * best->total : INFINITY;
   if (!slice_one(s, tree, method, g, cur)) return false;
   *gain = !(*done)++ || slicing_better(cur, best);
   if (*gain) swap_slicings(best, cur);
