@@ -11,9 +11,11 @@ einc's slicing against cotengra's SliceFinder on its own tree.
   python bench/paths.py --driver build-ci/path_driver [--quick] > out.md
 
 --peers FILE keeps the peers' paths (opt_einsum's and cotengra's, with
-their planning times) in FILE as JSON: a run with FILE present reuses
-them and only einc plans again (cotengra's 64 trials take minutes a
-case). Without it every planner runs.
+their planning times, and cotengra SliceFinder's axes per limit: it is
+randomized) in FILE as JSON: a run with FILE present reuses them and only
+einc plans again (cotengra's 64 trials take minutes a case). Without it
+every planner runs. --sliced: only the cases the sliced comparison covers
+(up to PEERS_MAX operands); --seed S: einc's seed.
 """
 import argparse
 import json
@@ -194,12 +196,13 @@ def linear_to_ssa(path, n):
 
 # ------------------------------------------------------------ planners
 
-def einc(driver, ops, out, sizes, limit=0, budget=0):
+def einc(driver, ops, out, sizes, limit=0, budget=0, seed=0):
     lines = [f"{len(ops)} {len(sizes)}", " ".join(map(str, sizes))]
     lines += [" ".join(map(str, [len(o)] + o)) for o in ops]
     lines.append(" ".join(map(str, [len(out)] + out)))
     args = [driver] + (["--limit", str(limit)] if limit else [])
     args += ["--budget", str(budget)] if budget > 0 else []
+    args += ["--seed", str(seed)] if seed else []
     t0 = time.perf_counter()
     r = subprocess.run(args, input="\n".join(lines), capture_output=True,
                        text=True)
@@ -249,6 +252,10 @@ def main():
     ap.add_argument("--peers", default=None,
                     help="JSON file of the peers' paths: reused when "
                     "present, written when not")
+    ap.add_argument("--seed", type=int, default=0, help="einc's seed")
+    ap.add_argument("--sliced", action="store_true",
+                    help="only the cases the sliced comparison covers "
+                    "(up to PEERS_MAX operands)")
     ap.add_argument("--einc-budget", type=float, default=0,
                     help="only einc, with this time budget (seconds; "
                     "negative: the default budget)")
@@ -277,10 +284,12 @@ def main():
     print("|---|---|" + "---|" * len(planners) + "---|")
     sliced_rows, rows = [], []
     for name, (ops, out, sizes) in cases(args.quick):
+        if args.sliced and len(ops) > PEERS_MAX:
+            continue
         row = {}
         rows.append((name, row))
         big = len(ops) > PEERS_MAX
-        ssa, secs, _, _ = einc(args.driver, ops, out, sizes)
+        ssa, secs, _, _ = einc(args.driver, ops, out, sizes, seed=args.seed)
         row["einc"] = (*cost(ops, out, sizes, ssa), secs)
         mine = peers.setdefault(name, {})
         for how in planners[1:]:
@@ -309,12 +318,21 @@ def main():
             continue
         best_largest = min(v[1] for v in row.values())
         limit = max(1, best_largest / 16)
-        _, _, _, res = einc(args.driver, ops, out, sizes, limit)
+        _, _, _, res = einc(args.driver, ops, out, sizes, limit,
+                               seed=args.seed)
         e_sl = cost(ops, out, sizes, res["ssa"], res["sliced"])
-        ix = ctg_sliced(ops, out, sizes, ssa_c, limit)
+        # SliceFinder is randomized: its axes are kept with the peers, so
+        # runs reusing them compare einc against the same slicing
+        kept = mine.setdefault("cotengra sliced", {})
+        if repr(limit) not in kept:
+            kept[repr(limit)] = ctg_sliced(ops, out, sizes, ssa_c, limit)
+            if args.peers:
+                with open(args.peers, "w") as f:
+                    json.dump(peers, f)
+        ix = kept[repr(limit)]
         c_sl = cost(ops, out, sizes, ssa_c, ix)
         sliced_rows.append((name, limit, e_sl, len(res["sliced"]), c_sl,
-                            len(ix)))
+                            len(ix), res["seconds"]))
     print("\n## Against the targets (issue 26)\n")
     both = [r for r in rows if "cotengra" in r[1] and "auto-hq" in r[1]]
     hq = sum(r[1]["einc"][0] <= r[1]["auto-hq"][0] * (1 + 1e-9) for r in both)
@@ -325,20 +343,20 @@ def main():
           f"{len(ctg)} (largest ratio {max(ctg):.2f})")
     print(f"- planning in at most 1/10 of cotengra's time (wall): {tenth} of "
           f"{len(both)}")
-    sl = [e[0] / c[0] for _, _, e, _, c, _ in sliced_rows]
+    sl = [e[0] / c[0] for _, _, e, _, c, _, _ in sliced_rows]
     print(f"- sliced within 1.5x of cotengra's SliceFinder: "
           f"{sum(x <= 1.5 for x in sl)} of {len(sl)} (largest ratio "
           f"{max(sl):.2f})")
     print("\n## Sliced, limit 1/16 of the best unlimited largest "
           "intermediate\n")
     print("| case | limit (log2) | einc log10 FLOPs / log2 largest / axes "
-          "| cotengra SliceFinder | einc/cotengra |")
-    print("|---|---|---|---|---|")
-    for name, limit, e, ne, c, nc in sliced_rows:
+          "| cotengra SliceFinder | einc/cotengra | einc plan s |")
+    print("|---|---|---|---|---|---|")
+    for name, limit, e, ne, c, nc, secs in sliced_rows:
         print(f"| {name} | {math.log2(limit):.1f} | {math.log10(e[0]):.2f} / "
               f"{math.log2(max(e[1], 1)):.1f} / {ne} | "
               f"{math.log10(c[0]):.2f} / {math.log2(max(c[1], 1)):.1f} / {nc}"
-              f" | {e[0] / c[0]:.2f} |")
+              f" | {e[0] / c[0]:.2f} | {secs:.3g} |")
 
 
 def einc_only(args):

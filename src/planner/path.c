@@ -49,6 +49,16 @@ enum {
  * reconfiguration is often not the best after. */
 enum { TOP = 4 };
 
+/* Under a limit no order meets, slicing gets SLICE_SHARE of the budget
+ * more, spread over its attempts; SLICE_ROUNDS re-slicings of the best
+ * tree at most. */
+#define SLICE_SHARE 0.5
+enum { SLICE_ROUNDS = 3 };
+/* An attempt past this many times the best total FLOPs so far is given
+ * up: slicing further only adds, and reconfiguration seldom wins back
+ * that much. */
+#define SLICE_PRUNE 16.0
+
 typedef struct search {
   pnet *net;        /* limit as the caller set it */
   pnet free_net;    /* the same, no limit */
@@ -146,6 +156,7 @@ static bool search_dp(search *s, int (*pairs)[2]) {
   for (int i = 0; i < net->n; i++) leaves[i] = &net->leaf[i];
   pcost c;
   s->method = "dp";
+  s->collect = true; /* both trees are candidates for slicing */
   if (!path_dp(&s->free_net, net->n, leaves, &out, true, s->work, pairs, &c) ||
       !consider(s, (const int(*)[2])pairs))
     return false;
@@ -227,6 +238,8 @@ static bool reconfigure_top(search *s, int (*pairs)[2], double deadline) {
          !reconf_windows(s, &by_flops, pairs, deadline)) ||
         !reconf_windows(s, fn, pairs, deadline))
       return false;
+    /* kept reconfigured: slicing starts from these */
+    memcpy(s->top[i], pairs, (size_t)(s->net->n - 1) * sizeof *pairs);
   }
   fn->work_limit = limit;
   return true;
@@ -254,33 +267,163 @@ static bool search_heuristic(search *s, int (*pairs)[2]) {
   return reconfigure_top(s, pairs, deadline);
 }
 
-/* The sliced path when no order fits: the best unlimited order, sliced. */
+/* A candidate slicing: a tree, its sliced axes, one slice's cost. */
+typedef struct slicing {
+  int (*pairs)[2];
+  int *axes;
+  int naxes;
+  pcost c;      /* of one slice */
+  double total; /* FLOPs of every slice */
+  bool fits;
+} slicing;
+
+static bool slicing_alloc(const pnet *net, ein_arena *arena, slicing *x) {
+  *x = (slicing){0};
+  x->pairs = ein_arena_alloc(arena, (size_t)net->n, sizeof *x->pairs);
+  x->axes = ein_arena_alloc(arena, (size_t)net->naxes + 1, sizeof(int));
+  return x->pairs && x->axes;
+}
+
+/* Fewer total FLOPs first, then the smaller slice; one that fits beats
+ * one that does not, which ranks by its slice's size. */
+static bool slicing_better(const slicing *a, const slicing *b) {
+  if (a->fits != b->fits) return a->fits;
+  if (!a->fits) return a->c.largest < b->c.largest;
+  double tol = 1e-12 * fmax(a->total, b->total);
+  if (a->total < b->total - tol) return true;
+  return a->total <= b->total + tol && a->c.largest < b->c.largest;
+}
+
+typedef bool (*slice_fn)(pnet *, int (*)[2], const path_slice_goal *,
+                         int *, int *, pcost *, bool *);
+
+/* Slices tree into *x by method, from the full sizes; net->sz is left
+ * with x's axes at 1. */
+static bool slice_one(search *s, const int (*tree)[2], slice_fn method,
+                      const path_slice_goal *g, slicing *x) {
+  pnet *net = s->net;
+  memcpy(net->sz, s->free_net.sz, (size_t)net->naxes * sizeof *net->sz);
+  memcpy(x->pairs, tree, (size_t)(net->n - 1) * sizeof *x->pairs);
+  if (!method(net, x->pairs, g, x->axes, &x->naxes, &x->c, &x->fits))
+    return false;
+  double nslices = 1;
+  for (int k = 0; k < x->naxes; k++)
+    nslices *= (double)s->q->sizes[x->axes[k]];
+  x->total = x->c.flops * nslices;
+  return true;
+}
+
+/* The trees to slice: the best unlimited one first, then the other top
+ * trees (reconfigured, as the search left them) that differ from it. */
+static int slice_trees(search *s, const int (*trees[TOP + 1])[2]) {
+  size_t bytes = (size_t)(s->net->n - 1) * sizeof *s->best_free;
+  int m = 0;
+  trees[m++] = (const int(*)[2])s->best_free;
+  for (int i = 0; i < s->ntop; i++) {
+    bool seen = false;
+    for (int j = 0; j < m && !seen; j++)
+      seen = !memcmp(trees[j], s->top[i], bytes);
+    if (!seen) trees[m++] = (const int(*)[2])s->top[i];
+  }
+  return m;
+}
+
+/* Sets the nets' work limit to an equal share of what is left of the
+ * slicing's work (`end`) among `left` attempts. */
+static void share_work(search *s, uint64_t end, int left) {
+  if (s->fixed) return;
+  uint64_t now = s->work_done;
+  s->net->work_limit = now + (end > now ? (end - now) / (uint64_t)left : 0);
+}
+
+static void swap_slicings(slicing *a, slicing *b) {
+  slicing t = *a;
+  *a = *b, *b = t;
+}
+
+/* Slices tree by method into *cur and keeps the better of *cur and *best
+ * in *best (the first attempt always); *gain says whether cur won. An
+ * attempt gives up once past SLICE_PRUNE times the best total that fits
+ * so far. */
+static bool attempt(search *s, const int (*tree)[2], slice_fn method,
+                    path_slice_goal *g, slicing *best, slicing *cur,
+                    int *done, bool *gain) {
+  g->bound = *done && best->fits ? SLICE_PRUNE * best->total : INFINITY;
+  if (!slice_one(s, tree, method, g, cur)) return false;
+  *gain = !(*done)++ || slicing_better(cur, best);
+  if (*gain) swap_slicings(best, cur);
+  return true;
+}
+
+/* Whether the slicing's work (to `end`) is spent. */
+static bool slicing_spent(const search *s, uint64_t end) {
+  return !s->fixed && s->work_done >= end;
+}
+
+/* First the FLOP-best tree the old way (slicing, then reconfiguring) with
+ * the old share of work, so the result is never worse than that; then
+ * each tree both ways and rounds from the best (its tree sliced afresh,
+ * interleaved, while that improves), sharing as much work again, no
+ * attempt starting once it is spent. q->slice_trees 1: the old way alone.
+ * Leaves the best in *best. */
+static bool slice_search(search *s, slicing *best, slicing *cur) {
+  static const slice_fn methods[2] = {path_slice, path_slice_reconf};
+  const int (*trees[TOP + 1])[2];
+  int m = slice_trees(s, trees), done = 0, want = s->q->slice_trees;
+  if (want > 0 && want < m) m = want;
+  int attempts = 2 * m + SLICE_ROUNDS;
+  uint64_t share = (uint64_t)(SLICE_SHARE * (double)s->net->work_limit);
+  uint64_t end = s->work_done + 2 * share;
+  double clock = clock_cap(2 * SLICE_SHARE * s->budget);
+  path_slice_goal g = {s->q->no_slice,
+                       s->fixed ? INFINITY : path_now() + clock, INFINITY};
+  bool gain = true;
+  if (!s->fixed) s->net->work_limit = s->work_done + share;
+  if (!attempt(s, trees[0], path_slice, &g, best, cur, &done, &gain))
+    return false;
+  if (want == 1) return true;
+  for (int t = 0; t < m; t++)
+    for (int k = !t; k < 2 && !slicing_spent(s, end); k++) {
+      share_work(s, end, attempts - done);
+      if (!attempt(s, trees[t], methods[k], &g, best, cur, &done, &gain))
+        return false;
+    }
+  gain = true;
+  for (int round = 0; round < SLICE_ROUNDS && best->fits && gain &&
+                      !slicing_spent(s, end); round++) {
+    share_work(s, end, attempts - done);
+    if (!attempt(s, (const int(*)[2])best->pairs, path_slice_reconf, &g,
+                 best, cur, &done, &gain))
+      return false;
+  }
+  return true;
+}
+
+/* The sliced path when no order fits: the best of slicing several trees. */
 static ein_path_status finish_sliced(search *s, ein_arena *arena,
                                      ein_path_result *r) {
   pnet *net = s->net;
-  memcpy(r->pairs, s->best_free, (size_t)(net->n - 1) * sizeof *r->pairs);
+  slicing best, cur;
+  if (!slicing_alloc(net, s->work, &best) || !slicing_alloc(net, s->work, &cur))
+    return EIN_PATH_NO_MEMORY;
+  if (!slice_search(s, &best, &cur)) return EIN_PATH_NO_MEMORY;
   r->sliced = ein_arena_alloc(arena, (size_t)net->naxes + 1, sizeof(int));
   if (!r->sliced) return EIN_PATH_NO_MEMORY;
-  /* Slicing gets half a budget more. */
-  net->work_limit = s->work_done + net->work_limit / 2;
-  double deadline =
-      s->fixed ? INFINITY : path_now() + clock_cap(0.5 * s->budget);
-  pcost c;
-  bool fits;
-  if (!path_slice(net, r->pairs, s->q->no_slice, deadline, r->sliced,
-                  &r->nsliced, &c, &fits))
-    return EIN_PATH_NO_MEMORY;
-  if (!fits) {
-    r->fit_largest = c.largest;
+  if (!best.fits) {
+    r->fit_largest = best.c.largest;
     memcpy(r->pairs, s->best_free, (size_t)(net->n - 1) * sizeof *r->pairs);
     r->nsliced = 0;
     return EIN_PATH_TOO_LARGE;
   }
+  memcpy(r->pairs, best.pairs, (size_t)(net->n - 1) * sizeof *r->pairs);
+  memcpy(r->sliced, best.axes, (size_t)best.naxes * sizeof *r->sliced);
+  r->nsliced = best.naxes;
   r->nslices = 1;
   for (int k = 0; k < r->nsliced; k++)
     r->nslices *= (double)s->q->sizes[r->sliced[k]];
-  r->slice_largest = c.largest;
-  r->sliced_flops = c.flops * r->nslices;
+  r->slice_largest = best.c.largest;
+  r->sliced_flops = best.total;
+  pcost c;
   if (!eval(&s->free_net, (const int(*)[2])r->pairs, &c))
     return EIN_PATH_NO_MEMORY;
   r->flops = c.flops, r->largest = c.largest;

@@ -20,9 +20,10 @@
  * operands; beyond, randomized greedy trials (Boltzmann-sampled greedy)
  * refined by subtree reconfiguration (windows of up to 8 leaves re-solved
  * by the DP), with a recursive-bisection start for the largest networks;
- * then, if a limit is set and not met, greedy slicing followed by
- * reconfiguration with the sliced axes fixed. docs/design.md, "Contraction
- * order at scale and slicing (issue 26)".
+ * then, if a limit is set and not met, slicing of the best few trees
+ * (greedy slicing and reconfiguration with the sliced axes fixed, one
+ * after the other or interleaved), the least total FLOPs kept.
+ * docs/design.md, "Contraction order at scale and slicing (issue 26)".
  *
  * An "intermediate" is the result of a pair other than the last one (the
  * last writes the output); inputs and the output are not counted.
@@ -72,6 +73,11 @@ typedef struct ein_path_query {
   ein_path_objective objective;
   double combo_alpha;  /* COMBO's alpha; 0: 64 */
   const bool *no_slice; /* per axis id: never slice it (NULL: any axis) */
+  int slice_trees;     /* when slicing: how many of the search's best
+                          distinct trees are sliced; 0: all it keeps (up to
+                          5); 1: the FLOP-best alone, sliced then
+                          reconfigured once (the cheapest; the method
+                          before 2026-11-28) */
 } ein_path_query;
 
 typedef enum ein_path_status {

@@ -116,14 +116,29 @@ bool path_partition(const pnet *net, int leaf_size, double imbalance,
 bool path_reconfigure(const pnet *net, int (*pairs)[2], int window,
                       double deadline, int max_passes, pcost *cost);
 
+/* What a slicing aims at: one slice within net->limit, slicing no axis
+ * no_slice marks (NULL: any), reconfiguring until deadline (and the
+ * net's work limit); bound: every slice's FLOPs past which the slicing
+ * gives up (INFINITY: never), as not fitting. */
+typedef struct path_slice_goal {
+  const bool *no_slice;
+  double deadline;
+  double bound;
+} path_slice_goal;
+
 /* Greedy slicing of the tree `pairs` until one slice's largest
  * intermediate is within net->limit, then reconfiguration with the sliced
  * axes fixed (sizes 1) and a pass that unslices any axis no longer needed.
  * net->sz is changed: sliced axes are 1 after. Fills sliced[] (room for
  * naxes ids), *nsliced and *cost (of one slice). Returns false when memory
  * runs out; *fits false when no slicing meets the limit. */
-bool path_slice(pnet *net, int (*pairs)[2], const bool *no_slice,
-                double deadline, int *sliced, int *nsliced, pcost *cost,
-                bool *fits);
+bool path_slice(pnet *net, int (*pairs)[2], const path_slice_goal *g,
+                int *sliced, int *nsliced, pcost *cost, bool *fits);
+
+/* The same with slicing and reconfiguration interleaved: one axis at a
+ * time, each followed by a reconfiguration (windows of 6) for one slice's
+ * FLOPs; once the slices fit, as path_slice. */
+bool path_slice_reconf(pnet *net, int (*pairs)[2], const path_slice_goal *g,
+                       int *sliced, int *nsliced, pcost *cost, bool *fits);
 
 #endif
