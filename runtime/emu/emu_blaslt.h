@@ -30,7 +30,10 @@
  *                   K-contiguous), or an FP8 kernel's alignment rule
  *                   broken (no algorithm exists): A, B, C, D pointers,
  *                   every ld and batch stride in bytes a multiple of 16,
- *                   k and m multiples of 16;
+ *                   k and m multiples of 16 (m: torch's _scaled_mm's
+ *                   rule, perhaps stricter than cuBLASLt; einc pads to it
+ *                   anyway, so the emulation errs on the side that
+ *                   catches mistakes);
  *   INVALID_VALUE   layouts that disagree with op(A) op(B) = D (rows,
  *                   cols, batch counts), ld below the rows, a negative
  *                   size, a NULL pointer the call reads, or alpha/beta

@@ -3,6 +3,7 @@
  */
 #include "fp8_gemm.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "loop_axes.h"
@@ -94,6 +95,14 @@ static void decide_layout(builder *b, const bool aligned[3]) {
                !kvec_fits(g->b_ks, g->b_ns, g->k, nb, nb ? la->st[0][2] : 0);
   b->temp_d = many || !aligned[2] ||
               !d_fits(g, b->csize, nb, nb ? la->st[0][0] : 0);
+}
+
+/* cuBLASLt takes the batch count as an int32 (and einc's map the sizes):
+ * beyond, the decode path. */
+static bool fits_call(const builder *b) {
+  const ein_gemm *g = &b->f->gemm;
+  return g->m <= INT32_MAX && b->n16 <= INT32_MAX && b->k16 <= INT32_MAX &&
+         b->vol <= INT32_MAX;
 }
 
 /* A new plan in an arena of its own, its buffers and steps allocated. */
@@ -311,6 +320,7 @@ ein_status ein_fp8_gemm_plan(const ein_plan_ir *f32, const ein_dtype in[2],
   b.in[0] = in[0], b.in[1] = in[1];
   b.dt[0] = in[b.in_of[0]], b.dt[1] = in[b.in_of[1]];
   decide_layout(&b, aligned);
+  if (!fits_call(&b)) return EIN_OK;
   b.ir = new_plan(f32);
   if (!b.ir) return ein_fail_memory(err, "out of memory planning an FP8 GEMM");
   plan_header(&b, f32);

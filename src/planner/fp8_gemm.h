@@ -17,9 +17,9 @@
  *   one GEMM step with fp8 A and B (ein_gemm.scaled), into the output or,
  *     when the output is not in D's layout, into a temporary;
  *   then a copy of that temporary into the output.
- * or NULL (EIN_OK) when the f32 plan is not one GEMM of both inputs, or
- * both inputs are e5m2 (cuBLASLt has no e5m2 x e5m2 row): the caller then
- * takes the decode path.
+ * or NULL (EIN_OK) when the f32 plan is not one GEMM of both inputs,
+ * both inputs are e5m2 (cuBLASLt has no e5m2 x e5m2 row), or a size or
+ * the batch passes int32: the caller then takes the decode path.
  *
  * The FP8 layout rule (ein_fp8_gemm_fits) lives here, once: cuBLASLt's
  * FP8 kernels take A transposed and B not ("TN": both K-contiguous), and
