@@ -556,6 +556,8 @@ static void test_fp8_plans(void) {
        "fill copy fill copy gemm"},
       {"i k, j k -> i j", (const int64_t[2]){20, 48}, a, true,
        "fill copy gemm store"},
+      /* C column-major: the step transposed, C as it is */
+      {"i k, j k -> j i", b, a, true, "gemm"},
   };
   for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
     ein_plan_ir *ir =

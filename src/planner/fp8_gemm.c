@@ -40,7 +40,9 @@ bool ein_fp8_gemm_fits(const ein_gemm *g, int64_t csize) {
 
 /* The plan being made. */
 typedef struct builder {
-  const ein_step *f;       /* the f32 plan's GEMM */
+  const ein_step *f;       /* the f32 plan's GEMM, or `t` */
+  ein_step t;              /* it as C^T = B^T A^T, when that fits better */
+  ein_loop_axis tbatch[EIN_LOOP_MAXAX];
   int in_of[2];            /* input numbers of the step's A and B */
   ein_dtype dt[2];         /* their fp8 dtypes */
   ein_dtype in[2];         /* inputs 0's and 1's */
@@ -103,6 +105,51 @@ static bool fits_call(const builder *b) {
   const ein_gemm *g = &b->f->gemm;
   return g->m <= INT32_MAX && b->n16 <= INT32_MAX && b->k16 <= INT32_MAX &&
          b->vol <= INT32_MAX;
+}
+
+/* The step as C^T = B^T A^T: m and n, A and B (and their inputs)
+ * exchanged, so a C of unit stride along m becomes one along n. False
+ * when its batch is too long to copy. */
+static bool transpose_step(builder *b) {
+  const ein_step *f = b->f;
+  if (f->gemm.nbatch > EIN_LOOP_MAXAX) return false;
+  ein_step *t = &b->t;
+  *t = *f;
+  t->src[0] = f->src[1], t->src[1] = f->src[0];
+  t->operand[0] = f->operand[1], t->operand[1] = f->operand[0];
+  ein_gemm *g = &t->gemm;
+  const ein_gemm *o = &f->gemm;
+  g->m = o->n, g->n = o->m;
+  g->a_ms = o->b_ns, g->a_ks = o->b_ks;
+  g->b_ks = o->a_ks, g->b_ns = o->a_ms;
+  g->c_ms = o->c_ns, g->c_ns = o->c_ms;
+  g->groups[EIN_GROUP_M] = o->groups[EIN_GROUP_N];
+  g->groups[EIN_GROUP_N] = o->groups[EIN_GROUP_M];
+  g->batch = b->tbatch;
+  for (int i = 0; i < o->nbatch; i++) {
+    b->tbatch[i] = o->batch[i];
+    b->tbatch[i].stride[1] = o->batch[i].stride[2];
+    b->tbatch[i].stride[2] = o->batch[i].stride[1];
+  }
+  int in0 = b->in_of[0];
+  b->in_of[0] = b->in_of[1], b->in_of[1] = in0;
+  b->dt[0] = b->in[b->in_of[0]], b->dt[1] = b->in[b->in_of[1]];
+  b->f = t;
+  return true;
+}
+
+/* The step as it is, or transposed when only that lets C be cuBLASLt's
+ * D without a temporary (an output of unit stride along m). */
+static void orient(builder *b, const bool aligned[3]) {
+  decide_layout(b, aligned);
+  if (!b->temp_d) return;
+  builder t = *b;
+  if (!transpose_step(&t)) return;
+  decide_layout(&t, aligned);
+  if (t.temp_d) return;
+  *b = t;
+  b->f = &b->t; /* t's own copy moved with it */
+  b->t.gemm.batch = b->tbatch;
 }
 
 /* A new plan in an arena of its own, its buffers and steps allocated. */
@@ -319,7 +366,7 @@ ein_status ein_fp8_gemm_plan(const ein_plan_ir *f32, const ein_dtype in[2],
     return EIN_OK;
   b.in[0] = in[0], b.in[1] = in[1];
   b.dt[0] = in[b.in_of[0]], b.dt[1] = in[b.in_of[1]];
-  decide_layout(&b, aligned);
+  orient(&b, aligned);
   if (!fits_call(&b)) return EIN_OK;
   b.ir = new_plan(f32);
   if (!b.ir) return ein_fail_memory(err, "out of memory planning an FP8 GEMM");

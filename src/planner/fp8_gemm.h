@@ -28,7 +28,8 @@
  * _scaled_mm asks too). The GEMM step computes C = A B in plan.h's
  * row-major terms; cuBLASLt computes D = C^T, so its A is the step's B
  * (n x k, K-contiguous) and its B the step's A (m x k, K-contiguous), and
- * D is C with unit stride along n. Padding rows and columns are zeros, so
+ * D is C with unit stride along n (a C of unit stride along m takes the
+ * step transposed, C^T = B^T A^T). Padding rows and columns are zeros, so
  * the padded product's extra elements are never stored.
  */
 #ifndef EIN_FP8_GEMM_H
