@@ -744,6 +744,11 @@ static uint8_t random_fp8(int type) {
                                                   : &ein_fp8_e5m2, x);
 }
 
+/* 64-byte aligned memory (aligned_alloc wants a multiple of 64 bytes). */
+static void *alloc64(int64_t bytes) {
+  return aligned_alloc(64, (size_t)((bytes + 64) / 64 * 64));
+}
+
 static void lt_make(lt_case *c, int at, int bt, int dt, int64_t m, int64_t n,
                     int64_t k, int64_t batch) {
   memset(c, 0, sizeof *c);
@@ -754,12 +759,12 @@ static void lt_make(lt_case *c, int at, int bt, int dt, int64_t m, int64_t n,
   c->a = (ein_emu_lt_layout){at, k, m, lda, (int)batch, lda * m};
   c->b = (ein_emu_lt_layout){bt, k, n, ldb, (int)batch, ldb * n};
   c->d = (ein_emu_lt_layout){dt, m, n, m, (int)batch, m * n};
-  c->A = aligned_alloc(64, (size_t)(lda * m * batch + 64));
-  c->B = aligned_alloc(64, (size_t)(ldb * n * batch + 64));
-  c->D = aligned_alloc(64, (size_t)(m * n * batch * 4 + 64));
+  c->A = alloc64(lda * m * batch);
+  c->B = alloc64(ldb * n * batch);
+  c->D = alloc64(m * n * batch * 4);
   for (int64_t i = 0; i < lda * m * batch; i++) c->A[i] = random_fp8(at);
   for (int64_t i = 0; i < ldb * n * batch; i++) c->B[i] = random_fp8(bt);
-  memset(c->D, 0x7e, (size_t)(m * n * batch * 4 + 64));
+  memset(c->D, 0x7e, (size_t)(m * n * batch * 4));
   c->sa = 0.5f, c->sb = 3.0f, c->alpha = 1.0f, c->beta = 0.0f;
   c->sm = 90;
 }
