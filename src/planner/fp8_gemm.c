@@ -108,11 +108,9 @@ static bool fits_call(const builder *b) {
 }
 
 /* The step as C^T = B^T A^T: m and n, A and B (and their inputs)
- * exchanged, so a C of unit stride along m becomes one along n. False
- * when its batch is too long to copy. */
-static bool transpose_step(builder *b) {
+ * exchanged, so a C of unit stride along m becomes one along n. */
+static void transpose_step(builder *b) {
   const ein_step *f = b->f;
-  if (f->gemm.nbatch > EIN_LOOP_MAXAX) return false;
   ein_step *t = &b->t;
   *t = *f;
   t->src[0] = f->src[1], t->src[1] = f->src[0];
@@ -135,7 +133,6 @@ static bool transpose_step(builder *b) {
   b->in_of[0] = b->in_of[1], b->in_of[1] = in0;
   b->dt[0] = b->in[b->in_of[0]], b->dt[1] = b->in[b->in_of[1]];
   b->f = t;
-  return true;
 }
 
 /* The step as it is, or transposed when only that lets C be cuBLASLt's
@@ -144,7 +141,7 @@ static void orient(builder *b, const bool aligned[3]) {
   decide_layout(b, aligned);
   if (!b->temp_d) return;
   builder t = *b;
-  if (!transpose_step(&t)) return;
+  transpose_step(&t);
   decide_layout(&t, aligned);
   if (t.temp_d) return;
   *b = t;
@@ -362,7 +359,8 @@ ein_status ein_fp8_gemm_plan(const ein_plan_ir *f32, const ein_dtype in[2],
   builder b = {.out = out_dtype,
                .csize = (int64_t)ein_dtype_size(out_dtype)};
   b.f = lone_gemm(f32, b.in_of);
-  if (!b.f || (in[0] == EIN_DT_F8E5M2 && in[1] == EIN_DT_F8E5M2))
+  if (!b.f || (in[0] == EIN_DT_F8E5M2 && in[1] == EIN_DT_F8E5M2) ||
+      b.f->gemm.nbatch > EIN_LOOP_MAXAX)
     return EIN_OK;
   b.in[0] = in[0], b.in[1] = in[1];
   b.dt[0] = in[b.in_of[0]], b.dt[1] = in[b.in_of[1]];
