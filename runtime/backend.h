@@ -33,6 +33,9 @@ typedef struct ein_backend ein_backend;
 /* Cache counters of a backend that compiles kernels (zeros otherwise). */
 typedef struct ein_backend_stats {
   unsigned long long memory_hits, disk_hits, compiles;
+  /* cublasLtMatmul FP8 GEMMs run (CUDA, the emulated device): how a test
+   * tells the FP8 path from the decode path (fp8_eval.c). */
+  unsigned long long fp8_gemms;
 } ein_backend_stats;
 
 typedef struct ein_backend_entry {
@@ -85,6 +88,9 @@ static inline void ein_step_mark(const ein_step_marks *marks, int step) {
 
 struct ein_backend {
   const ein_backend_entry *entry;
+  /* The device's compute capability x 10 (89 for 8.9; the emulated
+   * device's is EINC_EMU_SM's); 0 for the CPU. */
+  int sm;
   /* Runs every step of plan. inputs[i] is operand i's first element (in
    * the backend's memory); `program` is entry->prepare's result; marks
    * (may be NULL) are called around each step. */
@@ -166,6 +172,15 @@ ein_status ein_run_steps(const ein_plan_ir *plan, char *const *inputs,
                          char *output, char *workspace,
                          const ein_step_marks *marks, ein_step_fn run,
                          void *ctx, ein_error_rec *err);
+
+/* FP8 GEMMs (cuBLASLt's FP8 rows) need compute capability 8.9 (Ada) or
+ * later. */
+enum { EIN_FP8_GEMM_MIN_SM = 89 };
+
+/* EIN_OK when a device of compute capability sm (x 10) runs FP8 GEMMs,
+ * else EIN_ERR_DEVICE naming its sm and the minimum (the CUDA backend and
+ * the emulated device refuse an FP8 GEMM step with it). */
+ein_status ein_fp8_gemm_sm_check(int sm, ein_error_rec *err);
 
 /* The table's entries; each backend's file defines its own. */
 extern const ein_backend_entry ein_cpu_entry, ein_cuda_entry, ein_emu_entry;

@@ -54,3 +54,12 @@ ein_status ein_run_steps(const ein_plan_ir *plan, char *const *inputs,
   ein_step_mark(marks, plan->nsteps);
   return EIN_OK;
 }
+
+ein_status ein_fp8_gemm_sm_check(int sm, ein_error_rec *err) {
+  if (sm >= EIN_FP8_GEMM_MIN_SM) return EIN_OK;
+  return ein_fail_device(err,
+                         "an FP8 GEMM (cublasLtMatmul with fp8 A and B) needs "
+                         "compute capability 8.9 or later (sm_%d: Ada, "
+                         "Hopper, Blackwell); this device is sm_%d",
+                         (int)EIN_FP8_GEMM_MIN_SM, sm);
+}

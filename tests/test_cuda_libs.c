@@ -13,6 +13,8 @@
  *              (without a GPU it fails for want of a device, not of
  *              cuBLAS). On a GPU: a GEMM plan fails naming libcublas
  *              with its output untouched, a transpose runs.
+ *   no-cublaslt  EINC_CUBLASLT names a missing file: cuBLAS still
+ *              loads; cuBLASLt (FP8 GEMMs) fails naming libcublasLt.
  *   no-nvrtc   EINC_NVRTC names a missing file: a compile names
  *              libnvrtc; creating a backend does not need it. On a GPU,
  *              with an empty kernel cache: a transpose fails naming
@@ -27,6 +29,7 @@
  * Needs the CUDA toolkit's libraries for no-cublas, no-nvrtc, lazy and
  * race; a GPU only for the parts said to need one.
  */
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <link.h>
@@ -235,6 +238,27 @@ static void no_nvrtc(void) {
   rmdir(dir);
 }
 
+/* cuBLASLt, opened by the first FP8 GEMM alone: missing, cuBLAS still
+ * loads; requiring it names the library, its variable and its wheel, and
+ * its forwarders return cuBLAS's generic failure. */
+static void no_cublaslt(void) {
+  char lt[32];
+  snprintf(lt, sizeof lt, "libcublasLt.so.%d", EIN_CUDA_MAJOR);
+  ein_error_rec err;
+  ein_error_init(&err);
+  CHECK(ein_cuda_lib_require(EIN_LIB_CUBLAS, &err) == EIN_OK,
+        "cuBLAS still loads: %s", err.message);
+  ein_status st = ein_cuda_lib_require(EIN_LIB_CUBLASLT, &err);
+  CHECK(st == EIN_ERR_DEVICE && has(err.message, lt) &&
+            has(err.message, "EINC_CUBLASLT") &&
+            has(err.message, "nvidia-cublas"),
+        "cuBLASLt missing: %s: %s", ein_status_name(st), err.message);
+  ein_error_clear(&err);
+  cublasLtHandle_t h = NULL;
+  CHECK(cublasLtCreate(&h) == CUBLAS_STATUS_NOT_INITIALIZED && !h,
+        "cublasLtCreate forwarder");
+}
+
 /* Whether a library whose path contains `part` is mapped. */
 static int find_mapped(struct dl_phdr_info *info, size_t size, void *part) {
   (void)size;
@@ -320,6 +344,9 @@ int main(int argc, char **argv) {
   } else if (strcmp(mode, "no-cublas") == 0) {
     setenv("EINC_CUBLAS", "/nonexistent/libcublas.so", 1);
     no_cublas();
+  } else if (strcmp(mode, "no-cublaslt") == 0) {
+    setenv("EINC_CUBLASLT", "/nonexistent/libcublasLt.so", 1);
+    no_cublaslt();
   } else if (strcmp(mode, "no-nvrtc") == 0) {
     setenv("EINC_NVRTC", "/nonexistent/libnvrtc.so", 1);
     no_nvrtc();
@@ -329,7 +356,8 @@ int main(int argc, char **argv) {
     race();
   } else {
     fprintf(stderr, "usage: test_cuda_libs "
-                    "[disabled|no-cublas|no-nvrtc|lazy|race]\n");
+                    "[disabled|no-cublas|no-cublaslt|no-nvrtc|lazy|"
+                    "race]\n");
     return 2;
   }
   char name[64];

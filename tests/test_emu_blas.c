@@ -19,6 +19,8 @@
 
 #include "alloc.h"
 #include "emu_blas.h"
+#include "emu_blaslt.h"
+#include "fp8.h"
 #include "half.h"
 #include "harness.h"
 
@@ -56,6 +58,8 @@ SAME(EIN_EMU_COMPUTE_32I_PEDANTIC, CUBLAS_COMPUTE_32I_PEDANTIC);
 SAME(EIN_EMU_COMPUTE_32F_FAST_16F, CUBLAS_COMPUTE_32F_FAST_16F);
 SAME(EIN_EMU_COMPUTE_32F_FAST_16BF, CUBLAS_COMPUTE_32F_FAST_16BF);
 SAME(EIN_EMU_COMPUTE_32F_FAST_TF32, CUBLAS_COMPUTE_32F_FAST_TF32);
+SAME(EIN_EMU_R_8F_E4M3, CUDA_R_8F_E4M3);
+SAME(EIN_EMU_R_8F_E5M2, CUDA_R_8F_E5M2);
 #define HAVE_CUBLAS_HEADERS 1
 #endif
 #endif
@@ -717,6 +721,154 @@ static void test_large(void) {
   free(A), free(B), free(C), free(before);
 }
 
+/* ------------------------------------------------- cuBLASLt FP8 matmul */
+
+/* One FP8 call's buffers and arguments: A k x m (TN: A transposed), B
+ * k x n, D m x n, `batch` of each. */
+typedef struct lt_case {
+  int64_t m, n, k, batch;
+  ein_emu_lt_desc desc;
+  ein_emu_lt_layout a, b, d;
+  uint8_t *A, *B;
+  char *D;
+  float sa, sb, alpha, beta;
+  int sm;
+} lt_case;
+
+static uint64_t lt_rng = 12345;
+
+static uint8_t random_fp8(int type) {
+  lt_rng = lt_rng * 6364136223846793005ull + 1442695040888963407ull;
+  double x = ((double)(lt_rng >> 11) / 9007199254740992.0 - 0.5) * 8;
+  return ein_fp8_encode(type == EIN_EMU_R_8F_E4M3 ? &ein_fp8_e4m3fn
+                                                  : &ein_fp8_e5m2, x);
+}
+
+/* 64-byte aligned memory (aligned_alloc wants a multiple of 64 bytes). */
+static void *alloc64(int64_t bytes) {
+  return aligned_alloc(64, (size_t)((bytes + 64) / 64 * 64));
+}
+
+static void lt_make(lt_case *c, int at, int bt, int dt, int64_t m, int64_t n,
+                    int64_t k, int64_t batch) {
+  memset(c, 0, sizeof *c);
+  c->m = m, c->n = n, c->k = k, c->batch = batch;
+  c->desc = (ein_emu_lt_desc){EIN_EMU_COMPUTE_32F, EIN_EMU_R_32F, EIN_EMU_OP_T,
+                              EIN_EMU_OP_N, &c->sa, &c->sb};
+  int64_t lda = (k + 15) / 16 * 16 + 16, ldb = (k + 15) / 16 * 16;
+  c->a = (ein_emu_lt_layout){at, k, m, lda, (int)batch, lda * m};
+  c->b = (ein_emu_lt_layout){bt, k, n, ldb, (int)batch, ldb * n};
+  c->d = (ein_emu_lt_layout){dt, m, n, m, (int)batch, m * n};
+  c->A = alloc64(lda * m * batch);
+  c->B = alloc64(ldb * n * batch);
+  c->D = alloc64(m * n * batch * 4);
+  for (int64_t i = 0; i < lda * m * batch; i++) c->A[i] = random_fp8(at);
+  for (int64_t i = 0; i < ldb * n * batch; i++) c->B[i] = random_fp8(bt);
+  memset(c->D, 0x7e, (size_t)(m * n * batch * 4));
+  c->sa = 0.5f, c->sb = 3.0f, c->alpha = 1.0f, c->beta = 0.0f;
+  c->sm = 90;
+}
+
+static int lt_call(lt_case *c) {
+  return ein_emu_lt_matmul(c->sm, &c->desc, &c->alpha, c->A, &c->a, c->B,
+                           &c->b, &c->beta, c->D, &c->d, c->D, &c->d);
+}
+
+static double fp8_value(int type, uint8_t v) {
+  return ein_fp8_decode(
+      type == EIN_EMU_R_8F_E4M3 ? &ein_fp8_e4m3fn : &ein_fp8_e5m2, v);
+}
+
+/* D against the f64 sum of the decoded products times the scales. */
+static double lt_error(const lt_case *c) {
+  double e = 0, w = 0;
+  int64_t csz = c->d.type == EIN_EMU_R_32F ? 4 : 2;
+  for (int64_t bt = 0; bt < c->batch; bt++)
+    for (int64_t j = 0; j < c->n; j++)
+      for (int64_t i = 0; i < c->m; i++) {
+        double want = 0;
+        for (int64_t l = 0; l < c->k; l++)
+          want += fp8_value(c->a.type, c->A[bt * c->a.batch_stride +
+                                            i * c->a.ld + l]) *
+                  fp8_value(c->b.type, c->B[bt * c->b.batch_stride +
+                                            j * c->b.ld + l]);
+        want *= (double)c->sa * c->sb * c->alpha;
+        const char *p = c->D + (bt * c->d.batch_stride + i + j * c->d.ld) * csz;
+        uint16_t h;
+        float f;
+        memcpy(&h, p, 2);
+        memcpy(&f, p, 4);
+        double got = c->d.type == EIN_EMU_R_32F    ? f
+                     : c->d.type == EIN_EMU_R_16BF ? ein_bf16_to_f32(h)
+                                                   : ein_f16_to_f32(h);
+        e += (got - want) * (got - want), w += want * want;
+      }
+  return sqrt(e) / fmax(sqrt(w), 1e-300);
+}
+
+static void lt_free(lt_case *c) { free(c->A), free(c->B), free(c->D); }
+
+static void test_lt_results(void) {
+  const int pairs[3][2] = {{EIN_EMU_R_8F_E4M3, EIN_EMU_R_8F_E4M3},
+                           {EIN_EMU_R_8F_E4M3, EIN_EMU_R_8F_E5M2},
+                           {EIN_EMU_R_8F_E5M2, EIN_EMU_R_8F_E4M3}};
+  const int outs[3] = {EIN_EMU_R_32F, EIN_EMU_R_16BF, EIN_EMU_R_16F};
+  for (int p = 0; p < 3; p++)
+    for (int o = 0; o < 3; o++) {
+      lt_case c;
+      lt_make(&c, pairs[p][0], pairs[p][1], outs[o], 32, 5, 48, 3);
+      CHECK(lt_call(&c) == EIN_EMU_BLAS_SUCCESS, "lt row %d/%d", p, o);
+      double err = lt_error(&c), tol = o ? 2e-2 : 1e-5;
+      CHECK(err <= tol, "lt row %d/%d: error %.3g > %g", p, o, err, tol);
+      lt_free(&c);
+    }
+}
+
+/* What cuBLASLt refuses, each from a good call changed in one way, and
+ * D left as it was. */
+static void test_lt_refusals(void) {
+  enum { N = 11 };
+  static const char *const what[N] = {
+      "sm_80", "e5m2 x e5m2", "A not transposed", "B transposed",
+      "lda not a multiple of 16", "A misaligned", "k not a multiple of 16",
+      "C and D of two types", "compute 64F", "lda below k",
+      "batch counts differ"};
+  static const int want[N] = {
+      EIN_EMU_BLAS_ARCH_MISMATCH,  EIN_EMU_BLAS_NOT_SUPPORTED,
+      EIN_EMU_BLAS_NOT_SUPPORTED,  EIN_EMU_BLAS_NOT_SUPPORTED,
+      EIN_EMU_BLAS_NOT_SUPPORTED,  EIN_EMU_BLAS_NOT_SUPPORTED,
+      EIN_EMU_BLAS_NOT_SUPPORTED,  EIN_EMU_BLAS_NOT_SUPPORTED,
+      EIN_EMU_BLAS_NOT_SUPPORTED,  EIN_EMU_BLAS_INVALID_VALUE,
+      EIN_EMU_BLAS_INVALID_VALUE};
+  for (int t = 0; t < N; t++) {
+    lt_case c;
+    lt_make(&c, EIN_EMU_R_8F_E4M3, EIN_EMU_R_8F_E4M3, EIN_EMU_R_32F, 32, 16,
+            32, 2);
+    ein_emu_lt_layout d2 = c.d;
+    const void *A = c.A;
+    switch (t) {
+    case 0: c.sm = 80; break;
+    case 1: c.a.type = c.b.type = EIN_EMU_R_8F_E5M2; break;
+    case 2: c.desc.transa = EIN_EMU_OP_N; c.a.rows = 32, c.a.cols = 32; break;
+    case 3: c.desc.transb = EIN_EMU_OP_T; c.b.rows = 16, c.b.cols = 32;
+            c.b.ld = 16; break;
+    case 4: c.a.ld = 40; break;
+    case 5: A = c.A + 1; break;
+    case 6: c.a.rows = c.b.rows = 24; break;
+    case 7: d2.type = EIN_EMU_R_16BF; break;
+    case 8: c.desc.compute = EIN_EMU_COMPUTE_64F; break;
+    case 9: c.a.ld = 16; break;
+    case 10: c.b.batch_count = 1; break;
+    }
+    int r = ein_emu_lt_matmul(c.sm, &c.desc, &c.alpha, A, &c.a, c.B, &c.b,
+                              &c.beta, c.D, &c.d, c.D, &d2);
+    CHECK(r == want[t], "%s: %s, not %s", what[t],
+          ein_emu_blas_status_name(r), ein_emu_blas_status_name(want[t]));
+    CHECK((unsigned char)c.D[0] == 0x7e, "%s: D written", what[t]);
+    lt_free(&c);
+  }
+}
+
 int main(void) {
 #ifdef HAVE_CUBLAS_HEADERS
   printf("enum values checked against cublas_api.h\n");
@@ -735,5 +887,7 @@ int main(void) {
   test_status_names();
   test_random();
   test_large();
+  test_lt_results();
+  test_lt_refusals();
   return test_summary("emu_blas");
 }

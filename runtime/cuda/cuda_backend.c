@@ -2,7 +2,8 @@
  * cuda_backend.c - runs plans on an NVIDIA GPU (cuda_backend.h).
  *
  * A backend owns, for one device: a stream (or uses the caller's), a
- * cuBLAS handle with a 32 MiB workspace, a stream-ordered memory pool for
+ * cuBLAS handle with a 32 MiB workspace (and a cuBLASLt handle sharing it,
+ * for FP8 GEMMs), a stream-ordered memory pool for
  * plan temporaries, and a kernel cache. run() is asynchronous: GEMM steps
  * are cuBLAS calls, the others launches of generated kernels, all queued
  * on the stream; the workspace is allocated and freed in stream order.
@@ -19,6 +20,7 @@
  */
 #include "cuda_backend.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -57,7 +59,9 @@ typedef struct cuda_backend {
   int device, arch;
   cudaStream_t own_stream, stream;
   cublasHandle_t blas;
+  cublasLtHandle_t lt; /* FP8 GEMMs; shares blas_workspace (one stream) */
   void *blas_workspace;
+  uint64_t fp8_gemms;
   cudaMemPool_t pool;
   ein_kcache *kernels;
   /* Kernel launches whose handles came from the program (counted as the
@@ -156,6 +160,8 @@ static cudaDataType_t data_type(ein_dtype dt) {
   case EIN_DT_F64: return CUDA_R_64F;
   case EIN_DT_C64: return CUDA_C_32F;
   case EIN_DT_C128: return CUDA_C_64F;
+  case EIN_DT_F8E4M3: return CUDA_R_8F_E4M3;
+  case EIN_DT_F8E5M2: return CUDA_R_8F_E5M2;
   default: return CUDA_R_32F;
   }
 }
@@ -333,6 +339,107 @@ static ein_status run_gemm(cuda_backend *cb, const ein_step *s,
   return EIN_OK;
 }
 
+/* ------------------------------------------------------- FP8 GEMMs */
+
+/* cuBLASLt's descriptors of one FP8 call; NULL where not made. */
+typedef struct lt_descs {
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t l[3]; /* A, B, and C = D */
+  cublasLtMatmulPreference_t pref;
+} lt_descs;
+
+static void lt_descs_free(lt_descs *d) {
+  if (d->pref) cublasLtMatmulPreferenceDestroy(d->pref);
+  for (int i = 0; i < 3; i++)
+    if (d->l[i]) cublasLtMatrixLayoutDestroy(d->l[i]);
+  if (d->op) cublasLtMatmulDescDestroy(d->op);
+}
+
+/* A column-major rows x cols matrix, `count` of them `stride` apart. */
+static ein_status lt_layout(cublasLtMatrixLayout_t *l, ein_dtype dt,
+                            int64_t rows, int64_t cols, int64_t ld,
+                            int64_t count, int64_t stride,
+                            ein_error_rec *err) {
+  BLAS(cublasLtMatrixLayoutCreate,
+       (l, data_type(dt), (uint64_t)rows, (uint64_t)cols, ld));
+  if (count <= 1) return EIN_OK;
+  int32_t n = (int32_t)count;
+  BLAS(cublasLtMatrixLayoutSetAttribute,
+       (*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &n, sizeof n));
+  BLAS(cublasLtMatrixLayoutSetAttribute,
+       (*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+        sizeof stride));
+  return EIN_OK;
+}
+
+/* The call's descriptors: TN, compute and scale f32, the scales' device
+ * pointers sa and sb, and the workspace cuBLASLt may use. */
+static ein_status lt_describe(const ein_cublas_gemm *g, const float *sa,
+                              const float *sb, lt_descs *d,
+                              ein_error_rec *err) {
+  BLAS(cublasLtMatmulDescCreate, (&d->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
+  BLAS(cublasLtMatmulDescSetAttribute,
+       (d->op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
+  BLAS(cublasLtMatmulDescSetAttribute,
+       (d->op, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n));
+  BLAS(cublasLtMatmulDescSetAttribute,
+       (d->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
+  BLAS(cublasLtMatmulDescSetAttribute,
+       (d->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb));
+  ein_status st = lt_layout(&d->l[0], g->ab_dtype, g->k, g->m, g->lda,
+                            g->count, g->stride_a, err);
+  if (!st)
+    st = lt_layout(&d->l[1], g->b_dtype, g->k, g->n, g->ldb, g->count,
+                   g->stride_b, err);
+  if (!st)
+    st = lt_layout(&d->l[2], g->c_dtype, g->m, g->n, g->ldc, g->count,
+                   g->stride_c, err);
+  if (st) return st;
+  BLAS(cublasLtMatmulPreferenceCreate, (&d->pref));
+  uint64_t ws = CUBLAS_WORKSPACE;
+  BLAS(cublasLtMatmulPreferenceSetAttribute,
+       (d->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  return EIN_OK;
+}
+
+/* Queues the described call with cuBLASLt's first heuristic choice. */
+static ein_status lt_queue(cuda_backend *cb, const ein_step *s,
+                           const lt_descs *d, char *c, const char *a,
+                           const char *b, ein_error_rec *err) {
+  cublasLtMatmulHeuristicResult_t h;
+  int found = 0;
+  BLAS(cublasLtMatmulAlgoGetHeuristic, (cb->lt, d->op, d->l[0], d->l[1],
+                                         d->l[2], d->l[2], d->pref, 1, &h,
+                                         &found));
+  if (found < 1)
+    return ein_fail_backend(err, "cublasLtMatmulAlgoGetHeuristic found no "
+                                 "FP8 algorithm for this GEMM");
+  float alpha = (float)s->alpha, beta = 0;
+  BLAS(cublasLtMatmul, (cb->lt, d->op, &alpha, a, d->l[0], b, d->l[1], &beta,
+                        c, d->l[2], c, d->l[2], &h.algo, cb->blas_workspace,
+                        CUBLAS_WORKSPACE, cb->stream));
+  cb->fp8_gemms++;
+  return EIN_OK;
+}
+
+/* An FP8 GEMM step: one cublasLtMatmul, on a device of sm_89 or later. */
+static ein_status run_lt(cuda_backend *cb, const ein_step *s,
+                         const ein_cublas_gemm *g, char *const *inputs,
+                         char *c, const char *step_a, const char *step_b,
+                         ein_error_rec *err) {
+  ein_status st = ein_fp8_gemm_sm_check(cb->base.sm, err);
+  if (st) return st;
+  const char *a = g->a_is_step_a ? step_a : step_b;
+  const char *b = g->a_is_step_a ? step_b : step_a;
+  lt_descs d = {0};
+  st = lt_describe(g, (const float *)(void *)inputs[g->scale_input[0]],
+                   (const float *)(void *)inputs[g->scale_input[1]], &d, err);
+  if (!st) st = lt_queue(cb, s, &d, c, a, b, err);
+  lt_descs_free(&d);
+  return st;
+}
+
 /* ----------------------------------------------------------- kernels */
 
 /* Where a plan's handle set holds step i's kernel (j 0) or split pass 2
@@ -450,6 +557,12 @@ static ein_status workspace_alloc(cuda_backend *cb, int64_t bytes, void **out,
   return EIN_OK;
 }
 
+static bool program_has_lt(const ein_cuda_program *prog) {
+  for (int i = 0; i < prog->nsteps; i++)
+    if (prog->steps[i].cublas && prog->steps[i].gemm.lt_fp8) return true;
+  return false;
+}
+
 /* The cuBLAS handle and its 32 MiB workspace, made by the first plan that
  * has a GEMM (about 20 ms and the memory, which a plan of kernels alone
  * never needs), after opening the cuBLAS library (~150 ms) if no plan did
@@ -477,6 +590,12 @@ static ein_status blas_ready(cuda_backend *cb, const ein_cuda_program *prog,
     cb->blas = h;
     ein_trace_end("cuda: create the cuBLAS handle and its workspace", t0);
   }
+  if (!cb->lt && program_has_lt(prog)) {
+    ein_status st = ein_cuda_lib_require(EIN_LIB_CUBLASLT, err);
+    if (st)
+      return st;
+    BLAS(cublasLtCreate, (&cb->lt));
+  }
   BLAS(cublasSetStream, (cb->blas, cb->stream));
   return EIN_OK;
 }
@@ -486,6 +605,7 @@ static ein_status blas_ready(cuda_backend *cb, const ein_cuda_program *prog,
  * handles resolved for it and the split reductions' scratch. */
 typedef struct cuda_run_ctx {
   cuda_backend *cb;
+  char *const *inputs; /* the FP8 GEMM's scales are among them */
   const ein_cuda_program *prog;
   void *const *handles;
   bool kept;
@@ -500,6 +620,8 @@ static ein_status cuda_step(void *ctx, int i, const ein_step *s, char *dst,
   const ein_cuda_step *cs = &r->prog->steps[i];
   if (r->kept && !cs->cublas && cs->kernel.kind != EIN_KERNEL_NONE)
     r->cb->kept_launches += cs->finish.kind == EIN_KERNEL_NONE ? 1 : 2;
+  if (cs->cublas && cs->gemm.lt_fp8)
+    return run_lt(r->cb, s, &cs->gemm, r->inputs, dst, src[0], src[1], err);
   return cs->cublas
              ? run_gemm(r->cb, s, &cs->gemm, dst, src[0], src[1], err)
              : run_kernel(r->cb, cs, r->handles + handle_at(i, 0), dst,
@@ -511,7 +633,8 @@ static ein_status run_steps(cuda_backend *cb, const ein_plan_ir *plan,
                             char *const *inputs, char *output,
                             char *workspace, char *scratch,
                             const ein_step_marks *marks, ein_error_rec *err) {
-  cuda_run_ctx r = {.cb = cb, .prog = pp->cuda, .scratch = scratch};
+  cuda_run_ctx r = {.cb = cb, .inputs = inputs, .prog = pp->cuda,
+                    .scratch = scratch};
   ein_status st = blas_ready(cb, r.prog, err);
   if (!st)
     st = kernel_handles(cb, pp, &r.handles, &r.kept, err);
@@ -571,6 +694,8 @@ static void cuda_destroy(ein_backend *self) {
   if (cb->own_stream)
     cudaStreamSynchronize(cb->own_stream);
   ein_kcache_destroy(cb->kernels);
+  if (cb->lt)
+    cublasLtDestroy(cb->lt);
   if (cb->blas)
     cublasDestroy(cb->blas);
   if (cb->blas_workspace)
@@ -631,11 +756,12 @@ static void cuda_stats(ein_backend *be, ein_backend_stats *out) {
   cuda_backend *cb = (cuda_backend *)be;
   pthread_mutex_lock(&cb->lock);
   ein_kcache_stats s = ein_kcache_get_stats(cb->kernels);
-  uint64_t kept = cb->kept_launches;
+  uint64_t kept = cb->kept_launches, fp8 = cb->fp8_gemms;
   pthread_mutex_unlock(&cb->lock);
   out->memory_hits = s.memory_hits + kept;
   out->disk_hits = s.disk_hits;
   out->compiles = s.compiles;
+  out->fp8_gemms = fp8;
 }
 
 static ein_status setup(cuda_backend *cb, ein_error_rec *err) {
@@ -645,6 +771,7 @@ static ein_status setup(cuda_backend *cb, ein_error_rec *err) {
   CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
                             cb->device));
   cb->arch = major * 10 + minor;
+  cb->base.sm = cb->arch;
   CU(cudaStreamCreate(&cb->own_stream));
   cb->stream = cb->own_stream;
   struct cudaMemPoolProps props;

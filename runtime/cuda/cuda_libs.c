@@ -21,6 +21,7 @@
 #include "cuda_libs.h"
 #include "trace.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -56,9 +57,11 @@
 #define RT EIN_LIB_CUDART
 #define BLAS EIN_LIB_CUBLAS
 #define NVRTC EIN_LIB_NVRTC
+#define BLASLT EIN_LIB_CUBLASLT
 
 /* X(library, return type, value when not loaded, name, (parameters),
- * (arguments)): every CUDA, cuBLAS and NVRTC function einc calls. */
+ * (arguments)): every CUDA, cuBLAS, cuBLASLt and NVRTC function einc
+ * calls. */
 #define EIN_CUDA_FUNCTIONS(X)                                                  \
   X(RT, cudaError_t, RT_FAIL, cudaDeviceGetAttribute,                          \
     (int *v, enum cudaDeviceAttr a, int d), (v, a, d))                         \
@@ -149,6 +152,50 @@
     (cublasHandle_t h, cudaStream_t s), (h, s))                                \
   X(BLAS, cublasStatus_t, BLAS_FAIL, cublasSetWorkspace,                       \
     (cublasHandle_t h, void *w, size_t n), (h, w, n))                          \
+  X(BLASLT, cublasStatus_t, BLAS_FAIL, cublasLtCreate,                         \
+    (cublasLtHandle_t * h), (h))                                               \
+  X(BLASLT, cublasStatus_t, BLAS_FAIL, cublasLtDestroy, (cublasLtHandle_t h),  \
+    (h))                                                                       \
+  X(BLASLT, cublasStatus_t, BLAS_FAIL, cublasLtMatmul,                         \
+    (cublasLtHandle_t h, cublasLtMatmulDesc_t d, const void *alpha,            \
+     const void *A, cublasLtMatrixLayout_t la, const void *B,                  \
+     cublasLtMatrixLayout_t lb, const void *beta, const void *C,               \
+     cublasLtMatrixLayout_t lc, void *D, cublasLtMatrixLayout_t ld,            \
+     const cublasLtMatmulAlgo_t *algo, void *ws, size_t wsn, cudaStream_t s),  \
+    (h, d, alpha, A, la, B, lb, beta, C, lc, D, ld, algo, ws, wsn, s))         \
+  X(BLASLT, cublasStatus_t, BLAS_FAIL, cublasLtMatmulAlgoGetHeuristic,         \
+    (cublasLtHandle_t h, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t la,    \
+     cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc,                     \
+     cublasLtMatrixLayout_t ld, cublasLtMatmulPreference_t p, int n,           \
+     cublasLtMatmulHeuristicResult_t *r, int *found),                          \
+    (h, d, la, lb, lc, ld, p, n, r, found))                                    \
+  X(BLASLT, cublasStatus_t, BLAS_FAIL, cublasLtMatmulDescCreate,               \
+    (cublasLtMatmulDesc_t * d, cublasComputeType_t c, cudaDataType_t s),       \
+    (d, c, s))                                                                 \
+  X(BLASLT, cublasStatus_t, BLAS_FAIL, cublasLtMatmulDescDestroy,              \
+    (cublasLtMatmulDesc_t d), (d))                                             \
+  X(BLASLT, cublasStatus_t, BLAS_FAIL, cublasLtMatmulDescSetAttribute,         \
+    (cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const void *v,  \
+     size_t n),                                                                \
+    (d, a, v, n))                                                              \
+  X(BLASLT, cublasStatus_t, BLAS_FAIL, cublasLtMatmulPreferenceCreate,         \
+    (cublasLtMatmulPreference_t * p), (p))                                     \
+  X(BLASLT, cublasStatus_t, BLAS_FAIL, cublasLtMatmulPreferenceDestroy,        \
+    (cublasLtMatmulPreference_t p), (p))                                       \
+  X(BLASLT, cublasStatus_t, BLAS_FAIL, cublasLtMatmulPreferenceSetAttribute,   \
+    (cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t a,     \
+     const void *v, size_t n),                                                 \
+    (p, a, v, n))                                                              \
+  X(BLASLT, cublasStatus_t, BLAS_FAIL, cublasLtMatrixLayoutCreate,             \
+    (cublasLtMatrixLayout_t * l, cudaDataType t, uint64_t r, uint64_t c,       \
+     int64_t ld),                                                              \
+    (l, t, r, c, ld))                                                          \
+  X(BLASLT, cublasStatus_t, BLAS_FAIL, cublasLtMatrixLayoutDestroy,            \
+    (cublasLtMatrixLayout_t l), (l))                                           \
+  X(BLASLT, cublasStatus_t, BLAS_FAIL, cublasLtMatrixLayoutSetAttribute,       \
+    (cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a,              \
+     const void *v, size_t n),                                                 \
+    (l, a, v, n))                                                              \
   X(NVRTC, nvrtcResult, NVRTC_FAIL, nvrtcCompileProgram,                       \
     (nvrtcProgram p, int n, const char *const *opts), (p, n, opts))            \
   X(NVRTC, nvrtcResult, NVRTC_FAIL, nvrtcCreateProgram,                        \
@@ -191,6 +238,8 @@ static const lib_info infos[] = {
     [EIN_LIB_NVRTC] = {"nvrtc", "EINC_NVRTC",
                        "NVRTC, the CUDA run-time compiler",
                        "nvidia-cuda-nvrtc"},
+    [EIN_LIB_CUBLASLT] = {"cublasLt", "EINC_CUBLASLT",
+                          "cuBLASLt (FP8 GEMMs)", "nvidia-cublas"},
 };
 
 typedef struct lib_state {
@@ -203,6 +252,7 @@ static lib_state states[] = {
     [EIN_LIB_CUDART] = {.once = PTHREAD_ONCE_INIT},
     [EIN_LIB_CUBLAS] = {.once = PTHREAD_ONCE_INIT},
     [EIN_LIB_NVRTC] = {.once = PTHREAD_ONCE_INIT},
+    [EIN_LIB_CUBLASLT] = {.once = PTHREAD_ONCE_INIT},
 };
 
 static void soname(ein_cuda_lib lib, char *buf, size_t cap) {
@@ -344,10 +394,15 @@ static void load_nvrtc(void) {
   load(EIN_LIB_NVRTC);
   ein_trace_end("cuda: open the NVRTC library", t0);
 }
+static void load_cublaslt(void) {
+  double t0 = ein_trace_now();
+  load(EIN_LIB_CUBLASLT);
+  ein_trace_end("cuda: open the cuBLASLt library", t0);
+}
 
 static bool ready(ein_cuda_lib lib) {
   static void (*const loaders[])(void) = {load_cudart, load_cublas,
-                                          load_nvrtc};
+                                          load_nvrtc, load_cublaslt};
   pthread_once(&states[lib].once, loaders[lib]);
   return states[lib].ok && !unusable_after_fork(lib);
 }

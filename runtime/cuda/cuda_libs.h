@@ -1,5 +1,6 @@
 /*
- * cuda_libs.h - the CUDA runtime, cuBLAS and NVRTC, opened at run time.
+ * cuda_libs.h - the CUDA runtime, cuBLAS, cuBLASLt and NVRTC, opened at
+ * run time.
  *
  * einc links none of the CUDA libraries, so libein.so and einc load on a
  * machine that has none of them. cuda_libs.c defines every CUDA, cuBLAS
@@ -11,8 +12,9 @@
  * A library is looked for by its soname (major version of the toolkit the
  * build saw, e.g. libcudart.so.13) on the loader's search path, then in
  * the toolkit's library directory found at build time, then in
- * $CUDA_HOME/lib64 and $CUDA_PATH/lib64. EINC_CUDART, EINC_CUBLAS and
- * EINC_NVRTC name a file to load instead (nothing else is tried), and
+ * $CUDA_HOME/lib64 and $CUDA_PATH/lib64. EINC_CUDART, EINC_CUBLAS,
+ * EINC_CUBLASLT and EINC_NVRTC name a file to load instead (nothing else
+ * is tried), and
  * EINC_CUDA_LIBS_DISABLE=1 makes every load fail (tests of the "not
  * installed" path on a machine that has the libraries). Each library is
  * opened at most once per process (thread-safe) and never closed: the
@@ -35,6 +37,7 @@ typedef enum ein_cuda_lib {
   EIN_LIB_CUDART,
   EIN_LIB_CUBLAS,
   EIN_LIB_NVRTC,
+  EIN_LIB_CUBLASLT, /* FP8 GEMMs only: opened by the first one */
 } ein_cuda_lib;
 
 /* Opens lib on first use. EIN_OK when it and every function einc needs
@@ -47,8 +50,9 @@ ein_status ein_cuda_lib_require(ein_cuda_lib lib, ein_error_rec *err);
 
 /* ein_cuda_lib_require for the runtime, cuBLAS and NVRTC in that order,
  * for `einc bench`, which calls all three itself. The backend opens the
- * runtime when it is created, cuBLAS when a plan with a GEMM first runs
- * and NVRTC when a kernel must be compiled (cuda_backend.c). */
+ * runtime when it is created, cuBLAS when a plan with a GEMM first runs,
+ * cuBLASLt when a plan with an FP8 GEMM first runs, and NVRTC when a
+ * kernel must be compiled (cuda_backend.c). */
 ein_status ein_cuda_libs_require_all(ein_error_rec *err);
 
 #endif

@@ -6,7 +6,8 @@
  * by the planner's side without a device), with the kernels compiled for
  * the host and executed by the emulated device (emu_device.h: a block's
  * threads as fibers, real barriers and warp shuffles) and the cuBLAS calls
- * made against the reference cuBLAS (emu_blas.h) with the same arguments.
+ * made against the reference cuBLAS (emu_blas.h) with the same arguments,
+ * FP8 GEMMs against the reference cublasLtMatmul (emu_blaslt.h).
  * Its memory is host memory kept apart (kDLExtDev tensors from
  * ein_device_alloc): a host pointer handed to a kernel is an error, and
  * under ASan every out-of-bounds kernel access and every host read of
@@ -20,6 +21,10 @@
  * id of its own, with memory of its own as far as einc is concerned (the
  * same host memory underneath: a kernel of device 1 reading device 0's
  * tensor is not caught).
+ *
+ * EINC_EMU_SM=NN (a compute capability x 10, 50 to 120; default 90, a
+ * Hopper) is the device's sm, read when it is opened: tests pretend an
+ * older GPU with it (FP8 GEMMs need sm_89, fp8_eval.c).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -31,6 +36,7 @@
 #include "cuda_backend.h"
 #include "cuda_program.h"
 #include "emu_blas.h"
+#include "emu_blaslt.h"
 #include "emu_device.h"
 
 /* A plan's program as the CUDA entry makes it (cuda_backend.h; its
@@ -179,6 +185,47 @@ static ein_status blas_status(int r, const char *call, ein_error_rec *err) {
                           ein_emu_blas_status_name(r));
 }
 
+/* A cuBLASLt matrix layout: rows x cols, ld, batch of the call. */
+static ein_emu_lt_layout lt_layout(ein_dtype dt, int64_t rows, int64_t cols,
+                                   int64_t ld, const ein_cublas_gemm *g,
+                                   int64_t stride) {
+  int type = dt == EIN_DT_F8E4M3   ? EIN_EMU_R_8F_E4M3
+             : dt == EIN_DT_F8E5M2 ? EIN_EMU_R_8F_E5M2
+                                   : blas_type(dt);
+  return (ein_emu_lt_layout){type, rows, cols, ld, (int)g->count, stride};
+}
+
+/* An FP8 GEMM: one reference cublasLtMatmul, as the CUDA backend makes
+ * it (TN; the scales read from the plan's inputs on the device). */
+static ein_status run_lt(emu_backend *eb, const ein_step *s,
+                         const ein_cublas_gemm *g, char *const *inputs,
+                         char *c, const char *step_a, const char *step_b,
+                         ein_error_rec *err) {
+  ein_status st = ein_fp8_gemm_sm_check(eb->base.sm, err);
+  if (st) return st;
+  const char *a = g->a_is_step_a ? step_a : step_b;
+  const char *b = g->a_is_step_a ? step_b : step_a;
+  ein_emu_lt_desc desc = {EIN_EMU_COMPUTE_32F, EIN_EMU_R_32F, EIN_EMU_OP_T,
+                          EIN_EMU_OP_N,
+                          (const float *)(void *)inputs[g->scale_input[0]],
+                          (const float *)(void *)inputs[g->scale_input[1]]};
+  ein_emu_lt_layout la = lt_layout(g->ab_dtype, g->k, g->m, g->lda, g,
+                                   g->stride_a),
+                    lb = lt_layout(g->b_dtype, g->k, g->n, g->ldb, g,
+                                   g->stride_b),
+                    ld = lt_layout(g->c_dtype, g->m, g->n, g->ldc, g,
+                                   g->stride_c);
+  float alpha = (float)s->alpha, beta = 0;
+  int r = ein_emu_lt_matmul(eb->base.sm, &desc, &alpha, a, &la, b, &lb, &beta,
+                            c, &ld, c, &ld);
+  if (r == EIN_EMU_BLAS_SUCCESS) {
+    pthread_mutex_lock(&eb->lock);
+    eb->stats.fp8_gemms++;
+    pthread_mutex_unlock(&eb->lock);
+  }
+  return blas_status(r, "cublasLtMatmul", err);
+}
+
 /* Many outer iterations: one pointer-array call, as the CUDA backend. */
 static ein_status gemm_pointer_array(const ein_cublas_gemm *g,
                                      const blas_args *b, char *c,
@@ -254,7 +301,9 @@ static ein_status run_kernel(emu_program *p, int step, const ein_cuda_step *cs,
 
 /* What an emulated run's steps share. */
 typedef struct emu_run_ctx {
+  emu_backend *eb;
   emu_program *p;
+  char *const *inputs; /* the FP8 GEMM's scales are among them */
   char *scratch;
 } emu_run_ctx;
 
@@ -262,6 +311,8 @@ static ein_status emu_step(void *ctx, int i, const ein_step *s, char *dst,
                            const char *src[2], ein_error_rec *err) {
   emu_run_ctx *r = ctx;
   const ein_cuda_step *cs = &r->p->base.cuda->steps[i];
+  if (cs->cublas && cs->gemm.lt_fp8)
+    return run_lt(r->eb, s, &cs->gemm, r->inputs, dst, src[0], src[1], err);
   return cs->cublas
              ? run_gemm(s, &cs->gemm, dst, src[0], src[1], err)
              : run_kernel(r->p, i, cs, dst, src[0], src[1], r->scratch, err);
@@ -287,7 +338,8 @@ static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
     return st;
   }
   ein_emu_device_begin();
-  emu_run_ctx r = {.p = p, .scratch = scratch};
+  emu_run_ctx r = {.eb = (emu_backend *)self, .p = p, .inputs = inputs,
+                   .scratch = scratch};
   st = ein_run_steps(plan, inputs, output, ws, marks, emu_step, &r, err);
   ein_emu_device_end();
   ein_emu_free(scratch);
@@ -339,6 +391,14 @@ static int emu_device_count(void) {
   return n < 1 ? 1 : n > 8 ? 8 : (int)n;
 }
 
+/* EINC_EMU_SM, read when a device is opened; 90 when unset or out of
+ * range. */
+static int emu_sm(void) {
+  const char *v = getenv("EINC_EMU_SM");
+  long sm = v && *v ? strtol(v, NULL, 10) : 90;
+  return sm < 50 || sm > 120 ? 90 : (int)sm;
+}
+
 static ein_backend *emu_open(int device, ein_error_rec *err) {
   int count = emu_device_count();
   if (device < 0 || device >= count) {
@@ -360,7 +420,8 @@ static ein_backend *emu_open(int device, ein_error_rec *err) {
                            .free = emu_free,
                            .copy = emu_copy,
                            .stats = emu_stats,
-                           .destroy = emu_destroy};
+                           .destroy = emu_destroy,
+                           .sm = emu_sm()};
   return &eb->base;
 }
 

@@ -12,6 +12,12 @@
  * ein_e4m3f/ein_e5m2f), the scale a one-element f32 device buffer read
  * with stride 0. Both give f32(decoded) x f32(scale), rounded once in
  * f32, so every backend decodes to the same bits.
+ *
+ * On a device of sm_89 or later, an expression whose f32 plan is one GEMM
+ * of the two inputs runs instead as the FP8 GEMM plan (fp8_gemm.h): the
+ * fp8 tensors go to cublasLtMatmul as they are (or copied into its
+ * layout, still fp8), the scales to its scale pointers, the result into
+ * the output's own dtype.
  */
 #include <math.h>
 #include <string.h>
@@ -21,6 +27,7 @@
 #include "ctx_internal.h"
 #include "dtype.h"
 #include "fp8.h"
+#include "fp8_gemm.h"
 #include "half.h"
 
 static ein_dtype dtype_of(const DLTensor *t) {
@@ -206,18 +213,23 @@ static void mini_plan_make(mini_plan *m, const DLTensor *t, ein_dtype dst_dt,
   m->ir.steps = s;
 }
 
-/* Runs a mini plan on p's device: its kernel generated, compiled (or
- * found in the kernel cache) and launched by the backend. */
-static ein_status mini_plan_run(const place *p, const mini_plan *m,
-                                char *src0, char *scale, char *dst) {
+/* Runs a plan made here on p's device: its program prepared (kernels
+ * generated, compiled or found in the kernel cache) and run. */
+static ein_status device_plan_run(const place *p, const ein_plan_ir *ir,
+                                  char *const *inputs, char *dst) {
   ein_backend *be = ein_ctx_backend(p->me, p->kind, p->device);
   if (!be) return p->me->err.pub.status;
   void *program = NULL;
-  ein_status st = be->entry->prepare(&m->ir, &program, &p->me->err);
-  char *inputs[2] = {src0, scale};
-  if (!st) st = be->run(be, &m->ir, program, inputs, dst, NULL, &p->me->err);
+  ein_status st = be->entry->prepare(ir, &program, &p->me->err);
+  if (!st) st = be->run(be, ir, program, inputs, dst, NULL, &p->me->err);
   if (program) be->entry->program_free(program);
   return st;
+}
+
+static ein_status mini_plan_run(const place *p, const mini_plan *m,
+                                char *src0, char *scale, char *dst) {
+  char *inputs[2] = {src0, scale};
+  return device_plan_run(p, &m->ir, inputs, dst);
 }
 
 /* The device path's decode: f32 (compact) = t x scale, as a kernel. */
@@ -291,6 +303,120 @@ static ein_status eval_f32(const place *p, const char *expr,
   return st;
 }
 
+/* ------------------------------------------------------ the FP8 GEMM */
+
+static char *first_of(const DLTensor *t) {
+  return (char *)t->data + t->byte_offset;
+}
+
+/* Whether the f32 plan may be made for out: the expression's shape, no
+ * element written twice, no byte shared with an input. Otherwise the
+ * decode path runs, and its ein_eval reports what is wrong. */
+static bool output_usable(ein_binding *b, const DLTensor *const *in,
+                          const DLTensor *out) {
+  int ndim = ein_binding_output_ndim(b);
+  const int64_t *shape = ein_binding_output_shape(b);
+  bool ok = out->ndim == ndim && !ein_tensor_self_overlapping(out);
+  for (int d = 0; ok && d < ndim; d++) ok = out->shape[d] == shape[d];
+  for (int i = 0; ok && i < 2; i++) ok = !ein_tensors_overlap(in[i], out);
+  return ok;
+}
+
+/* The f32 plan of the decoded problem, made with the fp8 tensors' own
+ * strides (NULL when the output is not usable). */
+static ein_status plan_f32(const place *p, const char *expr,
+                           const DLTensor *const *in, const DLTensor *out,
+                           const ein_options *o, ein_plan_ir **ir) {
+  *ir = NULL;
+  DLTensor f[2];
+  const DLTensor *fp[2];
+  ein_tensor_desc d[2];
+  for (int i = 0; i < 2; i++) {
+    f[i] = *in[i];
+    f[i].dtype = (DLDataType){kDLFloat, 32, 1};
+    fp[i] = &f[i];
+    d[i] = (ein_tensor_desc){EIN_DT_F32, in[i]->ndim, in[i]->shape,
+                             in[i]->strides};
+  }
+  ein_options fo = *o;
+  fo.scales = NULL;
+  fo.nscales = 0;
+  ein_binding *b;
+  ein_status st = ein_bind(p->me->ctx, expr, fp, 2, &fo, &b);
+  if (st || !output_usable(b, in, out)) {
+    if (!st) ein_binding_destroy(b);
+    return st;
+  }
+  ein_tensor_desc od = {EIN_DT_F32, out->ndim, out->shape, out->strides};
+  ein_plan_limits limits = {.memory_limit = o->memory_limit, .path = o->path,
+                            .slice_axes = o->slice_axes,
+                            .plan_time = o->plan_time, .seed = o->seed,
+                            .objective = (int)o->objective};
+  st = ein_plan_build(ein_binding_problem(b), d, &od,
+                      ein_ctx_caps(p->me->ctx, ein_backend_find(p->kind)),
+                      &limits, &p->me->err, ir);
+  ein_binding_destroy(b);
+  return st;
+}
+
+/* The FP8 GEMM plan of the call (fp8_gemm.h), or NULL. */
+static ein_status plan_fp8(const place *p, const char *expr,
+                           const DLTensor *const *in, const DLTensor *out,
+                           const ein_options *o, ein_plan_ir **fp8) {
+  *fp8 = NULL;
+  ein_plan_ir *f32;
+  ein_status st = plan_f32(p, expr, in, out, o, &f32);
+  if (st || !f32) return st;
+  const ein_dtype dt[2] = {dtype_of(in[0]), dtype_of(in[1])};
+  const bool aligned[3] = {(uintptr_t)first_of(in[0]) % 16 == 0,
+                           (uintptr_t)first_of(in[1]) % 16 == 0,
+                           (uintptr_t)first_of(out) % 16 == 0};
+  st = ein_fp8_gemm_plan(f32, dt, dtype_of(out), aligned, &p->me->err, fp8);
+  ein_plan_ir_destroy(f32);
+  return st;
+}
+
+/* Runs the FP8 GEMM plan: inputs 2 and 3 are the scales, as f32 in one
+ * device buffer. */
+static ein_status run_fp8(const place *p, const ein_plan_ir *ir,
+                          const DLTensor *const *in, DLTensor *out,
+                          const ein_options *o) {
+  float s[2] = {(float)(o->scales ? o->scales[0] : 1.0),
+                (float)(o->scales ? o->scales[1] : 1.0)};
+  void *sbuf = NULL;
+  ein_status st = place_alloc(p, sizeof s, &sbuf);
+  if (!st)
+    st = ein_device_copy(p->me->ctx, p->kind, p->device, sbuf, s, sizeof s,
+                         EIN_COPY_HOST_TO_DEVICE);
+  char *inputs[4] = {first_of(in[0]), first_of(in[1]), sbuf,
+                     (char *)sbuf + sizeof(float)};
+  if (!st) st = device_plan_run(p, ir, inputs, first_of(out));
+  place_free(p, sbuf);
+  return st;
+}
+
+/* The FP8 GEMM path on a device: taken (*done) when the device runs FP8
+ * GEMMs (sm_89 or later; older GPUs take the decode path, which runs
+ * anywhere) and the f32 plan is one GEMM of the two inputs, not both
+ * e5m2 (fp8_gemm.h). */
+static ein_status fp8_gemm_eval(const place *p, const char *expr,
+                                const DLTensor *const *in, int n,
+                                DLTensor *out, const ein_options *o,
+                                bool *done) {
+  *done = false;
+  if (n != 2) return EIN_OK;
+  ein_backend *be = ein_ctx_backend(p->me, p->kind, p->device);
+  if (!be) return p->me->err.pub.status;
+  if (be->sm < EIN_FP8_GEMM_MIN_SM) return EIN_OK;
+  ein_plan_ir *ir;
+  ein_status st = plan_fp8(p, expr, in, out, o, &ir);
+  if (st || !ir) return st;
+  st = run_fp8(p, ir, in, out, o);
+  ein_plan_ir_destroy(ir);
+  *done = true;
+  return st;
+}
+
 ein_status ein_fp8_eval(ein_thread_rec *me, const char *expr,
                         const DLTensor *const *inputs, int n,
                         DLTensor *output, const ein_options *o,
@@ -298,6 +424,11 @@ ein_status ein_fp8_eval(ein_thread_rec *me, const char *expr,
   ein_status st = check_call(me, inputs, n, output, o);
   if (st) return st;
   const place p = {me, kind, device};
+  if (kind != EIN_BACKEND_CPU && numel_of(output) > 0) {
+    bool done;
+    st = fp8_gemm_eval(&p, expr, inputs, n, output, o, &done);
+    if (st || done) return st;
+  }
   DLTensor *f32 = ein_calloc((size_t)n + 1, sizeof *f32);
   const DLTensor **ptrs = ein_calloc((size_t)n + 1, sizeof *ptrs);
   if (!f32 || !ptrs) {

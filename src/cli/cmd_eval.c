@@ -311,6 +311,8 @@ static void print_verbose(ein_ctx *ctx, const ein_options *o,
     fprintf(f, "kernel cache: %llu compiled, %llu from disk, %llu from "
                "memory\n",
             bs.compiles, bs.disk_hits, bs.memory_hits);
+  if (bs.fp8_gemms > 0)
+    fprintf(f, "FP8 GEMMs: %llu (cublasLtMatmul)\n", bs.fp8_gemms);
   print_phases(f);
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fp8_gemm.h"
 #include "loop_axes.h"
 
 static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
@@ -118,6 +119,35 @@ bool ein_cublas_map(const ein_step *s, bool allow_tf32, ein_cublas_gemm *out) {
   return true;
 }
 
+bool ein_cublaslt_map(const ein_step *s, ein_cublas_gemm *out) {
+  memset(out, 0, sizeof *out);
+  const ein_gemm *g = &s->gemm;
+  if (!g->scaled || !ein_fp8_gemm_fits(g, (int64_t)ein_dtype_size(s->dst_dtype)))
+    return false;
+  out->lt_fp8 = true;
+  out->ab_dtype = s->src_dtype[1];
+  out->b_dtype = s->src_dtype[0];
+  out->c_dtype = s->dst_dtype;
+  out->compute = EIN_GEMM_COMPUTE_32F;
+  out->trans_a = true;
+  out->m = g->n, out->n = g->m, out->k = g->k;
+  out->lda = g->b_ns, out->ldb = g->a_ms, out->ldc = g->c_ms;
+  out->scale_input[0] = g->scale_input[1];
+  out->scale_input[1] = g->scale_input[0];
+  out->count = g->nbatch ? g->batch[0].size : 1;
+  if (g->nbatch) {
+    out->stride_c = g->batch[0].stride[0];
+    out->stride_b = g->batch[0].stride[1];
+    out->stride_a = g->batch[0].stride[2];
+  }
+  return fits_int(out->m) && fits_int(out->n) && fits_int(out->k) &&
+         fits_int(out->count);
+}
+
+const char *ein_cublas_call_name(const ein_cublas_gemm *g) {
+  return g->lt_fp8 ? "cublasLtMatmul" : "cublasGemmStridedBatchedEx";
+}
+
 bool ein_cublas_pointer_array(const ein_cublas_gemm *g) {
   return g->loops.n > 0 &&
          ein_loop_axes_volume(&g->loops) >= EIN_CUBLAS_POINTER_ARRAY_MIN;
@@ -209,9 +239,14 @@ ein_status ein_cuda_program_build(const ein_plan_ir *plan,
     ein_status st = EIN_OK;
     if (s->kind == EIN_STEP_GEMM && (s->gemm.m == 0 || s->gemm.n == 0))
       continue; /* nothing to write */
-    if (s->kind == EIN_STEP_GEMM)
+    if (s->kind == EIN_STEP_GEMM && s->gemm.scaled) {
+      /* no kernel fallback: a direct contraction knows no scales */
+      cs->cublas = ein_cublaslt_map(s, &cs->gemm);
+      st = cs->cublas ? EIN_OK : EIN_ERR_INTERNAL;
+    } else if (s->kind == EIN_STEP_GEMM) {
       cs->cublas = ein_cublas_map(s, plan->allow_tf32, &cs->gemm);
-    if (!cs->cublas)
+    }
+    if (!cs->cublas && !st)
       st = step_kernels(s, cs);
     if (st) {
       ein_cuda_program_free(p);
@@ -278,10 +313,11 @@ void ein_cuda_program_describe(const ein_cuda_program *prog,
     if (cs->cublas) {
       const ein_cublas_gemm *g = &cs->gemm;
       ein_strbuf_printf(sb,
-                        "cublasGemmStridedBatchedEx %s,%s->%s compute %s "
+                        "%s %s,%s->%s compute %s "
                         "%s%s m=%lld n=%lld k=%lld lda=%lld ldb=%lld "
                         "ldc=%lld batch=%lld",
-                        ein_dtype_name(g->ab_dtype), ein_dtype_name(g->ab_dtype),
+                        ein_cublas_call_name(g), ein_dtype_name(g->ab_dtype),
+                        ein_dtype_name(g->lt_fp8 ? g->b_dtype : g->ab_dtype),
                         ein_dtype_name(g->c_dtype),
                         ein_gemm_compute_name(g->compute),
                         g->trans_a ? "T" : "N",
@@ -294,6 +330,9 @@ void ein_cuda_program_describe(const ein_cuda_program *prog,
                           (long long)ein_loop_axes_volume(&g->loops),
                           ein_cublas_pointer_array(g) ? "pointer-array batched"
                                                       : "host loop");
+      if (g->lt_fp8) /* inputs counted from 1, as reports do */
+        ein_strbuf_printf(sb, " scales: inputs %d, %d (f32)",
+                          g->scale_input[0] + 1, g->scale_input[1] + 1);
       ein_strbuf_printf(sb, "\n");
     } else if (cs->kernel.kind == EIN_KERNEL_NONE) {
       ein_strbuf_printf(sb, "(nothing to do: empty)\n");
@@ -310,8 +349,10 @@ ein_status ein_cuda_prepare(const ein_plan_ir *plan, void **program,
   *program = st ? NULL : prog;
   if (st)
     ein_fail(err, st,
-             st == EIN_ERR_NO_MEMORY
-                 ? "out of memory generating CUDA kernels"
+             st == EIN_ERR_NO_MEMORY ? "out of memory generating CUDA kernels"
+             : st == EIN_ERR_INTERNAL
+                 ? "an FP8 GEMM step breaks cuBLASLt's FP8 layout rules "
+                   "(fp8_gemm.h should have copied its operands)"
                  : "a step has more axes than a generated kernel takes");
   return st;
 }
@@ -325,7 +366,8 @@ const struct ein_cuda_program *ein_cuda_program_of(const void *program) {
   return program;
 }
 
-/* {"call":"cublasGemmStridedBatchedEx",...}: the fields of the text line,
+/* {"call":"cublasGemmStridedBatchedEx",...} (or "cublasLtMatmul"): the
+ * fields of the text line,
  * with the loops around the call and their form. */
 static void json_cublas(const ein_cublas_gemm *g, ein_strbuf *sb) {
   const char *ab = ein_dtype_name(g->ab_dtype);
@@ -334,13 +376,15 @@ static void json_cublas(const ein_cublas_gemm *g, ein_strbuf *sb) {
                                                    : "host loop";
   ein_strbuf_printf(
       sb,
-      "{\"call\":\"cublasGemmStridedBatchedEx\",\"a_dtype\":\"%s\","
+      "{\"call\":\"%s\",\"a_dtype\":\"%s\","
       "\"b_dtype\":\"%s\",\"c_dtype\":\"%s\",\"compute\":\"%s\","
       "\"trans_a\":%s,\"trans_b\":%s,\"m\":%lld,\"n\":%lld,\"k\":%lld,"
       "\"lda\":%lld,\"ldb\":%lld,\"ldc\":%lld,\"stride_a\":%lld,"
       "\"stride_b\":%lld,\"stride_c\":%lld,\"batch\":%lld,\"loops\":%lld,"
       "\"loops_form\":\"%s\"}",
-      ab, ab, ein_dtype_name(g->c_dtype), ein_gemm_compute_name(g->compute),
+      ein_cublas_call_name(g), ab,
+      g->lt_fp8 ? ein_dtype_name(g->b_dtype) : ab, ein_dtype_name(g->c_dtype),
+      ein_gemm_compute_name(g->compute),
       g->trans_a ? "true" : "false", g->trans_b ? "true" : "false",
       (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->lda,
       (long long)g->ldb, (long long)g->ldc, (long long)g->stride_a,

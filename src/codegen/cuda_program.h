@@ -52,6 +52,13 @@ typedef struct ein_cublas_gemm {
   int64_t count;
   int64_t stride_a, stride_b, stride_c; /* of cuBLAS's A, B and C */
   ein_loop_axes loops;
+  /* An FP8 GEMM step (ein_gemm.scaled): one cublasLtMatmul, A (ab_dtype)
+   * and B (b_dtype) fp8 in the TN layout, compute 32F, C = D of c_dtype,
+   * A's and B's scales the f32s at plan inputs scale_input[0] and [1]
+   * (A_SCALE_POINTER, B_SCALE_POINTER); no loops. */
+  bool lt_fp8;
+  ein_dtype b_dtype;
+  int scale_input[2];
 } ein_cublas_gemm;
 
 /* True when the outer batch loops run as one pointer-array call. */
@@ -104,7 +111,17 @@ const char *ein_gemm_compute_name(ein_gemm_compute compute);
 bool ein_cublas_map(const ein_step *step, bool allow_tf32,
                     ein_cublas_gemm *out);
 
-/* Builds the program of a plan. EIN_ERR_NO_MEMORY or EIN_ERR_LIMIT. */
+/* Maps an FP8 GEMM step (fp8_gemm.h's orientation: cuBLASLt's A is the
+ * step's B, D is C^T) onto one cublasLtMatmul; false when the step breaks
+ * the FP8 layout rule (ein_fp8_gemm_fits) or passes int32 sizes. */
+bool ein_cublaslt_map(const ein_step *step, ein_cublas_gemm *out);
+
+/* The name of the library call of a mapped GEMM: "cublasLtMatmul" or
+ * "cublasGemmStridedBatchedEx". */
+const char *ein_cublas_call_name(const ein_cublas_gemm *g);
+
+/* Builds the program of a plan. EIN_ERR_NO_MEMORY, EIN_ERR_LIMIT, or
+ * EIN_ERR_INTERNAL for an FP8 GEMM step cuBLASLt cannot run. */
 ein_status ein_cuda_program_build(const ein_plan_ir *plan,
                                   ein_cuda_program **out);
 

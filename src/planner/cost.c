@@ -80,13 +80,23 @@ static ein_peak_kind kind_of(ein_dtype dt, bool tf32) {
   }
 }
 
+/* An FP8 GEMM (fp8_gemm.h) runs on the fp8 tensor cores: only plans
+ * that take the FP8 path have one, so the decode path, whose GEMM reads
+ * f32, keeps f32's (or TF32's) rate. */
+static bool fp8_gemm(const ein_step *s) {
+  return s->kind == EIN_STEP_GEMM && s->gemm.scaled;
+}
+
 ein_peak_kind ein_cost_step_kind(const ein_plan_ir *ir, const ein_step *s) {
+  if (fp8_gemm(s)) return EIN_PEAK_FP8;
   ein_dtype dt = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
   return kind_of(dt, ir->allow_tf32 && s->kind == EIN_STEP_GEMM &&
                          dt == EIN_DT_F32);
 }
 
 ein_peak_kind ein_cost_plan_kind(const ein_plan_ir *ir) {
+  for (int i = 0; i < ir->nsteps; i++)
+    if (fp8_gemm(&ir->steps[i])) return EIN_PEAK_FP8;
   return kind_of(ir->dtype, ir->allow_tf32 && ir->dtype == EIN_DT_F32);
 }
 

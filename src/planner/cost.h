@@ -24,7 +24,8 @@ const ein_device_model *ein_device_model_find(const char *name);
 const char *ein_cost_model_names(void);
 
 /* The arithmetic of a step (its source dtype; TF32 for an f32 GEMM of a
- * plan that allows it) and of a plan (its dtype, TF32 likewise). */
+ * plan that allows it; fp8 for an FP8 GEMM, ein_gemm.scaled) and of a
+ * plan (its dtype, TF32 likewise; fp8 when it has an FP8 GEMM). */
 ein_peak_kind ein_cost_step_kind(const ein_plan_ir *ir, const ein_step *s);
 ein_peak_kind ein_cost_plan_kind(const ein_plan_ir *ir);
 const char *ein_cost_kind_name(ein_peak_kind kind);

@@ -109,6 +109,12 @@ typedef struct ein_gemm {
   int nbatch;
   ein_loop_axis *batch; /* stride[0] C, [1] A, [2] B */
   ein_axis_group groups[4]; /* EIN_GROUP_* */
+  /* An FP8 GEMM (fp8_gemm.h makes it; no other plan has one): A and B are
+   * fp8 (A's real values are its elements x the f32 at input
+   * scale_input[0], B's x scale_input[1]: one-element buffers the caller
+   * gives per run), products accumulate in f32 and C is f32, bf16 or f16. */
+  bool scaled;
+  int scale_input[2];
 } ein_gemm;
 
 enum { EIN_GROUP_BATCH, EIN_GROUP_M, EIN_GROUP_N, EIN_GROUP_K };

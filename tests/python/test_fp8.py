@@ -175,6 +175,33 @@ def test_cli_eval_fp8(tmp_path, rng, backend, out_dtype):
     assert _rel_err(got.astype(np.float64), want) <= tol
 
 
+@pytest.mark.parametrize("out_dtype", ["f32", "bf16"])
+def test_cli_fp8_gemm_emu(tmp_path, rng, out_dtype):
+    """A contraction big enough to be a GEMM (128^3) on the emulated device
+    runs as the FP8 GEMM (cublasLtMatmul, counted by -v), B K-major so
+    einc copies it into cuBLASLt's layout first; Python's einsum cannot
+    reach the emulated device with host arrays, the CLI can."""
+    import subprocess
+
+    a = rng.standard_normal((128, 128)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((128, 128)).astype(ml_dtypes.float8_e5m2)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    out = tmp_path / "c.npy"
+    r = subprocess.run(
+        [_cli(), "eval", "i k, k j -> i j", str(tmp_path / "a.npy"),
+         str(tmp_path / "b.npy"), "--dtype", "float8_e4m3fn,float8_e5m2",
+         "--scale", "0.5,3", "--out-dtype", out_dtype, "--backend", "emu",
+         "-v", "-o", str(out)], capture_output=True, text=True, check=True)
+    assert "FP8 GEMMs: 1 (cublasLtMatmul)" in r.stdout + r.stderr
+    got = np.load(out)
+    if out_dtype == "bf16":
+        got = got.view(ml_dtypes.bfloat16)
+    want = (a.astype(np.float64) * 0.5) @ (b.astype(np.float64) * 3)
+    tol = 1e-5 if out_dtype == "f32" else 2e-2
+    assert _rel_err(got.astype(np.float64), want) <= tol
+
+
 def test_cli_fp8_errors(tmp_path):
     import subprocess
 
