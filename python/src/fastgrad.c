@@ -103,23 +103,23 @@ PyObject *einpy_fast_graph(PyObject *args, Py_ssize_t first,
                            int reduction, unsigned rules, PyObject *lengths) {
   if (!maker) Py_RETURN_NONE;
   PyObject *tensors = PyTuple_GetSlice(args, first, first + count);
-  PyObject *key = tensors ? key_of(tensors, expr, dialect, reduction, rules,
-                                   lengths)
-                          : NULL;
+  if (!tensors) return NULL;
+  PyObject *key = key_of(tensors, expr, dialect, reduction, rules, lengths);
   PyObject *fn = key ? PyDict_GetItemWithError(table, key) : NULL;
   if (fn) Py_INCREF(fn);
   else if (key && !PyErr_Occurred())
     fn = make(key, tensors, expr, dialect, reduction, rules, lengths);
   PyErr_Clear();
   PyObject *result = NULL;
-  if (fn && fn != Py_None) result = PyObject_Call(fn, tensors, NULL);
-  else if (tensors) {
+  if (fn && fn != Py_None) {
+    result = PyObject_Call(fn, tensors, NULL);
+  } else {
     Py_INCREF(Py_None);
     result = Py_None;
   }
   Py_XDECREF(fn);
   Py_XDECREF(key);
-  Py_XDECREF(tensors);
+  Py_DECREF(tensors);
   return result;
 }
 

@@ -400,3 +400,25 @@ def test_parameters_without_grad_take_the_fast_path(monkeypatch):
                 torch.testing.assert_close(got, want)
     got = einc.einsum("i j, j k -> i k", x, w)
     assert got.requires_grad and got.grad_fn is not None
+
+
+def test_lowered_calls_keep_einc_errors():
+    """The C table of lowered calls (python/src/fastgrad.c) leaves errors
+    to the general path: einc's dtype message, einops' error type for the
+    einops drop-in's rules, einc's caret for a bad expression."""
+    import einc.einops as einops_dropin
+
+    a = torch.randn(4, 5, requires_grad=True)
+    b = torch.randn(5, 6, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(einc.EincError, match="one dtype"):
+        einc.einsum("i j, j k -> i k", a, b)
+    x = torch.randn(2, 3, 4, requires_grad=True)
+    with pytest.raises(einops.EinopsError):
+        einops_dropin.rearrange(x, "b s d -> b d")
+    with pytest.raises(einc.EincError, match="never reduces"):
+        einc.rearrange(x, "b s d -> b d")
+    with pytest.raises(einc.EincError, match=r"\^"):
+        einc.einsum("i j, j k -> i q", a, a.t())
+    # the same structure again, now cached: still einc's errors
+    with pytest.raises(einc.EincError, match="one dtype"):
+        einc.einsum("i j, j k -> i k", a, b)
