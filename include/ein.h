@@ -682,7 +682,8 @@ EIN_API const char *ein_peak_kind_name(ein_peak_kind kind); /* "bf16" */
 EIN_API double ein_plan_peak_flops(const ein_plan *plan,
                                    const ein_device_model *model);
 
-/* The predicted time of one execute on the model (see ein_device_model):
+/* The predicted time of one execute on the model (see ein_device_model;
+ * an execute of a view plan writes the output: a copy, priced so):
  * a number of seconds, or -1 when the model prices another backend's
  * plans (a CPU model for a CUDA plan, or the reverse) or is unusable. */
 EIN_API double ein_plan_predicted_seconds(const ein_plan *plan,

@@ -11,6 +11,7 @@
  * steps count what they run (a dtype conversion reads and writes its
  * bytes, 0 FLOPs).
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -78,6 +79,24 @@ static int64_t mismatches(ein_ctx *ctx, const ein_plan *plan,
   return bad;
 }
 
+/* An execute of a view plan copies the output into the caller's: it is
+ * predicted as that copy (the output's bytes read and written at the
+ * model's bandwidth, beside the call and step overheads), not as the 0
+ * bytes of taking the view. */
+static void check_view_predicted(const ein_plan *plan, const char *expr) {
+  ein_device_model m = {.name = "test", .bytes_per_s = 1e9,
+                        .call_seconds = 1e-6, .step_seconds = 2e-6,
+                        .backend = EIN_BACKEND_CPU};
+  for (int k = 0; k < EIN_NPEAK; k++) m.peak[k] = 1e12;
+  double bytes = (double)ein_dtype_size(ein_plan_ir_of(plan)->dtype);
+  for (int d = 0; d < ein_plan_output_ndim(plan); d++)
+    bytes *= (double)ein_plan_output_shape(plan)[d];
+  double want = 1e-6 + 2e-6 + 2 * bytes / 1e9;
+  double got = ein_plan_predicted_seconds(plan, &m);
+  CHECK(fabs(got - want) <= 1e-9 * want, "%s: a view's execute predicted %g s, "
+        "want %g (a copy of %g bytes)", expr, got, want, bytes);
+}
+
 /* The report of a plan: is_view as the plan says, and a view's costs 0. */
 static void check_report(const ein_plan *plan, const char *expr, int view) {
   const ein_plan_ir *ir = ein_plan_ir_of(plan);
@@ -96,6 +115,7 @@ static void check_report(const ein_plan *plan, const char *expr, int view) {
         ein_plan_flops(plan), ir->bytes_moved, ein_step_name(s));
   CHECK(strstr(json, "\"kind\":\"view\"") && strstr(json, "\"bytes_moved\":0,"),
         "%s: JSON %.400s", expr, json);
+  check_view_predicted(plan, expr);
 }
 
 static void run_case(ein_ctx *ctx, const vcase *c) {

@@ -134,8 +134,21 @@ bool ein_cost_model_usable(const ein_device_model *m) {
          ein_cost_bandwidth(m) > 0;
 }
 
+/* A view plan moves nothing when its result is taken as a view (einc's
+ * Python does), but an execute writes the output: its one step then
+ * copies the output's bytes (read and written) at the model's bandwidth.
+ * (Before, an execute of a 2048x2048 transpose was predicted at 300 ns
+ * and took 9 ms: bench/results/2026-11-28-predicted-cpu.md.) */
+static double view_copy_seconds(const ein_plan_ir *ir,
+                                const ein_device_model *m) {
+  double bytes = (double)ein_dtype_size(ir->dtype);
+  for (int d = 0; d < ir->out_ndim; d++) bytes *= (double)ir->out_shape[d];
+  return 2 * bytes / ein_cost_bandwidth(m);
+}
+
 double ein_cost_step_roofline(const ein_plan_ir *ir, const ein_step *s,
                               const ein_device_model *m) {
+  if (ir->view.is_view) return view_copy_seconds(ir, m);
   ein_dtype dt = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
   double rate = ein_cost_rate(m, ein_cost_step_kind(ir, s),
                               ein_dtype_is_complex(dt));

@@ -269,7 +269,8 @@ static void text_summary(const ein_plan_ir *ir, const char *expr,
                     ein_format_shape(shape, sizeof shape, ir->out_shape,
                                      ir->out_ndim));
   if (ir->view.is_view)
-    ein_strbuf_printf(sb, "   a view of in%d: nothing runs, 0 bytes move",
+    ein_strbuf_printf(sb, "   a view of in%d: nothing runs, 0 bytes move "
+                      "(an execute into an output copies it: predicted so)",
                       ir->view.input + 1);
   ein_strbuf_printf(sb, "\npath         %s", ir->path_method);
   for (int i = 0; i < ir->npath; i++)
