@@ -635,7 +635,9 @@ typedef struct ein_device_model {
  *   "cpu"           this host as the CPU backend uses it: the GEMM rate
  *                   (f32, f64; f16, bf16, tf32 and fp8 are computed in
  *                   f32) and the copy bandwidth with the backend's
- *                   threads, measured once (about 0.1 s) and kept in the
+ *                   threads, measured (about 0.1 s) by each of the
+ *                   first 3 processes that use it, the best of each rate
+ *                   kept (a busy machine measures low), in the
  *                   einc cache directory ($EINC_CACHE_DIR, else
  *                   $XDG_CACHE_HOME/einc, else ~/.cache/einc) under the
  *                   CPU's model name and the thread count; an entry that

@@ -287,9 +287,21 @@ static void cpu_model_cache(void) {
         "rates %g %g %g %g", m1.peak[EIN_PEAK_BF16], m1.peak[EIN_PEAK_F32],
         m1.peak[EIN_PEAK_F64], m1.bytes_per_s);
   CHECK(strstr(m1.description, "thread") != NULL, "%s", m1.description);
+  /* the first 3 uses measure, each keeping the best of every rate; the
+   * 4th reads them */
+  for (int use = 2; use <= 3; use++) {
+    ein_device_model prev = m1;
+    REQUIRE_OK(ein_cpu_model_in(dir, &m1));
+    CHECK(ein_cpu_rates_measure_count() == n0 + use, "use %d measures", use);
+    CHECK_STR(m1.source, "measured", "uses 2 and 3");
+    CHECK(m1.peak[EIN_PEAK_F32] >= prev.peak[EIN_PEAK_F32] &&
+              m1.peak[EIN_PEAK_F64] >= prev.peak[EIN_PEAK_F64] &&
+              m1.bytes_per_s >= prev.bytes_per_s,
+          "use %d keeps the best rates", use);
+  }
   REQUIRE_OK(ein_cpu_model_in(dir, &m2));
-  CHECK(ein_cpu_rates_measure_count() == n0 + 1, "second use reads the cache");
-  CHECK_STR(m2.source, "cache", "second use");
+  CHECK(ein_cpu_rates_measure_count() == n0 + 3, "the 4th use reads the cache");
+  CHECK_STR(m2.source, "cache", "4th use");
   CHECK(m2.peak[EIN_PEAK_F32] == m1.peak[EIN_PEAK_F32] && m2.peak[EIN_PEAK_F64] == m1.peak[EIN_PEAK_F64] &&
             m2.bytes_per_s == m1.bytes_per_s,
         "the cache gives back the rates measured");
@@ -307,15 +319,17 @@ static void cpu_model_cache(void) {
     fclose(f);
   }
   REQUIRE_OK(ein_cpu_model_in(dir, &m2));
-  CHECK(ein_cpu_rates_measure_count() == n0 + 2, "a damaged entry is measured");
+  CHECK(ein_cpu_rates_measure_count() == n0 + 4, "a damaged entry is measured");
   CHECK_STR(m2.source, "measured", "after damage");
   /* a whole entry with impossible rates: not trusted */
   const char *liars[] = {"einc cpu rates 1\nf32 -5\nf64 1e9\ncopy 1e9\n",
                          "einc cpu rates 1\nf32 nan\nf64 1e9\ncopy 1e9\n",
                          "einc cpu rates 1\nf32 1e9\nf64 1e9\n",
                          "einc cpu rates 2\nf32 1e9\nf64 1e9\ncopy 1e9\n",
-                         "einc cpu rates 1\nf32 1e9\nf64 1e9\ncopy 1e9\nx"};
-  for (int i = 0; i < 5; i++) {
+                         "einc cpu rates 1\nf32 1e9\nf64 1e9\ncopy 1e9\nx",
+                         "einc cpu rates 3\nruns 3\nf32 1e9\nf64 1e9\ncopy 1e9\n",
+                         "einc cpu rates 2\nruns 0\nf32 1e9\nf64 1e9\ncopy 1e9\n"};
+  for (int i = 0; i < 7; i++) {
     CHECK(ein_disk_cache_store(dir, key, keylen, liars[i], strlen(liars[i])),
           "store");
     int before = ein_cpu_rates_measure_count();
@@ -324,8 +338,34 @@ static void cpu_model_cache(void) {
               strcmp(m2.source, "measured") == 0 && m2.peak[EIN_PEAK_F32] > 0,
           "entry %d is measured again, not trusted", i);
   }
-  /* and a good one written by hand is read as it is */
-  const char *good = "einc cpu rates 1\nf32 1e11\nf64 5e10\ncopy 2e10\n";
+  /* a low entry of one run (measured under load): the next use measures
+   * and keeps the better rates; a version-1 entry counts as one run */
+  const char *low[] = {"einc cpu rates 2\nruns 1\nf32 1e3\nf64 1e3\ncopy 1e3\n",
+                       "einc cpu rates 1\nf32 1e3\nf64 1e3\ncopy 1e3\n"};
+  for (int i = 0; i < 2; i++) {
+    CHECK(ein_disk_cache_store(dir, key, keylen, low[i], strlen(low[i])),
+          "store");
+    int before = ein_cpu_rates_measure_count();
+    REQUIRE_OK(ein_cpu_model_in(dir, &m2));
+    CHECK(ein_cpu_rates_measure_count() == before + 1 &&
+              m2.peak[EIN_PEAK_F32] > 1e3 && m2.peak[EIN_PEAK_F64] > 1e3 &&
+              m2.bytes_per_s > 1e3,
+          "low entry %d measured again, better rates kept: %g %g %g", i,
+          m2.peak[EIN_PEAK_F32], m2.peak[EIN_PEAK_F64], m2.bytes_per_s);
+  }
+  /* a high entry of one run: a new (lower) measurement does not replace
+   * it: the best of each rate is kept */
+  const char *high =
+      "einc cpu rates 2\nruns 1\nf32 1e15\nf64 1e15\ncopy 1e15\n";
+  CHECK(ein_disk_cache_store(dir, key, keylen, high, strlen(high)), "store");
+  REQUIRE_OK(ein_cpu_model_in(dir, &m2));
+  CHECK(m2.peak[EIN_PEAK_F32] == 1e15 && m2.peak[EIN_PEAK_F64] == 1e15 &&
+            m2.bytes_per_s == 1e15 && strcmp(m2.source, "measured") == 0,
+        "the best rates kept: %g %g %g", m2.peak[EIN_PEAK_F32],
+        m2.peak[EIN_PEAK_F64], m2.bytes_per_s);
+  /* and a good one of 3 runs written by hand is read as it is */
+  const char *good =
+      "einc cpu rates 2\nruns 3\nf32 1e11\nf64 5e10\ncopy 2e10\n";
   CHECK(ein_disk_cache_store(dir, key, keylen, good, strlen(good)), "store");
   REQUIRE_OK(ein_cpu_model_in(dir, &m2));
   CHECK(m2.peak[EIN_PEAK_F32] == 1e11 && m2.peak[EIN_PEAK_F64] == 5e10 && m2.bytes_per_s == 2e10 &&
