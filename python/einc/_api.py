@@ -181,12 +181,6 @@ def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
     array of the inputs' library (or out). rules: ein_options.axis_rules,
     what the caller's contract forbids (RULE_NO_REDUCE, RULE_NO_REPEAT).
     fp8 tensors, scales= or out_dtype= go to evaluate_fp8."""
-    if (_frameworks.eager_lowered is not None and out is None
-            and scales is None and out_dtype is None and backend == "auto"):
-        routed = _frameworks.eager_lowered(expr, tensors, reduce, numpy,
-                                           lengths, rules)
-        if routed is not NotImplemented:
-            return routed
     if (scales is not None or out_dtype is not None
             or any(fp8_name(t) for t in tensors)):
         return evaluate_fp8(expr, tensors, scales=scales,

@@ -19,10 +19,6 @@ import sys
 # or NotImplemented for every other call. The general path would reach the
 # same autograd node through route, some 20 us later.
 eager_grad = None
-# einc.evaluate's (every einops-style call's) shortcut for the same calls:
-# (expr, tensors, reduce, numpy, lengths, rules) -> the result lowered
-# onto the framework's own operations, or NotImplemented
-eager_lowered = None
 
 
 def route(expr, tensors, *, reduce, numpy, lengths):

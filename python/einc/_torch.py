@@ -102,6 +102,13 @@ def _hints(shapes) -> tuple:
     return tuple(tuple(_hint(d) for d in s) for s in shapes)
 
 
+def _specialize(shapes) -> None:
+    """A guard on each size: the trace specializes them."""
+    for s in shapes:
+        for d in s:
+            int(d)
+
+
 def _symbolic(shapes) -> bool:
     return any(not isinstance(d, int) for s in shapes for d in s)
 
@@ -278,25 +285,8 @@ def eager_grad(args, numpy, reduce, lengths):
     tensors = args[1:]
     if not _eager_recorded(tensors):
         return NotImplemented
-    reduction = _reduction_name(reduce)
-    lengths = lengths or ()
-    if _torch_lower.ENABLED:
-        fn = _eager_function(args[0], tensors, reduction, numpy, lengths, 0)
-        if fn is not None:
-            return fn(*tensors)
-    return _graph(args[0], tensors, reduction, numpy, lengths, True)
-
-
-def eager_lowered(expr, tensors, reduce, numpy, lengths, rules):
-    """einc.evaluate's shortcut (einc._frameworks.eager_lowered), which
-    every einops-style call reaches: the lowered function of an eager call
-    that records autograd, or NotImplemented."""
-    if not _torch_lower.ENABLED or not _eager_recorded(tensors):
-        return NotImplemented
-    reduction = _reduction_name(reduce)
-    fn = _eager_function(expr, tensors, reduction, numpy, tuple(lengths),
-                         rules)
-    return NotImplemented if fn is None else fn(*tensors)
+    return _graph(args[0], tensors, _reduction_name(reduce), numpy,
+                  lengths or (), True)
 
 
 def _eager_recorded(tensors) -> bool:
@@ -316,7 +306,6 @@ def _eager_recorded(tensors) -> bool:
 
 
 _frameworks.eager_grad = eager_grad
-_frameworks.eager_lowered = eager_lowered
 
 
 def _jit(expr, tensors, reduction, numpy, lengths):
@@ -450,9 +439,7 @@ def _lowered(expr, tensors, reduction, numpy, lengths, eager):
         solved = _axis_sizes(expr, shapes, bool(numpy), reduction,
                              tuple(lengths))
         if solved is None:
-            for s in shapes:
-                for d in s:
-                    int(d)  # a guard on each size: the trace specializes
+            _specialize(shapes)
         else:
             sizes = solved[0]
     return _symbolic_function(steps, len(tensors))(sizes, *tensors)
@@ -695,9 +682,7 @@ def _symbolic_program(program, spec, shapes):
     if not any(step["op"] == "scatter_diag" for step in steps):
         solved = _axis_sizes(expr, shapes, numpy, reduction, tuple(lengths))
     if solved is None:
-        for s in shapes:
-            for d in s:
-                int(d)  # a guard on each size: the trace specializes
+        _specialize(shapes)
         return program
     size, axes, _ = solved
     by_name = {name: size[i] for i, (name, _, _) in enumerate(axes)}
