@@ -400,7 +400,7 @@ def _lower_plan(expr, hints, numpy, reduction, lengths):
         ssa = tuple(tuple(p) for p in plan(expr, *hints, reduce=reduction,
                                            numpy=numpy, **dict(lengths)
                                            ).ssa_path)
-    steps = _torch_lower.program(axes, dims, ssa, reduction)
+    steps = _torch_lower.program(dims, ssa, reduction)
     if steps is None:
         return None
     sizes = tuple(n for _, n, _ in axes)

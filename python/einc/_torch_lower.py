@@ -43,11 +43,11 @@ def _prod(values):
 
 
 @functools.lru_cache(maxsize=4096)
-def program(axes, dims, ssa_path, reduction):
-    """The steps of one call structure, or None. axes: ((name, size,
-    role), ...); dims: each input's dims, then the output's, as tuples of
-    axis ids; ssa_path: einc's pairwise order (SSA pairs) for 3 inputs or
-    more. Each step is a tuple read by _run."""
+def program(dims, ssa_path, reduction):
+    """The steps of one call structure, or None (sizes are not part of
+    it: compile takes them). dims: each input's dims, then the output's,
+    as tuples of axis ids; ssa_path: einc's pairwise order (SSA pairs)
+    for 3 inputs or more. Each step is a tuple compile writes as code."""
     if reduction not in _LOWERED_REDUCTIONS:
         return None
     inputs, out_dims = dims[:-1], dims[-1]
@@ -68,8 +68,7 @@ def program(axes, dims, ssa_path, reduction):
         steps.extend(_contract(a, b, live.pop(a), live.pop(b), later, new))
         live[new] = steps[-1][-1]
     (last, axes_now), = live.items()
-    steps.extend(_finish(last, axes_now, out_axes, out_dims, axes,
-                         reduction))
+    steps.extend(_finish(last, axes_now, out_axes, out_dims, reduction))
     return tuple(steps)
 
 
@@ -104,7 +103,7 @@ def _perm(have, want):
     return None if perm == tuple(range(len(perm))) else perm
 
 
-def _finish(v, axes_now, out_axes, out_dims, axes, reduction):
+def _finish(v, axes_now, out_axes, out_dims, reduction):
     """Steps from value v (axes_now) to the output: what the output lacks
     reduced, the rest permuted into the output's order, repeats
     expanded, dims merged."""
