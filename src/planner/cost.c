@@ -139,11 +139,15 @@ bool ein_cost_model_usable(const ein_device_model *m) {
  * copies the output's bytes (read and written) at the model's bandwidth.
  * (Before, an execute of a 2048x2048 transpose was predicted at 300 ns
  * and took 9 ms: bench/results/2026-11-28-predicted-cpu.md.) */
-static double view_copy_seconds(const ein_plan_ir *ir,
-                                const ein_device_model *m) {
+static double output_bytes(const ein_plan_ir *ir) {
   double bytes = (double)ein_dtype_size(ir->dtype);
   for (int d = 0; d < ir->out_ndim; d++) bytes *= (double)ir->out_shape[d];
-  return 2 * bytes / ein_cost_bandwidth(m);
+  return bytes;
+}
+
+static double view_copy_seconds(const ein_plan_ir *ir,
+                                const ein_device_model *m) {
+  return 2 * output_bytes(ir) / ein_cost_bandwidth(m);
 }
 
 double ein_cost_step_roofline(const ein_plan_ir *ir, const ein_step *s,
@@ -225,8 +229,7 @@ void ein_plan_spread_cost_ir(const ein_plan_ir *ir, const ein_device_model *m,
                              ein_spread_cost *out) {
   const ein_slicing *sl = &ir->slicing;
   double units = sl->n ? sl->count : 1;
-  double out_bytes = (double)ein_dtype_size(ir->dtype);
-  for (int d = 0; d < ir->out_ndim; d++) out_bytes *= (double)ir->out_shape[d];
+  double out_bytes = output_bytes(ir);
   /* min_bytes: every input element read once plus the output written */
   double in_bytes = fmax(ir->min_bytes - out_bytes, 0);
   double rounds = ceil(log2((double)workers));
