@@ -29,7 +29,11 @@
  *     rounded once, by the f32 -> f16 row store or the AVX2 scale kernel;
  *   - sums of products that read one operand across its rows (`i j, j
  *     i ->` and its batched and 3-axis forms: the tiled pass), with sides
- *     that are not multiples of its blocks.
+ *     that are not multiples of its blocks;
+ *   - products that transpose (`j i, j i -> i j`, one operand
+ *     transposed, a scalar or a vector times a transpose, batched: the
+ *     tiles of run_tiled), with sides that are not multiples of the
+ *     tiles nor of the 256-row units, in f16, bf16, f32, f64 and i32.
  * The expected values convert f16 with half.h's scalar ein_f16_to_f32.
  * Everything runs twice: with the portable loops forced, then with what
  * the CPU allows (the AVX2/F16C kernels of cpu_simd.c on most x86 CPUs);
@@ -54,6 +58,7 @@ static double load(ein_dtype dt, const void *p, int64_t i) {
   case EIN_DT_F16: return ein_f16_to_f32(((const uint16_t *)p)[i]);
   case EIN_DT_BF16: return ein_bf16_to_f32(((const uint16_t *)p)[i]);
   case EIN_DT_F32: return ((const float *)p)[i];
+  case EIN_DT_I32: return ((const int32_t *)p)[i];
   default: return ((const double *)p)[i];
   }
 }
@@ -77,6 +82,8 @@ static void fill(ein_dtype dt, void *p, int64_t n, bool prod, bool special) {
       ((uint16_t *)p)[i] = ein_f32_to_bf16((float)v);
     } else if (dt == EIN_DT_F32) {
       ((float *)p)[i] = (float)v;
+    } else if (dt == EIN_DT_I32) {
+      ((int32_t *)p)[i] = (int32_t)(x >> 24) - 128;
     } else {
       ((double *)p)[i] = v;
     }
@@ -622,6 +629,64 @@ static void dots(void) {
   }
 }
 
+/* A product of two operands with nothing reduced, out[b i j] (sizes n)
+ * = x[b i j] y[b i j] read at element strides sa and sb (all 0 for a
+ * scalar): `expr` in ein's words, the operands' shapes sha and shb. */
+static void map_case(ein_dtype dt, const char *expr, const int64_t n[3],
+                     const int64_t sa[3], const int64_t sb[3], int nda,
+                     const int64_t *sha, int ndb, const int64_t *shb) {
+  size_t esz = ein_dtype_size(dt);
+  int64_t tot = n[0] * n[1] * n[2], na = 1, nb = 1;
+  for (int d = 0; d < nda; d++) na *= sha[d];
+  for (int d = 0; d < ndb; d++) nb *= shb[d];
+  char *x = malloc((size_t)na * esz), *y = malloc((size_t)nb * esz);
+  char *out = malloc((size_t)tot * esz);
+  fill(dt, x, na, false, false);
+  fill(dt, y, nb, true, false);
+  int64_t sh_a[3], sh_b[3], osh[3] = {n[0], n[1], n[2]};
+  if (nda) memcpy(sh_a, sha, (size_t)nda * sizeof *sh_a);
+  if (ndb) memcpy(sh_b, shb, (size_t)ndb * sizeof *sh_b);
+  DLTensor a = {.data = x, .ndim = nda, .shape = sh_a,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  DLTensor b = {.data = y, .ndim = ndb, .shape = sh_b,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  int nd = n[0] > 1 ? 3 : 2;
+  DLTensor c = {.data = out, .ndim = nd, .shape = osh + 3 - nd,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  const DLTensor *ins[2] = {&a, &b};
+  ein_status s = ein_eval(ctx, expr, ins, 2, &c, NULL);
+  CHECK(s == EIN_OK, "%s %s: %s", expr, ein_dtype_name(dt),
+        ein_status_name(s));
+  for (int64_t o = 0; s == EIN_OK && o < tot; o++) {
+    int64_t bb = o / (n[1] * n[2]), i = o / n[2] % n[1], jj = o % n[2];
+    double want = load(dt, x, bb * sa[0] + i * sa[1] + jj * sa[2]) *
+                  load(dt, y, bb * sb[0] + i * sb[1] + jj * sb[2]);
+    check_out(dt, EIN_REDUCE_SUM, out, o, want, fabs(want), expr);
+  }
+  free(x), free(y), free(out);
+}
+
+/* Transposing products, I = 300 (a unit of 256 rows and a part one),
+ * J = 70 (a tile of 64 and a part one). */
+static void maps(void) {
+  static const ein_dtype dts[] = {EIN_DT_F16, EIN_DT_BF16, EIN_DT_F32,
+                                  EIN_DT_F64, EIN_DT_I32};
+  enum { I = 300, J = 70, B = 3, I2 = 40, J2 = 33 };
+  const int64_t n[3] = {1, I, J}, ji[2] = {J, I}, ij[2] = {I, J},
+                vi[1] = {I}, t[3] = {0, 1, I}, s[3] = {0, J, 1},
+                v[3] = {0, 1, 0}, z[3] = {0, 0, 0};
+  const int64_t n2[3] = {B, I2, J2}, bji[3] = {B, J2, I2}, vj[1] = {J2},
+                t2[3] = {J2 * I2, 1, I2}, w2[3] = {0, 0, 1};
+  for (int d = 0; d < 5; d++) {
+    map_case(dts[d], "j i, j i -> i j", n, t, t, 2, ji, 2, ji);
+    map_case(dts[d], "j i, i j -> i j", n, t, s, 2, ji, 2, ij);
+    map_case(dts[d], "i j, j i -> i j", n, s, t, 2, ij, 2, ji);
+    map_case(dts[d], ", j i -> i j", n, z, t, 0, NULL, 2, ji);
+    map_case(dts[d], "j i, i -> i j", n, t, v, 2, ji, 1, vi);
+    map_case(dts[d], "b j i, j -> b i j", n2, t2, w2, 3, bji, 1, vj);
+  }
+}
+
 /* One pass over every case; `f16_out` carries the f16 products from the
  * portable pass (compare false) to the other (compare true). */
 static void all_cases(uint16_t *f16_out, bool compare) {
@@ -638,6 +703,7 @@ static void all_cases(uint16_t *f16_out, bool compare) {
   for (int d = 0; d < 3; d++)
     for (int swap = 0; swap < 2; swap++) outer_case(odt[d], swap);
   dots();
+  maps();
 }
 
 int main(void) {
