@@ -540,6 +540,7 @@ static void take_row(loop_job *j, ein_loop_axes *from, int at) {
 #include "cpu_loops_copy.inc"
 #define W 8
 #define T uint64_t
+#define TRANSPOSE_AVX2 ein_avx2_transpose_8
 #include "cpu_loops_copy.inc"
 typedef struct word16 {
   uint64_t lo, hi;
@@ -598,6 +599,31 @@ static void order_planes(ein_loop_axes *kept, int64_t na,
     ein_loop_axes_sort(kept, 1);
 }
 
+typedef void (*copy_fn)(const ein_loop_axes *, int64_t, int64_t, char *,
+                        const char *, int64_t, const int64_t *, int64_t,
+                        const int64_t *);
+
+/* Fewer planes than threads (a 2-d transpose is one plane): each plane
+ * is cut along b into strips of whole 32-row tiles, handed out as the
+ * planes are otherwise. */
+static void copy_strips(copy_fn fn, const ein_loop_axes *kept,
+                        int64_t nouter, char *dst, const char *src,
+                        int64_t w, int64_t na, const int64_t sta[3],
+                        int64_t nb, const int64_t stb[3], int threads) {
+  int64_t strips = nb / 64 < 4 * threads ? nb / 64 : 4 * threads;
+  int64_t units = nouter * strips;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+#endif
+  for (int64_t u = 0; u < units; u++) {
+    int64_t o = u / strips, k = u % strips;
+    int64_t b0 = (nb * k / strips) & ~(int64_t)31;
+    int64_t b1 = k == strips - 1 ? nb : (nb * (k + 1) / strips) & ~(int64_t)31;
+    fn(kept, o, o + 1, dst + b0 * stb[0] * w, src + b0 * stb[1] * w, na, sta,
+       b1 - b0, stb);
+  }
+}
+
 static bool try_copy(const ein_step *s, ein_loop_axes *kept,
                      const ein_loop_axes *red, char *dst, const char *src,
                      int threads) {
@@ -609,13 +635,11 @@ static bool try_copy(const ein_step *s, ein_loop_axes *kept,
   choose_plane(kept, &na, sta, &nb, stb);
   order_planes(kept, na, sta, nb, stb);
   int64_t nouter = ein_loop_axes_volume(kept);
-  void (*fn)(const ein_loop_axes *, int64_t, int64_t, char *, const char *,
-             int64_t, const int64_t *, int64_t, const int64_t *) =
-      w == 1   ? copy_range_1
-      : w == 2 ? copy_range_2
-      : w == 4 ? copy_range_4
-      : w == 8 ? copy_range_8
-               : copy_range_16;
+  copy_fn fn = w == 1   ? copy_range_1
+               : w == 2 ? copy_range_2
+               : w == 4 ? copy_range_4
+               : w == 8 ? copy_range_8
+                        : copy_range_16;
   /* Bytes moved: each element written, and read from a line of its own
    * when the source row is strided by a line or more (diagonals, column
    * gathers: 16 times the written bytes for f32). */
@@ -623,6 +647,12 @@ static bool try_copy(const ein_step *s, ein_loop_axes *kept,
   double bytes = (double)nouter * (double)na * (double)nb *
                  ((double)w + (rd < 64 ? (double)w : 64));
 #ifdef _OPENMP
+  if (threads > 1 && bytes > 1 << 18 && nouter < 2 * threads &&
+      nb >= 128) {
+    copy_strips(fn, kept, nouter, dst, src, (int64_t)w, na, sta, nb, stb,
+                threads);
+    return true;
+  }
   if (threads > 1 && nouter > 1 && bytes > 1 << 18) {
     int64_t nchunks = chunk_count(nouter, threads);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
@@ -634,6 +664,7 @@ static bool try_copy(const ein_step *s, ein_loop_axes *kept,
 #else
   (void)threads;
   (void)bytes;
+  (void)copy_strips;
 #endif
   fn(kept, 0, nouter, dst, src, na, sta, nb, stb);
   return true;

@@ -237,6 +237,36 @@ AVX2 void ein_avx2_transpose_2(uint16_t *d, const uint16_t *s, int64_t an,
   TRANSPOSE_EDGES
 }
 
+/* One 4x4 block of 8-byte elements: pairs interleaved within 128-bit
+ * lanes, then the lanes exchanged. */
+AVX2 static inline void block4x4_8(uint64_t *d, const uint64_t *s,
+                                   int64_t db, int64_t sa) {
+  __m256d r[4], t[4];
+  for (int a = 0; a < 4; a++)
+    r[a] = _mm256_loadu_pd((const double *)(const void *)(s + a * sa));
+  t[0] = _mm256_unpacklo_pd(r[0], r[1]);
+  t[1] = _mm256_unpackhi_pd(r[0], r[1]);
+  t[2] = _mm256_unpacklo_pd(r[2], r[3]);
+  t[3] = _mm256_unpackhi_pd(r[2], r[3]);
+  for (int b = 0; b < 2; b++) {
+    _mm256_storeu_pd((double *)(void *)(d + b * db),
+                     _mm256_permute2f128_pd(t[b], t[b + 2], 0x20));
+    _mm256_storeu_pd((double *)(void *)(d + (b + 2) * db),
+                     _mm256_permute2f128_pd(t[b], t[b + 2], 0x31));
+  }
+}
+
+/* 4x4 blocks, then the edges (a8 and b8 here: the block-aligned part,
+ * multiples of 4). */
+AVX2 void ein_avx2_transpose_8(uint64_t *d, const uint64_t *s, int64_t an,
+                               int64_t bn, int64_t db, int64_t sa) {
+  int64_t a8 = an & ~(int64_t)3, b8 = bn & ~(int64_t)3;
+  for (int64_t b = 0; b < b8; b += 4)
+    for (int64_t a = 0; a < a8; a += 4)
+      block4x4_8(d + a + b * db, s + a * sa + b, db, sa);
+  TRANSPOSE_EDGES
+}
+
 /* ------------------------------------------------------------ copies */
 
 /* Interleaving copies, d[a + b an] = s[a sa + b] for a < an (2, 3 or 4)
@@ -561,6 +591,10 @@ void ein_avx2_transpose_4(uint32_t *d, const uint32_t *s, int64_t an,
   (void)d, (void)s, (void)an, (void)bn, (void)db, (void)sa;
 }
 void ein_avx2_transpose_2(uint16_t *d, const uint16_t *s, int64_t an,
+                          int64_t bn, int64_t db, int64_t sa) {
+  (void)d, (void)s, (void)an, (void)bn, (void)db, (void)sa;
+}
+void ein_avx2_transpose_8(uint64_t *d, const uint64_t *s, int64_t an,
                           int64_t bn, int64_t db, int64_t sa) {
   (void)d, (void)s, (void)an, (void)bn, (void)db, (void)sa;
 }

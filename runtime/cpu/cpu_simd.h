@@ -29,10 +29,12 @@ void ein_avx2_f32_to_f16(const float *in, int64_t n, uint16_t *out);
 /* A transposing block copy, d[a + b db] = s[a sa + b] for a < an,
  * b < bn: the destination contiguous along a, the source along b. Full
  * 8x8 blocks go through vector shuffles, the edges element by element.
- * Elements of 4 and of 2 bytes. */
+ * Elements of 8, 4 and 2 bytes. */
 void ein_avx2_transpose_4(uint32_t *d, const uint32_t *s, int64_t an,
                           int64_t bn, int64_t db, int64_t sa);
 void ein_avx2_transpose_2(uint16_t *d, const uint16_t *s, int64_t an,
+                          int64_t bn, int64_t db, int64_t sa);
+void ein_avx2_transpose_8(uint64_t *d, const uint64_t *s, int64_t an,
                           int64_t bn, int64_t db, int64_t sa);
 
 /* An interleaving copy, d[a + b an] = s[a sa + b] for a < an, b < bn,
