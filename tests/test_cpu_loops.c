@@ -33,7 +33,10 @@
  *   - products that transpose (`j i, j i -> i j`, one operand
  *     transposed, a scalar or a vector times a transpose, batched: the
  *     tiles of run_tiled), with sides that are not multiples of the
- *     tiles nor of the 256-row units, in f16, bf16, f32, f64 and i32.
+ *     tiles nor of the 256-row units, in f16, bf16, f32, f64 and i32;
+ *     and folds whose results transpose (`b j i -> i j` in every
+ *     reduction, `j i k -> i j`, a sum of products `b j i, b j i -> i
+ *     j`), the same tiles with a fold over the reduced axes.
  * The expected values convert f16 with half.h's scalar ein_f16_to_f32.
  * Everything runs twice: with the portable loops forced, then with what
  * the CPU allows (the AVX2/F16C kernels of cpu_simd.c on most x86 CPUs);
@@ -666,6 +669,85 @@ static void map_case(ein_dtype dt, const char *expr, const int64_t n[3],
   free(x), free(y), free(out);
 }
 
+/* A fold over r of one operand or a product of two, out[i j] (I x J)
+ * = op over r < R of x[r i j] (times y[r i j]), read at element
+ * strides sa and sb (ndb 0: no second operand): `expr` in ein's words,
+ * the operands' shapes sha and shb. */
+static void fold_case(ein_dtype dt, ein_reduction op, const char *expr,
+                      const int64_t n[3], const int64_t sa[3],
+                      const int64_t sb[3], int nda, const int64_t *sha,
+                      int ndb, const int64_t *shb) {
+  size_t esz = ein_dtype_size(dt);
+  int64_t tot = n[1] * n[2], na = 1, nb = 1;
+  for (int d = 0; d < nda; d++) na *= sha[d];
+  for (int d = 0; d < ndb; d++) nb *= shb[d];
+  bool prod = op == EIN_REDUCE_PROD;
+  char *x = malloc((size_t)na * esz), *y = malloc((size_t)nb * esz);
+  char *out = malloc((size_t)tot * esz);
+  fill(dt, x, na, prod, false);
+  fill(dt, y, nb, true, false);
+  int64_t sh_a[3], sh_b[3], osh[2] = {n[1], n[2]};
+  memcpy(sh_a, sha, (size_t)nda * sizeof *sh_a);
+  if (ndb) memcpy(sh_b, shb, (size_t)ndb * sizeof *sh_b);
+  DLTensor a = {.data = x, .ndim = nda, .shape = sh_a,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  DLTensor b = {.data = y, .ndim = ndb, .shape = sh_b,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  DLTensor c = {.data = out, .ndim = 2, .shape = osh,
+                .dtype = ein_dtype_to_dl(dt), .device = {kDLCPU, 0}};
+  const DLTensor *ins[2] = {&a, &b};
+  ein_options opt = {.reduction = op};
+  ein_status s = ein_eval(ctx, expr, ins, ndb ? 2 : 1, &c, &opt);
+  CHECK(s == EIN_OK, "%s op %d %s: %s", expr, (int)op, ein_dtype_name(dt),
+        ein_status_name(s));
+  for (int64_t o = 0; s == EIN_OK && o < tot; o++) {
+    int64_t i = o / n[2], jj = o % n[2];
+    double acc = ident(op), mag = 0;
+    for (int64_t r = 0; r < n[0]; r++) {
+      double v = load(dt, x, r * sa[0] + i * sa[1] + jj * sa[2]);
+      if (ndb) v *= load(dt, y, r * sb[0] + i * sb[1] + jj * sb[2]);
+      acc = fold(op, acc, v);
+      mag += fabs(v);
+    }
+    if (op == EIN_REDUCE_MEAN) acc /= (double)n[0], mag /= (double)n[0];
+    if (prod) mag = fabs(acc) * (double)n[0];
+    check_out(dt, op, out, o, acc, mag, expr);
+  }
+  free(x), free(y), free(out);
+}
+
+/* Folds whose results transpose the operands' rows (the tiles of
+ * run_tiled with reduced axes): over a batch, over a fastest axis, of
+ * a product; I = 300 and J = 70 as in maps(). */
+static void transposing_folds(void) {
+  static const ein_dtype dts[] = {EIN_DT_F16, EIN_DT_BF16, EIN_DT_F32,
+                                  EIN_DT_F64, EIN_DT_I32};
+  static const ein_reduction ops[] = {EIN_REDUCE_SUM, EIN_REDUCE_MEAN,
+                                      EIN_REDUCE_MAX, EIN_REDUCE_MIN,
+                                      EIN_REDUCE_PROD};
+  enum { R = 5, I = 300, J = 70, K = 4 };
+  const int64_t n[3] = {R, I, J}, bji[3] = {R, J, I}, t[3] = {J * I, 1, I},
+                nk[3] = {K, I, J}, jik[3] = {J, I, K}, tk[3] = {1, K, I * K},
+                vj[1] = {J}, w[3] = {0, 0, 1};
+  for (int d = 0; d < 5; d++) {
+    for (int o = 0; o < 5; o++) {
+      /* i32: a mean is not an integer; a product of 5 values wraps */
+      if (dts[d] == EIN_DT_I32 && (ops[o] == EIN_REDUCE_MEAN ||
+                                   ops[o] == EIN_REDUCE_PROD))
+        continue;
+      fold_case(dts[d], ops[o], "b j i -> i j", n, t, t, 3, bji, 0, NULL);
+    }
+    fold_case(dts[d], EIN_REDUCE_MAX, "j i k -> i j", nk, tk, tk, 3, jik, 0,
+              NULL);
+    fold_case(dts[d], EIN_REDUCE_SUM, "j i k -> i j", nk, tk, tk, 3, jik, 0,
+              NULL);
+    fold_case(dts[d], EIN_REDUCE_SUM, "b j i, b j i -> i j", n, t, t, 3, bji,
+              3, bji);
+    fold_case(dts[d], EIN_REDUCE_SUM, "b j i, j -> i j", n, t, w, 3, bji, 1,
+              vj);
+  }
+}
+
 /* Transposing products, I = 300 (a unit of 256 rows and a part one),
  * J = 70 (a tile of 64 and a part one). */
 static void maps(void) {
@@ -704,6 +786,7 @@ static void all_cases(uint16_t *f16_out, bool compare) {
     for (int swap = 0; swap < 2; swap++) outer_case(odt[d], swap);
   dots();
   maps();
+  transposing_folds();
 }
 
 int main(void) {

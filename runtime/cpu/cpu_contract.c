@@ -25,6 +25,8 @@
  */
 #include "cpu_contract.h"
 
+#include <stdlib.h>
+
 #include "loop_axes.h"
 
 /* A step as a batch of tiny GEMMs: C[m, n] = alpha * A[m, k] B[k, n]. */
@@ -38,8 +40,12 @@ typedef struct tiny {
   const char *a, *b;
 } tiny;
 
-/* Work (multiply-adds) below which one thread does the whole step. */
-enum { TINY_SPLIT_WORK = 1 << 15 };
+/* Work (multiply-adds) below which one thread does the whole step;
+ * the most elements one tiny matrix may span in its source (a batch of
+ * matrices scattered wider, as the 8 values 4 MiB apart of each of
+ * `b j i, b j i -> i j`'s 1x1x8 "GEMMs", reads a line per value: 103 ms
+ * where the general loops' tiles take 5). */
+enum { TINY_SPLIT_WORK = 1 << 15, TINY_SPAN = 4096 };
 
 /* Places kept axis i of `kept` as a batch, M or N axis of t; false when
  * it is a second M or N axis or in neither source (a repeat). */
@@ -85,8 +91,11 @@ static bool classify(const ein_step *s, tiny *t) {
   for (int i = 0; i < kept.n; i++)
     if (!place_kept(&kept, i, t, &has_m, &has_n)) return false;
   bool dots = t->m == 1 && t->n == 1 && t->ak == 1 && t->bk == 1;
+  int64_t span_a = llabs(t->ak) * (t->k - 1) + llabs(t->am) * (t->m - 1);
+  int64_t span_b = llabs(t->bk) * (t->k - 1) + llabs(t->bn) * (t->n - 1);
   return t->m <= EIN_CPU_TINY && t->n <= EIN_CPU_TINY &&
-         (t->k <= EIN_CPU_TINY || dots);
+         (dots || (t->k <= EIN_CPU_TINY && span_a <= TINY_SPAN &&
+                   span_b <= TINY_SPAN));
 }
 
 #ifdef _OPENMP

@@ -50,8 +50,9 @@
 enum { ROW = 512, LANES = 32, ROW_MIN = 16, TP = 16, TQ = 64 };
 
 /* TILE_A x TILE_B: the tile of a transposing map (run_tiled): TILE_A
- * results along the row by TILE_B rows, each source's tile loaded along
- * the axis it is contiguous in (32 f32 values: two cache lines). A unit
+ * results along the row by TILE_B rows (for 4-byte values; as many
+ * bytes for others), each source's tile loaded along the axis it is
+ * contiguous in (32 f32 values: two cache lines). A unit
  * of work is TILE_U rows, walked a tile column at a time, so that a
  * source row (often a page of its own) is read 1 KiB of f32 at a visit:
  * with units of TILE_B rows, `j i, j i -> i j` (2048^2 f32) revisited
@@ -317,17 +318,18 @@ static void simd_plan(loop_job *j) {
                    (j->row_st[1] == 0 && j->row_st[2] == 1));
 }
 
-/* Decides once per step whether its rows go in tiles (run_tiled): a map
- * with nothing reduced (a product, a conversion, a scaling) whose row
+/* Decides once per step whether its rows go in tiles (run_tiled): mode
+ * K (a product, a conversion, a scaling, a fold of other axes) whose row
  * is read from a source at a stride of a cache line or more, while an
  * outer axis is shorter-strided there (`j i, j i -> i j`, `, j i -> i
- * j`). Row by row each value would come from a line (and a page) of its
- * own, and the next row would need the same lines again after 2 x row_n
- * others; a tile reads that source along the outer axis instead. */
+ * j`, `b j i -> i j`). Row by row each value would come from a line (and
+ * a page) of its own, and the next row would need the same lines again
+ * after row_n others per source and reduced index; a tile reads that
+ * source along the outer axis instead. */
 static void tile_plan(loop_job *j) {
   const ein_step *s = j->s;
   if (s->kind == EIN_STEP_FILL || j->row_reduced || j->win > 1 ||
-      j->red.n != 0 || j->simd || j->simd_scale || j->row_n < 8)
+      j->simd || j->simd_scale || j->row_n < 8)
     return;
   int best = -1, by = 1;
   for (int k = 1; k <= s->nsrc; k++) {
@@ -751,7 +753,8 @@ static void run_job(loop_job *j, int threads) {
   }
 #ifdef _OPENMP
   if (threads > 1 && work > 1 << 16) {
-    if (!j->row_reduced && nouter < 4 * threads && nred >= 8 * threads &&
+    if (!j->row_reduced && !j->tile_n && nouter < 4 * threads &&
+        nred >= 8 * threads &&
         (double)nouter * (double)j->row_n <= 1 << 20 && run_split(j, threads))
       return;
     if (nouter > 1) {
