@@ -35,8 +35,9 @@
  *     tiles of run_tiled), with sides that are not multiples of the
  *     tiles nor of the 256-row units, in f16, bf16, f32, f64 and i32;
  *     and folds whose results transpose (`b j i -> i j` in every
- *     reduction, `j i k -> i j`, a sum of products `b j i, b j i -> i
- *     j`), the same tiles with a fold over the reduced axes.
+ *     reduction, `j i k -> i j`, `j r i -> i j`, a sum of products `b
+ *     j i, b j i -> i j`), the same tiles with a fold over the reduced
+ *     axes.
  * The expected values convert f16 with half.h's scalar ein_f16_to_f32.
  * Everything runs twice: with the portable loops forced, then with what
  * the CPU allows (the AVX2/F16C kernels of cpu_simd.c on most x86 CPUs);
@@ -729,6 +730,8 @@ static void transposing_folds(void) {
   const int64_t n[3] = {R, I, J}, bji[3] = {R, J, I}, t[3] = {J * I, 1, I},
                 nk[3] = {K, I, J}, jik[3] = {J, I, K}, tk[3] = {1, K, I * K},
                 vj[1] = {J}, w[3] = {0, 0, 1};
+  const int64_t n20[3] = {20, I, J}, jri[3] = {J, 20, I},
+                t20[3] = {I, 1, 20 * I};
   for (int d = 0; d < 5; d++) {
     for (int o = 0; o < 5; o++) {
       /* i32: a mean is not an integer; a product of 5 values wraps */
@@ -745,6 +748,12 @@ static void transposing_folds(void) {
               3, bji);
     fold_case(dts[d], EIN_REDUCE_SUM, "b j i, j -> i j", n, t, w, 3, bji, 1,
               vj);
+    /* the reduced axis between the source's fastest (kept) axis and the
+     * destination's: folded as tiles, not as rows read I apart */
+    fold_case(dts[d], EIN_REDUCE_SUM, "j r i -> i j", n20, t20, t20, 3, jri,
+              0, NULL);
+    fold_case(dts[d], EIN_REDUCE_MAX, "j r i -> i j", n20, t20, t20, 3, jri,
+              0, NULL);
   }
 }
 

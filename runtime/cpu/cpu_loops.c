@@ -693,7 +693,14 @@ static void take_window(loop_job *j, ein_loop_axes *red) {
  * enough to be worth folding as a row (short ones, like the 2x2 window
  * of a pooling, are better folded element-wise along a kept row). */
 static void choose_row(loop_job *j, ein_loop_axes *kept, ein_loop_axes *red) {
-  int64_t kept_min = kept->n ? llabs(kept->st[kept->n - 1][1]) : INT64_MAX;
+  /* the source's fastest kept axis, whether or not it is the
+   * destination's: a reduced axis slower than it (`a b c d -> d b`, c's
+   * 32 against d's 1) is no row to fold, while mode K reads d along its
+   * rows (in tiles: tile_plan) */
+  int64_t kept_min = INT64_MAX;
+  for (int i = 0; i < kept->n; i++)
+    if (kept->st[i][1] != 0 && llabs(kept->st[i][1]) < kept_min)
+      kept_min = llabs(kept->st[i][1]);
   int64_t red_min = red->n ? llabs(red->st[red->n - 1][1]) : INT64_MAX;
   if (j->s->kind == EIN_STEP_FILL) {
     j->row_n = 1;
