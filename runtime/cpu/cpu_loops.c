@@ -447,6 +447,7 @@ static void simd_scale_row(const loop_job *j, const int64_t off[3],
 #define MAXV INFINITY
 #define MINV (-INFINITY)
 #define IS_NAN(x) ((x) != (x))
+#define TRANSPOSE_AVX2 ein_avx2_transpose_8
 #include "cpu_loops_acc.inc"
 
 #define T int64_t
