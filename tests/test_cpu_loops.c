@@ -37,7 +37,9 @@
  *     and folds whose results transpose (`b j i -> i j` in every
  *     reduction, `j i k -> i j`, `j r i -> i j`, a sum of products `b
  *     j i, b j i -> i j`), the same tiles with a fold over the reduced
- *     axes.
+ *     axes;
+ *   - steps of one long row (a product, a scaling, folds over a short
+ *     axis), cut into pieces across threads.
  * The expected values convert f16 with half.h's scalar ein_f16_to_f32.
  * Everything runs twice: with the portable loops forced, then with what
  * the CPU allows (the AVX2/F16C kernels of cpu_simd.c on most x86 CPUs);
@@ -778,6 +780,26 @@ static void maps(void) {
   }
 }
 
+/* Steps of one long row (run_row_pieces: fewer outer rows than
+ * threads, the row cut into pieces across them): a product, a scaling
+ * and a fold over a short axis, N = 50001 (not a multiple of a piece). */
+static void long_rows(void) {
+  static const ein_dtype dts[] = {EIN_DT_F16, EIN_DT_F32, EIN_DT_F64,
+                                  EIN_DT_I32};
+  enum { N = 50001, R = 3 };
+  const int64_t n[3] = {1, 1, N}, sh[2] = {1, N}, t[3] = {0, N, 1},
+                z[3] = {0, 0, 0}, nr[3] = {R, 1, N}, shr[3] = {R, 1, N},
+                tr[3] = {N, N, 1};
+  for (int d = 0; d < 4; d++) {
+    map_case(dts[d], "i j, i j -> i j", n, t, t, 2, sh, 2, sh);
+    map_case(dts[d], ", i j -> i j", n, z, t, 0, NULL, 2, sh);
+    fold_case(dts[d], EIN_REDUCE_SUM, "r i j -> i j", nr, tr, tr, 3, shr, 0,
+              NULL);
+    fold_case(dts[d], EIN_REDUCE_MAX, "r i j -> i j", nr, tr, tr, 3, shr, 0,
+              NULL);
+  }
+}
+
 /* One pass over every case; `f16_out` carries the f16 products from the
  * portable pass (compare false) to the other (compare true). */
 static void all_cases(uint16_t *f16_out, bool compare) {
@@ -796,6 +818,7 @@ static void all_cases(uint16_t *f16_out, bool compare) {
   dots();
   maps();
   transposing_folds();
+  long_rows();
 }
 
 int main(void) {

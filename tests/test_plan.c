@@ -137,6 +137,42 @@ static void test_gemm_mapping(ein_ctx *ctx) {
   ein_plan_destroy(p);
 }
 
+/* An f16 operand that a GEMM reads transposed is converted to f32 in its
+ * own order (a contiguous pass) and read transposed, not converted into
+ * a transposed copy: every convert step of `i j, i -> j` (A is [K, M])
+ * has dst strides equal to its source's, and the GEMM's A has unit
+ * stride along m. */
+static void test_convert_keeps_order(ein_ctx *ctx) {
+  shapes s;
+  make_shapes(&s, "256x128 256", (DLDataType){kDLFloat, 16, 1});
+  ein_plan *p = NULL;
+  CHECK(ein_plan_create(ctx, "i j, i -> j", s.p, s.n, NULL, NULL, &p) ==
+            EIN_OK,
+        "f16 vecmat: %s", ein_last_error(ctx)->message);
+  if (!p) return;
+  const ein_plan_ir *ir = ein_plan_ir_of(p);
+  int converts = 0, gemms = 0;
+  for (int i = 0; i < ir->nsteps; i++) {
+    const ein_step *st = &ir->steps[i];
+    if (st->kind == EIN_STEP_GEMM) {
+      gemms++;
+      CHECK(st->gemm.a_ms == 1 && st->gemm.a_ks == 128,
+            "f16 vecmat: A read with strides m %lld, k %lld (want 1, 128)",
+            (long long)st->gemm.a_ms, (long long)st->gemm.a_ks);
+    }
+    if (st->kind != EIN_STEP_LOOP || st->role != EIN_ROLE_CONVERT) continue;
+    converts++;
+    for (int a = 0; a < st->naxes; a++)
+      CHECK(st->axes[a].stride[0] == st->axes[a].stride[1],
+            "f16 vecmat: convert step %d axis %d dst stride %lld, src %lld",
+            i, a, (long long)st->axes[a].stride[0],
+            (long long)st->axes[a].stride[1]);
+  }
+  CHECK(converts >= 1 && gemms == 1, "f16 vecmat: %d converts, %d gemms",
+        converts, gemms);
+  ein_plan_destroy(p);
+}
+
 static void test_flops(ein_ctx *ctx) {
   /* Hand counts, opt_einsum's convention. */
   ein_plan *p = plan_of(ctx, "m k, k n -> m n", "30x40 40x50", NULL);
@@ -609,6 +645,7 @@ int main(void) {
   ein_ctx *ctx;
   REQUIRE_OK(ein_ctx_create(&ctx));
   test_gemm_mapping(ctx);
+  test_convert_keeps_order(ctx);
   test_flops(ctx);
   test_dp_optimal();
   test_memory_limit(ctx);

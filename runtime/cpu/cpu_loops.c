@@ -751,6 +751,30 @@ static void run_fill(const loop_job *j) {
 
 /* Runs the job over its outer rows, across threads when the work is
  * large; few outer rows but a long reduction split the reduction. */
+/* Mode K with fewer outer rows than threads and long rows (a contiguous
+ * conversion or scaling is one fused row): each row is cut into pieces
+ * of whole ROW chunks, each run as a job of its own over that piece
+ * (its pointers moved to the piece's start), handed out dynamically. A
+ * 4096^2 f16 -> f32 conversion ran on one core: 8.4 ms. */
+static void run_row_pieces(const loop_job *j, int64_t nouter, int threads) {
+  int64_t pieces = 4 * (int64_t)threads;
+  int64_t len = (j->row_n + pieces - 1) / pieces;
+  len = (len + ROW - 1) / ROW * ROW;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+#endif
+  for (int64_t u = 0; u < nouter * pieces; u++) {
+    int64_t o = u / pieces, c0 = u % pieces * len;
+    if (c0 >= j->row_n) continue;
+    loop_job part = *j;
+    part.row_n = j->row_n - c0 < len ? j->row_n - c0 : len;
+    part.dst += c0 * j->row_st[0] * (int64_t)j->esz[0];
+    for (int k = 0; k < j->s->nsrc; k++)
+      part.src[k] += c0 * j->row_st[k + 1] * (int64_t)j->esz[k + 1];
+    run_range(&part, o, o + 1);
+  }
+}
+
 static void run_job(loop_job *j, int threads) {
   int64_t nouter = ein_loop_axes_volume(&j->outer);
   int64_t nred = ein_loop_axes_volume(&j->red);
@@ -765,6 +789,11 @@ static void run_job(loop_job *j, int threads) {
         nred >= 8 * threads &&
         (double)nouter * (double)j->row_n <= 1 << 20 && run_split(j, threads))
       return;
+    if (!j->row_reduced && !j->tile_n && nouter < threads &&
+        j->row_n >= 8 * ROW * (int64_t)threads) {
+      run_row_pieces(j, nouter, threads);
+      return;
+    }
     if (nouter > 1) {
       int64_t nchunks = chunk_count(nouter, threads);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
@@ -777,6 +806,7 @@ static void run_job(loop_job *j, int threads) {
   (void)threads;
   (void)work;
   (void)run_split;
+  (void)run_row_pieces;
 #endif
   run_range(j, 0, nouter);
 }
