@@ -8,7 +8,8 @@
  *   - outer products, the row read from either source, short rows and rows
  *     that are not a multiple of a vector, large enough to be split;
  *   - the transposed dot `i j, j i ->`, sides that are not multiples of
- *     the 8x8 tiles nor of the 64x64 blocks, small and split across threads.
+ *     the 8x8 tiles nor of the 64x64 blocks, small and split across threads;
+ *   - one long contiguous dot, cut into pieces summed on 2 threads.
  * Each case is planned by the CPU planner; the test checks that its one
  * step is of the kernel's form (the kernel takes it) and runs the kernel
  * itself on 1 and 2 threads, with the portable loops forced and with what
@@ -59,6 +60,8 @@ static const kcase cases[] = {
     {"trace 8x9", "i j, j i ->", "8x9 9x8", ein_cpu_trace_dot},
     {"trace 203x150", "i j, j i ->", "203x150 150x203", ein_cpu_trace_dot},
     {"trace 300x261", "i j, j i ->", "300x261 261x300", ein_cpu_trace_dot},
+    {"long dot (split on 2 threads)", "i, i ->", "100003 100003",
+     ein_cpu_tiny_contract},
 };
 
 /* x laid out by operand_layout, filled with values in [-1, 1) by

@@ -123,6 +123,46 @@ static bool classify(const ein_step *s, tiny *t) {
 DOT_RANGE(dots_f32, float)
 DOT_RANGE(dots_f64, double)
 
+/* Fewer contiguous dot products than threads, each long (`i j, i j ->`,
+ * one dot of 4M values, ran on one core): each is cut into DOT_PARTS
+ * pieces summed in parallel, then the pieces' sums added in order (the
+ * same order on every run, whatever the threads). */
+enum { DOT_PARTS = 16, DOT_SPLIT_MIN = 1 << 16 };
+
+#ifdef _OPENMP
+#define PARALLEL_PARTS(threads)                                              \
+  _Pragma("omp parallel for num_threads(threads) schedule(static)")
+#else
+#define PARALLEL_PARTS(threads)
+#endif
+
+#define DOT_SPLIT(NAME, T)                                                   \
+  static void NAME(const tiny *t, T *c, const T *a, const T *b,              \
+                   int threads) {                                            \
+    int64_t nb = ein_loop_axes_volume(&t->batch);                            \
+    ein_loop_cursor cur;                                                     \
+    ein_loop_cursor_start(&t->batch, 0, &cur);                               \
+    (void)threads; /* no OpenMP: the pieces run in turn */                   \
+    for (int64_t e = 0; e < nb; e++) {                                       \
+      const T *ae = a + cur.off[1], *be = b + cur.off[2];                    \
+      T part[DOT_PARTS];                                                     \
+      PARALLEL_PARTS(threads)                                                \
+      for (int p = 0; p < DOT_PARTS; p++) {                                  \
+        int64_t lo = t->k * p / DOT_PARTS, hi = t->k * (p + 1) / DOT_PARTS;  \
+        T acc = 0;                                                           \
+        SIMD_SUM(acc)                                                        \
+        for (int64_t q = lo; q < hi; q++) acc += ae[q] * be[q];              \
+        part[p] = acc;                                                       \
+      }                                                                      \
+      T total = 0;                                                           \
+      for (int p = 0; p < DOT_PARTS; p++) total += part[p];                  \
+      c[cur.off[0]] = (T)t->alpha * total;                                   \
+      ein_loop_cursor_next(&t->batch, &cur);                                 \
+    }                                                                        \
+  }
+DOT_SPLIT(split_dots_f32, float)
+DOT_SPLIT(split_dots_f64, double)
+
 /* The batch elements lo..hi-1 of t; K is a constant where the caller's
  * switch made it one, so the sums unroll. */
 #define TINY_RANGE(NAME, T)                                                  \
@@ -282,6 +322,16 @@ bool ein_cpu_tiny_contract(const ein_step *s, char *dst, const char *src0,
   t.c = dst;
   t.a = src0;
   t.b = src1;
+  bool dots = t.m == 1 && t.n == 1 && t.k > EIN_CPU_TINY;
+  if (dots && threads > 1 && nb < threads && t.k >= DOT_SPLIT_MIN) {
+    if (t.dt == EIN_DT_F64)
+      split_dots_f64(&t, (double *)dst, (const double *)src0,
+                     (const double *)src1, threads);
+    else
+      split_dots_f32(&t, (float *)dst, (const float *)src0,
+                     (const float *)src1, threads);
+    return true;
+  }
   ein_cpu_split(threads, nb, work >= TINY_SPLIT_WORK, run_part, &t);
   return true;
 }
