@@ -139,9 +139,10 @@ static void test_gemm_mapping(ein_ctx *ctx) {
 
 /* An f16 operand that a GEMM reads transposed is converted to f32 in its
  * own order (a contiguous pass) and read transposed, not converted into
- * a transposed copy: every convert step of `i j, i -> j` (A is [K, M])
- * has dst strides equal to its source's, and the GEMM's A has unit
- * stride along m. */
+ * a transposed copy: every convert step of `i j, i k -> j k` (A is [K,
+ * M]) has dst strides equal to its source's, and the GEMM's A has unit
+ * stride along m. A matrix-vector product of f16 (`i j, i -> j`) is no
+ * GEMM on the CPU at all: one LOOP reads the half matrix once. */
 static void test_convert_keeps_order(ein_ctx *ctx) {
   shapes s;
   make_shapes(&s, "256x128 256", (DLDataType){kDLFloat, 16, 1});
@@ -149,6 +150,15 @@ static void test_convert_keeps_order(ein_ctx *ctx) {
   CHECK(ein_plan_create(ctx, "i j, i -> j", s.p, s.n, NULL, NULL, &p) ==
             EIN_OK,
         "f16 vecmat: %s", ein_last_error(ctx)->message);
+  CHECK(p && ein_plan_nsteps(p) == 1 && ein_plan_count_steps(p, "gemm") == 0,
+        "f16 vecmat: %d steps, %d gemm (want one LOOP)",
+        p ? ein_plan_nsteps(p) : 0, p ? ein_plan_count_steps(p, "gemm") : 0);
+  ein_plan_destroy(p);
+  p = NULL;
+  make_shapes(&s, "256x128 256x64", (DLDataType){kDLFloat, 16, 1});
+  CHECK(ein_plan_create(ctx, "i j, i k -> j k", s.p, s.n, NULL, NULL, &p) ==
+            EIN_OK,
+        "f16 A^T B: %s", ein_last_error(ctx)->message);
   if (!p) return;
   const ein_plan_ir *ir = ein_plan_ir_of(p);
   int converts = 0, gemms = 0;
@@ -157,18 +167,18 @@ static void test_convert_keeps_order(ein_ctx *ctx) {
     if (st->kind == EIN_STEP_GEMM) {
       gemms++;
       CHECK(st->gemm.a_ms == 1 && st->gemm.a_ks == 128,
-            "f16 vecmat: A read with strides m %lld, k %lld (want 1, 128)",
+            "f16 A^T B: A read with strides m %lld, k %lld (want 1, 128)",
             (long long)st->gemm.a_ms, (long long)st->gemm.a_ks);
     }
     if (st->kind != EIN_STEP_LOOP || st->role != EIN_ROLE_CONVERT) continue;
     converts++;
     for (int a = 0; a < st->naxes; a++)
       CHECK(st->axes[a].stride[0] == st->axes[a].stride[1],
-            "f16 vecmat: convert step %d axis %d dst stride %lld, src %lld",
+            "f16 A^T B: convert step %d axis %d dst stride %lld, src %lld",
             i, a, (long long)st->axes[a].stride[0],
             (long long)st->axes[a].stride[1]);
   }
-  CHECK(converts >= 1 && gemms == 1, "f16 vecmat: %d converts, %d gemms",
+  CHECK(converts >= 1 && gemms == 1, "f16 A^T B: %d converts, %d gemms",
         converts, gemms);
   ein_plan_destroy(p);
 }
