@@ -270,9 +270,10 @@ typedef struct loop_job {
   bool simd;        /* rows go straight from the source to cpu_simd.c */
   bool simd_pairs;  /* ... a window of 2, red at most one axis */
   bool simd_scale;  /* f16 rows times a broadcast f16 value, f16 out */
-  /* mode K, nothing reduced: an outer axis taken out of outer (tile_plan)
-   * along which a source strided along the row is contiguous, walked in
-   * tiles with the row; tile_n = 0 when there is none */
+  /* mode K: an outer axis taken out of outer (tile_plan) along which a
+   * source strided along the row is contiguous, walked in tiles with the
+   * row (a map, or a fold of the reduced axes); tile_n = 0 when there is
+   * none */
   int64_t tile_n;
   int64_t tile_st[3];
 } loop_job;
