@@ -267,6 +267,18 @@ static void bad_paths(ein_ctx *ctx) {
 
 /* The "cpu" model: measured once into the cache, then read; damaged or
  * impossible entries measured again. */
+
+/* Writes `entry` as the cache's record of the CPU's rates (key, keylen),
+ * loads the "cpu" model from dir into *m and returns how many times the
+ * load measured the rates. */
+static int load_entry(const char *dir, const char *key, size_t keylen,
+                      const char *entry, ein_device_model *m) {
+  CHECK(ein_disk_cache_store(dir, key, keylen, entry, strlen(entry)),
+        "store");
+  int before = ein_cpu_rates_measure_count();
+  REQUIRE_OK(ein_cpu_model_in(dir, m));
+  return ein_cpu_rates_measure_count() - before;
+}
 static void cpu_model_cache(void) {
   char dir[] = "/tmp/einc-model-XXXXXX";
   if (!mkdtemp(dir)) {
@@ -330,12 +342,9 @@ static void cpu_model_cache(void) {
                          "einc cpu rates 3\nruns 3\nf32 1e9\nf64 1e9\ncopy 1e9\n",
                          "einc cpu rates 2\nruns 0\nf32 1e9\nf64 1e9\ncopy 1e9\n"};
   for (int i = 0; i < 7; i++) {
-    CHECK(ein_disk_cache_store(dir, key, keylen, liars[i], strlen(liars[i])),
-          "store");
-    int before = ein_cpu_rates_measure_count();
-    REQUIRE_OK(ein_cpu_model_in(dir, &m2));
-    CHECK(ein_cpu_rates_measure_count() == before + 1 &&
-              strcmp(m2.source, "measured") == 0 && m2.peak[EIN_PEAK_F32] > 0,
+    int measured = load_entry(dir, key, keylen, liars[i], &m2);
+    CHECK(measured == 1 && strcmp(m2.source, "measured") == 0 &&
+              m2.peak[EIN_PEAK_F32] > 0,
           "entry %d is measured again, not trusted", i);
   }
   /* a low entry of one run (measured under load): the next use measures
@@ -343,11 +352,8 @@ static void cpu_model_cache(void) {
   const char *low[] = {"einc cpu rates 2\nruns 1\nf32 1e3\nf64 1e3\ncopy 1e3\n",
                        "einc cpu rates 1\nf32 1e3\nf64 1e3\ncopy 1e3\n"};
   for (int i = 0; i < 2; i++) {
-    CHECK(ein_disk_cache_store(dir, key, keylen, low[i], strlen(low[i])),
-          "store");
-    int before = ein_cpu_rates_measure_count();
-    REQUIRE_OK(ein_cpu_model_in(dir, &m2));
-    CHECK(ein_cpu_rates_measure_count() == before + 1 &&
+    int measured = load_entry(dir, key, keylen, low[i], &m2);
+    CHECK(measured == 1 &&
               m2.peak[EIN_PEAK_F32] > 1e3 && m2.peak[EIN_PEAK_F64] > 1e3 &&
               m2.bytes_per_s > 1e3,
           "low entry %d measured again, better rates kept: %g %g %g", i,
@@ -357,8 +363,7 @@ static void cpu_model_cache(void) {
    * it: the best of each rate is kept */
   const char *high =
       "einc cpu rates 2\nruns 1\nf32 1e15\nf64 1e15\ncopy 1e15\n";
-  CHECK(ein_disk_cache_store(dir, key, keylen, high, strlen(high)), "store");
-  REQUIRE_OK(ein_cpu_model_in(dir, &m2));
+  load_entry(dir, key, keylen, high, &m2);
   CHECK(m2.peak[EIN_PEAK_F32] == 1e15 && m2.peak[EIN_PEAK_F64] == 1e15 &&
             m2.bytes_per_s == 1e15 && strcmp(m2.source, "measured") == 0,
         "the best rates kept: %g %g %g", m2.peak[EIN_PEAK_F32],
@@ -366,8 +371,7 @@ static void cpu_model_cache(void) {
   /* and a good one of 3 runs written by hand is read as it is */
   const char *good =
       "einc cpu rates 2\nruns 3\nf32 1e11\nf64 5e10\ncopy 2e10\n";
-  CHECK(ein_disk_cache_store(dir, key, keylen, good, strlen(good)), "store");
-  REQUIRE_OK(ein_cpu_model_in(dir, &m2));
+  load_entry(dir, key, keylen, good, &m2);
   CHECK(m2.peak[EIN_PEAK_F32] == 1e11 && m2.peak[EIN_PEAK_F64] == 5e10 && m2.bytes_per_s == 2e10 &&
             strcmp(m2.source, "cache") == 0,
         "a good entry is read: %g %g %g", m2.peak[EIN_PEAK_F32], m2.peak[EIN_PEAK_F64],
