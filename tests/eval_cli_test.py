@@ -609,5 +609,34 @@ for da, db, want_descr in PROMOTIONS:
     check(ok and close(read_npy(P("po.npy"))[1], want, tol),
           "%s and %s promote to %s: %r" % (da, db, want_descr, r))
 
+# --- --memory-limit (issue 37): a chain whose every order needs an
+# intermediate of 6x7 or 5x4 f64 (240 or 160 bytes) runs sliced within 96
+# bytes and equals the direct sum; -v says how many slices ran. 'free'
+# takes a share of the host's free memory (no slicing for this size).
+CA, CB, CC = rand_values(30), rand_values(35), rand_values(28)
+write_npy(P("ca.npy"), "<f8", (6, 5), CA)
+write_npy(P("cb.npy"), "<f8", (5, 7), CB)
+write_npy(P("cc.npy"), "<f8", (7, 4), CC)
+want = [sum(CA[i * 5 + j] * CB[j * 7 + k] * CC[k * 4 + l]
+            for j in range(5) for k in range(7))
+        for i in range(6) for l in range(4)]
+chain = ("i j, j k, k l -> i l", P("ca.npy"), P("cb.npy"), P("cc.npy"))
+for limit, sliced in (("96", True), ("free", False), ("1G", False)):
+    r = einc("eval", *chain, "-o", P("cm.npy"), "--memory-limit", limit, "-v")
+    shape, got = read_npy(P("cm.npy")) if r.returncode == 0 else (None, [])
+    check(r.returncode == 0 and shape == (6, 4) and close(got, want, 1e-12),
+          "--memory-limit %s: values: %s" % (limit, r.stderr))
+    said = [l for l in r.stdout.splitlines() if l.startswith("slices: ")]
+    check(bool(said) == sliced and (not sliced or " ran, over " in said[0]),
+          "--memory-limit %s: -v's slices line %r" % (limit, said))
+    os.remove(P("cm.npy"))
+for bad in ("-5", "3Q", "lots", ""):
+    r = einc("eval", *chain, "-o", P("cm.npy"), "--memory-limit", bad)
+    check(r.returncode == 2 and "--memory-limit" in r.stderr and
+          not os.path.exists(P("cm.npy")), "--memory-limit %r: %s" % (bad, r.stderr))
+r = einc("eval", *chain, "-o", P("cm.npy"), "--memory-limit", "8")
+check(r.returncode == 2 and "a limit of" in r.stderr and
+      not os.path.exists(P("cm.npy")), "a limit no slicing meets: " + r.stderr)
+
 print("ein-test-summary: eval_cli: %d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

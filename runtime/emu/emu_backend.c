@@ -419,6 +419,7 @@ static ein_backend *emu_open(int device, ein_error_rec *err) {
                            .alloc = emu_alloc,
                            .free = emu_free,
                            .copy = emu_copy,
+                           .free_memory = ein_host_free_memory,
                            .stats = emu_stats,
                            .destroy = emu_destroy,
                            .sm = emu_sm()};
