@@ -39,6 +39,7 @@ _fast = _einc.fast
 _STRATEGIES = frozenset(("greedy", "optimal"))
 _api._fast_setup()  # arms einc's cached path for numpy arrays
 _numpy_einsum = _np.einsum  # numpy's own, for what DLPack cannot carry
+_numpy_einsum_path = _np.einsum_path  # its path: the type of a 0-d result
 
 
 def _einsum_general(*operands, out=None, optimize=False, dtype=None,
@@ -61,6 +62,50 @@ einsum = _einc.fast_numpy_einsum(
     "casting='safe', optimize=False), computed by einc.")
 
 
+def _zero_d(args, kwargs, result):
+    """The builtin's 0-d result (python/src/dropin.c) as numpy's type."""
+    return _numpy_type(args[0], args[1:], kwargs.get("optimize", False)
+                       if kwargs else False, result)
+
+
+_einsum_general._zero_d = _zero_d
+
+
+def _numpy_type(subscripts, arrays, optimize, result):
+    """A 0-d result as the type numpy.einsum gives it (issue 37): its C
+    einsum returns a numpy scalar, so optimize=False, one operand, and a
+    last step of numpy's path of one or three operands give a scalar; a
+    last step of two runs through matmul (a 0-d ndarray) when the two
+    share an index, else through multiply (a scalar). Which is last is
+    numpy's own path, asked of numpy.einsum_path (0-d results only)."""
+    if not isinstance(result, _np.ndarray) or result.ndim != 0:
+        return result
+    want = _np.result_type(*arrays) if arrays else result.dtype
+    if want != result.dtype or want.char == result.dtype.char:
+        want = result.dtype  # the scalar of numpy's own name: longlong
+    result = result.view(want)  # (einc's int64) where the inputs are
+    if optimize is False or len(arrays) < 2:
+        return result[()]
+    operands, steps = _numpy_einsum_path(subscripts, *arrays,
+                                         optimize=optimize, einsum_call=True)
+    shapes = [a.shape for a in operands]
+    for inds, eq, *_ in steps:  # the operands' shapes at the last step
+        picked = [shapes.pop(i) for i in inds]
+        terms, out = eq.split("->")[0].split(","), eq.split("->")[1]
+        size = {}
+        for t, shape in zip(terms, picked):
+            for c, d in zip(t, shape):
+                size[c] = max(size.get(c, 1), d)
+        shapes.append(tuple(size[c] for c in out))
+    if len(inds) != 2:
+        return result[()]
+    # matmul only where an index not of size 1 is in both (numpy squeezes
+    # size-1 axes first, and multiplies what shares none)
+    longer = [{c for c, d in zip(t, s) if d != 1}
+              for t, s in zip(terms, picked)]
+    return result if longer[0] & longer[1] else result[()]
+
+
 def _einsum(operands, out, optimize, dtype, order, casting):
     subscripts, arrays = _parse_call(operands)
     _check_keywords(out, dtype, order, casting)
@@ -78,8 +123,10 @@ def _einsum(operands, out, optimize, dtype, order, casting):
         result = _bool_einsum(expr, arrays, path)
     else:
         result = _evaluate(expr, arrays, path)
-    return _deliver(result, arrays, out, order,
-                    casting if optimize is False else "unsafe", expr)
+    result = _deliver(result, arrays, out, order,
+                      casting if optimize is False else "unsafe", expr)
+    return result if out is not None else \
+        _numpy_type(subscripts, arrays, optimize, result)
 
 
 # ------------------------------------------------------------ the call form

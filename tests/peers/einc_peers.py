@@ -31,7 +31,8 @@ _stats = {"calls": 0, "mismatches": 0, "notes": []}
 def _note(what):
     _stats["mismatches"] += 1
     if len(_stats["notes"]) < 40:
-        _stats["notes"].append(what)
+        test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+        _stats["notes"].append(f"{what} ({test.rsplit('/', 1)[-1]})")
 
 
 def _tolerance(dtype):
