@@ -37,6 +37,7 @@ _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 _DLPACK_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 _fast = _einc.fast
 _STRATEGIES = frozenset(("greedy", "optimal"))
+_EIN_ERR_LIMIT = -11  # ein.h's status for a limit no plan meets
 _api._fast_setup()  # arms einc's cached path for numpy arrays
 _numpy_einsum = _np.einsum  # numpy's own, for what DLPack cannot carry
 _numpy_einsum_path = _np.einsum_path  # its path: the type of a 0-d result
@@ -119,10 +120,11 @@ def _einsum(operands, out, optimize, dtype, order, casting):
     arrays = [a if a.dtype == compute else a.astype(compute)
               for a in arrays]
     expr = ",".join(inputs) + "->" + output
+    limit = _memory_limit(optimize)
     if compute.kind == "b":
-        result = _bool_einsum(expr, arrays, path)
+        result = _bool_einsum(expr, arrays, path, limit)
     else:
-        result = _evaluate(expr, arrays, path)
+        result = _evaluate(expr, arrays, path, limit=limit)
     result = _deliver(result, arrays, out, order,
                       casting if optimize is False else "unsafe", expr)
     return result if out is not None else \
@@ -268,7 +270,7 @@ def _explicit_path(optimize, inputs, n):
                         f"no len()")
     if isinstance(optimize, tuple) and len(optimize) == 2 and \
             isinstance(optimize[0], str):
-        optimize = optimize[0]  # (strategy, memory limit): the planner's
+        optimize = optimize[0]  # (strategy, memory limit): _memory_limit
     if isinstance(optimize, str):
         if optimize not in _STRATEGIES and n > 2:
             # numpy looks the name up only where a path is searched for
@@ -317,7 +319,15 @@ def _compute_dtype(arrays, dtype, casting):
     return target
 
 
-def _evaluate(expr, arrays, path, out=None):
+def _evaluate(expr, arrays, path, out=None, limit=0):
+    """The contraction; limit: numpy's memory limit in elements, which
+    einc's planner keeps by its order or by slicing (numpy contracts all
+    operands at once where no pair fits; where even slicing cannot, einc
+    runs unlimited: numpy's limit never refuses a call)."""
+    if limit:
+        plan = _plan(expr, arrays, path, limit)
+        if plan is not None:
+            return plan(*arrays, out=out)
     try:
         if path is None and out is None:
             # the cached path: numpy's views of one operand ('ij->ji')
@@ -333,11 +343,21 @@ def _evaluate(expr, arrays, path, out=None):
         raise ValueError(str(e)) from None
 
 
-def _bool_einsum(expr, arrays, path):
+def _bool_einsum(expr, arrays, path, limit=0):
     """numpy's bool einsum is an or of ands: einc counts the true products
     in int64 (no count of real shapes overflows it) and tests them."""
-    counts = _evaluate(expr, [a.astype(_np.int64) for a in arrays], path)
+    counts = _evaluate(expr, [a.astype(_np.int64) for a in arrays], path,
+                       limit=limit)
     return _np.asarray(counts) != 0
+
+
+def _memory_limit(optimize) -> int:
+    """numpy's optimize=(strategy, memory_limit): the elements one
+    intermediate may take (0: none given)."""
+    if isinstance(optimize, tuple) and len(optimize) == 2 and \
+            isinstance(optimize[0], str) and optimize[1] is not None:
+        return max(int(optimize[1]), 1)
+    return 0
 
 
 def _deliver(result, arrays, out, order, casting, expr):
@@ -417,8 +437,12 @@ def einsum_path(*operands, optimize="greedy", einsum_call=False):
     inputs, output = _split(subscripts, arrays)
     explicit = _explicit_path(optimize, inputs, len(arrays))
     expr = ",".join(inputs) + "->" + output
-    plan = _plan(expr, arrays, explicit)  # checks shapes in every case
-    if optimize is False:
+    limit = _memory_limit(optimize)
+    plan = _plan(expr, arrays, explicit, limit) if limit else None
+    if plan is None:  # (within no limit, or none given)
+        plan = _plan(expr, arrays, explicit)  # checks shapes in every case
+    if optimize is False or (limit and plan.memory_limit == 0):
+        # numpy's one step of every operand (where no pair fits a limit)
         steps = [tuple(range(len(arrays)))]
     elif isinstance(optimize, (list, tuple)) and optimize and \
             optimize[0] == "einsum_path":
@@ -429,14 +453,19 @@ def einsum_path(*operands, optimize="greedy", einsum_call=False):
                                             plan)
 
 
-def _plan(expr, arrays, path):
+def _plan(expr, arrays, path, limit=0):
+    """The plan (limit: elements one intermediate may take; None where
+    even slicing cannot keep within it)."""
     dtype = _np.result_type(*arrays) if arrays else _np.float64
     if dtype.kind not in _DLPACK_KINDS or dtype.char in "gG":
         dtype = _np.float64  # the path depends on shapes only
     try:
         return Plan(expr, [a.shape for a in arrays], dtype=dtype,
-                    numpy=True, path=path)
+                    numpy=True, path=path,
+                    memory_limit=limit * _np.dtype(dtype).itemsize)
     except _api.EincError as e:
+        if limit and e.status == _EIN_ERR_LIMIT:
+            return None
         raise ValueError(str(e)) from None
 
 

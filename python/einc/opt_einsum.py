@@ -385,12 +385,10 @@ def _run(expr, arrays, path, limit=0):
     elements, 0 for none)."""
     import numpy
 
-    if arrays and all(getattr(a, "dtype", None) == numpy.bool_
-                      for a in arrays) and len(arrays) > 1:
-        # numpy's bool contraction (an or of ands): einc counts in int64
-        counts = _run(expr, [numpy.asarray(a, numpy.int64) for a in arrays],
-                      path, limit)
-        return numpy.asarray(counts) != 0
+    bools = arrays and all(getattr(a, "dtype", None) == numpy.bool_
+                           for a in arrays)
+    if bools and len(arrays) > 1:
+        return _bool_run(expr, arrays, path, limit)
     numpy_dialect = _numpy_dialect(expr)
     if not numpy_dialect:
         arrays = _broadcast_ones(expr, arrays)
@@ -404,7 +402,18 @@ def _run(expr, arrays, path, limit=0):
                              limit * _itemsize(arrays))
         return plan(*arrays)
     except _api.EincError as e:
+        if bools:  # one bool operand summed: numpy's or
+            return _bool_run(expr, arrays, path, limit)
         raise ValueError(str(e)) from None
+
+
+def _bool_run(expr, arrays, path, limit):
+    """numpy's bool contraction (an or of ands): einc counts in int64."""
+    import numpy
+
+    counts = _run(expr, [numpy.asarray(a, numpy.int64) for a in arrays],
+                  path, limit)
+    return numpy.asarray(counts) != 0
 
 
 def _broadcast_ones(expr, arrays):
