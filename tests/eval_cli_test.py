@@ -638,5 +638,33 @@ r = einc("eval", *chain, "-o", P("cm.npy"), "--memory-limit", "8")
 check(r.returncode == 2 and "a limit of" in r.stderr and
       not os.path.exists(P("cm.npy")), "a limit no slicing meets: " + r.stderr)
 
+# --- the numpy dialect takes opt_einsum's symbols past its 52 letters
+# (opt_einsum.get_symbol(52) is chr(192), 'À'), the implicit output in
+# code point order ('Âb,bÀ' gives 'ÀÂ', as opt_einsum infers it) ---
+SA, SB = rand_values(12), rand_values(20)
+write_npy(P("sa.npy"), "<f8", (3, 4), SA)
+write_npy(P("sb.npy"), "<f8", (4, 5), SB)
+for expr, order in (("\u00c2b,b\u00c0->\u00c2\u00c0", "ki"),
+                    ("\u00c2b,b\u00c0", "ik")):
+    r = einc("eval", "--numpy", expr, P("sa.npy"), P("sb.npy"), "-o",
+             P("so.npy"))
+    shape, got = read_npy(P("so.npy")) if r.returncode == 0 else (None, [])
+    prod = {(k, i): sum(SA[k * 4 + j] * SB[j * 5 + i] for j in range(4))
+            for k in range(3) for i in range(5)}
+    want = [prod[(k, i)] for k in range(3) for i in range(5)] \
+        if order == "ki" else [prod[(k, i)] for i in range(5)
+                               for k in range(3)]
+    check(r.returncode == 0 and close(got, want, 1e-12),
+          "numpy dialect symbols %r: %s" % (expr, r.stderr))
+
+# --- operands as arguments: 100 pass (the bound was 64), past 1024 the
+# error names `einc plan --input` and the library's bound ---
+for n, ok in ((100, True), (1025, False)):
+    chain = ", ".join("x%d x%d" % (i, i + 1) for i in range(n))
+    r = einc("check", chain + " -> x0 x%d" % n, *["2x2"] * n)
+    check((r.returncode == 0) == ok and
+          (ok or ("plan --input" in r.stderr and "65536" in r.stderr)),
+          "%d operands as arguments: %d %s" % (n, r.returncode, r.stderr))
+
 print("ein-test-summary: eval_cli: %d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

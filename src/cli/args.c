@@ -308,9 +308,11 @@ int cli_parse_args(int argc, char **argv, const char *command,
       return CLI_ARGS_ERROR;
     }
     if (*npos == maxpos) {
-      cli_errorf("too many arguments for %s: einc takes at most %d "
-                 "operands",
-                 command, maxpos - 1);
+      cli_errorf("too many arguments for %s: einc %s takes at most %d "
+                 "operands as arguments; `einc plan --input FILE` reads a "
+                 "network of up to %d from a file, and the C and Python "
+                 "APIs evaluate as many",
+                 command, command, maxpos - 1, EIN_MAX_OPERANDS);
       return CLI_ARGS_ERROR;
     }
     pos[(*npos)++] = arg;

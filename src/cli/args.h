@@ -13,9 +13,10 @@
 #include "ein.h"
 
 /* Operands of the commands that take them as arguments (check, eval,
- * bench, cuda-src), and length bindings (-D) of one command. `einc plan`
- * has no such limit: its operands come from --input too. */
-enum { CLI_MAX_OPERANDS = 64, CLI_MAX_LENGTHS = 256 };
+ * bench, cuda-src; the bound keeps their per-call arrays static or on the
+ * stack), and length bindings (-D) of one command. `einc plan --input`
+ * reads more, up to the library's EIN_MAX_OPERANDS. */
+enum { CLI_MAX_OPERANDS = 1024, CLI_MAX_LENGTHS = 256 };
 
 /* An operand's shape, from text ("8x16") or a .npy file's header. */
 typedef struct cli_shape {
