@@ -270,6 +270,7 @@ static void occupancy(void) {
    * So 2 blocks, 8 warps, 8/48 of the SM, limited by shared memory. */
   o = ein_occupancy_compute(ein_sm_limits_of(89), 128, 40, 40000, 0);
   CHECK(o.blocks_per_sm == 2 && o.warps_per_sm == 8 &&
+            o.fraction > 8.0 / 48 - 1e-12 && o.fraction < 8.0 / 48 + 1e-12 &&
             o.limiter == EIN_OCC_SHARED && o.by_registers == 12 &&
             o.smem_per_block == 41088,
         "sm_89 128x40 regs 40000 B: %d blocks (%s), by registers %d, "

@@ -70,7 +70,7 @@ static int blocks_by_shared(const ein_sm_limits *lim, int smem, int *alloc) {
   *alloc = round_up(smem + lim->smem_reserved, lim->smem_unit);
   if (smem > lim->smem_per_block)
     return 0;
-  return lim->smem_per_sm / *alloc;
+  return *alloc ? lim->smem_per_sm / *alloc : lim->blocks_per_sm;
 }
 
 ein_occupancy ein_occupancy_compute(const ein_sm_limits *lim, int threads,
