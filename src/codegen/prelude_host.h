@@ -511,8 +511,12 @@ static inline void ein_emu_call(void (*f)(D *, const S0 *, const S1 *),
  * thread-locals, which the emulator finds with dlinfo. Under sanitizers
  * they are globals in one section instead and a single worker runs every
  * block (GCC 12's ASan misreads the bounds of dynamically loaded
- * thread-locals, and LeakSanitizer then faults scanning them). */
-extern "C" __attribute__((visibility("default"))) void *ein_emu_tls_touch() {
+ * thread-locals, and LeakSanitizer then faults scanning them). Both
+ * functions run on the emulator's own threads, not in a GPU thread: in
+ * the counting flavour their stores must not reach the counters
+ * (no_sanitize_thread leaves them uninstrumented). */
+extern "C" __attribute__((visibility("default"), no_sanitize_thread)) void *
+ein_emu_tls_touch() {
 #ifdef EIN_EMU_SHARED_GLOBAL
   return 0;
 #else
@@ -522,7 +526,7 @@ extern "C" __attribute__((visibility("default"))) void *ein_emu_tls_touch() {
 }
 extern "C" char __start_ein_emu_shared[] __attribute__((weak));
 extern "C" char __stop_ein_emu_shared[] __attribute__((weak));
-extern "C" __attribute__((visibility("default"))) char *
+extern "C" __attribute__((visibility("default"), no_sanitize_thread)) char *
 ein_emu_shared_range(char **end) {
   *end = __stop_ein_emu_shared;
   return __start_ein_emu_shared;
