@@ -254,6 +254,21 @@ if r.returncode == 0:
 else:
     check(r.returncode == 1 and "NVRTC" in r.stderr,
           "--resources without NVRTC: " + r.stderr)
+# --kernel-model: the transpose's one kernel priced beside the roofline;
+# a perfectly coalesced transpose of whole sectors moves its compulsory
+# bytes, so both agree within the model's occupancy derating.
+r = einc("plan", "--backend", "emu", "a b -> b a", "256x512",
+         "--kernel-model", "--json")
+if r.returncode == 0:
+    km = json.loads(r.stdout)["kernel_model"]
+    check(len(km["launches"]) == 1 and
+          km["launches"][0]["kind"] == "transpose" and
+          km["launches"][0]["traffic_bytes"] == 2 * 256 * 512 * 4 and
+          km["predicted_seconds"] > 0 and km["roofline_seconds"] > 0,
+          "--kernel-model: %r" % km)
+else:
+    check(r.returncode == 1 and "NVRTC" in r.stderr,
+          "--kernel-model without NVRTC: " + r.stderr)
 r = einc("plan", "a b -> b a", "10x30", "--resources")
 check(r.returncode == 2 and "--backend cuda or emu" in r.stderr,
       "--resources on a cpu plan: " + r.stderr)

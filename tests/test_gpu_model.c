@@ -24,7 +24,11 @@
 #include "emu_count.h"
 #include "emu_device.h"
 #include "alloc.h"
+#include "ctx_internal.h"
+#include "cuda_program.h"
+#include "emu_profile.h"
 #include "harness.h"
+#include "kernel_model.h"
 #include "occupancy.h"
 #include "plan.h"
 #ifdef EIN_TEST_NVRTC
@@ -298,6 +302,96 @@ static void occupancy(void) {
         "the table: sm_80, 89, 90, 100");
 }
 
+/* -------------------------------------------------------- kernel model */
+
+static bool near(double a, double b) {
+  return a > b * (1 - 1e-9) && a < b * (1 + 1e-9);
+}
+
+static void kernel_model(void) {
+  const ein_sm_limits *h100 = ein_sm_limits_of(90);
+  /* Two full waves of 8 blocks of 8 warps per SM (64 warps, past the 32
+   * that saturate): 1 GB at 3e12 B/s is 333.3 us, plus a 2 us launch. */
+  ein_kernel_model_in in = {.traffic_bytes = 1e9, .blocks = 2 * 8 * 132,
+                            .threads = 256, .blocks_per_sm = 8, .lim = h100,
+                            .bytes_per_s = 3e12, .flops_per_s = 1e15,
+                            .launch_seconds = 2e-6};
+  ein_kernel_model k = ein_kernel_model_time(&in);
+  CHECK(near(k.seconds, 2e-6 + 1e9 / 3e12) && near(k.waves, 2) &&
+            near(k.memory_efficiency, 1) && strcmp(k.bound, "memory") == 0,
+        "two full waves: %g s, %g waves, %s", k.seconds, k.waves, k.bound);
+  /* One block of 8 warps: 1/132 of the SMs, each at 8/32 of its share:
+   * 1/528 of the bandwidth: 1 MB takes 1e6 x 528 / 3e12 = 176 us. */
+  in.traffic_bytes = 1e6;
+  in.blocks = 1;
+  k = ein_kernel_model_time(&in);
+  CHECK(near(k.memory_seconds, 1e6 * 528 / 3e12) &&
+            near(k.memory_efficiency, 1.0 / 528),
+        "one block: %g s (efficiency %g)", k.memory_seconds,
+        k.memory_efficiency);
+  /* A full wave (1056 blocks) then a tail of 66: 1000 bytes a block; the
+   * full wave moves 1056 000 B at 1e12 B/s (1.056 us), the tail's 66
+   * blocks use half the SMs at 8/32 of their share (1/8 of the
+   * bandwidth): 66 000 B in 0.528 us. */
+  in.blocks = 1056 + 66;
+  in.traffic_bytes = 1000.0 * (1056 + 66);
+  in.bytes_per_s = 1e12;
+  k = ein_kernel_model_time(&in);
+  CHECK(near(k.memory_seconds, 1.584e-6), "wave and tail: %g s",
+        k.memory_seconds);
+  /* Compute-bound: 1e12 FLOPs at 1e15 FLOP/s over two full waves: 1 ms;
+   * with the wave and tail above, the tail's 66 blocks reach a quarter of
+   * the rate (half the SMs, 8 of the 16 warps that saturate one):
+   * 1056/1122 ms + 4 x 66/1122 ms = 1320/1122 ms. */
+  in.flops = 1e12;
+  k = ein_kernel_model_time(&in);
+  CHECK(near(k.compute_seconds, 1320e-3 / 1122), "compute with a tail: %g s",
+        k.compute_seconds);
+  in.blocks = 2 * 8 * 132;
+  k = ein_kernel_model_time(&in);
+  CHECK(near(k.compute_seconds, 1e-3) && strcmp(k.bound, "compute") == 0,
+        "compute: %g s, %s", k.compute_seconds, k.bound);
+  CHECK(ein_kernel_model_sm("a100") == 80 && ein_kernel_model_sm("l4") == 89 &&
+            ein_kernel_model_sm("h200") == 90 &&
+            ein_kernel_model_sm("b200") == 100,
+        "device models to architectures");
+}
+
+/* ein_emu_profile on a real plan: the transpose of a 96x160 f32 array
+ * planned for the emulated device is one transpose kernel whose counted
+ * traffic covers its compulsory bytes, and whose distinct sectors are
+ * exactly them (rows of 160 and 96 floats are whole sectors). */
+static void profile(void) {
+  ein_ctx *ctx;
+  REQUIRE_OK(ein_ctx_create(&ctx));
+  int64_t shape[2] = {96, 160};
+  DLTensor t = {.device = {kDLExtDev, 0}, .ndim = 2,
+                .dtype = ein_dtype_to_dl(EIN_DT_F32), .shape = shape};
+  const DLTensor *in[1] = {&t};
+  ein_options o = {.backend = EIN_BACKEND_EMU};
+  ein_plan *plan;
+  ein_status st = ein_plan_create(ctx, "a b -> b a", in, 1, NULL, &o, &plan);
+  CHECK(st == EIN_OK, "plan: %s", ein_last_error(ctx)->message);
+  if (st) {
+    ein_ctx_destroy(ctx);
+    return;
+  }
+  ein_launch_counters *l = NULL;
+  size_t n = 0;
+  ein_error_clear(&err);
+  st = ein_emu_profile(ein_plan_ir_of(plan), &l, &n, &err);
+  double bytes = 2.0 * 96 * 160 * 4;
+  CHECK(st == EIN_OK && n == 1 && strcmp(l[0].kind, "transpose") == 0 &&
+            32.0 * (double)(l[0].c.ld_sectors + l[0].c.st_sectors) >= bytes &&
+            32.0 * (double)(l[0].c.ld_unique_sectors +
+                            l[0].c.st_unique_sectors) == bytes &&
+            l[0].compulsory_bytes == bytes,
+        "profile: %s; %zu launches", err.message, n);
+  ein_free(l);
+  ein_plan_destroy(plan);
+  ein_ctx_destroy(ctx);
+}
+
 /* ---------------------------------------------------------- resources */
 
 #ifdef EIN_TEST_NVRTC
@@ -419,6 +513,8 @@ int main(void) {
   ein_error_init(&err);
   counters();
   occupancy();
+  kernel_model();
+  profile();
 #ifdef EIN_TEST_NVRTC
   resources();
 #endif

@@ -61,3 +61,15 @@ ein_status ein_kernel_resources_report(const ein_cuda_program *prog, bool json,
   (void)sb;
   return unavailable(err);
 }
+
+ein_status ein_kernel_model_report(const ein_plan_ir *plan,
+                                   const ein_cuda_program *prog,
+                                   const ein_device_model *m, bool json,
+                                   ein_strbuf *sb, ein_error_rec *err) {
+  (void)plan;
+  (void)prog;
+  (void)m;
+  (void)json;
+  (void)sb;
+  return unavailable(err);
+}

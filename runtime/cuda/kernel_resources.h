@@ -23,6 +23,7 @@
 #include <stdbool.h>
 
 #include "codegen.h"
+#include "ein.h"
 #include "cuda_program.h"
 #include "error.h"
 #include "strbuf.h"
@@ -61,5 +62,17 @@ int ein_kernel_resources_archs(int archs[4]);
  * ein_kernel_resources_get's. */
 ein_status ein_kernel_resources_report(const ein_cuda_program *prog, bool json,
                                        ein_strbuf *sb, ein_error_rec *err);
+
+/* The per-kernel time model of plan (whose CUDA program is prog) on
+ * device model m (kernel_model.h), beside the roofline prediction: every
+ * kernel run once on the emulated device with its accesses counted
+ * (emu_profile.h) and compiled for m's architecture for its occupancy.
+ * Text: a table of launches, each step's two times and the plan's; json:
+ * the value of a "kernel_model" member. Errors: a kernel that does not
+ * compile or run, NVRTC missing (EIN_ERR_DEVICE), EIN_ERR_NO_MEMORY. */
+ein_status ein_kernel_model_report(const ein_plan_ir *plan,
+                                   const ein_cuda_program *prog,
+                                   const ein_device_model *m, bool json,
+                                   ein_strbuf *sb, ein_error_rec *err);
 
 #endif

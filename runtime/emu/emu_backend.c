@@ -38,6 +38,7 @@
 #include "emu_blas.h"
 #include "emu_blaslt.h"
 #include "emu_device.h"
+#include "emu_profile.h"
 
 /* A plan's program as the CUDA entry makes it (cuda_backend.h; its
  * kernel handles go unused here) and, once loaded, the module of its
@@ -518,3 +519,134 @@ const ein_backend_entry ein_emu_entry = {
     .device_count = emu_device_count,
     .open = emu_open,
 };
+
+/* ---------------------------------------------- profile (emu_profile.h) */
+
+/* The last element (+1) a step's operand k (0: dst) reaches, in
+ * elements from its buffer's start. */
+static int64_t ref_extent(const ein_step *s, int k) {
+  const ein_ref *r = k == 0 ? &s->dst : &s->src[k - 1];
+  int64_t last = r->offset;
+  for (int i = 0; i < s->naxes; i++) {
+    int64_t st = s->axes[i].stride[k];
+    last += (s->axes[i].size - 1) * (st < 0 ? -st : st);
+  }
+  return last + 1;
+}
+
+/* Bytes of buffer `buf` the program's kernels reach (0: none). */
+static int64_t buffer_extent(const ein_plan_ir *plan,
+                             const ein_cuda_program *c, int buf) {
+  int64_t most = 0;
+  for (int i = 0; i < plan->nsteps; i++) {
+    const ein_cuda_step *cs = &c->steps[i];
+    if (cs->cublas || cs->kernel.kind == EIN_KERNEL_NONE)
+      continue;
+    ein_step loop = plan->steps[i];
+    ein_loop_axis axes[EIN_MAX_DIMS + 3];
+    if (loop.kind == EIN_STEP_GEMM) /* a direct contraction kernel */
+      ein_gemm_as_loop(&plan->steps[i], &loop, axes);
+    for (int k = 0; k <= loop.nsrc; k++) {
+      int b = k == 0 ? loop.dst.buffer : loop.src[k - 1].buffer;
+      ein_dtype dt = k == 0 ? loop.dst_dtype : loop.src_dtype[k - 1];
+      int64_t bytes = ref_extent(&loop, k) * (int64_t)ein_dtype_size(dt);
+      if (b == buf && bytes > most)
+        most = bytes;
+    }
+  }
+  return most;
+}
+
+/* The run's memory: inputs and output as large as the kernels reach, the
+ * workspace, the split reductions' scratch; freed by free_profile_memory. */
+typedef struct profile_memory {
+  char **inputs;
+  char *output;
+  void *ws, *scratch;
+  int ninputs;
+} profile_memory;
+
+static void free_profile_memory(profile_memory *m) {
+  for (int i = 0; m->inputs && i < m->ninputs; i++)
+    ein_emu_free(m->inputs[i]);
+  ein_free(m->inputs);
+  ein_emu_free(m->output);
+  ein_emu_free(m->ws);
+  ein_emu_free(m->scratch);
+}
+
+static ein_status alloc_profile_memory(const ein_plan_ir *plan,
+                                       const ein_cuda_program *c,
+                                       profile_memory *m, ein_error_rec *err) {
+  memset(m, 0, sizeof *m);
+  m->ninputs = plan->ninputs;
+  m->inputs = ein_calloc((size_t)plan->ninputs + 1, sizeof *m->inputs);
+  if (!m->inputs)
+    return ein_fail_memory(err, "out of memory profiling a plan");
+  ein_status st = EIN_OK;
+  for (int b = 0; b < plan->nbuffers && !st; b++) {
+    const ein_plan_buffer *pb = &plan->buffers[b];
+    size_t bytes = (size_t)buffer_extent(plan, c, b);
+    if (pb->kind == EIN_BUF_INPUT)
+      st = ein_emu_malloc((void **)&m->inputs[pb->input], bytes, err);
+    else if (pb->kind == EIN_BUF_OUTPUT)
+      st = ein_emu_malloc((void **)&m->output, bytes, err);
+  }
+  if (!st)
+    st = ein_emu_malloc(&m->ws, (size_t)plan->workspace_bytes, err);
+  if (!st)
+    st = ein_emu_malloc(&m->scratch, (size_t)c->scratch_bytes, err);
+  if (st)
+    free_profile_memory(m);
+  return st;
+}
+
+/* Every kernel step of the program, counted into r->eb's launches. */
+static ein_status profile_steps(const ein_plan_ir *plan, emu_run_ctx *r,
+                                const profile_memory *m, ein_error_rec *err) {
+  ein_status st = EIN_OK;
+  ein_emu_device_begin();
+  for (int i = 0; i < plan->nsteps && !st; i++) {
+    const ein_cuda_step *cs = &r->p->base.cuda->steps[i];
+    if (cs->cublas || cs->kernel.kind == EIN_KERNEL_NONE)
+      continue;
+    const ein_step *s = &plan->steps[i];
+    const char *src[2];
+    char *dst = ein_step_operands(plan, s, m->inputs, m->output, m->ws, src);
+    st = run_kernel(r, s, i, cs, dst, src[0], src[1], err);
+  }
+  ein_emu_device_end();
+  return st;
+}
+
+ein_status ein_emu_profile(const ein_plan_ir *plan, ein_launch_counters **out,
+                           size_t *n, ein_error_rec *err) {
+  *out = NULL;
+  *n = 0;
+  void *program;
+  ein_status st = emu_prepare(plan, &program, err);
+  if (st)
+    return st;
+  emu_program *p = program;
+  emu_backend eb = {.base = {.entry = &ein_emu_entry}};
+  pthread_mutex_init(&eb.lock, NULL);
+  profile_memory m = {0};
+  st = load_module(&eb, p, true, err);
+  if (!st)
+    st = alloc_profile_memory(plan, p->base.cuda, &m, err);
+  if (!st) {
+    emu_run_ctx r = {.eb = &eb, .p = p, .scratch = m.scratch,
+                     .counting = true};
+    st = profile_steps(plan, &r, &m, err);
+    free_profile_memory(&m);
+  }
+  if (!st) {
+    *out = eb.launches;
+    *n = eb.nlaunches;
+  } else {
+    ein_free(eb.launches);
+  }
+  pthread_mutex_destroy(&eb.lock);
+  emu_program_free(p);
+  return st;
+}

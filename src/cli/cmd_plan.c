@@ -27,7 +27,7 @@ void cmd_plan_help(void) {
       "                 [--memory-limit B] [--path P] [--slice A,B]\n"
       "                 [--plan-time S] [--seed N] [--objective O]\n"
       "                 [-D NAME=SIZE]... [--reduce R] [--numpy] [--grad]\n"
-      "                 [--resources]\n"
+      "                 [--resources] [--kernel-model]\n"
       "                 [--workers N [--link-gbps G]]\n"
       "       einc plan --input FILE|- [options]\n"
       "\n"
@@ -87,6 +87,16 @@ void cmd_plan_help(void) {
       "                  grid's waves (one compile per kernel and\n"
       "                  architecture: about 0.1 s each); with --json, a\n"
       "                  \"kernel_resources\" member\n"
+      "  --kernel-model  with --backend cuda or emu: each generated kernel's\n"
+      "                  time by the per-kernel model beside the roofline:\n"
+      "                  its memory traffic counted by running it once on the\n"
+      "                  emulated device (sizes as given: large tensors take\n"
+      "                  long), its occupancy from NVRTC's compile for the\n"
+      "                  device model's architecture, launch + max(traffic /\n"
+      "                  bandwidth, FLOPs / rate) derated by warps per SM and\n"
+      "                  waves; cuBLAS steps at the roofline's price; then the\n"
+      "                  plan's total both ways; with --json, a\n"
+      "                  \"kernel_model\" member\n"
       "  --grad          also the backward: for each input, the steps of its\n"
       "                  gradient (einc expressions with their paths and\n"
       "                  FLOPs, and elementwise steps), then the forward,\n"
@@ -112,6 +122,7 @@ typedef struct plan_opts {
   bool json;
   bool grad; /* --grad */
   bool resources; /* --resources */
+  bool kernel_model; /* --kernel-model */
   double peak, bandwidth; /* --peak, --bandwidth; 0: the model's */
   int workers;        /* --workers: the spread cost's (0: none) */
   double link_gbps;   /* --link-gbps: its bandwidth, GB/s */
@@ -141,8 +152,9 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
     *(arg[2] == 'j' ? &po->json : &po->grad) = true;
     return 1;
   }
-  if (strcmp(arg, "--resources") == 0) {
-    po->resources = true;
+  if (strcmp(arg, "--resources") == 0 ||
+      strcmp(arg, "--kernel-model") == 0) {
+    *(arg[2] == 'r' ? &po->resources : &po->kernel_model) = true;
     return 1;
   }
   bool backend = cli_is_option(arg, "--backend");
@@ -420,6 +432,33 @@ static int print_resources(const ein_plan *plan, bool json) {
   return st ? cli_exit_status(st) : EXIT_OK;
 }
 
+/* --kernel-model: each kernel's time by the per-kernel model beside the
+ * roofline's (ein_kernel_model_report), as text or, with json, a
+ * "kernel_model" member (the object is open). */
+static int print_kernel_model(const ein_plan *plan, const ein_device_model *m,
+                              bool json) {
+  const ein_cuda_program *prog = ein_plan_cuda_program(plan);
+  if (!prog) {
+    cli_errorf("--kernel-model models the CUDA kernels of a plan: give "
+               "--backend cuda or emu");
+    return EXIT_INVALID;
+  }
+  ein_strbuf sb = {0};
+  ein_error_rec err;
+  ein_error_init(&err);
+  ein_status st =
+      ein_kernel_model_report(ein_plan_ir_of(plan), prog, m, json, &sb, &err);
+  if (!st && sb.failed)
+    st = ein_fail_memory(&err, "out of memory writing the kernel model");
+  if (!st)
+    printf(json ? ",\"kernel_model\":%s" : "\n%s", sb.data);
+  else
+    cli_errorf("%s", err.message);
+  ein_strbuf_free(&sb);
+  ein_error_clear(&err);
+  return st ? cli_exit_status(st) : EXIT_OK;
+}
+
 static int plan_and_print(const plan_opts *po, const char *const *pos,
                           int npos) {
   cli_common *common = po->common;
@@ -443,10 +482,13 @@ static int plan_and_print(const plan_opts *po, const char *const *pos,
         ein_backend_dl_device(common->options.backend, 0).device_type,
         &common->options, &ctx, &plan);
   if (rc == EXIT_OK) override_model(po, plan, &m);
-  bool open_json = po->grad || po->workers || po->resources;
+  bool open_json =
+      po->grad || po->workers || po->resources || po->kernel_model;
   if (rc == EXIT_OK) rc = print_report(plan, po->json, open_json, &m);
   if (rc == EXIT_OK && po->workers) rc = print_spread(plan, po, &m);
   if (rc == EXIT_OK && po->resources) rc = print_resources(plan, po->json);
+  if (rc == EXIT_OK && po->kernel_model)
+    rc = print_kernel_model(plan, &m, po->json);
   if (rc == EXIT_OK && po->grad)
     rc = print_grads(ctx, pos[0], shapes, nshapes, &common->options, plan,
                      po->json);
