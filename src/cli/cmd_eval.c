@@ -533,6 +533,21 @@ failed:
   return cli_exit_status(st);
 }
 
+/* --counters: only the emulated device counts, and it does when
+ * EINC_EMU_COUNTERS is set (docs/design.md, "GPU model inputs"). */
+static int counters_on(ein_backend_kind backend) {
+  if (backend != EIN_BACKEND_EMU) {
+    cli_errorf("--counters counts the memory accesses of the emulated "
+               "device's kernels: give --backend emu");
+    return EXIT_INVALID;
+  }
+  if (setenv("EINC_EMU_COUNTERS", "1", 1) != 0) {
+    cli_errorf("cannot set EINC_EMU_COUNTERS");
+    return EXIT_INTERNAL;
+  }
+  return EXIT_OK;
+}
+
 int cmd_eval(int argc, char **argv) {
   static cli_common common;
   static npy_array inputs[CLI_MAX_OPERANDS];
@@ -557,17 +572,9 @@ int cmd_eval(int argc, char **argv) {
     cli_errorf("--print and -o - would both write to stdout");
     return EXIT_INVALID;
   }
-  if (eo.counters && common.options.backend != EIN_BACKEND_EMU) {
-    cli_errorf("--counters counts the memory accesses of the emulated "
-               "device's kernels: give --backend emu");
-    return EXIT_INVALID;
-  }
-  /* the emulated device counts when this is set (docs/design.md, "GPU
-   * model inputs") */
-  if (eo.counters && setenv("EINC_EMU_COUNTERS", "1", 1) != 0) {
-    cli_errorf("cannot set EINC_EMU_COUNTERS");
-    return EXIT_INTERNAL;
-  }
+  int c = eo.counters ? counters_on(common.options.backend) : EXIT_OK;
+  if (c != EXIT_OK)
+    return c;
   if (common.verbose)
     ein_trace_enable(true);
   eval_start = ein_trace_now();
