@@ -125,6 +125,9 @@ struct ein_backend {
   ein_status (*sync)(ein_backend *self, ein_error_rec *err);
   /* Queues later runs on a caller's stream (NULL: own); optional. */
   void (*set_stream)(ein_backend *self, void *stream);
+  /* The bytes the device could allocate now (EIN_MEMORY_FREE). */
+  ein_status (*free_memory)(ein_backend *self, int64_t *bytes,
+                            ein_error_rec *err);
   /* Kernel cache counters; optional. */
   void (*stats)(ein_backend *self, ein_backend_stats *out);
   /* The kernel launches of the last run that counted memory accesses:
@@ -150,6 +153,11 @@ const ein_backend_entry *ein_backend_for_memory(DLDeviceType t);
 int ein_backend_one_device(void);
 void *ein_backend_new_single(int device, size_t size, const char *not_one,
                              const char *oom, ein_error_rec *err);
+
+/* The host's available memory in bytes (/proc/meminfo's MemAvailable,
+ * else free pages): the free_memory of backends in host memory. */
+ein_status ein_host_free_memory(ein_backend *self, int64_t *bytes,
+                                ein_error_rec *err);
 
 /* The first byte of plan buffer `buf` given the run's pointers. */
 static inline char *ein_buffer_base(const ein_plan_ir *plan, int buf,

@@ -665,5 +665,62 @@ for da, db, want_descr in PROMOTIONS:
     check(ok and close(read_npy(P("po.npy"))[1], want, tol),
           "%s and %s promote to %s: %r" % (da, db, want_descr, r))
 
+# --- --memory-limit (issue 37): a chain whose every order needs an
+# intermediate of 6x7 or 5x4 f64 (240 or 160 bytes) runs sliced within 96
+# bytes and equals the direct sum; -v says how many slices ran. 'free'
+# takes a share of the host's free memory (no slicing for this size).
+CA, CB, CC = rand_values(30), rand_values(35), rand_values(28)
+write_npy(P("ca.npy"), "<f8", (6, 5), CA)
+write_npy(P("cb.npy"), "<f8", (5, 7), CB)
+write_npy(P("cc.npy"), "<f8", (7, 4), CC)
+want = [sum(CA[i * 5 + j] * CB[j * 7 + k] * CC[k * 4 + l]
+            for j in range(5) for k in range(7))
+        for i in range(6) for l in range(4)]
+chain = ("i j, j k, k l -> i l", P("ca.npy"), P("cb.npy"), P("cc.npy"))
+for limit, sliced in (("96", True), ("free", False), ("1G", False)):
+    r = einc("eval", *chain, "-o", P("cm.npy"), "--memory-limit", limit, "-v")
+    shape, got = read_npy(P("cm.npy")) if r.returncode == 0 else (None, [])
+    check(r.returncode == 0 and shape == (6, 4) and close(got, want, 1e-12),
+          "--memory-limit %s: values: %s" % (limit, r.stderr))
+    said = [l for l in r.stdout.splitlines() if l.startswith("slices: ")]
+    check(bool(said) == sliced and (not sliced or " ran, over " in said[0]),
+          "--memory-limit %s: -v's slices line %r" % (limit, said))
+    os.remove(P("cm.npy"))
+for bad in ("-5", "3Q", "lots", ""):
+    r = einc("eval", *chain, "-o", P("cm.npy"), "--memory-limit", bad)
+    check(r.returncode == 2 and "--memory-limit" in r.stderr and
+          not os.path.exists(P("cm.npy")), "--memory-limit %r: %s" % (bad, r.stderr))
+r = einc("eval", *chain, "-o", P("cm.npy"), "--memory-limit", "8")
+check(r.returncode == 2 and "a limit of" in r.stderr and
+      not os.path.exists(P("cm.npy")), "a limit no slicing meets: " + r.stderr)
+
+# --- the numpy dialect takes opt_einsum's symbols past its 52 letters
+# (opt_einsum.get_symbol(52) is chr(192), 'À'), the implicit output in
+# code point order ('Âb,bÀ' gives 'ÀÂ', as opt_einsum infers it) ---
+SA, SB = rand_values(12), rand_values(20)
+write_npy(P("sa.npy"), "<f8", (3, 4), SA)
+write_npy(P("sb.npy"), "<f8", (4, 5), SB)
+for expr, order in (("\u00c2b,b\u00c0->\u00c2\u00c0", "ki"),
+                    ("\u00c2b,b\u00c0", "ik")):
+    r = einc("eval", "--numpy", expr, P("sa.npy"), P("sb.npy"), "-o",
+             P("so.npy"))
+    shape, got = read_npy(P("so.npy")) if r.returncode == 0 else (None, [])
+    prod = {(k, i): sum(SA[k * 4 + j] * SB[j * 5 + i] for j in range(4))
+            for k in range(3) for i in range(5)}
+    want = [prod[(k, i)] for k in range(3) for i in range(5)] \
+        if order == "ki" else [prod[(k, i)] for i in range(5)
+                               for k in range(3)]
+    check(r.returncode == 0 and close(got, want, 1e-12),
+          "numpy dialect symbols %r: %s" % (expr, r.stderr))
+
+# --- operands as arguments: 100 pass (the bound was 64), past 1024 the
+# error names `einc plan --input` and the library's bound ---
+for n, ok in ((100, True), (1025, False)):
+    chain = ", ".join("x%d x%d" % (i, i + 1) for i in range(n))
+    r = einc("check", chain + " -> x0 x%d" % n, *["2x2"] * n)
+    check((r.returncode == 0) == ok and
+          (ok or ("plan --input" in r.stderr and "65536" in r.stderr)),
+          "%d operands as arguments: %d %s" % (n, r.returncode, r.stderr))
+
 print("ein-test-summary: eval_cli: %d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

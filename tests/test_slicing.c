@@ -544,6 +544,51 @@ static void check_limit_covers_copies(ein_ctx *ctx) {
   }
 }
 
+/* EIN_MEMORY_FREE (issue 37): resolved on the CPU to a third of the
+ * host's MemAvailable kept to 3 leading bits, so a second plan has the same
+ * limit; a CUDA plan without a GPU cannot read a device's free memory
+ * (EIN_ERR_DEVICE); a negative limit other than it is refused. */
+static void check_memory_free(ein_ctx *ctx) {
+  static const int64_t shapes[2][2] = {{6, 5}, {5, 7}};
+  static const int ndims[2] = {2, 2};
+  DLTensor t[2];
+  const DLTensor *in[2];
+  f32_descs(2, ndims, shapes[0], 2, t, in);
+  ein_options o = {.memory_limit = EIN_MEMORY_FREE};
+  ein_plan *a = NULL, *b = NULL;
+  REQUIRE_OK(ein_plan_create(ctx, "i j, j k -> i k", in, 2, NULL, &o, &a));
+  REQUIRE_OK(ein_plan_create(ctx, "i j, j k -> i k", in, 2, NULL, &o, &b));
+  int64_t limit = ein_plan_memory_limit(a), bits = 0;
+  for (int64_t v = limit; v; v &= v - 1) bits++;
+  FILE *f = fopen("/proc/meminfo", "r");
+  long long kib = 0;
+  char line[128];
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+  if (f) fclose(f);
+  double share = (double)limit / ((double)kib * 1024);
+  CHECK(limit > 0 && bits <= 3 && limit == ein_plan_memory_limit(b) &&
+            (kib == 0 || (share > 0.2 && share <= 0.31)),
+        "EIN_MEMORY_FREE resolved to %lld bytes (%lld bits set, %.3g of "
+        "MemAvailable), then %lld", (long long)limit, (long long)bits, share,
+        (long long)ein_plan_memory_limit(b));
+  CHECK(ein_plan_nslices(a) == 1, "a small plan under the free memory is "
+        "not sliced: %g", ein_plan_nslices(a));
+  ein_plan_destroy(a);
+  ein_plan_destroy(b);
+  o.backend = EIN_BACKEND_CUDA;
+  for (int i = 0; i < 2; i++) t[i].device = (DLDevice){kDLCUDA, 0};
+  ein_status st = ein_plan_create(ctx, "i j, j k -> i k", in, 2, NULL, &o, &a);
+  CHECK(st == EIN_ERR_DEVICE || (st == EIN_OK && ein_plan_memory_limit(a) > 0),
+        "EIN_MEMORY_FREE for a CUDA plan: %s", ein_status_name(st));
+  if (!st) ein_plan_destroy(a);
+  for (int i = 0; i < 2; i++) t[i].device = (DLDevice){kDLCPU, 0};
+  o = (ein_options){.memory_limit = -2};
+  st = ein_plan_create(ctx, "i j, j k -> i k", in, 2, NULL, &o, &a);
+  CHECK(st == EIN_ERR_INVALID_ARGUMENT, "memory_limit -2: %s",
+        ein_status_name(st));
+}
+
 int main(void) {
   ein_ctx *ctx;
   REQUIRE_OK(ein_ctx_create(&ctx));
@@ -551,6 +596,7 @@ int main(void) {
   check_accessors(ctx);
   check_no_replicated_step(ctx);
   check_limit_covers_copies(ctx);
+  check_memory_free(ctx);
   check_long_chain(ctx, 100);
   check_plan_10000(ctx);
   check_axes_100000(ctx);

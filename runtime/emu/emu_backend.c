@@ -495,6 +495,7 @@ static ein_backend *emu_open(int device, ein_error_rec *err) {
                            .alloc = emu_alloc,
                            .free = emu_free,
                            .copy = emu_copy,
+                           .free_memory = ein_host_free_memory,
                            .stats = emu_stats,
                            .launch_counters = emu_launch_counters,
                            .destroy = emu_destroy,

@@ -25,7 +25,8 @@ void cmd_eval_help(void) {
   puts(
       "usage: einc eval EXPR IN.npy... -o OUT.npy [--backend B] [--dtype T]\n"
       "                 [--print] [--path P] [-D NAME=SIZE]... [--reduce R]\n"
-      "                 [--numpy] [--slice A,B] [--devices N] [--counters]\n"
+      "                 [--numpy] [--slice A,B] [--memory-limit B] [--devices N]\n"
+      "                 [--counters]\n"
       "\n"
       "Evaluates EXPR on NumPy .npy files (format 1-3, C or Fortran order,\n"
       "little-endian f2/f4/f8, c8/c16 (complex), integers, bool) and writes\n"
@@ -305,6 +306,35 @@ static void print_phases(FILE *f) {
             (ein_trace_now() - eval_start) * 1e3);
 }
 
+/* -v: how many slices ran and over which axes, from the plan of the call
+ * (made again here, on tensors without data on the call's device: the
+ * cache held the call's own). Says nothing for a plan that runs once. */
+static void print_slices(ein_ctx *ctx, const char *expr,
+                         const DLTensor *const *ins, int n,
+                         const DLTensor *out, const ein_options *o, FILE *f) {
+  DLDevice dev = ein_backend_dl_device(o->backend, 0);
+  DLTensor t[CLI_MAX_OPERANDS + 1];
+  const DLTensor *tp[CLI_MAX_OPERANDS];
+  for (int i = 0; i <= n; i++) {
+    t[i] = i < n ? *ins[i] : *out;
+    t[i].data = NULL, t[i].device = dev;
+    if (i < n) tp[i] = &t[i];
+  }
+  ein_plan *plan;
+  if (ein_plan_create(ctx, expr, tp, n, &t[n], o, &plan) != EIN_OK) return;
+  int na = ein_plan_nsliced(plan);
+  if (na > 0) {
+    fprintf(f, "slices: %lld ran, over", (long long)ein_plan_units(plan));
+    for (int a = 0; a < na; a++)
+      fprintf(f, "%s %s", a ? "," : "", ein_plan_sliced_axis(plan, a));
+    if (o->memory_limit)
+      fprintf(f, " (memory limit %lld bytes)",
+              (long long)ein_plan_memory_limit(plan));
+    fprintf(f, "\n");
+  }
+  ein_plan_destroy(plan);
+}
+
 /* -v: the output, and what the kernel cache did; on stderr when stdout
  * holds the .npy or the printed result. */
 static void print_verbose(ein_ctx *ctx, const ein_options *o,
@@ -518,9 +548,11 @@ static int eval_to_file(ein_ctx *ctx, const char *expr,
   bool to_stdout = print || (out_path && strcmp(out_path, "-") == 0);
   if (rc == EXIT_OK && counters)
     print_counters(ctx, common->options.backend, to_stdout ? stderr : stdout);
-  if (rc == EXIT_OK && common->verbose)
-    print_verbose(ctx, &common->options, out_path, &out, dt,
-                  to_stdout ? stderr : stdout);
+  if (rc == EXIT_OK && common->verbose) {
+    FILE *f = to_stdout ? stderr : stdout;
+    print_verbose(ctx, &common->options, out_path, &out, dt, f);
+    print_slices(ctx, expr, ins, n, &out, &common->options, f);
+  }
   else if (rc == EXIT_OK && ein_trace_on())
     print_phases(stderr);
   free(out.data);

@@ -65,11 +65,6 @@ void cmd_plan_help(void) {
       "  --peak F        your own peak FLOP/s for the plan's dtype (used for\n"
       "                  the prediction and as MFU's peak)\n"
       "  --bandwidth B   your own memory bandwidth, bytes/s read + written\n"
-      "  --memory-limit B  largest buffer allowed, in bytes (intermediates,\n"
-      "                  layout copies): the path keeps within it, slicing\n"
-      "                  axes where no order does (in the fewest chunks that\n"
-      "                  fit), or the plan fails (exit 2)\n"
-
       CLI_HELP_PATH
       "  --workers N     also what spreading the plan's slices over N devices\n"
       "                  or nodes would take, by the model of docs/design.md\n"
@@ -144,7 +139,8 @@ static int spread_option(plan_opts *po, const char *arg, const char *v) {
   return 1;
 }
 
-/* plan's own options: --dtype, --json, --device, --memory-limit. */
+/* plan's own options: --dtype, --json, --device, --peak, --bandwidth,
+ * --input, --backend, --workers, --link-gbps. */
 static int plan_option(int argc, char **argv, int *i, void *state) {
   plan_opts *po = state;
   const char *arg = argv[*i];
@@ -166,8 +162,7 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
   bool spread = cli_is_option(arg, "--workers") ||
                 cli_is_option(arg, "--link-gbps");
   if (!backend && !dtype && !device && !input && !peak && !bandwidth &&
-      !spread &&
-      !cli_is_option(arg, "--memory-limit"))
+      !spread)
     return 0;
   const char *v = cli_option_value(argc, argv, i);
   if (!v) return -1;
@@ -192,14 +187,6 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
       return -1;
     }
     *(peak ? &po->peak : &po->bandwidth) = x;
-  } else {
-    char *end;
-    long long b = strtoll(v, &end, 10);
-    if (*end || b < 0) {
-      cli_errorf("--memory-limit takes a byte count, not '%.40s'", v);
-      return -1;
-    }
-    po->common->options.memory_limit = b;
   }
   return 1;
 }
