@@ -569,7 +569,10 @@ static unsigned long long emu_shfl(ein_emu_thread *self, int kind,
 /* ------------------------------------------------------------ counting */
 
 /* A memory access of a counting-flavour kernel: kept for resolution at
- * the next barrier or the block's end (emu_count.h). */
+ * the next barrier or the block's end (emu_count.h). An access wider than
+ * 16 bytes (an aggregate the host compiler copies at once) is what a GPU
+ * does in 16-byte instructions: one piece each, as sites of their own
+ * (the site's address shifted left, the piece in the low byte). */
 static void emu_access(ein_emu_thread *self, const void *addr, unsigned size,
                        int store, const void *site) {
   fiber *f = (fiber *)self;
@@ -578,10 +581,14 @@ static void emu_access(ein_emu_thread *self, const void *addr, unsigned size,
     return;
   if (!w->count && !(w->count = ein_emu_count_buf_create()))
     fail(f, "no memory for the memory-access counters");
-  if (!ein_emu_count_note(w->count, w->b.l->count, w->shared, w->shared_size,
-                          f->id, (uintptr_t)addr, size, store != 0,
-                          (uintptr_t)site))
-    fail(f, "no memory for the memory-access counters");
+  for (unsigned k = 0; k * 16 < size; k++) {
+    unsigned piece = size - k * 16 < 16 ? size - k * 16 : 16;
+    if (!ein_emu_count_note(w->count, w->b.l->count, w->shared,
+                            w->shared_size, f->id, (uintptr_t)addr + 16 * k,
+                            piece, store != 0,
+                            ((uintptr_t)site << 8) | (k & 255)))
+      fail(f, "no memory for the memory-access counters");
+  }
 }
 
 /* ---------------------------------------------------------- the block */

@@ -128,7 +128,7 @@ bool ein_emu_count_note(ein_emu_count_buf *b, const ein_emu_count_launch *l,
   }
   b->ev[b->n] = (access_ev){.addr = addr, .site = site,
                             .seq = (uint32_t)b->n, .tid = (uint16_t)tid,
-                            .size = (uint8_t)(size > 255 ? 255 : size),
+                            .size = (uint8_t)size, /* at most 16 */
                             .kind = (uint8_t)((store ? K_STORE : 0) |
                                               (sh ? K_SHARED : 0))};
   b->n++;

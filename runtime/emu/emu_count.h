@@ -52,7 +52,8 @@ typedef struct ein_emu_count_buf ein_emu_count_buf;
 ein_emu_count_buf *ein_emu_count_buf_create(void);
 void ein_emu_count_buf_destroy(ein_emu_count_buf *b);
 
-/* Records an access of thread `tid` (linear in its block) if it is to
+/* Records an access of thread `tid` (linear in its block), of at most 16
+ * bytes (emu_block.c cuts wider ones), if it is to
  * global memory of l or to the block's shared memory [shared, shared +
  * shared_size); an access elsewhere (the thread's own stack: registers
  * or local memory on a GPU) is not counted. False when out of memory. */
