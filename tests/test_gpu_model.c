@@ -189,6 +189,26 @@ static void one_block(float *d, const float *s) {
         "one block is 1/(21 x 132) of a wave: %g", waves);
 }
 
+/* One warp copies a 32-byte struct a lane: whatever the host compiler
+ * emits (one 32-byte range or two 16-byte accesses), it counts as the
+ * GPU's two 16-byte instructions: 2 load requests, each 32 lanes x 16
+ * bytes at a 32-byte stride: 32 sectors (ideal 16); 1024 bytes. */
+static void wide_copy(float *d, const float *s) {
+  static const char src[] = KERNEL
+      "  struct W { float v[8]; };\n"
+      "  ((W *)d)[threadIdx.x] = ((const W *)s0)[threadIdx.x];\n"
+      "}\n";
+  ein_emu_counters c;
+  if (count1(src, 1, 32, 1, d, s, &c))
+    return;
+  CHECK(c.ld_requests == 2 && c.ld_sectors == 64 && c.ld_bytes == 1024 &&
+            c.st_requests == 2 && c.st_sectors == 64,
+        "32-byte lanes: %llu load requests, %llu sectors, %llu bytes; %llu "
+        "store requests",
+        (unsigned long long)c.ld_requests, (unsigned long long)c.ld_sectors,
+        (unsigned long long)c.ld_bytes, (unsigned long long)c.st_requests);
+}
+
 /* The request rules on lanes given directly. */
 static void request_rules(void) {
   uint64_t addr[32], s, ideal, bytes;
@@ -236,6 +256,7 @@ static void counters(void) {
   shared_tile(32, d, s);
   shared_tile(33, d, s);
   one_block(d, s);
+  wide_copy(d, s);
   float back[1024];
   st = ein_emu_copy(back, d, sizeof back, EIN_EMU_D2H, &err);
   /* the last kernel copied the first 80 values: counting kept them */
