@@ -165,11 +165,12 @@ static uint64_t distinct_bytes(const uint64_t *addr, const unsigned *size,
 void ein_emu_global_request(const uint64_t *addr, const unsigned *size,
                             int lanes, uint64_t *sectors, uint64_t *ideal,
                             uint64_t *bytes) {
-  uint64_t sec[WARP * 8], scratch[WARP];
+  /* a lane's access is at most 16 bytes: 2 sectors when it straddles */
+  uint64_t sec[WARP * 2], scratch[WARP];
   int n = 0;
   for (int i = 0; i < lanes && i < WARP; i++)
     for (uint64_t s = addr[i] / SECTOR;
-         s <= (addr[i] + size[i] - 1) / SECTOR && n < WARP * 8; s++)
+         s <= (addr[i] + size[i] - 1) / SECTOR && n < WARP * 2; s++)
       sec[n++] = s;
   qsort(sec, (size_t)n, sizeof *sec, cmp_u64);
   uint64_t distinct = 0;
@@ -205,14 +206,15 @@ void ein_emu_shared_request(const uint64_t *addr, const unsigned *size,
   /* 8-byte accesses are served a half-warp, 16-byte ones a quarter-warp
    * at a time: 128 bytes a wavefront at best */
   unsigned per_phase = widest > 8 ? 8 : widest > 4 ? 16 : 32;
-  uint64_t words[WARP * 64], scratch[WARP], total = 0;
+  /* at most 16 bytes a lane: 5 words when misaligned */
+  uint64_t words[WARP * 5], scratch[WARP], total = 0;
   for (unsigned p = 0; p < WARP / per_phase; p++) {
     int n = 0;
     for (int i = 0; i < lanes; i++) {
       if (lane[i] / per_phase != p)
         continue;
       for (uint64_t w = addr[i] / 4; w <= (addr[i] + size[i] - 1) / 4 &&
-                                     n < WARP * 64; w++)
+                                     n < WARP * 5; w++)
         words[n++] = w;
     }
     total += phase_wavefronts(words, n);

@@ -71,7 +71,8 @@ void ein_emu_count_resolve(ein_emu_count_buf *b, ein_emu_count_launch *l,
                            ein_emu_counters *c);
 
 /* Resolution of one request, exposed for the tests' hand-worked cases:
- * `lanes` accesses (addresses and sizes) of one warp instruction. The
+ * `lanes` (at most 32) accesses of at most 16 bytes each (addresses and
+ * sizes) of one warp instruction. The
  * distinct sectors of a global request, the fewest sectors its distinct
  * bytes fit, and those bytes. */
 void ein_emu_global_request(const uint64_t *addr, const unsigned *size,
