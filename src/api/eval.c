@@ -711,10 +711,25 @@ static ein_status run_sliced(ein_thread_rec *me, ein_backend *be,
 /* Runs a plan whose layouts are known to match the tensors: units
  * `range` of it (a plan that is not sliced is one unit), on `device` of
  * its backend (the plan's own, or another for spread.c). */
+/* A plan whose order is past int64 (needs_limit_elems) runs only under a
+ * memory limit: refused before anything runs, saying how to run it. */
+static ein_status check_runnable(ein_thread_rec *me, const ein_plan *plan) {
+  double elems = plan->ir->needs_limit_elems;
+  if (!(elems > 0)) return EIN_OK;
+  return ein_fail_limit(&me->err,
+                  "this contraction's best order needs an intermediate of "
+                  "%.4g elements, more than int64 counts; it runs only "
+                  "sliced: give a memory limit (ein_options.memory_limit, "
+                  "--memory-limit B or 'free', memory_limit=) and einc "
+                  "slices it to fit", elems);
+}
+
 static ein_status run_plan_on(ein_thread_rec *me, const ein_plan *plan,
                               int device, const DLTensor *const *inputs,
                               int n, DLTensor *output,
                               const ein_step_marks *marks, unit_range range) {
+  ein_status runnable = check_runnable(me, plan);
+  if (runnable) return runnable;
   uintptr_t olo, ohi;
   byte_range(output, &olo, &ohi);
   char *small[16];
