@@ -24,6 +24,7 @@
 #include <stddef.h>
 
 #include "ein.h"
+#include "emu_counters.h"
 #include "error.h"
 #include "plan.h"
 #include "strbuf.h"
@@ -37,6 +38,21 @@ typedef struct ein_backend_stats {
    * tells the FP8 path from the decode path (fp8_eval.c). */
   unsigned long long fp8_gemms;
 } ein_backend_stats;
+
+/* One kernel launch of a backend's last run with counters on (the
+ * emulated device with EINC_EMU_COUNTERS=1): which step and pass, the
+ * entry point and geometry, the step's compulsory bytes (its plan bytes
+ * read and written: what any schedule must move), and what the launch
+ * did to memory. */
+typedef struct ein_launch_counters {
+  int step;          /* 0-based plan step */
+  int pass;          /* 1, or 2 for a split reduction's second pass */
+  bool vec;          /* the ein_vec variant ran */
+  const char *kind;  /* "map", "transpose", ... */
+  unsigned grid[3], block[3];
+  double compulsory_bytes;
+  ein_emu_counters c;
+} ein_launch_counters;
 
 typedef struct ein_backend_entry {
   const char *name;      /* "cpu", "cuda", "emu" */
@@ -114,6 +130,11 @@ struct ein_backend {
                             ein_error_rec *err);
   /* Kernel cache counters; optional. */
   void (*stats)(ein_backend *self, ein_backend_stats *out);
+  /* The kernel launches of the last run that counted memory accesses:
+   * up to cap copied to out, their number returned; optional (the
+   * emulated device). */
+  size_t (*launch_counters)(ein_backend *self, ein_launch_counters *out,
+                            size_t cap);
   void (*destroy)(ein_backend *self);
 };
 

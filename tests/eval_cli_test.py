@@ -218,6 +218,62 @@ for expr, files in (("i j -> j i", ["a.npy"]),
           "kernel cache" in r.stdout, "emu %s equals cpu: %s" % (expr, r.stderr))
     for name in ("e.npy", "ref.npy"):
         os.remove(P(name))
+# --counters (docs/design.md, "GPU model inputs"): an elementwise product
+# of two 64x256 f32 files is one map kernel whose warps load and store 128
+# consecutive bytes, 4 sectors a request, and move exactly the compulsory
+# bytes (two inputs read, one output written); any other backend refuses.
+write_npy(P("c.npy"), "<f4", (64, 256), [i % 7 for i in range(64 * 256)])
+r = einc("eval", "a b, a b -> a b", P("c.npy"), P("c.npy"), "-o",
+         P("e.npy"), "--backend", "emu", "--counters")
+check(r.returncode == 0 and "memory counters" in r.stdout and
+      "4.00 a request (ideal  4.00)" in r.stdout and
+      "step 1: moved 196608 B, compulsory 196608 B: 1.00 x" in r.stdout,
+      "--counters on a coalesced map: " + r.stdout + r.stderr)
+r = einc("eval", "a b, a b -> a b", P("c.npy"), P("c.npy"), "--print",
+         "--backend", "emu", "--counters")
+check(r.returncode == 0 and "memory counters" in r.stderr and
+      "memory counters" not in r.stdout,
+      "--counters with --print goes to stderr: " + r.stderr)
+r = einc("eval", "a b -> b a", P("c.npy"), "-o", P("e.npy"), "--counters")
+check(r.returncode == 2 and "--counters" in r.stderr and
+      "--backend emu" in r.stderr, "--counters on the cpu: " + r.stderr)
+os.remove(P("e.npy"))
+# --resources: each kernel's registers and occupancy from NVRTC (skipped
+# where NVRTC is missing: exit 1 naming it); the JSON has one entry per
+# architecture for the transpose's one kernel.
+r = einc("plan", "--backend", "cuda", "a b -> b a", "1000x3000",
+         "--resources", "--json")
+if r.returncode == 0:
+    rows = json.loads(r.stdout)["kernel_resources"]
+    archs = [row["arch"] for row in rows]
+    check(archs[:3] == ["sm_80", "sm_89", "sm_90"] and
+          all(row["registers"] > 0 and row["spill_store_bytes"] == 0 and
+              row["static_smem_bytes"] == 32 * 33 * 4 and
+              0 < row["occupancy"] <= 1 for row in rows),
+          "--resources rows: %r" % rows)
+else:
+    check(r.returncode == 1 and ("NVRTC" in r.stderr or
+                                 "no CUDA backend" in r.stderr),
+          "--resources without NVRTC: " + r.stderr)
+# --kernel-model: the transpose's one kernel priced beside the roofline;
+# a perfectly coalesced transpose of whole sectors moves its compulsory
+# bytes, so both agree within the model's occupancy derating.
+r = einc("plan", "--backend", "emu", "a b -> b a", "256x512",
+         "--kernel-model", "--json")
+if r.returncode == 0:
+    km = json.loads(r.stdout)["kernel_model"]
+    check(len(km["launches"]) == 1 and
+          km["launches"][0]["kind"] == "transpose" and
+          km["launches"][0]["traffic_bytes"] == 2 * 256 * 512 * 4 and
+          km["predicted_seconds"] > 0 and km["roofline_seconds"] > 0,
+          "--kernel-model: %r" % km)
+else:
+    check(r.returncode == 1 and ("NVRTC" in r.stderr or
+                                 "no CUDA backend" in r.stderr),
+          "--kernel-model without NVRTC: " + r.stderr)
+r = einc("plan", "a b -> b a", "10x30", "--resources")
+check(r.returncode == 2 and "--backend cuda or emu" in r.stderr,
+      "--resources on a cpu plan: " + r.stderr)
 # -v's phases (src/util/trace.h): a fresh kernel cache compiles, the next
 # process loads from disk, each phase under the run that caused it;
 # EINC_TRACE=1 prints the phases without -v; none without either.

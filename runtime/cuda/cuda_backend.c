@@ -505,8 +505,8 @@ static ein_status launch(cuda_backend *cb, const ein_kernel_src *k,
   const unsigned *grid = vec ? k->grid_vec : k->grid;
   dim3 g = {grid[0], grid[1], grid[2]};
   dim3 b = {k->block[0], k->block[1], k->block[2]};
-  CU(cudaLaunchKernel((const void *)(vec ? h[1] : h[0]), g, b, args, 0,
-                      cb->stream));
+  CU(cudaLaunchKernel((const void *)(vec ? h[1] : h[0]), g, b, args,
+                      k->dynamic_smem, cb->stream));
   return EIN_OK;
 }
 

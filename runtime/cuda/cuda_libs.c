@@ -212,6 +212,9 @@
     (nvrtcProgram p, size_t *n), (p, n))                                       \
   X(NVRTC, const char *, NVRTC_TEXT, nvrtcGetErrorString, (nvrtcResult r),     \
     (r))                                                                       \
+  X(NVRTC, nvrtcResult, NVRTC_FAIL, nvrtcGetNumSupportedArchs, (int *n), (n)) \
+  X(NVRTC, nvrtcResult, NVRTC_FAIL, nvrtcGetSupportedArchs, (int *archs),      \
+    (archs))                                                                   \
   X(NVRTC, nvrtcResult, NVRTC_FAIL, nvrtcGetProgramLog,                        \
     (nvrtcProgram p, char *log), (p, log))                                     \
   X(NVRTC, nvrtcResult, NVRTC_FAIL, nvrtcGetProgramLogSize,                    \
