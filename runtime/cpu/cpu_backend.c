@@ -199,10 +199,12 @@ static void gemm_one(const ein_gemm_call *g, ein_dtype dt, double alpha,
 #endif
 }
 
-void ein_cpu_gemm_square(ein_dtype dt, int64_t n, const char *a,
+bool ein_cpu_gemm_square(ein_dtype dt, int64_t n, const char *a,
                          const char *b, char *c) {
   ein_gemm_call g = {.m = n, .n = n, .k = n, .lda = n, .ldb = n, .ldc = n};
+  if (dt == EIN_DT_BF16 || dt == EIN_DT_F16) return false;
   gemm_one(&g, dt, 1.0, a, b, c);
+  return true;
 }
 
 /* Fork safety (docs/design.md, "Fork safety"). GNU libgomp keeps its
