@@ -20,7 +20,7 @@ typedef enum ein_cpu_rate {
   EIN_RATE_F32,  /* FLOP/s of an n^3 GEMM in f32 */
   EIN_RATE_F64,
   EIN_RATE_BF16, /* through the backend's half GEMM where it has one
-                    (ein_cpu_gemm_half), else f32's rate */
+                    (cpu_dnnl.h), else f32's rate */
   EIN_RATE_F16,
   EIN_RATE_COPY, /* bytes read + written per second */
   EIN_NRATE

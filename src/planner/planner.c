@@ -599,12 +599,18 @@ static bool gemm_dtype_ok(const planner *pl, ein_dtype dt) {
 /* Storage dtypes (docs/design.md, "Half precision on cuBLAS"). A GEMM's A
  * and B share one dtype: the half dtype itself on backends whose GEMM
  * reads it (cuBLAS takes no f32 operand beside a bf16 one, and an f32 GEMM
- * runs at a fifteenth of the half rate), else the compute dtype. So an
+ * runs at a fifteenth of the half rate; the CPU where it has bf16 units
+ * and oneDNN, about twice its f32 rate: issue 35), else the compute
+ * dtype. So an
  * intermediate a GEMM reads is stored in gemm_ab_dtype; one only LOOP
  * steps read (a store, a permute, a reduction, a LOOP contraction) stays
  * in the compute dtype, f32 for f16/bf16. */
 static ein_dtype gemm_ab_dtype(const planner *pl) {
-  return pl->caps->gemm_half ? pl->dtype : pl->cdtype;
+  const ein_backend_caps *c = pl->caps;
+  bool half = pl->dtype == EIN_DT_BF16 || pl->dtype == EIN_DT_F16;
+  bool native = c->gemm_half_dtype ? half && c->gemm_half_dtype(pl->dtype)
+                                   : c->gemm_half;
+  return native ? pl->dtype : pl->cdtype;
 }
 
 static bool gemm_operand_dtype(const planner *pl, ein_dtype dt) {
