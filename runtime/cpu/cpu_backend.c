@@ -501,6 +501,7 @@ static const ein_backend_caps *cpu_caps(void) {
                                         .gemm_half = false,
                                         .gemm_half_dtype =
                                             ein_cpu_dnnl_gemm_dtype,
+                                        .half_vector_batch_loop = true,
                                         .gemm_int = false,
                                         .gemm_min_flops = 2 * 16 * 16 * 16,
                                         .gemm_min_call_flops = 2 * 16 * 16 * 16};
