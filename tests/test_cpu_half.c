@@ -5,17 +5,18 @@
  * f32, each compared with a direct sum in double (reference.h) at bf16's
  * bound, 2e-2 of the reference's norm.
  *
- * The cases are a table of the layouts a GEMM step meets: plain,
- * transposed A, B or C, a batch, a broadcast operand, two batch axes that
- * do not merge, a chain (a half intermediate), a matrix-vector product,
- * a vector-matrix one, a batch of them (a LOOP: the planner's rule), a
- * long K (accumulation in f32), operands with padded rows; and one step
- * run directly, with a scale (alpha) and C in f32. Meson runs this program twice: as the machine is, and with
- * EINC_DNNL=0 (the f32 path), so both paths are checked where the machine
- * has both. Where the oneDNN path is taken it must have run (its call
- * counter and the plan's "cpu gemm" line); where the CPU has AVX512-BF16
- * and libdnnl.so.2 loads it must be taken. A child forked after oneDNN ran
- * on the OpenMP team runs half GEMMs too (no hang).
+ * The cases are a table of the layouts a GEMM step meets: plain, transposed
+ * A, B or C, a batch, a broadcast operand, two batch axes that do not
+ * merge, a chain (a half intermediate), a matrix-vector product, a
+ * vector-matrix one, a batch of them (a LOOP: the planner's rule), a long K
+ * (accumulation in f32), operands with padded rows; and one step run
+ * directly, with a scale (alpha) and C in f32. Meson runs this program
+ * twice: as the machine is, and with EINC_DNNL=0 (the f32 path), so both
+ * paths are checked where the machine has both. Where the oneDNN path is
+ * taken it must have run (its call counter and the plan's "cpu gemm" line);
+ * where the CPU has AVX512-BF16 and libdnnl.so.2 loads it must be taken. A
+ * child forked after oneDNN ran on the OpenMP team runs half GEMMs too (no
+ * hang).
  */
 #include <cpuid.h>
 #include <dlfcn.h>
@@ -58,7 +59,8 @@ static const hcase cases[] = {
     {"i, i j -> j", 2, {1, 2}, {{256}, {256, 128}}, EIN_REDUCE_SUM, false},
     {"b i j, b i -> b j", 2, {3, 2}, {{8, 64, 48}, {8, 64}}, EIN_REDUCE_SUM,
      true},
-    {"i j, j k -> i k", 2, {2, 2}, {{32, 4096}, {4096, 32}}, EIN_REDUCE_SUM, false},
+    {"i j, j k -> i k", 2, {2, 2}, {{32, 4096}, {4096, 32}}, EIN_REDUCE_SUM,
+     false},
 };
 enum { NCASES = sizeof cases / sizeof *cases };
 
@@ -157,7 +159,8 @@ static void run_case(ein_ctx *ctx, const hcase *c, ein_dtype dt,
   bool native = ein_cpu_dnnl_gemm_dtype(dt);
   long before = ein_cpu_dnnl_calls();
   ein_status est = ein_eval(ctx, c->expr, ins, c->n, &out, &o);
-  CHECK(est == EIN_OK, "%s %s%s: %s", c->expr, ein_dtype_name(dt), padded ? " padded" : "", ein_last_error(ctx)->message);
+  CHECK(est == EIN_OK, "%s %s%s: %s", c->expr, ein_dtype_name(dt),
+        padded ? " padded" : "", ein_last_error(ctx)->message);
   long ran = ein_cpu_dnnl_calls() - before;
   double rel = rel_error(dt, got, want, on);
   CHECK(rel <= 2e-2, "%s %s%s%s: relative error %.3g", c->expr,

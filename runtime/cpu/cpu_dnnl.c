@@ -277,7 +277,8 @@ static ein_status make_mds(const ein_step *s, const ein_gemm_call *g,
                     g->tb ? g->ldb : 1},
               dc = {nb, g->m, g->n}, sc = {bs[0] ? bs[0] : g->m * g->n,
                                            g->ldc, 1};
-  dnnl_data_type_t ab = to_dnnl_dt(s->src_dtype[0]), c = to_dnnl_dt(s->dst_dtype);
+  dnnl_data_type_t ab = to_dnnl_dt(s->src_dtype[0]);
+  dnnl_data_type_t c = to_dnnl_dt(s->dst_dtype);
   DNNL_CHECK(err, DNNL(dnnl_memory_desc_init_by_strides)(&md[0], 3, da, ab,
                                                          sa));
   DNNL_CHECK(err, DNNL(dnnl_memory_desc_init_by_strides)(&md[1], 3, db, ab,
@@ -289,7 +290,8 @@ static ein_status make_mds(const ein_step *s, const ein_gemm_call *g,
 
 /* The primitive of d->md for the scale alpha (1/count for a mean) as an
  * output scale, so no pass over C follows. */
-static ein_status make_prim(ein_dnnl_gemm *d, double alpha, ein_error_rec *err) {
+static ein_status make_prim(ein_dnnl_gemm *d, double alpha,
+                            ein_error_rec *err) {
   dnnl_matmul_desc_t desc;
   dnnl_primitive_attr_t attr = NULL;
   dnnl_primitive_desc_t pd = NULL;
