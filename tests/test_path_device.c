@@ -375,11 +375,19 @@ static void cpu_model_cache(void) {
             m2.bytes_per_s == 1e15 && strcmp(m2.source, "measured") == 0,
         "the best rates kept: %g %g %g", m2.peak[EIN_PEAK_F32],
         m2.peak[EIN_PEAK_F64], m2.bytes_per_s);
+  /* a version-2 entry of 3 runs has no half rates: measured again */
+  const char *old = "einc cpu rates 2\nruns 3\nf32 1e3\nf64 1e3\ncopy 1e3\n";
+  CHECK(load_entry(dir, key, keylen, old, &m2) == 1 &&
+            strcmp(m2.source, "measured") == 0 && m2.peak[EIN_PEAK_F32] > 1e3,
+        "an old entry is measured again");
   /* and a good one of 3 runs written by hand is read as it is */
   const char *good =
-      "einc cpu rates 2\nruns 3\nf32 1e11\nf64 5e10\ncopy 2e10\n";
+      "einc cpu rates 4\nruns 3\nf32 1e11 1795913070\nf64 5e10 1795913070\n"
+      "bf16 3e11 1795913070\nf16 1e11 1795913070\ncopy 2e10 1795913070\n";
   load_entry(dir, key, keylen, good, &m2);
   CHECK(m2.peak[EIN_PEAK_F32] == 1e11 && m2.peak[EIN_PEAK_F64] == 5e10 && m2.bytes_per_s == 2e10 &&
+            m2.peak[EIN_PEAK_BF16] == 3e11 && m2.peak[EIN_PEAK_TF32] == 1e11 &&
+            m2.measured_at[EIN_PEAK_BF16] == 1795913070 &&
             strcmp(m2.source, "cache") == 0,
         "a good entry is read: %g %g %g", m2.peak[EIN_PEAK_F32], m2.peak[EIN_PEAK_F64],
         m2.bytes_per_s);

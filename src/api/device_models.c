@@ -23,7 +23,8 @@
  * than the model's peak raises the peak (ein_cpu_model_raise): in the
  * process's model and in the cache entry, with the time it was seen. Each
  * rate keeps the Unix time it was measured at (version 4 entries; older
- * ones read as of unknown time, the half rates as f32's).
+ * ones read as of unknown time, the half rates as f32's, and count as one
+ * run, so the next processes measure the half rates).
  */
 #include "device_models.h"
 
@@ -161,6 +162,9 @@ static bool parse_payload(const char *p, size_t size, ein_cpu_rates *r,
   body += used;
   if (!(version == 4 ? parse_new(body, r) : parse_old(body, r)))
     return false;
+  /* an older entry has no half rates of their own: it counts as one run,
+   * so the next uses measure them (keeping the best of the rest) */
+  if (version < 4) *runs = 1;
   for (int i = 0; i < EIN_NRATE; i++)
     if (!plausible(r->rate[i])) return false;
   return true;
