@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch as _torch
 
-from . import _einc
+from . import _einc, _frameworks
 from ._api import _fast, _fast_setup, bool_einsum, evaluate
 
 _LETTERS = ("ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -170,5 +170,32 @@ def _sublist_term(sublist) -> str:
                              f"within the valid range [0, 52): {s!r}")
     return "".join(term)
 
+
+def _install_dynamo():
+    """einsum as Dynamo traces it (issue 38): the builtin starts in C,
+    which Dynamo cannot trace (it raised "Attempted to call function
+    marked as skipped" under fullgraph, and explain counted no break for a
+    call left outside the graph). Floating operands of one dtype go to
+    einc's operator; others to torch.einsum itself, whose promotions and
+    errors are the contract."""
+    from ._torch import _traced_call
+
+    @_torch.compiler.substitute_in_graph(einsum)
+    def traced(*args):
+        equation = args[0] if args else None
+        if isinstance(equation, str):
+            operands = args[1:]
+            if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+                operands = tuple(operands[0])
+        else:
+            equation, operands = _from_sublists(args)
+        expr = "".join(equation.split())
+        first = operands[0].dtype if operands else None
+        if first not in _SAME or any(o.dtype != first for o in operands):
+            return _torch.einsum(expr, *operands)
+        return _traced_call(expr, tuple(operands), "sum", True, ())
+
+
+_frameworks.after_import("torch._dynamo", _install_dynamo)
 
 __all__ = ["einsum"]
