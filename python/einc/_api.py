@@ -119,7 +119,7 @@ def _fast_setup() -> bool:
         # and contractions under autocast to einc/_torch.py.
         _einc.fast_setup_torch(torch.Tensor, torch._C._to_dlpack,
                                torch.from_numpy, _torch_numpy_dtype,
-                               torch._C._from_dlpack,
+                               torch.Tensor.as_strided,
                                getattr(torch.Tensor,
                                        "__dlpack_c_exchange_api__", None),
                                (torch._C._get_tracing_state,

@@ -148,10 +148,23 @@ def _einsum(*tensors_and_pattern):
         _checked.clear()
     _checked.add(pattern)
     try:
-        result = evaluate(pattern, tuple(tensors), numpy=False)
+        result = _einsum_first(tuple(tensors), pattern)
     except EincError as e:
         raise _einops_error(e) from None
     return _numpy_scalar(result)
+
+
+def _einsum_first(tensors, pattern):
+    """A pattern's first call: the cached path first, as the builtin's
+    later calls take it, so that the first result is a view where later
+    ones are (numpy and torch views of a one-tensor pattern)."""
+    call = tensors + (pattern,)
+    result = _fast(call, False, None)
+    if result is None and _fast_setup():  # numpy or torch just came
+        result = _fast(call, False, None)
+    if result is not None:
+        return result
+    return evaluate(pattern, tensors, numpy=False)
 
 
 _checked: set = set()
