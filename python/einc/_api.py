@@ -125,7 +125,8 @@ def _fast_setup() -> bool:
                                (torch._C._get_tracing_state,
                                 torch._C._len_torch_dispatch_stack),
                                torch._C._is_any_autocast_enabled,
-                               torch.nn.Parameter, torch.is_grad_enabled)
+                               torch.nn.Parameter, torch.is_grad_enabled,
+                               torch.autograd.forward_ad)
         from . import _torch  # noqa: F401 (torch.compile's stand-ins)
 
         _fast_torch = armed = True

@@ -121,6 +121,11 @@ static const einpy_exchange_api *torch_api;
  * asked only for entries that autocast could change (CPU autocast on).
  * Set by fast_setup_torch; einc/_torch.py routes those calls. */
 static PyObject *torch_guards, *torch_autocast;
+/* torch.autograd.forward_ad, set by fast_setup_torch: while one of its
+ * dual levels is open (_current_level >= 0) a tensor may carry a tangent
+ * that DLPack drops, so torch calls go to einc/_torch.py, which asks each
+ * tensor (issue 38). A module attribute read, not a call. */
+static PyObject *forward_ad;
 static fast_entry *slots[FAST_SLOTS];
 static int next_victim;
 
@@ -399,9 +404,28 @@ static int asks_python(PyObject *f) {
   return yes != 0;
 }
 
-/* Whether torch is tracing or in a mode (torch_guards) where einc's
- * DLPack result would bypass it. */
+/* Whether a forward-mode dual level is open (an error counts as yes). */
+static int forward_ad_open(void) {
+  static PyObject *name;
+  if (!forward_ad) return 0;
+  if (!name && !(name = PyUnicode_InternFromString("_current_level"))) {
+    PyErr_Clear();
+    return 1;
+  }
+  PyObject *level = PyObject_GetAttr(forward_ad, name);
+  long value = level ? PyLong_AsLong(level) : 0;
+  Py_XDECREF(level);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return 1;
+  }
+  return value >= 0;
+}
+
+/* Whether torch is tracing or in a mode (torch_guards, an open dual
+ * level) where einc's DLPack result would bypass it. */
 static int torch_declines(void) {
+  if (forward_ad_open()) return 1;
   Py_ssize_t n = torch_guards ? PyTuple_Size(torch_guards) : 0;
   for (Py_ssize_t i = 0; i < n; i++)
     if (asks_python(PyTuple_GetItem(torch_guards, i))) return 1;
@@ -906,22 +930,25 @@ static const einpy_exchange_api *exchange_api(PyObject *capsule) {
  *                  tensor -> numpy dtype, torch.Tensor.as_strided
  *                  [, torch.Tensor.__dlpack_c_exchange_api__ or None
  *                  [, guards (a tuple of callables), autocast
- *                  [, torch.nn.Parameter, torch.is_grad_enabled]]]) */
+ *                  [, torch.nn.Parameter, torch.is_grad_enabled
+ *                  [, torch.autograd.forward_ad]]]]) */
 static PyObject *py_fast_setup_torch(PyObject *self, PyObject *args) {
   (void)self;
-  PyObject *objs[10] = {NULL,    NULL, NULL, NULL, NULL,
-                        Py_None, NULL, NULL, NULL, NULL};
-  if (!PyArg_ParseTuple(args, "OOOOO|OO!OOO:fast_setup_torch", &objs[0],
+  PyObject *objs[11] = {NULL,    NULL, NULL, NULL, NULL, Py_None,
+                        NULL,    NULL, NULL, NULL, NULL};
+  if (!PyArg_ParseTuple(args, "OOOOO|OO!OOOO:fast_setup_torch", &objs[0],
                         &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
                         &PyTuple_Type, &objs[6], &objs[7], &objs[8],
-                        &objs[9]))
+                        &objs[9], &objs[10]))
     return NULL;
-  PyObject **slots_[] = {&tensor_type,       &to_dlpack,
-                         &from_numpy,        &torch_np_dtype,
-                         &torch_as_strided,  &torch_api_capsule,
-                         &torch_guards,      &torch_autocast,
-                         &parameter_type,    &grad_enabled};
-  int n = objs[9] ? 10 : objs[8] ? 9 : objs[7] ? 8 : objs[6] ? 7 : 6;
+  PyObject **slots_[] = {&tensor_type,      &to_dlpack,
+                         &from_numpy,       &torch_np_dtype,
+                         &torch_as_strided, &torch_api_capsule,
+                         &torch_guards,     &torch_autocast,
+                         &parameter_type,   &grad_enabled,
+                         &forward_ad};
+  int n = 6;
+  while (n < 11 && objs[n]) n++;
   keep(objs, slots_, n);
   torch_api = exchange_api(torch_api_capsule);
   Py_RETURN_NONE;
@@ -978,7 +1005,8 @@ static PyMethodDef fast_methods[] = {
      "fast_setup(ndarray, empty, numpy_dialect, from_dlpack): enables fast()"},
     {"fast_setup_torch", py_fast_setup_torch, METH_VARARGS,
      "fast_setup_torch(Tensor, _to_dlpack, from_numpy, numpy_dtype_of, "
-     "Tensor.as_strided[, exchange_api[, guards, autocast]]): fast() takes "
+     "Tensor.as_strided[, exchange_api[, guards, autocast[, Parameter, "
+     "is_grad_enabled[, forward_ad]]]]): fast() takes "
      "torch CPU tensors too, except while a guard answers true (and, for "
      "float contractions, autocast)"},
     {NULL, NULL, 0, NULL}};
@@ -1005,6 +1033,7 @@ void einpy_fast_free(void) {
   Py_CLEAR(torch_api_capsule);
   Py_CLEAR(torch_guards);
   Py_CLEAR(torch_autocast);
+  Py_CLEAR(forward_ad);
   torch_api = NULL;
   Py_CLEAR(last_reduction);
   Py_CLEAR(rearrange_general);
