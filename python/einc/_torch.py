@@ -1000,7 +1000,10 @@ def _install_dynamo_einops(substitute, single, dropin, no_reduce, no_repeat,
     @substitute(dropin.einsum)
     def einsum(*tensors_and_pattern):
         *tensors, pattern = tensors_and_pattern
-        return _traced_call(pattern, tuple(tensors), "sum", False, ())
+        dropin._check_einsum_axes(pattern)
+        # numpy's form, which broadcasts size-1 dims as einops' backends do
+        return _traced_call(dropin._numpy_form(pattern), tuple(tensors),
+                            "sum", True, ())
 
 
 _frameworks.after_import("torch._dynamo", _install_dynamo)
