@@ -384,11 +384,24 @@ def _graph(expr, tensors, reduction, numpy, lengths, eager, func=False):
                                            reduction, lengths)
     elif _symbolic([t.shape for t in tensors] + [[v for _, v in lengths]]):
         # torch.compile's dynamic shapes: the operator, whose fake
-        # implementation keeps the sizes symbolic (a view's strides would
-        # specialize them). The numpy dialect is read from the ranks.
+        # implementation keeps the sizes symbolic. The numpy dialect is
+        # read from the ranks. But a view must be torch's (issue 38: a
+        # write into the input is seen through it): where the plan on the
+        # sizes' hints is one (a diagonal; lowering made the others
+        # permutes and reshapes), the sizes are specialized and the view
+        # made as for static shapes.
         if numpy is None:
             numpy = numpy_dialect(expr, [t.dim() for t in tensors])
-        view = None
+        view = _layout(expr, _hints(t.shape for t in tensors),
+                       _hints(t.stride() for t in tensors), first.dtype,
+                       numpy, reduction,
+                       tuple((k, _hint(v)) for k, v in lengths))[2]
+        if view is not None:
+            numpy, shape, view = _layout(
+                expr, tuple(tuple(int(d) for d in t.shape) for t in tensors),
+                tuple(tuple(int(d) for d in t.stride()) for t in tensors),
+                first.dtype, numpy, reduction,
+                tuple((k, int(v)) for k, v in lengths))
     else:
         numpy, shape, view = _layout(
             expr, tuple(tuple(int(d) for d in t.shape) for t in tensors),
@@ -397,7 +410,7 @@ def _graph(expr, tensors, reduction, numpy, lengths, eager, func=False):
     if view is not None:
         source = tensors[view[0]]
         return source.as_strided(shape, view[1],
-                                 source.storage_offset() + view[2])
+                                 int(source.storage_offset()) + view[2])
     if eager:
         fn = _EinsumTransformable if func else _EinsumFunction
         return fn.apply((expr, reduction, numpy, lengths), *tensors)

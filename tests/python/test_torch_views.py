@@ -133,3 +133,17 @@ def test_einops_einsum_first_call_views():
     again = einc.einops.einsum(x, "first_call q -> q first_call")
     assert first._is_view() and again._is_view()
     assert _base(first) is x and _base(again) is x
+
+
+def test_compiled_diagonal_with_dynamic_shapes_is_a_view():
+    """Under torch.compile with dynamic shapes a diagonal (the view that
+    is not lowered onto permute and reshape) was the operator's copy: a
+    change to the input was not seen through it. Now its sizes are
+    specialized and it is torch's view, as torch.diagonal's is."""
+    compiled = torch.compile(lambda x: einc.einsum("ii->i", x),
+                             fullgraph=True, dynamic=True)
+    x = _inputs((4, 4), "contiguous", 6)
+    y = compiled(x)
+    assert _base(y) is x
+    x.add_(1)
+    assert torch.equal(y, torch.diagonal(x))
