@@ -11,7 +11,11 @@ for the target) is timed by `einc bench --json --no-floor` (median of
 --runs runs), which also reports the model's predicted time and MFU. The
 table is written to bench/results/DATE-predicted-TARGET.md (--out), with
 the geometric mean and the spread of measured / predicted. --note adds a
-line under the header (e.g. the machine's load).
+line under the header (e.g. the machine's load). --kernel-model (GPU
+only) adds the per-kernel model's prediction (`einc plan --kernel-model`,
+docs/design.md "A per-kernel time model"): every kernel run once on the
+emulated device at the case's size to count its traffic, so it takes
+minutes per large case.
 """
 import argparse
 import datetime
@@ -39,6 +43,17 @@ def bench(einc, case, target, dtype, runs):
     return json.loads(p.stdout)
 
 
+def kernel_model(einc, case, dtype):
+    """The per-kernel model's prediction of the GPU case, in ms."""
+    shapes = ['x'.join(map(str, s)) for s in case.shapes('gpu')]
+    cmd = [einc, 'plan', case.expr, *shapes, '--dtype', dtype, '--json',
+           '--backend', 'cuda', '--kernel-model', *case.flags]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {p.stderr.strip()}")
+    return 1e3 * json.loads(p.stdout)['kernel_model']['predicted_seconds']
+
+
 def rows(args):
     for case in suite.load():
         if args.cases and case.name not in args.cases:
@@ -48,20 +63,27 @@ def rows(args):
         dtypes = case.cpu_dtypes if args.target == 'cpu' else ['f32', 'bf16']
         for dtype in dtypes:
             r = bench(args.einc, case, args.target, dtype, args.runs)
+            if args.kernel_model:
+                r['kernel_model_ms'] = kernel_model(args.einc, case, dtype)
             yield case.name, dtype, r
             print(f"{case.name:12s} {dtype:5s} measured {r['ms']:.4g} ms "
                   f"predicted {r['predicted_ms']:.4g} ms", file=sys.stderr)
 
 
 def table(args, results):
+    km = args.kernel_model
     lines = ['| case | dtype | measured ms | predicted ms | measured / '
-             'predicted | GFLOP/s | MFU |', '|---|---|---|---|---|---|---|']
+             'predicted | ' + ('kernel model ms | measured / kernel model | '
+                               if km else '') + 'GFLOP/s | MFU |',
+             '|---|---|---|---|---|' + ('---|---|' if km else '') + '---|---|']
     ratios = []
     for name, dtype, r in results:
         ratio = r['ms'] / r['predicted_ms']
         ratios.append(ratio)
+        model = (f"{r['kernel_model_ms']:.4g} | "
+                 f"{r['ms'] / r['kernel_model_ms']:.3g} | " if km else '')
         lines.append(f"| {name} | {dtype} | {r['ms']:.4g} | "
-                     f"{r['predicted_ms']:.4g} | {ratio:.3g} | "
+                     f"{r['predicted_ms']:.4g} | {ratio:.3g} | {model}"
                      f"{r['flops'] / r['ms'] * 1e-6:.4g} | "
                      f"{100 * r['mfu']:.3g}% |")
     logs = [math.log(x) for x in ratios]
@@ -83,7 +105,11 @@ def main():
     ap.add_argument('--runs', type=int, default=20)
     ap.add_argument('--note', default='')
     ap.add_argument('--out')
+    ap.add_argument('--kernel-model', action='store_true',
+                    help='also the per-kernel model (--target gpu)')
     args = ap.parse_args()
+    if args.kernel_model and args.target != 'gpu':
+        ap.error('--kernel-model prices GPU kernels: --target gpu')
     results = list(rows(args))
     first = results[0][2] if results else {}
     date = datetime.date.today().isoformat()

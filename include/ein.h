@@ -242,6 +242,19 @@ typedef enum ein_backend_kind {
   EIN_BACKEND_EMU = 3
 } ein_backend_kind;
 
+/* ein_options.memory_limit: whatever fits the device the call runs on.
+ * Resolved when the plan is made, on the device the tensors (or
+ * ein_options.backend) name: its free memory now (CUDA: cudaMemGetInfo's
+ * free bytes; the CPU and the emulated device: the host's available
+ * memory, /proc/meminfo's MemAvailable) x EIN_MEMORY_FREE_SHARE, kept to
+ * its 3 leading bits (so plans are cached by it, not made again for every
+ * byte the device's free memory moves). A third: a pairwise step holds
+ * two operands and its result at once, and the rest is the margin for
+ * what else the device runs. Planning for a device that cannot be opened
+ * (a CUDA plan with no GPU) fails with EIN_ERR_DEVICE. */
+#define EIN_MEMORY_FREE ((int64_t)-1)
+#define EIN_MEMORY_FREE_SHARE 0.3
+
 /* CUDA tensors (kDLCUDA, kDLCUDAManaged) are evaluated by the CUDA
  * backend on the device they live on, asynchronously on the context's
  * stream (ein_ctx_set_cuda_stream); host tensors (kDLCPU, kDLCUDAHost)
@@ -257,9 +270,16 @@ typedef struct ein_options {
   int nlengths;
   ein_backend_kind backend;
   int allow_tf32;       /* nonzero: f32 GEMMs may use TF32 (CUDA only) */
-  int64_t memory_limit; /* bytes one intermediate may take; 0: no limit.
-                         The planner picks a contraction order within it,
-                         or fails with EIN_ERR_LIMIT naming the sizes */
+  int64_t memory_limit; /* bytes one intermediate may take; 0: no limit;
+                         EIN_MEMORY_FREE: a share of the free memory of
+                         the device the call runs on. The planner picks a
+                         contraction order within it; where no order keeps
+                         within it, it slices axes (the plan then runs in
+                         units, each within the limit: ein_plan_units).
+                         Only when even slicing every axis leaves an
+                         intermediate past the limit does it fail, with
+                         EIN_ERR_LIMIT naming the sizes and the limit
+                         that would fit */
   const char *path;     /* the contraction order to take instead of the
                          search's, in opt_einsum's linear form: "[(0, 1),
                          (0, 1)]" (each pair names two operands by their
@@ -726,6 +746,10 @@ EIN_API int64_t ein_plan_temp_bytes(const ein_plan *plan, int i);
  * slice needs beside the inputs and output: its workspace and, when
  * summed axes are sliced, three buffers of one output slice (the running
  * sum, the slice's result and the next sum). */
+/* The memory limit the plan was made within, in bytes, EIN_MEMORY_FREE
+ * resolved on the device; 0: none (and for NULL). */
+EIN_API int64_t ein_plan_memory_limit(const ein_plan *plan);
+
 EIN_API int ein_plan_nsliced(const ein_plan *plan);
 EIN_API const char *ein_plan_sliced_axis(const ein_plan *plan, int i);
 EIN_API double ein_plan_nslices(const ein_plan *plan);

@@ -24,6 +24,7 @@
 #include <stddef.h>
 
 #include "ein.h"
+#include "emu_counters.h"
 #include "error.h"
 #include "plan.h"
 #include "strbuf.h"
@@ -37,6 +38,21 @@ typedef struct ein_backend_stats {
    * tells the FP8 path from the decode path (fp8_eval.c). */
   unsigned long long fp8_gemms;
 } ein_backend_stats;
+
+/* One kernel launch of a backend's last run with counters on (the
+ * emulated device with EINC_EMU_COUNTERS=1): which step and pass, the
+ * entry point and geometry, the step's compulsory bytes (its plan bytes
+ * read and written: what any schedule must move), and what the launch
+ * did to memory. */
+typedef struct ein_launch_counters {
+  int step;          /* 0-based plan step */
+  int pass;          /* 1, or 2 for a split reduction's second pass */
+  bool vec;          /* the ein_vec variant ran */
+  const char *kind;  /* "map", "transpose", ... */
+  unsigned grid[3], block[3];
+  double compulsory_bytes;
+  ein_emu_counters c;
+} ein_launch_counters;
 
 typedef struct ein_backend_entry {
   const char *name;      /* "cpu", "cuda", "emu" */
@@ -109,8 +125,16 @@ struct ein_backend {
   ein_status (*sync)(ein_backend *self, ein_error_rec *err);
   /* Queues later runs on a caller's stream (NULL: own); optional. */
   void (*set_stream)(ein_backend *self, void *stream);
+  /* The bytes the device could allocate now (EIN_MEMORY_FREE). */
+  ein_status (*free_memory)(ein_backend *self, int64_t *bytes,
+                            ein_error_rec *err);
   /* Kernel cache counters; optional. */
   void (*stats)(ein_backend *self, ein_backend_stats *out);
+  /* The kernel launches of the last run that counted memory accesses:
+   * up to cap copied to out, their number returned; optional (the
+   * emulated device). */
+  size_t (*launch_counters)(ein_backend *self, ein_launch_counters *out,
+                            size_t cap);
   void (*destroy)(ein_backend *self);
 };
 
@@ -129,6 +153,11 @@ const ein_backend_entry *ein_backend_for_memory(DLDeviceType t);
 int ein_backend_one_device(void);
 void *ein_backend_new_single(int device, size_t size, const char *not_one,
                              const char *oom, ein_error_rec *err);
+
+/* The host's available memory in bytes (/proc/meminfo's MemAvailable,
+ * else free pages): the free_memory of backends in host memory. */
+ein_status ein_host_free_memory(ein_backend *self, int64_t *bytes,
+                                ein_error_rec *err);
 
 /* The first byte of plan buffer `buf` given the run's pointers. */
 static inline char *ein_buffer_base(const ein_plan_ir *plan, int buf,

@@ -4,6 +4,9 @@
  */
 #include "backend.h"
 
+#include <stdio.h>
+#include <unistd.h>
+
 #include "alloc.h"
 
 static const ein_backend_entry *const table[] = {
@@ -37,6 +40,34 @@ void *ein_backend_new_single(int device, size_t size, const char *not_one,
   void *b = ein_calloc(1, size);
   if (!b) ein_fail_memory(err, "%s", oom);
   return b;
+}
+
+/* MemAvailable from /proc/meminfo, in bytes; -1 where it cannot be read. */
+static int64_t meminfo_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return -1;
+  char line[128];
+  long long kib = -1;
+  while (kib < 0 && fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %lld kB", &kib) != 1) kib = -1;
+  fclose(f);
+  return kib < 0 ? -1 : (int64_t)kib * 1024;
+}
+
+ein_status ein_host_free_memory(ein_backend *self, int64_t *bytes,
+                                ein_error_rec *err) {
+  (void)self;
+  int64_t avail = meminfo_available();
+  if (avail < 0) { /* no /proc: the free pages, a lower bound */
+    long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && size > 0) avail = (int64_t)pages * size;
+  }
+  if (avail < 0)
+    return ein_fail(err, EIN_ERR_DEVICE,
+                    "the host's free memory cannot be read (no "
+                    "/proc/meminfo, no sysconf); give memory_limit in bytes");
+  *bytes = avail;
+  return EIN_OK;
 }
 
 ein_status ein_run_steps(const ein_plan_ir *plan, char *const *inputs,

@@ -215,7 +215,7 @@ same plan "${mm[@]}" --memory-limit 96 :: plan "${mm[@]}" --memory-limit=96
 same plan "a b -> a" 4x5 --json --reduce max :: plan "a b -> a" 4x5 --json --reduce=max
 same check 'h w -> h w r' 4x5 -D r=3 :: check 'h w -> h w r' 4x5 -D=r=3
 same cuda-src 'a b -> b a' 64x32 --dtype f16 :: cuda-src 'a b -> b a' 64x32 --dtype=f16
-expect 2 "" "einc: error: --memory-limit takes a byte count, not 'x'" -- plan "${mm[@]}" --memory-limit=x
+expect 2 "" "einc: error: --memory-limit takes a byte count (4096, 512M, 2G) or 'free' (the device's free memory), not 'x'" -- plan "${mm[@]}" --memory-limit=x
 expect 2 "" "einc: error: unknown dtype 'q8' (f32, f64, f16, bf16, c64, c128, i8..i64, u8..u64, bool, float8_e4m3fn, float8_e5m2)" -- cuda-src 'a -> a' 4 --dtype=q8
 
 # The order search's options (issue 26): --objective size lowers the

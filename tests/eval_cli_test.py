@@ -218,6 +218,62 @@ for expr, files in (("i j -> j i", ["a.npy"]),
           "kernel cache" in r.stdout, "emu %s equals cpu: %s" % (expr, r.stderr))
     for name in ("e.npy", "ref.npy"):
         os.remove(P(name))
+# --counters (docs/design.md, "GPU model inputs"): an elementwise product
+# of two 64x256 f32 files is one map kernel whose warps load and store 128
+# consecutive bytes, 4 sectors a request, and move exactly the compulsory
+# bytes (two inputs read, one output written); any other backend refuses.
+write_npy(P("c.npy"), "<f4", (64, 256), [i % 7 for i in range(64 * 256)])
+r = einc("eval", "a b, a b -> a b", P("c.npy"), P("c.npy"), "-o",
+         P("e.npy"), "--backend", "emu", "--counters")
+check(r.returncode == 0 and "memory counters" in r.stdout and
+      "4.00 a request (ideal  4.00)" in r.stdout and
+      "step 1: moved 196608 B, compulsory 196608 B: 1.00 x" in r.stdout,
+      "--counters on a coalesced map: " + r.stdout + r.stderr)
+r = einc("eval", "a b, a b -> a b", P("c.npy"), P("c.npy"), "--print",
+         "--backend", "emu", "--counters")
+check(r.returncode == 0 and "memory counters" in r.stderr and
+      "memory counters" not in r.stdout,
+      "--counters with --print goes to stderr: " + r.stderr)
+r = einc("eval", "a b -> b a", P("c.npy"), "-o", P("e.npy"), "--counters")
+check(r.returncode == 2 and "--counters" in r.stderr and
+      "--backend emu" in r.stderr, "--counters on the cpu: " + r.stderr)
+os.remove(P("e.npy"))
+# --resources: each kernel's registers and occupancy from NVRTC (skipped
+# where NVRTC is missing: exit 1 naming it); the JSON has one entry per
+# architecture for the transpose's one kernel.
+r = einc("plan", "--backend", "cuda", "a b -> b a", "1000x3000",
+         "--resources", "--json")
+if r.returncode == 0:
+    rows = json.loads(r.stdout)["kernel_resources"]
+    archs = [row["arch"] for row in rows]
+    check(archs[:3] == ["sm_80", "sm_89", "sm_90"] and
+          all(row["registers"] > 0 and row["spill_store_bytes"] == 0 and
+              row["static_smem_bytes"] == 32 * 33 * 4 and
+              0 < row["occupancy"] <= 1 for row in rows),
+          "--resources rows: %r" % rows)
+else:
+    check(r.returncode == 1 and ("NVRTC" in r.stderr or
+                                 "no CUDA backend" in r.stderr),
+          "--resources without NVRTC: " + r.stderr)
+# --kernel-model: the transpose's one kernel priced beside the roofline;
+# a perfectly coalesced transpose of whole sectors moves its compulsory
+# bytes, so both agree within the model's occupancy derating.
+r = einc("plan", "--backend", "emu", "a b -> b a", "256x512",
+         "--kernel-model", "--json")
+if r.returncode == 0:
+    km = json.loads(r.stdout)["kernel_model"]
+    check(len(km["launches"]) == 1 and
+          km["launches"][0]["kind"] == "transpose" and
+          km["launches"][0]["traffic_bytes"] == 2 * 256 * 512 * 4 and
+          km["predicted_seconds"] > 0 and km["roofline_seconds"] > 0,
+          "--kernel-model: %r" % km)
+else:
+    check(r.returncode == 1 and ("NVRTC" in r.stderr or
+                                 "no CUDA backend" in r.stderr),
+          "--kernel-model without NVRTC: " + r.stderr)
+r = einc("plan", "a b -> b a", "10x30", "--resources")
+check(r.returncode == 2 and "--backend cuda or emu" in r.stderr,
+      "--resources on a cpu plan: " + r.stderr)
 # -v's phases (src/util/trace.h): a fresh kernel cache compiles, the next
 # process loads from disk, each phase under the run that caused it;
 # EINC_TRACE=1 prints the phases without -v; none without either.
@@ -608,6 +664,63 @@ for da, db, want_descr in PROMOTIONS:
     tol = {"<f2": 2e-2, "<f4": 1e-5, "<c8": 1e-5}.get(want_descr, 1e-12)
     check(ok and close(read_npy(P("po.npy"))[1], want, tol),
           "%s and %s promote to %s: %r" % (da, db, want_descr, r))
+
+# --- --memory-limit (issue 37): a chain whose every order needs an
+# intermediate of 6x7 or 5x4 f64 (240 or 160 bytes) runs sliced within 96
+# bytes and equals the direct sum; -v says how many slices ran. 'free'
+# takes a share of the host's free memory (no slicing for this size).
+CA, CB, CC = rand_values(30), rand_values(35), rand_values(28)
+write_npy(P("ca.npy"), "<f8", (6, 5), CA)
+write_npy(P("cb.npy"), "<f8", (5, 7), CB)
+write_npy(P("cc.npy"), "<f8", (7, 4), CC)
+want = [sum(CA[i * 5 + j] * CB[j * 7 + k] * CC[k * 4 + l]
+            for j in range(5) for k in range(7))
+        for i in range(6) for l in range(4)]
+chain = ("i j, j k, k l -> i l", P("ca.npy"), P("cb.npy"), P("cc.npy"))
+for limit, sliced in (("96", True), ("free", False), ("1G", False)):
+    r = einc("eval", *chain, "-o", P("cm.npy"), "--memory-limit", limit, "-v")
+    shape, got = read_npy(P("cm.npy")) if r.returncode == 0 else (None, [])
+    check(r.returncode == 0 and shape == (6, 4) and close(got, want, 1e-12),
+          "--memory-limit %s: values: %s" % (limit, r.stderr))
+    said = [l for l in r.stdout.splitlines() if l.startswith("slices: ")]
+    check(bool(said) == sliced and (not sliced or " ran, over " in said[0]),
+          "--memory-limit %s: -v's slices line %r" % (limit, said))
+    os.remove(P("cm.npy"))
+for bad in ("-5", "3Q", "lots", ""):
+    r = einc("eval", *chain, "-o", P("cm.npy"), "--memory-limit", bad)
+    check(r.returncode == 2 and "--memory-limit" in r.stderr and
+          not os.path.exists(P("cm.npy")), "--memory-limit %r: %s" % (bad, r.stderr))
+r = einc("eval", *chain, "-o", P("cm.npy"), "--memory-limit", "8")
+check(r.returncode == 2 and "a limit of" in r.stderr and
+      not os.path.exists(P("cm.npy")), "a limit no slicing meets: " + r.stderr)
+
+# --- the numpy dialect takes opt_einsum's symbols past its 52 letters
+# (opt_einsum.get_symbol(52) is chr(192), 'À'), the implicit output in
+# code point order ('Âb,bÀ' gives 'ÀÂ', as opt_einsum infers it) ---
+SA, SB = rand_values(12), rand_values(20)
+write_npy(P("sa.npy"), "<f8", (3, 4), SA)
+write_npy(P("sb.npy"), "<f8", (4, 5), SB)
+for expr, order in (("\u00c2b,b\u00c0->\u00c2\u00c0", "ki"),
+                    ("\u00c2b,b\u00c0", "ik")):
+    r = einc("eval", "--numpy", expr, P("sa.npy"), P("sb.npy"), "-o",
+             P("so.npy"))
+    shape, got = read_npy(P("so.npy")) if r.returncode == 0 else (None, [])
+    prod = {(k, i): sum(SA[k * 4 + j] * SB[j * 5 + i] for j in range(4))
+            for k in range(3) for i in range(5)}
+    want = [prod[(k, i)] for k in range(3) for i in range(5)] \
+        if order == "ki" else [prod[(k, i)] for i in range(5)
+                               for k in range(3)]
+    check(r.returncode == 0 and close(got, want, 1e-12),
+          "numpy dialect symbols %r: %s" % (expr, r.stderr))
+
+# --- operands as arguments: 100 pass (the bound was 64), past 1024 the
+# error names `einc plan --input` and the library's bound ---
+for n, ok in ((100, True), (1025, False)):
+    chain = ", ".join("x%d x%d" % (i, i + 1) for i in range(n))
+    r = einc("check", chain + " -> x0 x%d" % n, *["2x2"] * n)
+    check((r.returncode == 0) == ok and
+          (ok or ("plan --input" in r.stderr and "65536" in r.stderr)),
+          "%d operands as arguments: %d %s" % (n, r.returncode, r.stderr))
 
 print("ein-test-summary: eval_cli: %d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

@@ -232,7 +232,7 @@ static int parse_inputs(const char *text, spec_tensor *xs, int cap) {
 
 /* The standard options of cases.h plus raw values no parser would make:
  * "backend=7", "reduction=99", "dialect=9", "lennull=2", "lenname=:3",
- * "mem=-1". */
+ * "mem=-2". */
 static void parse_options(const char *text, case_input *in) {
   char std[256] = "", buf[256];
   snprintf(buf, sizeof buf, "%s", text);

@@ -243,7 +243,10 @@ static pid_t spawn(const parent_state *ps, const char *who) {
 
 /* What a forked child does; child 0 forks a grandchild as well. */
 static int child_work(const parent_state *ps, const char *who) {
-  rng ^= (uint64_t)getpid() * 0x2545F4914F6CDD1Dull;
+  /* Each child its own data, the same in every run (seeded by its name,
+   * not its pid: CI must be deterministic). */
+  for (const char *c = who; *c; c++)
+    rng = (rng ^ (uint64_t)(unsigned char)*c) * 0x100000001B3ull;
   int failures = run_cases(ps->ctx, EIN_BACKEND_CPU, who);
   /* One thread, for a context opened before the fork too. */
   int now = ein_cpu_threads_now(ps->threads);

@@ -544,6 +544,130 @@ static void check_limit_covers_copies(ein_ctx *ctx) {
   }
 }
 
+/* EIN_MEMORY_FREE (issue 37): resolved on the CPU to a third of the
+ * host's MemAvailable kept to 3 leading bits, so a second plan has the same
+ * limit; a CUDA plan without a GPU cannot read a device's free memory
+ * (EIN_ERR_DEVICE); a negative limit other than it is refused. */
+static void check_memory_free(ein_ctx *ctx) {
+  static const int64_t shapes[2][2] = {{6, 5}, {5, 7}};
+  static const int ndims[2] = {2, 2};
+  DLTensor t[2];
+  const DLTensor *in[2];
+  f32_descs(2, ndims, shapes[0], 2, t, in);
+  ein_options o = {.memory_limit = EIN_MEMORY_FREE};
+  ein_plan *a = NULL, *b = NULL;
+  REQUIRE_OK(ein_plan_create(ctx, "i j, j k -> i k", in, 2, NULL, &o, &a));
+  REQUIRE_OK(ein_plan_create(ctx, "i j, j k -> i k", in, 2, NULL, &o, &b));
+  int64_t limit = ein_plan_memory_limit(a), bits = 0;
+  for (int64_t v = limit; v; v &= v - 1) bits++;
+  FILE *f = fopen("/proc/meminfo", "r");
+  long long kib = 0;
+  char line[128];
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+  if (f) fclose(f);
+  double share = (double)limit / ((double)kib * 1024);
+  CHECK(limit > 0 && bits <= 3 && limit == ein_plan_memory_limit(b) &&
+            (kib == 0 || (share > 0.2 && share <= 0.31)),
+        "EIN_MEMORY_FREE resolved to %lld bytes (%lld bits set, %.3g of "
+        "MemAvailable), then %lld", (long long)limit, (long long)bits, share,
+        (long long)ein_plan_memory_limit(b));
+  CHECK(ein_plan_nslices(a) == 1, "a small plan under the free memory is "
+        "not sliced: %g", ein_plan_nslices(a));
+  ein_plan_destroy(a);
+  ein_plan_destroy(b);
+  o.backend = EIN_BACKEND_CUDA;
+  for (int i = 0; i < 2; i++) t[i].device = (DLDevice){kDLCUDA, 0};
+  ein_status st = ein_plan_create(ctx, "i j, j k -> i k", in, 2, NULL, &o, &a);
+  CHECK(st == EIN_ERR_DEVICE || (st == EIN_OK && ein_plan_memory_limit(a) > 0),
+        "EIN_MEMORY_FREE for a CUDA plan: %s", ein_status_name(st));
+  if (!st) ein_plan_destroy(a);
+  for (int i = 0; i < 2; i++) t[i].device = (DLDevice){kDLCPU, 0};
+  o = (ein_options){.memory_limit = -2};
+  st = ein_plan_create(ctx, "i j, j k -> i k", in, 2, NULL, &o, &a);
+  CHECK(st == EIN_ERR_INVALID_ARGUMENT, "memory_limit -2: %s",
+        ein_status_name(st));
+}
+
+/* Issue 36: a network whose best order has an intermediate past int64
+ * (a random 3-regular graph of 500 tensors of bond 2: about 2^86
+ * elements) is planned, not refused: the plan reports its path, FLOPs and
+ * the elements it needs (needs_limit_elems); running it is EIN_ERR_LIMIT
+ * naming the memory limit, with the output untouched; under a memory
+ * limit it is a sliced plan that may run. */
+enum { NET = 500 };
+static void regular_net(char *expr, size_t cap, int *ndims) {
+  static int stub[NET * 3], deg[NET];
+  static char ax[NET][3][8];
+  memset(deg, 0, sizeof deg);
+  for (int k = 0; k < NET * 3; k++) stub[k] = k / 3;
+  for (int k = NET * 3 - 1; k > 0; k--) { /* a seeded shuffle */
+    int j = (int)(rng() % (uint64_t)(k + 1)), t = stub[k];
+    stub[k] = stub[j], stub[j] = t;
+  }
+  for (int k = 0, e = 0; k + 1 < NET * 3; k += 2) {
+    int a = stub[k], b = stub[k + 1];
+    if (a == b) continue;
+    snprintf(ax[a][deg[a]++], 8, "e%d", e);
+    snprintf(ax[b][deg[b]++], 8, "e%d", e++);
+  }
+  size_t len = 0;
+  for (int i = 0; i < NET; i++) {
+    ndims[i] = deg[i];
+    len += (size_t)snprintf(expr + len, cap - len, "%s", i ? ", " : "");
+    for (int d = 0; d < deg[i]; d++)
+      len += (size_t)snprintf(expr + len, cap - len, "%s%s", d ? " " : "",
+                              ax[i][d]);
+  }
+  snprintf(expr + len, cap - len, " ->");
+}
+
+static void check_past_int64(ein_ctx *ctx) {
+  static char expr[NET * 16];
+  static int ndims[NET];
+  static int64_t shapes[NET][3];
+  static float data[NET][8];
+  static DLTensor t[NET];
+  static const DLTensor *in[NET];
+  regular_net(expr, sizeof expr, ndims);
+  for (int i = 0; i < NET; i++) {
+    shapes[i][0] = shapes[i][1] = shapes[i][2] = 2;
+    for (int e = 0; e < 8; e++) data[i][e] = 0.5f;
+  }
+  f32_descs(NET, ndims, shapes[0], 3, t, in);
+  ein_plan *plan = NULL;
+  ein_status st = ein_plan_create(ctx, expr, in, NET, NULL, NULL, &plan);
+  double need = st ? 0 : ein_plan_ir_of(plan)->needs_limit_elems;
+  CHECK(st == EIN_OK && need > 9.3e18 && ein_plan_flops(plan) > 0,
+        "a network past int64 planned: %s, needs %g elements",
+        ein_status_name(st), need);
+  size_t len = st ? 0 : ein_plan_describe(plan, EIN_DESCRIBE_JSON, NULL,
+                                            NULL, 0);
+  char *report = calloc(len + 1, 1);
+  if (len) ein_plan_describe(plan, EIN_DESCRIBE_JSON, NULL, report, len + 1);
+  CHECK(len && strstr(report, "\"needs_memory_limit\":") &&
+            !strstr(report, "\"needs_memory_limit\":null"),
+        "its JSON names the memory it needs");
+  free(report);
+  ein_plan_destroy(plan);
+  for (int i = 0; i < NET; i++) t[i].data = data[i];
+  float out = 42;
+  DLTensor o = {.data = &out, .device = {kDLCPU, 0}, .ndim = 0,
+                .dtype = {kDLFloat, 32, 1}};
+  st = ein_eval(ctx, expr, in, NET, &o, NULL);
+  CHECK(st == EIN_ERR_LIMIT && out == 42 &&
+            strstr(ein_last_error(ctx)->message, "give a memory limit"),
+        "running it: %s '%s'", ein_status_name(st),
+        ein_last_error(ctx)->message);
+  ein_options lim = {.memory_limit = (int64_t)1 << 40};
+  st = ein_plan_create(ctx, expr, in, NET, NULL, &lim, &plan);
+  CHECK(st == EIN_OK && ein_plan_ir_of(plan)->needs_limit_elems == 0 &&
+            ein_plan_nslices(plan) > 1,
+        "under a memory limit: %s, sliced in %g", ein_status_name(st),
+        st ? 0 : ein_plan_nslices(plan));
+  if (!st) ein_plan_destroy(plan);
+}
+
 int main(void) {
   ein_ctx *ctx;
   REQUIRE_OK(ein_ctx_create(&ctx));
@@ -551,6 +675,8 @@ int main(void) {
   check_accessors(ctx);
   check_no_replicated_step(ctx);
   check_limit_covers_copies(ctx);
+  check_memory_free(ctx);
+  check_past_int64(ctx);
   check_long_chain(ctx, 100);
   check_plan_10000(ctx);
   check_axes_100000(ctx);

@@ -374,6 +374,45 @@ static void check_bad_devices(ein_ctx *ctx) {
   drop(ctx, EIN_BACKEND_EMU, &dout);
 }
 
+/* Spreading has no input limit of its own (it stopped at 64 inputs): a
+ * chain of 70 f64 2x2 matrices sliced over its first axis, spread over 2
+ * emulated devices, equals the product taken here. */
+enum { CHAIN = 70 };
+static void check_many_inputs(ein_ctx *ctx) {
+  static char expr[CHAIN * 16 + 32];
+  size_t len = 0;
+  for (int i = 0; i < CHAIN; i++)
+    len += (size_t)snprintf(expr + len, sizeof expr - len, "%sx%d x%d",
+                            i ? ", " : "", i, i + 1);
+  snprintf(expr + len, sizeof expr - len, " -> x0 x%d", CHAIN);
+  static tensor in[CHAIN];
+  const DLTensor *inp[CHAIN];
+  int64_t s[2] = {2, 2};
+  double want[4] = {1, 0, 0, 1}, next[4];
+  for (int i = 0; i < CHAIN; i++) {
+    REQUIRE_OK(make(ctx, EIN_BACKEND_EMU, EIN_DT_F64, 2, s, &in[i]));
+    double *m = in[i].host;
+    for (int e = 0; e < 4; e++) m[e] = rnd();
+    for (int r = 0; r < 2; r++)
+      for (int c = 0; c < 2; c++)
+        next[2 * r + c] = want[2 * r] * m[c] + want[2 * r + 1] * m[2 + c];
+    memcpy(want, next, sizeof want);
+    REQUIRE_OK(to_device(ctx, EIN_BACKEND_EMU, &in[i]));
+    inp[i] = &in[i].t;
+  }
+  tensor out;
+  REQUIRE_OK(make(ctx, EIN_BACKEND_EMU, EIN_DT_F64, 2, s, &out));
+  ein_options o = {.backend = EIN_BACKEND_EMU, .slice_axes = "x0",
+                   .devices = 2};
+  ein_status st = ein_eval(ctx, expr, inp, CHAIN, &out.t, &o);
+  if (!st) st = to_host(ctx, EIN_BACKEND_EMU, &out);
+  double err = st ? INFINITY : rel_err(EIN_DT_F64, out.host, want, 4);
+  CHECK(!st && err <= 1e-12, "%d inputs over 2 devices: status %d (%s), "
+        "error %.3g", CHAIN, st, st ? ein_last_error(ctx)->message : "", err);
+  for (int i = 0; i < CHAIN; i++) drop(ctx, EIN_BACKEND_EMU, &in[i]);
+  drop(ctx, EIN_BACKEND_EMU, &out);
+}
+
 int main(void) {
   /* four emulated devices for ein_options.devices */
   setenv("EINC_EMU_DEVICES", "4", 1);
@@ -386,6 +425,7 @@ int main(void) {
       for (int d = 0; d < 2; d++) check_case(ctx, &cases[c], kinds[k], dts[d]);
   check_bad_ranges(ctx);
   check_bad_devices(ctx);
+  if (!UNITS_TSAN) check_many_inputs(ctx);
   check_spread_cost(ctx);
   ein_ctx_destroy(ctx);
   return test_summary("units");

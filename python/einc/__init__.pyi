@@ -20,7 +20,9 @@ def einsum(*tensors_and_expr: Union[Tensor, str], reduce: Optional[str] = ...,
            backend: str = ..., out: Optional[Tensor] = ...,
            numpy: Optional[bool] = ...,
            scales: Optional[Sequence[float]] = ...,
-           out_dtype: Optional[Any] = ..., **axis_sizes: int) -> Tensor: ...
+           out_dtype: Optional[Any] = ...,
+           memory_limit: Union[int, str, None] = ...,
+           **axis_sizes: int) -> Tensor: ...
 def rearrange(tensor: Union[Tensor, Sequence[Tensor]], pattern: str,
               **axes_lengths: int) -> Tensor: ...
 def reduce(tensor: Union[Tensor, Sequence[Tensor]], pattern: str,
@@ -72,12 +74,14 @@ class Plan:
     def peak_flops(self, device: Optional[str] = ..., *,
                    peak: Optional[float] = ...) -> float: ...
     units: int
+    memory_limit: int
     def __init__(self, expr: str, shapes: Any, *, dtype: Any = ...,
                  reduce: Optional[str] = ..., backend: str = ...,
                  numpy: Optional[bool] = ..., device: Optional[str] = ...,
                  path: Optional[str] = ..., peak: Optional[float] = ...,
                  bandwidth: Optional[float] = ..., slice: Optional[str] = ...,
-                 memory_limit: Optional[int] = ..., plan_time: float = ...,
+                 memory_limit: Union[int, str, None] = ...,
+                 plan_time: float = ...,
                  seed: int = ..., objective: str = ..., devices: int = ...,
                  **axis_sizes: int) -> None: ...
     def run_units(self, *tensors: Tensor, out: Tensor, first: int,
@@ -99,11 +103,13 @@ def plan(expr: str, *tensors_or_shapes: Union[Shape, Tensor], dtype: Any = ...,
          numpy: Optional[bool] = ..., device: Optional[str] = ...,
          peak: Optional[float] = ..., bandwidth: Optional[float] = ...,
          plan_time: float = ..., seed: int = ..., objective: str = ...,
+         memory_limit: Union[int, str, None] = ...,
          **axis_sizes: int) -> Plan: ...
 def compile(expr: str, *shapes: Union[Shape, Tensor], dtype: Any = ...,
             reduce: Optional[str] = ..., backend: str = ...,
             numpy: Optional[bool] = ..., plan_time: float = ...,
             seed: int = ..., objective: str = ...,
+            memory_limit: Union[int, str, None] = ...,
             **axis_sizes: int) -> Plan: ...
 
 class ShapeMemo:

@@ -28,6 +28,30 @@ def _lengths(axis_sizes) -> tuple:
     return tuple(out)
 
 
+MEMORY_FREE = -1  # ein.h's EIN_MEMORY_FREE
+
+
+def memory_limit_bytes(memory_limit) -> int:
+    """memory_limit= as ein_options takes it: None or 0 (no limit), a byte
+    count, or 'free' (a third of the free memory of the device the call
+    runs on: EIN_MEMORY_FREE)."""
+    if memory_limit is None:
+        return 0
+    if isinstance(memory_limit, str):
+        if memory_limit == "free":
+            return MEMORY_FREE
+        raise EincError(f"memory_limit={memory_limit!r}: give a byte count, "
+                        f"0 or None (no limit), or 'free'")
+    if isinstance(memory_limit, bool) or not hasattr(memory_limit,
+                                                     "__index__"):
+        raise TypeError(f"memory_limit={memory_limit!r} must be an int, "
+                        f"None or 'free'")
+    if int(memory_limit) < 0:
+        raise EincError(f"memory_limit={memory_limit}: give a byte count, 0 "
+                        f"or None (no limit), or 'free'")
+    return int(memory_limit)
+
+
 def _reduction_name(reduce) -> str:
     if reduce is None:
         return _DEFAULT_REDUCTION
@@ -177,11 +201,14 @@ def evaluate_fp8(expr, tensors, *, scales=None, out_dtype=None, reduce=None,
 
 
 def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
-             numpy=None, lengths=(), rules=0, scales=None, out_dtype=None):
+             numpy=None, lengths=(), rules=0, scales=None, out_dtype=None,
+             memory_limit=0):
     """Runs expr on tensors through ein_eval and returns the result, an
     array of the inputs' library (or out). rules: ein_options.axis_rules,
     what the caller's contract forbids (RULE_NO_REDUCE, RULE_NO_REPEAT).
-    fp8 tensors, scales= or out_dtype= go to evaluate_fp8."""
+    fp8 tensors, scales= or out_dtype= go to evaluate_fp8. memory_limit:
+    ein_options.memory_limit (memory_limit_bytes' value); a limited call
+    runs through ein_eval itself (a framework's own lowering has none)."""
     if (scales is not None or out_dtype is not None
             or any(fp8_name(t) for t in tensors)):
         return evaluate_fp8(expr, tensors, scales=scales,
@@ -194,7 +221,9 @@ def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
         # the rules are checked here first, on the shapes alone
         _einc.bind(expr, tuple(_shape_of(t) for t in tensors), bool(numpy),
                    _reduction_name(reduce), "auto", lengths, rules)
-    if out is None:
+    if memory_limit:
+        _no_grad_under_limit(tensors)
+    elif out is None:
         routed = route(expr, tensors, reduce=reduce, numpy=numpy,
                        lengths=lengths)
         if routed is not NotImplemented:
@@ -208,12 +237,53 @@ def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
     result = _einc.evaluate(expr, prepared.tensors, out_arg, prepared.alloc,
                             bool(numpy), _reduction_name(reduce),
                             str(backend), lengths, code, bits,
-                            prepared.stream, prepared.sync, rules)
+                            prepared.stream, prepared.sync, rules,
+                            memory_limit)
     return out if out is not None else prepared.unwrap(result)
 
 
+def bool_einsum(expr, tensors, *, numpy=None, lengths=(), backend="auto",
+                out=None):
+    """numpy's bool einsum: products are ands, sums ors. einc counts the
+    true products in int64 (no real count overflows it), then tests them
+    (issue 37)."""
+    counts = evaluate(expr, [_as_int64(t) for t in tensors], numpy=numpy,
+                      lengths=lengths, backend=backend)
+    result = counts != 0
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
+def _as_int64(t):
+    if type(t).__module__.startswith("torch"):
+        return t.to(sys.modules["torch"].int64)
+    if hasattr(t, "astype"):  # numpy, JAX
+        return t.astype("int64")
+    import numpy as np
+
+    return np.asarray(t).astype(np.int64)
+
+
+def _all_bool(tensors) -> bool:
+    return bool(tensors) and all(
+        str(getattr(t, "dtype", "")).replace("torch.", "") in ("bool", "bool_")
+        for t in tensors)
+
+
+def _no_grad_under_limit(tensors):
+    """A memory-limited call runs sliced in ein_eval, which no framework
+    records: tensors that need a gradient are refused, not left without
+    one."""
+    if any(getattr(t, "requires_grad", False) for t in tensors):
+        raise EincError("memory_limit= with torch tensors that require grad: "
+                        "a sliced evaluation records no gradient; compute "
+                        "it under torch.no_grad(), or leave the limit out")
+
+
 def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
-           scales=None, out_dtype=None, **axis_sizes):
+           scales=None, out_dtype=None, memory_limit=None, **axis_sizes):
     """Evaluates an einsum or einops expression on tensors.
 
     The expression comes first (``einsum(expr, a, b)``) or last, as in
@@ -248,29 +318,49 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
     float8 tensors) take ``scales=(s1, s2, ...)``, one per tensor: the real
     value is stored x scale (default 1). The result is float32, or
     ``out_dtype='bfloat16'``/``'float16'``, accumulated in float32.
+
+    bool tensors contract as numpy.einsum's do: products are ands and
+    sums ors (``reduce`` 'sum'); 'any' and 'all' reduce one bool tensor.
+
+    ``memory_limit`` is the bytes one intermediate may take: the planner
+    keeps every intermediate within it, slicing axes where no contraction
+    order does (the same result, computed slice by slice); ``'free'``
+    takes a third of the free memory of the device the call runs on;
+    None or 0: no limit. A limit that even slicing cannot meet raises
+    EincError naming the limit that would fit.
     """
-    if scales is not None or out_dtype is not None:
+    try:  # (zero-cost until it raises)
+        if memory_limit or scales is not None or out_dtype is not None:
+            expr, tensors = split_expr(args)
+            return evaluate(expr, tensors, reduce=reduce, backend=backend,
+                            out=out, numpy=numpy,
+                            lengths=_lengths(axis_sizes), scales=scales,
+                            out_dtype=out_dtype,
+                            memory_limit=memory_limit_bytes(memory_limit))
+        if out is None and backend == "auto":
+            # The cached path of plain numpy and torch CPU calls
+            # (python/src/fastpath.c); None sends the call the general way.
+            lengths = _lengths(axis_sizes) if axis_sizes else None
+            result = _fast(args, numpy, reduce, lengths)
+            if result is None and _fast_setup():  # numpy or torch just came
+                result = _fast(args, numpy, reduce, lengths)
+            if result is None and _frameworks.eager_grad is not None:
+                # torch tensors that need grad, eagerly: straight to autograd
+                result = _frameworks.eager_grad(args, numpy, reduce, lengths)
+                if result is NotImplemented:
+                    result = None
+            if result is not None:
+                return result
         expr, tensors = split_expr(args)
         return evaluate(expr, tensors, reduce=reduce, backend=backend,
-                        out=out, numpy=numpy, lengths=_lengths(axis_sizes),
-                        scales=scales, out_dtype=out_dtype)
-    if out is None and backend == "auto":
-        # The cached path of plain numpy and torch CPU calls
-        # (python/src/fastpath.c); None sends the call the general way.
-        lengths = _lengths(axis_sizes) if axis_sizes else None
-        result = _fast(args, numpy, reduce, lengths)
-        if result is None and _fast_setup():  # numpy or torch just came
-            result = _fast(args, numpy, reduce, lengths)
-        if result is None and _frameworks.eager_grad is not None:
-            # torch tensors that need grad, eagerly: straight to autograd
-            result = _frameworks.eager_grad(args, numpy, reduce, lengths)
-            if result is NotImplemented:
-                result = None
-        if result is not None:
-            return result
-    expr, tensors = split_expr(args)
-    return evaluate(expr, tensors, reduce=reduce, backend=backend, out=out,
-                    numpy=numpy, lengths=_lengths(axis_sizes))
+                        out=out, numpy=numpy, lengths=_lengths(axis_sizes))
+    except EincError:
+        expr, tensors = split_expr(args)
+        if reduce not in (None, "sum") or not _all_bool(tensors):
+            raise
+        return bool_einsum(expr, tensors, numpy=numpy,
+                           lengths=_lengths(axis_sizes), backend=backend,
+                           out=out)
 
 
 def _shape_of(x) -> tuple:

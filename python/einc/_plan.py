@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 
 from . import _api, _einc
-from ._api import _lengths, _reduction_name, _shape_of, numpy_dialect
+from ._api import (_lengths, _reduction_name, _shape_of, memory_limit_bytes,
+                   numpy_dialect)
 from ._arrays import check_out, dtype_code, prepare
 from ._frameworks import route
 
@@ -67,7 +68,9 @@ class Plan:
     figures.
     path= gives the contraction order (opt_einsum's linear form) and
     memory_limit= the bytes one intermediate may take (the planner picks
-    an order within it, or slices; 0: no limit). units: the slices of a
+    an order within it, or slices; 0 or None: no limit; 'free': a third
+    of the free memory of the device the plan runs on, resolved now;
+    plan.memory_limit is the limit planned within). units: the slices of a
     sliced plan, 1 otherwise (slice="a:4,b" names them, memory_limit= lets
     the planner choose; run_units runs some of them).
 
@@ -105,11 +108,13 @@ class Plan:
         self._plan = _einc.Plan(expr, shapes, self._code[0], self._code[1],
                                 bool(numpy), _reduction_name(reduce),
                                 str(backend), _lengths(axis_sizes), path,
-                                slice, int(memory_limit or 0),
+                                slice, memory_limit_bytes(memory_limit),
                                 *_search_options(plan_time, seed, objective),
                                 int(devices or 0))
         stats = self._plan.stats()
         self.units = stats["units"]
+        # the limit planned within, 'free' resolved on the device (0: none)
+        self.memory_limit = stats["memory_limit"]
         self.flops = stats["flops"]
         self.naive_flops = stats["naive_flops"]
         self.output_shape = stats["output_shape"]
@@ -282,7 +287,7 @@ def _backend_for(device, backend):
 
 def plan(expr, *tensors_or_shapes, dtype=None, reduce=None, backend="auto",
          numpy=None, device=None, peak=None, bandwidth=None,
-         plan_time=0.0, seed=0, objective="flops",
+         plan_time=0.0, seed=0, objective="flops", memory_limit=None,
          **axis_sizes) -> Plan:
     """Plans expr for inputs given as arrays or shapes, without running it::
 
@@ -294,6 +299,9 @@ def plan(expr, *tensors_or_shapes, dtype=None, reduce=None, backend="auto",
 
     dtype defaults to the first array's, else float32. plan_time, seed and
     objective steer the order search past 12 operands (Plan's doc).
+    memory_limit: the bytes one intermediate may take (None: no limit;
+    'free': a third of the device's free memory); the planner slices
+    where no order keeps within it (p.units slices, p.memory_limit).
     """
     if dtype is None:
         dtype = next((t.dtype for t in tensors_or_shapes
@@ -301,12 +309,13 @@ def plan(expr, *tensors_or_shapes, dtype=None, reduce=None, backend="auto",
     return Plan(expr, tensors_or_shapes, dtype=dtype, reduce=reduce,
                 backend=backend, numpy=numpy, device=device, peak=peak,
                 bandwidth=bandwidth, plan_time=plan_time, seed=seed,
-                objective=objective, **axis_sizes)
+                objective=objective, memory_limit=memory_limit,
+                **axis_sizes)
 
 
 def compile(expr, *shapes, dtype="float32", reduce=None, backend="auto",
             numpy=None, plan_time=0.0, seed=0, objective="flops",
-            **axis_sizes) -> Plan:
+            memory_limit=None, **axis_sizes) -> Plan:
     """A callable that runs expr with one plan compiled now, as
     opt_einsum.contract_expression does::
 
@@ -316,7 +325,11 @@ def compile(expr, *shapes, dtype="float32", reduce=None, backend="auto",
         >>> b = np.ones((8, 32, 16), np.float32)
         >>> f(a, b).shape
         (8, 64, 16)
+
+    memory_limit: the bytes one intermediate may take (None: no limit;
+    'free': a third of the device's free memory, resolved now); each call
+    then runs slice by slice where no order keeps within it.
     """
     return Plan(expr, shapes, dtype=dtype, reduce=reduce, backend=backend,
                 numpy=numpy, plan_time=plan_time, seed=seed,
-                objective=objective, **axis_sizes)
+                objective=objective, memory_limit=memory_limit, **axis_sizes)

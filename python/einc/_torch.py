@@ -942,7 +942,12 @@ def _install_dynamo():
 
     @substitute(_api.einsum)
     def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
-               scales=None, out_dtype=None, **axis_sizes):
+               scales=None, out_dtype=None, memory_limit=None,
+               **axis_sizes):
+        if memory_limit:
+            raise EincError("einc.einsum(memory_limit=...) cannot be traced "
+                            "(the graph holds no sliced plan): call it "
+                            "eagerly")
         if out is not None:
             raise EincError("einc.einsum(out=...) cannot be traced: use "
                             "the result")

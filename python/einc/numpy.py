@@ -37,8 +37,10 @@ _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 _DLPACK_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 _fast = _einc.fast
 _STRATEGIES = frozenset(("greedy", "optimal"))
+_EIN_ERR_LIMIT = -11  # ein.h's status for a limit no plan meets
 _api._fast_setup()  # arms einc's cached path for numpy arrays
 _numpy_einsum = _np.einsum  # numpy's own, for what DLPack cannot carry
+_numpy_einsum_path = _np.einsum_path  # its path: the type of a 0-d result
 
 
 def _einsum_general(*operands, out=None, optimize=False, dtype=None,
@@ -61,6 +63,50 @@ einsum = _einc.fast_numpy_einsum(
     "casting='safe', optimize=False), computed by einc.")
 
 
+def _zero_d(args, kwargs, result):
+    """The builtin's 0-d result (python/src/dropin.c) as numpy's type."""
+    return _numpy_type(args[0], args[1:], kwargs.get("optimize", False)
+                       if kwargs else False, result)
+
+
+_einsum_general._zero_d = _zero_d
+
+
+def _numpy_type(subscripts, arrays, optimize, result):
+    """A 0-d result as the type numpy.einsum gives it (issue 37): its C
+    einsum returns a numpy scalar, so optimize=False, one operand, and a
+    last step of numpy's path of one or three operands give a scalar; a
+    last step of two runs through matmul (a 0-d ndarray) when the two
+    share an index, else through multiply (a scalar). Which is last is
+    numpy's own path, asked of numpy.einsum_path (0-d results only)."""
+    if not isinstance(result, _np.ndarray) or result.ndim != 0:
+        return result
+    want = _np.result_type(*arrays) if arrays else result.dtype
+    if want != result.dtype or want.char == result.dtype.char:
+        want = result.dtype  # the scalar of numpy's own name: longlong
+    result = result.view(want)  # (einc's int64) where the inputs are
+    if optimize is False or len(arrays) < 2:
+        return result[()]
+    operands, steps = _numpy_einsum_path(subscripts, *arrays,
+                                         optimize=optimize, einsum_call=True)
+    shapes = [a.shape for a in operands]
+    for inds, eq, *_ in steps:  # the operands' shapes at the last step
+        picked = [shapes.pop(i) for i in inds]
+        terms, out = eq.split("->")[0].split(","), eq.split("->")[1]
+        size = {}
+        for t, shape in zip(terms, picked):
+            for c, d in zip(t, shape):
+                size[c] = max(size.get(c, 1), d)
+        shapes.append(tuple(size[c] for c in out))
+    if len(inds) != 2:
+        return result[()]
+    # matmul only where an index not of size 1 is in both (numpy squeezes
+    # size-1 axes first, and multiplies what shares none)
+    longer = [{c for c, d in zip(t, s) if d != 1}
+              for t, s in zip(terms, picked)]
+    return result if longer[0] & longer[1] else result[()]
+
+
 def _einsum(operands, out, optimize, dtype, order, casting):
     subscripts, arrays = _parse_call(operands)
     _check_keywords(out, dtype, order, casting)
@@ -74,12 +120,15 @@ def _einsum(operands, out, optimize, dtype, order, casting):
     arrays = [a if a.dtype == compute else a.astype(compute)
               for a in arrays]
     expr = ",".join(inputs) + "->" + output
+    limit = _memory_limit(optimize)
     if compute.kind == "b":
-        result = _bool_einsum(expr, arrays, path)
+        result = _bool_einsum(expr, arrays, path, limit)
     else:
-        result = _evaluate(expr, arrays, path)
-    return _deliver(result, arrays, out, order,
-                    casting if optimize is False else "unsafe", expr)
+        result = _evaluate(expr, arrays, path, limit=limit)
+    result = _deliver(result, arrays, out, order,
+                      casting if optimize is False else "unsafe", expr)
+    return result if out is not None else \
+        _numpy_type(subscripts, arrays, optimize, result)
 
 
 # ------------------------------------------------------------ the call form
@@ -221,7 +270,7 @@ def _explicit_path(optimize, inputs, n):
                         f"no len()")
     if isinstance(optimize, tuple) and len(optimize) == 2 and \
             isinstance(optimize[0], str):
-        optimize = optimize[0]  # (strategy, memory limit): the planner's
+        optimize = optimize[0]  # (strategy, memory limit): _memory_limit
     if isinstance(optimize, str):
         if optimize not in _STRATEGIES and n > 2:
             # numpy looks the name up only where a path is searched for
@@ -270,7 +319,15 @@ def _compute_dtype(arrays, dtype, casting):
     return target
 
 
-def _evaluate(expr, arrays, path, out=None):
+def _evaluate(expr, arrays, path, out=None, limit=0):
+    """The contraction; limit: numpy's memory limit in elements, which
+    einc's planner keeps by its order or by slicing (numpy contracts all
+    operands at once where no pair fits; where even slicing cannot, einc
+    runs unlimited: numpy's limit never refuses a call)."""
+    if limit:
+        plan = _plan(expr, arrays, path, limit)
+        if plan is not None:
+            return plan(*arrays, out=out)
     try:
         if path is None and out is None:
             # the cached path: numpy's views of one operand ('ij->ji')
@@ -286,11 +343,21 @@ def _evaluate(expr, arrays, path, out=None):
         raise ValueError(str(e)) from None
 
 
-def _bool_einsum(expr, arrays, path):
+def _bool_einsum(expr, arrays, path, limit=0):
     """numpy's bool einsum is an or of ands: einc counts the true products
     in int64 (no count of real shapes overflows it) and tests them."""
-    counts = _evaluate(expr, [a.astype(_np.int64) for a in arrays], path)
+    counts = _evaluate(expr, [a.astype(_np.int64) for a in arrays], path,
+                       limit=limit)
     return _np.asarray(counts) != 0
+
+
+def _memory_limit(optimize) -> int:
+    """numpy's optimize=(strategy, memory_limit): the elements one
+    intermediate may take (0: none given)."""
+    if isinstance(optimize, tuple) and len(optimize) == 2 and \
+            isinstance(optimize[0], str) and optimize[1] is not None:
+        return max(int(optimize[1]), 1)
+    return 0
 
 
 def _deliver(result, arrays, out, order, casting, expr):
@@ -370,8 +437,12 @@ def einsum_path(*operands, optimize="greedy", einsum_call=False):
     inputs, output = _split(subscripts, arrays)
     explicit = _explicit_path(optimize, inputs, len(arrays))
     expr = ",".join(inputs) + "->" + output
-    plan = _plan(expr, arrays, explicit)  # checks shapes in every case
-    if optimize is False:
+    limit = _memory_limit(optimize)
+    plan = _plan(expr, arrays, explicit, limit) if limit else None
+    if plan is None:  # (within no limit, or none given)
+        plan = _plan(expr, arrays, explicit)  # checks shapes in every case
+    if optimize is False or (limit and plan.memory_limit == 0):
+        # numpy's one step of every operand (where no pair fits a limit)
         steps = [tuple(range(len(arrays)))]
     elif isinstance(optimize, (list, tuple)) and optimize and \
             optimize[0] == "einsum_path":
@@ -382,14 +453,19 @@ def einsum_path(*operands, optimize="greedy", einsum_call=False):
                                             plan)
 
 
-def _plan(expr, arrays, path):
+def _plan(expr, arrays, path, limit=0):
+    """The plan (limit: elements one intermediate may take; None where
+    even slicing cannot keep within it)."""
     dtype = _np.result_type(*arrays) if arrays else _np.float64
     if dtype.kind not in _DLPACK_KINDS or dtype.char in "gG":
         dtype = _np.float64  # the path depends on shapes only
     try:
         return Plan(expr, [a.shape for a in arrays], dtype=dtype,
-                    numpy=True, path=path)
+                    numpy=True, path=path,
+                    memory_limit=limit * _np.dtype(dtype).itemsize)
     except _api.EincError as e:
+        if limit and e.status == _EIN_ERR_LIMIT:
+            return None
         raise ValueError(str(e)) from None
 
 

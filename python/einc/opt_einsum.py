@@ -224,7 +224,59 @@ def _contract_general(subscripts, *operands, out=None, dtype=None,
     limit = _memory_elements(memory_limit, inputs, output,
                              [_shape(a) for a in arrays])
     result = _run(expr, arrays, path, limit)
-    return _finish(result, out, dtype, order, casting)
+    result = _finish(result, out, dtype, order, casting)
+    if out is None and _zero_d_array(result):
+        result = _contract_type(subscripts, [_shape(a) for a in arrays],
+                                optimize, memory_limit, use_blas, result)
+    return result
+
+
+def _zero_d_array(result):
+    return type(result).__module__ == "numpy" and \
+        getattr(result, "ndim", 1) == 0 and hasattr(result, "base")
+
+
+def _contract_type(subscripts, shape_list, optimize, memory_limit,
+                   use_blas, result):
+    """A 0-d result as opt_einsum.contract's type (issue 37): its last
+    step runs through tensordot, which leaves a 0-d ndarray, only where it
+    is a BLAS DOT (two operands of the same indices in the same order,
+    none repeated, of the same sizes) and use_blas; otherwise through
+    numpy.einsum, which returns a numpy scalar."""
+    if not use_blas or optimize is False or len(shape_list) < 2:
+        return result[()]
+    last = _peer_last_step(subscripts, shape_list, optimize, memory_limit)
+    if last is None:  # no opt_einsum here: its rule on einc's own path
+        _, info = contract_path(subscripts, *shape_list, shapes=True,
+                                optimize=optimize, memory_limit=memory_limit)
+        inds, _, eq = info.contraction_list[-1][:3]
+        left, right = eq.split("->")[0].split(",") if len(inds) == 2 \
+            else ("", "x")
+        last = left == right and left != "" and len(set(left)) == len(left)
+    return result if last else result[()]
+
+
+def _peer_last_step(subscripts, shape_list, optimize, memory_limit):
+    """Whether opt_einsum's own path for these shapes ends in a tensordot
+    (its BLAS flag without EINSUM), or None where opt_einsum is not
+    installed. The last step depends on its optimizer's path ('greedy'
+    and 'optimal' end differently), which only opt_einsum can say."""
+    import importlib
+
+    try:
+        module = importlib.import_module("opt_einsum.contract")
+        _, info = module.contract_path(subscripts, *shape_list, shapes=True,
+                                       optimize=optimize,
+                                       memory_limit=memory_limit)
+    except Exception:  # noqa: BLE001 (not installed, or it refuses)
+        return None
+    blas = info.contraction_list[-1][4]
+    return bool(blas) and "EINSUM" not in blas
+
+
+_contract_general._zero_d = lambda args, kwargs, result: _contract_type(
+    args[0], [_shape(a) for a in args[1:]], kwargs.get("optimize", True),
+    kwargs.get("memory_limit"), kwargs.get("use_blas", True), result)
 
 
 def _memory_elements(memory_limit, inputs, output, shape_list):
@@ -333,12 +385,10 @@ def _run(expr, arrays, path, limit=0):
     elements, 0 for none)."""
     import numpy
 
-    if arrays and all(getattr(a, "dtype", None) == numpy.bool_
-                      for a in arrays) and len(arrays) > 1:
-        # numpy's bool contraction (an or of ands): einc counts in int64
-        counts = _run(expr, [numpy.asarray(a, numpy.int64) for a in arrays],
-                      path, limit)
-        return numpy.asarray(counts) != 0
+    bools = arrays and all(getattr(a, "dtype", None) == numpy.bool_
+                           for a in arrays)
+    if bools and len(arrays) > 1:
+        return _bool_run(expr, arrays, path, limit)
     numpy_dialect = _numpy_dialect(expr)
     if not numpy_dialect:
         arrays = _broadcast_ones(expr, arrays)
@@ -352,7 +402,18 @@ def _run(expr, arrays, path, limit=0):
                              limit * _itemsize(arrays))
         return plan(*arrays)
     except _api.EincError as e:
+        if bools:  # one bool operand summed: numpy's or
+            return _bool_run(expr, arrays, path, limit)
         raise ValueError(str(e)) from None
+
+
+def _bool_run(expr, arrays, path, limit):
+    """numpy's bool contraction (an or of ands): einc counts in int64."""
+    import numpy
+
+    counts = _run(expr, [numpy.asarray(a, numpy.int64) for a in arrays],
+                  path, limit)
+    return numpy.asarray(counts) != 0
 
 
 def _broadcast_ones(expr, arrays):
@@ -484,7 +545,8 @@ def _replay(inputs, output, path, size_dict):
     current = list(inputs)
     steps, scales, sizes, cost = [], [], [], 0
     for pos in path:
-        picked = [current[i] for i in pos]
+        # opt_einsum's order: positions popped from the last down
+        picked = [current[i] for i in sorted(pos, reverse=True)]
         for i in sorted(pos, reverse=True):
             current.pop(i)
         kept = set(output).union(*[set(t) for t in current])
@@ -577,8 +639,15 @@ class ContractExpression:
     """A contraction compiled once: calls run einc's plan for the shapes
     given (one per dtype), constants bound at creation."""
 
-    def __init__(self, subscripts, expr, shapes, constants, limit=0):
+    def __init__(self, subscripts, expr, shapes, constants, limit=0,
+                 path_options=None):
         self.contraction = subscripts
+        # optimize=, memory_limit=, use_blas= as given: the type of a 0-d
+        # result follows opt_einsum's last step (_contract_type)
+        path_options = path_options or {}
+        self._optimize = path_options.get("optimize", True)
+        self._memory_limit = path_options.get("memory_limit")
+        self._use_blas = path_options.get("use_blas", True)
         self._limit = limit  # opt_einsum's memory limit, elements
         self._expr = expr
         self._shapes = shapes
@@ -610,8 +679,17 @@ class ContractExpression:
             # are plain numpy arrays of its count, dtype and layout
             result = hot(arrays)
             if result is not None:
-                return result
-        return self._call(arrays, out)
+                return self._typed(result)
+        return self._typed(self._call(arrays, out)) if out is None else \
+            self._call(arrays, out)
+
+    def _typed(self, result):
+        """A 0-d result as opt_einsum's expression gives it."""
+        if not _zero_d_array(result):
+            return result
+        return _contract_type(self.contraction, list(self._shapes),
+                              self._optimize, self._memory_limit,
+                              self._use_blas, result)
 
     def _call(self, arrays, out):
         if len(arrays) != self.num_args:
@@ -676,7 +754,8 @@ def contract_expression(subscripts, *shapes, constants=None, **kwargs):
     held = {i: _arrays([items[i]])[0] for i in constants}
     limit = _memory_elements(kwargs.get("memory_limit"), inputs, output,
                              shape_list)
-    return ContractExpression(subscripts, expr, shape_list, held, limit)
+    return ContractExpression(subscripts, expr, shape_list, held, limit,
+                              kwargs)
 
 
 _arm()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch as _torch
 
 from . import _einc
-from ._api import _fast, _fast_setup, evaluate
+from ._api import _fast, _fast_setup, bool_einsum, evaluate
 
 _LETTERS = ("ABCDEFGHIJKLMNOPQRSTUVWXYZ"
             "abcdefghijklmnopqrstuvwxyz")
@@ -59,6 +59,8 @@ def _einsum_general(*args):
         plain = False
     if not plain:
         operands = _with_torch_dtype(expr, operands)
+        if len(operands) > 1 and operands[0].dtype is _torch.bool:
+            return _bool_products(expr, operands)
     # torch's own call, as is, when nothing above changed it
     call = args if expr is equation and operands is args[1:] else (
         expr, *operands)
@@ -80,6 +82,29 @@ einsum = _einc.fast_torch_einsum(
     "torch.einsum(equation, *operands), einsum(equation, [operands]) or\n"
     "einsum(op1, sublist1, op2, sublist2, ..., [out_sublist]), computed by\n"
     "einc; torch's result dtype and exception types.")
+
+
+def _bool_products(expr, operands):
+    """torch.einsum of bool operands it keeps bool (nothing summed first):
+    products are ands, computed; a sum over an axis longer than 1 is
+    torch's NotImplementedError (its bmm has no bool kernel on the CPU);
+    a sum over size-1 axes only is no sum."""
+    lhs, arrow, rhs = expr.partition("->")
+    if not arrow:  # the implicit output: the letters seen once
+        letters = lhs.replace(",", "").replace(".", "")
+        rhs = "".join(c for c in letters if letters.count(c) == 1)
+    sizes = {}
+    for term, o in zip(lhs.split(","), operands):
+        body = term.replace("...", "")
+        head = term.split("...")[0]
+        tail = body[len(head):]
+        dims = list(o.shape[:len(head)]) + (list(o.shape[-len(tail):])
+                                            if tail else [])
+        for c, d in zip(head + tail, dims):
+            sizes[c] = max(sizes.get(c, 1), d)
+    if any(d != 1 for c, d in sizes.items() if c not in rhs):
+        raise NotImplementedError('"bmm" not implemented for \'Bool\'')
+    return bool_einsum(expr, operands, numpy=True)
 
 
 def _with_torch_dtype(expr, operands):

@@ -16,8 +16,8 @@
  * made or the inputs are not plain) or fails with EincError (the Python
  * function raises the peer's error type instead).
  *
- * numpy results that are 0-d come back from einops' functions as numpy
- * scalars, as einops' own do.
+ * A numpy result that is 0-d comes back as its peer's type (peer_type):
+ * a numpy scalar or a 0-d ndarray, by the peer's own rule.
  */
 #include "einpy.h"
 
@@ -93,6 +93,26 @@ static PyObject *scalar_of(PyObject *r) {
   return s;
 }
 
+/* A 0-d numpy result of a builtin as its peer's type (a numpy scalar or
+ * a 0-d ndarray: the peer's rule needs its path, issue 37): what the
+ * general function's `_zero_d(args, kwargs, result)` makes of it. Other
+ * results as they are. */
+static PyObject *peer_type(PyObject *general, PyObject *args,
+                           PyObject *kwargs, PyObject *r) {
+  if (!r || !einpy_fast_is_ndarray(r)) return r;
+  PyObject *ndim = PyObject_GetAttrString(r, "ndim");
+  long d = ndim ? PyLong_AsLong(ndim) : -1;
+  Py_XDECREF(ndim);
+  if (d != 0) return d < 0 ? (Py_DECREF(r), NULL) : r;
+  PyObject *rule = PyObject_GetAttrString(general, "_zero_d");
+  PyObject *typed = rule ? PyObject_CallFunctionObjArgs(
+                               rule, args, kwargs ? kwargs : Py_None, r, NULL)
+                         : NULL;
+  Py_XDECREF(rule);
+  Py_DECREF(r);
+  return typed;
+}
+
 /* ------------------------------------------------------- numpy.einsum */
 
 static const char *const K[] = {"K", NULL}, *const SAFE[] = {"safe", NULL},
@@ -115,7 +135,7 @@ static PyObject *numpy_einsum(PyObject *self, PyObject *args,
     PyObject *r = einpy_fast_eval(
         args, 1, n - 1, expr, 1, (int)EIN_REDUCE_SUM, 0, NULL,
         EINPY_REFUSE_BOOL | EINPY_REFUSE_STRIDED);
-    if (answered(&r)) return r;
+    if (answered(&r)) return peer_type(numpy_general, args, kwargs, r);
   }
   return PyObject_Call(numpy_general, args, kwargs);
 }
@@ -187,7 +207,7 @@ static PyObject *contract(PyObject *self, PyObject *args, PyObject *kwargs) {
                                     numpy, (int)EIN_REDUCE_SUM, 0, NULL,
                                     EINPY_REFUSE_BOOL);
     Py_DECREF(hit);
-    if (answered(&r)) return r;
+    if (answered(&r)) return peer_type(contract_general, args, kwargs, r);
   }
   PyErr_Clear(); /* the Python function raises what there is to raise */
   return PyObject_Call(contract_general, args, kwargs);
@@ -208,7 +228,7 @@ static PyObject *einops_reduce(PyObject *self, PyObject *args,
   if (reduction >= 0) {
     PyObject *r =
         einpy_fast_served(args, kwargs, reduction, EIN_RULE_NO_REPEAT, own);
-    if (r) return scalar_of(r);
+    if (r) return peer_type(reduce_general, args, kwargs, r);
     if (PyErr_Occurred() && !PyErr_ExceptionMatches(einc_error)) return NULL;
     PyErr_Clear();
   }

@@ -134,16 +134,18 @@ int einpy_run(const char *expr, const ein_plan *plan, einpy_tensor *in,
  *          dtype_code, dtype_bits, stream, sync) -> out
  * dtype_code >= 0 retypes every tensor (numpy bfloat16 as uint16); stream
  * and sync as einpy_run takes them (None and False for host tensors);
- * rules, ein_options.axis_rules (0 when left out). */
+ * rules, ein_options.axis_rules (0 when left out); memory_limit,
+ * ein_options.memory_limit (bytes, -1 for EIN_MEMORY_FREE; 0: none). */
 static PyObject *py_evaluate(PyObject *self, PyObject *args) {
   (void)self;
   const char *expr, *reduction, *backend;
   PyObject *tensors, *out, *alloc, *numpy, *lengths, *stream;
   int code, bits, sync;
   unsigned int rules = 0;
-  if (!PyArg_ParseTuple(args, "sOOOOssOiiOp|I:evaluate", &expr, &tensors,
+  long long memory_limit = 0;
+  if (!PyArg_ParseTuple(args, "sOOOOssOiiOp|IL:evaluate", &expr, &tensors,
                         &out, &alloc, &numpy, &reduction, &backend, &lengths,
-                        &code, &bits, &stream, &sync, &rules))
+                        &code, &bits, &stream, &sync, &rules, &memory_limit))
     return NULL;
   if (stream == Py_None) stream = NULL;
   call c;
@@ -151,6 +153,10 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args) {
   if (einpy_options_parse(numpy, reduction, backend, lengths, &c.options) < 0)
     return NULL;
   c.options.opt.axis_rules = rules;
+  if (einpy_options_set_slicing(&c.options, NULL, memory_limit) < 0) {
+    einpy_options_free(&c.options);
+    return NULL;
+  }
   int ok = einpy_tensors_import(tensors, stream, c.in, &c.nin) == 0;
   einpy_tensors_retype(c.in, c.nin, code, bits);
   ok = ok && obtain_output(&c, expr, out, alloc) == 0 &&

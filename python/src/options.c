@@ -128,9 +128,10 @@ int einpy_options_set_path(einpy_options *o, const char *path) {
 
 int einpy_options_set_slicing(einpy_options *o, const char *slice,
                               long long memory_limit) {
-  if (memory_limit < 0) {
+  if (memory_limit < 0 && memory_limit != EIN_MEMORY_FREE) {
     einpy_raise_status(EIN_ERR_INVALID_ARGUMENT,
-                       "memory_limit=%lld: a byte count, 0 for none",
+                       "memory_limit=%lld: a byte count, 0 for none, or "
+                       "'free' (the device's free memory)",
                        memory_limit);
     return -1;
   }

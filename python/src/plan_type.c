@@ -261,7 +261,7 @@ static PyObject *plan_stats(PyObject *self, PyObject *unused) {
     return NULL;
   }
   PyObject *d = Py_BuildValue(
-      "{s:d,s:d,s:d,s:d,s:L,s:L,s:i,s:O,s:N,s:O,s:L}", "flops",
+      "{s:d,s:d,s:d,s:d,s:L,s:L,s:i,s:O,s:N,s:O,s:L,s:L}", "flops",
       ein_plan_flops(p->plan), "model_flops",
       ein_plan_unsliced_flops(p->plan),
       "naive_flops", ein_plan_naive_flops(p->plan), "min_bytes",
@@ -270,7 +270,8 @@ static PyObject *plan_stats(PyObject *self, PyObject *unused) {
       (long long)ein_plan_workspace_bytes(p->plan), "nsteps",
       ein_plan_nsteps(p->plan), "output_shape", shape, "memory", memory,
       "is_view", ein_plan_is_view(p->plan) ? Py_True : Py_False, "units",
-      (long long)ein_plan_units(p->plan));
+      (long long)ein_plan_units(p->plan), "memory_limit",
+      (long long)ein_plan_memory_limit(p->plan));
   Py_DECREF(shape);
   return d;
 }

@@ -164,7 +164,9 @@ int einpy_tensors_import(PyObject *tuple, PyObject *stream, einpy_tensor *ts,
   *n = 0;
   Py_ssize_t count =
       einpy_tuple_len(tuple, EINPY_MAX_OPERANDS, "tensors must come as a tuple",
-                      "%zd tensors: einc takes at most %d");
+                      "%zd tensors: einc's Python calls take at most %d (the C "
+                      "library, ein_eval, takes 65536; `einc plan --input "
+                      "FILE` plans such a network from the shell)");
   if (count < 0) return -1;
   for (Py_ssize_t i = 0; i < count; i++) {
     if (einpy_tensor_import(PyTuple_GetItem(tuple, i), stream, &ts[i]) < 0) {

@@ -496,6 +496,7 @@ static ein_backend *cpu_open(int device, ein_error_rec *err) {
                            .alloc = cpu_alloc,
                            .free = cpu_free,
                            .copy = cpu_copy,
+                           .free_memory = ein_host_free_memory,
                            .destroy = cpu_destroy};
   cb->threads = ein_cpu_threads();
   return &cb->base;

@@ -505,8 +505,8 @@ static ein_status launch(cuda_backend *cb, const ein_kernel_src *k,
   const unsigned *grid = vec ? k->grid_vec : k->grid;
   dim3 g = {grid[0], grid[1], grid[2]};
   dim3 b = {k->block[0], k->block[1], k->block[2]};
-  CU(cudaLaunchKernel((const void *)(vec ? h[1] : h[0]), g, b, args, 0,
-                      cb->stream));
+  CU(cudaLaunchKernel((const void *)(vec ? h[1] : h[0]), g, b, args,
+                      k->dynamic_smem, cb->stream));
   return EIN_OK;
 }
 
@@ -729,6 +729,24 @@ static ein_status cuda_copy(ein_backend *self, void *dst, const void *src,
                                    : ein_cuda_copy_to_host(dst, src, bytes, err);
 }
 
+static ein_status free_info(size_t *free_bytes, size_t *total,
+                            ein_error_rec *err) {
+  CU(cudaMemGetInfo(free_bytes, total));
+  return EIN_OK;
+}
+
+static ein_status cuda_free_memory(ein_backend *self, int64_t *bytes,
+                                   ein_error_rec *err) {
+  int device = ((cuda_backend *)self)->device, prev;
+  ein_status st = enter(device, &prev, err);
+  if (st) return st;
+  size_t free_bytes = 0, total = 0;
+  st = free_info(&free_bytes, &total, err);
+  leave(device, prev);
+  if (!st) *bytes = (int64_t)free_bytes;
+  return st;
+}
+
 static void cuda_set_stream(ein_backend *be, void *stream) {
   cuda_backend *cb = (cuda_backend *)be;
   pthread_mutex_lock(&cb->lock);
@@ -824,6 +842,7 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
   cb->base.alloc = cuda_alloc;
   cb->base.free = cuda_free;
   cb->base.copy = cuda_copy;
+  cb->base.free_memory = cuda_free_memory;
   cb->base.sync = cuda_sync;
   cb->base.set_stream = cuda_set_stream;
   cb->base.stats = cuda_stats;

@@ -96,6 +96,8 @@
   X(RT, cudaError_t, RT_FAIL, cudaMalloc, (void **p, size_t n), (p, n))        \
   X(RT, cudaError_t, RT_FAIL, cudaMallocFromPoolAsync,                         \
     (void **p, size_t n, cudaMemPool_t m, cudaStream_t s), (p, n, m, s))       \
+  X(RT, cudaError_t, RT_FAIL, cudaMemGetInfo, (size_t * f, size_t * t),      \
+    (f, t))                                                                    \
   X(RT, cudaError_t, RT_FAIL, cudaMemPoolCreate,                               \
     (cudaMemPool_t * m, const struct cudaMemPoolProps *p), (m, p))             \
   X(RT, cudaError_t, RT_FAIL, cudaMemPoolDestroy, (cudaMemPool_t m), (m))      \
@@ -210,6 +212,9 @@
     (nvrtcProgram p, size_t *n), (p, n))                                       \
   X(NVRTC, const char *, NVRTC_TEXT, nvrtcGetErrorString, (nvrtcResult r),     \
     (r))                                                                       \
+  X(NVRTC, nvrtcResult, NVRTC_FAIL, nvrtcGetNumSupportedArchs, (int *n), (n)) \
+  X(NVRTC, nvrtcResult, NVRTC_FAIL, nvrtcGetSupportedArchs, (int *archs),      \
+    (archs))                                                                   \
   X(NVRTC, nvrtcResult, NVRTC_FAIL, nvrtcGetProgramLog,                        \
     (nvrtcProgram p, char *log), (p, log))                                     \
   X(NVRTC, nvrtcResult, NVRTC_FAIL, nvrtcGetProgramLogSize,                    \

@@ -3,6 +3,7 @@
  * entry point says that this build has no CUDA backend.
  */
 #include "cuda_backend.h"
+#include "kernel_resources.h"
 
 
 static ein_status unavailable(ein_error_rec *err) {
@@ -50,5 +51,25 @@ ein_status ein_cuda_copy_to_host(void *dst, const void *src, size_t bytes,
   (void)dst;
   (void)src;
   (void)bytes;
+  return unavailable(err);
+}
+
+ein_status ein_kernel_resources_report(const ein_cuda_program *prog, bool json,
+                                       ein_strbuf *sb, ein_error_rec *err) {
+  (void)prog;
+  (void)json;
+  (void)sb;
+  return unavailable(err);
+}
+
+ein_status ein_kernel_model_report(const ein_plan_ir *plan,
+                                   const ein_cuda_program *prog,
+                                   const ein_device_model *m, bool json,
+                                   ein_strbuf *sb, ein_error_rec *err) {
+  (void)plan;
+  (void)prog;
+  (void)m;
+  (void)json;
+  (void)sb;
   return unavailable(err);
 }

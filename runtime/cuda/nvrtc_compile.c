@@ -110,25 +110,47 @@ static ein_status take_cubin(nvrtcProgram prog, char **cubin, size_t *size,
   return EIN_OK;
 }
 
-/* Compiles the whole text for sm_<arch>. */
+/* The compile log, malloc'd and NUL-terminated (ptxas' -v report when
+ * asked for). */
+static ein_status take_log(nvrtcProgram prog, char **log, ein_error_rec *err) {
+  size_t n = 0;
+  NVRTC(nvrtcGetProgramLogSize, (prog, &n));
+  char *text = ein_malloc(n + 1);
+  if (!text)
+    return ein_fail_memory(err, "out of memory holding a compile log");
+  text[0] = text[n] = 0;
+  nvrtcResult r = nvrtcGetProgramLog(prog, text);
+  if (r != NVRTC_SUCCESS) {
+    ein_free(text);
+    return nvrtc_fail(err, "nvrtcGetProgramLog", r);
+  }
+  *log = text;
+  return EIN_OK;
+}
+
+/* Compiles the whole text for sm_<arch> with the fixed options; with a
+ * log, ptxas' -v report too, and the log is what comes back (the same
+ * code: -v only makes ptxas describe what it did). */
 static ein_status compile_text(const char *text, int arch, char **cubin,
-                               size_t *size, ein_error_rec *err) {
+                               size_t *size, char **log, ein_error_rec *err) {
   nvrtcProgram prog;
   NVRTC(nvrtcCreateProgram, (&prog, text, "einc_kernel.cu", 0, NULL, NULL));
   char archopt[32];
   snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d", arch);
-  const char *opts[] = {archopt, "-minimal", "-default-device"};
-  nvrtcResult r = nvrtcCompileProgram(prog, 3, opts);
+  const char *opts[] = {archopt, "-minimal", "-default-device",
+                        "--ptxas-options=-v"};
+  nvrtcResult r = nvrtcCompileProgram(prog, log ? 4 : 3, opts);
   ein_status st = r != NVRTC_SUCCESS ? compile_failed(prog, arch, r, err)
+                  : log              ? take_log(prog, log, err)
                                      : take_cubin(prog, cubin, size, err);
   nvrtcDestroyProgram(&prog);
   return st;
 }
 
-ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
-                             char **cubin, size_t *size, ein_error_rec *err) {
-  *cubin = NULL;
-  *size = 0;
+/* The checks and the text every compile starts with. */
+static ein_status compile_source(const char *source, size_t len, int arch,
+                                 char **cubin, size_t *size, char **log,
+                                 ein_error_rec *err) {
   if (faulty())
     return ein_fail_backend(err, "nvrtcCompileProgram failed: "
                                  "NVRTC_ERROR_COMPILATION (injected by "
@@ -139,7 +161,34 @@ ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
   char *text = kernel_text(source, len);
   if (!text)
     return ein_fail_memory(err, "out of memory copying a kernel's source");
-  st = compile_text(text, arch, cubin, size, err);
+  st = compile_text(text, arch, cubin, size, log, err);
   ein_free(text);
   return st;
+}
+
+ein_status ein_nvrtc_archs(int *archs, int cap, int *n, ein_error_rec *err) {
+  *n = 0;
+  ein_status st = ein_cuda_lib_require(EIN_LIB_NVRTC, err);
+  if (st) return st;
+  int count = 0;
+  NVRTC(nvrtcGetNumSupportedArchs, (&count));
+  if (count < 0 || count > cap)
+    return ein_fail_backend(err, "NVRTC lists %d architectures, more than "
+                                 "the %d expected", count, cap);
+  NVRTC(nvrtcGetSupportedArchs, (archs));
+  *n = count;
+  return EIN_OK;
+}
+
+ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
+                             char **cubin, size_t *size, ein_error_rec *err) {
+  *cubin = NULL;
+  *size = 0;
+  return compile_source(source, len, arch, cubin, size, NULL, err);
+}
+
+ein_status ein_nvrtc_compile_report(const char *source, size_t len, int arch,
+                                    char **log, ein_error_rec *err) {
+  *log = NULL;
+  return compile_source(source, len, arch, NULL, NULL, log, err);
 }

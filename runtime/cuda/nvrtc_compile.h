@@ -18,6 +18,19 @@
 ein_status ein_nvrtc_compile(const char *source, size_t len, int arch,
                              char **cubin, size_t *size, ein_error_rec *err);
 
+/* The same compile with ptxas' -v report (`--ptxas-options=-v`): on
+ * success *log is that report (malloc'd, free with ein_free), one block
+ * per entry function with its registers, stack frame, spills and shared
+ * memory (kernel_resources.h reads it); the cubin is dropped. Errors as
+ * ein_nvrtc_compile's. */
+ein_status ein_nvrtc_compile_report(const char *source, size_t len, int arch,
+                                    char **log, ein_error_rec *err);
+
+/* The architectures this NVRTC compiles for (sm numbers: 80, 90, ...),
+ * at most cap of them, into archs; *n their count. EIN_ERR_DEVICE
+ * without NVRTC. */
+ein_status ein_nvrtc_archs(int *archs, int cap, int *n, ein_error_rec *err);
+
 /* NVRTC's version as major * 1000 + minor * 10, or 0 when unavailable. */
 int ein_nvrtc_version(void);
 

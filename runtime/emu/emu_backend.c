@@ -38,14 +38,16 @@
 #include "emu_blas.h"
 #include "emu_blaslt.h"
 #include "emu_device.h"
+#include "emu_profile.h"
 
 /* A plan's program as the CUDA entry makes it (cuda_backend.h; its
  * kernel handles go unused here) and, once loaded, the module of its
  * kernels. */
 typedef struct emu_program {
   ein_cuda_plan_program base; /* first: the CUDA entry's functions read it */
-  pthread_mutex_t lock; /* guards module and index on first load */
+  pthread_mutex_t lock; /* guards the modules and index on first load */
   ein_emu_module *module;
+  ein_emu_module *counting; /* the counting flavour, when counters are on */
   /* step i's kernel at index[2i], its split pass 2 at index[2i+1], as
    * indices into module; -1: none */
   int *index;
@@ -53,8 +55,11 @@ typedef struct emu_program {
 
 typedef struct emu_backend {
   ein_backend base;
-  pthread_mutex_t lock; /* guards the counters */
+  pthread_mutex_t lock; /* guards the counters and the launches */
   ein_backend_stats stats;
+  /* the last counting run's launches (EINC_EMU_COUNTERS=1) */
+  ein_launch_counters *launches;
+  size_t nlaunches, cap_launches;
 } emu_backend;
 
 /* ------------------------------------------------------------ program */
@@ -63,6 +68,7 @@ static void emu_program_free(void *program) {
   emu_program *p = program;
   if (!p) return;
   ein_emu_module_free(p->module);
+  ein_emu_module_free(p->counting);
   ein_free(p->index);
   pthread_mutex_destroy(&p->lock);
   ein_cuda_plan_program_free(p);
@@ -104,12 +110,26 @@ static int list_kernels(const ein_cuda_program *c, const char **src,
   return n;
 }
 
-/* Compiles the program's kernels into one module on first use. */
-static ein_status load_module(emu_backend *eb, emu_program *p,
+/* Counts a module load as the CUDA backend counts its kernel cache. */
+static void count_load(emu_backend *eb, ein_status st,
+                       const ein_emu_module *m, bool first) {
+  bool disk = first && !st && ein_emu_module_from_disk(m);
+  pthread_mutex_lock(&eb->lock);
+  eb->stats.compiles += first && !st && !disk;
+  eb->stats.disk_hits += disk;
+  eb->stats.memory_hits += !first;
+  pthread_mutex_unlock(&eb->lock);
+}
+
+/* Compiles the program's kernels into one module of the flavour asked
+ * for (counting or plain) on first use. */
+static ein_status load_module(emu_backend *eb, emu_program *p, bool counting,
                               ein_error_rec *err) {
   pthread_mutex_lock(&p->lock);
+  ein_emu_module **slot = counting ? &p->counting : &p->module;
+  bool first = !*slot;
   ein_status st = EIN_OK;
-  if (!p->module) {
+  if (first) {
     const ein_cuda_program *c = p->base.cuda;
     const char **src = ein_calloc(2 * (size_t)c->nsteps + 1, sizeof *src);
     int *index = ein_calloc(2 * (size_t)c->nsteps + 1, sizeof *index);
@@ -117,28 +137,18 @@ static ein_status load_module(emu_backend *eb, emu_program *p,
       st = ein_fail_memory(err, "out of memory loading emulated kernels");
     } else {
       int n = list_kernels(c, src, index);
-      st = ein_emu_module_load(src, n, &p->module, err);
+      st = ein_emu_module_load_ex(src, n, counting, slot, err);
     }
     ein_free(src);
-    if (st)
+    if (st || p->index) /* the other flavour listed the same indices */
       ein_free(index);
     else
       p->index = index;
-    bool disk = !st && ein_emu_module_from_disk(p->module);
-    pthread_mutex_lock(&eb->lock);
-    eb->stats.compiles += !st && !disk;
-    eb->stats.disk_hits += disk;
-    pthread_mutex_unlock(&eb->lock);
-  } else {
-    pthread_mutex_lock(&eb->lock);
-    eb->stats.memory_hits++;
-    pthread_mutex_unlock(&eb->lock);
   }
+  count_load(eb, st, *slot, first);
   pthread_mutex_unlock(&p->lock);
   return st;
 }
-
-/* ------------------------------------------------------------- GEMMs */
 
 static int blas_type(ein_dtype dt) {
   switch (dt) {
@@ -272,40 +282,88 @@ static ein_status run_gemm(const ein_step *s, const ein_cublas_gemm *g,
 
 /* ---------------------------------------------------------------- run */
 
-/* The same choice as the CUDA backend: the vector variant when every
- * pointer it takes is 16-byte aligned. */
-static ein_status launch(emu_program *p, int index, const ein_kernel_src *k,
-                         char *dst, const char *s0, const char *s1,
-                         ein_error_rec *err) {
-  bool vec = k->has_vec && ((uintptr_t)dst % 16) == 0 &&
-             ((uintptr_t)s0 % 16) == 0 && ((uintptr_t)s1 % 16) == 0;
-  return ein_emu_launch(p->module, index, vec, vec ? k->grid_vec : k->grid,
-                        k->block, dst, s0, s1, err);
-}
-
-/* A step's kernel; a split reduction's pass 1 into the scratch buffer,
- * then its pass 2 from there into dst. */
-static ein_status run_kernel(emu_program *p, int step, const ein_cuda_step *cs,
-                             char *dst, const char *s0, const char *s1,
-                             char *scratch, ein_error_rec *err) {
-  int first = p->index[2 * step], second = p->index[2 * step + 1];
-  if (first < 0)
-    return EIN_OK;
-  if (second < 0)
-    return launch(p, first, &cs->kernel, dst, s0, s1, err);
-  ein_status st = launch(p, first, &cs->kernel, scratch, s0, s1, err);
-  if (st)
-    return st;
-  return launch(p, second, &cs->finish, dst, scratch, NULL, err);
-}
-
 /* What an emulated run's steps share. */
 typedef struct emu_run_ctx {
   emu_backend *eb;
   emu_program *p;
   char *const *inputs; /* the FP8 GEMM's scales are among them */
   char *scratch;
+  bool counting;       /* the counting flavour runs; launches recorded */
 } emu_run_ctx;
+
+/* Keeps a counted launch for the backend's launch_counters. */
+static ein_status record_launch(emu_backend *eb, const ein_launch_counters *l,
+                                ein_error_rec *err) {
+  pthread_mutex_lock(&eb->lock);
+  if (eb->nlaunches == eb->cap_launches) {
+    size_t cap = eb->cap_launches ? 2 * eb->cap_launches : 16;
+    ein_launch_counters *n = ein_realloc(eb->launches, cap * sizeof *n);
+    if (!n) {
+      pthread_mutex_unlock(&eb->lock);
+      return ein_fail_memory(err, "out of memory keeping launch counters");
+    }
+    eb->launches = n;
+    eb->cap_launches = cap;
+  }
+  eb->launches[eb->nlaunches++] = *l;
+  pthread_mutex_unlock(&eb->lock);
+  return EIN_OK;
+}
+
+/* Bytes any schedule of step s must read and write: its plan bytes, or
+ * for a view copied into a caller's output (which the plan counts as 0)
+ * its elements read once and written once. */
+static double compulsory_bytes(const ein_step *s) {
+  if (!s->view)
+    return s->bytes_read + s->bytes_written;
+  double n = 1;
+  for (int i = 0; i < s->naxes; i++)
+    n *= (double)s->axes[i].size;
+  return n * (double)(ein_dtype_size(s->dst_dtype) +
+                      ein_dtype_size(s->src_dtype[0]));
+}
+
+/* The same choice as the CUDA backend: the vector variant when every
+ * pointer it takes is 16-byte aligned. Counted and recorded when the run
+ * counts. */
+static ein_status launch(emu_run_ctx *r, const ein_step *s, int step,
+                         int pass, int index, const ein_kernel_src *k,
+                         char *dst, const char *s0, const char *s1,
+                         ein_error_rec *err) {
+  bool vec = k->has_vec && ((uintptr_t)dst % 16) == 0 &&
+             ((uintptr_t)s0 % 16) == 0 && ((uintptr_t)s1 % 16) == 0;
+  const unsigned *grid = vec ? k->grid_vec : k->grid;
+  if (!r->counting)
+    return ein_emu_launch(r->p->module, index, vec, grid, k->block, dst, s0,
+                          s1, err);
+  ein_launch_counters l = {.step = step, .pass = pass, .vec = vec,
+                           .kind = ein_kernel_kind_name(k->kind),
+                           .compulsory_bytes = compulsory_bytes(s)};
+  memcpy(l.grid, grid, sizeof l.grid);
+  memcpy(l.block, k->block, sizeof l.block);
+  ein_status st = ein_emu_launch_counted(r->p->counting, index, vec, grid,
+                                         k->block, dst, s0, s1, &l.c, err);
+  return st ? st : record_launch(r->eb, &l, err);
+}
+
+/* A step's kernel; a split reduction's pass 1 into the scratch buffer,
+ * then its pass 2 from there into dst. */
+static ein_status run_kernel(emu_run_ctx *r, const ein_step *s, int step,
+                             const ein_cuda_step *cs, char *dst,
+                             const char *s0, const char *s1,
+                             ein_error_rec *err) {
+  int first = r->p->index[2 * step], second = r->p->index[2 * step + 1];
+  if (first < 0)
+    return EIN_OK;
+  if (second < 0)
+    return launch(r, s, step, 1, first, &cs->kernel, dst, s0, s1, err);
+  ein_status st =
+      launch(r, s, step, 1, first, &cs->kernel, r->scratch, s0, s1, err);
+  if (st)
+    return st;
+  return launch(r, s, step, 2, second, &cs->finish, dst, r->scratch, NULL,
+                err);
+}
 
 static ein_status emu_step(void *ctx, int i, const ein_step *s, char *dst,
                            const char *src[2], ein_error_rec *err) {
@@ -313,9 +371,8 @@ static ein_status emu_step(void *ctx, int i, const ein_step *s, char *dst,
   const ein_cuda_step *cs = &r->p->base.cuda->steps[i];
   if (cs->cublas && cs->gemm.lt_fp8)
     return run_lt(r->eb, s, &cs->gemm, r->inputs, dst, src[0], src[1], err);
-  return cs->cublas
-             ? run_gemm(s, &cs->gemm, dst, src[0], src[1], err)
-             : run_kernel(r->p, i, cs, dst, src[0], src[1], r->scratch, err);
+  return cs->cublas ? run_gemm(s, &cs->gemm, dst, src[0], src[1], err)
+                    : run_kernel(r, s, i, cs, dst, src[0], src[1], err);
 }
 
 static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
@@ -325,7 +382,14 @@ static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
   emu_program *p = (emu_program *)program;
   if (!p || p->base.cuda->nsteps != plan->nsteps)
     return ein_fail_internal(err, "emu backend: the plan has no CUDA program");
-  ein_status st = load_module((emu_backend *)self, p, err);
+  emu_backend *eb = (emu_backend *)self;
+  bool counting = ein_emu_counting();
+  if (counting) { /* launch_counters describes the last counting run */
+    pthread_mutex_lock(&eb->lock);
+    eb->nlaunches = 0;
+    pthread_mutex_unlock(&eb->lock);
+  }
+  ein_status st = load_module(eb, p, counting, err);
   if (st) return st;
   void *ws = NULL, *scratch = NULL;
   if (plan->workspace_bytes > 0 &&
@@ -338,8 +402,8 @@ static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
     return st;
   }
   ein_emu_device_begin();
-  emu_run_ctx r = {.eb = (emu_backend *)self, .p = p, .inputs = inputs,
-                   .scratch = scratch};
+  emu_run_ctx r = {.eb = eb, .p = p, .inputs = inputs, .scratch = scratch,
+                   .counting = counting};
   st = ein_run_steps(plan, inputs, output, ws, marks, emu_step, &r, err);
   ein_emu_device_end();
   ein_emu_free(scratch);
@@ -376,11 +440,23 @@ static void emu_stats(ein_backend *self, ein_backend_stats *out) {
   pthread_mutex_unlock(&eb->lock);
 }
 
+static size_t emu_launch_counters(ein_backend *self, ein_launch_counters *out,
+                                  size_t cap) {
+  emu_backend *eb = (emu_backend *)self;
+  pthread_mutex_lock(&eb->lock);
+  size_t n = eb->nlaunches;
+  if (out && cap)
+    memcpy(out, eb->launches, (n < cap ? n : cap) * sizeof *out);
+  pthread_mutex_unlock(&eb->lock);
+  return n;
+}
+
 /* ---------------------------------------------------------- lifecycle */
 
 static void emu_destroy(ein_backend *self) {
   emu_backend *eb = (emu_backend *)self;
   pthread_mutex_destroy(&eb->lock);
+  ein_free(eb->launches);
   ein_free(eb);
 }
 
@@ -419,7 +495,9 @@ static ein_backend *emu_open(int device, ein_error_rec *err) {
                            .alloc = emu_alloc,
                            .free = emu_free,
                            .copy = emu_copy,
+                           .free_memory = ein_host_free_memory,
                            .stats = emu_stats,
+                           .launch_counters = emu_launch_counters,
                            .destroy = emu_destroy,
                            .sm = emu_sm()};
   return &eb->base;
@@ -442,3 +520,134 @@ const ein_backend_entry ein_emu_entry = {
     .device_count = emu_device_count,
     .open = emu_open,
 };
+
+/* ---------------------------------------------- profile (emu_profile.h) */
+
+/* The last element (+1) a step's operand k (0: dst) reaches, in
+ * elements from its buffer's start. */
+static int64_t ref_extent(const ein_step *s, int k) {
+  const ein_ref *r = k == 0 ? &s->dst : &s->src[k - 1];
+  int64_t last = r->offset;
+  for (int i = 0; i < s->naxes; i++) {
+    int64_t st = s->axes[i].stride[k];
+    last += (s->axes[i].size - 1) * (st < 0 ? -st : st);
+  }
+  return last + 1;
+}
+
+/* Bytes of buffer `buf` the program's kernels reach (0: none). */
+static int64_t buffer_extent(const ein_plan_ir *plan,
+                             const ein_cuda_program *c, int buf) {
+  int64_t most = 0;
+  for (int i = 0; i < plan->nsteps; i++) {
+    const ein_cuda_step *cs = &c->steps[i];
+    if (cs->cublas || cs->kernel.kind == EIN_KERNEL_NONE)
+      continue;
+    ein_step loop = plan->steps[i];
+    ein_loop_axis axes[EIN_MAX_DIMS + 3];
+    if (loop.kind == EIN_STEP_GEMM) /* a direct contraction kernel */
+      ein_gemm_as_loop(&plan->steps[i], &loop, axes);
+    for (int k = 0; k <= loop.nsrc; k++) {
+      int b = k == 0 ? loop.dst.buffer : loop.src[k - 1].buffer;
+      ein_dtype dt = k == 0 ? loop.dst_dtype : loop.src_dtype[k - 1];
+      int64_t bytes = ref_extent(&loop, k) * (int64_t)ein_dtype_size(dt);
+      if (b == buf && bytes > most)
+        most = bytes;
+    }
+  }
+  return most;
+}
+
+/* The run's memory: inputs and output as large as the kernels reach, the
+ * workspace, the split reductions' scratch; freed by free_profile_memory. */
+typedef struct profile_memory {
+  char **inputs;
+  char *output;
+  void *ws, *scratch;
+  int ninputs;
+} profile_memory;
+
+static void free_profile_memory(profile_memory *m) {
+  for (int i = 0; m->inputs && i < m->ninputs; i++)
+    ein_emu_free(m->inputs[i]);
+  ein_free(m->inputs);
+  ein_emu_free(m->output);
+  ein_emu_free(m->ws);
+  ein_emu_free(m->scratch);
+}
+
+static ein_status alloc_profile_memory(const ein_plan_ir *plan,
+                                       const ein_cuda_program *c,
+                                       profile_memory *m, ein_error_rec *err) {
+  memset(m, 0, sizeof *m);
+  m->ninputs = plan->ninputs;
+  m->inputs = ein_calloc((size_t)plan->ninputs + 1, sizeof *m->inputs);
+  if (!m->inputs)
+    return ein_fail_memory(err, "out of memory profiling a plan");
+  ein_status st = EIN_OK;
+  for (int b = 0; b < plan->nbuffers && !st; b++) {
+    const ein_plan_buffer *pb = &plan->buffers[b];
+    size_t bytes = (size_t)buffer_extent(plan, c, b);
+    if (pb->kind == EIN_BUF_INPUT)
+      st = ein_emu_malloc((void **)&m->inputs[pb->input], bytes, err);
+    else if (pb->kind == EIN_BUF_OUTPUT)
+      st = ein_emu_malloc((void **)&m->output, bytes, err);
+  }
+  if (!st)
+    st = ein_emu_malloc(&m->ws, (size_t)plan->workspace_bytes, err);
+  if (!st)
+    st = ein_emu_malloc(&m->scratch, (size_t)c->scratch_bytes, err);
+  if (st)
+    free_profile_memory(m);
+  return st;
+}
+
+/* Every kernel step of the program, counted into r->eb's launches. */
+static ein_status profile_steps(const ein_plan_ir *plan, emu_run_ctx *r,
+                                const profile_memory *m, ein_error_rec *err) {
+  ein_status st = EIN_OK;
+  ein_emu_device_begin();
+  for (int i = 0; i < plan->nsteps && !st; i++) {
+    const ein_cuda_step *cs = &r->p->base.cuda->steps[i];
+    if (cs->cublas || cs->kernel.kind == EIN_KERNEL_NONE)
+      continue;
+    const ein_step *s = &plan->steps[i];
+    const char *src[2];
+    char *dst = ein_step_operands(plan, s, m->inputs, m->output, m->ws, src);
+    st = run_kernel(r, s, i, cs, dst, src[0], src[1], err);
+  }
+  ein_emu_device_end();
+  return st;
+}
+
+ein_status ein_emu_profile(const ein_plan_ir *plan, ein_launch_counters **out,
+                           size_t *n, ein_error_rec *err) {
+  *out = NULL;
+  *n = 0;
+  void *program;
+  ein_status st = emu_prepare(plan, &program, err);
+  if (st)
+    return st;
+  emu_program *p = program;
+  emu_backend eb = {.base = {.entry = &ein_emu_entry}};
+  pthread_mutex_init(&eb.lock, NULL);
+  profile_memory m = {0};
+  st = load_module(&eb, p, true, err);
+  if (!st)
+    st = alloc_profile_memory(plan, p->base.cuda, &m, err);
+  if (!st) {
+    emu_run_ctx r = {.eb = &eb, .p = p, .scratch = m.scratch,
+                     .counting = true};
+    st = profile_steps(plan, &r, &m, err);
+    free_profile_memory(&m);
+  }
+  if (!st) {
+    *out = eb.launches;
+    *n = eb.nlaunches;
+  } else {
+    ein_free(eb.launches);
+  }
+  pthread_mutex_destroy(&eb.lock);
+  emu_program_free(p);
+  return st;
+}

@@ -97,12 +97,16 @@ struct ein_emu_worker {
   fiber *free, *used; /* stacks: idle, and taken by the current block */
   void *shared;
   size_t shared_size, page;
+  ein_emu_count_buf *count; /* accesses since the last barrier */
+  ein_emu_counters counted; /* resolved, since the last take */
 };
 
 static void emu_sync(ein_emu_thread *self, int kind, unsigned mask, int line);
 static unsigned long long emu_shfl(ein_emu_thread *self, int kind,
                                    unsigned mask, unsigned long long bits,
                                    int size, int arg, int width, int line);
+static void emu_access(ein_emu_thread *self, const void *addr, unsigned size,
+                       int store, const void *site);
 
 /* ---------------------------------------------------------- the worker */
 
@@ -115,6 +119,7 @@ ein_emu_worker *ein_emu_worker_create(void) {
   w->page = page > 0 ? (size_t)page : 4096;
   w->b.abi.sync = emu_sync;
   w->b.abi.shfl = emu_shfl;
+  w->b.abi.access = emu_access;
   return w;
 }
 
@@ -131,6 +136,7 @@ void ein_emu_worker_destroy(ein_emu_worker *w) {
     return;
   unmap_list(w->free);
   unmap_list(w->used);
+  ein_emu_count_buf_destroy(w->count);
   ein_free(w);
 }
 
@@ -141,6 +147,11 @@ void ein_emu_worker_rebind(ein_emu_worker *w) {
 void ein_emu_worker_set_shared(ein_emu_worker *w, void *shared, size_t size) {
   w->shared = shared;
   w->shared_size = shared ? size : 0;
+}
+
+void ein_emu_worker_take_counters(ein_emu_worker *w, ein_emu_counters *out) {
+  ein_emu_counters_add(out, &w->counted);
+  memset(&w->counted, 0, sizeof w->counted);
 }
 
 /* ------------------------------------------------------------ messages */
@@ -408,6 +419,8 @@ static void emu_sync(ein_emu_thread *self, int kind, unsigned mask,
     return;
   }
   b->bar_count = 0; /* the last to arrive releases the others */
+  if (b->l->count && f->w->count) /* every thread stopped: requests whole */
+    ein_emu_count_resolve(f->w->count, b->l->count, &f->w->counted);
   for (unsigned i = 0; i < b->n; i++)
     if (b->state[i] == T_BARRIER)
       release(b, b->fib[i]);
@@ -553,6 +566,31 @@ static unsigned long long emu_shfl(ein_emu_thread *self, int kind,
   return f->shfl_out;
 }
 
+/* ------------------------------------------------------------ counting */
+
+/* A memory access of a counting-flavour kernel: kept for resolution at
+ * the next barrier or the block's end (emu_count.h). An access wider than
+ * 16 bytes (an aggregate the host compiler copies at once) is what a GPU
+ * does in 16-byte instructions: one piece each, as sites of their own
+ * (the site's address shifted left, the piece in the low byte). */
+static void emu_access(ein_emu_thread *self, const void *addr, unsigned size,
+                       int store, const void *site) {
+  fiber *f = (fiber *)self;
+  ein_emu_worker *w = f->w;
+  if (!w->b.l->count)
+    return;
+  if (!w->count && !(w->count = ein_emu_count_buf_create()))
+    fail(f, "no memory for the memory-access counters");
+  for (unsigned k = 0; k * 16 < size; k++) {
+    unsigned piece = size - k * 16 < 16 ? size - k * 16 : 16;
+    if (!ein_emu_count_note(w->count, w->b.l->count, w->shared,
+                            w->shared_size, f->id, (uintptr_t)addr + 16 * k,
+                            piece, store != 0,
+                            ((uintptr_t)site << 8) | (k & 255)))
+      fail(f, "no memory for the memory-access counters");
+  }
+}
+
 /* ---------------------------------------------------------- the block */
 
 static void block_reset(ein_emu_worker *w, const ein_emu_run *l,
@@ -602,6 +640,10 @@ bool ein_emu_block_run(ein_emu_worker *w, const ein_emu_run *l,
     ein_emu_ctx_switch(&w->sched, first);
   if (!b->failed && b->blocked)
     describe_deadlock(b);
+  if (!b->failed && l->count && w->count)
+    ein_emu_count_resolve(w->count, l->count, &w->counted);
+  else if (w->count)
+    ein_emu_count_buf_reset(w->count);
   recycle(w, b->failed);
   if (!b->failed)
     return true;

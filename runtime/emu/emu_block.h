@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "emu_count.h"
+
 typedef void (*ein_emu_entry)(void *d, const void *s0, const void *s1);
 
 typedef struct ein_emu_run {
@@ -26,6 +28,9 @@ typedef struct ein_emu_run {
   const void *s0, *s1;
   unsigned grid[3], block[3];
   char kernel[48]; /* "kernel 2 (ein_main)", for messages */
+  /* counting (a counting-flavour module): what the launch's workers
+   * share; NULL when not counting */
+  ein_emu_count_launch *count;
 } ein_emu_run;
 
 typedef struct ein_emu_worker ein_emu_worker;
@@ -41,6 +46,10 @@ void ein_emu_worker_rebind(ein_emu_worker *w);
 /* Fills `shared` (the module's thread-locals for this OS thread, i.e. its
  * __shared__ variables) with a poison pattern before every block. */
 void ein_emu_worker_set_shared(ein_emu_worker *w, void *shared, size_t size);
+
+/* Adds what the worker counted since the last call to *out and starts
+ * again from zero (the launch sums its workers'). */
+void ein_emu_worker_take_counters(ein_emu_worker *w, ein_emu_counters *out);
 
 /* Runs block number `linear` (x fastest) of the launch. False on a
  * mistake, described in msg. */

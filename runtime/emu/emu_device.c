@@ -247,8 +247,9 @@ typedef struct job {
   uint64_t nblocks;
   atomic_uint_fast64_t next;
   atomic_bool failed;
-  pthread_mutex_t mu; /* guards msg */
+  pthread_mutex_t mu; /* guards msg and counted */
   char msg[EIN_MESSAGE_BYTES];
+  ein_emu_counters counted; /* the workers' sums, when counting */
 } job;
 
 static struct {
@@ -309,6 +310,11 @@ static void work(ein_emu_worker *w, job *j) {
       atomic_store(&j->failed, true);
       pthread_mutex_unlock(&j->mu);
     }
+  }
+  if (j->l->count) {
+    pthread_mutex_lock(&j->mu);
+    ein_emu_worker_take_counters(w, &j->counted);
+    pthread_mutex_unlock(&j->mu);
   }
 }
 
@@ -451,10 +457,84 @@ static ein_status check_args(const ein_emu_run *l, bool vec,
   return EIN_OK;
 }
 
-ein_status ein_emu_launch(ein_emu_module *m, int index, bool vec,
-                          const unsigned grid[3], const unsigned block[3],
-                          void *d, const void *s0, const void *s1,
-                          ein_error_rec *err) {
+/* -------------------------------------------------------- counting */
+
+/* -1: the environment decides (EINC_EMU_COUNTERS). */
+static atomic_int counting_forced = -1;
+
+void ein_emu_counting_set(int on) {
+  atomic_store(&counting_forced, on < 0 ? -1 : on != 0);
+}
+
+bool ein_emu_counting(void) {
+  int f = atomic_load(&counting_forced);
+  if (f >= 0)
+    return f;
+  const char *e = getenv("EINC_EMU_COUNTERS");
+  return e && strcmp(e, "1") == 0;
+}
+
+/* The distinct allocations holding the launch's pointer arguments: the
+ * global memory its counted accesses may touch. */
+static int argument_ranges(const ein_emu_run *l, uintptr_t *lo,
+                           uintptr_t *hi) {
+  const void *args[3] = {l->d, l->s0, l->s1};
+  int n = 0;
+  lock();
+  for (int i = 0; i < 3; i++) {
+    ptrdiff_t k = args[i] ? find((uintptr_t)args[i]) : -1;
+    if (k < 0)
+      continue;
+    bool seen = false;
+    for (int j = 0; j < n; j++)
+      seen |= lo[j] == allocs[k].lo;
+    if (!seen) {
+      lo[n] = allocs[k].lo;
+      hi[n++] = allocs[k].lo + allocs[k].size;
+    }
+  }
+  unlock();
+  return n;
+}
+
+/* Runs the launch's blocks, counting when counters is not NULL. */
+static ein_status run_counted(ein_emu_run *l, const ein_emu_module *m,
+                              ein_emu_counters *counters, ein_error_rec *err) {
+  job j = {.l = l, .m = m,
+           .nblocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2]};
+  atomic_init(&j.next, 0);
+  atomic_init(&j.failed, false);
+  pthread_mutex_init(&j.mu, NULL);
+  ein_emu_count_launch count;
+  uintptr_t lo[3], hi[3];
+  if (counters) {
+    int n = argument_ranges(l, lo, hi);
+    if (!ein_emu_count_launch_init(&count, n, lo, hi)) {
+      pthread_mutex_destroy(&j.mu);
+      return ein_fail_memory(err, "out of memory counting a launch's "
+                                  "memory accesses");
+    }
+    l->count = &count;
+  }
+  ein_status st = run_job(&j, err);
+  if (counters) {
+    uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
+    *counters = j.counted;
+    ein_emu_count_launch_finish(&count, counters);
+    counters->blocks = j.nblocks;
+    counters->threads = j.nblocks * threads;
+    counters->warps = j.nblocks * ((threads + 31) / 32);
+  }
+  pthread_mutex_destroy(&j.mu);
+  return st;
+}
+
+ein_status ein_emu_launch_counted(ein_emu_module *m, int index, bool vec,
+                                  const unsigned grid[3],
+                                  const unsigned block[3], void *d,
+                                  const void *s0, const void *s1,
+                                  ein_emu_counters *counters,
+                                  ein_error_rec *err) {
   if (EMU_TSAN)
     return ein_fail_backend(err,
                             "emulated device: kernels do not run under "
@@ -463,6 +543,9 @@ ein_status ein_emu_launch(ein_emu_module *m, int index, bool vec,
   if (!in_bracket())
     return ein_fail_internal(err, "emulated device: a launch outside "
                                   "ein_emu_device_begin/end");
+  if (counters && (!m || !ein_emu_module_counting(m)))
+    return ein_fail_argument(err, "emulated device: counters asked of a "
+                                  "module not compiled to count");
   ein_emu_run l = {.d = d, .s0 = s0, .s1 = s1};
   memcpy(l.grid, grid, sizeof l.grid);
   memcpy(l.block, block, sizeof l.block);
@@ -475,14 +558,13 @@ ein_status ein_emu_launch(ein_emu_module *m, int index, bool vec,
   ein_status st = check_geometry(&l, bound, err);
   if (!st)
     st = check_args(&l, vec, err);
-  if (st)
-    return st;
-  job j = {.l = &l, .m = m,
-           .nblocks = (uint64_t)grid[0] * grid[1] * grid[2]};
-  atomic_init(&j.next, 0);
-  atomic_init(&j.failed, false);
-  pthread_mutex_init(&j.mu, NULL);
-  st = run_job(&j, err);
-  pthread_mutex_destroy(&j.mu);
-  return st;
+  return st ? st : run_counted(&l, m, counters, err);
+}
+
+ein_status ein_emu_launch(ein_emu_module *m, int index, bool vec,
+                          const unsigned grid[3], const unsigned block[3],
+                          void *d, const void *s0, const void *s1,
+                          ein_error_rec *err) {
+  return ein_emu_launch_counted(m, index, vec, grid, block, d, s0, s1, NULL,
+                                err);
 }

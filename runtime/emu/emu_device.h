@@ -37,7 +37,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "emu_counters.h"
 #include "error.h"
 
 /* ------------------------------------------------------------- memory */
@@ -88,6 +90,35 @@ ein_status ein_emu_module_load(const char *const *sources, int n,
 /* Whether ein_emu_module_load found m in the disk cache (else it was
  * compiled): a backend counts the two apart, as the CUDA backend does. */
 bool ein_emu_module_from_disk(const ein_emu_module *m);
+
+/* Whether counting is on: ein_emu_counting_set's value, else
+ * EINC_EMU_COUNTERS=1 in the environment (read on each call). */
+bool ein_emu_counting(void);
+
+/* Test hook: 1 on, 0 off, -1 back to the environment's choice. */
+void ein_emu_counting_set(int on);
+
+/* ein_emu_module_load, in the counting flavour when `counting`: every
+ * memory access the host compiler leaves in the kernels calls into the
+ * emulator (compiled with -fsanitize=thread, whose entry points the
+ * prelude defines: no sanitizer runtime). Several times slower; cached
+ * apart from the plain flavour. */
+ein_status ein_emu_module_load_ex(const char *const *sources, int n,
+                                  bool counting, ein_emu_module **out,
+                                  ein_error_rec *err);
+
+/* Whether m is the counting flavour. */
+bool ein_emu_module_counting(const ein_emu_module *m);
+
+/* ein_emu_launch that, when counters is not NULL, sets *counters to what
+ * the launch did (EIN_ERR_INVALID_ARGUMENT if m is not the counting
+ * flavour). */
+ein_status ein_emu_launch_counted(ein_emu_module *m, int index, bool vec,
+                                  const unsigned grid[3],
+                                  const unsigned block[3], void *d,
+                                  const void *s0, const void *s1,
+                                  ein_emu_counters *counters,
+                                  ein_error_rec *err);
 
 /* Runs kernel `index` (ein_vec when vec) as kernel<<<grid, block>>>(d, s0,
  * s1) and returns when every block has finished. Must be called between

@@ -59,6 +59,31 @@ static const char FLAGS[] =
 #endif
     ;
 
+/* The counting flavour (emu_count.h): -fsanitize=thread makes GCC call
+ * __tsan_read<N>/__tsan_write<N> before every memory access, and the
+ * prelude defines them (EIN_EMU_COUNT), so no sanitizer runtime is
+ * linked (-nostdlib always). Under the build's own sanitizers the
+ * __shared__ variables stay globals in a section, as the emulator looks
+ * for them there; the kernels' own accesses are then not checked by
+ * ASan, only counted. -fno-tree-sra: GCC's scalar replacement of
+ * aggregates would split a kernel's 16-byte uint4 load or store (one
+ * instruction on the GPU) into four 4-byte accesses, counted as four
+ * requests of 16 sectors where the GPU makes one (found on the repeat
+ * kernel of `b h s d -> b (h r) s d`: 6.4x its compulsory bytes with
+ * SRA, 1.6x without, as its 4 repeats read the source 4 times). */
+static const char COUNT_FLAGS[] =
+    "-std=c++17 -O1 -fPIC -shared -w -fvisibility=hidden -fno-exceptions "
+    "-fno-rtti -pipe -nostdlib -DEIN_EMU_COUNT -fsanitize=thread "
+    "--param=tsan-instrument-func-entry-exit=0 -fno-tree-sra"
+#ifdef EIN_EMU_SANITIZE
+    " -DEIN_EMU_SHARED_GLOBAL"
+#endif
+    ;
+
+static const char *flags(bool counting) {
+  return counting ? COUNT_FLAGS : FLAGS;
+}
+
 enum { MAX_BOUND = 1024, OUTPUT_KEEP = 2400, MAX_ARGS = 64 };
 
 typedef struct emu_kernel {
@@ -75,6 +100,7 @@ struct ein_emu_module {
   char *(*shared_range)(char **end);
   size_t tls_size;
   bool from_disk; /* loaded from the disk cache, not compiled */
+  bool counting;  /* the counting flavour */
 };
 
 static atomic_ulong compiles;
@@ -232,9 +258,9 @@ static bool write_file(const char *path, const char *data, size_t len) {
 
 /* Compiles the translation unit at cc into so. */
 static ein_status compile(const char *cc, const char *so, int nkernels,
-                          ein_error_rec *err) {
+                          bool counting, ein_error_rec *err) {
   char words[2048], *argv[MAX_ARGS + 4];
-  snprintf(words, sizeof words, "%s %s", compiler(), FLAGS);
+  snprintf(words, sizeof words, "%s %s", compiler(), flags(counting));
   int n = split_words(words, argv, MAX_ARGS);
   argv[n++] = "-o";
   argv[n++] = (char *)so;
@@ -254,7 +280,7 @@ static ein_status compile(const char *cc, const char *so, int nkernels,
                           "emulated device: the host C++ compiler failed on %d "
                           "kernel%s (exit status %d): %s %s -o %s %s\n%s",
                           nkernels, nkernels == 1 ? "" : "s", rc, compiler(),
-                          FLAGS, so, cc, out);
+                          flags(counting), so, cc, out);
 }
 
 /* ------------------------------------------------------------- loading */
@@ -315,7 +341,8 @@ static ein_status load_or_compile(ein_emu_module *m, const ein_strbuf *tu,
                             "emulated device: no directory to compile kernels "
                             "in (set EINC_CACHE_DIR)");
   ein_strbuf key = {0};
-  ein_strbuf_printf(&key, "einc emu v1\n%s\n%s\n", compiler(), FLAGS);
+  ein_strbuf_printf(&key, "einc emu v1\n%s\n%s\n", compiler(),
+                    flags(m->counting));
   ein_strbuf_append(&key, tu->data, tu->len);
   if (key.failed) {
     ein_strbuf_free(&key);
@@ -340,7 +367,7 @@ static ein_status load_or_compile(ein_emu_module *m, const ein_strbuf *tu,
   if (!write_file(cc, tu->data, tu->len))
     return ein_fail_backend(err, "emulated device: cannot write %s: %s", cc,
                             strerror(errno));
-  ein_status st = compile(cc, so, m->n, err);
+  ein_status st = compile(cc, so, m->n, m->counting, err);
   unlink(cc);
   ein_trace_end("emu: compile kernels (c++)", t0);
   t0 = ein_trace_now();
@@ -360,6 +387,14 @@ static ein_status load_or_compile(ein_emu_module *m, const ein_strbuf *tu,
 
 ein_status ein_emu_module_load(const char *const *sources, int n,
                                ein_emu_module **out, ein_error_rec *err) {
+  return ein_emu_module_load_ex(sources, n, false, out, err);
+}
+
+bool ein_emu_module_counting(const ein_emu_module *m) { return m->counting; }
+
+ein_status ein_emu_module_load_ex(const char *const *sources, int n,
+                                  bool counting, ein_emu_module **out,
+                                  ein_error_rec *err) {
   *out = NULL;
   ein_emu_module *m = ein_calloc(1, sizeof *m);
   emu_kernel *k = n > 0 ? ein_calloc((size_t)n, sizeof *k) : NULL;
@@ -371,6 +406,7 @@ ein_status ein_emu_module_load(const char *const *sources, int n,
   }
   m->n = n;
   m->k = k;
+  m->counting = counting;
   ein_strbuf_printf(&tu, "%s", ein_codegen_prelude(true));
   for (int i = 0; i < n; i++) {
     k[i].has_vec = defines(sources[i], "ein_vec");

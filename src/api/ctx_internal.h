@@ -150,6 +150,13 @@ void ein_ctx_close_backends(ein_ctx *ctx);
 void ein_ctx_backend_stats(ein_ctx *ctx, ein_backend_kind kind, int device,
                            ein_backend_stats *out);
 
+/* The kernel launches of the last counting run of an opened device (the
+ * emulated device with EINC_EMU_COUNTERS=1): up to cap into out, their
+ * number returned (0 when none or not opened). */
+size_t ein_ctx_backend_launches(ein_ctx *ctx, ein_backend_kind kind,
+                                int device, ein_launch_counters *out,
+                                size_t cap);
+
 /* The bound problem behind a public binding. */
 const ein_problem *ein_binding_problem(const ein_binding *binding);
 

@@ -71,6 +71,13 @@ void ein_ctx_backend_stats(ein_ctx *ctx, ein_backend_kind kind, int device,
   if (be && be->stats) be->stats(be, out);
 }
 
+size_t ein_ctx_backend_launches(ein_ctx *ctx, ein_backend_kind kind,
+                                int device, ein_launch_counters *out,
+                                size_t cap) {
+  ein_backend *be = opened(ctx, kind, device);
+  return be && be->launch_counters ? be->launch_counters(be, out, cap) : 0;
+}
+
 /* Destroys every opened device; from ein_ctx_destroy. */
 void ein_ctx_close_backends(ein_ctx *ctx) {
   for (int k = 0; k < EIN_BACKEND_KINDS; k++)

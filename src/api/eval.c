@@ -27,6 +27,8 @@ struct ein_plan {
   /* the same for slicing's sub-plans: add, store, zero (SUB_*) */
   void *sub[3];
   int ninputs;
+  int64_t memory_limit; /* the limit planned within (EIN_MEMORY_FREE
+                           resolved); 0: none */
   /* The layouts the plan was made for, as cache-key bytes: tensor i's
    * part is layout[offset[i] .. offset[i+1]), the output last. */
   char *layout;
@@ -203,9 +205,10 @@ static ein_status check_options(ein_thread_rec *me, const ein_options *o) {
     if (!o->lengths[i].name)
       return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
                   "length binding %d has no name", i + 1);
-  if (o->memory_limit < 0)
+  if (o->memory_limit < 0 && o->memory_limit != EIN_MEMORY_FREE)
     return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
-                "memory_limit is %lld; give 0 (no limit) or a number of bytes",
+                "memory_limit is %lld; give 0 (no limit), a number of bytes "
+                "or EIN_MEMORY_FREE (the device's free memory)",
                 (long long)o->memory_limit);
   if (!(o->plan_time >= 0) || isinf(o->plan_time))
     return ein_fail(&me->err, EIN_ERR_INVALID_ARGUMENT,
@@ -293,6 +296,33 @@ static ein_status resolve_backend(ein_thread_rec *me, const ein_options *o,
     return ein_fail(&me->err, EIN_ERR_DEVICE, "%s device id %d is out of range",
                 have->name, *device);
   *out = have;
+  return EIN_OK;
+}
+
+/* bytes x EIN_MEMORY_FREE_SHARE kept to its 3 leading bits (ein.h). */
+static int64_t free_share(int64_t bytes) {
+  int64_t v = (int64_t)((double)bytes * EIN_MEMORY_FREE_SHARE);
+  int shift = 0;
+  while ((v >> shift) >= 8) shift++;
+  return v > 0 ? (v >> shift) << shift : 1;
+}
+
+/* *use: o itself, or *local with EIN_MEMORY_FREE resolved into bytes on
+ * the device the call runs on (opened for it). */
+static ein_status resolve_memory_limit(ein_thread_rec *me, const ein_options *o,
+                                       const ein_backend_entry *kind,
+                                       int device, ein_options *local,
+                                       const ein_options **use) {
+  *use = o;
+  if (o->memory_limit != EIN_MEMORY_FREE) return EIN_OK;
+  ein_backend *be = ein_ctx_backend(me, kind->kind, device);
+  if (!be) return me->err.pub.status;
+  int64_t bytes = 0;
+  ein_status st = be->free_memory(be, &bytes, &me->err);
+  if (st) return st;
+  *local = *o;
+  local->memory_limit = free_share(bytes);
+  *use = local;
   return EIN_OK;
 }
 
@@ -527,6 +557,7 @@ static ein_status build_plan(ein_thread_rec *me, const char *expr,
   plan->program = program;
   memcpy(plan->sub, sub, sizeof sub);
   plan->ninputs = n;
+  plan->memory_limit = o->memory_limit;
   plan->layout = layout;
   plan->offset = offset;
   *out = plan;
@@ -680,10 +711,25 @@ static ein_status run_sliced(ein_thread_rec *me, ein_backend *be,
 /* Runs a plan whose layouts are known to match the tensors: units
  * `range` of it (a plan that is not sliced is one unit), on `device` of
  * its backend (the plan's own, or another for spread.c). */
+/* A plan whose order is past int64 (needs_limit_elems) runs only under a
+ * memory limit: refused before anything runs, saying how to run it. */
+static ein_status check_runnable(ein_thread_rec *me, const ein_plan *plan) {
+  double elems = plan->ir->needs_limit_elems;
+  if (!(elems > 0)) return EIN_OK;
+  return ein_fail_limit(&me->err,
+                  "this contraction's best order needs an intermediate of "
+                  "%.4g elements, more than int64 counts; it runs only "
+                  "sliced: give a memory limit (ein_options.memory_limit, "
+                  "--memory-limit B or 'free', memory_limit=) and einc "
+                  "slices it to fit", elems);
+}
+
 static ein_status run_plan_on(ein_thread_rec *me, const ein_plan *plan,
                               int device, const DLTensor *const *inputs,
                               int n, DLTensor *output,
                               const ein_step_marks *marks, unit_range range) {
+  ein_status runnable = check_runnable(me, plan);
+  if (runnable) return runnable;
   uintptr_t olo, ohi;
   byte_range(output, &olo, &ohi);
   char *small[16];
@@ -752,6 +798,8 @@ ein_status ein_plan_create(ein_ctx *ctx, const char *expr,
   int device;
   if (!st)
     st = resolve_backend(me, o, inputs, ninputs, output, &kind, &device);
+  ein_options local;
+  if (!st) st = resolve_memory_limit(me, o, kind, device, &local, &o);
   if (!st && ein_fp8_call(inputs, ninputs, o))
     return ein_fail(&me->err, EIN_ERR_DTYPE,
                 "ein_plan_create: fp8 inputs or scales; fp8 expressions run "
@@ -896,6 +944,8 @@ ein_status ein_eval(ein_ctx *ctx, const char *expr,
   int device;
   if (!st)
     st = resolve_backend(me, o, inputs, ninputs, output, &kind, &device);
+  ein_options local;
+  if (!st) st = resolve_memory_limit(me, o, kind, device, &local, &o);
   if (st) return st;
   if (ein_fp8_call(inputs, ninputs, o))
     return ein_fp8_eval(me, expr, inputs, ninputs, output, o, kind->kind,
@@ -985,6 +1035,10 @@ const char *ein_plan_sliced_axis(const ein_plan *plan, int i) {
 }
 
 int ein_plan_device(const ein_plan *plan) { return plan->device; }
+
+int64_t ein_plan_memory_limit(const ein_plan *plan) {
+  return plan ? plan->memory_limit : 0;
+}
 
 bool ein_plan_output_compact(const ein_plan *plan) {
   const char *k = plan->layout + plan->offset[plan->ninputs];

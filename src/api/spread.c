@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "backend.h"
 #include "ctx_internal.h"
 #include "dtype.h"
 #include "error.h"
 
-enum { MAX_SPREAD_INPUTS = 64 };
 
 /* One device's share: its range, its copies, its partial's row. */
 typedef struct share {
@@ -80,15 +80,12 @@ static ein_status copy_inputs(share *s, DLTensor *local, void **mem) {
   return st;
 }
 
-/* A device's share: on the output's device straight into its row; on
- * another, inputs and partial of its own, the partial copied back. */
-static ein_status run_share(share *s) {
-  if (s->device == s->out_device)
-    return ein_plan_run_units_on(s->ctx, s->plan, s->device, s->inputs, s->n,
-                                 &s->row, s->first, s->count);
-  DLTensor local[MAX_SPREAD_INPUTS], part = s->row;
-  const DLTensor *ptrs[MAX_SPREAD_INPUTS];
-  void *mem[MAX_SPREAD_INPUTS + 1] = {0};
+/* A device's share on another device than the output's: inputs and
+ * partial of its own (local, ptrs: n each; mem: n + 1, zeroed), the
+ * partial copied back. */
+static ein_status run_share_apart(share *s, DLTensor *local,
+                                  const DLTensor **ptrs, void **mem) {
+  DLTensor part = s->row;
   ein_status st = copy_inputs(s, local, mem);
   if (!st)
     st = ein_device_alloc(s->ctx, s->kind, s->device, s->row_bytes,
@@ -108,10 +105,33 @@ static ein_status run_share(share *s) {
   return st;
 }
 
+/* A device's share: on the output's device straight into its row; on
+ * another through run_share_apart, with room for any number of inputs. */
+static ein_status run_share(share *s) {
+  if (s->device == s->out_device)
+    return ein_plan_run_units_on(s->ctx, s->plan, s->device, s->inputs, s->n,
+                                 &s->row, s->first, s->count);
+  size_t n = (size_t)s->n;
+  DLTensor *local = ein_malloc(n * sizeof *local + 1);
+  const DLTensor **ptrs = ein_malloc(n * sizeof *ptrs + 1);
+  void **mem = ein_calloc(n + 1, sizeof *mem);
+  ein_status st = EIN_ERR_NO_MEMORY;
+  if (local && ptrs && mem)
+    st = run_share_apart(s, local, ptrs, mem);
+  else
+    snprintf(s->why, sizeof s->why, "out of memory spreading units over "
+             "devices (%d inputs)", s->n);
+  ein_free(local);
+  ein_free((void *)ptrs);
+  ein_free(mem);
+  return st;
+}
+
 static void *share_thread(void *arg) {
   share *s = arg;
+  s->why[0] = '\0';
   s->st = run_share(s);
-  if (s->st)
+  if (s->st && !s->why[0])
     snprintf(s->why, sizeof s->why, "%s", ein_last_error(s->ctx)->message);
   return NULL;
 }
@@ -130,11 +150,10 @@ static ein_status check_spread(ein_thread_rec *me, const ein_plan *plan,
   if (ndevices > have)
     return ein_fail_device(&me->err, "devices=%d asked of the %s backend, "
                            "which has %d here", ndevices, e->name, have);
-  if (n > MAX_SPREAD_INPUTS || output->ndim >= 64 ||
-      !ein_plan_output_compact(plan))
-    return ein_fail_argument(&me->err, "devices=%d takes at most %d inputs "
-                             "and a C-contiguous output of under 64 dims",
-                             ndevices, MAX_SPREAD_INPUTS);
+  if (output->ndim >= EIN_MAX_DIMS || !ein_plan_output_compact(plan))
+    return ein_fail_argument(&me->err, "devices=%d takes a C-contiguous "
+                             "output of under %d dims", ndevices,
+                             EIN_MAX_DIMS);
   for (int i = 0; i < n; i++)
     for (int d = 0; d < inputs[i]->ndim && inputs[i]->strides; d++)
       if (inputs[i]->strides[d] < 0)

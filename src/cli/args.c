@@ -2,6 +2,7 @@
 #include "args.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -150,6 +151,30 @@ static bool has_prefix_option(const char *arg, const char *opt) {
   return arg[n] == '\0' || arg[n] == '=' || (opt[1] != '-');
 }
 
+/* --memory-limit's value: bytes, with an optional K, M, G or T (powers
+ * of 1024), or "free" (EIN_MEMORY_FREE). False with the message said. */
+static bool parse_memory_limit(const char *v, int64_t *out) {
+  if (strcmp(v, "free") == 0) {
+    *out = EIN_MEMORY_FREE;
+    return true;
+  }
+  static const char units[] = "KMGT";
+  errno = 0;
+  char *end;
+  long long b = strtoll(v, &end, 10);
+  const char *unit = *end ? strchr(units, *end) : NULL;
+  int shift = unit ? 10 * (int)(unit - units + 1) : 0;
+  if (unit) end++;
+  if (end != v && !*end && !errno && b >= 0 && *v != '-' &&
+      b <= (INT64_MAX >> shift)) {
+    *out = (int64_t)b << shift;
+    return true;
+  }
+  cli_errorf("--memory-limit takes a byte count (4096, 512M, 2G) or 'free' "
+             "(the device's free memory), not '%.40s'", v);
+  return false;
+}
+
 /* --plan-time S, --seed N, --objective O: the path search's options.
  * 1: consumed, 0: not one of them, -1: a bad value (said on stderr). */
 static int search_option(int argc, char **argv, int *i, ein_options *o) {
@@ -217,6 +242,10 @@ int cli_common_option(int argc, char **argv, int *i, cli_common *common) {
     int r = search_option(argc, argv, i, &common->options);
     if (r) return r;
   }
+  if (common->takes_path && has_prefix_option(arg, "--memory-limit")) {
+    const char *v = option_value(argc, argv, i, "--memory-limit");
+    return v && parse_memory_limit(v, &common->options.memory_limit) ? 1 : -1;
+  }
   if (common->takes_path && has_prefix_option(arg, "--slice")) {
     /* names checked by the planner, which knows the axes */
     common->options.slice_axes = option_value(argc, argv, i, "--slice");
@@ -279,9 +308,11 @@ int cli_parse_args(int argc, char **argv, const char *command,
       return CLI_ARGS_ERROR;
     }
     if (*npos == maxpos) {
-      cli_errorf("too many arguments for %s: einc takes at most %d "
-                 "operands",
-                 command, maxpos - 1);
+      cli_errorf("too many arguments for %s: einc %s takes at most %d "
+                 "operands as arguments; `einc plan --input FILE` reads a "
+                 "network of up to %d from a file, and the C and Python "
+                 "APIs evaluate as many",
+                 command, command, maxpos - 1, EIN_MAX_OPERANDS);
       return CLI_ARGS_ERROR;
     }
     pos[(*npos)++] = arg;

@@ -13,9 +13,10 @@
 #include "ein.h"
 
 /* Operands of the commands that take them as arguments (check, eval,
- * bench, cuda-src), and length bindings (-D) of one command. `einc plan`
- * has no such limit: its operands come from --input too. */
-enum { CLI_MAX_OPERANDS = 64, CLI_MAX_LENGTHS = 256 };
+ * bench, cuda-src; the bound keeps their per-call arrays static or on the
+ * stack), and length bindings (-D) of one command. `einc plan --input`
+ * reads more, up to the library's EIN_MAX_OPERANDS. */
+enum { CLI_MAX_OPERANDS = 1024, CLI_MAX_LENGTHS = 256 };
 
 /* An operand's shape, from text ("8x16") or a .npy file's header. */
 typedef struct cli_shape {
@@ -48,6 +49,12 @@ typedef int (*cli_option_fn)(int argc, char **argv, int *i, void *state);
 
 /* The --help lines of --path (plan, eval, bench, cuda-src). */
 #define CLI_HELP_PATH                                                        \
+  "  --memory-limit B  the bytes one intermediate may take (B: a count, or\n" \
+  "                  with K, M, G, T: 512M; 'free': a third of the free\n"   \
+  "                  memory of the device the plan runs on): the path\n"   \
+  "                  keeps within it, slicing axes where no order does\n"  \
+  "                  (in the fewest chunks that fit; eval -v says how\n"    \
+  "                  many slices ran), or the plan fails (exit 2)\n"        \
   "  --path P        the contraction order to take instead of searching,\n" \
   "                  in opt_einsum's linear form, as `einc plan` prints\n"   \
   "                  it: '[(0, 1), (0, 1)]' (n operands: n-1 pairs)\n"     \

@@ -32,7 +32,7 @@ void cmd_bench_help(void) {
   puts(
       "usage: einc bench EXPR SHAPE|FILE.npy... [--dtype T] [--backend B]\n"
       "                  [--runs N] [--warmup N] [--no-floor] [--steps]\n"
-      "                  [--json] [--path P]\n"
+      "                  [--json] [--path P] [--memory-limit B]\n"
       "                  [-D NAME=SIZE]... [--reduce R] [--numpy]\n"
       "\n"
       "Times EXPR on random inputs of the given shapes and reports the\n"
@@ -66,6 +66,9 @@ void cmd_bench_help(void) {
       "                in opt_einsum's linear form: '[(0, 1), (0, 1)]'\n"
       "  --slice A,B   run the plan slice by slice over the named axes\n"
       "                (A:N: A in N chunks)\n"
+      "  --memory-limit B  the bytes one intermediate may take (512M; 'free':\n"
+      "                a third of the device's free memory), slicing where\n"
+      "                no order keeps within it, as for `einc plan`\n"
       "  --plan-time S, --seed N, --objective O  the order search's budget,\n"
       "                seed and objective, as for `einc plan`\n"
       CLI_HELP_TAIL

@@ -18,7 +18,7 @@
 
 void cmd_cuda_src_help(void) {
   puts("usage: einc cuda-src EXPR SHAPE|FILE.npy... [--dtype T] [--path P]\n"
-       "                     [-D NAME=SIZE]...\n"
+       "                     [--memory-limit B] [-D NAME=SIZE]...\n"
        "                     [--reduce R] [--numpy]\n"
        "\n"
        "Plans EXPR for the CUDA backend and prints each step: the cuBLAS\n"

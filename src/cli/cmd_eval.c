@@ -25,7 +25,8 @@ void cmd_eval_help(void) {
   puts(
       "usage: einc eval EXPR IN.npy... -o OUT.npy [--backend B] [--dtype T]\n"
       "                 [--print] [--path P] [-D NAME=SIZE]... [--reduce R]\n"
-      "                 [--numpy] [--slice A,B] [--devices N]\n"
+      "                 [--numpy] [--slice A,B] [--memory-limit B] [--devices N]\n"
+      "                 [--counters]\n"
       "\n"
       "Evaluates EXPR on NumPy .npy files (format 1-3, C or Fortran order,\n"
       "little-endian f2/f4/f8, c8/c16 (complex), integers, bool) and writes\n"
@@ -58,6 +59,14 @@ void cmd_eval_help(void) {
       "                  emulated CUDA device: the GPU path run on the CPU,\n"
       "                  for testing); cuda and emu copy the inputs to\n"
       "                  device 0 and the result back\n"
+      "  --counters      with --backend emu: count each kernel launch's memory\n"
+      "                  accesses (EINC_EMU_COUNTERS=1: kernels compiled to\n"
+      "                  count, several times slower) and print per launch\n"
+      "                  its blocks and warps, global load and store\n"
+      "                  requests (one warp's instruction) with the 32-byte\n"
+      "                  sectors they touch, shared-memory requests with\n"
+      "                  their wavefronts (bank conflicts), and the bytes\n"
+      "                  moved against the step's compulsory bytes\n"
       "  --devices N     cuda/emu, a sliced plan (--slice): spread its\n"
       "                  slices over devices 0..N-1 (one thread each; the\n"
       "                  inputs copied to each, the partials summed on\n"
@@ -81,6 +90,7 @@ typedef struct eval_opts {
   ein_dtype dtypes[CLI_MAX_OPERANDS];
   int nscales;     /* --scale */
   double scales[CLI_MAX_OPERANDS];
+  bool counters;   /* --counters */
   bool out_retype; /* --out-dtype given */
   ein_dtype out_dtype;
 } eval_opts;
@@ -129,6 +139,7 @@ static int eval_option(int argc, char **argv, int *i, void *state) {
   eval_opts *eo = state;
   const char *arg = argv[*i];
   if (strcmp(arg, "--print") == 0) return eo->print = true, 1;
+  if (strcmp(arg, "--counters") == 0) return eo->counters = true, 1;
   bool out = cli_is_option(arg, "-o") || cli_is_option(arg, "--output");
   bool dtype = cli_is_option(arg, "--dtype");
   bool scale = cli_is_option(arg, "--scale");
@@ -295,6 +306,35 @@ static void print_phases(FILE *f) {
             (ein_trace_now() - eval_start) * 1e3);
 }
 
+/* -v: how many slices ran and over which axes, from the plan of the call
+ * (made again here, on tensors without data on the call's device: the
+ * cache held the call's own). Says nothing for a plan that runs once. */
+static void print_slices(ein_ctx *ctx, const char *expr,
+                         const DLTensor *const *ins, int n,
+                         const DLTensor *out, const ein_options *o, FILE *f) {
+  DLDevice dev = ein_backend_dl_device(o->backend, 0);
+  DLTensor t[CLI_MAX_OPERANDS + 1];
+  const DLTensor *tp[CLI_MAX_OPERANDS];
+  for (int i = 0; i <= n; i++) {
+    t[i] = i < n ? *ins[i] : *out;
+    t[i].data = NULL, t[i].device = dev;
+    if (i < n) tp[i] = &t[i];
+  }
+  ein_plan *plan;
+  if (ein_plan_create(ctx, expr, tp, n, &t[n], o, &plan) != EIN_OK) return;
+  int na = ein_plan_nsliced(plan);
+  if (na > 0) {
+    fprintf(f, "slices: %lld ran, over", (long long)ein_plan_units(plan));
+    for (int a = 0; a < na; a++)
+      fprintf(f, "%s %s", a ? "," : "", ein_plan_sliced_axis(plan, a));
+    if (o->memory_limit)
+      fprintf(f, " (memory limit %lld bytes)",
+              (long long)ein_plan_memory_limit(plan));
+    fprintf(f, "\n");
+  }
+  ein_plan_destroy(plan);
+}
+
 /* -v: the output, and what the kernel cache did; on stderr when stdout
  * holds the .npy or the printed result. */
 static void print_verbose(ein_ctx *ctx, const ein_options *o,
@@ -314,6 +354,74 @@ static void print_verbose(ein_ctx *ctx, const ein_options *o,
   if (bs.fp8_gemms > 0)
     fprintf(f, "FP8 GEMMs: %llu (cublasLtMatmul)\n", bs.fp8_gemms);
   print_phases(f);
+}
+
+static double per(uint64_t a, uint64_t b) { return b ? (double)a / b : 0; }
+
+/* One launch's global or shared lines of --counters. */
+static void print_memory(FILE *f, const ein_emu_counters *c) {
+  fprintf(f, "    global loads   %10llu requests %11llu sectors  %5.2f a "
+             "request (ideal %5.2f)\n",
+          (unsigned long long)c->ld_requests,
+          (unsigned long long)c->ld_sectors, per(c->ld_sectors, c->ld_requests),
+          per(c->ld_ideal_sectors, c->ld_requests));
+  fprintf(f, "    global stores  %10llu requests %11llu sectors  %5.2f a "
+             "request (ideal %5.2f)\n",
+          (unsigned long long)c->st_requests,
+          (unsigned long long)c->st_sectors, per(c->st_sectors, c->st_requests),
+          per(c->st_ideal_sectors, c->st_requests));
+  if (c->sh_ld_requests + c->sh_st_requests)
+    fprintf(f, "    shared loads   %10llu requests %11llu wavefronts %5.2f a "
+               "request (ideal %5.2f); stores %llu requests %llu wavefronts\n",
+            (unsigned long long)c->sh_ld_requests,
+            (unsigned long long)c->sh_ld_wavefronts,
+            per(c->sh_ld_wavefronts, c->sh_ld_requests),
+            per(c->sh_ld_ideal, c->sh_ld_requests),
+            (unsigned long long)c->sh_st_requests,
+            (unsigned long long)c->sh_st_wavefronts);
+}
+
+/* One launch of --counters: geometry, memory, bytes moved. */
+static void print_launch(FILE *f, const ein_launch_counters *l) {
+  const ein_emu_counters *c = &l->c;
+  fprintf(f, "step %d pass %d %s (%s) grid (%u,%u,%u) block (%u,%u,%u): "
+             "%llu blocks, %llu warps\n",
+          l->step + 1, l->pass, l->kind, l->vec ? "ein_vec" : "ein_main",
+          l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+          l->block[2], (unsigned long long)c->blocks,
+          (unsigned long long)c->warps);
+  print_memory(f, c);
+  fprintf(f, "    moved %llu B (sectors x 32), %llu B in distinct sectors\n",
+          (unsigned long long)(32 * (c->ld_sectors + c->st_sectors)),
+          (unsigned long long)(32 * (c->ld_unique_sectors +
+                                     c->st_unique_sectors)));
+}
+
+/* --counters: each kernel launch of the run with what it did to memory
+ * (ein_launch_counters), and per step the bytes its launches moved
+ * against the step's compulsory bytes. */
+static void print_counters(ein_ctx *ctx, ein_backend_kind kind, FILE *f) {
+  size_t n = ein_ctx_backend_launches(ctx, kind, 0, NULL, 0);
+  ein_launch_counters *l = malloc((n ? n : 1) * sizeof *l);
+  if (!l) return;
+  n = ein_ctx_backend_launches(ctx, kind, 0, l, n);
+  fprintf(f, "memory counters (emulated device; a request is one warp's "
+             "instruction, a sector 32 bytes):\n");
+  double moved = 0;
+  for (size_t i = 0; i < n; i++) {
+    print_launch(f, &l[i]);
+    moved += 32.0 * (double)(l[i].c.ld_sectors + l[i].c.st_sectors);
+    if (i + 1 < n && l[i + 1].step == l[i].step)
+      continue;
+    fprintf(f, "  step %d: moved %.0f B, compulsory %.0f B: %.2f x\n",
+            l[i].step + 1, moved, l[i].compulsory_bytes,
+            l[i].compulsory_bytes > 0 ? moved / l[i].compulsory_bytes : 0);
+    moved = 0;
+  }
+  if (!n)
+    fprintf(f, "  (no kernel launches: every step is a cuBLAS call, a view "
+               "or empty)\n");
+  free(l);
 }
 
 /* The result to OUT.npy ("-": stdout) and/or printed; EXIT_OK or the exit
@@ -413,7 +521,7 @@ static ein_status run_eval(ein_ctx *ctx, const char *expr,
 /* Evaluates expr over the inputs loaded and writes or prints the result. */
 static int eval_to_file(ein_ctx *ctx, const char *expr,
                         const npy_array *inputs, int n, cli_common *common,
-                        const char *out_path, bool print,
+                        const char *out_path, bool print, bool counters,
                         const ein_dtype *out_dtype) {
   const DLTensor *ins[CLI_MAX_OPERANDS] = {NULL};
   for (int i = 0; i < n; i++) ins[i] = &inputs[i].t;
@@ -438,9 +546,13 @@ static int eval_to_file(ein_ctx *ctx, const char *expr,
   }
   int rc = write_result(out_path, print, &out);
   bool to_stdout = print || (out_path && strcmp(out_path, "-") == 0);
-  if (rc == EXIT_OK && common->verbose)
-    print_verbose(ctx, &common->options, out_path, &out, dt,
-                  to_stdout ? stderr : stdout);
+  if (rc == EXIT_OK && counters)
+    print_counters(ctx, common->options.backend, to_stdout ? stderr : stdout);
+  if (rc == EXIT_OK && common->verbose) {
+    FILE *f = to_stdout ? stderr : stdout;
+    print_verbose(ctx, &common->options, out_path, &out, dt, f);
+    print_slices(ctx, expr, ins, n, &out, &common->options, f);
+  }
   else if (rc == EXIT_OK && ein_trace_on())
     print_phases(stderr);
   free(out.data);
@@ -451,6 +563,21 @@ failed:
   cli_print_error(ein_last_error(ctx));
   cli_numpy_hint(st, expr, ins, n, &common->options);
   return cli_exit_status(st);
+}
+
+/* --counters: only the emulated device counts, and it does when
+ * EINC_EMU_COUNTERS is set (docs/design.md, "GPU model inputs"). */
+static int counters_on(ein_backend_kind backend) {
+  if (backend != EIN_BACKEND_EMU) {
+    cli_errorf("--counters counts the memory accesses of the emulated "
+               "device's kernels: give --backend emu");
+    return EXIT_INVALID;
+  }
+  if (setenv("EINC_EMU_COUNTERS", "1", 1) != 0) {
+    cli_errorf("cannot set EINC_EMU_COUNTERS");
+    return EXIT_INTERNAL;
+  }
+  return EXIT_OK;
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -477,6 +604,9 @@ int cmd_eval(int argc, char **argv) {
     cli_errorf("--print and -o - would both write to stdout");
     return EXIT_INVALID;
   }
+  int c = eo.counters ? counters_on(common.options.backend) : EXIT_OK;
+  if (c != EXIT_OK)
+    return c;
   if (common.verbose)
     ein_trace_enable(true);
   eval_start = ein_trace_now();
@@ -500,6 +630,7 @@ int cmd_eval(int argc, char **argv) {
   }
   if (rc == EXIT_OK)
     rc = eval_to_file(ctx, expr, inputs, n, &common, out_path, eo.print,
+                      eo.counters,
                       eo.out_retype ? &eo.out_dtype : NULL);
   for (int i = 0; i < loaded; i++) npy_free(&inputs[i]);
   ein_ctx_destroy(ctx);

@@ -16,7 +16,9 @@
 
 #include "args.h"
 #include "commands.h"
+#include "ctx_internal.h"
 #include "dtype.h"
+#include "kernel_resources.h"
 
 void cmd_plan_help(void) {
   puts(
@@ -25,6 +27,7 @@ void cmd_plan_help(void) {
       "                 [--memory-limit B] [--path P] [--slice A,B]\n"
       "                 [--plan-time S] [--seed N] [--objective O]\n"
       "                 [-D NAME=SIZE]... [--reduce R] [--numpy] [--grad]\n"
+      "                 [--resources] [--kernel-model]\n"
       "                 [--workers N [--link-gbps G]]\n"
       "       einc plan --input FILE|- [options]\n"
       "\n"
@@ -62,11 +65,6 @@ void cmd_plan_help(void) {
       "  --peak F        your own peak FLOP/s for the plan's dtype (used for\n"
       "                  the prediction and as MFU's peak)\n"
       "  --bandwidth B   your own memory bandwidth, bytes/s read + written\n"
-      "  --memory-limit B  largest buffer allowed, in bytes (intermediates,\n"
-      "                  layout copies): the path keeps within it, slicing\n"
-      "                  axes where no order does (in the fewest chunks that\n"
-      "                  fit), or the plan fails (exit 2)\n"
-
       CLI_HELP_PATH
       "  --workers N     also what spreading the plan's slices over N devices\n"
       "                  or nodes would take, by the model of docs/design.md\n"
@@ -75,6 +73,25 @@ void cmd_plan_help(void) {
       "                  the partials reduced in trees over the link\n"
       "  --link-gbps G   that link's bandwidth in GB/s (default 12.5: a 100\n"
       "                  Gbit/s network; an NVLink GPU link is ~450)\n"
+      "  --resources     with --backend cuda or emu: each generated kernel\n"
+      "                  compiled with NVRTC for sm_80, sm_89, sm_90 (and\n"
+      "                  sm_100 where NVRTC has it; no GPU needed): its\n"
+      "                  registers, spill stores and loads, local and shared\n"
+      "                  memory as ptxas reports them, resident blocks and\n"
+      "                  warps per SM with the limit that binds, and the\n"
+      "                  grid's waves (one compile per kernel and\n"
+      "                  architecture: about 0.1 s each); with --json, a\n"
+      "                  \"kernel_resources\" member\n"
+      "  --kernel-model  with --backend cuda or emu: each generated kernel's\n"
+      "                  time by the per-kernel model beside the roofline:\n"
+      "                  its memory traffic counted by running it once on the\n"
+      "                  emulated device (sizes as given: large tensors take\n"
+      "                  long), its occupancy from NVRTC's compile for the\n"
+      "                  device model's architecture, launch + max(traffic /\n"
+      "                  bandwidth, FLOPs / rate) derated by warps per SM and\n"
+      "                  waves; cuBLAS steps at the roofline's price; then the\n"
+      "                  plan's total both ways; with --json, a\n"
+      "                  \"kernel_model\" member\n"
       "  --grad          also the backward: for each input, the steps of its\n"
       "                  gradient (einc expressions with their paths and\n"
       "                  FLOPs, and elementwise steps), then the forward,\n"
@@ -99,6 +116,8 @@ typedef struct plan_opts {
   ein_dtype dtype; /* its value */
   bool json;
   bool grad; /* --grad */
+  bool resources; /* --resources */
+  bool kernel_model; /* --kernel-model */
   double peak, bandwidth; /* --peak, --bandwidth; 0: the model's */
   int workers;        /* --workers: the spread cost's (0: none) */
   double link_gbps;   /* --link-gbps: its bandwidth, GB/s */
@@ -120,12 +139,18 @@ static int spread_option(plan_opts *po, const char *arg, const char *v) {
   return 1;
 }
 
-/* plan's own options: --dtype, --json, --device, --memory-limit. */
+/* plan's own options: --dtype, --json, --device, --peak, --bandwidth,
+ * --input, --backend, --workers, --link-gbps. */
 static int plan_option(int argc, char **argv, int *i, void *state) {
   plan_opts *po = state;
   const char *arg = argv[*i];
   if (strcmp(arg, "--json") == 0 || strcmp(arg, "--grad") == 0) {
     *(arg[2] == 'j' ? &po->json : &po->grad) = true;
+    return 1;
+  }
+  if (strcmp(arg, "--resources") == 0 ||
+      strcmp(arg, "--kernel-model") == 0) {
+    *(arg[2] == 'r' ? &po->resources : &po->kernel_model) = true;
     return 1;
   }
   bool backend = cli_is_option(arg, "--backend");
@@ -137,8 +162,7 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
   bool spread = cli_is_option(arg, "--workers") ||
                 cli_is_option(arg, "--link-gbps");
   if (!backend && !dtype && !device && !input && !peak && !bandwidth &&
-      !spread &&
-      !cli_is_option(arg, "--memory-limit"))
+      !spread)
     return 0;
   const char *v = cli_option_value(argc, argv, i);
   if (!v) return -1;
@@ -163,14 +187,6 @@ static int plan_option(int argc, char **argv, int *i, void *state) {
       return -1;
     }
     *(peak ? &po->peak : &po->bandwidth) = x;
-  } else {
-    char *end;
-    long long b = strtoll(v, &end, 10);
-    if (*end || b < 0) {
-      cli_errorf("--memory-limit takes a byte count, not '%.40s'", v);
-      return -1;
-    }
-    po->common->options.memory_limit = b;
   }
   return 1;
 }
@@ -378,6 +394,58 @@ static int print_spread(const ein_plan *plan, const plan_opts *po,
   return EXIT_OK;
 }
 
+/* --resources: each generated kernel's registers, spills, shared memory
+ * and occupancy per architecture (kernel_resources.h), as text lines or,
+ * with json, a "kernel_resources" member (the object is open). */
+static int print_resources(const ein_plan *plan, bool json) {
+  const ein_cuda_program *prog = ein_plan_cuda_program(plan);
+  if (!prog) {
+    cli_errorf("--resources describes the CUDA kernels of a plan: give "
+               "--backend cuda or emu");
+    return EXIT_INVALID;
+  }
+  ein_strbuf sb = {0};
+  ein_error_rec err;
+  ein_error_init(&err);
+  ein_status st = ein_kernel_resources_report(prog, json, &sb, &err);
+  if (!st && sb.failed)
+    st = ein_fail_memory(&err, "out of memory writing the kernel resources");
+  if (!st)
+    printf(json ? ",\"kernel_resources\":%s" : "\n%s", sb.data);
+  else
+    cli_errorf("%s", err.message);
+  ein_strbuf_free(&sb);
+  ein_error_clear(&err);
+  return st ? cli_exit_status(st) : EXIT_OK;
+}
+
+/* --kernel-model: each kernel's time by the per-kernel model beside the
+ * roofline's (ein_kernel_model_report), as text or, with json, a
+ * "kernel_model" member (the object is open). */
+static int print_kernel_model(const ein_plan *plan, const ein_device_model *m,
+                              bool json) {
+  const ein_cuda_program *prog = ein_plan_cuda_program(plan);
+  if (!prog) {
+    cli_errorf("--kernel-model models the CUDA kernels of a plan: give "
+               "--backend cuda or emu");
+    return EXIT_INVALID;
+  }
+  ein_strbuf sb = {0};
+  ein_error_rec err;
+  ein_error_init(&err);
+  ein_status st =
+      ein_kernel_model_report(ein_plan_ir_of(plan), prog, m, json, &sb, &err);
+  if (!st && sb.failed)
+    st = ein_fail_memory(&err, "out of memory writing the kernel model");
+  if (!st)
+    printf(json ? ",\"kernel_model\":%s" : "\n%s", sb.data);
+  else
+    cli_errorf("%s", err.message);
+  ein_strbuf_free(&sb);
+  ein_error_clear(&err);
+  return st ? cli_exit_status(st) : EXIT_OK;
+}
+
 static int plan_and_print(const plan_opts *po, const char *const *pos,
                           int npos) {
   cli_common *common = po->common;
@@ -401,9 +469,13 @@ static int plan_and_print(const plan_opts *po, const char *const *pos,
         ein_backend_dl_device(common->options.backend, 0).device_type,
         &common->options, &ctx, &plan);
   if (rc == EXIT_OK) override_model(po, plan, &m);
-  bool open_json = po->grad || po->workers;
+  bool open_json =
+      po->grad || po->workers || po->resources || po->kernel_model;
   if (rc == EXIT_OK) rc = print_report(plan, po->json, open_json, &m);
   if (rc == EXIT_OK && po->workers) rc = print_spread(plan, po, &m);
+  if (rc == EXIT_OK && po->resources) rc = print_resources(plan, po->json);
+  if (rc == EXIT_OK && po->kernel_model)
+    rc = print_kernel_model(plan, &m, po->json);
   if (rc == EXIT_OK && po->grad)
     rc = print_grads(ctx, pos[0], shapes, nshapes, &common->options, plan,
                      po->json);

@@ -99,6 +99,10 @@ typedef struct ein_kernel_src {
   unsigned vec_bytes, vec_items;
   bool vec_staged; /* ein_vec moves tiles through shared memory */
   unsigned grid[3], block[3], grid_vec[3];
+  /* Dynamic shared memory per block, in bytes, both entry points are
+   * launched with: 0 today (every kernel's shared memory is static), kept
+   * here so the launch and the occupancy report read one figure. */
+  unsigned dynamic_smem;
 } ein_kernel_src;
 
 /* What runs one step: a kernel, or a split reduction's two passes with

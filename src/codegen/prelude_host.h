@@ -50,6 +50,11 @@ typedef struct ein_emu_block_abi {
   unsigned long long (*shfl)(ein_emu_thread *self, int kind, unsigned mask,
                              unsigned long long bits, int size, int arg,
                              int width, int line);
+  /* a memory access of a kernel compiled in the counting flavour
+   * (EIN_EMU_COUNT, below): address, bytes, whether a store, and the
+   * instruction that made it */
+  void (*access)(ein_emu_thread *self, const void *addr, unsigned size,
+                 int store, const void *site);
 } ein_emu_block_abi;
 
 /* At the lowest address of the thread's stack region. */
@@ -424,6 +429,72 @@ static inline double max(double a, double b) { return __builtin_fmax(a, b); }
 #define fma(x, y, z) __builtin_fma(x, y, z)
 static inline float rsqrtf(float x) { return 1.0f / __builtin_sqrtf(x); }
 
+/* ----------------------------------------------- counting accesses */
+
+#ifdef EIN_EMU_COUNT
+/* The counting flavour is compiled with -fsanitize=thread: GCC puts a
+ * call to __tsan_read<N> or __tsan_write<N> (N the access's bytes) before
+ * every load and store left after optimisation, so locals in registers
+ * cost nothing and every access to memory is seen. No ThreadSanitizer
+ * runtime is linked: the module defines those entry points here, each
+ * handing the address and its call site (the instruction: the k-th
+ * execution of one site by a warp's lanes is one warp-level request) to
+ * the emulator. They must not be instrumented themselves, and cannot use
+ * ein_self (an instrumented inline function). */
+#define EIN_TSAN_HOOK                                                         \
+  extern "C" __attribute__((no_sanitize_thread, noinline, used,              \
+                            visibility("hidden")))
+static inline __attribute__((no_sanitize_thread, always_inline)) void
+ein_note_access(void *p, unsigned size, int store, void *site) {
+#if defined(__x86_64__)
+  unsigned long sp;
+  __asm__("movq %%rsp, %0" : "=r"(sp));
+#else
+  unsigned long sp = (unsigned long)__builtin_frame_address(0);
+#endif
+  ein_emu_thread *t =
+      (ein_emu_thread *)(sp & ~(unsigned long)(EIN_EMU_STACK_BYTES - 1));
+  t->block->access(t, p, size, store, site);
+}
+#define EIN_TSAN_SIZE(n)                                                      \
+  EIN_TSAN_HOOK void __tsan_read##n(void *p) {                                \
+    ein_note_access(p, n, 0, __builtin_return_address(0));                   \
+  }                                                                           \
+  EIN_TSAN_HOOK void __tsan_write##n(void *p) {                               \
+    ein_note_access(p, n, 1, __builtin_return_address(0));                   \
+  }                                                                           \
+  EIN_TSAN_HOOK void __tsan_unaligned_read##n(void *p) {                      \
+    ein_note_access(p, n, 0, __builtin_return_address(0));                   \
+  }                                                                           \
+  EIN_TSAN_HOOK void __tsan_unaligned_write##n(void *p) {                     \
+    ein_note_access(p, n, 1, __builtin_return_address(0));                   \
+  }                                                                           \
+  EIN_TSAN_HOOK void __tsan_volatile_read##n(void *p) {                       \
+    ein_note_access(p, n, 0, __builtin_return_address(0));                   \
+  }                                                                           \
+  EIN_TSAN_HOOK void __tsan_volatile_write##n(void *p) {                      \
+    ein_note_access(p, n, 1, __builtin_return_address(0));                   \
+  }
+EIN_TSAN_SIZE(1)
+EIN_TSAN_SIZE(2)
+EIN_TSAN_SIZE(4)
+EIN_TSAN_SIZE(8)
+EIN_TSAN_SIZE(16)
+#undef EIN_TSAN_SIZE
+EIN_TSAN_HOOK void __tsan_read_range(void *p, unsigned long n) {
+  ein_note_access(p, (unsigned)n, 0, __builtin_return_address(0));
+}
+EIN_TSAN_HOOK void __tsan_write_range(void *p, unsigned long n) {
+  ein_note_access(p, (unsigned)n, 1, __builtin_return_address(0));
+}
+/* the module's constructor calls it; function entry and exit hooks are
+ * turned off (--param=tsan-instrument-func-entry-exit=0) but defined */
+EIN_TSAN_HOOK void __tsan_init(void) {}
+EIN_TSAN_HOOK void __tsan_func_entry(void *pc) { (void)pc; }
+EIN_TSAN_HOOK void __tsan_func_exit(void) {}
+#undef EIN_TSAN_HOOK
+#endif
+
 /* -------------------------------------------------------- entry points */
 
 /* The emulator calls every kernel through void pointers; this restores
@@ -440,8 +511,12 @@ static inline void ein_emu_call(void (*f)(D *, const S0 *, const S1 *),
  * thread-locals, which the emulator finds with dlinfo. Under sanitizers
  * they are globals in one section instead and a single worker runs every
  * block (GCC 12's ASan misreads the bounds of dynamically loaded
- * thread-locals, and LeakSanitizer then faults scanning them). */
-extern "C" __attribute__((visibility("default"))) void *ein_emu_tls_touch() {
+ * thread-locals, and LeakSanitizer then faults scanning them). Both
+ * functions run on the emulator's own threads, not in a GPU thread: in
+ * the counting flavour their stores must not reach the counters
+ * (no_sanitize_thread leaves them uninstrumented). */
+extern "C" __attribute__((visibility("default"), no_sanitize_thread)) void *
+ein_emu_tls_touch() {
 #ifdef EIN_EMU_SHARED_GLOBAL
   return 0;
 #else
@@ -451,7 +526,7 @@ extern "C" __attribute__((visibility("default"))) void *ein_emu_tls_touch() {
 }
 extern "C" char __start_ein_emu_shared[] __attribute__((weak));
 extern "C" char __stop_ein_emu_shared[] __attribute__((weak));
-extern "C" __attribute__((visibility("default"))) char *
+extern "C" __attribute__((visibility("default"), no_sanitize_thread)) char *
 ein_emu_shared_range(char **end) {
   *end = __stop_ein_emu_shared;
   return __start_ein_emu_shared;

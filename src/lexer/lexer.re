@@ -13,7 +13,8 @@
  * punctuation, so 'α β' and '形状' are names (not 'x₁': a subscript is
  * no digit to Python either). Python also folds names to
  * NFKC; einc compares them as written. The numpy dialect keeps numpy's
- * ASCII letters. A character no rule takes is one TOK_BAD_BYTE token over
+ * ASCII letters, and takes any other non-ASCII character but separators
+ * and controls as one axis, as opt_einsum does past 52. A character no rule takes is one TOK_BAD_BYTE token over
  * all its bytes; a byte that is not UTF-8 is one on its own.
  */
 #include "lexer.h"
@@ -44,6 +45,11 @@ void ein_lexer_init(ein_lexer *lx, const char *src, size_t len,
               | [\u00B7\u0387\u1369-\u1371\u19DA];
   ident = id_start id_continue*;
   digits = [0-9]+;
+  // The numpy dialect's axes past its 52 letters: any other character
+  // but separators and controls, one axis each, as opt_einsum takes the
+  // symbols its get_symbol makes (chr(140 + i) and on, unassigned code
+  // points among them).
+  numpy_symbol = [^\x00-\x7f] \ (Z | Cc);
 */
 
 /* The tokens both dialects share; each lexer adds its own names, then
@@ -100,6 +106,7 @@ static ein_tok_kind lex_numpy(const unsigned char **cursor) {
   ein_tok_kind kind;
   /*!use:re2c:common
     [A-Za-z] { kind = TOK_NAME; goto done; }
+    numpy_symbol { kind = TOK_NAME; goto done; }
     [^]      { kind = TOK_BAD_BYTE; goto done; }
     *        { kind = TOK_BAD_BYTE; goto done; }
   */

@@ -14,7 +14,8 @@
  * punctuation, so 'α β' and '形状' are names (not 'x₁': a subscript is
  * no digit to Python either). Python also folds names to
  * NFKC; einc compares them as written. The numpy dialect keeps numpy's
- * ASCII letters. A character no rule takes is one TOK_BAD_BYTE token over
+ * ASCII letters, and takes any other non-ASCII character but separators
+ * and controls as one axis, as opt_einsum does past 52. A character no rule takes is one TOK_BAD_BYTE token over
  * all its bytes; a byte that is not UTF-8 is one on its own.
  */
 #include "lexer.h"
@@ -8481,12 +8482,16 @@ static ein_tok_kind lex_numpy(const unsigned char **cursor) {
     case '0' ... '9': goto yy872;
     case 'A' ... 'Z':
     case 'a' ... 'z': goto yy874;
-    case 0xC2 ... 0xDF: goto yy877;
-    case 0xE0: goto yy878;
-    case 0xE1 ... 0xEF: goto yy879;
-    case 0xF0: goto yy880;
-    case 0xF1 ... 0xF3: goto yy881;
-    case 0xF4: goto yy882;
+    case 0xC2: goto yy877;
+    case 0xC3 ... 0xDF: goto yy878;
+    case 0xE0: goto yy879;
+    case 0xE1: goto yy880;
+    case 0xE2: goto yy881;
+    case 0xE3: goto yy882;
+    case 0xE4 ... 0xEF: goto yy883;
+    case 0xF0: goto yy884;
+    case 0xF1 ... 0xF3: goto yy885;
+    case 0xF4: goto yy886;
     default: goto yy875;
   }
 yy863:
@@ -8507,7 +8512,7 @@ yy867:
 yy868:
   yych = *++YYCURSOR;
   switch (yych) {
-    case '>': goto yy883;
+    case '>': goto yy887;
     default: goto yy869;
   }
 yy869:
@@ -8515,7 +8520,7 @@ yy869:
 yy870:
   yych = *++YYCURSOR;
   switch (yych) {
-    case '.': goto yy884;
+    case '.': goto yy888;
     default: goto yy871;
   }
 yy871:
@@ -8538,64 +8543,123 @@ yy876:
 yy877:
   yych = *++YYCURSOR;
   switch (yych) {
-    case 0x80 ... 0xBF: goto yy864;
+    case 0x80 ... 0xA0: goto yy864;
+    case 0xA1 ... 0xBF: goto yy889;
     default: goto yy876;
   }
 yy878:
-  yych = *(YYMARKER = ++YYCURSOR);
+  yych = *++YYCURSOR;
   switch (yych) {
-    case 0xA0 ... 0xBF: goto yy885;
+    case 0x80 ... 0xBF: goto yy889;
     default: goto yy876;
   }
 yy879:
   yych = *(YYMARKER = ++YYCURSOR);
   switch (yych) {
-    case 0x80 ... 0xBF: goto yy885;
+    case 0xA0 ... 0xBF: goto yy890;
     default: goto yy876;
   }
 yy880:
   yych = *(YYMARKER = ++YYCURSOR);
   switch (yych) {
-    case 0x90 ... 0xBF: goto yy887;
+    case 0x80 ... 0x99:
+    case 0x9B ... 0xBF: goto yy890;
+    case 0x9A: goto yy892;
     default: goto yy876;
   }
 yy881:
   yych = *(YYMARKER = ++YYCURSOR);
   switch (yych) {
-    case 0x80 ... 0xBF: goto yy887;
+    case 0x80: goto yy893;
+    case 0x81: goto yy894;
+    case 0x82 ... 0xBF: goto yy890;
     default: goto yy876;
   }
 yy882:
   yych = *(YYMARKER = ++YYCURSOR);
   switch (yych) {
-    case 0x80 ... 0x8F: goto yy887;
+    case 0x80: goto yy892;
+    case 0x81 ... 0xBF: goto yy890;
     default: goto yy876;
   }
 yy883:
-  ++YYCURSOR;
-  { kind = TOK_ARROW; goto done; }
-yy884:
-  yych = *++YYCURSOR;
+  yych = *(YYMARKER = ++YYCURSOR);
   switch (yych) {
-    case '.': goto yy888;
-    default: goto yy871;
+    case 0x80 ... 0xBF: goto yy890;
+    default: goto yy876;
+  }
+yy884:
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x90 ... 0xBF: goto yy895;
+    default: goto yy876;
   }
 yy885:
-  yych = *++YYCURSOR;
+  yych = *(YYMARKER = ++YYCURSOR);
   switch (yych) {
-    case 0x80 ... 0xBF: goto yy864;
-    default: goto yy886;
+    case 0x80 ... 0xBF: goto yy895;
+    default: goto yy876;
   }
 yy886:
-  YYCURSOR = YYMARKER;
-  goto yy876;
+  yych = *(YYMARKER = ++YYCURSOR);
+  switch (yych) {
+    case 0x80 ... 0x8F: goto yy895;
+    default: goto yy876;
+  }
 yy887:
+  ++YYCURSOR;
+  { kind = TOK_ARROW; goto done; }
+yy888:
   yych = *++YYCURSOR;
   switch (yych) {
-    case 0x80 ... 0xBF: goto yy885;
-    default: goto yy886;
+    case '.': goto yy896;
+    default: goto yy871;
   }
-yy888:
+yy889:
+  ++YYCURSOR;
+  { kind = TOK_NAME; goto done; }
+yy890:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy889;
+    default: goto yy891;
+  }
+yy891:
+  YYCURSOR = YYMARKER;
+  goto yy876;
+yy892:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80: goto yy864;
+    case 0x81 ... 0xBF: goto yy889;
+    default: goto yy891;
+  }
+yy893:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x8A:
+    case 0xA8 ... 0xA9:
+    case 0xAF: goto yy864;
+    case 0x8B ... 0xA7:
+    case 0xAA ... 0xAE:
+    case 0xB0 ... 0xBF: goto yy889;
+    default: goto yy891;
+  }
+yy894:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0x9E:
+    case 0xA0 ... 0xBF: goto yy889;
+    case 0x9F: goto yy864;
+    default: goto yy891;
+  }
+yy895:
+  yych = *++YYCURSOR;
+  switch (yych) {
+    case 0x80 ... 0xBF: goto yy890;
+    default: goto yy891;
+  }
+yy896:
   ++YYCURSOR;
   { kind = TOK_ELLIPSIS; goto done; }
 }

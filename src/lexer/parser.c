@@ -163,14 +163,6 @@ static ein_status int_value(parser *p, ein_token t, int64_t *out) {
   return EIN_OK;
 }
 
-/* True when the lookahead starts a name of the einops dialect ('α'). */
-static bool is_einops_name(const parser *p) {
-  ein_lexer lx;
-  ein_lexer_init(&lx, p->lx.src, p->lx.len, EIN_DIALECT_EINOPS);
-  lx.pos = p->tok.offset;
-  return ein_lex_next(&lx).kind == TOK_NAME;
-}
-
 /* In the numpy dialect, constructs of the einops dialect get a message that
  * names the dialect rather than a bare syntax error. */
 static ein_status numpy_dialect_error(parser *p) {
@@ -182,7 +174,6 @@ static ein_status numpy_dialect_error(parser *p) {
   case TOK_INT: what = "numbers"; break;
   case TOK_BAD_BYTE:
     if (*s == '_') what = "'_' in names";
-    if ((unsigned char)*s >= 0x80 && is_einops_name(p)) what = "non-ASCII letters";
     break;
   default: break;
   }

@@ -17,6 +17,7 @@
 #include "bind.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -758,12 +759,45 @@ static ein_status bind_input_sizes(binder *b) {
 
 /* ------------------------------------------------------------ step 4 */
 
+/* Orders axis ids by their names' bytes: UTF-8's order is the code
+ * points' (qsort's context through a file-scope pointer would not be
+ * thread-safe, so each id carries its axis). */
+typedef struct named_axis {
+  const axis_work *w;
+  int id;
+} named_axis;
+
+static int by_code_points(const void *x, const void *y) {
+  const axis_work *a = ((const named_axis *)x)->w;
+  const axis_work *c = ((const named_axis *)y)->w;
+  size_t n = a->name_len < c->name_len ? a->name_len : c->name_len;
+  int r = memcmp(a->name, c->name, n);
+  return r ? r : (a->name_len > c->name_len) - (a->name_len < c->name_len);
+}
+
+/* The named axes used exactly once, in the order of their characters'
+ * code points (numpy's uppercase first; opt_einsum's symbols past 52
+ * after them), into picked[*n..] while there is room for EIN_MAX_DIMS+1. */
+static ein_status once_used_sorted(binder *b, const int *count, int *picked,
+                                   int *n) {
+  named_axis *once = ein_malloc(((size_t)b->naxes + 1) * sizeof *once);
+  if (!once) return no_memory(b);
+  int m = 0;
+  for (int a = 0; a < b->naxes; a++)
+    if (b->ax[a].origin == AXIS_NAMED && count[a] == 1)
+      once[m++] = (named_axis){&b->ax[a], a};
+  qsort(once, (size_t)m, sizeof *once, by_code_points);
+  for (int k = 0; k < m && *n <= EIN_MAX_DIMS; k++) picked[(*n)++] = once[k].id;
+  ein_free(once);
+  return EIN_OK;
+}
+
 /* The numpy dialect's implicit output: '...' first, then the letters used
- * exactly once, in order of their character codes (uppercase first). */
+ * exactly once, in order of their code points (uppercase first). */
 static ein_status implicit_output(binder *b, ein_bound_operand *bo,
                                   operand_work *w) {
-  /* count, then the picked axes (at most 52 letters and E ellipsis dims,
-   * so n stays small; count has one entry per axis). */
+  /* count, then the picked axes (count has one entry per axis; picked
+   * stops past EIN_MAX_DIMS, which is refused below). */
   int *count = ein_calloc((size_t)b->naxes + 1, sizeof *count);
   if (!count) return no_memory(b);
   bool any_ellipsis = false;
@@ -776,12 +810,9 @@ static ein_status implicit_output(binder *b, ein_bound_operand *bo,
   if (any_ellipsis)
     for (int a = 0; a < b->naxes && n <= EIN_MAX_DIMS; a++)
       if (b->ax[a].origin == AXIS_ELLIPSIS) picked[n++] = a;
-  for (int c = 0; c < 256; c++)
-    for (int a = 0; a < b->naxes && n <= EIN_MAX_DIMS; a++)
-      if (b->ax[a].origin == AXIS_NAMED && count[a] == 1 &&
-          (unsigned char)b->ax[a].name[0] == c)
-        picked[n++] = a;
+  ein_status st = once_used_sorted(b, count, picked, &n);
   ein_free(count);
+  if (st) return st;
   if (n > EIN_MAX_DIMS)
     return fail(b, EIN_ERR_LIMIT, NULL, 0,
                 "the implicit output has %d dims; einc takes at most %d", n,

@@ -200,6 +200,8 @@ typedef struct ein_slicing {
   double count;         /* slices: the product of sizes (units of work) */
   double slice_flops;   /* FLOPs of one slice's steps */
   double unsliced_flops; /* the expression planned without slicing */
+  double unsliced_largest; /* its largest intermediate, elements (the
+                              search's figure; 0 when not known) */
   int64_t acc_elems;    /* accumulate: elements of one output slice */
   struct ein_plan_ir *add, *store; /* accumulate: one LOOP step each */
   /* nkept > 0: one FILL of 0 over one output piece (the output pointer
@@ -255,7 +257,17 @@ typedef struct ein_plan_ir {
   bool allow_tf32;    /* the caller lets f32 GEMMs use TF32 (CUDA) */
   ein_slicing slicing;
   ein_plan_view view;
+  /* > 0: the order needs an intermediate past what int64 counts (these
+   * elements, the search's figure), and no memory limit was given. The
+   * plan is made sliced at EIN_PLAN_COUNTABLE_BYTES per intermediate so
+   * that its path and costs can be reported; running it is refused
+   * (EIN_ERR_LIMIT) until a memory limit slices it to what the device
+   * holds (ein_plan_build). */
+  double needs_limit_elems;
 } ein_plan_ir;
+
+/* The per-intermediate bound a plan past int64 is reported under. */
+#define EIN_PLAN_COUNTABLE_BYTES ((int64_t)1 << 60)
 
 /* Options of the planner beyond ein_options. */
 typedef struct ein_plan_limits {
@@ -272,6 +284,7 @@ typedef struct ein_plan_limits {
   const int (*ssa_path)[2];
   const char *path_method;
   double unsliced_flops; /* the search's unlimited best, for the report */
+  double unsliced_largest; /* and its largest intermediate, elements */
   /* The path search's limit in elements when below memory_limit's: a plan
    * whose layout copies or sums exceed the limit is made again with the
    * search held tighter (ein_plan_build). 0: memory_limit's. */

@@ -1993,6 +1993,7 @@ static void slicing_totals(planner *pl, const ein_tensor_desc *inputs,
                     (sl->add ? adds * sl->add->bytes_moved +
                                    pieces * sl->store->bytes_moved
                              : 0);
+  sl->unsliced_largest = limits->unsliced_largest;
   if (limits->unsliced_flops > 0) {
     sl->unsliced_flops = limits->unsliced_flops;
     return;
@@ -2134,6 +2135,7 @@ static ein_status reslice_limits(planner *pl, const ein_plan_limits *limits,
   again->ssa_path = (const int(*)[2])pairs;
   again->path_method = r->method;
   again->unsliced_flops = r->free_flops;
+  again->unsliced_largest = r->free_largest;
   return EIN_OK;
 }
 
@@ -2225,9 +2227,41 @@ static ein_status plan_round(const ein_problem *p,
   return st;
 }
 
+/* A plan whose searched order has an intermediate past what int64 counts
+ * (EIN_ERR_OVERFLOW with no memory limit, path or slices given): made
+ * again sliced at EIN_PLAN_COUNTABLE_BYTES, so that any network gets a
+ * path, its costs and its largest intermediate; marked needs_limit_elems
+ * (refused at execution). st when that cannot be made either. */
+static ein_status plan_past_int64(const ein_problem *p,
+                                  const ein_tensor_desc *inputs,
+                                  const ein_tensor_desc *output,
+                                  const ein_backend_caps *caps,
+                                  const ein_plan_limits *limits,
+                                  ein_error_rec *err, ein_plan_ir **out,
+                                  ein_status st) {
+  ein_plan_limits countable = limits ? *limits : (ein_plan_limits){0};
+  if (st != EIN_ERR_OVERFLOW || countable.memory_limit ||
+      (countable.path && *countable.path) ||
+      (countable.slice_axes && *countable.slice_axes))
+    return st;
+  countable.memory_limit = EIN_PLAN_COUNTABLE_BYTES;
+  ein_error_rec quiet = {0};
+  ein_plan_ir *ir = NULL;
+  ein_status again = ein_plan_build(p, inputs, output, caps, &countable,
+                                    &quiet, &ir);
+  ein_error_clear(&quiet);
+  if (again) return st;
+  ein_error_clear(err);
+  ir->needs_limit_elems = ir->slicing.unsliced_largest > 0
+                              ? ir->slicing.unsliced_largest
+                              : 9.3e18; /* (past int64, by its failure) */
+  *out = ir;
+  return EIN_OK;
+}
+
 /* A plan; when the path search fits the memory limit only by slicing, a
  * second plan over those slices (the caller's sliced axes kept), on the
- * per-slice path the search found. */
+ * per-slice path the search found; past int64, plan_past_int64's. */
 ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
                           const ein_tensor_desc *output,
                           const ein_backend_caps *caps,
@@ -2240,6 +2274,8 @@ ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
   for (int round = 0; round < 6; round++) {
     bool over = false;
     st = plan_round(p, inputs, output, caps, &tight, err, out, &over);
+    if (st == EIN_ERR_OVERFLOW)
+      return plan_past_int64(p, inputs, output, caps, limits, err, out, st);
     if (st != EIN_ERR_LIMIT || !over || tight.path) return st;
     ein_plan_ir *probe = NULL;
     ein_error_rec quiet = {0};

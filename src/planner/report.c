@@ -248,6 +248,22 @@ static void text_memory(const ein_plan_ir *ir, ein_strbuf *sb) {
   ein_strbuf_printf(sb, "\n");
 }
 
+/* A plan past int64 (ir->needs_limit_elems): what its order needs and
+ * how to run it; the sliced lines that follow are the report's only. */
+static void text_needs_limit(const ein_plan_ir *ir, ein_strbuf *sb) {
+  if (!(ir->needs_limit_elems > 0)) return;
+  double bytes = ir->needs_limit_elems *
+                 (double)ein_dtype_size(ein_dtype_compute(ir->dtype));
+  ein_strbuf_printf(
+      sb,
+      "needs a memory limit: the best order's largest intermediate holds "
+      "%.4g elements (%.4g bytes, 2^%.1f), more than int64 counts;\n"
+      "             it runs only sliced: give one (--memory-limit B or "
+      "'free', memory_limit=); the plan below is sliced at 2^60 bytes for "
+      "this report and is refused at execution\n",
+      ir->needs_limit_elems, bytes, log2(bytes));
+}
+
 /* The plan's summary: expression, dtypes, axes, output, path, costs and
  * the prediction. */
 static void text_summary(const ein_plan_ir *ir, const char *expr,
@@ -290,6 +306,7 @@ static void text_summary(const ein_plan_ir *ir, const char *expr,
                     (long long)ir->largest_intermediate, sc, u);
   u = size_unit((double)ir->workspace_bytes, &sc);
   ein_strbuf_printf(sb, "   workspace %.3g %s\n", sc, u);
+  text_needs_limit(ir, sb);
   text_slicing(ir, sb);
   text_memory(ir, sb);
   text_prediction(ir, m, sb);
@@ -485,6 +502,12 @@ static void json_summary(const ein_plan_ir *ir, const char *expr,
                     (long long)ir->workspace_bytes);
   json_number(sb, "bytes_moved", ir->bytes_moved, "%.17g");
   json_number(sb, "model_flops", ein_cost_model_flops(ir), "%.17g");
+  /* past int64: the elements the order's largest intermediate needs (the
+   * plan runs only under a memory limit); null otherwise */
+  if (ir->needs_limit_elems > 0)
+    json_number(sb, "needs_memory_limit", ir->needs_limit_elems, "%.17g");
+  else
+    ein_strbuf_printf(sb, ",\"needs_memory_limit\":null");
   ein_strbuf_printf(sb, ",");
   json_slicing(ir, sb);
   json_memory(ir, sb);

@@ -7,8 +7,9 @@ numpy.einsum_path; opt_einsum.contract, contract_path,
 contract_expression) by wrappers that call einc's drop-in, whose result the
 test sees, and also call the peer's own function on the same arguments
 (the peer first, on copies of out=, so inputs are as the caller gave them)
-and compare: the same exception type, or results of the same shape, dtype
-and values (to the dtype's tolerance). Every mismatch is counted and
+and compare: the same exception type, or results of the same type (a
+numpy scalar where the peer gives one, an ndarray where it gives one),
+shape, dtype and values (to the dtype's tolerance). Every mismatch is counted and
 described; EINC_PEER_REPORT names a file that receives
 "calls=N mismatches=M" and the first descriptions.
 
@@ -21,6 +22,7 @@ import warnings
 
 import numpy as np
 import pytest
+from peer_seed import seed_test
 
 PEER = os.environ.get("EINC_PEER", "")
 _stats = {"calls": 0, "mismatches": 0, "notes": []}
@@ -29,7 +31,8 @@ _stats = {"calls": 0, "mismatches": 0, "notes": []}
 def _note(what):
     _stats["mismatches"] += 1
     if len(_stats["notes"]) < 40:
-        _stats["notes"].append(what)
+        test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+        _stats["notes"].append(f"{what} ({test.rsplit('/', 1)[-1]})")
 
 
 def _tolerance(dtype):
@@ -42,6 +45,9 @@ def _tolerance(dtype):
 def _same(got, want, where):
     """Compares one result; notes what differs."""
     if isinstance(want, np.ndarray) or np.isscalar(want):
+        if type(got) is not type(want):  # a 0-d array for a numpy scalar
+            return _note(f"{where}: type {type(got).__name__} != "
+                         f"{type(want).__name__}")
         want_a, got_a = np.asarray(want), np.asarray(got)
         if want_a.shape != got_a.shape:
             return _note(f"{where}: shape {got_a.shape} != {want_a.shape}")
@@ -195,6 +201,13 @@ def _patch_opt_einsum():
                                         _same_path)
     opt_einsum.contract_expression = _expression(
         opt_einsum.contract_expression, mine.contract_expression)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Every test on fixed data (tests/peers/peer_seed.py), seeded before
+    its fixtures run."""
+    seed_test(item)
 
 
 def pytest_configure(config):

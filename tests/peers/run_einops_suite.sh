@@ -37,7 +37,7 @@ rm -f "$out/einops-suite.mismatches.txt"
 cd "$work/einops-0.8.2" &&
   PATH="$(dirname "$python"):$PATH" EINOPS_TEST_BACKENDS=$backends \
   EINC_EINOPS_MISMATCHES="$out/einops-suite.mismatches.txt" \
-  PYTHONPATH="$here/einops" "$python" -m pytest -q -p no:cacheprovider \
+  PYTHONPATH="$here/einops:$here" "$python" -m pytest -q -p no:cacheprovider \
     -p einc_einops_plugin --junitxml="$work/junit.xml" "${deselect[@]}" \
     einops/tests/test_ops.py einops/tests/test_einsum.py \
     einops/tests/test_packing.py einops/tests/test_other.py \

@@ -28,6 +28,53 @@ def test_gpu_devices_plan_for_cuda(device):
     assert p.peak_flops() == m["peak_flops_per_s"] == m["peak"]["bf16"]
 
 
+# Each GPU's figures as its data sheet prints them (TFLOP/s; "sparse"
+# figures are the sheets' with 2:4 sparsity, which einc halves to dense;
+# TB/s), written here from the sheets, not from einc (issue 40: a typo in
+# cost.c's table fails this). HGX B200's sheet gives eight GPUs' totals.
+DATA_SHEETS = {
+    # NVIDIA H100 Tensor Core GPU: SXM / PCIe columns
+    "h100": dict(f64_tc=67, f32=67, tf32_sparse=989, bf16_sparse=1979,
+                 fp16_sparse=1979, fp8_sparse=3958, tb_s=3.35),
+    "h100-pcie": dict(f64_tc=51, f32=51, tf32_sparse=756, bf16_sparse=1513,
+                      fp16_sparse=1513, fp8_sparse=3026, tb_s=2.0),
+    # NVIDIA H200 Tensor Core GPU: SXM column
+    "h200": dict(f64_tc=67, f32=67, tf32_sparse=989, bf16_sparse=1979,
+                 fp16_sparse=1979, fp8_sparse=3958, tb_s=4.8),
+    # NVIDIA A100 Tensor Core GPU: 80GB SXM column (no FP8)
+    "a100": dict(f64_tc=19.5, f32=19.5, tf32_sparse=312, bf16_sparse=624,
+                 fp16_sparse=624, fp8_sparse=0, tb_s=2.039),
+    # NVIDIA L4 Tensor Core GPU (FP64 not on the sheet)
+    "l4": dict(f64_tc=None, f32=30.3, tf32_sparse=120, bf16_sparse=242,
+               fp16_sparse=242, fp8_sparse=485, tb_s=0.3),
+    # NVIDIA HGX B200, eight GPUs
+    "b200": dict(f64_tc=296 / 8, f32=600 / 8, tf32_sparse=18000 / 8,
+                 bf16_sparse=36000 / 8, fp16_sparse=36000 / 8,
+                 fp8_sparse=72000 / 8, tb_s=64 / 8),
+}
+
+
+@pytest.mark.parametrize("device", sorted(DATA_SHEETS))
+def test_device_model_matches_its_data_sheet(device):
+    sheet = DATA_SHEETS[device]
+    m = einc.plan("i j, j k -> i k", (64, 64), (64, 64), dtype="bfloat16",
+                  device=device).to_dict()["device_model"]
+    want = {"f32": sheet["f32"], "tf32": sheet["tf32_sparse"] / 2,
+            "bf16": sheet["bf16_sparse"] / 2, "f16": sheet["fp16_sparse"] / 2,
+            "fp8": sheet["fp8_sparse"] / 2}
+    if sheet["f64_tc"] is not None:
+        want["f64"] = sheet["f64_tc"]
+    for kind, tflops in want.items():
+        if not tflops:  # not on the sheet: einc has no rate for it
+            assert m["peak"][kind] is None, (device, kind)
+            continue
+        # the sheets round (L4's 242 sparse is 242.5 in einc: 485 / 2)
+        assert m["peak"][kind] == pytest.approx(tflops * 1e12, rel=0.005), \
+            (device, kind)
+    assert m["peak_bytes_per_s"] == pytest.approx(sheet["tb_s"] * 1e12,
+                                                  rel=1e-3)
+
+
 def test_h100_measured_beside_data_sheet():
     m = einc.plan("i j, j k -> i k", (64, 64), (64, 64), dtype="bfloat16",
                   device="h100").to_dict()["device_model"]

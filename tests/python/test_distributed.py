@@ -91,8 +91,27 @@ def test_same_result_three_ways(client, dtype, tol, slice_):
 
 def test_memory_limit_slices_on_dask(client):
     arrays = ring_inputs(np.float64)
+    # the limit is what slices the plan, and every buffer keeps within it
+    plan = einc.plan(RING, *arrays, memory_limit=600)
+    assert plan.units > 1 and plan.memory_limit == 600
+    assert max(plan.memory["temporaries"] or [0]) <= 600
+    assert einc.plan(RING, *arrays).units == 1
     r = ed.contract(RING, *arrays, client=client, memory_limit=600, tasks=5)
     assert rel_err(r, reference(arrays)) <= 1e-12
+
+
+def test_round_robin_placement():
+    """Task t goes to worker t mod W (each worker's list of tasks), loosely
+    (Dask may still move a task: stealing, a lost worker)."""
+    workers = ["tcp://a", "tcp://b", "tcp://c"]
+    lists = {w: [] for w in workers}
+    for t in range(8):
+        where = ed._placement(workers, t)
+        assert where["allow_other_workers"] is True
+        lists[where["workers"][0]].append(t)
+    assert lists == {"tcp://a": [0, 3, 6], "tcp://b": [1, 4, 7],
+                     "tcp://c": [2, 5]}
+    assert ed._placement([], 3) == {}
 
 
 def test_worker_killed_mid_run(client):

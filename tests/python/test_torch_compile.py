@@ -25,6 +25,25 @@ def block(x, w, v):
         y2, "b t e -> b e", "mean")
 
 
+def block_torch(x, w, v):
+    """block in torch's own operations: the reference compiled einc is
+    compared with (issue 40: not einc against itself)."""
+    b, t, c = x.shape
+    h = x.reshape(b, t, 2, c // 2).permute(0, 2, 1, 3)
+    a = torch.softmax(torch.einsum("bhtd,bhud->bhtu", h, h) * 0.5, -1)
+    o = torch.einsum("bhtu,bhud->bhtd", a, h).permute(0, 2, 1, 3)
+    y = torch.einsum("btc,ce->bte", o.reshape(b, t, c), w)
+    return y.amax(1) + y.mean(1)
+
+
+def _f64(*ts):
+    return [t.detach().double().requires_grad_(t.requires_grad) for t in ts]
+
+
+def _rel(got, want):
+    return float((got - want).norm() / want.norm())
+
+
 def _inputs(batch=2):
     g = torch.Generator().manual_seed(batch)
     return (torch.randn(batch, 5, 8, generator=g),
@@ -53,6 +72,15 @@ def test_compiled_forward_and_backward_equal_eager():
         torch.testing.assert_close(got, want)
         torch.testing.assert_close(cw, gw)
         torch.testing.assert_close(cv, gv)
+        # and in float64 against torch's own operations
+        x, w, v = _f64(x, w, v)
+        ref = block_torch(x, w, v)
+        (rw,) = torch.autograd.grad(ref.sum(), (w,))
+        got = compiled(x, w, v)
+        cw, cv = torch.autograd.grad(got.sum(), (w, v))
+        for a, e in ((got, ref), (cw, rw)):
+            assert a.dtype == torch.float64 and _rel(a, e) <= 1e-12
+        assert not cv.any()  # v is packed, then unpacked and dropped
 
 
 def test_export_keeps_the_operator():
@@ -71,6 +99,8 @@ def test_export_keeps_the_operator():
     exported = torch.export.export(m, (x,))
     assert "einc.einsum" in exported.graph_module.code
     torch.testing.assert_close(exported.module()(x), m(x))
+    ref = block_torch(*_f64(x, m.w, m.v))
+    assert _rel(exported.module()(x).double(), ref) <= 1e-5
 
 
 def test_views_under_compile_are_views():
@@ -169,6 +199,14 @@ def _sequence_model(q, k, w):
     return einc.einsum("b i h, h o -> b o i", y, w)
 
 
+def _sequence_model_torch(q, k, w):
+    b, h, i, _ = q.shape
+    s = torch.einsum("bhid,bhjd->bhij", q, k)
+    x = s.permute(0, 2, 1, 3).reshape(b, i, -1)
+    y = x.reshape(b, i, 2, -1).mean(-1)
+    return torch.einsum("bih,ho->boi", y, w)
+
+
 @pytest.mark.parametrize("dynamic", [None, True])
 def test_new_sizes_do_not_recompile(dynamic):
     """Five batch and sequence lengths: one graph with dynamic=True, two
@@ -195,6 +233,14 @@ def test_new_sizes_do_not_recompile(dynamic):
         got = compiled(q, k, w)
         assert got.shape == want.shape
         torch.testing.assert_close(got, want)
-        for a, e in zip(torch.autograd.grad(got, (q, k, w), dout), grads):
+        compiled_grads = torch.autograd.grad(got, (q, k, w), dout)
+        for a, e in zip(compiled_grads, grads):
             torch.testing.assert_close(a, e)
+        # float32 against torch's own operations in float64
+        q64, k64, w64 = _f64(q, k, w)
+        ref = _sequence_model_torch(q64, k64, w64)
+        assert _rel(got.double(), ref) <= 1e-5
+        for a, e in zip(compiled_grads, torch.autograd.grad(
+                ref, (q64, k64, w64), dout.double())):
+            assert _rel(a.double(), e) <= 1e-5
     assert counters["stats"]["unique_graphs"] == (1 if dynamic else 2)

@@ -87,7 +87,32 @@ def _reduce(tensor, pattern: str, reduction, **axes_lengths):
                               rules=RULE_NO_REPEAT)
     except EincError as e:
         raise _einops_error(e) from None
-    return _numpy_scalar(result)
+    return _reduce_type(tensor, pattern, result)
+
+
+def _reduce_type(tensor, pattern, result):
+    """A 0-d numpy result as einops.reduce gives it (issue 37): a numpy
+    scalar where einops calls numpy's reduction on some axes (an axis the
+    pattern names, or one '...' stands for, is reduced) and reshapes
+    nothing after it (no '()' in the output); else the 0-d ndarray its
+    reshapes leave."""
+    if type(result).__module__ != "numpy" or result.ndim != 0:
+        return result
+    lhs, _, rhs = pattern.partition("->")
+    tokens = re.findall(r"\.\.\.|[^\s()]+|\(", lhs)
+    named = any(t not in ("...", "(") and not t.isdigit() for t in tokens)
+    if "..." in tokens:
+        import numpy as _np  # loaded: the result is numpy's
+
+        ndim = len(tensor) and 1 + _np.ndim(tensor[0]) if isinstance(
+            tensor, (list, tuple)) else _np.ndim(tensor)
+        items = len(re.findall(r"\.\.\.|\([^)]*\)|[^\s()]+", lhs))
+        named = named or ndim > items - 1
+    return result[()] if named and "(" not in rhs else result
+
+
+_reduce._zero_d = lambda args, kwargs, result: _reduce_type(
+    args[0], args[1], result)
 
 
 # The builtin (python/src/dropin.c) serves reduce's plain call from

@@ -6,7 +6,7 @@ einops.rearrange, reduce, repeat, einsum, pack, unpack, parse_shape and
 asnumpy (and their homes einops.einops and einops.packing, from which the
 test files import them) become wrappers that call einc.einops's function
 and ALSO einops' own on the same arguments, then compare: both raise, or
-both return values of the same shapes and dtypes and equal values (to the
+both return values of the same types, shapes and dtypes and equal values (to the
 dtype's tolerance). Each disagreement is counted and the first few are
 printed at the end, with the line
 ``einc-einops-compare: N calls, N mismatches``.
@@ -18,6 +18,8 @@ import functools
 import sys
 
 import numpy as np
+import pytest
+from peer_seed import seed_test
 
 NAMES = ("rearrange", "reduce", "repeat", "einsum", "pack", "unpack",
          "parse_shape", "asnumpy")
@@ -57,7 +59,7 @@ def _differ(got, want) -> str | None:
         got, want = np.asarray(got), np.asarray(want)
     elif isinstance(want, (dict, int, float, str)) or want is None:
         return None if got == want else f"{got!r} vs {want!r}"
-    if type(got).__module__.split(".")[0] != type(want).__module__.split(".")[0]:
+    if type(got) is not type(want):  # a numpy scalar for a 0-d array
         return f"type {type(got).__name__} vs {type(want).__name__}"
     if tuple(got.shape) != tuple(want.shape):
         return f"shape {tuple(got.shape)} vs {tuple(want.shape)}"
@@ -167,6 +169,13 @@ def _short(args) -> str:
              f"{tuple(getattr(a, 'shape', ()))}>"
              for a in args]
     return "(" + ", ".join(map(str, parts))[:160] + ")"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Every test on fixed data (tests/peers/peer_seed.py), seeded before
+    its fixtures run."""
+    seed_test(item)
 
 
 def pytest_configure(config):

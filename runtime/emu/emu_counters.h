@@ -1,0 +1,32 @@
+/*
+ * emu_counters.h - what one emulated kernel launch did to memory, as
+ * counted with EINC_EMU_COUNTERS=1 (emu_count.h counts; backend.h hands
+ * a run's launches to the CLI).
+ */
+#ifndef EIN_EMU_COUNTERS_H
+#define EIN_EMU_COUNTERS_H
+
+#include <stdint.h>
+
+/* What a launch did to memory, counted when its module is the counting
+ * flavour (ein_emu_module_load_ex): emu_count.h says how. "Requests" are
+ * warp-level instructions; a global request's sectors are the distinct
+ * 32-byte sectors its lanes touch (4 for 32 lanes loading consecutive
+ * f32s, 32 when each lane is 128 bytes or more from the next), and
+ * ideal_sectors the fewest sectors the same distinct bytes fit in. The
+ * launch's distinct sectors (unique_sectors) are what DRAM must move at
+ * least; sectors x 32 is what the SMs ask of the L2. A shared request's
+ * wavefronts are 1 without bank conflicts, up to 32 with them. */
+typedef struct ein_emu_counters {
+  uint64_t blocks, warps, threads;
+  uint64_t ld_requests, ld_sectors, ld_ideal_sectors, ld_bytes;
+  uint64_t st_requests, st_sectors, st_ideal_sectors, st_bytes;
+  uint64_t ld_unique_sectors, st_unique_sectors;
+  uint64_t sh_ld_requests, sh_ld_wavefronts, sh_ld_ideal;
+  uint64_t sh_st_requests, sh_st_wavefronts, sh_st_ideal;
+} ein_emu_counters;
+
+/* Adds every counter of b to a. */
+void ein_emu_counters_add(ein_emu_counters *a, const ein_emu_counters *b);
+
+#endif
