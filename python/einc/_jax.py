@@ -1,5 +1,6 @@
-"""einc inside JAX's transformations (issue 25): jax.jit, jax.grad and
-jax.vmap of einc.einsum, rearrange, reduce and repeat.
+"""einc inside JAX's transformations (issues 25, 38): jax.jit, jax.grad,
+jax.vmap, jax.jvp, jacfwd and hessian of einc.einsum, rearrange, reduce
+and repeat.
 
 A call whose inputs include a JAX tracer becomes einc's primitive
 ``einc_einsum``, lowered to an XLA custom call of einc's FFI handler
@@ -22,7 +23,6 @@ Concrete jax.Arrays outside any transformation keep the DLPack path.
 
 from __future__ import annotations
 
-import functools
 import string
 
 import jax
