@@ -882,7 +882,9 @@ typedef enum ein_grad_value_kind {
   EIN_GRAD_VALUE_DOUT = 0,   /* the gradient of the loss w.r.t. the output */
   EIN_GRAD_VALUE_INPUT = 1,  /* forward input `index` */
   EIN_GRAD_VALUE_OUTPUT = 2, /* the forward output */
-  EIN_GRAD_VALUE_STEP = 3    /* the result of step `index` (an earlier one) */
+  EIN_GRAD_VALUE_STEP = 3,   /* the result of step `index` (an earlier one) */
+  EIN_GRAD_VALUE_TANGENT = 4 /* a JVP's (ein_jvp_create): the tangent of
+                                input wrt, shaped as that input */
 } ein_grad_value_kind;
 
 typedef struct ein_grad_value {
@@ -946,6 +948,32 @@ EIN_API ein_status ein_grad_create(ein_ctx *ctx, const char *expr,
                                    const DLTensor *const *inputs, int ninputs,
                                    const ein_options *options, int wrt,
                                    ein_grad **out);
+
+/* Forward mode: input wrt's part of the output's tangent (the JVP of the
+ * expression is the sum of these over the inputs that have a tangent),
+ * derived as a program of the same steps, whose TANGENT value is input
+ * wrt's tangent and whose last result is shaped as the output:
+ *
+ *   sum, mean   the expression itself with input wrt replaced by its
+ *               tangent (each is linear in every input);
+ *   max, min    the tangent at the arg-extremum, ties averaged:
+ *               sum(mask * T) / sum(mask), the derivative of torch.amax
+ *               and the transpose of the gradient's even split;
+ *   prod        sum of T times the product of the others (PROD_SELECT
+ *               with T as its first operand: exact with zeros).
+ *
+ * No value enters conjugated (a JVP is linear, not conjugate-linear).
+ * Errors, destroy, steps, plans and describe as for ein_grad_create;
+ * ein_grad_execute runs it with `dout` the tangent of input wrt and
+ * `dinput` receiving the output's tangent part. */
+EIN_NODISCARD
+EIN_API ein_status ein_jvp_create(ein_ctx *ctx, const char *expr,
+                                  const DLTensor *const *inputs, int ninputs,
+                                  const ein_options *options, int wrt,
+                                  ein_grad **out);
+
+/* Whether grad is a JVP program (ein_jvp_create). */
+EIN_API int ein_grad_is_jvp(const ein_grad *grad);
 
 EIN_API void ein_grad_destroy(ein_grad *grad);
 

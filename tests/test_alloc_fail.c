@@ -23,7 +23,7 @@ typedef struct scenario {
   int64_t shapes[3][4];
   int ndims[3];
   ein_options opt;
-  enum { BIND, PLAN, DESCRIBE, EVAL, GRAD } what;
+  enum { BIND, PLAN, DESCRIBE, EVAL, GRAD, JVP } what;
 } scenario;
 
 static float inputs[3][1 << 17];
@@ -74,6 +74,40 @@ static ein_status run_grad(ein_ctx *ctx, const scenario *sc,
   return st;
 }
 
+/* Input 0's part of the output's tangent (ein_jvp_create), its tangent
+ * read from the third input array, the forward output made by ein_eval
+ * (max reads it), the program then described. */
+static ein_status run_jvp(ein_ctx *ctx, const scenario *sc,
+                          const DLTensor *const *ins, float *out,
+                          int64_t *out_n) {
+  static float fwd[1 << 16];
+  int64_t shape[EIN_MAX_DIMS];
+  int ndim;
+  ein_status st = ein_output_shape(ctx, sc->expr, ins, sc->ninputs, &sc->opt,
+                                   shape, &ndim);
+  if (st) return st;
+  DLTensor o = {.data = fwd, .device = {kDLCPU, 0}, .ndim = ndim,
+                .dtype = {kDLFloat, 32, 1}, .shape = shape};
+  DLTensor tan = *ins[0], dy = o;
+  tan.data = inputs[2];
+  dy.data = out;
+  *out_n = 1;
+  for (int k = 0; k < ndim; k++) *out_n *= shape[k];
+  ein_grad *g = NULL;
+  st = ein_eval(ctx, sc->expr, ins, sc->ninputs, &o, &sc->opt);
+  if (!st) st = ein_jvp_create(ctx, sc->expr, ins, sc->ninputs, &sc->opt, 0,
+                               &g);
+  if (!st) st = ein_grad_execute(ctx, g, ins, sc->ninputs, &o, &tan, &dy);
+  if (!st) {
+    char buf[8192];
+    describe_failed = ein_grad_describe(g, EIN_DESCRIBE_JSON, buf,
+                                        sizeof buf) == 0;
+    if (describe_failed) st = EIN_ERR_NO_MEMORY;
+  }
+  ein_grad_destroy(g);
+  return st;
+}
+
 static ein_status run(ein_ctx *ctx, const scenario *sc, float *out,
                       int64_t *out_n) {
   DLTensor t[3];
@@ -113,6 +147,7 @@ static ein_status run(ein_ctx *ctx, const scenario *sc, float *out,
     return st;
   }
   if (sc->what == GRAD) return run_grad(ctx, sc, ins, out, out_n);
+  if (sc->what == JVP) return run_jvp(ctx, sc, ins, out, out_n);
   int64_t shape[EIN_MAX_DIMS];
   int ndim;
   ein_status st = ein_output_shape(ctx, sc->expr, ins, sc->ninputs, &sc->opt,
@@ -145,6 +180,9 @@ static const scenario scenarios[] = {
     {"grad chain", "i j, j k, k l -> i l", 3, {{40, 8}, {8, 40}, {40, 8}}, {2, 2, 2}, {0}, GRAD},
     {"grad max split", "b (h d) -> b h", 1, {{8, 16}}, {2}, {.lengths = split_len, .nlengths = 1, .reduction = EIN_REDUCE_MAX}, GRAD},
     {"grad prod diagonal", "i i j -> j", 1, {{5, 5, 3}}, {3}, {.reduction = EIN_REDUCE_PROD}, GRAD},
+    {"jvp chain", "i j, j k, k l -> i l", 3, {{40, 8}, {8, 40}, {40, 8}}, {2, 2, 2}, {0}, JVP},
+    {"jvp max split", "b (h d) -> b h", 1, {{8, 16}}, {2}, {.lengths = split_len, .nlengths = 1, .reduction = EIN_REDUCE_MAX}, JVP},
+    {"jvp prod diagonal", "i i j -> j", 1, {{5, 5, 3}}, {3}, {.reduction = EIN_REDUCE_PROD}, JVP},
 };
 
 static float want[1 << 16], got[1 << 16];

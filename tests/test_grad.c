@@ -17,9 +17,15 @@
  *   c128  (some cases, sum/mean/prod) against finite differences of
  *         Re(sum(conj(W) * out)) in both parts: torch's convention,
  *         dX = dOut * conj(dOut/dX).
- * Inputs and dinput are C-contiguous or column-major at random. Then the
- * tie rule (max/min ties share evenly), prod's zeros, a diagonal's
- * scatter and the error statuses are checked on hand-made cases.
+ * Inputs and dinput are C-contiguous or column-major at random. Forward
+ * mode (ein_jvp_create) on the same cases, for every input and a random
+ * tangent T: the output's tangent part against central differences of
+ * the output along T (h = 1e-5, 1e-6 for max and min; 1e-6 of the norm;
+ * not on tie cases, where differences are one-sided), and
+ * <W, jvp> = <gradient, T> (the JVP is the transpose of the VJP, ties
+ * included) to 1e-9. Then the tie rule (max/min ties share evenly),
+ * prod's zeros, a diagonal's scatter, the JVP's ties and zeros, and the
+ * error statuses are checked on hand-made cases.
  * EIN_SEED=N and EIN_CASES=N (default 800) select the run.
  */
 #include <complex.h>
@@ -265,6 +271,97 @@ static void check_f64(gcase *c, int wrt, const tensor *grad) {
         m ? fd[worst] : 0);
 }
 
+/* Forward mode: input wrt's part of the output's tangent along tan, by
+ * ein_jvp_create and ein_grad_execute in f64 (the result column-major at
+ * random), into *jvp (the caller's). */
+static ein_status run_jvp(gcase *c, int wrt, const tensor *tan,
+                          tensor *jvp) {
+  const DLTensor *ptrs[TEST_MAX_OPERANDS];
+  tensor out;
+  tensor_make(&out, EIN_DT_F64, c->w.t.ndim, c->w.shape, false);
+  tensor_make(jvp, EIN_DT_F64, c->w.t.ndim, c->w.shape, rnd_int(2));
+  input_ptrs(c->in, c->g.n, ptrs);
+  ein_grad *g = NULL;
+  ein_status st = ein_eval(ctx, c->g.expr, ptrs, c->g.n, &out.t, &c->g.opt);
+  if (!st) st = ein_jvp_create(ctx, c->g.expr, ptrs, c->g.n, &c->g.opt, wrt,
+                               &g);
+  CHECK(st || ein_grad_is_jvp(g), "ein_grad_is_jvp");
+  if (!st) st = ein_grad_execute(ctx, g, ptrs, c->g.n, &out.t, &tan->t,
+                                 &jvp->t);
+  ein_grad_destroy(g);
+  tensor_free(&out);
+  return st;
+}
+
+/* Central differences of the output along tan: (f(x + h T) - f(x - h T))
+ * / 2h by the reference, into fd (out_numel values). */
+static void output_differences(gcase *c, int wrt, const tensor *tan,
+                               double h, double *fd) {
+  int64_t n = numel_of(c->g.ndims[wrt], c->g.shapes[wrt]);
+  double *x = calloc((size_t)n + 1, sizeof *x);
+  double *down = calloc((size_t)c->out_numel + 1, sizeof *down);
+  const DLTensor *ptrs[TEST_MAX_OPERANDS];
+  input_ptrs(c->in, c->g.n, ptrs);
+  for (int64_t e = 0; e < n; e++) x[e] = get(&c->in[wrt], e);
+  for (int side = 1; side >= -1; side -= 2) {
+    for (int64_t e = 0; e < n; e++)
+      set(&c->in[wrt], e, x[e] + side * h * get(tan, e));
+    ref_eval(c->p, ptrs, side > 0 ? fd : down, c->out_numel);
+  }
+  for (int64_t e = 0; e < n; e++) set(&c->in[wrt], e, x[e]);
+  for (int64_t o = 0; o < c->out_numel; o++)
+    fd[o] = (fd[o] - down[o]) / (2 * h);
+  free(x);
+  free(down);
+}
+
+/* f64 forward mode against differences along a random tangent, and
+ * against the gradient by duality: <W, J T> = <J^T W, T>. */
+static void check_jvp(gcase *c, int wrt, const tensor *grad) {
+  tensor tan, jvp;
+  int64_t n = numel_of(c->g.ndims[wrt], c->g.shapes[wrt]);
+  tensor_make(&tan, EIN_DT_F64, c->g.ndims[wrt], c->g.shapes[wrt],
+              rnd_int(2));
+  for (int64_t e = 0; e < n; e++) set(&tan, e, 2 * rnd_unit() - 1);
+  ein_status st = run_jvp(c, wrt, &tan, &jvp);
+  CHECK(st == EIN_OK, "seed %llu %s jvp of input %d: %s: %s",
+        (unsigned long long)c->seed, c->g.desc, wrt, ein_status_name(st),
+        ein_last_error(ctx)->message);
+  double lhs = 0, rhs = 0, scale = 0;
+  for (int64_t o = 0; !st && o < c->out_numel; o++) {
+    lhs += get(&c->w, o) * get(&jvp, o);
+    scale += fabs(get(&c->w, o) * get(&jvp, o));
+  }
+  for (int64_t e = 0; !st && e < n; e++) {
+    rhs += get(grad, e) * get(&tan, e);
+    scale += fabs(get(grad, e) * get(&tan, e));
+  }
+  CHECK(st || fabs(lhs - rhs) <= 1e-9 * fmax(scale, 1e-3),
+        "seed %llu %s jvp of input %d: <W, jvp> %.17g but <grad, T> %.17g",
+        (unsigned long long)c->seed, c->g.desc, wrt, lhs, rhs);
+  if (!st && !tie_values) {
+    bool extremum = c->g.opt.reduction == EIN_REDUCE_MAX ||
+                    c->g.opt.reduction == EIN_REDUCE_MIN;
+    double *fd = calloc((size_t)c->out_numel + 1, sizeof *fd);
+    double *got = calloc((size_t)c->out_numel + 1, sizeof *got);
+    output_differences(c, wrt, &tan, extremum ? 1e-6 : 1e-5, fd);
+    double diff = 0, norm = 0;
+    for (int64_t o = 0; o < c->out_numel; o++) {
+      got[o] = get(&jvp, o);
+      diff += (got[o] - fd[o]) * (got[o] - fd[o]);
+      norm += fd[o] * fd[o];
+    }
+    double err = sqrt(diff) / fmax(sqrt(norm), 1e-3);
+    CHECK(err <= 1e-6, "seed %llu %s jvp of input %d vs differences along "
+          "T: relative error %.3g", (unsigned long long)c->seed, c->g.desc,
+          wrt, err);
+    free(fd);
+    free(got);
+  }
+  tensor_free(&tan);
+  tensor_free(&jvp);
+}
+
 /* A copy of c whose inputs and weights are c's rounded to dt (and made
  * nonnegative when `magnitude`), held in f64. */
 static void rounded_case(const gcase *c, ein_dtype dt, bool magnitude,
@@ -399,6 +496,7 @@ static void run_case(uint64_t seed) {
     if (st == EIN_OK) {
       if (tie_values) check_ties(&c, &grad);
       else check_f64(&c, wrt, &grad);
+      check_jvp(&c, wrt, &grad);
       check_low(&c, wrt, EIN_DT_F32, 1e-5);
       if (seed % 4 == 0)
         check_low(&c, wrt, seed % 8 ? EIN_DT_F16 : EIN_DT_BF16, 2e-2);
@@ -561,6 +659,29 @@ static ein_status grad_of(const char *expr, ein_reduction r, int ndim,
   return st;
 }
 
+/* The tangent of one f64 expression of one input along t: ein_jvp's. */
+static ein_status jvp_of(const char *expr, ein_reduction r, int ndim,
+                         const int64_t *shape, const double *x,
+                         const double *t, int ondim, const int64_t *oshape,
+                         double *dy) {
+  DLDataType f64 = {kDLFloat, 64, 1};
+  DLTensor in = {(void *)x, {kDLCPU, 0}, ndim, f64, (int64_t *)shape, NULL, 0};
+  DLTensor tan = {(void *)t, {kDLCPU, 0}, ndim, f64, (int64_t *)shape, NULL,
+                  0};
+  double out_data[64];
+  DLTensor out = {out_data, {kDLCPU, 0}, ondim, f64, (int64_t *)oshape, NULL,
+                  0};
+  DLTensor res = {dy, {kDLCPU, 0}, ondim, f64, (int64_t *)oshape, NULL, 0};
+  const DLTensor *ins[1] = {&in};
+  ein_options o = {.reduction = r};
+  ein_grad *g = NULL;
+  ein_status st = ein_eval(ctx, expr, ins, 1, &out, &o);
+  if (!st) st = ein_jvp_create(ctx, expr, ins, 1, &o, 0, &g);
+  if (!st) st = ein_grad_execute(ctx, g, ins, 1, &out, &tan, &res);
+  ein_grad_destroy(g);
+  return st;
+}
+
 static void check_values(const char *what, const double *got,
                          const double *want, int n) {
   int bad = 0;
@@ -598,6 +719,21 @@ static void hand_cases(void) {
   CHECK(!grad_of("a b -> a", EIN_REDUCE_MEAN, 2, s23, x, 1, s2, dout, dx),
         "mean");
   check_values("mean scaled", dx, want_mean, 6);
+  /* Forward mode: ties average the tangent, prod's zeros are exact, a
+   * diagonal reads the tangent's diagonal. */
+  double t[9] = {10, 20, 40, 1, 2, 6, 0, 0, 0}, dy[3];
+  double want_jmax[2] = {30, 3};
+  CHECK(!jvp_of("a b -> a", EIN_REDUCE_MAX, 2, s23, x, t, 1, s2, dy),
+        "jvp max");
+  check_values("jvp max ties", dy, want_jmax, 2);
+  double t1[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, want_jprod[3] = {26, 30, 0};
+  CHECK(!jvp_of("a b -> a", EIN_REDUCE_PROD, 2, s33, z, t1, 1, s3, dy),
+        "jvp prod");
+  check_values("jvp prod with zeros", dy, want_jprod, 3);
+  double want_jdiag[3] = {1, 5, 9};
+  CHECK(!jvp_of("i i -> i", EIN_REDUCE_SUM, 2, s33, d, d, 1, s3, dy),
+        "jvp diagonal");
+  check_values("jvp diagonal", dy, want_jdiag, 3);
 }
 
 /* ---------------------------------------------------------------- errors */

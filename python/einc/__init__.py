@@ -23,7 +23,7 @@ import sys as _sys
 
 from . import _einc, _frameworks
 from ._api import EincError, ShapeMemo, check, einsum
-from ._grad import grad_program
+from ._grad import grad_program, jvp_program
 from ._einops import pack, parse_shape, rearrange, reduce, repeat, unpack
 from ._plan import Plan, compile, plan
 
@@ -48,7 +48,7 @@ def backend_available(name: str = "cuda", device: int = 0):
 
 __all__ = [
     "EincError", "EinError", "Plan", "ShapeMemo", "backend_available",
-    "check", "compile", "einsum", "grad_program", "pack", "parse_shape",
-    "plan",
+    "check", "compile", "einsum", "grad_program", "jvp_program", "pack",
+    "parse_shape", "plan",
     "rearrange", "reduce", "repeat", "unpack",
 ]

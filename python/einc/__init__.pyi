@@ -40,6 +40,9 @@ def check(expr: str, *shapes: Union[Shape, Tensor], reduce: Optional[str] = ...,
 def grad_program(expr: str, *shapes: Shape, wrt: int = ...,
                  reduce: Optional[str] = ..., numpy: Optional[bool] = ...,
                  dtype: str = ..., **lengths: int) -> dict[str, Any]: ...
+def jvp_program(expr: str, *shapes: Shape, wrt: int = ...,
+                reduce: Optional[str] = ..., numpy: Optional[bool] = ...,
+                dtype: str = ..., **lengths: int) -> dict[str, Any]: ...
 def backend_available(name: str = ..., device: int = ...) -> Optional[str]: ...
 
 class Plan:

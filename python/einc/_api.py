@@ -143,13 +143,14 @@ def _fast_setup() -> bool:
         # and contractions under autocast to einc/_torch.py.
         _einc.fast_setup_torch(torch.Tensor, torch._C._to_dlpack,
                                torch.from_numpy, _torch_numpy_dtype,
-                               torch._C._from_dlpack,
+                               torch.Tensor.as_strided,
                                getattr(torch.Tensor,
                                        "__dlpack_c_exchange_api__", None),
                                (torch._C._get_tracing_state,
                                 torch._C._len_torch_dispatch_stack),
                                torch._C._is_any_autocast_enabled,
-                               torch.nn.Parameter, torch.is_grad_enabled)
+                               torch.nn.Parameter, torch.is_grad_enabled,
+                               torch.autograd.forward_ad)
         from . import _torch  # noqa: F401 (torch.compile's stand-ins)
 
         _fast_torch = armed = True

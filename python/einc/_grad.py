@@ -3,8 +3,10 @@
 `program` returns what ein_grad_create (ein.h) derives for one input, as
 plain values the framework layers run with their own tensors: a list of
 steps, each an einc expression (EINSUM, planned by einc like any other)
-or an elementwise operation. The result is cached: a training loop asks
-for the same program at every step.
+or an elementwise operation. With jvp=True it is ein_jvp_create's
+forward-mode program instead: the same kinds of steps, seeded with the
+input's tangent, giving its part of the output's tangent. The result is
+cached: a training loop asks for the same program at every step.
 """
 from __future__ import annotations
 
@@ -17,12 +19,13 @@ from ._api import _lengths, _reduction_name, numpy_dialect
 @functools.lru_cache(maxsize=1024)
 def program(expr: str, shapes: tuple, *, wrt: int, reduce: str = "sum",
             numpy: bool = False, dtype: str = "float32",
-            lengths: tuple = ()) -> dict:
+            lengths: tuple = (), jvp: bool = False) -> dict:
     """The gradient program of expr (on inputs of these shapes, a tuple of
-    tuples) with respect to input `wrt`. The dict is shared by every
-    caller with the same arguments: do not change it."""
+    tuples) with respect to input `wrt`, or with jvp its forward-mode
+    program. The dict is shared by every caller with the same arguments:
+    do not change it."""
     return _einc.grad_program(expr, shapes, bool(numpy), reduce, lengths,
-                              int(wrt), dtype)
+                              int(wrt), dtype, bool(jvp))
 
 
 def grad_program(expr: str, *shapes, wrt: int = 0, reduce=None, numpy=None,
@@ -47,6 +50,30 @@ def grad_program(expr: str, *shapes, wrt: int = 0, reduce=None, numpy=None,
     return program(expr, shapes, wrt=int(wrt), reduce=_reduction_name(reduce),
                    numpy=bool(numpy), dtype=str(dtype),
                    lengths=_lengths(lengths))
+
+
+def jvp_program(expr: str, *shapes, wrt: int = 0, reduce=None, numpy=None,
+                dtype: str = "float32", **lengths) -> dict:
+    """Forward mode: input `wrt`'s part of the output's tangent, as einc
+    derives and plans it (the output's tangent is the sum of these over
+    the inputs that have one)::
+
+        >>> p = einc.jvp_program('b s d, d f -> b s f', (8, 128, 512),
+        ...                      (512, 2048), wrt=1)
+        >>> [s['expr'] for s in p['steps']]
+        ['b s d, d f -> b s f']
+
+    The dict is grad_program's; the operand ("tangent", 0) is input wrt's
+    tangent, and the last step's result is shaped as the output. max and
+    min take the tangent at the arg-extremum (ties averaged), prod the
+    tangent times the product of the others (exact with zeros).
+    """
+    shapes = tuple(tuple(int(d) for d in s) for s in shapes)
+    if numpy is None:
+        numpy = numpy_dialect(expr, [len(s) for s in shapes])
+    return program(expr, shapes, wrt=int(wrt), reduce=_reduction_name(reduce),
+                   numpy=bool(numpy), dtype=str(dtype),
+                   lengths=_lengths(lengths), jvp=True)
 
 
 def _training_cost(expr, shapes, dtype, numpy, reduce, lengths,

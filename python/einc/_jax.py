@@ -1,30 +1,35 @@
-"""einc inside JAX's transformations (issue 25): jax.jit, jax.grad and
-jax.vmap of einc.einsum, rearrange, reduce and repeat.
+"""einc inside JAX's transformations (issues 25, 38): jax.jit, jax.grad,
+jax.vmap, jax.jvp, jacfwd and hessian of einc.einsum, rearrange, reduce
+and repeat.
 
-A call whose inputs include a JAX tracer becomes an XLA custom call of
-einc's FFI handler (python/src/xla_ffi.c), so it stays inside the
-compiled program and runs ein_eval on XLA's buffers (on a GPU, on XLA's
-stream). Around it:
+A call whose inputs include a JAX tracer becomes einc's primitive
+``einc_einsum``, lowered to an XLA custom call of einc's FFI handler
+(python/src/xla_ffi.c), so it stays inside the compiled program and runs
+ein_eval on XLA's buffers (on a GPU, on XLA's stream). Its rules:
 
 - the output's shape and dtype come from einc's binder (no data needed);
-- ``jax.custom_vjp`` gives the backward: the C library's gradient
-  program (einc._grad), whose einsum steps are einc calls again (through
-  the FFI, so jit of grad stays inside XLA, and differentiable, so grad of
-  grad works) and whose elementwise steps are jnp operations;
-- ``jax.custom_batching.custom_vmap`` batches a call by adding a named
-  batch axis to the expression, so one einc call serves the whole batch.
+- JVP: the C library's JVP program of each input with a tangent
+  (einc._grad, ein_jvp_create), so jax.jvp, jacfwd and hessian work;
+- transpose (sum and mean, linear in each input): the input's gradient
+  program (ein_grad_create), so grad, JAX's transpose of the JVP, runs
+  einc's backward; the programs' einsum steps are the primitive again
+  (jit of grad stays inside XLA; grad of grad works) and their
+  elementwise steps jnp operations;
+- batching: a named batch axis added to the expression, so one einc call
+  serves the whole batch.
 
 Concrete jax.Arrays outside any transformation keep the DLPack path.
 """
 
 from __future__ import annotations
 
-import functools
 import string
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
 
 from . import _einc
 from ._api import EincError, _reduction_name, bind, numpy_dialect
@@ -52,6 +57,8 @@ def _register() -> None:
         raise EincError(_REBUILD)
     for platform, capsule in targets.items():
         jax.ffi.register_ffi_target(_TARGET, capsule, platform=platform)
+        mlir.register_lowering(einsum_p, _lowering,
+                               platform=platform.lower())
     _registered = True
 
 
@@ -72,21 +79,67 @@ def route(expr, tensors, *, reduce, numpy, lengths):
     return _differentiable(spec, len(tensors))(*tensors)
 
 
-# --- the call: one FFI custom call -----------------------------------------
+# --- the call: a primitive lowered to one FFI custom call -------------------
+#
+# einc's call is a JAX primitive of its own, `einc_einsum`, with the rules
+# JAX asks of one (the way jax.extend documents custom primitives): its
+# output's shape from einc's binder, a lowering to the custom call of
+# einc's handler, a batching rule (a named batch axis in the expression),
+# a JVP rule (the C library's JVP programs: ein_jvp_create) and, for sum
+# and mean, which are linear in each input, a transpose rule (the
+# gradient program of the one linear input: ein_grad_create). JAX's grad
+# is the transpose of the JVP, so jvp, jacfwd, hessian, grad and vmap all
+# come from these rules. A jax.custom_vjp, which the call was before,
+# cannot be differentiated forward (issue 38); a jax.custom_jvp cannot be
+# transposed through an FFI call, and linear_call, which can, has no vmap
+# rule.
 
-def _ffi_call(spec, tensors):
-    """The XLA custom call of einc's handler on tensors (one dtype)."""
+einsum_p = Primitive("einc_einsum")
+
+
+def _params(spec):
     expr, reduction, numpy, lengths = spec
-    shape = bind(expr, [t.shape for t in tensors], reduce=reduction,
+    return dict(expr=expr, reduction=reduction, numpy=bool(numpy),
+                lengths=tuple(lengths))
+
+
+def _spec(params):
+    return (params["expr"], params["reduction"], params["numpy"],
+            params["lengths"])
+
+
+def _bind(spec, tensors):
+    return einsum_p.bind(*tensors, **_params(spec))
+
+
+def _abstract_eval(*avals, expr, reduction, numpy, lengths):
+    shape = bind(expr, [a.shape for a in avals], reduce=reduction,
                  numpy=numpy, **dict(lengths))[0]
-    result = jax.ShapeDtypeStruct(shape, tensors[0].dtype)
-    # custom_vmap (below) batches the call; sequential is only the answer
-    # for a batching that reaches the primitive itself
-    call = jax.ffi.ffi_call(_TARGET, result, vmap_method="sequential")
-    return call(*tensors, expr=expr, reduction=reduction, numpy=int(numpy),
+    return jax.core.ShapedArray(shape, avals[0].dtype)
+
+
+def _impl(*tensors, expr, reduction, numpy, lengths):
+    """Concrete arrays (a rule run eagerly, e.g. grad outside jit): einc's
+    DLPack path, as outside any transformation."""
+    from ._api import evaluate
+
+    return evaluate(expr, tensors, reduce=reduction, numpy=numpy,
+                    lengths=lengths)
+
+
+def _lowering(ctx, *operands, expr, reduction, numpy, lengths):
+    """The custom call of einc's FFI handler, with the attributes
+    xla_ffi.c reads."""
+    rule = jax.ffi.ffi_lowering(_TARGET)
+    return rule(ctx, *operands, expr=expr, reduction=reduction,
+                numpy=int(numpy),
                 length_names=" ".join(name for name, _ in lengths),
                 length_sizes=np.array([size for _, size in lengths],
                                       np.int64))
+
+
+einsum_p.def_abstract_eval(_abstract_eval)
+einsum_p.def_impl(_impl)
 
 
 # --- vmap: a batch axis in the expression -----------------------------------
@@ -131,82 +184,117 @@ def _batched_spec(spec, in_batched):
     return (out, reduction, numpy, lengths)
 
 
-@functools.lru_cache(maxsize=1024)
-def _batchable(spec):
-    """The FFI call of spec, batched under jax.vmap by _batched_spec."""
-
-    @jax.custom_batching.custom_vmap
-    def call(*tensors):
-        return _ffi_call(spec, tensors)
-
-    @call.def_vmap
-    def _rule(axis_size, in_batched, *tensors):
-        if not any(in_batched):
-            return call(*tensors), False
-        batched = _batched_spec(spec, in_batched)
-        if batched is not None:
-            return _batchable(batched)(*tensors), True
-        return _sequential(call, in_batched, tensors), True
-
-    return call
+def _batch_rule(tensors, dims, **params):
+    """vmap: the batched inputs' batch dim first, one call of the
+    expression with a batch axis added (nested vmaps add one each)."""
+    spec = _spec(params)
+    in_batched = [d is not None for d in dims]
+    tensors = [t if d is None else jnp.moveaxis(t, d, 0)
+               for t, d in zip(tensors, dims)]
+    batched = _batched_spec(spec, in_batched)
+    if batched is not None:
+        return _bind(batched, tensors), 0
+    return _sequential(spec, in_batched, tensors), 0
 
 
-def _sequential(call, in_batched, tensors):
+def _sequential(spec, in_batched, tensors):
     """The batch one element at a time (jax.lax.map), the fallback."""
     mapped = [t for t, b in zip(tensors, in_batched) if b]
 
     def one(xs):
         it = iter(xs)
-        return call(*(next(it) if b else t
-                      for t, b in zip(tensors, in_batched)))
+        return _bind(spec, [next(it) if b else t
+                            for t, b in zip(tensors, in_batched)])
 
     return jax.lax.map(one, mapped)
 
 
-# --- grad: the C library's gradient program --------------------------------
+# --- derivatives: the C library's JVP and gradient programs ----------------
 
 _DIFFERENTIABLE = ("float16", "bfloat16", "float32", "float64", "complex64",
                    "complex128")
+_LINEAR = ("sum", "mean")  # reductions under which a call is multilinear
 
 
-@functools.lru_cache(maxsize=1024)
-def _differentiable(spec, n):
-    """The batchable call of spec with einc's gradients as its VJP."""
-    call = _batchable(spec)
-    keep_output = spec[1] in ("max", "min", "prod")
-
-    @jax.custom_vjp
-    def f(*tensors):
-        return call(*tensors)
-
-    def fwd(*tensors):
-        out = f(*tensors)  # differentiable again: grad of grad
-        return out, (tensors, out if keep_output else None)
-
-    def bwd(residuals, dout):
-        tensors, out = residuals
-        return tuple(_gradient(spec, k, tensors, out, dout)
-                     for k in range(n))
-
-    f.defvjp(fwd, bwd)
-    return f
-
-
-def _gradient(spec, wrt, tensors, out, dout):
-    """d loss / d tensors[wrt] by running einc's gradient program; None
-    (no cotangent) for dtypes without gradients."""
+def _derivable(spec, tensors, wrt):
     dtype = jnp.dtype(tensors[wrt].dtype).name
-    if dtype not in _DIFFERENTIABLE or spec[1] in ("any", "all"):
-        return None
+    return dtype in _DIFFERENTIABLE and spec[1] not in ("any", "all")
+
+
+def _jvp_rule(primals, tangents, **params):
+    """The output's tangent: the sum, over the inputs with a tangent, of
+    each one's JVP program run on it (sum and mean: the expression with
+    the input replaced by its tangent; max and min: the tangent at the
+    arg-extremum, ties averaged, as jnp.max's; prod: the product rule,
+    exact with zeros)."""
+    spec = _spec(params)
+    out = _bind(spec, primals)
+    total = None
+    for k, t in enumerate(tangents):
+        if type(t) is ad.Zero or not _derivable(spec, primals, k):
+            continue
+        part = _run(_program(spec, primals, k, True), primals, out, t)
+        total = part if total is None else total + part
+    if total is None:
+        return out, _zero_tangent(out)
+    return out, total
+
+
+def _zero_tangent(out):
+    """The tangent of an output nothing moved: float0 for integer and
+    bool outputs, as JAX has them."""
+    if jnp.issubdtype(out.dtype, jnp.inexact):
+        return jnp.zeros_like(out)
+    return np.zeros(out.shape, jax.dtypes.float0)
+
+
+def _transpose_rule(ct, *tensors, **params):
+    """A sum or mean is linear in each input: the transpose in the one
+    linear input (an undefined primal) is that input's gradient program
+    run on the cotangent (JAX's VJP is the transpose of the JVP, with no
+    conjugation: the program's `conjugates` is not applied)."""
+    spec = _spec(params)
+    linear = [k for k, t in enumerate(tensors) if ad.is_undefined_primal(t)]
+    if spec[1] not in _LINEAR or len(linear) != 1:
+        raise NotImplementedError(
+            f"einc: transposing '{spec[0]}' ({spec[1]}) in {len(linear)} "
+            f"inputs: only a sum or mean in one input is linear")
+    k, = linear
+    if type(ct) is ad.Zero:
+        return [None] * len(tensors)
+    shaped = [t.aval if ad.is_undefined_primal(t) else t for t in tensors]
+    grad = _run(_program(spec, shaped, k, False), shaped, None, ct)
+    return [grad if i == k else None for i in range(len(tensors))]
+
+
+ad.primitive_jvps[einsum_p] = _jvp_rule
+ad.primitive_transposes[einsum_p] = _transpose_rule
+batching.primitive_batchers[einsum_p] = _batch_rule
+
+
+def _differentiable(spec, n):
+    """The call of spec on n tensors: the primitive, whose rules make it
+    differentiable and batchable."""
+    del n
+    return lambda *tensors: _bind(spec, tensors)
+
+
+def _program(spec, tensors, wrt, jvp):
     from ._grad import program
 
     expr, reduction, numpy, lengths = spec
-    prog = program(expr, tuple(tuple(t.shape) for t in tensors), wrt=wrt,
-                   reduce=reduction, numpy=numpy, dtype=dtype,
-                   lengths=lengths)
-    # JAX's VJP is the transpose of the JVP, with no conjugation (torch
-    # conjugates): prog["conjugates"] is not applied here.
-    values = {"dout": [dout], "input": tensors, "output": [out]}
+    return program(expr, tuple(tuple(t.shape) for t in tensors), wrt=wrt,
+                   reduce=reduction, numpy=numpy,
+                   dtype=jnp.dtype(tensors[wrt].dtype).name, lengths=lengths,
+                   jvp=jvp)
+
+
+def _run(prog, tensors, out, seed):
+    """A gradient or JVP program's result: einsum steps as einc calls
+    (differentiable again), the rest jnp operations; seed is dout or the
+    tangent."""
+    values = {"dout": [seed], "tangent": [seed], "input": tensors,
+              "output": [out]}
     results = []
     for step in prog["steps"]:
         operands = [results[i] if kind == "step" else values[kind][i]
@@ -217,7 +305,7 @@ def _gradient(spec, wrt, tensors, out, dout):
 
 def _einsum_step(step, ops):
     spec = (step["expr"], step["reduction"], False, tuple(step["lengths"]))
-    return _differentiable(spec, len(ops))(*ops)
+    return _bind(spec, ops)
 
 
 def _prod_select(step, ops):

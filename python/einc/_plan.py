@@ -15,6 +15,7 @@ from . import _api, _einc
 from ._api import (_lengths, _reduction_name, _shape_of, memory_limit_bytes,
                    numpy_dialect)
 from ._arrays import check_out, dtype_code, prepare
+from ._frameworks import route
 
 
 def _ssa_to_linear(ssa_path, ninputs):
@@ -252,6 +253,14 @@ class Plan:
                 result = _api._fast((self.expr,) + tensors, *self._fast_args)
                 if result is not None:
                     return result
+            # torch tensors that need grad or carry a forward-mode tangent,
+            # and tracers: the framework's machinery, as einc.einsum's
+            # (DLPack refuses the first and drops the tangents)
+            numpy, reduce, axis_sizes = self._grad_args
+            routed = route(self.expr, tensors, reduce=reduce, numpy=numpy,
+                           lengths=_lengths(axis_sizes))
+            if routed is not NotImplemented:
+                return routed
         prepared = prepare(tensors)
         out_arg = None if out is None else prepared.wrap_out(check_out(out))
         code, bits = prepared.retype

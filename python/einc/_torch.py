@@ -25,6 +25,14 @@ through torch's own machinery:
 - The backward is the program the C library derives (einc._grad.program:
   einsum steps and elementwise ones); its einsum steps go through the same
   route, so double backward and compiled backward work.
+- Forward mode (torch.autograd.forward_ad's dual tensors, torch.func.jvp,
+  jacfwd, hessian): the Functions' jvp runs the C library's JVP program
+  for each input that has a tangent (einc._grad.program(jvp=True),
+  ein_jvp_create) and sums them; lowered calls and views are torch's own
+  operations, which have their forward derivatives already. A dual tensor
+  needs no grad, so _mode asks for tangents before sending a call to
+  DLPack, which would drop them (and fastpath.c hands every torch call to
+  Python while a dual level is open).
 - Tensors that require grad when no gradient is recorded (torch.no_grad,
   inference_mode, an nn.Parameter in eval code) take einc's C fast path,
   which reads them through DLPack while torch.is_grad_enabled() is false;
@@ -50,6 +58,7 @@ from __future__ import annotations
 import functools
 
 import torch
+from torch.autograd import forward_ad as _forward_ad
 
 from . import _einc, _frameworks, _torch_lower
 from ._api import _fast, _reduction_name, bind, evaluate, numpy_dialect
@@ -227,10 +236,24 @@ def _autocast(expr, tensors, numpy, reduction, lengths):
                  for t in tensors)
 
 
+def _dual_level_open() -> bool:
+    """Whether a torch.autograd.forward_ad dual level is open: only then
+    can a tensor carry a tangent (a module attribute, read per call)."""
+    return getattr(_forward_ad, "_current_level", -1) >= 0
+
+
+def _has_tangent(tensors) -> bool:
+    """Whether some tensor is a dual tensor of the open level."""
+    return _dual_level_open() and any(
+        _forward_ad.unpack_dual(t).tangent is not None for t in tensors)
+
+
 def _mode(tensors) -> int:
     """How a call on these torch tensors is served: _PLAIN (DLPack),
     _DETACH (DLPack on detached tensors: grad not recorded), _GRAPH
-    (autograd.Function, eager) or _TRACED (the operator, for tracers)."""
+    (autograd.Function, eager) or _TRACED (the operator, for tracers).
+    Dual tensors (forward mode) are _GRAPH whatever their requires_grad:
+    DLPack would drop their tangents."""
     if torch._C._get_tracing_state() is not None:
         return _JIT
     # (Dynamo never gets here: it traces the stand-ins at the end of this
@@ -246,6 +269,8 @@ def _mode(tensors) -> int:
         if type(t) not in _PLAIN_TYPES:
             return _TRACED  # FakeTensor, FunctionalTensor, other subclasses
         grad = grad or t.requires_grad
+    if _has_tangent(tensors):
+        return _GRAPH
     if not grad:
         return _PLAIN
     return _GRAPH if torch.is_grad_enabled() else _DETACH
@@ -359,11 +384,24 @@ def _graph(expr, tensors, reduction, numpy, lengths, eager, func=False):
                                            reduction, lengths)
     elif _symbolic([t.shape for t in tensors] + [[v for _, v in lengths]]):
         # torch.compile's dynamic shapes: the operator, whose fake
-        # implementation keeps the sizes symbolic (a view's strides would
-        # specialize them). The numpy dialect is read from the ranks.
+        # implementation keeps the sizes symbolic. The numpy dialect is
+        # read from the ranks. But a view must be torch's (issue 38: a
+        # write into the input is seen through it): where the plan on the
+        # sizes' hints is one (a diagonal; lowering made the others
+        # permutes and reshapes), the sizes are specialized and the view
+        # made as for static shapes.
         if numpy is None:
             numpy = numpy_dialect(expr, [t.dim() for t in tensors])
-        view = None
+        view = _layout(expr, _hints(t.shape for t in tensors),
+                       _hints(t.stride() for t in tensors), first.dtype,
+                       numpy, reduction,
+                       tuple((k, _hint(v)) for k, v in lengths))[2]
+        if view is not None:
+            numpy, shape, view = _layout(
+                expr, tuple(tuple(int(d) for d in t.shape) for t in tensors),
+                tuple(tuple(int(d) for d in t.stride()) for t in tensors),
+                first.dtype, numpy, reduction,
+                tuple((k, int(v)) for k, v in lengths))
     else:
         numpy, shape, view = _layout(
             expr, tuple(tuple(int(d) for d in t.shape) for t in tensors),
@@ -372,7 +410,7 @@ def _graph(expr, tensors, reduction, numpy, lengths, eager, func=False):
     if view is not None:
         source = tensors[view[0]]
         return source.as_strided(shape, view[1],
-                                 source.storage_offset() + view[2])
+                                 int(source.storage_offset()) + view[2])
     if eager:
         fn = _EinsumTransformable if func else _EinsumFunction
         return fn.apply((expr, reduction, numpy, lengths), *tensors)
@@ -594,6 +632,19 @@ def _function_backward(ctx, dout):
                                       ctx.needs_input_grad[1:]))
 
 
+def _function_jvp(ctx, spec_tangent, *tangents):
+    """Forward mode: the output's tangent from the inputs' (None for an
+    input without one), by the C library's JVP programs."""
+    *tensors, output = ctx.saved_tensors
+    return _tangent(ctx.spec, tensors, output, tangents)
+
+
+def _saved_output(spec, output):
+    """The output when the derivative programs read it (max, min, prod's
+    backward; max and min's JVP), else None."""
+    return output if spec[1] in _NEEDS_OUTPUT else None
+
+
 class _EinsumFunction(torch.autograd.Function):
     """The eager form of einc::einsum's autograd (same forward, same
     backward): torch.autograd.Function costs less per call than a custom
@@ -605,11 +656,13 @@ class _EinsumFunction(torch.autograd.Function):
         expr, reduction, numpy, lengths = spec
         output = _compute(expr, tensors, reduction, numpy, lengths, True)
         ctx.spec = spec
-        ctx.save_for_backward(*tensors, output if reduction in _NEEDS_OUTPUT
-                              else None)
+        ctx.save_for_backward(*tensors, _saved_output(spec, output))
+        if _dual_level_open():  # (saving costs a training step otherwise)
+            ctx.save_for_forward(*tensors, _saved_output(spec, output))
         return output
 
     backward = staticmethod(_function_backward)
+    jvp = staticmethod(_function_jvp)
 
 
 class _EinsumTransformable(torch.autograd.Function):
@@ -626,10 +679,11 @@ class _EinsumTransformable(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         spec, *tensors = inputs
         ctx.spec = spec
-        ctx.save_for_backward(*tensors, output if spec[1] in _NEEDS_OUTPUT
-                              else None)
+        ctx.save_for_backward(*tensors, _saved_output(spec, output))
+        ctx.save_for_forward(*tensors, _saved_output(spec, output))
 
     backward = staticmethod(_function_backward)
+    jvp = staticmethod(_function_jvp)
 
     @staticmethod
     def vmap(info, in_dims, spec, *tensors):
@@ -644,11 +698,12 @@ class _EinsumTransformable(torch.autograd.Function):
 # ---------------------------------------------------------------- backward
 
 @functools.lru_cache(maxsize=4096)
-def _program(expr, shapes, wrt, reduction, numpy, dtype, lengths):
+def _program(expr, shapes, wrt, reduction, numpy, dtype, lengths,
+             jvp=False):
     from . import _grad
 
     return _grad.program(expr, shapes, wrt=wrt, reduce=reduction,
-                         numpy=numpy, dtype=dtype, lengths=lengths)
+                         numpy=numpy, dtype=dtype, lengths=lengths, jvp=jvp)
 
 
 def _gradients(spec, tensors, output, dout, needs):
@@ -668,6 +723,29 @@ def _gradients(spec, tensors, output, dout, needs):
             program = _symbolic_program(program, spec, shapes)
         grads.append(_interpret(program, tensors, output, dout))
     return grads
+
+
+def _tangent(spec, tensors, output, tangents):
+    """The output's tangent: the sum, over the inputs that have a tangent,
+    of the C library's JVP program for that input (ein_jvp_create: the
+    expression with the input replaced by its tangent; max and min the
+    tangent at the arg-extremum; prod the product rule), run as the
+    backward's programs are, so it is differentiable and traceable."""
+    expr, reduction, numpy, lengths = spec
+    shapes = tuple(tuple(t.shape) for t in tensors)
+    dtype = _dtype_name(tensors[0].dtype)
+    total = None
+    for k, tangent in enumerate(tangents):
+        if tangent is None:
+            continue
+        program = _program(expr, _hints(shapes), k, reduction, bool(numpy),
+                           dtype, tuple((n, _hint(v)) for n, v in lengths),
+                           True)
+        if _symbolic(shapes + ((v for _, v in lengths),)):
+            program = _symbolic_program(program, spec, shapes)
+        part = _interpret(program, tensors, output, tangent)
+        total = part if total is None else total + part
+    return total
 
 
 def _symbolic_program(program, spec, shapes):
@@ -701,9 +779,11 @@ def _symbolic_program(program, spec, shapes):
 
 
 def _interpret(program, inputs, output, dout):
-    """Runs a backward program (include/ein.h, "gradients"): einsum steps
-    through einc (views and the operator as any call), elementwise steps
-    as torch ops, so the gradient is itself differentiable and traceable."""
+    """Runs a backward or JVP program (include/ein.h, "gradients"): einsum
+    steps through einc (views and the operator as any call), elementwise
+    steps as torch ops, so the result is itself differentiable and
+    traceable. dout is the program's seed: the output's gradient, or for
+    a JVP program the tangent of its input."""
     if program["conjugates"]:
         inputs = [t.conj() for t in inputs]
         output = output.conj() if output is not None else None
@@ -717,7 +797,8 @@ def _interpret(program, inputs, output, dout):
         inputs = [t.detach() for t in inputs]
         output = output.detach() if output is not None else None
         dout = dout.detach()
-    sources = {"dout": (dout,), "input": inputs, "output": (output,)}
+    sources = {"dout": (dout,), "tangent": (dout,), "input": inputs,
+               "output": (output,)}
     results = []
     for step in program["steps"]:
         operands = [results[i] if kind == "step" else sources[kind][i]
@@ -790,9 +871,17 @@ def _prod_select(step, g, p, x, z):
 
 
 def _scatter_diag(step, a):
-    zeros = a.new_zeros(tuple(step["shape"]))
-    return zeros.as_strided_scatter(a, tuple(a.shape),
-                                    tuple(step["view_strides"]))
+    """Zeros of the step's shape with `a` on its diagonal view. Written
+    as an index_put at the view's flat positions: as_strided_scatter has
+    no vmap rule, so jacfwd and hessian (vmap over the backward) failed
+    on a diagonal."""
+    shape = tuple(step["shape"])
+    flat = torch.zeros((), dtype=torch.long, device=a.device)
+    for n, stride in zip(a.shape, step["view_strides"]):
+        # (broadcasting adds each dim's offsets: the grid of positions)
+        flat = flat.unsqueeze(-1) + torch.arange(n, device=a.device) * stride
+    return a.new_zeros(_prod(shape)).index_put(
+        (flat.reshape(-1),), a.reshape(-1)).reshape(shape)
 
 
 def _as_values(mask, like):
@@ -929,7 +1018,10 @@ def _install_dynamo_einops(substitute, single, dropin, no_reduce, no_repeat,
     @substitute(dropin.einsum)
     def einsum(*tensors_and_pattern):
         *tensors, pattern = tensors_and_pattern
-        return _traced_call(pattern, tuple(tensors), "sum", False, ())
+        dropin._check_einsum_axes(pattern)
+        # numpy's form, which broadcasts size-1 dims as einops' backends do
+        return _traced_call(dropin._numpy_form(pattern), tuple(tensors),
+                            "sum", True, ())
 
 
 _frameworks.after_import("torch._dynamo", _install_dynamo)

@@ -236,17 +236,22 @@ static PyObject *einops_reduce(PyObject *self, PyObject *args,
 }
 
 /* einops.einsum(*tensors, pattern): plain once the Python function has
- * checked the pattern against einops' rules (einsum_checked). */
+ * checked the pattern against einops' rules (einsum_checked: pattern ->
+ * its numpy form, which broadcasts size-1 dims as einops' backends do). */
 static PyObject *einops_einsum(PyObject *self, PyObject *args,
                                PyObject *kwargs) {
   (void)self;
   Py_ssize_t n = PyTuple_Size(args);
   PyObject *pattern = n >= 2 ? PyTuple_GetItem(args, n - 1) : NULL;
-  if (pattern && PyUnicode_CheckExact(pattern) &&
-      (!kwargs || PyDict_Size(kwargs) == 0) &&
-      PySet_Contains(einsum_checked, pattern) == 1) {
-    PyObject *r = einpy_fast_eval(args, 0, n - 1, pattern, 0,
+  PyObject *expr = pattern && PyUnicode_CheckExact(pattern) &&
+                           (!kwargs || PyDict_Size(kwargs) == 0)
+                       ? PyDict_GetItemWithError(einsum_checked, pattern)
+                       : NULL; /* borrowed */
+  if (expr && PyUnicode_CheckExact(expr)) {
+    Py_INCREF(expr); /* (the call may clear the dict) */
+    PyObject *r = einpy_fast_eval(args, 0, n - 1, expr, 1,
                                   (int)EIN_REDUCE_SUM, 0, NULL, 0);
+    Py_DECREF(expr);
     if (answered(&r)) return scalar_of(r);
   }
   PyErr_Clear();
@@ -301,7 +306,7 @@ static PyMethodDef dropin_methods[] = {
      "fast_einops_reduce(general, doc) -> einc.einops.reduce"},
     {"fast_einops_einsum", py_einops_einsum, METH_VARARGS,
      "fast_einops_einsum(general, doc, checked) -> einc.einops.einsum; "
-     "checked: the set of patterns general has checked"},
+     "checked: the patterns general has checked, each to its numpy form"},
     {NULL, NULL, 0, NULL}};
 
 int einpy_dropin_init(PyObject *module) {

@@ -92,7 +92,7 @@ enum { EINPY_FLAG_READ_ONLY = 1, EINPY_FLAG_IS_COPIED = 2 };
  * as __dlpack_c_exchange_api__ (a "dlpack_exchange_api" capsule; torch
  * 2.10 on): C functions that give a tensor's managed tensor and make a
  * tensor from one with no Python call and no capsule. Laid out as the
- * standard's DLPackExchangeAPI; fastpath.c uses the two it needs. */
+ * standard's DLPackExchangeAPI; fastpath.c uses the import. */
 typedef struct einpy_exchange_api {
   einpy_dlpack_version version;
   void *prev_api;

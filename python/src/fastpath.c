@@ -27,8 +27,9 @@
  * transpose, a split or merge of adjacent axes, a diagonal), a hit runs
  * nothing: the result is a view of that input, as numpy.einsum and einops
  * give: for numpy a DLPack tensor made in views.c, for torch the input's
- * own export pointed at the view (torch_view). Axis lengths (rearrange's
- * h=8) are part of the key.
+ * own Tensor.as_strided (torch_view), so that it is a torch view (its
+ * _base, version counter and in-place checks are torch's). Axis lengths
+ * (rearrange's h=8) are part of the key.
  *
  * einc.rearrange and einc.reduce themselves are C functions here
  * (fast_rearrange, fast_reduce), so a call the table serves runs no
@@ -83,6 +84,8 @@ typedef struct fast_entry {
   int autocast; /* floating contraction inputs autocast could recast */
   int64_t view_offset;
   int64_t view_strides[EIN_MAX_DIMS];
+  PyObject *view_stride_tuple; /* view_strides as torch's as_strided takes
+                                  them, made by the first torch view */
 } fast_entry;
 
 /* numpy.ndarray, numpy.empty and einc's numpy_dialect(expr, ranks), set by
@@ -103,11 +106,12 @@ static int is_torch_tensor(PyObject *obj) {
   return tensor_type && (t == tensor_type || t == parameter_type);
 }
 /* numpy.from_dlpack (None before NumPy 2.1, which reads no versioned
- * DLPack: numpy results are then copies) and torch._C._from_dlpack, for
- * views (views.c's capsules): set by fast_setup and fast_setup_torch. */
-static PyObject *np_from_dlpack, *torch_from_dlpack;
+ * DLPack: numpy results are then copies), for views (views.c's capsules),
+ * and torch.Tensor.as_strided, for torch views: set by fast_setup and
+ * fast_setup_torch. */
+static PyObject *np_from_dlpack, *torch_as_strided;
 /* torch.Tensor.__dlpack_c_exchange_api__ (torch 2.10 on) and its table,
- * which replace _to_dlpack and _from_dlpack where torch has one. */
+ * which replaces _to_dlpack where torch has one. */
 static PyObject *torch_api_capsule;
 static const einpy_exchange_api *torch_api;
 /* torch's states in which a plain CPU tensor must not be computed on
@@ -117,14 +121,18 @@ static const einpy_exchange_api *torch_api;
  * asked only for entries that autocast could change (CPU autocast on).
  * Set by fast_setup_torch; einc/_torch.py routes those calls. */
 static PyObject *torch_guards, *torch_autocast;
+/* torch.autograd.forward_ad, set by fast_setup_torch: while one of its
+ * dual levels is open (_current_level >= 0) a tensor may carry a tangent
+ * that DLPack drops, so torch calls go to einc/_torch.py, which asks each
+ * tensor (issue 38). A module attribute read, not a call. */
+static PyObject *forward_ad;
 static fast_entry *slots[FAST_SLOTS];
 static int next_victim;
 
 /* One call's inputs. numpy arrays are taken (their capsules consumed), as
  * are torch tensors through torch's exchange table; without one, torch
- * tensors stay in their capsules from torch._C._to_dlpack, unused, so that
- * a view's capsule can go back to torch as it is (torch_view) and dropping
- * the capsule frees the rest. */
+ * tensors stay in their capsules from torch._C._to_dlpack, unused, and
+ * dropping the capsule frees the rest. */
 typedef struct fast_inputs {
   einpy_tensor t[EINPY_FAST_MAX_OPERANDS];
   PyObject *capsules[EINPY_FAST_MAX_OPERANDS]; /* torch's, owned; NULL for numpy */
@@ -145,6 +153,7 @@ static void entry_free(fast_entry *e) {
   Py_XDECREF(e->lengths);
   Py_XDECREF(e->out_shape);
   Py_XDECREF(e->np_dtype);
+  Py_XDECREF(e->view_stride_tuple);
   PyMem_Free(e);
 }
 
@@ -395,9 +404,28 @@ static int asks_python(PyObject *f) {
   return yes != 0;
 }
 
-/* Whether torch is tracing or in a mode (torch_guards) where einc's
- * DLPack result would bypass it. */
+/* Whether a forward-mode dual level is open (an error counts as yes). */
+static int forward_ad_open(void) {
+  static PyObject *name;
+  if (!forward_ad) return 0;
+  if (!name && !(name = PyUnicode_InternFromString("_current_level"))) {
+    PyErr_Clear();
+    return 1;
+  }
+  PyObject *level = PyObject_GetAttr(forward_ad, name);
+  long value = level ? PyLong_AsLong(level) : 0;
+  Py_XDECREF(level);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return 1;
+  }
+  return value >= 0;
+}
+
+/* Whether torch is tracing or in a mode (torch_guards, an open dual
+ * level) where einc's DLPack result would bypass it. */
 static int torch_declines(void) {
+  if (forward_ad_open()) return 1;
   Py_ssize_t n = torch_guards ? PyTuple_Size(torch_guards) : 0;
   for (Py_ssize_t i = 0; i < n; i++)
     if (asks_python(PyTuple_GetItem(torch_guards, i))) return 1;
@@ -511,37 +539,35 @@ static PyObject *numpy_view(fast_entry *e, fast_inputs *in, PyObject *input) {
   return result;
 }
 
-/* The view e's plan reads torch input in[e->view_input] as. The input's
- * own managed tensor from torch goes back to torch with its DLTensor
- * pointed at the view (first element, shape, strides): through the
- * exchange table's managed_tensor_to_py_object, or as the capsule it came
- * in to torch._C._from_dlpack. torch copies shape and strides as it takes
- * the tensor, and its deleter (which frees what the export made, keeping
- * the input's memory alive until then) reads only manager_ctx. Much
- * cheaper than wrapping the input in a new managed tensor (views.c), or
- * Tensor.as_strided. */
-static PyObject *torch_view(fast_entry *e, fast_inputs *in) {
-  einpy_tensor *source = &in->t[e->view_input];
-  DLTensor *t = source->t;
-  int ndim = ein_plan_output_ndim(e->plan);
-  int64_t shape[EIN_MAX_DIMS], strides[EIN_MAX_DIMS];
-  memcpy(shape, ein_plan_output_shape(e->plan), sizeof(int64_t) * (size_t)ndim);
-  memcpy(strides, e->view_strides, sizeof(int64_t) * (size_t)ndim);
-  int64_t itemsize = (t->dtype.bits * t->dtype.lanes + 7) / 8;
-  t->data = (char *)t->data + t->byte_offset + e->view_offset * itemsize;
-  t->byte_offset = 0; /* torch reads only data */
-  t->ndim = ndim;
-  t->shape = shape;
-  t->strides = strides;
-  if (!source->managed)
-    return PyObject_CallFunctionObjArgs(
-        torch_from_dlpack, in->capsules[e->view_input], NULL);
-  void *result = NULL;
-  einpy_managed_versioned *m = source->managed;
-  memset(source, 0, sizeof *source); /* torch's now, even on failure */
-  if (torch_api->managed_tensor_to_py_object_no_sync(m, &result) != 0)
+/* The view e's plan reads torch tensor `input` as, made by torch itself:
+ * input.as_strided(shape, strides[, storage offset]). A tensor torch
+ * imports from DLPack shares the memory but is no view to torch (no
+ * _base, a version counter of its own), so a change to the input in
+ * place would go unseen by autograd, which saved the old values: a wrong
+ * gradient where einops' views raise torch's "modified by an inplace
+ * operation" (issue 38). as_strided keeps the input's storage offset when
+ * none is given; the plan's offset (in elements from the input's first
+ * element) is added to it. */
+static PyObject *torch_view(fast_entry *e, PyObject *input) {
+  if (!e->view_stride_tuple &&
+      !(e->view_stride_tuple = einpy_shape_tuple(
+            e->view_strides, ein_plan_output_ndim(e->plan))))
     return NULL;
-  return result;
+  if (e->view_offset == 0)
+    return PyObject_CallFunctionObjArgs(torch_as_strided, input,
+                                        e->out_shape, e->view_stride_tuple,
+                                        NULL);
+  PyObject *base = PyObject_CallMethod(input, "storage_offset", NULL);
+  long long first = base ? PyLong_AsLongLong(base) : -1;
+  Py_XDECREF(base);
+  if (first == -1 && PyErr_Occurred()) return NULL;
+  PyObject *offset = PyLong_FromLongLong(first + e->view_offset);
+  PyObject *view = offset ? PyObject_CallFunctionObjArgs(
+                                torch_as_strided, input, e->out_shape,
+                                e->view_stride_tuple, offset, NULL)
+                          : NULL;
+  Py_XDECREF(offset);
+  return view;
 }
 
 /* A new result for e: its plan run, the output handed to torch for torch
@@ -667,7 +693,7 @@ static PyObject *fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
     Py_INCREF(Py_None);
     result = Py_None;
   } else if (e->is_view && in.torch) {
-    result = torch_view(e, &in);
+    result = torch_view(e, PyTuple_GetItem(args, first + e->view_input));
   } else if (e->is_view && np_from_dlpack != Py_None) {
     result =
         numpy_view(e, &in, PyTuple_GetItem(args, first + e->view_input));
@@ -888,39 +914,41 @@ static PyObject *py_fast_setup(PyObject *self, PyObject *args) {
 }
 
 /* The exchange table in `capsule` when it is one fastpath.c can use
- * (DLPack 1.2 or a later 1.x, both functions there), else NULL. */
+ * (DLPack 1.2 or a later 1.x, with the import it uses), else NULL. */
 static const einpy_exchange_api *exchange_api(PyObject *capsule) {
   const einpy_exchange_api *api =
       PyCapsule_IsValid(capsule, "dlpack_exchange_api")
           ? PyCapsule_GetPointer(capsule, "dlpack_exchange_api")
           : NULL;
   if (!api || api->version.major != 1 || api->version.minor < 2 ||
-      !api->managed_tensor_from_py_object_no_sync ||
-      !api->managed_tensor_to_py_object_no_sync)
+      !api->managed_tensor_from_py_object_no_sync)
     return NULL;
   return api;
 }
 
 /* fast_setup_torch(torch.Tensor, torch._C._to_dlpack, torch.from_numpy,
- *                  tensor -> numpy dtype, torch._C._from_dlpack
+ *                  tensor -> numpy dtype, torch.Tensor.as_strided
  *                  [, torch.Tensor.__dlpack_c_exchange_api__ or None
  *                  [, guards (a tuple of callables), autocast
- *                  [, torch.nn.Parameter, torch.is_grad_enabled]]]) */
+ *                  [, torch.nn.Parameter, torch.is_grad_enabled
+ *                  [, torch.autograd.forward_ad]]]]) */
 static PyObject *py_fast_setup_torch(PyObject *self, PyObject *args) {
   (void)self;
-  PyObject *objs[10] = {NULL,    NULL, NULL, NULL, NULL,
-                        Py_None, NULL, NULL, NULL, NULL};
-  if (!PyArg_ParseTuple(args, "OOOOO|OO!OOO:fast_setup_torch", &objs[0],
+  PyObject *objs[11] = {NULL,    NULL, NULL, NULL, NULL, Py_None,
+                        NULL,    NULL, NULL, NULL, NULL};
+  if (!PyArg_ParseTuple(args, "OOOOO|OO!OOOO:fast_setup_torch", &objs[0],
                         &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
                         &PyTuple_Type, &objs[6], &objs[7], &objs[8],
-                        &objs[9]))
+                        &objs[9], &objs[10]))
     return NULL;
-  PyObject **slots_[] = {&tensor_type,       &to_dlpack,
-                         &from_numpy,        &torch_np_dtype,
-                         &torch_from_dlpack, &torch_api_capsule,
-                         &torch_guards,      &torch_autocast,
-                         &parameter_type,    &grad_enabled};
-  int n = objs[9] ? 10 : objs[8] ? 9 : objs[7] ? 8 : objs[6] ? 7 : 6;
+  PyObject **slots_[] = {&tensor_type,      &to_dlpack,
+                         &from_numpy,       &torch_np_dtype,
+                         &torch_as_strided, &torch_api_capsule,
+                         &torch_guards,     &torch_autocast,
+                         &parameter_type,   &grad_enabled,
+                         &forward_ad};
+  int n = 6;
+  while (n < 11 && objs[n]) n++;
   keep(objs, slots_, n);
   torch_api = exchange_api(torch_api_capsule);
   Py_RETURN_NONE;
@@ -977,7 +1005,8 @@ static PyMethodDef fast_methods[] = {
      "fast_setup(ndarray, empty, numpy_dialect, from_dlpack): enables fast()"},
     {"fast_setup_torch", py_fast_setup_torch, METH_VARARGS,
      "fast_setup_torch(Tensor, _to_dlpack, from_numpy, numpy_dtype_of, "
-     "_from_dlpack[, exchange_api[, guards, autocast]]): fast() takes "
+     "Tensor.as_strided[, exchange_api[, guards, autocast[, Parameter, "
+     "is_grad_enabled[, forward_ad]]]]): fast() takes "
      "torch CPU tensors too, except while a guard answers true (and, for "
      "float contractions, autocast)"},
     {NULL, NULL, 0, NULL}};
@@ -1000,10 +1029,11 @@ void einpy_fast_free(void) {
   Py_CLEAR(from_numpy);
   Py_CLEAR(torch_np_dtype);
   Py_CLEAR(np_from_dlpack);
-  Py_CLEAR(torch_from_dlpack);
+  Py_CLEAR(torch_as_strided);
   Py_CLEAR(torch_api_capsule);
   Py_CLEAR(torch_guards);
   Py_CLEAR(torch_autocast);
+  Py_CLEAR(forward_ad);
   torch_api = NULL;
   Py_CLEAR(last_reduction);
   Py_CLEAR(rearrange_general);

@@ -31,7 +31,8 @@ static int dtype_parse(const char *name, DLDataType *out) {
 static const char *const op_names[] = {
     "einsum", "equal", "mul", "div", "scale", "is_zero", "zero_to_one",
     "prod_select", "scatter_diag"};
-static const char *const value_names[] = {"dout", "input", "output", "step"};
+static const char *const value_names[] = {"dout", "input", "output", "step",
+                                           "tangent"};
 
 static PyObject *lengths_tuple(const ein_grad_step *s) {
   PyObject *t = PyTuple_New(s->nlengths);
@@ -91,8 +92,9 @@ static PyObject *program_dict(const ein_grad *g) {
   return d;
 }
 
-/* grad_program(expr, shapes, numpy, reduction, lengths, wrt, dtype)
- *   -> {"needs_output", "conjugates", "flops", "bytes", "steps": [...]} */
+/* grad_program(expr, shapes, numpy, reduction, lengths, wrt, dtype[, jvp])
+ *   -> {"needs_output", "conjugates", "flops", "bytes", "steps": [...]}:
+ * the gradient program, or with jvp true the JVP's (ein_jvp_create). */
 /* The per-call arrays of grad_program (PyMem_Free takes NULL). */
 static void free_arrays(void *dims, void *ndims, void *ts, const void *tp) {
   PyMem_Free(dims);
@@ -105,9 +107,9 @@ PyObject *einpy_grad_program(PyObject *self, PyObject *args) {
   (void)self;
   const char *expr, *reduction, *dtype;
   PyObject *shapes, *numpy, *lengths;
-  int wrt;
-  if (!PyArg_ParseTuple(args, "sOOsOis:grad_program", &expr, &shapes, &numpy,
-                        &reduction, &lengths, &wrt, &dtype))
+  int wrt, jvp = 0;
+  if (!PyArg_ParseTuple(args, "sOOsOis|p:grad_program", &expr, &shapes,
+                        &numpy, &reduction, &lengths, &wrt, &dtype, &jvp))
     return NULL;
   DLDataType dl;
   if (dtype_parse(dtype, &dl) < 0)
@@ -135,7 +137,8 @@ PyObject *einpy_grad_program(PyObject *self, PyObject *args) {
   }
   ein_ctx *ctx = einpy_ctx();
   ein_grad *g = NULL;
-  ein_status st = ein_grad_create(ctx, expr, tp, n, &o.opt, wrt, &g);
+  ein_status st = (jvp ? ein_jvp_create : ein_grad_create)(
+      ctx, expr, tp, n, &o.opt, wrt, &g);
   einpy_options_free(&o);
   free_arrays(dims, ndims, ts, tp);
   if (st != EIN_OK) return einpy_raise(ein_last_error(ctx));

@@ -398,7 +398,8 @@ static PyMethodDef methods[] = {
      "bind(expr, shapes, numpy, reduction, backend, lengths[, rules[, dims]]) "
      "-> (output_shape, [(axis, size, role), ...][, dims of each operand])"},
     {"grad_program", einpy_grad_program, METH_VARARGS,
-     "grad_program(expr, shapes, numpy, reduction, lengths, wrt, dtype) -> "
+     "grad_program(expr, shapes, numpy, reduction, lengths, wrt, dtype[, "
+     "jvp]) -> "
      "{'needs_output', 'conjugates', 'flops', 'bytes', 'steps': [...]}"},
     {"backend_check", py_backend_check, METH_VARARGS,
      "backend_check(name, device=0) -> None, or why it cannot run here"},

@@ -88,6 +88,10 @@ static void value_shape(const ein_grad *g, ein_grad_value v, int *ndim,
     *ndim = g->prog.steps[v.index].ndim;
     *shape = g->prog.steps[v.index].shape;
     break;
+  case EIN_GRAD_VALUE_TANGENT:
+    *ndim = g->in_ndim[g->wrt];
+    *shape = g->in_shape[g->wrt];
+    break;
   default:
     *ndim = g->out_ndim;
     *shape = g->out_shape;
@@ -184,8 +188,8 @@ static ein_status build(ein_ctx *ctx, ein_thread_rec *me, ein_grad *g,
     ein_binding_destroy(b);
     return EIN_ERR_NO_MEMORY;
   }
-  st = ein_grad_derive(ein_binding_problem(b), g->wrt, &g->arena, &me->err,
-                       &g->prog);
+  st = (g->jvp ? ein_jvp_derive : ein_grad_derive)(
+      ein_binding_problem(b), g->wrt, &g->arena, &me->err, &g->prog);
   if (!st && !keep_shapes(g, inputs, b))
     st = ein_fail_memory(&me->err, "out of memory while deriving a "
                          "gradient");
@@ -201,15 +205,18 @@ static ein_status build(ein_ctx *ctx, ein_thread_rec *me, ein_grad *g,
   return st;
 }
 
-ein_status ein_grad_create(ein_ctx *ctx, const char *expr,
-                           const DLTensor *const *inputs, int ninputs,
-                           const ein_options *options, int wrt,
-                           ein_grad **out) {
+/* ein_grad_create and ein_jvp_create: the same checks, binding and
+ * planning around the two derivations. */
+static ein_status create(ein_ctx *ctx, const char *expr,
+                         const DLTensor *const *inputs, int ninputs,
+                         const ein_options *options, int wrt, bool jvp,
+                         ein_grad **out) {
   if (!ctx) return EIN_ERR_INVALID_ARGUMENT;
   ein_thread_rec *me = ein_ctx_enter(ctx);
   if (!me) return EIN_ERR_NO_MEMORY;
   if (!out || !expr)
-    return ein_fail_argument(&me->err, "ein_grad_create: %s is NULL",
+    return ein_fail_argument(&me->err, "%s: %s is NULL",
+                             jvp ? "ein_jvp_create" : "ein_grad_create",
                              !out ? "the result pointer" : "the expression");
   *out = NULL;
   const ein_options *o = options ? options : &default_options;
@@ -222,7 +229,8 @@ ein_status ein_grad_create(ein_ctx *ctx, const char *expr,
   g->ninputs = ninputs;
   g->wrt = wrt;
   g->dtype = dt;
-  g->conjugates = ein_dtype_is_complex(dt);
+  g->jvp = jvp;
+  g->conjugates = !jvp && ein_dtype_is_complex(dt);
   st = build(ctx, me, g, expr, inputs, o);
   if (st) {
     ein_grad_destroy(g);
@@ -231,6 +239,22 @@ ein_status ein_grad_create(ein_ctx *ctx, const char *expr,
   *out = g;
   return EIN_OK;
 }
+
+ein_status ein_grad_create(ein_ctx *ctx, const char *expr,
+                           const DLTensor *const *inputs, int ninputs,
+                           const ein_options *options, int wrt,
+                           ein_grad **out) {
+  return create(ctx, expr, inputs, ninputs, options, wrt, false, out);
+}
+
+ein_status ein_jvp_create(ein_ctx *ctx, const char *expr,
+                          const DLTensor *const *inputs, int ninputs,
+                          const ein_options *options, int wrt,
+                          ein_grad **out) {
+  return create(ctx, expr, inputs, ninputs, options, wrt, true, out);
+}
+
+int ein_grad_is_jvp(const ein_grad *grad) { return grad && grad->jvp; }
 
 void ein_grad_destroy(ein_grad *grad) {
   if (!grad) return;
@@ -270,6 +294,7 @@ static const char *value_kind_name(ein_grad_value_kind k) {
   return k == EIN_GRAD_VALUE_DOUT     ? "dout"
          : k == EIN_GRAD_VALUE_INPUT  ? "input"
          : k == EIN_GRAD_VALUE_OUTPUT ? "output"
+         : k == EIN_GRAD_VALUE_TANGENT ? "tangent"
                                       : "step";
 }
 
@@ -302,7 +327,10 @@ static void text_step(const ein_grad *g, int i, ein_strbuf *sb) {
 }
 
 static void text_report(const ein_grad *g, ein_strbuf *sb) {
-  ein_strbuf_printf(sb, "gradient of %s with respect to input %d (%s)%s%s\n",
+  ein_strbuf_printf(sb,
+                    g->jvp ? "jvp of %s: the tangent of input %d (%s)%s%s\n"
+                           : "gradient of %s with respect to input %d "
+                             "(%s)%s%s\n",
                     g->expr, g->wrt, ein_dtype_name(g->dtype),
                     g->prog.needs_output ? ", reads the output" : "",
                     g->conjugates ? ", forward values conjugated" : "");
@@ -357,10 +385,11 @@ static void json_report(const ein_grad *g, ein_strbuf *sb) {
   ein_strbuf_printf(sb, "{\"expression\":");
   ein_strbuf_json_string(sb, g->expr);
   ein_strbuf_printf(sb,
-                    ",\"wrt\":%d,\"dtype\":\"%s\",\"needs_output\":%s,"
+                    ",%s\"wrt\":%d,\"dtype\":\"%s\",\"needs_output\":%s,"
                     "\"conjugates\":%s,\"flops\":%.17g,\"bytes\":%.17g,"
                     "\"steps\":[",
-                    g->wrt, ein_dtype_name(g->dtype),
+                    g->jvp ? "\"jvp\":true," : "", g->wrt,
+                    ein_dtype_name(g->dtype),
                     g->prog.needs_output ? "true" : "false",
                     g->conjugates ? "true" : "false", g->flops, g->bytes);
   for (int i = 0; i < g->prog.nsteps; i++) json_step(g, i, sb);

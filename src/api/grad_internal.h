@@ -24,6 +24,7 @@ struct ein_grad {
   int64_t out_shape[EIN_MAX_DIMS];
   ein_dtype dtype;
   bool conjugates;
+  bool jvp; /* ein_jvp_create's: TANGENT in, the output's tangent out */
   double flops, bytes;
 };
 

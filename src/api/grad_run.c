@@ -183,7 +183,8 @@ static void *contiguous(run *r, const DLTensor *t, bool conj) {
 
 static void *value(const run *r, ein_grad_value v) {
   switch (v.kind) {
-  case EIN_GRAD_VALUE_DOUT: return r->dout;
+  case EIN_GRAD_VALUE_DOUT:
+  case EIN_GRAD_VALUE_TANGENT: return r->dout; /* the seed, either way */
   case EIN_GRAD_VALUE_INPUT: return r->in[v.index];
   case EIN_GRAD_VALUE_OUTPUT: return r->out;
   default: return r->steps[v.index];
@@ -203,12 +204,15 @@ static ein_status run_einsum(ein_ctx *ctx, const run *r, int i) {
     ein_grad_value v = s->operands[k];
     const ein_grad_step *src =
         v.kind == EIN_GRAD_VALUE_STEP ? &g->prog.steps[v.index] : NULL;
-    int ndim = src                               ? src->ndim
-               : v.kind == EIN_GRAD_VALUE_INPUT ? g->in_ndim[v.index]
-                                                 : g->out_ndim;
-    const int64_t *shape = src                               ? src->shape
-                           : v.kind == EIN_GRAD_VALUE_INPUT ? g->in_shape[v.index]
-                                                             : g->out_shape;
+    int input = v.kind == EIN_GRAD_VALUE_INPUT     ? v.index
+                : v.kind == EIN_GRAD_VALUE_TANGENT ? g->wrt
+                                                   : -1;
+    int ndim = src          ? src->ndim
+               : input >= 0 ? g->in_ndim[input]
+                            : g->out_ndim;
+    const int64_t *shape = src          ? src->shape
+                           : input >= 0 ? g->in_shape[input]
+                                        : g->out_shape;
     ts[k] = (DLTensor){.data = value(r, v), .device = {kDLCPU, 0},
                        .ndim = ndim, .dtype = dl, .shape = (int64_t *)shape};
     tp[k] = &ts[k];
@@ -319,11 +323,13 @@ static ein_status check_all(ein_thread_rec *me, const ein_grad *g,
   if (!st && (output || g->prog.needs_output))
     st = check_one(me, g, output, "the output", -1, g->out_ndim,
                    g->out_shape);
-  if (!st)
-    st = check_one(me, g, dout, "dout", -1, g->out_ndim, g->out_shape);
-  if (!st)
-    st = check_one(me, g, dinput, "dinput", -1, g->in_ndim[g->wrt],
-                   g->in_shape[g->wrt]);
+  /* A JVP's seed is input wrt's tangent and its result the output's. */
+  int seed_ndim = g->jvp ? g->in_ndim[g->wrt] : g->out_ndim;
+  const int64_t *seed = g->jvp ? g->in_shape[g->wrt] : g->out_shape;
+  int res_ndim = g->jvp ? g->out_ndim : g->in_ndim[g->wrt];
+  const int64_t *res = g->jvp ? g->out_shape : g->in_shape[g->wrt];
+  if (!st) st = check_one(me, g, dout, "dout", -1, seed_ndim, seed);
+  if (!st) st = check_one(me, g, dinput, "dinput", -1, res_ndim, res);
   return st ? st : check_dinput_alone(me, inputs, n, output, dout, dinput);
 }
 

@@ -460,8 +460,111 @@ static void derive_all(deriver *d) {
   }
 }
 
-ein_status ein_grad_derive(const ein_problem *p, int wrt, ein_arena *arena,
-                           ein_error_rec *err, ein_grad_program *out) {
+/* ------------------------------------------------------------ the JVP */
+
+#define TANGENT val(EIN_GRAD_VALUE_TANGENT, 0)
+
+/* The tangent of input wrt as the gradient's layout reads it: itself, or
+ * its diagonal. */
+static ein_grad_value tangent_in_g(deriver *d, const target *t) {
+  if (!t->diagonal) return TANGENT;
+  return STEP(einsum1(d, TANGENT, &t->x, &t->g, EIN_REDUCE_SUM));
+}
+
+/* sum and mean are linear in each input: the forward expression with
+ * input wrt replaced by its tangent, with the forward's reduction. */
+static void jvp_sum(deriver *d, const layout *out, const layout *in) {
+  size_t cap = (size_t)d->p->ninputs + 1;
+  const layout **from = ein_arena_alloc(d->arena, cap, sizeof *from);
+  ein_grad_value *ops = ein_arena_alloc(d->arena, cap, sizeof *ops);
+  if (!from || !ops) {
+    d->failed = true;
+    return;
+  }
+  for (int j = 0; j < d->p->ninputs; j++) {
+    from[j] = &in[j];
+    ops[j] = j == d->wrt ? TANGENT : val(EIN_GRAD_VALUE_INPUT, j);
+  }
+  einsum(d, ops, from, d->p->ninputs, out, d->p->reduction);
+}
+
+/* max and min: the tangent at the arg-extremum, ties averaged (the
+ * derivative of torch.amax, and the transpose of the even split the
+ * backward makes): sum(mask * T) / sum(mask) per output element. */
+static void jvp_extremum(deriver *d, const target *t, const layout *out) {
+  ein_grad_value x = input_in_g(d, t);
+  ein_reduction r = has_repeats(d->p) ? d->p->reduction : EIN_REDUCE_SUM;
+  int ob = einsum1(d, val(EIN_GRAD_VALUE_OUTPUT, 0), out, &t->g, r);
+  int mask = elementwise(d, EIN_GRAD_EQUAL, &t->g, 2, x, STEP(ob), NONE,
+                         NONE);
+  ein_grad_value tg = tangent_in_g(d, t);
+  int picked = elementwise(d, EIN_GRAD_MUL, &t->g, 2, STEP(mask), tg, NONE,
+                           NONE);
+  /* Into the output's layout a sum adds the reduced axes' elements and
+   * copies the repeated axes: exactly what both sums need. */
+  int num = einsum1(d, STEP(picked), &t->g, out, EIN_REDUCE_SUM);
+  int cnt = einsum1(d, STEP(mask), &t->g, out, EIN_REDUCE_SUM);
+  elementwise(d, EIN_GRAD_DIV, out, 2, STEP(num), STEP(cnt), NONE, NONE);
+}
+
+/* prod: sum over each group of T * (the product of the others), exact
+ * where inputs are zero: PROD_SELECT with the tangent in the gradient's
+ * place gives T * d(prod)/dx per element (derive_prod's counts and
+ * products of nonzeros), and a sum takes it to the output. */
+static void jvp_prod(deriver *d, const target *t, const layout *out) {
+  int *kept = ein_arena_alloc(d->arena, (size_t)d->p->naxes + 1,
+                              sizeof *kept);
+  int nk = 0;
+  if (!kept) {
+    d->failed = true;
+    return;
+  }
+  const ein_bound_operand *o = &d->p->output;
+  for (int f = 0; f < o->nfactors; f++)
+    if (t->g.has[o->factors[f]]) kept[nk++] = o->factors[f];
+  layout k;
+  if (!axes_layout(d, kept, nk, &k)) {
+    d->failed = true;
+    return;
+  }
+  ein_grad_value x = input_in_g(d, t);
+  int iz = elementwise(d, EIN_GRAD_IS_ZERO, &t->g, 1, x, NONE, NONE, NONE);
+  int z = einsum1(d, STEP(iz), &t->g, &k, EIN_REDUCE_SUM);
+  int zb = einsum1(d, STEP(z), &k, &t->g, EIN_REDUCE_SUM);
+  int nz = elementwise(d, EIN_GRAD_ZERO_TO_ONE, &t->g, 1, x, NONE, NONE,
+                       NONE);
+  int p = einsum1(d, STEP(nz), &t->g, &k, EIN_REDUCE_PROD);
+  int pb = einsum1(d, STEP(p), &k, &t->g, EIN_REDUCE_SUM);
+  ein_grad_value tg = tangent_in_g(d, t);
+  int s = elementwise(d, EIN_GRAD_PROD_SELECT, &t->g, 4, tg, STEP(pb), x,
+                      STEP(zb));
+  einsum1(d, STEP(s), &t->g, out, EIN_REDUCE_SUM);
+}
+
+static void derive_jvp(deriver *d) {
+  layout out, *in = ein_arena_alloc(d->arena, (size_t)d->p->ninputs,
+                                    sizeof *in);
+  bool ok = in && operand_layout(d, &d->p->output, false, &out);
+  for (int j = 0; ok && j < d->p->ninputs; j++)
+    ok = operand_layout(d, &d->p->inputs[j], true, &in[j]);
+  target t;
+  if (!ok || !make_target(d, &t)) {
+    d->failed = true;
+    return;
+  }
+  switch (d->p->reduction) {
+  case EIN_REDUCE_MAX:
+  case EIN_REDUCE_MIN: jvp_extremum(d, &t, &out); break;
+  case EIN_REDUCE_PROD: jvp_prod(d, &t, &out); break;
+  default: jvp_sum(d, &out, in); break;
+  }
+}
+
+/* ------------------------------------------------------------- entry */
+
+static ein_status derive(const ein_problem *p, int wrt, bool jvp,
+                         ein_arena *arena, ein_error_rec *err,
+                         ein_grad_program *out) {
   deriver *d = ein_arena_alloc(arena, 1, sizeof *d);
   if (!d) return ein_fail_memory(err, "out of memory deriving a gradient");
   memset(d, 0, sizeof *d);
@@ -474,7 +577,8 @@ ein_status ein_grad_derive(const ein_problem *p, int wrt, ein_arena *arena,
   d->names = ein_arena_alloc(arena, (size_t)p->naxes + 1, sizeof *d->names);
   if (!d->names || !name_axes(d))
     return ein_fail_memory(err, "out of memory deriving a gradient");
-  derive_all(d);
+  if (jvp) derive_jvp(d);
+  else derive_all(d);
   if (d->too_many || (!d->failed && d->nsteps == 0))
     return ein_fail_internal(err, "the gradient program of input %d has "
                              "%d steps, more than the %d a rule makes",
@@ -489,4 +593,14 @@ ein_status ein_grad_derive(const ein_problem *p, int wrt, ein_arena *arena,
       out->needs_output |=
           d->steps[s].operands[i].kind == EIN_GRAD_VALUE_OUTPUT;
   return EIN_OK;
+}
+
+ein_status ein_grad_derive(const ein_problem *p, int wrt, ein_arena *arena,
+                           ein_error_rec *err, ein_grad_program *out) {
+  return derive(p, wrt, false, arena, err, out);
+}
+
+ein_status ein_jvp_derive(const ein_problem *p, int wrt, ein_arena *arena,
+                          ein_error_rec *err, ein_grad_program *out) {
+  return derive(p, wrt, true, arena, err, out);
 }

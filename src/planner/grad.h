@@ -45,6 +45,21 @@ typedef struct ein_grad_program {
 ein_status ein_grad_derive(const ein_problem *p, int wrt, ein_arena *arena,
                            ein_error_rec *err, ein_grad_program *out);
 
+/* Derives input wrt's part of the output's tangent (the JVP: the output's
+ * tangent is the sum of these over the inputs that have a tangent), as a
+ * program of the same steps whose TANGENT value is input wrt's tangent:
+ *   sum, mean  the forward expression with input wrt replaced by its
+ *              tangent (each is linear in every input)
+ *   max, min   sum(mask * T) / sum(mask), mask as for the gradient: the
+ *              tangent at the arg-extremum, ties averaged (torch.amax's
+ *              derivative)
+ *   prod       sum(PROD_SELECT(T, p, x, z)): T times the product of the
+ *              others, exact with zeros
+ * The last step's result is shaped as the output. Errors as
+ * ein_grad_derive's. */
+ein_status ein_jvp_derive(const ein_problem *p, int wrt, ein_arena *arena,
+                          ein_error_rec *err, ein_grad_program *out);
+
 /* The name of a step operation: "einsum", "equal", "mul", "div", "scale",
  * "is_zero", "zero_to_one", "prod_select", "scatter_diag". */
 const char *ein_grad_op_name(ein_grad_op op);

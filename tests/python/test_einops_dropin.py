@@ -105,3 +105,64 @@ def test_jax_lists_and_zero_size_stay_jax():
     assert isinstance(empty, jax.Array) and empty.shape == (3, 0)
     assert einc.einsum("i j, j k -> i k", jnp.ones((2, 0)),
                        jnp.ones((0, 3))).shape == (2, 3)
+
+
+# --- size-1 broadcasting in einsum (issue 38 item 5) -------------------------
+
+BROADCASTS = [
+    ("b i, b i -> b", (4, 3), (1, 3)),
+    ("b i, b i -> b i", (1, 3), (4, 1)),
+    ("b h i, h j -> b i j", (2, 1, 3), (5, 4)),
+    ("... i, ... i -> ...", (2, 1, 3), (4, 3)),
+]
+
+
+@pytest.mark.parametrize("pattern,sa,sb", BROADCASTS)
+def test_einsum_broadcasts_size_one_as_einops(pattern, sa, sb):
+    """einops hands the backend's einsum the pattern in numpy's letters,
+    which broadcasts a size-1 dim against a named axis; so does
+    einc.einops.einsum, on numpy, torch and JAX, first call and cached."""
+    r = np.random.default_rng(38)
+    a, b = r.standard_normal(sa), r.standard_normal(sb)
+    want = einops.einsum(a, b, pattern)
+    for _ in range(2):  # the Python function, then the builtin's table
+        np.testing.assert_allclose(E.einsum(a, b, pattern), want, rtol=1e-12)
+    torch = pytest.importorskip("torch")
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    for _ in range(2):
+        torch.testing.assert_close(E.einsum(ta, tb, pattern),
+                                   einops.einsum(ta, tb, pattern),
+                                   rtol=1e-12, atol=1e-12)
+    jax = pytest.importorskip("jax")
+    ja, jb = jax.numpy.asarray(a, np.float32), jax.numpy.asarray(b, np.float32)
+    np.testing.assert_allclose(E.einsum(ja, jb, pattern),
+                               einops.einsum(ja, jb, pattern), rtol=1e-5)
+
+
+def test_einsum_broadcast_with_grad_and_compile():
+    """The broadcast on torch's autograd and under torch.compile."""
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(38)
+    a = torch.randn(4, 3, generator=g, dtype=torch.float64,
+                    requires_grad=True)
+    b = torch.randn(1, 3, generator=g, dtype=torch.float64,
+                    requires_grad=True)
+    got = E.einsum(a, b, "b i, b i -> b")
+    want = einops.einsum(a, b, "b i, b i -> b")
+    torch.testing.assert_close(got, want)
+    ga = torch.autograd.grad(got.sum(), (a, b))
+    wa = torch.autograd.grad(want.sum(), (a, b))
+    for x, y in zip(ga, wa):
+        torch.testing.assert_close(x, y)
+    compiled = torch.compile(lambda x, y: E.einsum(x, y, "b i, b i -> b"),
+                             fullgraph=True)
+    torch.testing.assert_close(compiled(a.detach(), b.detach()),
+                               want.detach())
+
+
+def test_einsum_errors_name_the_axes():
+    """A size that no broadcast explains is reported with the pattern's
+    names (einc's einops dialect finds it)."""
+    with pytest.raises(einops.EinopsError, match="axis 'batch' is 2"):
+        E.einsum(np.zeros((4, 3)), np.zeros((2, 3)),
+                 "batch i, batch i -> batch")

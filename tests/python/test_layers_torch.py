@@ -106,3 +106,39 @@ def test_sequential_compile_and_export():
     exported = torch.export.export(net, (x,))
     assert "einc.einsum" in exported.graph_module.code
     torch.testing.assert_close(exported.module()(x), want)
+
+
+# --- issue 38 item 5 ----------------------------------------------------------
+
+def test_einmix_bias_under_autocast_follows_linear():
+    """Under autocast(bfloat16) EinMix with a bias returns bfloat16, as
+    nn.Linear and einops' EinMix do (a float32 bias promoted the sum back
+    to float32), with values within bfloat16's rounding of einops'; the
+    parameters' gradients stay float32."""
+    torch.manual_seed(38)
+    mine = L.EinMix("b t d -> b t e", "d e", "e", d=16, e=8)
+    theirs = einops_layers.EinMix("b t d -> b t e", "d e", "e", d=16, e=8)
+    theirs.load_state_dict(mine.state_dict())
+    linear = torch.nn.Linear(16, 8)
+    x = torch.randn(2, 3, 16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got, want, lin = mine(x), theirs(x), linear(x)
+    assert got.dtype == want.dtype == lin.dtype == torch.bfloat16
+    err = (got.float() - want.float()).norm() / want.float().norm()
+    assert err <= 1e-2  # bfloat16's epsilon is 2^-7
+    got.float().sum().backward()
+    assert mine.bias.grad.dtype == mine.weight.grad.dtype == torch.float32
+    assert mine(x).dtype == torch.float32  # no autocast: float32 as before
+
+
+def test_einops_layers_torch_module():
+    """einc.einops.layers.torch, as einops.layers.torch: the same classes
+    as einc.layers.torch."""
+    from einc.einops.layers import torch as layers
+
+    assert layers.Rearrange is L.Rearrange
+    assert layers.Reduce is L.Reduce
+    assert layers.EinMix is L.EinMix
+    net = torch.nn.Sequential(layers.Rearrange("b c h w -> b (h w) c"),
+                              layers.Reduce("b n c -> b c", "mean"))
+    assert net(torch.zeros(2, 3, 4, 5)).shape == (2, 3)

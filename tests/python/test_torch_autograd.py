@@ -422,3 +422,20 @@ def test_lowered_calls_keep_einc_errors():
     # the same structure again, now cached: still einc's errors
     with pytest.raises(einc.EincError, match="one dtype"):
         einc.einsum("i j, j k -> i k", a, b)
+
+
+def test_compiled_plan_records_autograd_above_the_lowering_bound():
+    """einc.compile's plan on tensors that require grad, too large to be
+    lowered: the gradient, as torch.einsum's (issue 38: the plan handed
+    them to DLPack, which refused them with a BufferError)."""
+    a, b = _inputs([(4, 80, 60), (4, 60, 50)], 38)
+    plan = einc.compile("b i j, b j k -> b i k", a.shape, b.shape,
+                        dtype="float64")
+    got = plan(a, b)
+    want = torch.einsum("bij,bjk->bik", a, b)
+    torch.testing.assert_close(got, want)
+    dout = torch.randn(want.shape, generator=torch.Generator().manual_seed(1),
+                       **F64)
+    for x, y in zip(torch.autograd.grad(got, (a, b), dout),
+                    torch.autograd.grad(want, (a, b), dout)):
+        torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)

@@ -111,7 +111,7 @@ class EinMix(torch.nn.Module):
     def forward(self, x):
         y = einsum(self._einsum, x, self.weight, **self._lengths)
         if self.bias is not None:
-            y = y + self.bias
+            y = y + _as_result(self.bias, y)
         if self._merge is not None:
             y = rearrange(y, self._merge)
         return y
@@ -121,6 +121,18 @@ class EinMix(torch.nn.Module):
         if self.bias_shape is not None:
             head += f", {self.bias_shape!r}"
         return _repr_args(head, self.axes_lengths)
+
+
+def _as_result(bias, y):
+    """The bias in the einsum result's dtype where autocast made that a
+    lower precision: nn.Linear computes its bias in the autocast dtype
+    too, and einops' EinMix adds it in place into the result, so both
+    return bfloat16 under autocast(bfloat16); a float32 bias would
+    promote the sum back to float32 (issue 38)."""
+    if bias.dtype == y.dtype or not torch.is_autocast_enabled(
+            y.device.type):
+        return bias
+    return bias.to(y.dtype)
 
 
 def _repr_args(head: str, lengths: dict) -> str:

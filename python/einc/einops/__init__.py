@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import inspect
 import re
+import string
 
-from . import _einc
-from ._api import (RULE_NO_REDUCE, RULE_NO_REPEAT, EincError, _fast,
+from .. import _einc
+from .._api import (RULE_NO_REDUCE, RULE_NO_REPEAT, EincError, _fast,
                    _fast_setup, _lengths, evaluate)
-from ._einops import _REDUCTIONS, _rearrange_with, _reduce_callable, _single
-from ._einops import pack as _pack
-from ._einops import parse_shape as _parse_shape
-from ._einops import unpack as _unpack
+from .._einops import _REDUCTIONS, _rearrange_with, _reduce_callable, _single
+from .._einops import pack as _pack
+from .._einops import parse_shape as _parse_shape
+from .._einops import unpack as _unpack
 
 try:
     import einops as _peer
@@ -137,7 +138,7 @@ def _numpy_scalar(result):
 
 def _check_rules(tensor, pattern, axes_lengths, rules):
     """The binder's check of `rules` on the tensor's shape alone."""
-    from ._api import _shape_of
+    from .._api import _shape_of
 
     x = _single(tensor)
     _einc.bind(pattern, (_shape_of(x),), False, "sum", "auto",
@@ -158,7 +159,14 @@ def repeat(tensor, pattern: str, **axes_lengths):
 def _einsum(*tensors_and_pattern):
     """einops.einsum's whole contract, for the calls the builtin einsum
     does not serve itself; a pattern that passes einops' checks is kept
-    in _checked, whose patterns the builtin serves."""
+    in _checked with its numpy form, which the builtin serves.
+
+    einops maps the names onto numpy's letters and calls the backend's
+    einsum, which broadcasts a size-1 dim against a named axis
+    ('b i, b i -> b' on shapes (4, 3) and (1, 3)); einc's einops dialect
+    does not, so the call runs in numpy's dialect too (issue 38), and an
+    error is reported with the pattern's own names where einc's einops
+    dialect finds one (_einsum_error)."""
     if len(tensors_and_pattern) <= 1:
         raise ValueError("`einops.einsum` takes the tensors (at least one) "
                          "and then the pattern")
@@ -169,17 +177,68 @@ def _einsum(*tensors_and_pattern):
     if "->" not in pattern:
         raise ValueError(f"Einsum pattern needs '->': {pattern!r}")
     _check_einsum_axes(pattern)
+    expr = _numpy_form(pattern)
     if len(_checked) >= _MAX_CHECKED:
         _checked.clear()
-    _checked.add(pattern)
+    _checked[pattern] = expr
     try:
-        result = evaluate(pattern, tuple(tensors), numpy=False)
+        result = _einsum_first(tuple(tensors), expr)
     except EincError as e:
-        raise _einops_error(e) from None
+        raise _einsum_error(tuple(tensors), pattern, expr, e) from None
     return _numpy_scalar(result)
 
 
-_checked: set = set()
+def _numpy_form(pattern: str) -> str:
+    """The pattern as einops hands it to a backend's einsum: each name a
+    letter, in order of first appearance ('...' kept, spaces dropped).
+    The names were checked (_check_einsum_axes): plain, at most 52."""
+    letters = {}
+
+    def term(side):
+        names = side.split()
+        return "".join(n if n == "..." else letters.setdefault(
+            n, string.ascii_letters[len(letters)]) for n in names)
+
+    lhs, _, rhs = pattern.partition("->")
+    return ",".join(term(t) for t in lhs.split(",")) + "->" + term(rhs)
+
+
+def _einsum_error(tensors, pattern, expr, error):
+    """The error of a failed call, told with the pattern's names where
+    einc's einops dialect finds it on the shapes, unless that finding is
+    only the broadcast that numpy's dialect allows; else numpy's message,
+    with the letters' names."""
+    from .._api import _shape_of, bind
+
+    try:
+        bind(pattern, [_shape_of(t) for t in tensors], numpy=False)
+    except EincError as named:
+        if "do not broadcast in the einops dialect" not in str(named):
+            return _einops_error(named)
+    names = [n for n in re.split(r"[\s,]+|->", pattern.replace("...", " "))
+             if n]
+    letters = dict(zip(dict.fromkeys(names),
+                       string.ascii_letters))  # (first appearance order)
+    return EinopsError(f"{error}\n(the pattern in numpy's letters: " +
+                       ", ".join(f"{n}={c}" for n, c in letters.items()) +
+                       ")")
+
+
+def _einsum_first(tensors, expr):
+    """A pattern's first call (expr: its numpy form): the cached path
+    first, as the builtin's later calls take it, so that the first result
+    is a view where later ones are (numpy and torch views of a one-tensor
+    pattern)."""
+    call = tensors + (expr,)
+    result = _fast(call, True, None)
+    if result is None and _fast_setup():  # numpy or torch just came
+        result = _fast(call, True, None)
+    if result is not None:
+        return result
+    return evaluate(expr, tensors, numpy=True)
+
+
+_checked: dict = {}
 _MAX_CHECKED = 4096
 # The builtin (python/src/dropin.c) serves einsum's plain call from
 # einc's cached path (fastpath.c): a pattern already in _checked;

@@ -1,0 +1,1 @@
+"""einops.layers for einc.einops: ``einc.einops.layers.torch``."""
