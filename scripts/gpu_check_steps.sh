@@ -14,16 +14,25 @@ dlpack_option() {
     echo "-Ddlpack_include=.device/include" # relative: Meson refuses
     return 0                                # absolute paths inside the tree
   fi
+  # torch's ATen/dlpack.h is the same header under another name: copied
+  # to dlpack/dlpack.h in a directory of its own
   python3 - <<'PY'
-import glob, importlib, os
-for mod, sub in (("torch", "include"), ("cupy", "_core/include/cupy")):
-    try:
-        base = os.path.dirname(importlib.import_module(mod).__file__)
-    except Exception:
+import glob, importlib.util, os, shutil, tempfile
+where = (("torch", "include/dlpack/dlpack.h"),
+         ("cupy", "_core/include/cupy/dlpack/dlpack.h"),
+         ("jaxlib", "include/dlpack/dlpack.h"),
+         ("torch", "include/ATen/dlpack.h"))
+for mod, sub in where:
+    spec = importlib.util.find_spec(mod)
+    if spec is None or not spec.submodule_search_locations:
         continue
-    for h in glob.glob(os.path.join(base, sub, "dlpack", "dlpack.h")):
-        print("-Ddlpack_include=" + os.path.dirname(os.path.dirname(h)))
-        raise SystemExit
+    for base in spec.submodule_search_locations:
+        for h in glob.glob(os.path.join(base, sub)):
+            d = tempfile.mkdtemp(prefix="einc-dlpack-")
+            os.mkdir(os.path.join(d, "dlpack"))
+            shutil.copy(h, os.path.join(d, "dlpack", "dlpack.h"))
+            print("-Ddlpack_include=" + d)
+            raise SystemExit
 PY
 }
 
