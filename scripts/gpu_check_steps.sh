@@ -104,8 +104,9 @@ several_devices() {
   n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
   [ "$rehearse" = 1 ] && n=2 && export EINC_EMU_DEVICES=2
   tmp=$(mktemp -d)
-  python3 scripts/random_npy.py "$tmp/a.npy" 96x256 f4 5 &&
-    python3 scripts/random_npy.py "$tmp/b.npy" 256x64 f4 6 &&
+  local j=$((64 * n)) # 2n slices of 32, whatever n
+  python3 scripts/random_npy.py "$tmp/a.npy" "96x$j" f4 5 &&
+    python3 scripts/random_npy.py "$tmp/b.npy" "${j}x64" f4 6 &&
     "$build/einc" eval "$e" "$tmp/a.npy" "$tmp/b.npy" -o "$tmp/cpu.npy" &&
     "$build/einc" eval "$e" "$tmp/a.npy" "$tmp/b.npy" --backend "$be" \
       --slice "j:$((2 * n))" --devices "$n" -o "$tmp/dev.npy" &&
