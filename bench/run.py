@@ -195,7 +195,9 @@ def time_row(args, case, dtype, seed):
     copies = cpu_inputs(case, dtype, seed)
     peers = peer_fns(case, dtype, copies)
     check_peers(case, dtype, peers)
-    names = ['einc'] + list(peers)
+    # --einc-before: the build before a change, interleaved with einc in
+    # the same rounds (timings on a shared machine drift between runs)
+    names = ['einc'] + (['einc-before'] if args.einc_before else []) + list(peers)
     times = {n: [] for n in names}
     floor = {}
     for r in range(args.rounds):
@@ -206,6 +208,9 @@ def time_row(args, case, dtype, seed):
                 times['einc'].append(e['ms'])
                 if r == 0:
                     floor = e
+            elif name == 'einc-before':
+                e = einc_bench(args.einc_before, case, 'cpu', dtype, args.runs, floor=False)
+                times[name].append(e['ms'])
             else:
                 fn, xs = peers[name]
                 times[name].append(host_time(fn, xs, args.runs))
@@ -231,6 +236,23 @@ def ratio(a, b):
     return a / b if a and b else None
 
 
+# The /proc/cpuinfo flags that decide einc's CPU paths (issue 35: the
+# half-precision GEMM units differ from machine to machine).
+CPU_FLAGS = ('avx2', 'fma', 'f16c', 'avx512f', 'avx512_bf16', 'avx512_fp16',
+             'avx512_vnni', 'avx_vnni', 'amx_bf16', 'amx_fp16', 'amx_tile')
+
+
+def cpu_flags():
+    try:
+        for line in open('/proc/cpuinfo'):
+            if line.startswith('flags'):
+                have = set(line.split(':', 1)[1].split())
+                return ' '.join(f for f in CPU_FLAGS if f in have) or 'none of ' + ' '.join(CPU_FLAGS)
+    except OSError:
+        pass
+    return 'unknown'
+
+
 def cpu_table(args, rows):
     import numpy
     import opt_einsum
@@ -251,17 +273,31 @@ def cpu_table(args, rows):
              "GEMM steps alone, i.e. OpenBLAS doing exactly the plan's GEMMs (same M, N, K, batch, "
              "transposes, threads), from `einc bench --steps` in the first round; einc/GEMMs: "
              "all of the plan's steps over its GEMM steps in those same marked runs (issue 18's "
-             "target for GEMM-bound plans: at most 1.2).", "",
-             "| case | dtype | einc ms | numpy ms | opt_einsum ms | torch ms | einops ms | floor ms "
-             "| bound | einc/floor | GEMMs ms | einc/GEMMs | einc/best-peer | best peer |",
-             "|" + "---|" * 14]
+             "target for GEMM-bound plans: at most 1.2). On the host the floor's GEMM is in the "
+             "case's dtype where einc has a GEMM for it (bf16 through oneDNN where the CPU has "
+             "bf16 units, issue 35), else f32's.", "",
+             f"CPU flags (/proc/cpuinfo, those einc's paths depend on): {cpu_flags()}. "
+             f"Load average (1 min) at the start and end: {args.load_start:.1f}, "
+             f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+             + (" (a loaded machine: timings are noisy)" if max(args.load_start, os.getloadavg()[0])
+                > 0.5 * os.cpu_count() else "") + ".", ""]
+    before = args.einc_before is not None
+    if before:
+        lines += [f"einc before: `{args.einc_before}`, interleaved with einc in the same rounds "
+                  "(before ms, einc/before).", ""]
+    cols = (["einc ms"] + (["before ms"] if before else []) + [p + " ms" for p in PEERS]
+            + ["floor ms", "bound", "einc/floor", "GEMMs ms", "einc/GEMMs"]
+            + (["einc/before"] if before else []) + ["einc/best-peer", "best peer"])
+    lines += ["| case | dtype | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 2)]
     for r in rows:
         lines.append(
             f"| {r['case']} | {r['dtype']} | {cell(r, 'einc')} | "
+            + (f"{cell(r, 'einc-before')} | " if before else "")
             + " | ".join(cell(r, p) for p in PEERS)
             + f" | {fmt(r['floor'], 4)} | {r['bound']} | {fmt(ratio(r['einc'], r['floor']), 2)} | "
             f"{fmt(r.get('gemm_ms'), 4)} | {fmt(r.get('gemm_ratio'), 2)} | "
-            f"{fmt(ratio(r['einc'], r.get(r['best'])), 2)} | {r['best'] or ''} |")
+            + (f"{fmt(ratio(r['einc'], r.get('einc-before')), 2)} | " if before else "")
+            + f"{fmt(ratio(r['einc'], r.get(r['best'])), 2)} | {r['best'] or ''} |")
     g_all = geomean([ratio(r['einc'], r.get(r['best'])) for r in rows if r['best']])
     g_big = geomean([ratio(r['einc'], r.get(r['best'])) for r in rows if r['best'] and not r['tiny']])
     behind = [f"{r['case']} {r['dtype']}" for r in rows if r['best'] and r['einc'] > r[r['best']]]
@@ -335,6 +371,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--target', choices=('cpu', 'gpu'), required=True)
     ap.add_argument('--einc', default=os.path.join(ROOT, 'build', 'einc'))
+    ap.add_argument('--einc-before', help='CPU: an earlier einc build, timed in the same rounds')
     ap.add_argument('--dtypes', nargs='+')
     ap.add_argument('--cases', nargs='+')
     ap.add_argument('--runs', type=int, default=20, help='timed runs per contender and round')
@@ -348,6 +385,7 @@ def main():
     ap.add_argument('--out', help='result file (default bench/results/DATE-DEVICE.md)')
     args = ap.parse_args()
     args.date = datetime.date.today().isoformat()
+    args.load_start = os.getloadavg()[0]
     if args.target == 'cpu':
         ensure_peers(args)
         if args.quick:

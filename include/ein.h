@@ -645,6 +645,9 @@ typedef struct ein_device_model {
                             measured), "measured" (by this call), "cache"
                             (measured earlier), "assumed" (a GPU with no
                             model in einc, or none: h100's), "caller" */
+  double measured_at[EIN_NPEAK]; /* Unix seconds when measured[k] was
+                                    measured (or last raised by a faster
+                                    run: "cpu"); 0: unknown */
 } ein_device_model;
 
 /* A device model by name:
@@ -653,11 +656,14 @@ typedef struct ein_device_model {
  *                   measurements where it has them (h100: bf16 and f32
  *                   GEMM, copy bandwidth);
  *   "cpu"           this host as the CPU backend uses it: the GEMM rate
- *                   (f32, f64; f16, bf16, tf32 and fp8 are computed in
- *                   f32) and the copy bandwidth with the backend's
- *                   threads, measured (about 0.1 s) by each of the
- *                   first 3 processes that use it, the best of each rate
- *                   kept (a busy machine measures low), in the
+ *                   (f32, f64; bf16 and f16 through the backend's half
+ *                   GEMM where it has one, else f32's; tf32 and fp8 are
+ *                   computed in f32) and the copy bandwidth with the
+ *                   backend's threads, measured (about 0.3 s: the best
+ *                   of several short runs) by each of the first 3
+ *                   processes that use it, the best of each rate kept (a
+ *                   busy machine measures low; a faster run of `einc
+ *                   bench` raises a peak, measured_at says when), in the
  *                   einc cache directory ($EINC_CACHE_DIR, else
  *                   $XDG_CACHE_HOME/einc, else ~/.cache/einc) under the
  *                   CPU's model name and the thread count; an entry that

@@ -11,8 +11,8 @@ if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
   apt-get install -y -qq --no-install-recommends meson ninja-build \
-    pkg-config cmake re2c libdlpack-dev libopenblas-dev python3 \
-    python3-dev python3-venv >/dev/null
+    pkg-config cmake re2c libdlpack-dev libopenblas-dev libdnnl-dev \
+    python3 python3-dev python3-venv >/dev/null
 fi
 [ -f build/build.ninja ] || meson setup build >/dev/null
 ninja -C build >/dev/null

@@ -14,7 +14,7 @@ if ! command -v valgrind >/dev/null; then
 fi
 programs="test_lexer test_parser test_errors test_shapes test_shape_check
   test_random test_eval_random test_plan test_disk_cache test_alloc_fail
-  test_threads test_bad_inputs test_grad"
+  test_threads test_bad_inputs test_grad test_cpu_half"
 # (not the MPI example: it runs under mpirun, and MPI's own allocations
 # are not einc's to answer for)
 examples=$(ls "$dir"/examples/ 2>/dev/null | grep -v -e '\.p$' -e mpi || true)

@@ -312,7 +312,7 @@ fi
 # over the peak
 "$EINC" bench 'i j, j k -> i k' 64x64 64x64 --backend cpu --runs 2 --no-floor >"$out" 2>"$err"
 grep -qE '^model    predicted [0-9.]+ (ns|µs|ms|s) on cpu \(measured/predicted [0-9.e+-]+\)$' "$out" &&
-  grep -qE '^MFU      [0-9.e+-]+% of f32 [0-9.e+-]+ TFLOP/s \(measured peak: no data sheet\)$' "$out" &&
+  grep -qE '^MFU      [0-9.e+-]+% of f32 [0-9.e+-]+ TFLOP/s \(measured peak, (measured|raised to this run.s rate) (20[0-9-]+ [0-9:]+ UTC|unknown): no data sheet\)$' "$out" &&
   ! grep -q HFU "$out" && passed=$((passed + 1)) ||
   { failed=$((failed + 1)); echo "FAIL: bench model lines: $(cat "$out" "$err")" >&2; }
 "$EINC" bench 'i j, j k -> i k' 64x64 64x64 --backend cpu --runs 2 --no-floor --slice j >"$out" 2>"$err"
@@ -324,6 +324,9 @@ d = json.load(sys.stdin)
 assert d["device_model"] == "cpu" and d["predicted_ms"] > 0 and d["peak_kind"] == "f32", d
 assert abs(d["mfu"] / (d["model_flops"] / (d["ms"] * 1e-3) / d["peak_flops"]) - 1) < 1e-4, d
 assert d["hfu"] == d["mfu"], d
+# issue 35: the measured peak says when, and a run never reads above it
+assert d["peak_measured_at"].endswith(" UTC") and d["peak_raised"] in (True, False), d
+assert d["mfu"] <= 1, d
 ' && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: bench --json mfu" >&2; }
 
 # Exit statuses, one class per row for every command: 0 success, 1 runtime

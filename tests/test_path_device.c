@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cost.h"
@@ -292,7 +293,9 @@ static void cpu_model_cache(void) {
   CHECK_STR(m1.source, "measured", "first use");
   CHECK(m1.peak[EIN_PEAK_F32] > 0 && m1.peak[EIN_PEAK_F64] > 0 &&
             m1.bytes_per_s > 0 &&
-            m1.peak[EIN_PEAK_BF16] == m1.peak[EIN_PEAK_F32] &&
+            m1.peak[EIN_PEAK_BF16] >= m1.peak[EIN_PEAK_F32] &&
+            m1.peak[EIN_PEAK_TF32] == m1.peak[EIN_PEAK_F32] &&
+            m1.measured_at[EIN_PEAK_F32] > 1.7e9 &&
             m1.measured[EIN_PEAK_F32] == m1.peak[EIN_PEAK_F32] &&
             m1.measured_bytes_per_s == m1.bytes_per_s &&
             m1.backend == EIN_BACKEND_CPU,
@@ -340,8 +343,12 @@ static void cpu_model_cache(void) {
                          "einc cpu rates 2\nf32 1e9\nf64 1e9\ncopy 1e9\n",
                          "einc cpu rates 1\nf32 1e9\nf64 1e9\ncopy 1e9\nx",
                          "einc cpu rates 3\nruns 3\nf32 1e9\nf64 1e9\ncopy 1e9\n",
-                         "einc cpu rates 2\nruns 0\nf32 1e9\nf64 1e9\ncopy 1e9\n"};
-  for (int i = 0; i < 7; i++) {
+                         "einc cpu rates 2\nruns 0\nf32 1e9\nf64 1e9\ncopy 1e9\n",
+                         "einc cpu rates 4\nruns 3\nf32 1e9 5\nf64 1e9 5\n"
+                         "bf16 1e9 5\nf16 1e9 5\ncopy 1e9 -1\n",
+                         "einc cpu rates 4\nruns 3\nf32 1e9 5\nf64 1e9 5\n"
+                         "f16 1e9 5\nbf16 1e9 5\ncopy 1e9 5\n"};
+  for (int i = 0; i < 9; i++) {
     int measured = load_entry(dir, key, keylen, liars[i], &m2);
     CHECK(measured == 1 && strcmp(m2.source, "measured") == 0 &&
               m2.peak[EIN_PEAK_F32] > 0,
@@ -368,14 +375,106 @@ static void cpu_model_cache(void) {
             m2.bytes_per_s == 1e15 && strcmp(m2.source, "measured") == 0,
         "the best rates kept: %g %g %g", m2.peak[EIN_PEAK_F32],
         m2.peak[EIN_PEAK_F64], m2.bytes_per_s);
+  /* a version-2 entry of 3 runs has no half rates: measured again */
+  const char *old = "einc cpu rates 2\nruns 3\nf32 1e3\nf64 1e3\ncopy 1e3\n";
+  CHECK(load_entry(dir, key, keylen, old, &m2) == 1 &&
+            strcmp(m2.source, "measured") == 0 && m2.peak[EIN_PEAK_F32] > 1e3,
+        "an old entry is measured again");
   /* and a good one of 3 runs written by hand is read as it is */
   const char *good =
-      "einc cpu rates 2\nruns 3\nf32 1e11\nf64 5e10\ncopy 2e10\n";
+      "einc cpu rates 4\nruns 3\nf32 1e11 1795913070\nf64 5e10 1795913070\n"
+      "bf16 3e11 1795913070\nf16 1e11 1795913070\ncopy 2e10 1795913070\n";
   load_entry(dir, key, keylen, good, &m2);
   CHECK(m2.peak[EIN_PEAK_F32] == 1e11 && m2.peak[EIN_PEAK_F64] == 5e10 && m2.bytes_per_s == 2e10 &&
+            m2.peak[EIN_PEAK_BF16] == 3e11 && m2.peak[EIN_PEAK_TF32] == 1e11 &&
+            m2.measured_at[EIN_PEAK_BF16] == 1795913070 &&
             strcmp(m2.source, "cache") == 0,
         "a good entry is read: %g %g %g", m2.peak[EIN_PEAK_F32], m2.peak[EIN_PEAK_F64],
         m2.bytes_per_s);
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK(system(cmd) == 0, "cleanup");
+}
+
+/* Seconds of the best of three runs of plan on x and y. */
+static double best_run(ein_ctx *ctx, ein_plan *plan, const DLTensor *const *x,
+                       DLTensor *y) {
+  double best = 1e300;
+  for (int r = 0; r < 3; r++) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    REQUIRE_OK(ein_plan_execute(ctx, plan, x, 2, y));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double t = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+/* Issue 35: a cached peak below what a run reaches (measured under load)
+ * is raised by the run, in the model and in the cache entry, so MFU stays
+ * at most 1; rates not above the peak, other models and a caller's
+ * figures are left alone. */
+static void cpu_peak_raise(ein_ctx *ctx) {
+  char dir[] = "/tmp/einc-raise-XXXXXX", key[256];
+  if (!mkdtemp(dir)) {
+    CHECK(false, "mkdtemp failed");
+    return;
+  }
+  size_t keylen = ein_cpu_model_key(key, sizeof key);
+  int64_t s[2] = {384, 384};
+  float *buf = calloc(3 * 384 * 384, sizeof *buf);
+  DLTensor t[3];
+  for (int i = 0; i < 3; i++)
+    t[i] = (DLTensor){buf + i * 384 * 384, {kDLCPU, 0}, 2, {kDLFloat, 32, 1},
+                      s, NULL, 0};
+  const DLTensor *x[] = {&t[0], &t[1]};
+  ein_plan *plan;
+  REQUIRE_OK(ein_plan_create(ctx, "i j, j k -> i k", x, 2, &t[2], NULL, &plan));
+  double sec = best_run(ctx, plan, x, &t[2]);
+  double rate = ein_plan_flops(plan) / sec;
+  /* a good entry whose f32 peak is half what the run just did */
+  char entry[512];
+  snprintf(entry, sizeof entry,
+           "einc cpu rates 4\nruns 3\nf32 %.17g 1000\nf64 1e9 1000\n"
+           "bf16 %.17g 1000\nf16 %.17g 1000\ncopy 1e10 1000\n",
+           rate / 2, rate / 2, rate / 2);
+  ein_device_model m, m2;
+  CHECK(load_entry(dir, key, keylen, entry, &m) == 0 &&
+            strcmp(m.source, "cache") == 0 && m.peak[EIN_PEAK_F32] == rate / 2 &&
+            m.measured_at[EIN_PEAK_F32] == 1000,
+        "the low entry is read: %g", m.peak[EIN_PEAK_F32]);
+  double before = ein_plan_mfu(plan, sec, &m);
+  CHECK(before > 1.9, "MFU against the low peak %g", before);
+  CHECK(!ein_cpu_model_raise_in(dir, &m, EIN_PEAK_F32, rate / 4),
+        "a rate below the peak raises nothing");
+  CHECK(ein_cpu_model_raise_in(dir, &m, EIN_PEAK_F32, rate), "raised");
+  double mfu = ein_plan_mfu(plan, sec, &m);
+  CHECK(mfu <= 1 && mfu > 0.99, "MFU after the raise %g", mfu);
+  CHECK(m.peak[EIN_PEAK_F32] == rate && m.measured[EIN_PEAK_F32] == rate &&
+            m.peak[EIN_PEAK_TF32] == rate && m.peak[EIN_PEAK_BF16] == rate &&
+            m.peak[EIN_PEAK_F64] == 1e9 && m.measured_at[EIN_PEAK_F32] > 1.7e9,
+        "the model's f32 peak and those that follow it raised: %g %g %g",
+        m.peak[EIN_PEAK_F32], m.peak[EIN_PEAK_BF16], m.peak[EIN_PEAK_F64]);
+  int n0 = ein_cpu_rates_measure_count();
+  REQUIRE_OK(ein_cpu_model_in(dir, &m2));
+  CHECK(ein_cpu_rates_measure_count() == n0 && strcmp(m2.source, "cache") == 0 &&
+            m2.peak[EIN_PEAK_F32] == rate && m2.peak[EIN_PEAK_BF16] == rate &&
+            m2.peak[EIN_PEAK_F64] == 1e9 &&
+            m2.measured_at[EIN_PEAK_F32] == m.measured_at[EIN_PEAK_F32] &&
+            m2.measured_at[EIN_PEAK_F64] == 1000,
+        "the cache entry was rewritten: %g (%g)", m2.peak[EIN_PEAK_F32],
+        m2.measured_at[EIN_PEAK_F32]);
+  CHECK(ein_plan_mfu(plan, sec, &m2) <= 1, "MFU from the rewritten entry");
+  /* a caller's figure and a data sheet's are not the machine's to raise */
+  REQUIRE_OK(ein_device_model_set_peak(&m2, EIN_PEAK_F32, 1e3));
+  CHECK(!ein_cpu_model_raise_in(dir, &m2, EIN_PEAK_F32, rate) &&
+            m2.peak[EIN_PEAK_F32] == 1e3,
+        "a given peak stays");
+  REQUIRE_OK(ein_device_model_get("h100", &m2));
+  CHECK(!ein_cpu_model_raise_in(dir, &m2, EIN_PEAK_F32, 1e15), "h100 stays");
+  ein_plan_destroy(plan);
+  free(buf);
   char cmd[4200];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   CHECK(system(cmd) == 0, "cleanup");
@@ -477,6 +576,7 @@ int main(void) {
   random_paths(ctx, 300);
   bad_paths(ctx);
   cpu_model_cache();
+  cpu_peak_raise(ctx);
   named_models(ctx);
   ein_ctx_destroy(ctx);
   return test_summary("path_device");

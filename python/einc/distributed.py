@@ -89,21 +89,31 @@ def _run(client, key, arrays, units, tasks):
     """Scatter, tasks, tree, gather. Dask reruns the tasks a lost worker
     held; scattered data has no recipe, so where a worker died before the
     copies of an input were made, the inputs are scattered again (up to
-    two more times)."""
+    two more times). A retry can find the dead worker still listed (the
+    scheduler has not noticed yet): the broadcast to it fails with a
+    closed connection, which is retried too, after a pause that grows."""
+    import time
+
     from distributed.client import FutureCancelledError
+    from distributed.comm.core import CommClosedError
     for attempt in range(3):
-        workers = sorted(client.scheduler_info()["workers"])
-        count = tasks or 4 * max(1, len(workers))
-        scattered = client.scatter(arrays, broadcast=True)
-        parts = [client.submit(_run_range, key, first, n, *scattered,
-                               pure=False, **_placement(workers, t))
-                 for t, (first, n) in enumerate(ranges(units, count))]
         try:
-            return _tree_sum(client, parts).result()
-        except FutureCancelledError:
+            return _attempt(client, key, arrays, units, tasks)
+        except (FutureCancelledError, CommClosedError, OSError):
             if attempt == 2:
                 raise
+            time.sleep(0.5 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+def _attempt(client, key, arrays, units, tasks):
+    workers = sorted(client.scheduler_info()["workers"])
+    count = tasks or 4 * max(1, len(workers))
+    scattered = client.scatter(arrays, broadcast=True)
+    parts = [client.submit(_run_range, key, first, n, *scattered,
+                           pure=False, **_placement(workers, t))
+             for t, (first, n) in enumerate(ranges(units, count))]
+    return _tree_sum(client, parts).result()
 
 
 def contract(expr, *arrays, client=None, slice=None, memory_limit=None,

@@ -1,6 +1,8 @@
 /*
  * cpu_backend.c - runs plans on the host: GEMM steps through CBLAS
  * (OpenBLAS) for f32, f64, c64 and c128 (sgemm, dgemm, cgemm, zgemm),
+ * bf16/f16 ones where the planner kept them half through oneDNN
+ * (cpu_dnnl.c),
  * LOOP contractions of tiny matrices, outer products and transposed dots
  * through cpu_contract.c and cpu_contract_rows.c, other LOOP
  * and FILL steps through cpu_loops.c.
@@ -20,6 +22,7 @@
 #include "alloc.h"
 #include "backend.h"
 #include "cpu_contract.h"
+#include "cpu_dnnl.h"
 #include "cpu_loops.h"
 #include "cpu_threads.h"
 #include "cpu_rates.h"
@@ -199,10 +202,13 @@ static void gemm_one(const ein_gemm_call *g, ein_dtype dt, double alpha,
 #endif
 }
 
-void ein_cpu_gemm_square(ein_dtype dt, int64_t n, const char *a,
+bool ein_cpu_gemm_square(ein_dtype dt, int64_t n, const char *a,
                          const char *b, char *c) {
   ein_gemm_call g = {.m = n, .n = n, .k = n, .lda = n, .ldb = n, .ldc = n};
+  if (dt == EIN_DT_BF16 || dt == EIN_DT_F16)
+    return ein_cpu_dnnl_square(dt, n, a, b, c);
   gemm_one(&g, dt, 1.0, a, b, c);
+  return true;
 }
 
 /* Fork safety (docs/design.md, "Fork safety"). GNU libgomp keeps its
@@ -388,9 +394,14 @@ int ein_cpu_loop_threads(const ein_plan_ir *plan, int threads) {
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
     const ein_gemm *g = &s->gemm;
+    /* oneDNN's half GEMMs run on the OpenMP team the loops use: no
+     * second pool spins beside them */
+    bool own_pool = s->src_dtype[0] == EIN_DT_BF16 ||
+                    s->src_dtype[0] == EIN_DT_F16;
     if (s->kind != EIN_STEP_GEMM)
       loop_bytes += s->bytes_read + s->bytes_written;
-    else if ((double)g->m * (double)g->n * (double)g->k > BLAS_THREADED_WORK)
+    else if (!own_pool &&
+             (double)g->m * (double)g->n * (double)g->k > BLAS_THREADED_WORK)
       gemm_flops += s->flops;
   }
   bool gemm_bound = gemm_flops > 0 &&
@@ -399,9 +410,12 @@ int ein_cpu_loop_threads(const ein_plan_ir *plan, int threads) {
 }
 
 /* The threads a run's steps use: the loops' (ein_cpu_loop_threads) and
- * the backend's own, for batches of small GEMMs split by einc. */
+ * the backend's own, for batches of small GEMMs split by einc; the plan
+ * and its program (oneDNN's primitives for half GEMM steps). */
 typedef struct cpu_run_ctx {
   int loop_threads, gemm_threads;
+  const ein_plan_ir *plan;
+  const void *program;
 } cpu_run_ctx;
 
 /* One CPU step: a GEMM, else one of the contraction kernels, else the
@@ -410,6 +424,12 @@ static ein_status cpu_step(void *ctx, int i, const ein_step *s, char *dst,
                            const char *src[2], ein_error_rec *err) {
   const cpu_run_ctx *r = ctx;
   int threads = r->loop_threads;
+  /* A GEMM whose A and B are half the planner stored so for oneDNN
+   * (caps.gemm_half_dtype) */
+  if (s->kind == EIN_STEP_GEMM && (s->src_dtype[0] == EIN_DT_BF16 ||
+                                   s->src_dtype[0] == EIN_DT_F16))
+    return ein_cpu_dnnl_run(r->plan, r->program, i, dst, src[0], src[1],
+                            r->gemm_threads, err);
   if (s->kind == EIN_STEP_GEMM)
     return run_gemm(s, dst, src[0], src[1], r->gemm_threads, err);
   if (ein_cpu_contract(s, dst, src[0], src[1], threads))
@@ -425,7 +445,6 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
                           const void *program, char *const *inputs,
                           char *output, const ein_step_marks *marks,
                           ein_error_rec *err) {
-  (void)program;
   cpu_backend *cb = (cpu_backend *)self;
   workspace ws;
   if (!workspace_take(cb, plan->workspace_bytes, &ws))
@@ -437,7 +456,8 @@ static ein_status cpu_run(ein_backend *self, const ein_plan_ir *plan,
 #else
   int threads = now; /* the fallback GEMM runs on this thread */
 #endif
-  cpu_run_ctx r = {.loop_threads = threads, .gemm_threads = now};
+  cpu_run_ctx r = {.loop_threads = threads, .gemm_threads = now,
+                   .plan = plan, .program = program};
   ein_status st = ein_run_steps(plan, inputs, output, ws.data, marks,
                                 cpu_step, &r, err);
   workspace_give(cb, ws);
@@ -479,6 +499,9 @@ static const ein_backend_caps *cpu_caps(void) {
    * and per call of a batch (one call per batch element). */
   static const ein_backend_caps caps = {.device = "cpu",
                                         .gemm_half = false,
+                                        .gemm_half_dtype =
+                                            ein_cpu_dnnl_gemm_dtype,
+                                        .half_vector_batch_loop = true,
                                         .gemm_int = false,
                                         .gemm_min_flops = 2 * 16 * 16 * 16,
                                         .gemm_min_call_flops = 2 * 16 * 16 * 16};
@@ -513,6 +536,10 @@ const ein_backend_entry ein_cpu_entry = {
     .memory_name = "host memory",
     .accepts = host_memory,
     .caps = cpu_caps,
+    .prepare = ein_cpu_dnnl_prepare,
+    .program_free = ein_cpu_dnnl_program_free,
+    .describe = ein_cpu_dnnl_describe,
+    .describe_step_json = ein_cpu_dnnl_describe_step_json,
     .device_count = ein_backend_one_device,
     .open = cpu_open,
 };

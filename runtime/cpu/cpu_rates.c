@@ -3,12 +3,15 @@
  * cpu_rates.h).
  *
  * A GEMM too small for the machine understates its peak, one too large
- * wastes the user's time: each dtype starts at n = 256 and doubles while a
- * run takes under 5 ms (up to 2048), and the best rate seen counts (a
- * quick size runs twice). The copy moves twice the last-level cache each
- * way (at least 32 MiB), so it measures memory rather than cache, split
- * across the backend's threads as its own copies are: the best of three
- * after a run that faults the pages in. About 0.1 s in all on two cores.
+ * wastes the user's time: each dtype starts at n = 256 and doubles until
+ * a run takes 3 ms (up to 2048), then the best of five runs of that size
+ * counts (issue 35: one short measurement under load halved the peak and
+ * MFU read 199%). The GEMMs run through the backend's own routine, so on
+ * the threads its calls use. The copy moves twice the last-level cache
+ * each way (at least 32 MiB), so it measures memory rather than cache,
+ * split across the backend's threads as its own copies are: the best of
+ * three after a run that faults the pages in. About 0.3 s in all on two
+ * cores.
  */
 #include "cpu_rates.h"
 
@@ -35,18 +38,44 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* An n^3 GEMM in dt, in seconds: the best of two runs when the first is
- * quick (under 2 ms, where noise weighs most); < 0 without memory. */
-static double gemm_seconds(ein_dtype dt, int64_t n) {
-  size_t bytes = (size_t)(n * n) * ein_dtype_size(dt);
-  char *a = ein_calloc(1, bytes), *c = ein_malloc(bytes);
+/* Runs of one size a GEMM rate is the best of: a process on the other
+ * core(s) only ever slows a run, so it must last through all of them to
+ * lower the rate (one run under a build read 97 GFLOP/s against 193). */
+enum { GEMM_RUNS = 5 };
+
+/* A run this long is the size measured: long enough that the call's
+ * fixed costs and the threads' start are noise, short enough that five
+ * of them fit between another process's bursts. */
+#define GEMM_RUN_S 3e-3
+
+/* n*n ones in dt: finite, normal values (zeros or denormals could take
+ * another path through a kernel). */
+static void fill_ones(ein_dtype dt, char *a, int64_t count) {
+  for (int64_t i = 0; i < count; i++) {
+    if (dt == EIN_DT_F64) {
+      ((double *)a)[i] = 1.0;
+    } else if (dt == EIN_DT_F32) {
+      ((float *)a)[i] = 1.0f;
+    } else {
+      uint16_t one = dt == EIN_DT_BF16 ? 0x3f80 : 0x3c00;
+      memcpy(a + 2 * i, &one, 2);
+    }
+  }
+}
+
+/* The best of `runs` n^3 GEMMs in dt, in seconds; < 0 without memory or
+ * where the backend has no GEMM for dt. */
+static double gemm_seconds(ein_dtype dt, int64_t n, int runs) {
+  size_t count = (size_t)(n * n), out = dt == EIN_DT_F64 ? 8 : 4;
+  char *a = ein_malloc(count * ein_dtype_size(dt)),
+       *c = ein_malloc(count * out);
   double best = -1;
   if (a && c) {
-    memset(c, 0, bytes); /* its page faults are not the GEMM's */
-    for (size_t i = 0; i < bytes; i += 64) a[i] = 1; /* any finite values */
-    for (int r = 0; r < 2 && (best < 0 || best < 2e-3); r++) {
+    memset(c, 0, count * out); /* its page faults are not the GEMM's */
+    fill_ones(dt, a, (int64_t)count);
+    for (int r = 0; r < runs; r++) {
       double t0 = now_s();
-      ein_cpu_gemm_square(dt, n, a, a, c);
+      if (!ein_cpu_gemm_square(dt, n, a, a, c)) break;
       double t = now_s() - t0;
       if (best < 0 || t < best) best = t;
     }
@@ -56,17 +85,21 @@ static double gemm_seconds(ein_dtype dt, int64_t n) {
   return best;
 }
 
-/* FLOP/s of the largest GEMM that is still quick (see the top). */
+/* FLOP/s in dt: the size doubles from 256 until a run takes GEMM_RUN_S
+ * (2048 at most), then the best of GEMM_RUNS runs of that size. False
+ * where the backend has no GEMM for dt (or no memory). */
 static bool gemm_rate(ein_dtype dt, double *rate) {
   *rate = 0;
-  if (gemm_seconds(dt, 192) < 0) return false; /* wakes the BLAS threads */
-  for (int64_t n = 256; n <= 2048; n *= 2) {
-    double t = gemm_seconds(dt, n);
+  if (gemm_seconds(dt, 192, 1) < 0) return false; /* wakes the threads */
+  int64_t n = 256;
+  for (; n < 2048; n *= 2) {
+    double t = gemm_seconds(dt, n, 1);
     if (t < 0) return false;
-    double r = 2.0 * (double)n * (double)n * (double)n / (t > 0 ? t : 1e-9);
-    if (r > *rate) *rate = r;
-    if (t >= 5e-3) break;
+    if (t >= GEMM_RUN_S) break;
   }
+  double t = gemm_seconds(dt, n, GEMM_RUNS);
+  if (t < 0) return false;
+  *rate = 2.0 * (double)n * (double)n * (double)n / (t > 0 ? t : 1e-9);
   return true;
 }
 
@@ -120,11 +153,27 @@ static bool copy_rate(double *rate) {
   return ok;
 }
 
+/* A half dtype's rate: its own GEMM's where the backend has one and it is
+ * faster, else f32's (plans convert to f32 and run that GEMM). */
+static void half_rate(ein_dtype dt, double f32, double *rate) {
+  double own;
+  *rate = gemm_rate(dt, &own) && own > f32 ? own : f32;
+}
+
 bool ein_cpu_rates_measure(ein_cpu_rates *out) {
   atomic_fetch_add(&measure_count, 1);
   memset(out, 0, sizeof *out);
-  return gemm_rate(EIN_DT_F32, &out->gemm_f32) &&
-         gemm_rate(EIN_DT_F64, &out->gemm_f64) && copy_rate(&out->copy);
+  double *r = out->rate;
+  bool ok = gemm_rate(EIN_DT_F32, &r[EIN_RATE_F32]) &&
+            gemm_rate(EIN_DT_F64, &r[EIN_RATE_F64]) &&
+            copy_rate(&r[EIN_RATE_COPY]);
+  if (ok) {
+    half_rate(EIN_DT_BF16, r[EIN_RATE_F32], &r[EIN_RATE_BF16]);
+    half_rate(EIN_DT_F16, r[EIN_RATE_F32], &r[EIN_RATE_F16]);
+  }
+  double t = (double)time(NULL);
+  for (int i = 0; i < EIN_NRATE; i++) out->when[i] = t;
+  return ok;
 }
 
 void ein_cpu_model_name(char *buf, size_t cap) {

@@ -15,14 +15,27 @@
 
 #include "dtype.h"
 
+/* The rates einc keeps for the host, by index into ein_cpu_rates. */
+typedef enum ein_cpu_rate {
+  EIN_RATE_F32,  /* FLOP/s of an n^3 GEMM in f32 */
+  EIN_RATE_F64,
+  EIN_RATE_BF16, /* through the backend's half GEMM where it has one
+                    (cpu_dnnl.h), else f32's rate */
+  EIN_RATE_F16,
+  EIN_RATE_COPY, /* bytes read + written per second */
+  EIN_NRATE
+} ein_cpu_rate;
+
 typedef struct ein_cpu_rates {
-  double gemm_f32, gemm_f64; /* FLOP/s of an n^3 GEMM */
-  double copy;               /* bytes read + written per second */
+  double rate[EIN_NRATE];
+  double when[EIN_NRATE]; /* Unix seconds the rate was measured at */
 } ein_cpu_rates;
 
-/* Measures the rates: about 0.1 s (short GEMMs and copies, the best of a
- * few runs, so a busy machine reads low rather than taking long). False
- * when memory for the buffers runs out. */
+/* Measures the rates: about 0.3 s. Each GEMM rate is the best of several
+ * short runs of one size at the threads the backend's calls use, and the
+ * copy the best of three, so load from other processes (which only ever
+ * slows a run) must hold through every run to lower it. False when memory
+ * for the buffers runs out. */
 bool ein_cpu_rates_measure(ein_cpu_rates *out);
 
 /* How many times this process measured (tests read it to tell a cache hit
@@ -39,8 +52,10 @@ void ein_cpu_model_name(char *buf, size_t cap);
 int ein_cpu_threads(void);
 
 /* One n x n x n GEMM through the CPU backend's own routine (BLAS or its
- * fallback): row-major, no transposes, alpha 1. */
-void ein_cpu_gemm_square(ein_dtype dt, int64_t n, const char *a,
+ * fallback; for f16/bf16 the half GEMM, C in f32): row-major, no
+ * transposes, alpha 1. False for a half dtype the backend has no GEMM
+ * for (plans then convert to f32) or when the call fails. */
+bool ein_cpu_gemm_square(ein_dtype dt, int64_t n, const char *a,
                          const char *b, char *c);
 
 #endif

@@ -20,11 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "args.h"
 #include "bench_device.h"
 #include "commands.h"
 #include "ctx_internal.h"
+#include "device_models.h"
 #include "dtype.h"
 #include "plan.h"
 
@@ -44,8 +46,9 @@ void cmd_bench_help(void) {
       "copied and rotated between runs. Then the device model's predicted\n"
       "time (einc plan's) beside the measured one, and MFU: the FLOPs the\n"
       "expression needs per second over the data-sheet peak of the device\n"
-      "and dtype (the CPU's measured GEMM rate on the host), with HFU where\n"
-      "the plan does more FLOPs than that.\n"
+      "and dtype (the CPU's measured GEMM rate on the host, and when it was\n"
+      "measured; a run faster than it raises it, in the cache too), with\n"
+      "HFU where the plan does more FLOPs than that.\n"
       "\n"
       "  FILE.npy      in place of a shape: a .npy file's shape (and its\n"
       "                dtype, the first file's, without --dtype); the data\n"
@@ -269,16 +272,48 @@ static void report_steps_json(const ein_plan_ir *ir, const bench_result *r,
  * does more FLOPs than the expression needs). */
 typedef struct bench_model {
   bool have;
+  bool raised; /* this run raised the measured peak (see raise_peak) */
   ein_device_model m;
   double predicted_ms, peak, mfu, hfu, model_flops;
 } bench_model;
 
+/* The peak the bench's GEMM floor bounds from below: the floor ran in
+ * the case's dtype where the host has a GEMM for it, else in f32 (f16,
+ * bf16 and integers are computed in f32), and a half dtype's peak is
+ * never below f32's (a plan converts where its own GEMM is slower). */
+static ein_peak_kind floor_kind(ein_dtype dt) {
+  if (dt == EIN_DT_F64) return EIN_PEAK_F64;
+  if (dt == EIN_DT_BF16) return EIN_PEAK_BF16;
+  if (dt == EIN_DT_F16) return EIN_PEAK_F16;
+  return EIN_PEAK_F32;
+}
+
+/* The machine just ran this fast, so a measured peak below it is wrong
+ * (issue 35: a peak measured under load made MFU read 199%): the case's
+ * best run (the FLOPs the plan did) and the GEMM floor raise the "cpu"
+ * model's peak, in the cache too. A data sheet's peak is not touched (a
+ * GPU's sheet is its upper bound). */
+static bool raise_peak(const ein_plan *plan, const bench_result *r,
+                       ein_dtype dt, ein_device_model *m) {
+  if (strcmp(m->name, "cpu") != 0) return false;
+  bool raised = false;
+  if (r->min_ms > 0)
+    raised = ein_cpu_model_raise(m, ein_plan_peak_kind(plan),
+                                 r->flops / (r->min_ms * 1e-3));
+  if (r->gemm_rate > 0)
+    raised = ein_cpu_model_raise(m, floor_kind(dt), r->gemm_rate) ||
+             raised;
+  return raised;
+}
+
 /* The model of the device the bench ran on ("cpu", or "cuda": the GPU). */
-static bench_model model_of_run(const ein_plan *plan, const bench_result *r) {
+static bench_model model_of_run(const ein_plan *plan, const bench_result *r,
+                                ein_dtype dt) {
   bench_model bm = {0};
   const char *name = ein_plan_backend(plan) == EIN_BACKEND_CPU ? "cpu" : "cuda";
   if (ein_device_model_get(name, &bm.m) != EIN_OK) return bm;
   bm.have = true;
+  bm.raised = raise_peak(plan, r, dt, &bm.m);
   double s = r->median_ms * 1e-3;
   bm.predicted_ms = ein_plan_predicted_seconds(plan, &bm.m) * 1e3;
   bm.peak = ein_plan_peak_flops(plan, &bm.m);
@@ -288,19 +323,43 @@ static bench_model model_of_run(const ein_plan *plan, const bench_result *r) {
   return bm;
 }
 
+/* "2026-11-29 01:02 UTC", or "unknown" for 0 (an entry older than the
+ * times). */
+static const char *when_text(char *buf, size_t cap, double unix_s) {
+  time_t t = (time_t)unix_s;
+  struct tm tm;
+  if (unix_s <= 0 || !gmtime_r(&t, &tm) ||
+      strftime(buf, cap, "%Y-%m-%d %H:%M UTC", &tm) == 0)
+    snprintf(buf, cap, "unknown");
+  return buf;
+}
+
+/* Where MFU's peak comes from: "data sheet, dense", or a measurement and
+ * when it was taken (or raised by this run). */
+static void peak_source_text(const bench_model *bm, ein_peak_kind kind,
+                             char *buf, size_t cap) {
+  char when[40];
+  if (bm->m.measured[kind] != bm->peak) {
+    snprintf(buf, cap, "data sheet, dense");
+    return;
+  }
+  snprintf(buf, cap, "measured peak, %s %s: no data sheet",
+           bm->raised ? "raised to this run's rate" : "measured",
+           when_text(when, sizeof when, bm->m.measured_at[kind]));
+}
+
 static void report_model_text(const ein_plan *plan, const bench_result *r,
                               const bench_model *bm) {
   if (!bm->have) return;
-  char a[32];
-  const char *kind = ein_peak_kind_name(ein_plan_peak_kind(plan));
+  char a[32], src[128];
+  ein_peak_kind pk = ein_plan_peak_kind(plan);
+  const char *kind = ein_peak_kind_name(pk);
   printf("model    predicted %s on %s (measured/predicted %.3g)\n",
          time_text(a, sizeof a, bm->predicted_ms), bm->m.name,
          bm->predicted_ms > 0 ? r->median_ms / bm->predicted_ms : 0.0);
+  peak_source_text(bm, pk, src, sizeof src);
   printf("MFU      %.3g%% of %s %.4g TFLOP/s (%s)", 100 * bm->mfu, kind,
-         bm->peak * 1e-12,
-         bm->m.measured[ein_plan_peak_kind(plan)] == bm->peak
-             ? "measured peak: no data sheet"
-             : "data sheet, dense");
+         bm->peak * 1e-12, src);
   if (r->flops != bm->model_flops)
     printf("; HFU %.3g%% (the plan does %.4g FLOPs, the expression needs "
            "%.4g)",
@@ -310,18 +369,23 @@ static void report_model_text(const ein_plan *plan, const bench_result *r,
 
 static void report_model_json(const ein_plan *plan, const bench_model *bm) {
   if (!bm->have) return;
+  ein_peak_kind pk = ein_plan_peak_kind(plan);
+  char when[40];
   printf(",\"device_model\":\"%s\",\"predicted_ms\":%.6g,"
          "\"peak_kind\":\"%s\",\"peak_flops\":%.6g,\"model_flops\":%.6g,"
          "\"mfu\":%.6g,\"hfu\":%.6g",
-         bm->m.name, bm->predicted_ms,
-         ein_peak_kind_name(ein_plan_peak_kind(plan)), bm->peak,
+         bm->m.name, bm->predicted_ms, ein_peak_kind_name(pk), bm->peak,
          bm->model_flops, bm->mfu, bm->hfu);
+  if (bm->m.measured[pk] == bm->peak)
+    printf(",\"peak_measured_at\":\"%s\",\"peak_raised\":%s",
+           when_text(when, sizeof when, bm->m.measured_at[pk]),
+           bm->raised ? "true" : "false");
 }
 
 static void report(const char *expr, const bench_opts *bo,
                    const bench_device *dev, const ein_plan *plan,
                    const bench_result *r) {
-  bench_model bm = model_of_run(plan, r);
+  bench_model bm = model_of_run(plan, r, bo->dtype);
   const ein_plan_ir *ir = ein_plan_ir_of(plan);
   double fl_c = r->gemm_rate > 0 ? r->flops / r->gemm_rate * 1e3 : 0;
   double fl_m = r->copy_rate > 0 ? r->min_bytes / r->copy_rate * 1e3 : 0;

@@ -51,7 +51,7 @@ void cmd_plan_help(void) {
       "  --json          print one JSON object instead of the table\n"
       "  --device M      the device predicted times are for: cpu (this\n"
       "                  host's GEMM rates and copy bandwidth, measured once,\n"
-      "                  about 0.1 s, and cached in $EINC_CACHE_DIR or\n"
+      "                  about 0.3 s, and cached in $EINC_CACHE_DIR or\n"
       "                  ~/.cache/einc), h100 (= h100-sxm), h100-pcie, h200,\n"
       "                  a100, l4, b200 (data-sheet peaks per dtype and\n"
       "                  bandwidth; h100 also einc's measured bf16 and f32\n"

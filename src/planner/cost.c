@@ -22,34 +22,38 @@
  * measurements (h100 only): cuBLAS GEMM 8192^3 in bf16 and f32, and a
  * device-to-device copy, on an H100 SXM5 80GB (../shared/anchors,
  * 2026-11-22). */
+/* 2026-11-22 00:00 UTC in Unix seconds: the day of the H100's
+ * measurements (the hour was not kept). */
+#define H100_MEASURED 1795305600.0
+
 static const ein_device_model models[] = {
     /* NVIDIA H100 Tensor Core GPU data sheet, H100 SXM column */
     {"h100", "NVIDIA H100 SXM5 80GB",
      {67e12, 67e12, 494.5e12, 989.5e12, 989.5e12, 1979e12},
      {0, 51e12, 0, 780e12, 0, 0}, 3.35e12, 2.96e12, GPU_CALL_S, GPU_STEP_S,
-     EIN_BACKEND_CUDA, 0, "data sheet"},
+     EIN_BACKEND_CUDA, 0, "data sheet", {0}},
     /* NVIDIA H100 Tensor Core GPU data sheet, H100 PCIe column */
     {"h100-pcie", "NVIDIA H100 PCIe 80GB",
      {51e12, 51e12, 378e12, 756.5e12, 756.5e12, 1513e12},
-     {0}, 2.0e12, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet"},
+     {0}, 2.0e12, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet", {0}},
     /* NVIDIA H200 Tensor Core GPU data sheet, H200 SXM column */
     {"h200", "NVIDIA H200 SXM 141GB",
      {67e12, 67e12, 494.5e12, 989.5e12, 989.5e12, 1979e12},
-     {0}, 4.8e12, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet"},
+     {0}, 4.8e12, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet", {0}},
     /* NVIDIA A100 Tensor Core GPU data sheet, A100 80GB SXM column; no
      * fp8 arithmetic */
     {"a100", "NVIDIA A100 SXM4 80GB",
      {19.5e12, 19.5e12, 156e12, 312e12, 312e12, 0},
-     {0}, 2.039e12, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet"},
+     {0}, 2.039e12, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet", {0}},
     /* NVIDIA L4 Tensor Core GPU data sheet; FP64 is not on it: Ada's
      * 1/64 of FP32 */
     {"l4", "NVIDIA L4 24GB",
      {30.3e12 / 64, 30.3e12, 60e12, 121e12, 121e12, 242.5e12},
-     {0}, 300e9, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet"},
+     {0}, 300e9, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet", {0}},
     /* NVIDIA HGX B200 data sheet, its eight-GPU figures per GPU */
     {"b200", "NVIDIA B200 180GB",
      {37e12, 75e12, 1.125e15, 2.25e15, 2.25e15, 4.5e15},
-     {0}, 8e12, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet"},
+     {0}, 8e12, 0, GPU_CALL_S, GPU_STEP_S, EIN_BACKEND_CUDA, 0, "data sheet", {0}},
 };
 
 const ein_device_model *ein_device_model_find(const char *name) {

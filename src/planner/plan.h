@@ -155,6 +155,14 @@ typedef struct ein_backend_caps {
   bool gemm_half;         /* GEMM reads f16/bf16 natively (A and B in the
                              half dtype, C half or f32): intermediates a
                              GEMM reads are then stored in the half dtype */
+  /* The same asked per half dtype at planning, where it depends on the
+   * machine (the CPU: its units and a library loaded at run time, asked
+   * only when a half plan is made); NULL: gemm_half says for both. */
+  bool (*gemm_half_dtype)(ein_dtype dt);
+  /* A batch of matrix-vector products in a half dtype is a LOOP even where
+   * the GEMM reads the half dtype (the CPU's oneDNN: a batch of thin
+   * products ran slower than the LOOP that reads each matrix once). */
+  bool half_vector_batch_loop;
   bool gemm_int;          /* GEMM on integer types (no backend yet) */
   int64_t gemm_min_flops; /* below this a contraction is a LOOP step */
   /* Below this many FLOPs per matrix (2 m n k, the batch left out) a

@@ -599,12 +599,18 @@ static bool gemm_dtype_ok(const planner *pl, ein_dtype dt) {
 /* Storage dtypes (docs/design.md, "Half precision on cuBLAS"). A GEMM's A
  * and B share one dtype: the half dtype itself on backends whose GEMM
  * reads it (cuBLAS takes no f32 operand beside a bf16 one, and an f32 GEMM
- * runs at a fifteenth of the half rate), else the compute dtype. So an
+ * runs at a fifteenth of the half rate; the CPU where it has bf16 units
+ * and oneDNN, about twice its f32 rate: issue 35), else the compute
+ * dtype. So an
  * intermediate a GEMM reads is stored in gemm_ab_dtype; one only LOOP
  * steps read (a store, a permute, a reduction, a LOOP contraction) stays
  * in the compute dtype, f32 for f16/bf16. */
 static ein_dtype gemm_ab_dtype(const planner *pl) {
-  return pl->caps->gemm_half ? pl->dtype : pl->cdtype;
+  const ein_backend_caps *c = pl->caps;
+  bool half = pl->dtype == EIN_DT_BF16 || pl->dtype == EIN_DT_F16;
+  bool native = c->gemm_half_dtype ? half && c->gemm_half_dtype(pl->dtype)
+                                   : c->gemm_half;
+  return native ? pl->dtype : pl->cdtype;
 }
 
 static bool gemm_operand_dtype(const planner *pl, ein_dtype dt) {
@@ -644,6 +650,12 @@ static bool node_gemm(planner *pl, int idx) {
    * f16 64x256x256 on the CPU: 11 ms through f32, against torch's 1.6). */
   bool vector = vm == 1 || vn == 1;
   if (vector && gemm_ab_dtype(pl) != pl->dtype) return false;
+  /* oneDNN runs a batch of half matrix-vector products slower than that
+   * LOOP (`b i j, b i -> b j` bf16 64x256x256: 0.73 ms against 0.40); one
+   * alone is its GEMV (`i, i j -> j` 4096^2: 2.2 ms, the LOOP 132) */
+  bool half = pl->dtype == EIN_DT_BF16 || pl->dtype == EIN_DT_F16;
+  if (vector && half && vb > 1 && pl->caps->half_vector_batch_loop)
+    return false;
   return gemm_dtype_ok(pl, pl->cdtype) && !set_empty(gk) &&
          !(vm == 1 && vn == 1) &&
          2 * vb * vm * vn * vk >= (double)pl->caps->gemm_min_flops &&

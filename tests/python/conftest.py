@@ -3,6 +3,7 @@
 The package is tested installed (pip install .), never from the source
 tree: python/einc has no extension until it is built.
 """
+import importlib.util
 import os
 import pathlib
 import random
@@ -24,6 +25,8 @@ def seed_everything(nodeid):
     random.seed(seed)
     np.random.seed(seed)
     torch = sys.modules.get("torch")
+    if torch is None and importlib.util.find_spec("torch") is not None:
+        import torch  # (a test that imports it lazily finds it seeded)
     if torch is not None:
         torch.manual_seed(seed)
 

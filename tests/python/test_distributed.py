@@ -114,6 +114,35 @@ def test_round_robin_placement():
     assert ed._placement([], 3) == {}
 
 
+def test_retries_a_closed_connection(monkeypatch):
+    """A retry after a lost worker can find it still listed: the broadcast
+    to it fails with CommClosedError (CI, 2026-11-29), which is retried
+    like a cancelled future; three failures in a row raise."""
+    from distributed.comm.core import CommClosedError
+
+    calls = []
+
+    def flaky(client, key, arrays, units, tasks):
+        calls.append(1)
+        if len(calls) < 3:
+            raise CommClosedError("in <TCP (closed) ConnectionPool.scatter>")
+        return "summed"
+
+    monkeypatch.setattr(ed, "_attempt", flaky)
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    assert ed._run(None, None, (), 1, 1) == "summed" and len(calls) == 3
+    calls.clear()
+
+    def gone(*args):
+        calls.append(1)
+        raise CommClosedError("gone")
+
+    monkeypatch.setattr(ed, "_attempt", gone)
+    with pytest.raises(CommClosedError):
+        ed._run(None, None, (), 1, 1)
+    assert len(calls) == 3
+
+
 def test_worker_killed_mid_run(client):
     # many short tasks: one worker is killed (SIGKILL, its nanny restarts
     # it) while they run; Dask reruns what was lost
