@@ -16,6 +16,13 @@ only) adds the per-kernel model's prediction (`einc plan --kernel-model`,
 docs/design.md "A per-kernel time model"): every kernel run once on the
 emulated device at the case's size to count its traffic, so it takes
 minutes per large case.
+
+The model needs no GPU, so scripts/gpu_check.sh computes it beside the
+GPU's other checks: --kernel-model-only FILE writes the model's times
+(JSON, by case and dtype; --jobs N cases at once, each case written as
+it finishes so a run cut short keeps what it has) without timing
+anything, and --kernel-model-from FILE takes them from there (a case
+missing there shows no model time).
 """
 import argparse
 import datetime
@@ -43,18 +50,23 @@ def bench(einc, case, target, dtype, runs):
     return json.loads(p.stdout)
 
 
-def kernel_model(einc, case, dtype):
+def kernel_model(einc, case, dtype, timeout=None):
     """The per-kernel model's prediction of the GPU case, in ms."""
     shapes = ['x'.join(map(str, s)) for s in case.shapes('gpu')]
     cmd = [einc, 'plan', case.expr, *shapes, '--dtype', dtype, '--json',
            '--backend', 'cuda', '--kernel-model', *case.flags]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{case.name} {dtype}: not done in {timeout:.0f} s")
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {p.stderr.strip()}")
     return 1e3 * json.loads(p.stdout)['kernel_model']['predicted_seconds']
 
 
-def rows(args):
+def selected(args):
+    """(case, dtype) pairs of the run, in the suite's order."""
     for case in suite.load():
         if args.cases and case.name not in args.cases:
             continue
@@ -62,12 +74,50 @@ def rows(args):
             continue
         dtypes = case.cpu_dtypes if args.target == 'cpu' else ['f32', 'bf16']
         for dtype in dtypes:
-            r = bench(args.einc, case, args.target, dtype, args.runs)
-            if args.kernel_model:
-                r['kernel_model_ms'] = kernel_model(args.einc, case, dtype)
-            yield case.name, dtype, r
-            print(f"{case.name:12s} {dtype:5s} measured {r['ms']:.4g} ms "
-                  f"predicted {r['predicted_ms']:.4g} ms", file=sys.stderr)
+            yield case, dtype
+
+
+def model_only(args):
+    """--kernel-model-only: the model's times into a JSON file, rewritten
+    after each case (a timeout keeps the finished ones)."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+    import time
+    out, end = {}, time.monotonic() + args.time_limit
+
+    def one(case, dtype):
+        left = end - time.monotonic()
+        if left < 1:
+            raise RuntimeError(f"{case.name} {dtype}: no time left")
+        return kernel_model(args.einc, case, dtype, left)
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        todo = {pool.submit(one, c, d): f"{c.name}|{d}"
+                for c, d in selected(args)}
+        for f in as_completed(todo):
+            try:
+                out[todo[f]] = f.result()
+            except RuntimeError as e:
+                print(e, file=sys.stderr)
+                continue
+            with open(args.kernel_model_only + '.tmp', 'w') as fh:
+                json.dump(out, fh, indent=0)
+            os.replace(args.kernel_model_only + '.tmp', args.kernel_model_only)
+            print(f"{todo[f]}: {out[todo[f]]:.4g} ms", file=sys.stderr)
+
+
+def rows(args):
+    stored = {}
+    if args.kernel_model_from and os.path.exists(args.kernel_model_from):
+        stored = json.load(open(args.kernel_model_from))
+    for case, dtype in selected(args):
+        r = bench(args.einc, case, args.target, dtype, args.runs)
+        if args.kernel_model_from:
+            r['kernel_model_ms'] = stored.get(f"{case.name}|{dtype}")
+        elif args.kernel_model:
+            r['kernel_model_ms'] = kernel_model(args.einc, case, dtype)
+        yield case.name, dtype, r
+        print(f"{case.name:12s} {dtype:5s} measured {r['ms']:.4g} ms "
+              f"predicted {r['predicted_ms']:.4g} ms", file=sys.stderr)
 
 
 def table(args, results):
@@ -80,8 +130,9 @@ def table(args, results):
     for name, dtype, r in results:
         ratio = r['ms'] / r['predicted_ms']
         ratios.append(ratio)
-        model = (f"{r['kernel_model_ms']:.4g} | "
-                 f"{r['ms'] / r['kernel_model_ms']:.3g} | " if km else '')
+        kmm = r.get('kernel_model_ms')
+        model = ((f"{kmm:.4g} | {r['ms'] / kmm:.3g} | " if kmm else
+                  "not computed | | ") if km else '')
         lines.append(f"| {name} | {dtype} | {r['ms']:.4g} | "
                      f"{r['predicted_ms']:.4g} | {ratio:.3g} | {model}"
                      f"{r['flops'] / r['ms'] * 1e-6:.4g} | "
@@ -107,9 +158,21 @@ def main():
     ap.add_argument('--out')
     ap.add_argument('--kernel-model', action='store_true',
                     help='also the per-kernel model (--target gpu)')
+    ap.add_argument('--kernel-model-only', metavar='FILE',
+                    help='only the per-kernel model, into FILE (no GPU)')
+    ap.add_argument('--kernel-model-from', metavar='FILE',
+                    help="the per-kernel model's times from FILE")
+    ap.add_argument('--jobs', type=int, default=1,
+                    help='--kernel-model-only: cases at once')
+    ap.add_argument('--time-limit', type=float, default=1e9,
+                    help='--kernel-model-only: stop after this many seconds')
     args = ap.parse_args()
-    if args.kernel_model and args.target != 'gpu':
+    args.kernel_model |= bool(args.kernel_model_from)
+    if (args.kernel_model or args.kernel_model_only) and args.target != 'gpu':
         ap.error('--kernel-model prices GPU kernels: --target gpu')
+    if args.kernel_model_only:
+        model_only(args)
+        return
     results = list(rows(args))
     first = results[0][2] if results else {}
     date = datetime.date.today().isoformat()

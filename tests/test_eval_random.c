@@ -498,6 +498,12 @@ static const struct named_case {
      "max"},
     {"pool3_min", "b (h h2) (w w2) -> b h w", "2x9x33", "h2=3 w2=3", "min"},
     {"seq_mean", "b s d -> b d", "3x700x21", "", "mean"},
+    /* issue 34 item 5: reductions over a transposed plane of under 8
+     * terms fold them in a transpose's tile (odd edges, a max's
+     * identity); from 8 terms the planes are past these sizes
+     * (eval_cli_test.py checks one) */
+    {"sum_transposed", "b j i -> i j", "4x40x36", "", "sum"},
+    {"max_transposed", "b j i -> i j", "5x33x70", "", "max"},
 };
 
 /* Fills c from a named case in dtype dt. */

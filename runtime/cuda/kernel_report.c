@@ -75,19 +75,42 @@ static void row_text(ein_strbuf *sb, const model_row *r) {
                     r->km.bound);
 }
 
+/* The raw counts behind a launch's figures (global requests, their
+ * sectors and the ideal; shared-memory requests and wavefronts), so that
+ * a stored copy (tests/gpu_model_figures.tsv) can compare ratios. */
+static void counts_json(ein_strbuf *sb, const ein_emu_counters *c) {
+  ein_strbuf_printf(
+      sb,
+      "\"requests\":%llu,\"sectors\":%llu,\"ideal_sectors\":%llu,"
+      "\"shared_requests\":%llu,\"shared_wavefronts\":%llu,"
+      "\"shared_ideal\":%llu,",
+      (unsigned long long)(c->ld_requests + c->st_requests),
+      (unsigned long long)(c->ld_sectors + c->st_sectors),
+      (unsigned long long)(c->ld_ideal_sectors + c->st_ideal_sectors),
+      (unsigned long long)(c->sh_ld_requests + c->sh_st_requests),
+      (unsigned long long)(c->sh_ld_wavefronts + c->sh_st_wavefronts),
+      (unsigned long long)(c->sh_ld_ideal + c->sh_st_ideal));
+}
+
 static void row_json(ein_strbuf *sb, const model_row *r, bool first) {
   const ein_launch_counters *l = r->l;
   ein_strbuf_printf(
       sb,
       "%s{\"step\":%d,\"pass\":%d,\"entry\":\"%s\",\"kind\":\"%s\","
-      "\"blocks\":%llu,\"registers\":%d,\"spill_store_bytes\":%d,"
+      "\"blocks\":%llu,\"threads_per_block\":%u,\"registers\":%d,"
+      "\"spill_store_bytes\":%d,\"spill_load_bytes\":%d,",
+      first ? "" : ",", l->step + 1, l->pass, l->vec ? "ein_vec" : "ein_main",
+      l->kind, (unsigned long long)l->c.blocks,
+      l->block[0] * l->block[1] * l->block[2], r->res.registers,
+      r->res.spill_stores, r->res.spill_loads);
+  counts_json(sb, &l->c);
+  ein_strbuf_printf(
+      sb,
       "\"blocks_per_sm\":%d,\"occupancy\":%.4f,\"limiter\":\"%s\","
       "\"waves\":%.4f,\"traffic_bytes\":%.0f,\"distinct_bytes\":%.0f,"
       "\"memory_efficiency\":%.4f,\"memory_seconds\":%.4g,"
       "\"compute_seconds\":%.4g,\"seconds\":%.4g,\"bound\":\"%s\"}",
-      first ? "" : ",", l->step + 1, l->pass, l->vec ? "ein_vec" : "ein_main",
-      l->kind, (unsigned long long)l->c.blocks, r->res.registers,
-      r->res.spill_stores, r->occ.blocks_per_sm, r->occ.fraction,
+      r->occ.blocks_per_sm, r->occ.fraction,
       ein_occ_limiter_name(r->occ.limiter), r->km.waves,
       32.0 * (double)(l->c.ld_sectors + l->c.st_sectors),
       32.0 * (double)(l->c.ld_unique_sectors + l->c.st_unique_sectors),

@@ -35,6 +35,9 @@ enum {
   HALF_VEC = 8,      /* 2-byte map variant: elements per thread */
   RED_OUT_LANES = 8, /* reduce_outer: lanes per output element */
   SHORT_RED = 8,     /* fewer terms: a thread per output (Inductor) */
+  /* a reduction over a transposed plane of up to this many terms folds
+   * them in a transpose's tile (transpose_axes) */
+  TILE_RED_MAX = 64,
   /* A split's pass 1 aims at two waves of 132 SMs, 8 blocks of 256
    * threads each (the H100; PyTorch's rule gives ~2100 blocks too). */
   SPLIT_TARGET = 2 * 132 * 8,
@@ -672,6 +675,46 @@ static bool half_transpose_ok(const gen *g, const ein_loop_axes *rest,
   return true;
 }
 
+/* identity() and comb(a, b) of the step's reduction, in a Step struct
+ * that has acc_t. */
+static void emit_red_ops(gen *g) {
+  ein_strbuf *sb = g->sb;
+  ein_strbuf_printf(sb, "  static __device__ __forceinline__ acc_t "
+                        "identity() { return ");
+  emit_identity(sb, g->s->op, g->acc);
+  ein_strbuf_printf(sb, "; }\n  static __device__ __forceinline__ acc_t "
+                        "comb(acc_t a, acc_t b) {\n    return ");
+  emit_combine(sb, g->s->op, g->acc);
+  ein_strbuf_printf(sb, ";\n  }\n");
+}
+
+/* A short reduction folded into a transpose's value(s0, at) (see
+ * transpose_axes): identity(), then comb with each term at its offset
+ * from at, fixed at generation time as in reduce_thread. Opens with the
+ * identity; the caller ends the statement. */
+static void emit_transpose_terms(gen *g) {
+  ein_strbuf *sb = g->sb;
+  int64_t n = ein_loop_axes_volume(&g->red);
+  ein_strbuf_printf(sb, "identity()");
+  if (n >= SHORT_RED) { /* a loop over term_offsets */
+    ein_strbuf_printf(sb, ";\n    for (idx r = 0; r < %lld; r++) {\n"
+                          "      idx o1 = at;\n      term_offsets(r, o1);\n"
+                          "      v_ = comb(v_, ", (long long)n);
+    emit_value_of(g, "s0[o1]", "");
+    ein_strbuf_printf(sb, ");\n    }\n    (void)0");
+    return;
+  }
+  for (int64_t t = 0; t < n; t++) {
+    int64_t off[3];
+    ein_loop_axes_offsets(&g->red, t, off);
+    char x0[96];
+    snprintf(x0, sizeof x0, "s0[at + %lld]", (long long)off[1]);
+    ein_strbuf_printf(sb, ";\n    v_ = comb(v_, ");
+    emit_value_of(g, x0, "");
+    ein_strbuf_printf(sb, ")");
+  }
+}
+
 /* The Step struct of a transpose kernel (kernels/transpose.cuh): the
  * tile plane a x b with ta tiles of edge `tile` along a, the rest axes
  * and, for the element-wise form, value(s0, at). */
@@ -699,12 +742,21 @@ static void emit_transpose_step(gen *g, const char *step, int tile,
   }
   ein_strbuf_printf(sb, ";\n");
   emit_offsets_fn(g, "rest_offsets", "r", "o", 7u, rest, 3u);
+  if (g->red.n) {
+    ein_strbuf_printf(sb, "  typedef %s acc_t;\n", acc_type(g->acc));
+    emit_red_ops(g);
+    if (ein_loop_axes_volume(&g->red) >= SHORT_RED)
+      emit_offsets_fn(g, "term_offsets", "r", "o", 2u, &g->red, 2u);
+  }
   ein_strbuf_printf(sb, "  static __device__ __forceinline__ dst_t "
                         "value(const src0_t *s0, idx at) {\n    %s v_ = ",
                     acc_type(g->acc));
-  emit_value(g, "at", "0");
+  if (g->red.n)
+    emit_transpose_terms(g);
+  else
+    emit_value(g, "at", "0");
   ein_strbuf_printf(sb, ";\n");
-  emit_post(g, "v_", true);
+  emit_post(g, "v_", !g->red.n); /* a reduction's comb normalises */
   ein_strbuf_printf(sb, "    return ");
   emit_store_value(sb, s->dst_dtype, "v_");
   ein_strbuf_printf(sb, ";\n  }\n};\n");
@@ -769,7 +821,7 @@ typedef struct red_shape {
 /* A contiguous reduced axis keeps a warp (or, for long rows and not too
  * many of them, 256 threads) per output; a strided one a thread per
  * output with 8 lanes along the reduction. Fewer than SHORT_RED terms
- * are unrolled in one thread. When the outputs give less than one wave
+ * are unrolled in one thread (or in a transpose's tile: transpose_axes). When the outputs give less than one wave
  * of blocks and the reduction is long, the reduced range is cut into
  * chunks of at least SPLIT_MIN_TERMS per lane so that pass 1 has about
  * SPLIT_TARGET blocks. */
@@ -824,13 +876,8 @@ static void emit_red_head(gen *g, const char *step, const red_shape *r,
   emit_int(g, nout);
   ein_strbuf_printf(sb, ", nred = ");
   emit_int(g, r->nred);
-  ein_strbuf_printf(sb, ";\n  static __device__ __forceinline__ acc_t "
-                        "identity() { return ");
-  emit_identity(sb, g->s->op, g->acc);
-  ein_strbuf_printf(sb, "; }\n  static __device__ __forceinline__ acc_t "
-                        "comb(acc_t a, acc_t b) {\n    return ");
-  emit_combine(sb, g->s->op, g->acc);
-  ein_strbuf_printf(sb, ";\n  }\n");
+  ein_strbuf_printf(sb, ";\n");
+  emit_red_ops(g);
 }
 
 /* out_offsets(o, b0, b1, b2) over axes la (the kept axes, in outputs or
@@ -1081,11 +1128,20 @@ static bool needs_wide(const gen *g) {
          ein_loop_axes_volume(&g->red) >= lim;
 }
 
-/* The tile axes of a permuting copy, or false when a map serves. */
+/* The tile axes of a permuting copy, or false when a map serves. A
+ * one-source reduction of fewer than SHORT_RED terms whose kept axes are
+ * permuted takes the tile too, each element folding its terms as the
+ * tile is read: a thread per output (reduce_thread, reduce_outer) walks
+ * dst's order, so its lanes read a source stride apart (b j i -> i j
+ * over b: 26-29 sectors a request where 4 would do). Up to TILE_RED_MAX
+ * terms, and past SHORT_RED only when the tiles fill a wave of the H100
+ * (one block of 8 warps per SM). */
 static bool transpose_axes(const gen *g, int *a, int *b) {
   const ein_step *s = g->s;
   const ein_loop_axes *k = &g->kept;
-  if (s->kind != EIN_STEP_LOOP || s->nsrc != 1 || g->red.n != 0 || k->n < 2)
+  int64_t nred = ein_loop_axes_volume(&g->red);
+  if (s->kind != EIN_STEP_LOOP || s->nsrc != 1 || k->n < 2 ||
+      (g->red.n && nred > TILE_RED_MAX))
     return false;
   int in = k->n - 1;
   if (llabs(k->st[in][0]) != 1)
@@ -1097,6 +1153,11 @@ static bool transpose_axes(const gen *g, int *a, int *b) {
   if (best < 0 || best == in)
     return false;
   if (k->size[in] < 4 || k->size[best] < 4)
+    return false;
+  /* a longer reduction keeps the tile only when the tiles fill a wave;
+   * fewer outputs are the split reduction's */
+  int64_t tiles = ein_loop_axes_volume(k) / (TILE * TILE);
+  if (g->red.n && nred >= SHORT_RED && tiles < SPLIT_TARGET / 8)
     return false;
   *a = in;
   *b = best;
@@ -1151,8 +1212,10 @@ static ein_kernel_kind choose_kind(const gen *g, int *ta, int *tb,
                                    red_shape *r) {
   if (g->s->kind == EIN_STEP_FILL)
     return EIN_KERNEL_FILL;
+  if (transpose_axes(g, ta, tb))
+    return EIN_KERNEL_TRANSPOSE;
   if (g->red.n == 0)
-    return transpose_axes(g, ta, tb) ? EIN_KERNEL_TRANSPOSE : EIN_KERNEL_MAP;
+    return EIN_KERNEL_MAP;
   int64_t kept_min =
       g->kept.n ? llabs(g->kept.st[g->kept.n - 1][1]) : INT64_MAX;
   int64_t red_min = llabs(g->red.st[g->red.n - 1][1]);

@@ -170,6 +170,63 @@ def test_torch_cuda_no_host_copy():
     assert got.is_cuda and not copies, copies
 
 
+def test_torch_cuda_custom_operator():
+    """The operator einc::einsum on CUDA tensors, called as torch.compile
+    and export record it, and through autograd (a max reduction needs
+    grad: the operator's route), against torch in float64."""
+    torch = _torch_cuda()
+    a = torch.randn(3, 40, 24, device="cuda", dtype=torch.float64)
+    b = torch.randn(3, 24, 16, device="cuda", dtype=torch.float64)
+    got = torch.ops.einc.einsum([a, b], "b i j, b j k -> b i k", "sum",
+                                False, "", [])
+    assert got.is_cuda
+    torch.testing.assert_close(got, a @ b)
+    x = torch.randn(2, 8, 6, 5, device="cuda", requires_grad=True)
+    y = einc.reduce(x, "b c h w -> b c", "max")
+    (g,) = torch.autograd.grad(y.square().sum(), (x,))
+    xr = x.detach().double().requires_grad_()
+    yr = xr.amax(dim=(2, 3))
+    (gr,) = torch.autograd.grad(yr.square().sum(), (xr,))
+    assert g.is_cuda
+    torch.testing.assert_close(y.double(), yr)
+    torch.testing.assert_close(g.double(), gr, rtol=1e-5, atol=1e-6)
+
+
+def test_torch_cuda_compiled_lowering():
+    """einc under torch.compile(fullgraph=True) on CUDA tensors: the
+    lowering to torch's own operations (Inductor, so Triton kernels on the
+    GPU), forward and backward, against torch in float64."""
+    torch = _torch_cuda()
+
+    def f(x, w):
+        h = einc.rearrange(x, "b t (h d) -> b h t d", h=2)
+        s = einc.einsum("b h t d, b h u d -> b h t u", h, h)
+        o = einc.rearrange(einc.einsum("b h t u, b h u d -> b h t d", s, h),
+                           "b h t d -> b t (h d)")
+        return einc.reduce(einc.einsum("b t c, c e -> b t e", o, w),
+                           "b t e -> b e", "mean")
+
+    def f_torch(x, w):
+        b, t, c = x.shape
+        h = x.reshape(b, t, 2, c // 2).permute(0, 2, 1, 3)
+        s = torch.einsum("bhtd,bhud->bhtu", h, h)
+        o = torch.einsum("bhtu,bhud->bhtd", s, h).permute(0, 2, 1, 3)
+        return torch.einsum("btc,ce->bte", o.reshape(b, t, c), w).mean(1)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(f, fullgraph=True)
+    x = torch.randn(2, 5, 8, device="cuda")
+    w = torch.randn(8, 6, device="cuda", requires_grad=True)
+    got = compiled(x, w)
+    (gw,) = torch.autograd.grad(got.sum(), (w,))
+    xr, wr = x.double(), w.detach().double().requires_grad_()
+    want = f_torch(xr, wr)
+    (rw,) = torch.autograd.grad(want.sum(), (wr,))
+    assert got.is_cuda and gw.is_cuda
+    for a, e in ((got, want), (gw, rw)):
+        assert float((a.double() - e).norm() / e.norm()) < 1e-3
+
+
 def _cupy():
     cupy = pytest.importorskip("cupy")
     try:

@@ -17,7 +17,9 @@
  *   sa0, sb0, sa1, sb1   strides of a and b in dst (0) and the source (1);
  *   rest_offsets(r, o0, o1, o2)  adds rest index r's offsets;
  *   value(s0, at)        the stored result from source element at
- *                        (ein_transpose only: scaled and converted).
+ *                        (ein_transpose only: scaled and converted; for
+ *                        a short reduction, its terms at fixed offsets
+ *                        from at folded first).
  */
 #ifndef EIN_KERNEL_TRANSPOSE_CUH
 #define EIN_KERNEL_TRANSPOSE_CUH
