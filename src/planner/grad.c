@@ -356,15 +356,20 @@ static bool has_repeats(const ein_problem *p) {
   return false;
 }
 
-/* max and min: the gradient to the extremum, shared evenly by ties. */
-static void derive_extremum(deriver *d, const target *t, const layout *out) {
+/* max and min, both rules: where the input equals the output broadcast
+ * to the gradient's layout (1), elsewhere 0. */
+static int extremum_mask(deriver *d, const target *t, const layout *out) {
   ein_grad_value x = input_in_g(d, t);
   /* Broadcasting Out to X must not sum the copies of a repeat: reduce
    * them with the forward's own reduction, which is exact on copies. */
   ein_reduction r = has_repeats(d->p) ? d->p->reduction : EIN_REDUCE_SUM;
   int ob = einsum1(d, val(EIN_GRAD_VALUE_OUTPUT, 0), out, &t->g, r);
-  int mask = elementwise(d, EIN_GRAD_EQUAL, &t->g, 2, x, STEP(ob), NONE,
-                         NONE);
+  return elementwise(d, EIN_GRAD_EQUAL, &t->g, 2, x, STEP(ob), NONE, NONE);
+}
+
+/* max and min: the gradient to the extremum, shared evenly by ties. */
+static void derive_extremum(deriver *d, const target *t, const layout *out) {
+  int mask = extremum_mask(d, t, out);
   int cnt = einsum1(d, STEP(mask), &t->g, out, EIN_REDUCE_SUM);
   int q = elementwise(d, EIN_GRAD_DIV, out, 2, val(EIN_GRAD_VALUE_DOUT, 0),
                       STEP(cnt), NONE, NONE);
@@ -377,30 +382,35 @@ static void derive_extremum(deriver *d, const target *t, const layout *out) {
 /* prod: the product of the others, exact where inputs are zero. Zero
  * counts and products of nonzeros live in the kept axes' layout (not the
  * output's, whose repeats a broadcast back would sum). */
-static void derive_prod(deriver *d, const target *t, const layout *out) {
+/* What both prod rules read, in the gradient's layout: the input x, the
+ * zeros in its group (zb) and the product of its group's nonzeros (pb),
+ * broadcast back from the kept axes' layout. False when out of memory. */
+static bool prod_parts(deriver *d, const target *t, ein_grad_value *x,
+                       int *pb, int *zb) {
   int *kept = ein_arena_alloc(d->arena, (size_t)d->p->naxes + 1,
                               sizeof *kept);
   int nk = 0;
-  if (!kept) {
-    d->failed = true;
-    return;
-  }
+  if (!kept) return d->failed = true, false;
   const ein_bound_operand *o = &d->p->output;
   for (int f = 0; f < o->nfactors; f++)
     if (t->g.has[o->factors[f]]) kept[nk++] = o->factors[f];
   layout k;
-  if (!axes_layout(d, kept, nk, &k)) {
-    d->failed = true;
-    return;
-  }
-  ein_grad_value x = input_in_g(d, t);
-  int iz = elementwise(d, EIN_GRAD_IS_ZERO, &t->g, 1, x, NONE, NONE, NONE);
+  if (!axes_layout(d, kept, nk, &k)) return d->failed = true, false;
+  *x = input_in_g(d, t);
+  int iz = elementwise(d, EIN_GRAD_IS_ZERO, &t->g, 1, *x, NONE, NONE, NONE);
   int z = einsum1(d, STEP(iz), &t->g, &k, EIN_REDUCE_SUM);
-  int zb = einsum1(d, STEP(z), &k, &t->g, EIN_REDUCE_SUM);
-  int nz = elementwise(d, EIN_GRAD_ZERO_TO_ONE, &t->g, 1, x, NONE, NONE,
+  *zb = einsum1(d, STEP(z), &k, &t->g, EIN_REDUCE_SUM);
+  int nz = elementwise(d, EIN_GRAD_ZERO_TO_ONE, &t->g, 1, *x, NONE, NONE,
                        NONE);
   int p = einsum1(d, STEP(nz), &t->g, &k, EIN_REDUCE_PROD);
-  int pb = einsum1(d, STEP(p), &k, &t->g, EIN_REDUCE_SUM);
+  *pb = einsum1(d, STEP(p), &k, &t->g, EIN_REDUCE_SUM);
+  return true;
+}
+
+static void derive_prod(deriver *d, const target *t, const layout *out) {
+  ein_grad_value x;
+  int pb, zb;
+  if (!prod_parts(d, t, &x, &pb, &zb)) return;
   int g = einsum1(d, val(EIN_GRAD_VALUE_DOUT, 0), out, &t->g,
                   EIN_REDUCE_SUM);
   int s = elementwise(d, EIN_GRAD_PROD_SELECT, &t->g, 4, STEP(g), STEP(pb),
@@ -492,11 +502,7 @@ static void jvp_sum(deriver *d, const layout *out, const layout *in) {
  * derivative of torch.amax, and the transpose of the even split the
  * backward makes): sum(mask * T) / sum(mask) per output element. */
 static void jvp_extremum(deriver *d, const target *t, const layout *out) {
-  ein_grad_value x = input_in_g(d, t);
-  ein_reduction r = has_repeats(d->p) ? d->p->reduction : EIN_REDUCE_SUM;
-  int ob = einsum1(d, val(EIN_GRAD_VALUE_OUTPUT, 0), out, &t->g, r);
-  int mask = elementwise(d, EIN_GRAD_EQUAL, &t->g, 2, x, STEP(ob), NONE,
-                         NONE);
+  int mask = extremum_mask(d, t, out);
   ein_grad_value tg = tangent_in_g(d, t);
   int picked = elementwise(d, EIN_GRAD_MUL, &t->g, 2, STEP(mask), tg, NONE,
                            NONE);
@@ -512,29 +518,9 @@ static void jvp_extremum(deriver *d, const target *t, const layout *out) {
  * place gives T * d(prod)/dx per element (derive_prod's counts and
  * products of nonzeros), and a sum takes it to the output. */
 static void jvp_prod(deriver *d, const target *t, const layout *out) {
-  int *kept = ein_arena_alloc(d->arena, (size_t)d->p->naxes + 1,
-                              sizeof *kept);
-  int nk = 0;
-  if (!kept) {
-    d->failed = true;
-    return;
-  }
-  const ein_bound_operand *o = &d->p->output;
-  for (int f = 0; f < o->nfactors; f++)
-    if (t->g.has[o->factors[f]]) kept[nk++] = o->factors[f];
-  layout k;
-  if (!axes_layout(d, kept, nk, &k)) {
-    d->failed = true;
-    return;
-  }
-  ein_grad_value x = input_in_g(d, t);
-  int iz = elementwise(d, EIN_GRAD_IS_ZERO, &t->g, 1, x, NONE, NONE, NONE);
-  int z = einsum1(d, STEP(iz), &t->g, &k, EIN_REDUCE_SUM);
-  int zb = einsum1(d, STEP(z), &k, &t->g, EIN_REDUCE_SUM);
-  int nz = elementwise(d, EIN_GRAD_ZERO_TO_ONE, &t->g, 1, x, NONE, NONE,
-                       NONE);
-  int p = einsum1(d, STEP(nz), &t->g, &k, EIN_REDUCE_PROD);
-  int pb = einsum1(d, STEP(p), &k, &t->g, EIN_REDUCE_SUM);
+  ein_grad_value x;
+  int pb, zb;
+  if (!prod_parts(d, t, &x, &pb, &zb)) return;
   ein_grad_value tg = tangent_in_g(d, t);
   int s = elementwise(d, EIN_GRAD_PROD_SELECT, &t->g, 4, tg, STEP(pb), x,
                       STEP(zb));
