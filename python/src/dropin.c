@@ -79,13 +79,20 @@ static int plain_keywords(PyObject *kwargs, const plain_key *keys, int n) {
   return 1;
 }
 
-/* A 0-d numpy result as the numpy scalar einops gives. */
-static PyObject *scalar_of(PyObject *r) {
-  if (!r || !einpy_fast_is_ndarray(r)) return r;
+/* 1 when r is a 0-d numpy array, 0 when it is anything else (or NULL),
+ * -1 with an error set. */
+static int ndarray_0d(PyObject *r) {
+  if (!r || !einpy_fast_is_ndarray(r)) return 0;
   PyObject *ndim = PyObject_GetAttrString(r, "ndim");
   long d = ndim ? PyLong_AsLong(ndim) : -1;
   Py_XDECREF(ndim);
-  if (d != 0) return d < 0 ? (Py_DECREF(r), NULL) : r;
+  return d < 0 ? -1 : d == 0;
+}
+
+/* A 0-d numpy result as the numpy scalar einops gives. */
+static PyObject *scalar_of(PyObject *r) {
+  int zero_d = ndarray_0d(r);
+  if (zero_d <= 0) return zero_d < 0 ? (Py_DECREF(r), NULL) : r;
   PyObject *empty = PyTuple_New(0);
   PyObject *s = empty ? PyObject_GetItem(r, empty) : NULL;
   Py_XDECREF(empty);
@@ -99,11 +106,8 @@ static PyObject *scalar_of(PyObject *r) {
  * results as they are. */
 static PyObject *peer_type(PyObject *general, PyObject *args,
                            PyObject *kwargs, PyObject *r) {
-  if (!r || !einpy_fast_is_ndarray(r)) return r;
-  PyObject *ndim = PyObject_GetAttrString(r, "ndim");
-  long d = ndim ? PyLong_AsLong(ndim) : -1;
-  Py_XDECREF(ndim);
-  if (d != 0) return d < 0 ? (Py_DECREF(r), NULL) : r;
+  int zero_d = ndarray_0d(r);
+  if (zero_d <= 0) return zero_d < 0 ? (Py_DECREF(r), NULL) : r;
   PyObject *rule = PyObject_GetAttrString(general, "_zero_d");
   PyObject *typed = rule ? PyObject_CallFunctionObjArgs(
                                rule, args, kwargs ? kwargs : Py_None, r, NULL)
