@@ -24,6 +24,8 @@ extended precision), and numpy's other non-numeric dtypes.
 
 from __future__ import annotations
 
+import functools as _functools
+
 import numpy as _np
 
 from . import _api, _einc
@@ -87,7 +89,22 @@ def _numpy_type(subscripts, arrays, optimize, result):
     result = result.view(want)  # (einc's int64) where the inputs are
     if optimize is False or len(arrays) < 2:
         return result[()]
-    operands, steps = _numpy_einsum_path(subscripts, *arrays,
+    shapes = tuple(a.shape for a in arrays)
+    try:
+        matmul = _last_step_matmul(subscripts, shapes, optimize)
+    except TypeError:  # an unhashable optimize (an explicit path list)
+        matmul = _last_step_matmul.__wrapped__(subscripts, shapes, optimize)
+    return result if matmul else result[()]
+
+
+@_functools.lru_cache(maxsize=256)
+def _last_step_matmul(subscripts, shapes, optimize) -> bool:
+    """Whether numpy's path for these shapes ends in a matmul: a pair that
+    shares an index not of size 1 (numpy squeezes size-1 axes first, and
+    multiplies a pair that shares none). Kept per call's key: a loop of
+    0-d calls asks numpy's path search once."""
+    views = [_np.broadcast_to(_np.empty(()), s) for s in shapes]
+    operands, steps = _numpy_einsum_path(subscripts, *views,
                                          optimize=optimize, einsum_call=True)
     shapes = [a.shape for a in operands]
     for inds, eq, *_ in steps:  # the operands' shapes at the last step
@@ -99,12 +116,10 @@ def _numpy_type(subscripts, arrays, optimize, result):
                 size[c] = max(size.get(c, 1), d)
         shapes.append(tuple(size[c] for c in out))
     if len(inds) != 2:
-        return result[()]
-    # matmul only where an index not of size 1 is in both (numpy squeezes
-    # size-1 axes first, and multiplies what shares none)
+        return False
     longer = [{c for c, d in zip(t, s) if d != 1}
               for t, s in zip(terms, picked)]
-    return result if longer[0] & longer[1] else result[()]
+    return bool(longer[0] & longer[1])
 
 
 def _einsum(operands, out, optimize, dtype, order, casting):

@@ -29,6 +29,7 @@ numpy.einsum on the same subscripts written in letters, where 52 suffice.
 
 from __future__ import annotations
 
+import functools
 from decimal import Decimal
 
 from . import _api, _einc
@@ -245,15 +246,29 @@ def _contract_type(subscripts, shape_list, optimize, memory_limit,
     numpy.einsum, which returns a numpy scalar."""
     if not use_blas or optimize is False or len(shape_list) < 2:
         return result[()]
-    last = _peer_last_step(subscripts, shape_list, optimize, memory_limit)
-    if last is None:  # no opt_einsum here: its rule on einc's own path
-        _, info = contract_path(subscripts, *shape_list, shapes=True,
-                                optimize=optimize, memory_limit=memory_limit)
-        inds, _, eq = info.contraction_list[-1][:3]
-        left, right = eq.split("->")[0].split(",") if len(inds) == 2 \
-            else ("", "x")
-        last = left == right and left != "" and len(set(left)) == len(left)
-    return result if last else result[()]
+    key = (subscripts, tuple(tuple(s) for s in shape_list), optimize,
+           memory_limit)
+    try:
+        dot = _last_step_dot(*key)
+    except TypeError:  # an unhashable optimize (an explicit path list)
+        dot = _last_step_dot.__wrapped__(*key)
+    return result if dot else result[()]
+
+
+@functools.lru_cache(maxsize=256)
+def _last_step_dot(subscripts, shapes, optimize, memory_limit) -> bool:
+    """Whether the last step is a BLAS DOT: by opt_einsum's own path where
+    it is installed, else by its rule on einc's path. Kept per call's key:
+    a loop of 0-d calls asks for the path once."""
+    last = _peer_last_step(subscripts, shapes, optimize, memory_limit)
+    if last is not None:
+        return last
+    _, info = contract_path(subscripts, *shapes, shapes=True,
+                            optimize=optimize, memory_limit=memory_limit)
+    inds, _, eq = info.contraction_list[-1][:3]
+    left, right = eq.split("->")[0].split(",") if len(inds) == 2 \
+        else ("", "x")
+    return left == right and left != "" and len(set(left)) == len(left)
 
 
 def _peer_last_step(subscripts, shape_list, optimize, memory_limit):
