@@ -181,6 +181,22 @@ if [ -x build-ci/venv/bin/python ]; then
     build-ci/einops-suite.log
 fi
 
+# Mutation testing, sampled (scripts/mutants.py): mutants of the C core
+# drawn with the commit as the seed, each built into a copy of the tree
+# (build-mut) and run against the tests that execute its line. A survivor
+# of a file listed in tests/mutants/gate.tsv, not marked equivalent, fails;
+# the budget keeps the leg within 10 minutes (mutants not reached by then
+# are not run). The full run: python3 scripts/mutants.py (docs/design.md).
+rm -f build-ci/mutants.log
+if [ "${EINC_MUTANTS:-12}" != 0 ] && command -v gcov >/dev/null; then
+  echo "== mutants of the C core: ${EINC_MUTANTS:-12}, seeded by the commit"
+  python3 scripts/mutants.py --gate --sample "${EINC_MUTANTS:-12}" \
+    --seed "$(git rev-parse HEAD 2>/dev/null || echo 0)" --budget 540 \
+    --work build-mut --folders src/lexer src/planner src/api runtime/cpu \
+    >build-ci/mutants.log 2>&1
+  grep -E '^(SURVIVED|budget|report|ein-test-summary)' build-ci/mutants.log
+fi
+
 python3 - "$root" "$fuzz_pass" "$fuzz_fail" "$fuzz_skip" "$status" <<'PY'
 import json, re, sys, os
 import xml.etree.ElementTree as ET
@@ -209,7 +225,8 @@ for d in ('build-ci', 'build-asan', 'build-tsan'):
             passed += 1
         else:
             failed += 1
-for extra in ('valgrind.log', 'mutation.log', 'peers.log', 'einops-suite.log'):
+for extra in ('valgrind.log', 'mutation.log', 'peers.log', 'einops-suite.log',
+              'mutants.log'):
     path = os.path.join(root, 'build-ci', extra)
     if os.path.exists(path):
         m = pat.findall(open(path).read())

@@ -1,0 +1,192 @@
+"""The C target of scripts/mutants.py: src/ and runtime/ files, mutated in a
+copy of the tree built once with gcov's counters; the oracles are the meson
+unit tests, each run only for the lines it executes."""
+import filecmp
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from mutants_common import ROOT, coverage_map, run
+
+# Tests that need what a mutant copy lacks (an install prefix, the docs, a
+# GPU) or only check generated files are not oracles.
+SKIP_TESTS = {"install", "docs", "gpu_check_rehearsal", "lexer-generated-current",
+              "utf8-generated-current", "nodiscard", "cuda_src_compiles",
+              "kernel_syntax", "gpu_model_figures"}
+# The slow oracles (minutes under coverage), mostly of the CUDA path: used
+# with --all-tests only, so that a sampled run fits CI's budget.
+SLOW_TESTS = {"eval_random_emu", "cuda_codegen", "cli"}
+
+
+class CTarget:
+    language = "c"
+    suffix = ".c"
+
+    def __init__(self, work, all_tests):
+        self.work = os.path.join(work, "c")
+        self.copy = os.path.join(self.work, "src")
+        self.build = os.path.join(self.work, "build")
+        self.all_tests = all_tests
+
+    def files(self, folders):
+        found = []
+        for folder in folders:
+            found += glob.glob(os.path.join(ROOT, folder, "**", "*.c"), recursive=True)
+        return sorted(os.path.relpath(f, ROOT) for f in found)
+
+    def prepare(self):
+        os.makedirs(self.work, exist_ok=True)
+        sync_tree(self.copy)
+        if tree_stamp() != read(os.path.join(self.work, "stamp")):
+            if os.path.exists(os.path.join(self.work, "coverage.json")):
+                os.remove(os.path.join(self.work, "coverage.json"))
+            open(os.path.join(self.work, "stamp"), "w").write(tree_stamp())
+        # One build serves both: gcov's counters cost the tests little, and a
+        # mutant that only warns is still a mutant (no -Werror).
+        setup_build(self.copy, self.build, "-Db_coverage=true")
+        self.tests = oracle_tests(self.build, self.all_tests)
+        self.durations = {}
+        self.cmap = coverage_map(self, covered_by)
+        self.objects = objects_of(self.build, self.copy)
+        self.digests = {}
+
+    def apply(self, m, oracles):
+        """Writes m into the copy and builds the oracles' programs with it:
+        None, or why no test runs."""
+        self.original = None
+        obj = self.objects.get(m.file)
+        if obj is None:
+            return "invalid"
+        if m.file not in self.digests:
+            self.digests[m.file] = digest(obj)
+        src = os.path.join(self.copy, m.file)
+        self.original = open(src).read()
+        open(src, "w").write(m.text)
+        rc, _ = run(["ninja", "-C", self.build, os.path.relpath(obj, self.build)])
+        if rc != 0:
+            return "invalid"
+        # Trivial compiler equivalence: the same object, the same program.
+        if digest(obj) == self.digests[m.file]:
+            return "tce"
+        programs = sorted({t for name in oracles for t in self.tests[name]})
+        return "invalid" if run(["ninja", "-C", self.build, *programs])[0] else None
+
+    def restore(self, m):
+        if self.original is not None:
+            src = os.path.join(self.copy, m.file)
+            open(src, "w").write(self.original)
+            os.utime(src)
+
+    def run_oracle(self, name, timeout=None):
+        rc, _ = run(["ninja", "-C", self.build, *self.tests[name]])
+        if rc != 0:
+            return "invalid"
+        limit = timeout or 3 * self.durations.get(name, 60) + 20
+        return run_test(self.build, name, limit)
+
+
+def tree_stamp():
+    """A digest of what the C build and its tests are made of, as they are
+    in the work tree (the coverage map holds while it does not change)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "src", "runtime", "include",
+                             "tests", "*meson.build", "meson_options.txt"],
+                            cwd=ROOT, check=True, capture_output=True).stdout
+    h = hashlib.sha1()
+    skip = (b"tests/python/", b"tests/peers/", b"tests/mutants/", b"tests/run.sh")
+    for f in sorted(f for f in listed.split(b"\0") if f and not f.startswith(skip)):
+        path = os.path.join(ROOT, f.decode())
+        if os.path.isfile(path):
+            h.update(f + b"\0" + open(path, "rb").read())
+    return h.hexdigest()
+
+
+def read(path):
+    return open(path).read() if os.path.isfile(path) else None
+
+
+def digest(path):
+    return hashlib.sha1(open(path, "rb").read()).hexdigest() if os.path.exists(path) else None
+
+
+def sync_tree(dest):
+    """The tracked files as they are in the work tree; a file already the
+    same keeps its mtime (the copy's build stays incremental), one that
+    differs (an interrupted run's mutant) is copied again."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True,
+                            capture_output=True).stdout.split(b"\0")
+    for f in filter(None, (x.decode() for x in listed)):
+        src, dst = os.path.join(ROOT, f), os.path.join(dest, f)
+        if os.path.isfile(src) and not (os.path.isfile(dst) and filecmp.cmp(src, dst, False)):
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy2(src, dst)
+
+
+def setup_build(src, build, *options):
+    if not os.path.isfile(os.path.join(build, "build.ninja")):
+        rc, out = run(["meson", "setup", build, src, "-Dbuildtype=debugoptimized",
+                       *options])
+        if rc != 0:
+            sys.exit("meson setup failed:\n" + out[-4000:])
+    rc, out = run(["ninja", "-C", build])
+    if rc != 0:
+        sys.exit("the unmutated copy does not build:\n" + out[-4000:])
+
+
+def oracle_tests(build, all_tests):
+    """{test name: the ninja targets (its executables)} of the oracles."""
+    info = os.path.join(build, "meson-info")
+    targets = {t["id"]: t for t in json.load(open(os.path.join(info, "intro-targets.json")))}
+    tests = {}
+    for t in json.load(open(os.path.join(info, "intro-tests.json"))):
+        name = t["name"]
+        if ("einc:unit" in t["suite"] and name not in SKIP_TESTS
+                and (all_tests or name not in SLOW_TESTS)):
+            tests[name] = [os.path.relpath(f, build) for d in t["depends"]
+                           if d in targets for f in targets[d]["filename"]]
+    return tests
+
+
+def run_test(build, name, timeout):
+    rc, _ = run(["meson", "test", "-C", build, "--no-rebuild", "-q",
+                 "--suite", "unit", name], timeout=timeout)
+    return rc
+
+
+def covered_by(target, name):
+    """Runs one oracle on the unmutated copy: {file: (executed lines,
+    counted lines)}."""
+    for g in glob.glob(os.path.join(target.build, "**", "*.gcda"), recursive=True):
+        os.remove(g)
+    if target.run_oracle(name, timeout=1800) != 0:
+        sys.exit(f"unit test {name} fails on the unmutated copy")
+    gcdas = glob.glob(os.path.join(target.build, "**", "*.gcda"), recursive=True)
+    return gcov_lines(target, gcdas)
+
+
+def gcov_lines(target, gcdas):
+    """{source path relative to the root: ({executed lines}, {counted
+    lines})} from .gcda files."""
+    rc, out = run(["gcov", "--json-format", "--stdout", *gcdas], cwd=target.build)
+    lines = {}
+    for doc in (out.splitlines() if rc == 0 else []):
+        if doc.startswith("{"):
+            for f in json.loads(doc).get("files", []):
+                path = os.path.normpath(os.path.join(target.build, f["file"]))
+                hit, counted = lines.setdefault(os.path.relpath(path, target.copy),
+                                                (set(), set()))
+                counted.update(ln["line_number"] for ln in f["lines"])
+                hit.update(ln["line_number"] for ln in f["lines"] if ln["count"] > 0)
+    return lines
+
+
+def objects_of(build, copy):
+    """{source path relative to the root: its object file}."""
+    objs = {}
+    for c in json.load(open(os.path.join(build, "compile_commands.json"))):
+        path = os.path.normpath(os.path.join(c["directory"], c["file"]))
+        objs[os.path.relpath(path, copy)] = os.path.join(build, c["output"])
+    return objs

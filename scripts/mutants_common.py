@@ -1,0 +1,183 @@
+"""What the mutation targets share: the mutant, running a command with a
+time limit, and the mutants universalmutator generates for one file."""
+import dataclasses
+import difflib
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MUTATOR = "universalmutator==1.14.1"
+
+
+@dataclasses.dataclass
+class Mutant:
+    file: str          # path relative to the root
+    line: int          # 1-based line of the change in the original
+    old: str
+    new: str
+    text: str          # the whole mutated file
+    key: str = ""
+    status: str = ""   # killed survived uncovered equivalent tce invalid
+    killer: str = ""
+
+    def __post_init__(self):
+        # The key names the change, not its line, so that it survives edits
+        # elsewhere in the file (equivalent.tsv lists keys).
+        h = hashlib.sha1("\0".join([self.file, self.old.strip(),
+                                    self.new.strip()]).encode())
+        self.key = h.hexdigest()[:12]
+
+    def diff(self):
+        return "".join(difflib.unified_diff(
+            self.old.splitlines(True), self.new.splitlines(True),
+            f"{self.file}:{self.line}", f"{self.file}:{self.line}"))
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def run(cmd, timeout=None, **kw):
+    """Runs cmd in its own process group; returns (rc, output), rc None when
+    it ran past timeout (then the whole group is killed)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         start_new_session=True, text=True, errors="replace", **kw)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        return None, out
+
+
+def mutate_tool(work):
+    """universalmutator's `mutate`, installed into WORK/tools on first use
+    (or EINC_MUTATE)."""
+    exe = os.environ.get("EINC_MUTATE") or os.path.join(work, "tools", "bin", "mutate")
+    if not os.path.exists(exe):
+        venv = os.path.join(work, "tools")
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install",
+                        "-q", MUTATOR], check=True)
+    return exe
+
+
+def generate(tool, work, rel, language):
+    """The distinct one-line mutants of one file, cached by its content."""
+    content = open(os.path.join(ROOT, rel), "rb").read()
+    out = os.path.join(work, "generated", rel.replace("/", "__") + "-" +
+                       hashlib.sha1(content).hexdigest()[:10])
+    if not os.path.isdir(out):
+        os.makedirs(out + ".tmp", exist_ok=True)
+        run([tool, os.path.join(ROOT, rel), language, "--noCheck",
+             "--mutantDir", out + ".tmp"])
+        os.rename(out + ".tmp", out)
+    original = content.decode().splitlines(keepends=True)
+    seen, mutants = set(), []
+    for name in sorted(os.listdir(out)):
+        m = one_line_change(rel, original, open(os.path.join(out, name)).read())
+        if m and m.key not in seen:
+            seen.add(m.key)
+            mutants.append(m)
+    return mutants
+
+
+def one_line_change(rel, original, text):
+    new = text.splitlines(keepends=True)
+    ops = [op for op in difflib.SequenceMatcher(a=original, b=new, autojunk=False)
+           .get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1:
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    return Mutant(rel, i1 + 1, "".join(original[i1:i2]), "".join(new[j1:j2]), text)
+
+
+def first_failure(m, oracles, target, kills):
+    """Runs the oracles that reach m, the ones that killed this file's
+    mutants before first, then the fastest; stops at the first failure."""
+    order = sorted(set(oracles), key=lambda n: (-kills.get((m.file, n), 0),
+                                                target.durations.get(n, 60)))
+    for name in order:
+        rc = target.run_oracle(name)
+        if rc == "invalid":
+            return "invalid"
+        if rc != 0:
+            m.killer = name if rc is not None else name + " (timeout)"
+            kills[(m.file, name)] = kills.get((m.file, name), 0) + 1
+            return "killed"
+    return "survived"
+
+
+def coverage_map(target, covered_by):
+    """{file: {"lines": {line: [oracles executing it]}, "any": [oracles
+    executing the file], "instrumented": {lines the tool counts}}}, and each
+    oracle's time on the unmutated copy (target.durations), cached in
+    WORK/coverage.json while the oracles stay the same. covered_by(target,
+    name) runs one oracle and gives {file: (executed, counted lines)}. A
+    line the tool does not count (a table's entry, a declaration) is
+    reached by every oracle that executes its file."""
+    cache = os.path.join(target.work, "coverage.json")
+    if os.path.isfile(cache):
+        cmap = json.load(open(cache))
+        target.durations = cmap.pop("//durations", {})
+        if cmap.pop("//tests", None) == sorted(target.tests):
+            for f in cmap.values():
+                f["lines"] = {int(k): v for k, v in f["lines"].items()}
+                f["instrumented"] = set(f["instrumented"])
+            return cmap
+    cmap = {}
+    for name in sorted(target.tests):
+        t0 = time.monotonic()
+        for f, (hit, counted) in covered_by(target, name).items():
+            entry = cmap.setdefault(f, {"lines": {}, "any": [], "instrumented": set()})
+            entry["instrumented"] |= counted
+            for ln in hit:
+                entry["lines"].setdefault(ln, []).append(name)
+            if hit:
+                entry["any"].append(name)
+        target.durations[name] = time.monotonic() - t0
+        log(f"coverage: {name} ({target.durations[name]:.1f} s)")
+    saved = {f: {**e, "instrumented": sorted(e["instrumented"])} for f, e in cmap.items()}
+    json.dump({**saved, "//tests": sorted(target.tests), "//durations": target.durations},
+              open(cache, "w"))
+    return cmap
+
+
+def oracles_of(target, m):
+    """The oracles that reach m's line (see coverage_map). A line the tool
+    does not count that continues a counted statement (an argument on the
+    next line) is reached by that statement's oracles."""
+    entry = target.cmap.get(m.file)
+    if entry is None:
+        return []
+    line = statement_start(m.file, m.line, entry["instrumented"])
+    if line in entry["instrumented"]:
+        return entry["lines"].get(line, [])
+    return entry["any"]
+
+
+def statement_start(rel, line, counted, reach=8):
+    """The counted line whose statement `line` continues, else `line`."""
+    text = source_lines(rel)
+    for start in range(line, max(line - reach, 0) - 1, -1):
+        if start in counted:
+            between = text[start - 1:line - 1]
+            ended = any(t.split("//")[0].rstrip().endswith((";", "{", "}", ":"))
+                        for t in between)
+            return line if ended else start
+    return line
+
+
+_SOURCES = {}
+
+
+def source_lines(rel):
+    if rel not in _SOURCES:
+        _SOURCES[rel] = open(os.path.join(ROOT, rel)).read().splitlines()
+    return _SOURCES[rel]
