@@ -213,6 +213,13 @@ static void check_limits(ein_ctx *ctx) {
             strcmp(ein_last_error(ctx)->message,
                    "operand 1 has more than 64 dims") == 0,
         "65 dims: %d %s", st, ein_last_error(ctx)->message);
+  /* the caret is on the 65th dim, "a64", the last term */
+  const ein_error *e65 = ein_last_error(ctx);
+  size_t at64 = (size_t)(strstr(expr, "a64") - expr);
+  CHECK(e65->nspans >= 1 && e65->spans[0].offset == at64 &&
+            e65->spans[0].length == 3,
+        "65 dims: culprit at %zu+%zu, want %zu+3",
+        (size_t)e65->spans[0].offset, (size_t)e65->spans[0].length, at64);
   len = 0;
   slen = 0;
   for (int i = 0; i < 64; i++) {
