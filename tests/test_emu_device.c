@@ -344,6 +344,43 @@ static void test_pointers_and_copies(void) {
   CHECK(!ein_emu_is_device(d, 4), "freed allocation still device");
 }
 
+/* Several emulated devices share host memory: each allocation keeps the
+ * device it was made on, and a kernel of one device handed another's
+ * memory fails as on a GPU (peer copies are allowed). */
+static void test_device_owners(void) {
+  static const char src[] = KERNEL("float", "float")
+                            "  d[threadIdx.x] = s0[threadIdx.x];\n}\n";
+  float host[32];
+  for (int i = 0; i < 32; i++) host[i] = (float)i;
+  ein_emu_set_device(0);
+  float *on0 = dev_alloc(sizeof host);
+  ein_emu_set_device(1);
+  float *on1 = dev_alloc(sizeof host), *out1 = dev_alloc(sizeof host);
+  int owner = 7;
+  CHECK(ein_emu_locate(on1, sizeof host, &owner) == EIN_EMU_OWN && owner == 1 &&
+            ein_emu_locate(on0, 4, &owner) == EIN_EMU_OTHER && owner == 0 &&
+            ein_emu_locate(host, 0, &owner) == EIN_EMU_HOST && owner == -1,
+        "ein_emu_locate on device 1: owner %d", owner);
+  to_dev(on0, host, sizeof host); /* copies may cross devices */
+  ein_status st = run1(src, 1, 32, 1, out1, on0, NULL);
+  CHECK(st == EIN_ERR_DEVICE && strstr(err.message, "memory of device 0"),
+        "device 1's kernel reading device 0's memory: %d %s", st, err.message);
+  st = run1(src, 1, 32, 1, on0, on1, NULL);
+  CHECK(st == EIN_ERR_DEVICE && strstr(err.message, "argument d"),
+        "device 1's kernel writing device 0's memory: %d %s", st, err.message);
+  st = ein_emu_copy(on1, on0, sizeof host, EIN_EMU_D2D, &err);
+  CHECK(st == EIN_OK, "peer copy: %s", err.message);
+  st = run1(src, 1, 32, 1, out1, on1, NULL);
+  float back[32] = {0};
+  to_host(back, out1, sizeof back);
+  CHECK(st == EIN_OK && memcmp(back, host, sizeof host) == 0,
+        "device 1's kernel on its own memory: %d %s", st, err.message);
+  ein_emu_set_device(0);
+  ein_emu_free(on0);
+  ein_emu_free(on1);
+  ein_emu_free(out1);
+}
+
 static void test_launch_limits(void) {
   static const char src[] = KERNEL("float", "float") "}\n";
   ein_emu_module *m;
@@ -954,6 +991,7 @@ int main(void) {
   test_shuffle_kinds();
   test_shared_and_atomics();
   test_pointers_and_copies();
+  test_device_owners();
   test_launch_limits();
   test_half_conversions();
   test_real_kernels();

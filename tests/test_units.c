@@ -413,6 +413,33 @@ static void check_many_inputs(ein_ctx *ctx) {
   drop(ctx, EIN_BACKEND_EMU, &out);
 }
 
+/* Inputs of device 0 that say they are on device 1 (a caller's bug), the
+ * output on device 1: the GEMM runs on device 1, whose cuBLAS may not
+ * reach device 0's memory, so the call fails as it would on GPUs instead
+ * of reading it through the host memory the emulated devices share. */
+static void check_foreign_memory(ein_ctx *ctx) {
+  int64_t s[2] = {256, 256}; /* a cuBLAS GEMM, no kernel */
+  tensor a, b, out;
+  REQUIRE_OK(make(ctx, EIN_BACKEND_EMU, EIN_DT_F32, 2, s, &a));
+  REQUIRE_OK(make(ctx, EIN_BACKEND_EMU, EIN_DT_F32, 2, s, &b));
+  REQUIRE_OK(make(ctx, EIN_BACKEND_CPU, EIN_DT_F32, 2, s, &out));
+  REQUIRE_OK(ein_device_alloc(ctx, EIN_BACKEND_EMU, 1, out.bytes, &out.dev));
+  out.t.data = out.dev;
+  out.t.device = ein_backend_dl_device(EIN_BACKEND_EMU, 1);
+  a.t.device.device_id = b.t.device.device_id = 1;
+  const DLTensor *in[2] = {&a.t, &b.t};
+  ein_options o = {.backend = EIN_BACKEND_EMU};
+  ein_status st = ein_eval(ctx, "i j, j k -> i k", in, 2, &out.t, &o);
+  CHECK(st == EIN_ERR_DEVICE &&
+            strstr(ein_last_error(ctx)->message, "cuBLAS reaches only"),
+        "device 1's GEMM on device 0's memory: status %d (%s)", st,
+        st ? ein_last_error(ctx)->message : "");
+  drop(ctx, EIN_BACKEND_EMU, &a);
+  drop(ctx, EIN_BACKEND_EMU, &b);
+  ein_device_free(ctx, EIN_BACKEND_EMU, 1, out.dev);
+  free(out.host);
+}
+
 int main(void) {
   /* four emulated devices for ein_options.devices */
   setenv("EINC_EMU_DEVICES", "4", 1);
@@ -426,6 +453,7 @@ int main(void) {
   check_bad_ranges(ctx);
   check_bad_devices(ctx);
   if (!UNITS_TSAN) check_many_inputs(ctx);
+  check_foreign_memory(ctx);
   check_spread_cost(ctx);
   ein_ctx_destroy(ctx);
   return test_summary("units");

@@ -18,9 +18,10 @@
  *
  * EINC_EMU_DEVICES=N (1 to 8; default 1) makes it N devices, to test
  * what spreads over the devices of a node (ein_options.devices): each an
- * id of its own, with memory of its own as far as einc is concerned (the
- * same host memory underneath: a kernel of device 1 reading device 0's
- * tensor is not caught).
+ * id of its own and memory of its own. The same host memory underneath,
+ * so each allocation keeps the device it was made on (emu_device.h), each
+ * call makes its device current, and a kernel or cuBLAS call of one
+ * device handed another's memory fails (copies may cross, as peer copies).
  *
  * EINC_EMU_SM=NN (a compute capability x 10, 50 to 120; default 90, a
  * Hopper) is the device's sm, read when it is opened: tests pretend an
@@ -60,6 +61,7 @@ typedef struct emu_backend {
   /* the last counting run's launches (EINC_EMU_COUNTERS=1) */
   ein_launch_counters *launches;
   size_t nlaunches, cap_launches;
+  int device; /* made current on each call (ein_emu_set_device) */
 } emu_backend;
 
 /* ------------------------------------------------------------ program */
@@ -205,6 +207,26 @@ static ein_emu_lt_layout lt_layout(ein_dtype dt, int64_t rows, int64_t cols,
   return (ein_emu_lt_layout){type, rows, cols, ld, (int)g->count, stride};
 }
 
+/* A cuBLAS call reaches only its own device's memory, as a kernel does
+ * (emu_device.h: the device each allocation was made on). */
+static ein_status own_operands(const char *call, const void *a, const void *b,
+                               const void *c, ein_error_rec *err) {
+  const void *ptr[3] = {a, b, c};
+  for (int i = 0; i < 3; i++) {
+    int owner;
+    ein_emu_where w = ein_emu_locate(ptr[i], 0, &owner);
+    if (w == EIN_EMU_OWN) continue;
+    if (w == EIN_EMU_HOST)
+      return ein_fail_device(err, "emulated device: %s: its %c (%p) is not "
+                             "device memory", call, "ABC"[i], ptr[i]);
+    return ein_fail_device(err, "emulated device %d: %s: its %c (%p) is "
+                           "memory of device %d: cuBLAS reaches only its own "
+                           "device's memory", ein_emu_current_device(), call,
+                           "ABC"[i], ptr[i], owner);
+  }
+  return EIN_OK;
+}
+
 /* An FP8 GEMM: one reference cublasLtMatmul, as the CUDA backend makes
  * it (TN; the scales read from the plan's inputs on the device). */
 static ein_status run_lt(emu_backend *eb, const ein_step *s,
@@ -215,6 +237,7 @@ static ein_status run_lt(emu_backend *eb, const ein_step *s,
   if (st) return st;
   const char *a = g->a_is_step_a ? step_a : step_b;
   const char *b = g->a_is_step_a ? step_b : step_a;
+  if ((st = own_operands("cublasLtMatmul", a, b, c, err))) return st;
   ein_emu_lt_desc desc = {EIN_EMU_COMPUTE_32F, EIN_EMU_R_32F, EIN_EMU_OP_T,
                           EIN_EMU_OP_N,
                           (const float *)(void *)inputs[g->scale_input[0]],
@@ -259,6 +282,8 @@ static ein_status run_gemm(const ein_step *s, const ein_cublas_gemm *g,
                            ein_error_rec *err) {
   const char *a = g->a_is_step_a ? step_a : step_b;
   const char *bm = g->a_is_step_a ? step_b : step_a;
+  ein_status st = own_operands("cublasGemmEx", a, bm, c, err);
+  if (st) return st;
   blas_args b;
   blas_args_of(s, g, &b);
   if (ein_cublas_pointer_array(g))
@@ -274,7 +299,7 @@ static ein_status run_gemm(const ein_step *s, const ein_cublas_gemm *g,
         g->stride_a, bm + off[2] * b.asz, b.atype, (int)g->ldb, g->stride_b,
         b.beta, c + off[0] * b.csz, b.ctype, (int)g->ldc, g->stride_c,
         (int)g->count, b.compute);
-    ein_status st = blas_status(r, "cublasGemmStridedBatchedEx", err);
+    st = blas_status(r, "cublasGemmStridedBatchedEx", err);
     if (st) return st;
   }
   return EIN_OK;
@@ -383,6 +408,7 @@ static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
   if (!p || p->base.cuda->nsteps != plan->nsteps)
     return ein_fail_internal(err, "emu backend: the plan has no CUDA program");
   emu_backend *eb = (emu_backend *)self;
+  ein_emu_set_device(eb->device);
   bool counting = ein_emu_counting();
   if (counting) { /* launch_counters describes the last counting run */
     pthread_mutex_lock(&eb->lock);
@@ -415,7 +441,7 @@ static ein_status emu_run(ein_backend *self, const ein_plan_ir *plan,
 
 static ein_status emu_alloc(ein_backend *self, size_t bytes, void **ptr,
                             ein_error_rec *err) {
-  (void)self;
+  ein_emu_set_device(((emu_backend *)self)->device);
   return ein_emu_malloc(ptr, bytes, err);
 }
 
@@ -500,6 +526,7 @@ static ein_backend *emu_open(int device, ein_error_rec *err) {
                            .launch_counters = emu_launch_counters,
                            .destroy = emu_destroy,
                            .sm = emu_sm()};
+  eb->device = device;
   return &eb->base;
 }
 

@@ -52,7 +52,12 @@ enum { DEVICE_ALIGN = 256, MAX_WORKERS = 64 };
 typedef struct dev_alloc {
   uintptr_t lo;
   size_t size;
+  int device; /* the device current when it was allocated */
 } dev_alloc;
+
+/* The device that allocations, kernels and cuBLAS calls of this thread act
+ * on, as cudaSetDevice's. */
+static _Thread_local int current_device;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t dev_mu; /* recursive: the bracket, memory, copies */
@@ -135,6 +140,24 @@ static ptrdiff_t find(uintptr_t p) {
   return (ptrdiff_t)lo - 1;
 }
 
+void ein_emu_set_device(int device) { current_device = device; }
+
+int ein_emu_current_device(void) { return current_device; }
+
+ein_emu_where ein_emu_locate(const void *p, size_t bytes, int *device) {
+  uintptr_t u = (uintptr_t)p;
+  lock();
+  ptrdiff_t i = find(u);
+  bool in = i >= 0 && u - allocs[i].lo <= allocs[i].size &&
+            bytes <= allocs[i].size - (u - allocs[i].lo);
+  int dev = in ? allocs[i].device : -1;
+  unlock();
+  if (device) *device = dev;
+  return !in ? EIN_EMU_HOST
+         : dev == current_device ? EIN_EMU_OWN
+                                 : EIN_EMU_OTHER;
+}
+
 bool ein_emu_is_device(const void *p, size_t bytes) {
   uintptr_t u = (uintptr_t)p;
   lock();
@@ -180,7 +203,7 @@ ein_status ein_emu_malloc(void **ptr, size_t bytes, ein_error_rec *err) {
   }
   size_t at = (size_t)(find((uintptr_t)p) + 1);
   memmove(&allocs[at + 1], &allocs[at], (nallocs - at) * sizeof *allocs);
-  allocs[at] = (dev_alloc){(uintptr_t)p, bytes};
+  allocs[at] = (dev_alloc){(uintptr_t)p, bytes, current_device};
   nallocs++;
   poison(&allocs[at], depth == 0);
   unlock();
@@ -442,12 +465,21 @@ static ein_status check_args(const ein_emu_run *l, bool vec,
   for (int i = 0; i < 3; i++) {
     if (!args[i])
       continue;
-    if (!ein_emu_is_device(args[i], 0))
+    int owner;
+    ein_emu_where w = ein_emu_locate(args[i], 0, &owner);
+    if (w == EIN_EMU_HOST)
       return ein_fail_device(err,
                              "emulated device: a host pointer handed to a "
                              "kernel: argument %s (%p) of %s is not device "
                              "memory",
                              names[i], args[i], l->kernel);
+    if (w == EIN_EMU_OTHER)
+      return ein_fail_device(err,
+                             "emulated device %d: argument %s (%p) of %s is "
+                             "memory of device %d: a kernel reaches only its "
+                             "own device's memory",
+                             current_device, names[i], args[i], l->kernel,
+                             owner);
     if (vec && (uintptr_t)args[i] % 16)
       return ein_fail_backend(err,
                               "emulated device: %s: argument %s (%p) is not "

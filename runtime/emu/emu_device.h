@@ -66,6 +66,21 @@ ein_status ein_emu_copy(void *dst, const void *src, size_t bytes,
  * bytes == 0: p anywhere from its first byte to one past its last). */
 bool ein_emu_is_device(const void *p, size_t bytes);
 
+/* The device this thread's later allocations, kernels and cuBLAS calls act
+ * on (cudaSetDevice's; 0 until set). Each allocation keeps the device it
+ * was made on: several emulated devices share host memory underneath, and
+ * this is how a kernel or cuBLAS call of one device touching another's
+ * memory is caught (copies may cross devices, as peer copies do). */
+void ein_emu_set_device(int device);
+int ein_emu_current_device(void);
+
+typedef enum { EIN_EMU_OWN, EIN_EMU_OTHER, EIN_EMU_HOST } ein_emu_where;
+
+/* Where [p, p + bytes) lies (bytes as ein_emu_is_device's): in one live
+ * allocation of the current device, of another (*device: which, when
+ * device is not NULL), or not in device memory (*device: -1). */
+ein_emu_where ein_emu_locate(const void *p, size_t bytes, int *device);
+
 /* ---------------------------------------------------- device bracket */
 
 /* Takes the device lock (recursive); the outermost begin unpoisons device
