@@ -9,9 +9,11 @@
  * first wins when it exists; otherwise the second is sliced.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "path/path_ml.h"
 #include "path_internal.h"
 
 /* Default budget: 40 ms at 100 operands, growing linearly, capped (the
@@ -79,6 +81,7 @@ typedef struct search {
   pcost top_cost[TOP];
   int ntop;
   bool collect;       /* trials: keep the top list */
+  ml_tuner tuner;     /* the bisection's parameters across trials */
   bool have_free, have_fit;
   const char *method;
 } search;
@@ -184,15 +187,24 @@ static bool trial(search *s, int t, int (*pairs)[2]) {
   uint64_t before = s->work_done;
   pcost was = s->cost_free;
   if (bisect) {
-    double imb = 0.05 + 0.3 * prng_unit(&s->rng);
-    int leaf = 4 + (int)(prng_next(&s->rng) % 5); /* reconf polishes */
-    ok = path_partition(net, leaf, imb, &s->rng, &scratch, pairs);
+    ml_tuner_sample(&s->tuner, &s->rng);
+    ok = path_ml_tree(net, &s->tuner.last, &s->rng, &scratch, pairs);
+    pcost c;
+    if (ok && eval(net, (const int(*)[2])pairs, &c))
+      ml_tuner_report(&s->tuner, log10(pcost_score(net, c) + 1.0));
   } else {
     double temp = t ? exp(log(0.001) + prng_unit(&s->rng) * log(1000.0)) : 0;
     double costmod = t ? 0.1 + 3.9 * prng_unit(&s->rng) : 1;
     ok = path_greedy(net, temp, costmod, &s->rng, &scratch, pairs);
   }
   *(bisect ? &s->part_work : &s->greedy_work) += s->work_done - before;
+  if (getenv("EIN_PATH_DEBUG")) {
+    pcost dc;
+    if (eval(net, (const int(*)[2])pairs, &dc))
+      fprintf(stderr, "trial %d %s %.3f work %.2fM imb %.2f dec %.1f jit %.2f cut %d lw %d\n", t, bisect ? "ML" : "gr",
+              log10(dc.flops), (double)(s->work_done - before) / 1e6,
+              s->tuner.last.imbalance, s->tuner.last.decay, s->tuner.last.jitter, s->tuner.last.cutoff, s->tuner.last.log_weights);
+  }
   ein_arena_destroy(&scratch);
   if (!ok || !consider(s, (const int(*)[2])pairs)) return false;
   if (t > 0 && pcost_better(&s->free_net, s->cost_free, was))
@@ -247,6 +259,17 @@ static bool reconfigure_top(search *s, int (*pairs)[2], double deadline) {
   return true;
 }
 
+/* The default budget grows with the plain greedy's FLOPs (the first
+ * estimate): a contraction that costs that much is worth planning
+ * longer for (path_ml.h). A budget the caller gave is kept. */
+static void stretch_budget(search *s) {
+  if (s->fixed || s->q->time_budget > 0) return;
+  double b = path_budget_stretch(s->budget, s->cost_free.flops, s->net->n);
+  s->budget = b;
+  s->net->work_limit = (uint64_t)(WORK_PER_SECOND * b);
+  s->free_net.work_limit = s->net->work_limit;
+}
+
 /* Trials until half the budget, then reconfiguration of the best. */
 static bool search_heuristic(search *s, int (*pairs)[2]) {
   int ntrials = s->q->trials > 0 ? s->q->trials : 1 << 20;
@@ -254,6 +277,7 @@ static bool search_heuristic(search *s, int (*pairs)[2]) {
   s->collect = true;
   for (; t < ntrials; t++) {
     if (!trial(s, t, pairs)) return false;
+    if (t == 0) stretch_budget(s);
     if (spent(s, 0.5)) {
       t++;
       break;
