@@ -82,6 +82,7 @@ typedef struct search {
   int ntop;
   bool collect;       /* trials: keep the top list */
   ml_tuner tuner;     /* the bisection's parameters across trials */
+  bool multilevel;    /* bisection trials by path/path_ml.h, else flat */
   bool have_free, have_fit;
   const char *method;
 } search;
@@ -186,8 +187,16 @@ static bool trial(search *s, int t, int (*pairs)[2]) {
                     (s->best_bisect ? wp <= 2 * wg : 2 * wp <= wg);
   uint64_t before = s->work_done;
   pcost was = s->cost_free;
-  if (bisect) {
+  if (bisect && !s->multilevel) {
+    double imb = 0.05 + 0.3 * prng_unit(&s->rng);
+    int leaf = 4 + (int)(prng_next(&s->rng) % 5); /* reconf polishes */
+    ok = path_partition(net, leaf, imb, &s->rng, &scratch, pairs);
+  } else if (bisect) {
     ml_tuner_sample(&s->tuner, &s->rng);
+    if (getenv("EIN_ML_FIXED")) {
+      ml_params *mp = &s->tuner.last;
+      sscanf(getenv("EIN_ML_FIXED"), "%lf,%lf,%lf,%d,%d", &mp->imbalance, &mp->decay, &mp->jitter, &mp->cutoff, &mp->log_weights);
+    }
     ok = path_ml_tree(net, &s->tuner.last, &s->rng, &scratch, pairs);
     pcost c;
     if (ok && eval(net, (const int(*)[2])pairs, &c))
@@ -259,14 +268,17 @@ static bool reconfigure_top(search *s, int (*pairs)[2], double deadline) {
   return true;
 }
 
-/* The default budget grows with the plain greedy's FLOPs (the first
- * estimate): a contraction that costs that much is worth planning
- * longer for (path_ml.h). A budget the caller gave is kept. */
-static void stretch_budget(search *s) {
+/* The plain greedy's FLOPs (trial 0) decide where the budget goes: a
+ * hard network gets more of a default budget and, when large, the
+ * multilevel bisection (path_ml.h); an easy one the search as before
+ * issue 36. */
+static void first_estimate(search *s) {
+  if (s->q->flat_bisection) return;
+  double f = s->cost_free.flops;
+  s->multilevel = path_ml_worth(f, s->net->n);
   if (s->fixed || s->q->time_budget > 0) return;
-  double b = path_budget_stretch(s->budget, s->cost_free.flops, s->net->n);
-  s->budget = b;
-  s->net->work_limit = (uint64_t)(WORK_PER_SECOND * b);
+  s->budget = path_budget_stretch(s->budget, f);
+  s->net->work_limit = (uint64_t)(WORK_PER_SECOND * s->budget);
   s->free_net.work_limit = s->net->work_limit;
 }
 
@@ -277,7 +289,7 @@ static bool search_heuristic(search *s, int (*pairs)[2]) {
   s->collect = true;
   for (; t < ntrials; t++) {
     if (!trial(s, t, pairs)) return false;
-    if (t == 0) stretch_budget(s);
+    if (t == 0) first_estimate(s);
     if (spent(s, 0.5)) {
       t++;
       break;

@@ -78,6 +78,12 @@ typedef struct ein_path_query {
                           5); 1: the FLOP-best alone, sliced then
                           reconfigured once (the cheapest; the method
                           before 2026-11-28) */
+  bool flat_bisection; /* the bisection trials split by path_part.c's
+                          single-level growth and refinement, and the
+                          default budget is not stretched: the search
+                          before issue 36, kept for comparison (tests,
+                          bench); false: multilevel bisection with tuned
+                          parameters (path/path_ml.h) */
 } ein_path_query;
 
 typedef enum ein_path_status {

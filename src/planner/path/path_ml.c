@@ -28,10 +28,11 @@
 
 /* Coarsening stops at COARSE_MIN vertices or when a level keeps more than
  * COARSE_SHRINK of its vertices; axes with more than FANOUT operands rate
- * no pair (quadratic otherwise). INIT_TRIES growths at the coarsest
- * level; at most FM_PASSES refinement passes per level. */
-enum { COARSE_MIN = 24, MAX_LEVELS = 40, FANOUT = 64, INIT_TRIES = 10,
-       FM_PASSES = 6 };
+ * no pair (quadratic otherwise); a merged vertex holds at most
+ * 1/MAXW_DIV of the operands. INIT_TRIES growths at the coarsest level;
+ * at most FM_PASSES refinement passes per level; VCYCLES V-cycles. */
+enum { COARSE_MIN = 60, MAX_LEVELS = 40, FANOUT = 64, INIT_TRIES = 10,
+       FM_PASSES = 6, VCYCLES = 2, MAXW_DIV = 12 };
 #define COARSE_SHRINK 0.92
 /* A pin visited here costs about this many of the search's work units
  * (heaps, arenas; measured against the clock on the bench machine). */
@@ -112,9 +113,9 @@ static bool finest(ml *c, const pnet *net, const ml_params *p, const int *s,
 }
 
 /* Heavy-edge matching: map[v] is v's vertex on the next level; returns
- * how many there are. */
-static int match(ml *c, const hgraph *h, int maxw, int *map, double *score,
-                 int *touched, int *order) {
+ * how many there are. keep (or NULL): only vertices on one side match. */
+static int match(ml *c, const hgraph *h, int maxw, const int *keep,
+                 int *map, double *score, int *touched, int *order) {
   for (int v = 0; v < h->nv; v++) order[v] = v, map[v] = -1, score[v] = 0;
   for (int v = h->nv - 1; v > 0; v--) {
     int j = (int)(prng_next(c->rng) % (uint64_t)(v + 1)), t = order[v];
@@ -130,7 +131,7 @@ static int match(ml *c, const hgraph *h, int maxw, int *map, double *score,
       c->work += (uint64_t)size;
       for (int q = h->eptr[e]; q < h->eptr[e + 1]; q++) {
         int u = h->epin[q];
-        if (u == v || map[u] >= 0) continue;
+        if (u == v || map[u] >= 0 || (keep && keep[u] != keep[v])) continue;
         if (score[u] == 0) touched[nt++] = u;
         score[u] += h->ew[e] / (size - 1);
       }
@@ -184,6 +185,7 @@ static bool contract(ml *c, const hgraph *h, const int *map, int nc,
 
 typedef struct entry {
   double gain;
+  uint32_t tie; /* random: equal gains in random order */
   int v, ver;
 } entry;
 
@@ -191,6 +193,10 @@ typedef struct heap {
   entry *a;
   int n, cap;
 } heap;
+
+static bool above(const entry *x, const entry *y) {
+  return x->gain > y->gain || (x->gain == y->gain && x->tie > y->tie);
+}
 
 static bool heap_push(heap *q, entry x) {
   if (q->n == q->cap) {
@@ -200,8 +206,7 @@ static bool heap_push(heap *q, entry x) {
     q->a = a, q->cap = cap;
   }
   int k = q->n++;
-  while (k && (q->a[(k - 1) / 2].gain < x.gain ||
-               (q->a[(k - 1) / 2].gain == x.gain && q->a[(k - 1) / 2].v > x.v))) {
+  while (k && above(&x, &q->a[(k - 1) / 2])) {
     q->a[k] = q->a[(k - 1) / 2];
     k = (k - 1) / 2;
   }
@@ -209,9 +214,6 @@ static bool heap_push(heap *q, entry x) {
   return true;
 }
 
-static bool above(const entry *x, const entry *y) {
-  return x->gain > y->gain || (x->gain == y->gain && x->v < y->v);
-}
 
 static void heap_pop(heap *q) {
   entry x = q->a[--q->n];
@@ -313,7 +315,7 @@ static bool renew(ml *c, fm *f, int v, int tick) {
       int u = h->epin[q];
       if (f->locked[u] || f->stamp[u] == tick) continue;
       f->stamp[u] = tick;
-      entry x = {gain_of(c, f, u), u, ++f->ver[u]};
+      entry x = {gain_of(c, f, u), (uint32_t)prng_next(c->rng), u, ++f->ver[u]};
       if (!heap_push(&f->q[f->side[u]], x)) return false;
     }
   return true;
@@ -328,7 +330,7 @@ static bool fm_pass(ml *c, fm *f, bool *better) {
   f->q[0].n = f->q[1].n = 0;
   for (int v = 0; v < h->nv; v++) {
     f->locked[v] = false, f->stamp[v] = -1;
-    entry x = {gain_of(c, f, v), v, ++f->ver[v]};
+    entry x = {gain_of(c, f, v), (uint32_t)prng_next(c->rng), v, ++f->ver[v]};
     if (!heap_push(&f->q[f->side[v]], x)) return false;
   }
   while (nmoved - at_best < patience) {
@@ -423,23 +425,36 @@ static bool initial(ml *c, const hgraph *h, int *side) {
 
 /* ----------------------------------------------------------- driver */
 
-/* Coarsens from lv[0], bisects the coarsest, refines on the way back;
- * side[] gets level 0's split. */
-static bool vcycle(ml *c, hgraph *lv, int **map, int *side) {
-  int L = 0, maxw = lv[0].wsum / (COARSE_MIN / 2);
+/* Coarsens lv[0] level by level into lv[1..]; given sides (sides[0]:
+ * level 0's split), only vertices on one side merge and sides[l] follows
+ * each level. Returns the coarsest level's index, -1 when memory runs
+ * out. */
+static int coarsen(ml *c, hgraph *lv, int **map, int **sides) {
+  int L = 0, maxw = lv[0].wsum / MAXW_DIV;
   if (maxw < 2) maxw = 2;
   double *score = ALLOC(c, lv[0].nv, double);
   int *touched = ALLOC(c, lv[0].nv, int), *order = ALLOC(c, lv[0].nv, int);
-  if (!score || !touched || !order) return false;
+  if (!score || !touched || !order) return -1;
   while (lv[L].nv > COARSE_MIN && L + 1 < MAX_LEVELS) {
-    if (!(map[L] = ALLOC(c, lv[L].nv, int))) return false;
-    int nc = match(c, &lv[L], maxw, map[L], score, touched, order);
+    if (!(map[L] = ALLOC(c, lv[L].nv, int))) return -1;
+    int nc = match(c, &lv[L], maxw, sides ? sides[L] : NULL, map[L], score,
+                   touched, order);
     if (nc > COARSE_SHRINK * lv[L].nv) break;
-    if (!contract(c, &lv[L], map[L], nc, &lv[L + 1])) return false;
+    if (!contract(c, &lv[L], map[L], nc, &lv[L + 1])) return -1;
+    if (sides) {
+      if (!(sides[L + 1] = ALLOC(c, nc, int))) return -1;
+      for (int v = 0; v < lv[L].nv; v++) sides[L + 1][map[L][v]] = sides[L][v];
+    }
     L++;
   }
-  int *sides = ALLOC(c, lv[L].nv, int);
-  if (!sides || !initial(c, &lv[L], sides)) return false;
+  return L;
+}
+
+/* Projects level L's split `top` back to level 0 (into side), refining
+ * at each level. */
+static bool uncoarsen(ml *c, hgraph *lv, int **map, int L, int *top,
+                      int *side) {
+  int *sides = top;
   for (int l = L - 1; l >= 0; l--) {
     int *fine = l ? ALLOC(c, lv[l].nv, int) : side;
     if (!fine) return false;
@@ -447,7 +462,26 @@ static bool vcycle(ml *c, hgraph *lv, int **map, int *side) {
     if (!refine(c, &lv[l], fine)) return false;
     sides = fine;
   }
-  if (L == 0) memcpy(side, sides, (size_t)lv[0].nv * sizeof(int));
+  if (sides != side) memcpy(side, sides, (size_t)lv[0].nv * sizeof(int));
+  return true;
+}
+
+/* A V-cycle (coarsen, bisect the coarsest, refine on the way back), then
+ * VCYCLES - 1 more that keep the split (vertices merge within a side
+ * only, so the coarse levels see it whole and can move larger pieces):
+ * never worse, as each level's refinement keeps its best state. */
+static bool vcycles(ml *c, hgraph *lv, int **map, int *side) {
+  int L = coarsen(c, lv, map, NULL);
+  int *top = L >= 0 ? ALLOC(c, lv[L].nv, int) : NULL;
+  if (!top || !initial(c, &lv[L], top) || !uncoarsen(c, lv, map, L, top, side))
+    return false;
+  for (int k = 1; k < VCYCLES; k++) {
+    int *sides[MAX_LEVELS];
+    sides[0] = side;
+    if ((L = coarsen(c, lv, map, sides)) < 0 || !refine(c, &lv[L], sides[L]) ||
+        !uncoarsen(c, lv, map, L, sides[L], side))
+      return false;
+  }
   return true;
 }
 
@@ -477,7 +511,7 @@ int path_ml_bisect(const pnet *net, const ml_params *p, double imbalance,
   int *map[MAX_LEVELS];
   int *side = ALLOC(&c, m, int), *tmp = ALLOC(&c, m, int), m0 = -1;
   if (side && tmp && finest(&c, net, p, s, m, &lv[0]) &&
-      vcycle(&c, lv, map, side))
+      vcycles(&c, lv, map, side))
     m0 = arrange(s, m, side, tmp);
   if (net->work) *net->work += ML_WORK_WEIGHT * c.work;
   ein_arena_destroy(&scratch);

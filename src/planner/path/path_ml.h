@@ -67,10 +67,22 @@ bool path_ml_tree(const pnet *net, const ml_params *p, uint64_t *rng,
 int path_ml_bisect(const pnet *net, const ml_params *p, double imbalance,
                    uint64_t *rng, int *s, int m);
 
-/* The default budget for a network of n operands whose plain greedy
- * path costs greedy_flops: `budget` times 1 + log10(FLOPs / 1e10) (at
- * least 1, at most BUDGET_STRETCH_MAX), within BUDGET_STRETCH_CAP
- * seconds (but never below `budget`). */
-double path_budget_stretch(double budget, double greedy_flops, int n);
+/* Whether a network of n operands whose plain greedy path costs
+ * greedy_flops is one for the multilevel bisection: at least
+ * ML_HARD_FLOPS, and ML_MIN_OPERANDS to ML_MAX_OPERANDS operands. Below,
+ * the greedy trials and the flat bisection of path_part.c (cheaper
+ * trials, more of them) find trees as good or better within the same
+ * budget; above, one multilevel tree costs most of a budget of seconds
+ * (a 100x100 lattice: 1.7 s) and the trials starve
+ * (docs/design.md, "Partitioning at scale (issue 36)"). */
+#define ML_HARD_FLOPS 1e10
+enum { ML_MIN_OPERANDS = 150, ML_MAX_OPERANDS = 2500 };
+bool path_ml_worth(double greedy_flops, int n);
+
+/* The default budget for a network whose plain greedy path costs
+ * greedy_flops: `budget` times 1 + log10(FLOPs / ML_HARD_FLOPS), at
+ * least 1 and at most BUDGET_STRETCH_MAX times, within
+ * BUDGET_STRETCH_CAP seconds (never below `budget`). */
+double path_budget_stretch(double budget, double greedy_flops);
 
 #endif

@@ -6,10 +6,10 @@
  * imbalance its depth gives, both halves built the same way and joined
  * last; a set within the cutoff is ordered by the DP (up to DP_PART
  * operands) or by the plain greedy with the axes it shares with the rest
- * kept. The tuner is a small evolution strategy: a few uniform draws,
- * then mostly perturbations of the best sets found (the better ranked
- * the likelier), a share still uniform so the search does not settle
- * early. cotengra's HyperOptimizer does the same with optuna or CMA-ES;
+ * kept. The tuner is a small evolution strategy: a prior first, then
+ * mostly perturbations of the best sets found (the better ranked the
+ * likelier), a share uniform over the space so the search does not
+ * settle early. cotengra's HyperOptimizer does the same with optuna or CMA-ES;
  * the space is its kahypar space, adapted (docs/design.md, issue 36).
  */
 #include <math.h>
@@ -18,7 +18,7 @@
 
 #include "path_ml.h"
 
-enum { DP_PART = 8, CUTOFF_MIN = 4, CUTOFF_MAX = 40, UNIFORM_FIRST = 6 };
+enum { DP_PART = 8, CUTOFF_MIN = 4, CUTOFF_MAX = 32 };
 #define UNIFORM_SHARE 0.2
 #define IMBALANCE_MIN 0.01
 #define IMBALANCE_MAX 0.9
@@ -159,14 +159,25 @@ static void perturb(ml_params *p, uint64_t *rng) {
   if (prng_unit(rng) < 0.1) p->log_weights ^= 1;
 }
 
+/* Where the tuner starts: near balance at the top, looser further down,
+ * parts of 8 ordered exactly, sizes weighed by their logs, a little
+ * noise; the best of the bench's 3-regular and 4-regular graphs' trials
+ * (bench/paths.py) lie around it. A default budget of a few trials must
+ * not be spent on uniform draws, which mostly lose to the greedy. */
+static const ml_params PRIOR = {.imbalance = 0.1, .decay = 0,
+                                .jitter = 0.2, .cutoff = 8, .log_weights = 1};
+
 void ml_tuner_sample(ml_tuner *t, uint64_t *rng) {
-  if (t->nbest == 0 || t->trials < UNIFORM_FIRST ||
-      prng_unit(rng) < UNIFORM_SHARE) {
+  if (t->trials == 0) {
+    t->last = PRIOR;
+    return;
+  }
+  if (prng_unit(rng) < UNIFORM_SHARE) {
     uniform(&t->last, rng);
     return;
   }
   double u = prng_unit(rng);
-  t->last = t->best[(int)(u * u * t->nbest)];
+  t->last = t->nbest ? t->best[(int)(u * u * t->nbest)] : PRIOR;
   perturb(&t->last, rng);
 }
 
@@ -184,6 +195,11 @@ void ml_tuner_report(ml_tuner *t, double score) {
   t->score[at] = score;
 }
 
+bool path_ml_worth(double greedy_flops, int n) {
+  return greedy_flops >= ML_HARD_FLOPS && n >= ML_MIN_OPERANDS &&
+         n <= ML_MAX_OPERANDS;
+}
+
 /* Where the budget goes: a network the greedy already contracts cheaply
  * gains little from partitioning; one whose greedy path is past 1e10
  * FLOPs (seconds of contraction and more) is where the bisection's trees
@@ -191,9 +207,8 @@ void ml_tuner_report(ml_tuner *t, double score) {
  * (issue 36's high-treewidth graphs). */
 #define BUDGET_STRETCH_MAX 12.0
 #define BUDGET_STRETCH_CAP 3.0
-double path_budget_stretch(double budget, double greedy_flops, int n) {
-  (void)n;
-  double f = 1.0 + log10(fmax(greedy_flops, 1.0) / 1e10);
+double path_budget_stretch(double budget, double greedy_flops) {
+  double f = 1.0 + log10(fmax(greedy_flops, 1.0) / ML_HARD_FLOPS);
   f = clampd(f, 1.0, BUDGET_STRETCH_MAX);
   return fmax(budget, fmin(budget * f, BUDGET_STRETCH_CAP));
 }
