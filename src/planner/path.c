@@ -9,7 +9,6 @@
  * first wins when it exists; otherwise the second is sliced.
  */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,10 +170,30 @@ static bool search_dp(search *s, int (*pairs)[2]) {
          consider(s, (const int(*)[2])pairs);
 }
 
+/* A multilevel bisection's trial: parameters from the tuner, the tree's
+ * score back to it. The first one measures what a trial costs: when the
+ * trials' half of the budget holds too few for the tuner to learn from,
+ * the bisections are flat from then on (path_ml_affordable). */
+static bool ml_trial(search *s, const pnet *net, ein_arena *scratch,
+                     int (*pairs)[2]) {
+  uint64_t before = s->work_done;
+  pcost c;
+  ml_tuner_sample(&s->tuner, &s->rng);
+  if (!path_ml_tree(net, &s->tuner.last, &s->rng, scratch, pairs) ||
+      !eval(net, (const int(*)[2])pairs, &c))
+    return false;
+  ml_tuner_report(&s->tuner, log10(pcost_score(net, c) + 1.0));
+  if (!s->fixed && s->tuner.trials == 1)
+    s->multilevel = path_ml_affordable(s->work_done - before,
+                                       s->net->work_limit / 2);
+  return true;
+}
+
 /* Trial t: 0 is the plain greedy; then temperature log-uniform in
  * [0.001, 1] and costmod uniform in [0.1, 4] (cotengra's ranges); under a
  * limit every other trial keys on the limit; from PARTITION_MIN operands
- * a bisection instead (parts of 4-8 operands) as the work split asks:
+ * a bisection instead (flat, parts of 4-8 operands, or multilevel on
+ * hard networks: first_estimate, ml_trial) as the work split asks:
  * the kind that found the best tree so far gets two thirds of the trials'
  * work (the bisection wins on graph-like networks, the greedy on
  * circuits and hyperedges), measured as work, whatever one trial costs. */
@@ -192,28 +211,13 @@ static bool trial(search *s, int t, int (*pairs)[2]) {
     int leaf = 4 + (int)(prng_next(&s->rng) % 5); /* reconf polishes */
     ok = path_partition(net, leaf, imb, &s->rng, &scratch, pairs);
   } else if (bisect) {
-    ml_tuner_sample(&s->tuner, &s->rng);
-    if (getenv("EIN_ML_FIXED")) {
-      ml_params *mp = &s->tuner.last;
-      sscanf(getenv("EIN_ML_FIXED"), "%lf,%lf,%lf,%d,%d", &mp->imbalance, &mp->decay, &mp->jitter, &mp->cutoff, &mp->log_weights);
-    }
-    ok = path_ml_tree(net, &s->tuner.last, &s->rng, &scratch, pairs);
-    pcost c;
-    if (ok && eval(net, (const int(*)[2])pairs, &c))
-      ml_tuner_report(&s->tuner, log10(pcost_score(net, c) + 1.0));
+    ok = ml_trial(s, net, &scratch, pairs);
   } else {
     double temp = t ? exp(log(0.001) + prng_unit(&s->rng) * log(1000.0)) : 0;
     double costmod = t ? 0.1 + 3.9 * prng_unit(&s->rng) : 1;
     ok = path_greedy(net, temp, costmod, &s->rng, &scratch, pairs);
   }
   *(bisect ? &s->part_work : &s->greedy_work) += s->work_done - before;
-  if (getenv("EIN_PATH_DEBUG")) {
-    pcost dc;
-    if (eval(net, (const int(*)[2])pairs, &dc))
-      fprintf(stderr, "trial %d %s %.3f work %.2fM imb %.2f dec %.1f jit %.2f cut %d lw %d\n", t, bisect ? "ML" : "gr",
-              log10(dc.flops), (double)(s->work_done - before) / 1e6,
-              s->tuner.last.imbalance, s->tuner.last.decay, s->tuner.last.jitter, s->tuner.last.cutoff, s->tuner.last.log_weights);
-  }
   ein_arena_destroy(&scratch);
   if (!ok || !consider(s, (const int(*)[2])pairs)) return false;
   if (t > 0 && pcost_better(&s->free_net, s->cost_free, was))

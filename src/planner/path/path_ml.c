@@ -36,7 +36,7 @@ enum { COARSE_MIN = 60, MAX_LEVELS = 40, FANOUT = 64, INIT_TRIES = 10,
 #define COARSE_SHRINK 0.92
 /* A pin visited here costs about this many of the search's work units
  * (heaps, arenas; measured against the clock on the bench machine). */
-enum { ML_WORK_WEIGHT = 4 };
+enum { ML_WORK_WEIGHT = 3 };
 
 typedef struct hgraph {
   int nv, ne, wsum;

@@ -79,6 +79,11 @@ int path_ml_bisect(const pnet *net, const ml_params *p, double imbalance,
 enum { ML_MIN_OPERANDS = 150, ML_MAX_OPERANDS = 2500 };
 bool path_ml_worth(double greedy_flops, int n);
 
+/* Whether `work` (what the trials may spend) holds ML_MIN_TRIALS
+ * multilevel trials of trial_work each (the first one's). */
+enum { ML_MIN_TRIALS = 6 };
+bool path_ml_affordable(uint64_t trial_work, uint64_t work);
+
 /* The default budget for a network whose plain greedy path costs
  * greedy_flops: `budget` times 1 + log10(FLOPs / ML_HARD_FLOPS), at
  * least 1 and at most BUDGET_STRETCH_MAX times, within

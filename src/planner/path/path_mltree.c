@@ -164,8 +164,8 @@ static void perturb(ml_params *p, uint64_t *rng) {
  * noise; the best of the bench's 3-regular and 4-regular graphs' trials
  * (bench/paths.py) lie around it. A default budget of a few trials must
  * not be spent on uniform draws, which mostly lose to the greedy. */
-static const ml_params PRIOR = {.imbalance = 0.1, .decay = 0,
-                                .jitter = 0.2, .cutoff = 8, .log_weights = 1};
+static const ml_params PRIOR = {.imbalance = 0.3, .decay = -3,
+                                .jitter = 0.2, .cutoff = 12, .log_weights = 1};
 
 void ml_tuner_sample(ml_tuner *t, uint64_t *rng) {
   if (t->trials == 0) {
@@ -198,6 +198,10 @@ void ml_tuner_report(ml_tuner *t, double score) {
 bool path_ml_worth(double greedy_flops, int n) {
   return greedy_flops >= ML_HARD_FLOPS && n >= ML_MIN_OPERANDS &&
          n <= ML_MAX_OPERANDS;
+}
+
+bool path_ml_affordable(uint64_t trial_work, uint64_t work) {
+  return trial_work * ML_MIN_TRIALS <= work;
 }
 
 /* Where the budget goes: a network the greedy already contracts cheaply
