@@ -699,7 +699,8 @@ static void check_scale(void) {
            "%.1f, %s, peak RSS %.0f MB\n", name, cpu, dt, log10(r.flops),
            log2(r.largest), r.method, peak_rss_mb());
     /* CPU time: the machine may be shared. The default budgets are 45 ms,
-     * 0.44 s and 2 s of work; ASan runs a few times slower. */
+     * 0.44 s and 2 s of work, the last two stretched to 3 s by the
+     * greedy's FLOPs (issue 36); ASan runs a few times slower. */
     CHECK(cpu < (sizes[k] == 100 ? 0.5 : 30.0), "%s took %.2f s", name, cpu);
     ein_arena_destroy(&a);
     net_free(&g);
