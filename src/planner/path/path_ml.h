@@ -85,7 +85,7 @@ enum { ML_MIN_TRIALS = 6 };
 bool path_ml_affordable(uint64_t trial_work, uint64_t work);
 
 /* The default budget for a network whose plain greedy path costs
- * greedy_flops: `budget` times 1 + log10(FLOPs / ML_HARD_FLOPS), at
+ * greedy_flops: `budget` times 1 + 2 log10(FLOPs / ML_HARD_FLOPS), at
  * least 1 and at most BUDGET_STRETCH_MAX times, within
  * BUDGET_STRETCH_CAP seconds (never below `budget`). */
 double path_budget_stretch(double budget, double greedy_flops);

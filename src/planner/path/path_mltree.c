@@ -209,10 +209,10 @@ bool path_ml_affordable(uint64_t trial_work, uint64_t work) {
  * FLOPs (seconds of contraction and more) is where the bisection's trees
  * beat the greedy's by orders of magnitude, and only given many trials
  * (issue 36's high-treewidth graphs). */
-#define BUDGET_STRETCH_MAX 12.0
+#define BUDGET_STRETCH_MAX 24.0
 #define BUDGET_STRETCH_CAP 3.0
 double path_budget_stretch(double budget, double greedy_flops) {
-  double f = 1.0 + log10(fmax(greedy_flops, 1.0) / ML_HARD_FLOPS);
+  double f = 1.0 + 2.0 * log10(fmax(greedy_flops, 1.0) / ML_HARD_FLOPS);
   f = clampd(f, 1.0, BUDGET_STRETCH_MAX);
   return fmax(budget, fmin(budget * f, BUDGET_STRETCH_CAP));
 }
