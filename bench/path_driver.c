@@ -6,7 +6,8 @@
  * Input (whitespace-separated integers): n total_axes; total_axes sizes;
  * n operands, each as k followed by k axis ids; the output as k then ids.
  * Options: --limit ELEMENTS, --budget SECONDS, --seed S, --trials T,
- * --objective flops|size|combo, --slice-trees K.
+ * --objective flops|size|combo, --slice-trees K, --flat-bisection 1 (the
+ * search before issue 36).
  * Output: {"flops", "largest", "seconds", "method", "nsliced", "nslices",
  * "sliced_flops", "slice_largest", "ssa": [[i, j], ...]}.
  */
@@ -38,6 +39,8 @@ static void options(int argc, char **argv, ein_path_query *q) {
     else if (!strcmp(argv[i], "--budget")) q->time_budget = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--seed")) q->seed = strtoull(argv[i + 1], 0, 10);
     else if (!strcmp(argv[i], "--trials")) q->trials = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--flat-bisection"))
+      q->flat_bisection = atoi(argv[i + 1]) != 0;
     else if (!strcmp(argv[i], "--slice-trees"))
       q->slice_trees = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--objective"))

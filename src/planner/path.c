@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "path/path_ml.h"
 #include "path_internal.h"
 
 /* Default budget: 40 ms at 100 operands, growing linearly, capped (the
@@ -79,6 +80,8 @@ typedef struct search {
   pcost top_cost[TOP];
   int ntop;
   bool collect;       /* trials: keep the top list */
+  ml_tuner tuner;     /* the bisection's parameters across trials */
+  bool multilevel;    /* bisection trials by path/path_ml.h, else flat */
   bool have_free, have_fit;
   const char *method;
 } search;
@@ -167,10 +170,30 @@ static bool search_dp(search *s, int (*pairs)[2]) {
          consider(s, (const int(*)[2])pairs);
 }
 
+/* A multilevel bisection's trial: parameters from the tuner, the tree's
+ * score back to it. The first one measures what a trial costs: when the
+ * trials' half of the budget holds too few for the tuner to learn from,
+ * the bisections are flat from then on (path_ml_affordable). */
+static bool ml_trial(search *s, const pnet *net, ein_arena *scratch,
+                     int (*pairs)[2]) {
+  uint64_t before = s->work_done;
+  pcost c;
+  ml_tuner_sample(&s->tuner, &s->rng);
+  if (!path_ml_tree(net, &s->tuner.last, &s->rng, scratch, pairs) ||
+      !eval(net, (const int(*)[2])pairs, &c))
+    return false;
+  ml_tuner_report(&s->tuner, log10(pcost_score(net, c) + 1.0));
+  if (!s->fixed && s->tuner.trials == 1)
+    s->multilevel = path_ml_affordable(s->work_done - before,
+                                       s->net->work_limit / 2);
+  return true;
+}
+
 /* Trial t: 0 is the plain greedy; then temperature log-uniform in
  * [0.001, 1] and costmod uniform in [0.1, 4] (cotengra's ranges); under a
  * limit every other trial keys on the limit; from PARTITION_MIN operands
- * a bisection instead (parts of 4-8 operands) as the work split asks:
+ * a bisection instead (flat, parts of 4-8 operands, or multilevel on
+ * hard networks: first_estimate, ml_trial) as the work split asks:
  * the kind that found the best tree so far gets two thirds of the trials'
  * work (the bisection wins on graph-like networks, the greedy on
  * circuits and hyperedges), measured as work, whatever one trial costs. */
@@ -183,10 +206,12 @@ static bool trial(search *s, int t, int (*pairs)[2]) {
                     (s->best_bisect ? wp <= 2 * wg : 2 * wp <= wg);
   uint64_t before = s->work_done;
   pcost was = s->cost_free;
-  if (bisect) {
+  if (bisect && !s->multilevel) {
     double imb = 0.05 + 0.3 * prng_unit(&s->rng);
     int leaf = 4 + (int)(prng_next(&s->rng) % 5); /* reconf polishes */
     ok = path_partition(net, leaf, imb, &s->rng, &scratch, pairs);
+  } else if (bisect) {
+    ok = ml_trial(s, net, &scratch, pairs);
   } else {
     double temp = t ? exp(log(0.001) + prng_unit(&s->rng) * log(1000.0)) : 0;
     double costmod = t ? 0.1 + 3.9 * prng_unit(&s->rng) : 1;
@@ -247,6 +272,20 @@ static bool reconfigure_top(search *s, int (*pairs)[2], double deadline) {
   return true;
 }
 
+/* The plain greedy's FLOPs (trial 0) decide where the budget goes: a
+ * hard network gets more of a default budget and, when large, the
+ * multilevel bisection (path_ml.h); an easy one the search as before
+ * issue 36. */
+static void first_estimate(search *s) {
+  if (s->q->flat_bisection) return;
+  double f = s->cost_free.flops;
+  s->multilevel = path_ml_worth(f, s->net->n);
+  if (s->fixed || s->q->time_budget > 0) return;
+  s->budget = path_budget_stretch(s->budget, f);
+  s->net->work_limit = (uint64_t)(WORK_PER_SECOND * s->budget);
+  s->free_net.work_limit = s->net->work_limit;
+}
+
 /* Trials until half the budget, then reconfiguration of the best. */
 static bool search_heuristic(search *s, int (*pairs)[2]) {
   int ntrials = s->q->trials > 0 ? s->q->trials : 1 << 20;
@@ -254,6 +293,7 @@ static bool search_heuristic(search *s, int (*pairs)[2]) {
   s->collect = true;
   for (; t < ntrials; t++) {
     if (!trial(s, t, pairs)) return false;
+    if (t == 0) first_estimate(s);
     if (spent(s, 0.5)) {
       t++;
       break;

@@ -19,7 +19,9 @@
  * Method: an exact dynamic programme over subsets up to EIN_PATH_DP_MAX
  * operands; beyond, randomized greedy trials (Boltzmann-sampled greedy)
  * refined by subtree reconfiguration (windows of up to 8 leaves re-solved
- * by the DP), with a recursive-bisection start for the largest networks;
+ * by the DP), with recursive-bisection trials for the largest networks
+ * (multilevel, parameters tuned across trials, and a budget stretched by
+ * the plain greedy's FLOPs on hard ones: path/path_ml.h);
  * then, if a limit is set and not met, slicing of the best few trees
  * (greedy slicing and reconfiguration with the sliced axes fixed, one
  * after the other or interleaved), the least total FLOPs kept.
@@ -78,6 +80,12 @@ typedef struct ein_path_query {
                           5); 1: the FLOP-best alone, sliced then
                           reconfigured once (the cheapest; the method
                           before 2026-11-28) */
+  bool flat_bisection; /* the bisection trials split by path_part.c's
+                          single-level growth and refinement, and the
+                          default budget is not stretched: the search
+                          before issue 36, kept for comparison (tests,
+                          bench); false: multilevel bisection with tuned
+                          parameters (path/path_ml.h) */
 } ein_path_query;
 
 typedef enum ein_path_status {
