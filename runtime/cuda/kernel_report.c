@@ -48,14 +48,20 @@ static ein_status model_launch(const ein_plan_ir *plan,
   ein_dtype dt = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
   ein_kernel_model_in in = {
       .traffic_bytes = 32.0 * (double)(l->c.ld_sectors + l->c.st_sectors),
+      .distinct_bytes = 32.0 * (double)(l->c.ld_unique_sectors +
+                                        l->c.st_unique_sectors),
+      .requests = (double)(l->c.ld_requests + l->c.st_requests),
+      .shared_wavefronts =
+          (double)(l->c.sh_ld_wavefronts + l->c.sh_st_wavefronts),
       .flops = l->pass == 1 ? s->flops : 0, /* pass 2 only combines */
       .blocks = (long long)l->c.blocks,
       .threads = threads,
       .blocks_per_sm = row->occ.blocks_per_sm,
       .lim = lim,
       .bytes_per_s = ein_cost_bandwidth(m),
-      .flops_per_s = ein_cost_rate(m, ein_cost_step_kind(plan, s),
-                                   ein_dtype_is_complex(dt)),
+      .flops_per_s = ein_kernel_model_rate(m, dt == EIN_DT_F64 ||
+                                                  dt == EIN_DT_C128) /
+                     (ein_dtype_is_complex(dt) ? 4 : 1),
       .launch_seconds = m->step_seconds};
   row->km = ein_kernel_model_time(&in);
   return EIN_OK;
