@@ -514,6 +514,44 @@ static void profile_sampled(ein_ctx *ctx) {
   ein_plan_destroy(plan);
 }
 
+/* Instruction issue, counted as basic blocks (the counting flavour's
+ * -fsanitize-coverage hook, a warp's its lanes' most): a transpose of
+ * twice the rows runs twice the blocks of the same work, so exactly twice
+ * the basic blocks, and more than one a request. Priced: the warps'
+ * basic blocks x EIN_MODEL_INSTR_PER_BB at 4 per SM and clock. */
+static void profile_issue(ein_ctx *ctx) {
+  int64_t one[2] = {96, 160}, two[2] = {192, 160};
+  ein_plan *p1, *p2;
+  ein_launch_counters *l1 = NULL, *l2 = NULL;
+  size_t n1 = 0, n2 = 0;
+  if (!profile_of(ctx, "a b -> b a", one, 2, NULL, &p1, &l1, &n1))
+    return;
+  if (profile_of(ctx, "a b -> b a", two, 2, NULL, &p2, &l2, &n2)) {
+    CHECK(n1 == 1 && n2 == 1 &&
+              l1[0].c.warp_basic_blocks >
+                  l1[0].c.ld_requests + l1[0].c.st_requests &&
+              l2[0].c.warp_basic_blocks == 2 * l1[0].c.warp_basic_blocks,
+          "basic blocks: %llu for 96 rows, %llu for 192",
+          n1 ? (unsigned long long)l1[0].c.warp_basic_blocks : 0,
+          n2 ? (unsigned long long)l2[0].c.warp_basic_blocks : 0);
+    ein_free(l2);
+    ein_plan_destroy(p2);
+  }
+  ein_free(l1);
+  ein_plan_destroy(p1);
+  /* 1e9 warp basic blocks over two full waves of 8 blocks of 8 warps per
+   * SM (past the 16 warps that saturate issue). */
+  ein_kernel_model_in in = {.traffic_bytes = 1e6, .warp_basic_blocks = 1e9,
+                            .blocks = 2 * 8 * 132, .threads = 256,
+                            .blocks_per_sm = 8,
+                            .lim = ein_sm_limits_of(90), .bytes_per_s = 3e12};
+  ein_kernel_model k = ein_kernel_model_time(&in);
+  CHECK(near(k.issue_seconds,
+             1e9 * EIN_MODEL_INSTR_PER_BB / (4 * EIN_MODEL_SM_HZ * 132)) &&
+            strcmp(k.bound, "issue") == 0,
+        "issue-bound: %g s, %s", k.issue_seconds, k.bound);
+}
+
 /* ein_emu_profile on a real plan: the transpose of a 96x160 f32 array
  * planned for the emulated device is one transpose kernel whose counted
  * traffic covers its compulsory bytes, and whose distinct sectors are
@@ -539,6 +577,7 @@ static void profile(void) {
   }
   profile_vector(ctx);
   profile_sampled(ctx);
+  profile_issue(ctx);
   ein_ctx_destroy(ctx);
 }
 

@@ -154,6 +154,7 @@ static double replay_kernel(replay *r, replay_step *s, ein_emu_module *mod,
       .distinct_bytes =
           32.0 * (double)(c.ld_unique_sectors + c.st_unique_sectors),
       .requests = (double)(c.ld_requests + c.st_requests),
+      .warp_basic_blocks = (double)c.warp_basic_blocks,
       .shared_wavefronts = (double)(c.sh_ld_wavefronts + c.sh_st_wavefronts),
       .flops = s->flops, .blocks = (long long)c.blocks, .threads = threads,
       .blocks_per_sm = occ.blocks_per_sm, .lim = lim,
@@ -169,7 +170,8 @@ static double replay_kernel(replay *r, replay_step *s, ein_emu_module *mod,
          "\"flops\":%.6g,\"compulsory_bytes\":%.6g,\"memory_seconds\":%.4g,"
          "\"l2_seconds\":%.4g,\"shared_seconds\":%.4g,"
          "\"compute_seconds\":%.4g,\"seconds\":%.4g,\"bound\":\"%s\","
-         "\"memory_efficiency\":%.4f}",
+         "\"memory_efficiency\":%.4f,\"warp_basic_blocks\":%llu,"
+         "\"issue_seconds\":%.4g}",
          first ? "" : ",", s->index, s->kind, vec ? "ein_vec" : "ein_main",
          (unsigned long long)c.blocks, threads, res->registers,
          res->spill_stores + res->spill_loads, res->static_smem,
@@ -181,7 +183,8 @@ static double replay_kernel(replay *r, replay_step *s, ein_emu_module *mod,
          (unsigned long long)(c.sh_ld_wavefronts + c.sh_st_wavefronts),
          s->flops, s->bytes, km.memory_seconds, km.l2_seconds,
          km.shared_seconds, km.compute_seconds, km.seconds, km.bound,
-         km.memory_efficiency);
+         km.memory_efficiency, (unsigned long long)c.warp_basic_blocks,
+         km.issue_seconds);
   return km.seconds;
 }
 

@@ -60,7 +60,8 @@ static double memory_warps(const ein_kernel_model_in *in) {
 static void pick_bound(ein_kernel_model *m, double launch) {
   struct { double t; const char *name; } parts[] = {
       {m->memory_seconds, "memory"}, {m->l2_seconds, "L2"},
-      {m->shared_seconds, "shared"}, {m->compute_seconds, "compute"}};
+      {m->shared_seconds, "shared"}, {m->issue_seconds, "issue"},
+      {m->compute_seconds, "compute"}};
   double work = 0;
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     if (parts[i].t > work) {
@@ -91,6 +92,11 @@ ein_kernel_model ein_kernel_model_time(const ein_kernel_model_in *in) {
     m.shared_seconds = over_waves(in, in->shared_wavefronts,
                                   EIN_MODEL_SM_HZ * in->lim->sms,
                                   EIN_MODEL_COMPUTE_WARPS, &share);
+  if (in->warp_basic_blocks > 0)
+    m.issue_seconds = over_waves(in, in->warp_basic_blocks *
+                                         EIN_MODEL_INSTR_PER_BB,
+                                 4 * EIN_MODEL_SM_HZ * in->lim->sms,
+                                 EIN_MODEL_COMPUTE_WARPS, &share);
   if (in->flops > 0 && in->flops_per_s > 0)
     m.compute_seconds = over_waves(in, in->flops, in->flops_per_s,
                                    EIN_MODEL_COMPUTE_WARPS, &share);
@@ -99,7 +105,7 @@ ein_kernel_model ein_kernel_model_time(const ein_kernel_model_in *in) {
    * its L2 traffic or its bank conflicts uses DRAM no better than that. */
   double work = m.seconds - in->launch_seconds;
   if (dram > 0 && in->bytes_per_s > 0 && work > 0 &&
-      m.compute_seconds < work)
+      m.compute_seconds < work && m.issue_seconds < work)
     m.memory_efficiency = dram / in->bytes_per_s / work;
   return m;
 }

@@ -24,6 +24,8 @@ typedef struct ein_kernel_model_in {
   double distinct_bytes; /* 32 x the distinct sectors: what DRAM moves at
                             least; 0: unknown, taken as traffic_bytes */
   double shared_wavefronts; /* shared-memory wavefronts, all requests */
+  double warp_basic_blocks; /* basic blocks the warps issued (the
+                               emulator's count); 0: unknown, unpriced */
   double requests;      /* global load and store requests (warp level); 0:
                            unknown, saturation at EIN_MODEL_MEMORY_WARPS */
   double flops;         /* arithmetic it does (the step's, opt_einsum's) */
@@ -41,10 +43,12 @@ typedef struct ein_kernel_model {
   double memory_seconds;  /* DRAM bytes at the bandwidth the warps reach */
   double l2_seconds;      /* traffic at the L2's bandwidth, likewise */
   double shared_seconds;  /* shared wavefronts at one per SM and clock */
+  double issue_seconds;   /* warp instructions at 4 per SM and clock */
   double compute_seconds; /* FLOPs at the rate the warps reach */
   double waves;           /* blocks / (resident blocks x SMs) */
   double memory_efficiency; /* the bandwidth share reached, 0..1 */
-  const char *bound;      /* "memory", "L2", "shared", "compute", "launch" */
+  const char *bound; /* "memory", "L2", "shared", "issue", "compute",
+                        "launch" */
 } ein_kernel_model;
 
 /* Warps per SM from which a memory-bound kernel is taken to reach the
@@ -62,6 +66,10 @@ enum { EIN_MODEL_MEMORY_WARPS = 32, EIN_MODEL_COMPUTE_WARPS = 16 };
 #define EIN_MODEL_LATENCY_S 600e-9
 #define EIN_MODEL_REQUESTS_IN_FLIGHT 10.0
 #define EIN_MODEL_SM_HZ 1.755e9
+/* Instructions per basic block of the host compiler's code: the warps'
+ * basic blocks x this at four warp instructions per SM and clock (one a
+ * scheduler) is the time spent issuing them. */
+#define EIN_MODEL_INSTR_PER_BB 2.4
 
 /* The rate a generated kernel's arithmetic reaches: the CUDA cores' FP32
  * (or FP64) data-sheet peak, never the tensor cores' a GEMM on cuBLAS
