@@ -36,6 +36,7 @@ void cmd_bench_help(void) {
       "usage: einc bench EXPR SHAPE|FILE.npy... [--dtype T] [--backend B]\n"
       "                  [--runs N] [--warmup N] [--no-floor] [--steps]\n"
       "                  [--json] [--path P] [--memory-limit B]\n"
+      "                  [--counters [--device M]]\n"
       "                  [-D NAME=SIZE]... [--reduce R] [--numpy]\n"
       "\n"
       "Times EXPR on random inputs of the given shapes and reports the\n"
