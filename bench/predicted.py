@@ -14,8 +14,10 @@ the geometric mean and the spread of measured / predicted. --note adds a
 line under the header (e.g. the machine's load). --kernel-model (GPU
 only) adds the per-kernel model's prediction (`einc plan --kernel-model`,
 docs/design.md "A per-kernel time model"): every kernel run once on the
-emulated device at the case's size to count its traffic, so it takes
-minutes per large case.
+emulated device at the case's size to count its traffic, about 96
+blocks of each launch (EINC_EMU_SAMPLE_BLOCKS, scaled to the grid: the
+generated kernels' blocks do alike; set it in the environment to change,
+0 for every block, minutes per large case).
 
 The model needs no GPU, so scripts/gpu_check.sh computes it beside the
 GPU's other checks: --kernel-model-only FILE writes the model's times
@@ -55,9 +57,11 @@ def kernel_model(einc, case, dtype, timeout=None):
     shapes = ['x'.join(map(str, s)) for s in case.shapes('gpu')]
     cmd = [einc, 'plan', case.expr, *shapes, '--dtype', dtype, '--json',
            '--backend', 'cuda', '--kernel-model', *case.flags]
+    env = dict(os.environ)
+    env.setdefault('EINC_EMU_SAMPLE_BLOCKS', '96')
     try:
         p = subprocess.run(cmd, capture_output=True, text=True,
-                           timeout=timeout)
+                           timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"{case.name} {dtype}: not done in {timeout:.0f} s")
     if p.returncode != 0:

@@ -17,7 +17,7 @@ _einc_options() {
     check) echo "$_einc_common" ;;
     plan) echo "--dtype --json --device --peak --bandwidth --memory-limit --backend --path --slice --plan-time --seed --objective --input --grad --resources --kernel-model --workers --link-gbps $_einc_common" ;;
     eval) echo "-o --output --print --dtype --scale --out-dtype --backend --path --slice --memory-limit --plan-time --seed --objective --devices --counters $_einc_common" ;;
-    bench) echo "--dtype --backend --runs --warmup --no-floor --steps --json --path --slice --memory-limit --plan-time --seed --objective $_einc_common" ;;
+    bench) echo "--dtype --backend --runs --warmup --no-floor --steps --json --counters --device --path --slice --memory-limit --plan-time --seed --objective $_einc_common" ;;
     cuda-src) echo "--dtype --path --slice --memory-limit --plan-time --seed --objective $_einc_common" ;;
   esac
 }

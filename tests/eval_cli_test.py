@@ -293,6 +293,31 @@ else:
 r = einc("plan", "a b -> b a", "10x30", "--resources")
 check(r.returncode == 2 and "--backend cuda or emu" in r.stderr,
       "--resources on a cpu plan: " + r.stderr)
+# `einc bench --backend emu --counters`: the emulated device's door, no
+# timing; the same model as `einc plan --kernel-model` (its JSON member),
+# with the counts behind it; other backends refuse --counters.
+r = einc("bench", "--backend", "emu", "a b -> b a", "256x512", "--counters",
+         "--json")
+if r.returncode == 0:
+    km = json.loads(r.stdout)["kernel_model"]
+    l0 = km["launches"][0] if km["launches"] else {}
+    check(len(km["launches"]) == 1 and l0["kind"] == "transpose" and
+          l0["sectors"] == 4 * l0["requests"] and
+          l0["warp_basic_blocks"] > l0["requests"] and
+          km["predicted_seconds"] > 0 and km["roofline_seconds"] > 0,
+          "bench --counters: %r" % km)
+    t = einc("bench", "--backend", "emu", "a b -> b a", "256x512",
+             "--counters")
+    check(t.returncode == 0 and "sec/req" in t.stdout and
+          "by the kernel model" in t.stdout, "bench --counters text: " +
+          t.stdout + t.stderr)
+else:
+    check(r.returncode == 1 and ("NVRTC" in r.stderr or
+                                 "no CUDA backend" in r.stderr),
+          "bench --counters without NVRTC: " + r.stderr)
+r = einc("bench", "--backend", "cpu", "a b -> b a", "10x30", "--counters")
+check(r.returncode == 2 and "--backend emu" in r.stderr,
+      "bench --counters on the cpu: " + r.stderr)
 # -v's phases (src/util/trace.h): a fresh kernel cache compiles, the next
 # process loads from disk, each phase under the run that caused it;
 # EINC_TRACE=1 prints the phases without -v; none without either.

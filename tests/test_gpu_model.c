@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "codegen.h"
+#include "cost.h"
 #include "emu_count.h"
 #include "emu_device.h"
 #include "alloc.h"
@@ -378,6 +379,55 @@ static void kernel_model(void) {
         "device models to architectures");
 }
 
+/* The terms beside DRAM: the L2 (every sector requested, at
+ * EIN_MODEL_L2_RATIO x the bandwidth), shared memory (a wavefront per SM
+ * and clock: bank conflicts priced) and the warps that saturate DRAM when
+ * the requests' size is known. */
+static void kernel_model_terms(void) {
+  const ein_sm_limits *h100 = ein_sm_limits_of(90);
+  /* 1 GB distinct but 8 GB of sectors requested (an uncoalesced read whose
+   * sectors the caches serve again): the L2 bounds it at 8e9 / (2 x 3e12)
+   * = 1.333 ms, DRAM's 0.333 ms is a quarter of that. */
+  ein_kernel_model_in in = {.traffic_bytes = 8e9, .distinct_bytes = 1e9,
+                            .blocks = 2 * 8 * 132, .threads = 256,
+                            .blocks_per_sm = 8, .lim = h100,
+                            .bytes_per_s = 3e12, .launch_seconds = 2e-6};
+  ein_kernel_model k = ein_kernel_model_time(&in);
+  CHECK(near(k.l2_seconds, 8e9 / (EIN_MODEL_L2_RATIO * 3e12)) &&
+            near(k.memory_seconds, 1e9 / 3e12) &&
+            strcmp(k.bound, "L2") == 0 &&
+            near(k.memory_efficiency, k.memory_seconds / k.l2_seconds),
+        "L2-bound: %g s L2, %g s DRAM, %s, efficiency %g", k.l2_seconds,
+        k.memory_seconds, k.bound, k.memory_efficiency);
+  /* A 32x32 tile read by columns without padding: 32 wavefronts a
+   * request, 1 with it. 2^20 requests over two full waves: 32 x 2^20
+   * wavefronts at 132 SMs x EIN_MODEL_SM_HZ, 32 times the padded one's. */
+  in.traffic_bytes = in.distinct_bytes = 1e6;
+  in.shared_wavefronts = 32.0 * 1048576;
+  k = ein_kernel_model_time(&in);
+  double conflicted = k.shared_seconds;
+  in.shared_wavefronts = 1048576;
+  k = ein_kernel_model_time(&in);
+  CHECK(near(conflicted, 32.0 * 1048576 / (132 * EIN_MODEL_SM_HZ)) &&
+            near(conflicted, 32 * k.shared_seconds),
+        "bank conflicts: %g s with, %g s without", conflicted,
+        k.shared_seconds);
+  /* One block of 8 warps whose requests move 128 bytes each: DRAM wants
+   * 3e12 x 600 ns / 132 = 13.6 KB in flight per SM, a warp holds 10 x 128
+   * bytes: 10.65 warps saturate an SM, so 8 reach 8 / 10.65 of its share
+   * (with the old fixed 32 warps: 8/32). */
+  in = (ein_kernel_model_in){.traffic_bytes = 1.28e6, .requests = 1e4,
+                             .blocks = 1, .threads = 256, .blocks_per_sm = 8,
+                             .lim = h100, .bytes_per_s = 3e12};
+  k = ein_kernel_model_time(&in);
+  double w = 3e12 * EIN_MODEL_LATENCY_S / 132 /
+             (EIN_MODEL_REQUESTS_IN_FLIGHT * 128);
+  CHECK(near(k.memory_seconds, 1.28e6 / (3e12 / 132 * 8 / w)),
+        "requests in flight: %g s (%g warps saturate)", k.memory_seconds, w);
+  CHECK(ein_kernel_model_rate(ein_device_model_find("h100"), false) == 67e12,
+        "generated kernels at the CUDA cores' FP32 rate");
+}
+
 /* The plan of expr on one input of `shape` (emulated device, f32), and
  * its profile; false (checked) when either fails. */
 static bool profile_of(ein_ctx *ctx, const char *expr, int64_t *shape,
@@ -429,6 +479,79 @@ static void profile_vector(ein_ctx *ctx) {
   ein_plan_destroy(plan);
 }
 
+/* A sampled profile (EINC_EMU_SAMPLE_BLOCKS) of a transpose whose blocks
+ * all do alike (64x64 tiles of 32x32 each: 16 tiles, sampled 5 of them,
+ * stride 3) counts what the whole grid does: the same requests, sectors
+ * and distinct sectors, each a multiple of the 16 blocks. */
+static void profile_sampled(ein_ctx *ctx) {
+  int64_t shape[2] = {128, 128};
+  ein_plan *plan;
+  ein_launch_counters *all = NULL, *some = NULL;
+  size_t n = 0, m = 0;
+  if (!profile_of(ctx, "a b -> b a", shape, 2, NULL, &plan, &all, &n))
+    return;
+  ein_plan_destroy(plan);
+  setenv("EINC_EMU_SAMPLE_BLOCKS", "5", 1);
+  bool ok = profile_of(ctx, "a b -> b a", shape, 2, NULL, &plan, &some, &m);
+  unsetenv("EINC_EMU_SAMPLE_BLOCKS");
+  if (!ok) {
+    ein_free(all);
+    return;
+  }
+  CHECK(n == 1 && m == 1 && all[0].c.blocks == some[0].c.blocks &&
+            all[0].c.ld_requests == some[0].c.ld_requests &&
+            all[0].c.ld_sectors == some[0].c.ld_sectors &&
+            all[0].c.st_sectors == some[0].c.st_sectors &&
+            all[0].c.sh_ld_wavefronts == some[0].c.sh_ld_wavefronts &&
+            all[0].c.ld_unique_sectors == some[0].c.ld_unique_sectors,
+        "sampled transpose: %llu of %llu load sectors, %llu of %llu distinct",
+        m ? (unsigned long long)some[0].c.ld_sectors : 0,
+        n ? (unsigned long long)all[0].c.ld_sectors : 0,
+        m ? (unsigned long long)some[0].c.ld_unique_sectors : 0,
+        n ? (unsigned long long)all[0].c.ld_unique_sectors : 0);
+  ein_free(all);
+  ein_free(some);
+  ein_plan_destroy(plan);
+}
+
+/* Instruction issue, counted as basic blocks (the counting flavour's
+ * -fsanitize-coverage hook, a warp's its lanes' most): a transpose of
+ * twice the rows runs twice the blocks of the same work, so exactly twice
+ * the basic blocks, and more than one a request. Priced: the warps'
+ * basic blocks x EIN_MODEL_INSTR_PER_BB at 4 per SM and clock. */
+static void profile_issue(ein_ctx *ctx) {
+  int64_t one[2] = {96, 160}, two[2] = {192, 160};
+  ein_plan *p1, *p2;
+  ein_launch_counters *l1 = NULL, *l2 = NULL;
+  size_t n1 = 0, n2 = 0;
+  if (!profile_of(ctx, "a b -> b a", one, 2, NULL, &p1, &l1, &n1))
+    return;
+  if (profile_of(ctx, "a b -> b a", two, 2, NULL, &p2, &l2, &n2)) {
+    CHECK(n1 == 1 && n2 == 1 &&
+              l1[0].c.warp_basic_blocks >
+                  l1[0].c.ld_requests + l1[0].c.st_requests &&
+              l2[0].c.warp_basic_blocks == 2 * l1[0].c.warp_basic_blocks,
+          "basic blocks: %llu for 96 rows, %llu for 192",
+          n1 ? (unsigned long long)l1[0].c.warp_basic_blocks : 0,
+          n2 ? (unsigned long long)l2[0].c.warp_basic_blocks : 0);
+    ein_free(l2);
+    ein_plan_destroy(p2);
+  }
+  ein_free(l1);
+  ein_plan_destroy(p1);
+  /* 1e9 warp basic blocks over two full waves of 8 blocks of 8 warps per
+   * SM (past the 16 warps that saturate issue). */
+  ein_kernel_model_in in = {.traffic_bytes = 1e6, .warp_basic_blocks = 1e9,
+                            .blocks = 2 * 8 * 132, .threads = 256,
+                            .blocks_per_sm = 8,
+                            .lim = ein_sm_limits_of(90), .bytes_per_s = 3e12};
+  ein_kernel_model k = ein_kernel_model_time(&in);
+  CHECK(near(k.issue_seconds,
+             1e9 * EIN_MODEL_INSTR_PER_BB / (4 * EIN_MODEL_SM_HZ * 132)) &&
+            strcmp(k.bound, "issue") == 0,
+        "issue-bound: %g s, %s", k.issue_seconds, k.bound);
+}
+
 /* ein_emu_profile on a real plan: the transpose of a 96x160 f32 array
  * planned for the emulated device is one transpose kernel whose counted
  * traffic covers its compulsory bytes, and whose distinct sectors are
@@ -453,6 +576,8 @@ static void profile(void) {
     ein_plan_destroy(plan);
   }
   profile_vector(ctx);
+  profile_sampled(ctx);
+  profile_issue(ctx);
   ein_ctx_destroy(ctx);
 }
 
@@ -578,6 +703,7 @@ int main(void) {
   counters();
   occupancy();
   kernel_model();
+  kernel_model_terms();
   profile();
 #ifdef EIN_TEST_NVRTC
   resources();

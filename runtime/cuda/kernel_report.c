@@ -48,29 +48,53 @@ static ein_status model_launch(const ein_plan_ir *plan,
   ein_dtype dt = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
   ein_kernel_model_in in = {
       .traffic_bytes = 32.0 * (double)(l->c.ld_sectors + l->c.st_sectors),
+      .distinct_bytes = 32.0 * (double)(l->c.ld_unique_sectors +
+                                        l->c.st_unique_sectors),
+      .requests = (double)(l->c.ld_requests + l->c.st_requests),
+      .warp_basic_blocks = (double)l->c.warp_basic_blocks,
+      .shared_wavefronts =
+          (double)(l->c.sh_ld_wavefronts + l->c.sh_st_wavefronts),
       .flops = l->pass == 1 ? s->flops : 0, /* pass 2 only combines */
       .blocks = (long long)l->c.blocks,
       .threads = threads,
       .blocks_per_sm = row->occ.blocks_per_sm,
       .lim = lim,
       .bytes_per_s = ein_cost_bandwidth(m),
-      .flops_per_s = ein_cost_rate(m, ein_cost_step_kind(plan, s),
-                                   ein_dtype_is_complex(dt)),
+      .flops_per_s = ein_kernel_model_rate(m, dt == EIN_DT_F64 ||
+                                                  dt == EIN_DT_C128) /
+                     (ein_dtype_is_complex(dt) ? 4 : 1),
       .launch_seconds = m->step_seconds};
   row->km = ein_kernel_model_time(&in);
   return EIN_OK;
 }
 
+static double per(uint64_t a, uint64_t b) { return b ? (double)a / b : 0; }
+
+/* The longest of a launch's times but its arithmetic's. */
+static double longest(const ein_kernel_model *k) {
+  double t[] = {k->memory_seconds, k->l2_seconds, k->shared_seconds,
+                k->issue_seconds}, m = 0;
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    m = t[i] > m ? t[i] : m;
+  return m;
+}
+
 static void row_text(ein_strbuf *sb, const model_row *r) {
   const ein_launch_counters *l = r->l;
+  const ein_emu_counters *c = &l->c;
+  uint64_t req = c->ld_requests + c->st_requests;
   ein_strbuf_printf(sb,
-                    "  %4d %4d %-8s %8llu %4d %4.0f%% %7.2f %10.0f %5.0f%% "
-                    "%9.2f %9.2f %9.2f  %s\n",
+                    "  %4d %4d %-8s %8llu %4d %4.0f%% %7.2f %6.2f %6.2f "
+                    "%5.2f %10.0f %5.0f%% %9.2f %9.2f %9.2f  %s\n",
                     l->step + 1, l->pass, l->vec ? "ein_vec" : "ein_main",
                     (unsigned long long)l->c.blocks, r->res.registers,
                     100 * r->occ.fraction, r->km.waves,
+                    per(c->ld_sectors + c->st_sectors, req),
+                    per(c->ld_ideal_sectors + c->st_ideal_sectors, req),
+                    per(c->sh_ld_wavefronts + c->sh_st_wavefronts,
+                        c->sh_ld_requests + c->sh_st_requests),
                     32.0 * (double)(l->c.ld_sectors + l->c.st_sectors),
-                    100 * r->km.memory_efficiency, 1e6 * r->km.memory_seconds,
+                    100 * r->km.memory_efficiency, 1e6 * longest(&r->km),
                     1e6 * r->km.compute_seconds, 1e6 * r->km.seconds,
                     r->km.bound);
 }
@@ -83,13 +107,14 @@ static void counts_json(ein_strbuf *sb, const ein_emu_counters *c) {
       sb,
       "\"requests\":%llu,\"sectors\":%llu,\"ideal_sectors\":%llu,"
       "\"shared_requests\":%llu,\"shared_wavefronts\":%llu,"
-      "\"shared_ideal\":%llu,",
+      "\"shared_ideal\":%llu,\"warp_basic_blocks\":%llu,",
       (unsigned long long)(c->ld_requests + c->st_requests),
       (unsigned long long)(c->ld_sectors + c->st_sectors),
       (unsigned long long)(c->ld_ideal_sectors + c->st_ideal_sectors),
       (unsigned long long)(c->sh_ld_requests + c->sh_st_requests),
       (unsigned long long)(c->sh_ld_wavefronts + c->sh_st_wavefronts),
-      (unsigned long long)(c->sh_ld_ideal + c->sh_st_ideal));
+      (unsigned long long)(c->sh_ld_ideal + c->sh_st_ideal),
+      (unsigned long long)c->warp_basic_blocks);
 }
 
 static void row_json(ein_strbuf *sb, const model_row *r, bool first) {
@@ -109,12 +134,14 @@ static void row_json(ein_strbuf *sb, const model_row *r, bool first) {
       "\"blocks_per_sm\":%d,\"occupancy\":%.4f,\"limiter\":\"%s\","
       "\"waves\":%.4f,\"traffic_bytes\":%.0f,\"distinct_bytes\":%.0f,"
       "\"memory_efficiency\":%.4f,\"memory_seconds\":%.4g,"
+      "\"l2_seconds\":%.4g,\"shared_seconds\":%.4g,\"issue_seconds\":%.4g,"
       "\"compute_seconds\":%.4g,\"seconds\":%.4g,\"bound\":\"%s\"}",
       r->occ.blocks_per_sm, r->occ.fraction,
       ein_occ_limiter_name(r->occ.limiter), r->km.waves,
       32.0 * (double)(l->c.ld_sectors + l->c.st_sectors),
       32.0 * (double)(l->c.ld_unique_sectors + l->c.st_unique_sectors),
-      r->km.memory_efficiency, r->km.memory_seconds, r->km.compute_seconds,
+      r->km.memory_efficiency, r->km.memory_seconds, r->km.l2_seconds,
+      r->km.shared_seconds, r->km.issue_seconds, r->km.compute_seconds,
       r->km.seconds, r->km.bound);
 }
 
@@ -179,11 +206,17 @@ static void header(ein_strbuf *sb, const ein_device_model *m,
                    const ein_sm_limits *lim) {
   ein_strbuf_printf(
       sb,
-      "kernel model on %s (sm_%d, %d SMs): launch %.1f us + max(sectors x "
-      "32 / %.3g TB/s, FLOPs / rate), each derated by the warps per SM and "
-      "the waves (docs/design.md, \"A per-kernel time model\"):\n"
-      "  step pass entry      blocks regs  occ   waves  traffic B   eff "
-      "   mem us    cmp us  model us  bound\n",
+      "kernel model on %s (sm_%d, %d SMs): launch %.1f us + max(distinct "
+      "sectors x 32 / %.3g TB/s, sectors x 32 / the L2's, shared "
+      "wavefronts / SM clocks, warp instructions / issue slots, FLOPs / "
+      "the CUDA cores' rate), each derated "
+      "by the warps per SM and the waves (docs/design.md, \"The kernel "
+      "model checked against the H100\"):\n"
+      "(sec/req: global sectors a request, ideal: the fewest its bytes "
+      "fit, wf/req: shared wavefronts a request; mem us: the longest of "
+      "DRAM, L2, shared and issue)\n"
+      "  step pass entry      blocks regs  occ   waves sec/req  ideal "
+      "wf/req  traffic B   eff    mem us    cmp us  model us  bound\n",
       m->name, lim->sm, lim->sms, 1e6 * m->step_seconds,
       ein_cost_bandwidth(m) / 1e12);
 }

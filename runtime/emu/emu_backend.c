@@ -665,7 +665,10 @@ ein_status ein_emu_profile(const ein_plan_ir *plan, ein_launch_counters **out,
   if (!st) {
     emu_run_ctx r = {.eb = &eb, .p = p, .scratch = m.scratch,
                      .counting = true};
+    const char *e = getenv("EINC_EMU_SAMPLE_BLOCKS");
+    ein_emu_sample_set(e && *e ? strtoull(e, NULL, 10) : 0);
     st = profile_steps(plan, &r, &m, err);
+    ein_emu_sample_set(0);
     free_profile_memory(&m);
   }
   if (!st) {

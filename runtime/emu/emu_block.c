@@ -68,6 +68,7 @@ typedef struct group {
 } group;
 
 typedef struct warp {
+  unsigned long long basic_blocks; /* its lanes' most (counting) */
   unsigned gone;    /* lanes that exited or do not exist */
   unsigned pending; /* lanes named by a pending group */
   group g[GROUPS];
@@ -337,6 +338,7 @@ static void thread_begin(block *b, fiber *f) {
   f->t.thread_idx.x = f->id % bx;
   f->t.thread_idx.y = f->id / bx % by;
   f->t.thread_idx.z = f->id / bx / by;
+  f->t.basic_blocks = 0;
   b->state[f->id] = T_RUN;
 }
 
@@ -348,6 +350,8 @@ static void thread_end(block *b, fiber *f) {
   b->state[id] = T_EXITED;
   b->exited++;
   wp->gone |= bit;
+  if (f->t.basic_blocks > wp->basic_blocks)
+    wp->basic_blocks = f->t.basic_blocks;
   if (b->bar_count)
     fail(f,
          "thread %u exited while threads %s wait at __syncthreads() on line "
@@ -613,6 +617,7 @@ static void block_reset(ein_emu_worker *w, const ein_emu_run *l,
     unsigned lanes = b->n - i * 32;
     wp->gone = lanes >= 32 ? 0 : ~((1u << lanes) - 1u);
     wp->pending = 0;
+    wp->basic_blocks = 0;
     for (int k = 0; k < GROUPS; k++)
       wp->g[k].arrived = 0;
   }
@@ -640,8 +645,11 @@ bool ein_emu_block_run(ein_emu_worker *w, const ein_emu_run *l,
     ein_emu_ctx_switch(&w->sched, first);
   if (!b->failed && b->blocked)
     describe_deadlock(b);
-  if (!b->failed && l->count && w->count)
+  if (!b->failed && l->count && w->count) {
     ein_emu_count_resolve(w->count, l->count, &w->counted);
+    for (unsigned i = 0; i < (b->n + 31) / 32; i++)
+      w->counted.warp_basic_blocks += b->warps[i].basic_blocks;
+  }
   else if (w->count)
     ein_emu_count_buf_reset(w->count);
   recycle(w, b->failed);

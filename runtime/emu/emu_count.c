@@ -58,12 +58,23 @@ static uint64_t popcount_all(const uint64_t *bits, size_t words) {
   return n;
 }
 
+/* A sampled launch's distinct sectors of allocation i, scaled to the whole
+ * grid but never past the allocation: blocks that read the same data
+ * (a repeat, a GEMM's shared operand) cannot add sectors it lacks. */
+static uint64_t scaled(uint64_t n, const ein_emu_count_launch *l, int i) {
+  if (l->scale <= 1)
+    return n;
+  uint64_t cap = (l->hi[i] - l->lo[i] + SECTOR - 1) / SECTOR;
+  double v = (double)n * l->scale + 0.5;
+  return v < (double)cap ? (uint64_t)v : cap;
+}
+
 void ein_emu_count_launch_finish(ein_emu_count_launch *l, ein_emu_counters *c) {
   for (int i = 0; i < l->n; i++) {
     size_t words = ((l->hi[i] - l->lo[i]) / SECTOR + 2) / 64 + 1;
     if (c && l->ld_bits[i] && l->st_bits[i]) {
-      c->ld_unique_sectors += popcount_all(l->ld_bits[i], words);
-      c->st_unique_sectors += popcount_all(l->st_bits[i], words);
+      c->ld_unique_sectors += scaled(popcount_all(l->ld_bits[i], words), l, i);
+      c->st_unique_sectors += scaled(popcount_all(l->st_bits[i], words), l, i);
     }
     ein_free(l->ld_bits[i]);
     ein_free(l->st_bits[i]);

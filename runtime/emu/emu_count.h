@@ -37,6 +37,8 @@ typedef struct ein_emu_count_launch {
   int n;
   uintptr_t lo[3], hi[3];
   uint64_t *ld_bits[3], *st_bits[3];
+  double scale; /* a sampled launch: the blocks each run block stands for
+                   (0 or 1: none) */
 } ein_emu_count_launch;
 
 /* Sets l up for allocations [lo[i], hi[i]) (n of them, distinct); false

@@ -24,6 +24,9 @@ typedef struct ein_emu_counters {
   uint64_t ld_unique_sectors, st_unique_sectors;
   uint64_t sh_ld_requests, sh_ld_wavefronts, sh_ld_ideal;
   uint64_t sh_st_requests, sh_st_wavefronts, sh_st_ideal;
+  /* basic blocks issued, per warp its lanes' most, summed: what the
+   * warps' instruction issue costs, up to the instructions a block holds */
+  uint64_t warp_basic_blocks;
 } ein_emu_counters;
 
 /* Adds every counter of b to a. */

@@ -268,6 +268,7 @@ typedef struct job {
   const ein_emu_run *l;
   const ein_emu_module *m;
   uint64_t nblocks;
+  uint64_t stride; /* runs blocks 0, stride, 2 x stride, ... (sampling) */
   atomic_uint_fast64_t next;
   atomic_bool failed;
   pthread_mutex_t mu; /* guards msg and counted */
@@ -323,7 +324,7 @@ static void work(ein_emu_worker *w, job *j) {
   ein_emu_worker_set_shared(w, shared, size);
   char msg[EIN_MESSAGE_BYTES];
   while (!atomic_load(&j->failed)) {
-    uint64_t i = atomic_fetch_add(&j->next, 1);
+    uint64_t i = atomic_fetch_add(&j->next, 1) * j->stride;
     if (i >= j->nblocks)
       break;
     if (!ein_emu_block_run(w, j->l, i, msg, sizeof msg)) {
@@ -529,11 +530,58 @@ static int argument_ranges(const ein_emu_run *l, uintptr_t *lo,
   return n;
 }
 
+static _Atomic uint64_t sample_blocks; /* 0: every block */
+
+void ein_emu_sample_set(uint64_t max_blocks) {
+  atomic_store(&sample_blocks, max_blocks);
+}
+
+static uint64_t gcd_u64(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* The stride between the blocks a counted launch runs: 1, or when a
+ * sample is asked for and the grid is larger, the least stride giving at
+ * most that many blocks that shares no factor with the grid's rows and
+ * planes (so the sample is not all one column of tiles). */
+static uint64_t sample_stride(const unsigned grid[3], uint64_t nblocks) {
+  uint64_t want = atomic_load(&sample_blocks);
+  if (!want || nblocks <= want)
+    return 1;
+  uint64_t s = (nblocks + want - 1) / want;
+  while (gcd_u64(s, grid[0]) > 1 ||
+         gcd_u64(s, (uint64_t)grid[0] * grid[1]) > 1)
+    s++;
+  return s;
+}
+
+/* A sampled launch's sums scaled to its whole grid: by the blocks each
+ * run block stands for (its distinct sectors are scaled as they are
+ * counted, ein_emu_count_launch.scale). */
+static void scale_sample(ein_emu_counters *c, double f) {
+  uint64_t *v[] = {&c->ld_requests, &c->ld_sectors, &c->ld_ideal_sectors,
+                   &c->ld_bytes, &c->st_requests, &c->st_sectors,
+                   &c->st_ideal_sectors, &c->st_bytes,
+                   &c->sh_ld_requests, &c->sh_ld_wavefronts, &c->sh_ld_ideal,
+                   &c->sh_st_requests, &c->sh_st_wavefronts, &c->sh_st_ideal,
+                   &c->warp_basic_blocks};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    *v[i] = (uint64_t)((double)*v[i] * f + 0.5);
+}
+
 /* Runs the launch's blocks, counting when counters is not NULL. */
 static ein_status run_counted(ein_emu_run *l, const ein_emu_module *m,
                               ein_emu_counters *counters, ein_error_rec *err) {
   job j = {.l = l, .m = m,
-           .nblocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2]};
+           .nblocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2],
+           .stride = 1};
+  if (counters)
+    j.stride = sample_stride(l->grid, j.nblocks);
   atomic_init(&j.next, 0);
   atomic_init(&j.failed, false);
   pthread_mutex_init(&j.mu, NULL);
@@ -551,8 +599,13 @@ static ein_status run_counted(ein_emu_run *l, const ein_emu_module *m,
   ein_status st = run_job(&j, err);
   if (counters) {
     uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
+    double f = (double)j.nblocks /
+               (double)((j.nblocks + j.stride - 1) / j.stride);
     *counters = j.counted;
+    count.scale = f;
     ein_emu_count_launch_finish(&count, counters);
+    if (j.stride > 1)
+      scale_sample(counters, f);
     counters->blocks = j.nblocks;
     counters->threads = j.nblocks * threads;
     counters->warps = j.nblocks * ((threads + 31) / 32);

@@ -122,6 +122,14 @@ ein_status ein_emu_module_load_ex(const char *const *sources, int n,
                                   bool counting, ein_emu_module **out,
                                   ein_error_rec *err);
 
+/* Counted launches of larger grids run only about max_blocks of their
+ * blocks, evenly spaced, and scale the counts to the whole grid (the
+ * distinct sectors capped at the allocations' size); 0 (the default):
+ * every block. For the time model's profiles of large kernels, whose
+ * blocks do alike: the launches' outputs are then incomplete, so only a
+ * caller that discards them (ein_emu_profile) may set it. */
+void ein_emu_sample_set(uint64_t max_blocks);
+
 /* Whether m is the counting flavour. */
 bool ein_emu_module_counting(const ein_emu_module *m);
 

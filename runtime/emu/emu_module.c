@@ -74,7 +74,8 @@ static const char FLAGS[] =
 static const char COUNT_FLAGS[] =
     "-std=c++17 -O1 -fPIC -shared -w -fvisibility=hidden -fno-exceptions "
     "-fno-rtti -pipe -nostdlib -DEIN_EMU_COUNT -fsanitize=thread "
-    "--param=tsan-instrument-func-entry-exit=0 -fno-tree-sra"
+    "--param=tsan-instrument-func-entry-exit=0 -fno-tree-sra "
+    "-fsanitize-coverage=trace-pc"
 #ifdef EIN_EMU_SANITIZE
     " -DEIN_EMU_SHARED_GLOBAL"
 #endif

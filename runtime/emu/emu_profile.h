@@ -9,7 +9,10 @@
  * bytes, each buffer as large as the kernels touch: the generated kernels'
  * addresses depend on sizes and strides only, never on values, so what
  * they count is what they count on real data. cuBLAS steps are not run
- * (the device model's GEMM rates price them). Owns nothing past a call.
+ * (the device model's GEMM rates price them). EINC_EMU_SAMPLE_BLOCKS=N
+ * runs at most about N evenly spaced blocks of each launch and scales its
+ * counts (ein_emu_sample_set): large kernels in seconds, not minutes.
+ * Owns nothing past a call.
  */
 #ifndef EIN_EMU_PROFILE_H
 #define EIN_EMU_PROFILE_H

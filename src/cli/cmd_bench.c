@@ -28,6 +28,7 @@
 #include "ctx_internal.h"
 #include "device_models.h"
 #include "dtype.h"
+#include "kernel_resources.h"
 #include "plan.h"
 
 void cmd_bench_help(void) {
@@ -35,6 +36,7 @@ void cmd_bench_help(void) {
       "usage: einc bench EXPR SHAPE|FILE.npy... [--dtype T] [--backend B]\n"
       "                  [--runs N] [--warmup N] [--no-floor] [--steps]\n"
       "                  [--json] [--path P] [--memory-limit B]\n"
+      "                  [--counters [--device M]]\n"
       "                  [-D NAME=SIZE]... [--reduce R] [--numpy]\n"
       "\n"
       "Times EXPR on random inputs of the given shapes and reports the\n"
@@ -65,6 +67,15 @@ void cmd_bench_help(void) {
       "                then the GEMM steps' time alone (the BLAS calls of\n"
       "                exactly the plan's GEMMs) and einc/GEMMs\n"
       "  --json        one JSON object instead of the text report\n"
+      "  --counters    with --backend emu, whose times mean nothing: no\n"
+      "                timing; each generated kernel runs once on the\n"
+      "                emulated device with its memory accesses counted\n"
+      "                (sectors a request against the ideal, shared\n"
+      "                wavefronts, basic blocks issued) and is priced by\n"
+      "                the per-kernel model beside the roofline (as `einc\n"
+      "                plan --kernel-model`; EINC_EMU_SAMPLE_BLOCKS=N counts\n"
+      "                about N blocks a launch, scaled, for large cases)\n"
+      "  --device M    the device model --counters prices with (h100)\n"
       "  --path P      the contraction order to take instead of searching,\n"
       "                in opt_einsum's linear form: '[(0, 1), (0, 1)]'\n"
       "  --slice A,B   run the plan slice by slice over the named axes\n"
@@ -85,6 +96,8 @@ typedef struct bench_opts {
   int runs, warmup;
   bool json, floor, steps;
   cli_common *common;
+  bool counters;      /* --counters: the emulated device's door */
+  const char *device; /* --device: the model --counters prices with */
 } bench_opts;
 
 static bool parse_count(const char *opt, const char *v, int lo, int *out) {
@@ -106,6 +119,9 @@ static int bench_option(int argc, char **argv, int *i, void *state) {
   if (strcmp(arg, "--json") == 0) return bo->json = true, 1;
   if (strcmp(arg, "--no-floor") == 0) return bo->floor = false, 1;
   if (strcmp(arg, "--steps") == 0) return bo->steps = true, 1;
+  if (strcmp(arg, "--counters") == 0) return bo->counters = true, 1;
+  if (cli_is_option(arg, "--device"))
+    return (bo->device = cli_option_value(argc, argv, i)) ? 1 : -1;
   bool backend = cli_is_option(arg, "--backend");
   bool runs = cli_is_option(arg, "--runs");
   bool warmup = cli_is_option(arg, "--warmup");
@@ -646,6 +662,48 @@ static int bench_open(bench_state *bs, ein_backend_kind kind) {
   return EXIT_INTERNAL;
 }
 
+/* --counters on the emulated device: no timing (its times mean nothing);
+ * each kernel of the plan counted and priced by the kernel model beside
+ * the roofline (ein_kernel_model_report: the same figures as `einc plan
+ * --backend emu --kernel-model`). */
+static int bench_emu_counters(bench_state *bs, const char *expr,
+                              const cli_shape *shapes, int nin,
+                              const bench_opts *bo, const ein_options *opt) {
+  ein_device_model m;
+  const char *name = bo->device ? bo->device : "h100";
+  if (ein_device_model_get(name, &m)) {
+    cli_errorf("unknown device model '%.40s' (%s)", name,
+               ein_device_model_names());
+    return EXIT_INVALID;
+  }
+  const DLTensor *ins[CLI_MAX_OPERANDS];
+  cli_shape_tensors(shapes, nin, ein_backend_dl_device(opt->backend, 0)
+                                     .device_type, bs->shape_only, ins);
+  if (ein_plan_create(bs->ctx, expr, ins, nin, NULL, opt, &bs->plan)) {
+    cli_print_error(ein_last_error(bs->ctx));
+    return cli_exit_status(ein_last_error(bs->ctx)->status);
+  }
+  ein_strbuf sb = {0};
+  ein_error_rec err;
+  ein_error_init(&err);
+  ein_status st = ein_kernel_model_report(ein_plan_ir_of(bs->plan),
+                                          ein_plan_cuda_program(bs->plan), &m,
+                                          bo->json, &sb, &err);
+  if (!st && sb.failed)
+    st = ein_fail_memory(&err, "out of memory writing the kernel model");
+  if (st)
+    cli_errorf("%s", err.message);
+  else if (bo->json)
+    printf("{\"expression\":\"%s\",\"backend\":\"emu\",\"kernel_model\":%s}"
+           "\n", expr, sb.data);
+  else
+    printf("%s (%s) on the emulated device: no times, counted and "
+           "modelled\n%s", expr, ein_dtype_name(bo->dtype), sb.data);
+  ein_strbuf_free(&sb);
+  ein_error_clear(&err);
+  return st ? cli_exit_status(st) : EXIT_OK;
+}
+
 /* Opens the device, plans, uploads, measures and reports one case. */
 static int bench_case(bench_state *bs, const char *expr,
                       const cli_shape *shapes, int nin, const bench_opts *bo,
@@ -667,7 +725,8 @@ int cmd_bench(int argc, char **argv) {
   memset(&common, 0, sizeof common);
   common.takes_path = true;
   memset(&bs, 0, sizeof bs);
-  bench_opts bo = {false, EIN_DT_F32, 20, 3, false, true, false, &common};
+  bench_opts bo = {false, EIN_DT_F32, 20, 3, false, true, false, &common,
+                   false, NULL};
   const char *pos[CLI_MAX_OPERANDS + 1];
   int npos, nin;
   int r = cli_parse_args(argc, argv, "bench", cmd_bench_help, &common,
@@ -685,7 +744,15 @@ int cmd_bench(int argc, char **argv) {
     cli_errorf("out of memory");
     return EXIT_INTERNAL;
   }
-  rc = bench_case(&bs, pos[0], shapes, nin, &bo, opt);
+  if (bo.counters && opt->backend != EIN_BACKEND_EMU) {
+    cli_errorf("--counters counts on the emulated device: give --backend "
+               "emu (other backends are timed)");
+    rc = EXIT_INVALID;
+  } else if (bo.counters) {
+    rc = bench_emu_counters(&bs, pos[0], shapes, nin, &bo, opt);
+  } else {
+    rc = bench_case(&bs, pos[0], shapes, nin, &bo, opt);
+  }
   bench_release(&bs);
   return rc;
 }

@@ -19,7 +19,7 @@ static double min_d(double a, double b) { return a < b ? a : b; }
 /* The share of the machine's rate a wave of `blocks` blocks reaches when
  * `warps_full` warps per SM saturate an SM. */
 static double wave_share(const ein_kernel_model_in *in, long long blocks,
-                         int warps_full) {
+                         double warps_full) {
   int sms = in->lim->sms;
   long long per_sm = (blocks + sms - 1) / sms; /* blocks on a busy SM */
   double busy = blocks < sms ? (double)blocks / sms : 1.0;
@@ -30,7 +30,7 @@ static double wave_share(const ein_kernel_model_in *in, long long blocks,
 /* Seconds to do `amount` of work (bytes or FLOPs) at `rate` over the
  * grid's waves, with the share each wave reaches. */
 static double over_waves(const ein_kernel_model_in *in, double amount,
-                         double rate, int warps_full, double *share) {
+                         double rate, double warps_full, double *share) {
   long long slots = (long long)in->blocks_per_sm * in->lim->sms;
   long long full = in->blocks / slots, tail = in->blocks % slots;
   double per_block = amount / (double)in->blocks;
@@ -43,6 +43,35 @@ static double over_waves(const ein_kernel_model_in *in, double amount,
   return t;
 }
 
+/* Warps per SM that keep DRAM busy: bandwidth x latency bytes in flight
+ * over the SMs, each warp holding EIN_MODEL_REQUESTS_IN_FLIGHT requests
+ * of the kernel's mean size (sectors x 32 / requests); the fixed
+ * EIN_MODEL_MEMORY_WARPS when the requests are unknown. */
+static double memory_warps(const ein_kernel_model_in *in) {
+  if (in->requests <= 0 || in->traffic_bytes <= 0)
+    return EIN_MODEL_MEMORY_WARPS;
+  double per_request = in->traffic_bytes / in->requests;
+  double want = in->bytes_per_s * EIN_MODEL_LATENCY_S / in->lim->sms;
+  double w = want / (EIN_MODEL_REQUESTS_IN_FLIGHT * per_request);
+  return w < 1 ? 1 : w;
+}
+
+/* The largest of the launch's times, and what it is. */
+static void pick_bound(ein_kernel_model *m, double launch) {
+  struct { double t; const char *name; } parts[] = {
+      {m->memory_seconds, "memory"}, {m->l2_seconds, "L2"},
+      {m->shared_seconds, "shared"}, {m->issue_seconds, "issue"},
+      {m->compute_seconds, "compute"}};
+  double work = 0;
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    if (parts[i].t > work) {
+      work = parts[i].t;
+      if (work > launch)
+        m->bound = parts[i].name;
+    }
+  m->seconds += work;
+}
+
 ein_kernel_model ein_kernel_model_time(const ein_kernel_model_in *in) {
   ein_kernel_model m = {.seconds = in->launch_seconds, .bound = "launch",
                         .memory_efficiency = 1};
@@ -50,19 +79,40 @@ ein_kernel_model ein_kernel_model_time(const ein_kernel_model_in *in) {
     return m;
   m.waves = (double)in->blocks / ((double)in->blocks_per_sm * in->lim->sms);
   double share = 1;
+  double dram = in->distinct_bytes > 0 ? in->distinct_bytes
+                                       : in->traffic_bytes;
+  if (dram > 0 && in->bytes_per_s > 0)
+    m.memory_seconds = over_waves(in, dram, in->bytes_per_s,
+                                  memory_warps(in), &m.memory_efficiency);
   if (in->traffic_bytes > 0 && in->bytes_per_s > 0)
-    m.memory_seconds = over_waves(in, in->traffic_bytes, in->bytes_per_s,
-                                  EIN_MODEL_MEMORY_WARPS,
-                                  &m.memory_efficiency);
+    m.l2_seconds = over_waves(in, in->traffic_bytes,
+                              EIN_MODEL_L2_RATIO * in->bytes_per_s,
+                              memory_warps(in), &share);
+  if (in->shared_wavefronts > 0)
+    m.shared_seconds = over_waves(in, in->shared_wavefronts,
+                                  EIN_MODEL_SM_HZ * in->lim->sms,
+                                  EIN_MODEL_COMPUTE_WARPS, &share);
+  if (in->warp_basic_blocks > 0)
+    m.issue_seconds = over_waves(in, in->warp_basic_blocks *
+                                         EIN_MODEL_INSTR_PER_BB,
+                                 4 * EIN_MODEL_SM_HZ * in->lim->sms,
+                                 EIN_MODEL_COMPUTE_WARPS, &share);
   if (in->flops > 0 && in->flops_per_s > 0)
     m.compute_seconds = over_waves(in, in->flops, in->flops_per_s,
                                    EIN_MODEL_COMPUTE_WARPS, &share);
-  double work = m.memory_seconds > m.compute_seconds ? m.memory_seconds
-                                                     : m.compute_seconds;
-  m.seconds += work;
-  if (work > in->launch_seconds)
-    m.bound = m.memory_seconds >= m.compute_seconds ? "memory" : "compute";
+  pick_bound(&m, in->launch_seconds);
+  /* The DRAM bandwidth's share over the launch's work: a kernel bound by
+   * its L2 traffic or its bank conflicts uses DRAM no better than that. */
+  double work = m.seconds - in->launch_seconds;
+  if (dram > 0 && in->bytes_per_s > 0 && work > 0 &&
+      m.compute_seconds < work && m.issue_seconds < work)
+    m.memory_efficiency = dram / in->bytes_per_s / work;
   return m;
+}
+
+double ein_kernel_model_rate(const ein_device_model *m, bool f64) {
+  double peak = m->peak[f64 ? EIN_PEAK_F64 : EIN_PEAK_F32];
+  return peak > 0 ? peak : m->peak[EIN_PEAK_F32];
 }
 
 int ein_kernel_model_sm(const char *name) {

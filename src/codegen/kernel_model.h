@@ -13,10 +13,21 @@
 #ifndef EIN_KERNEL_MODEL_H
 #define EIN_KERNEL_MODEL_H
 
+#include <stdbool.h>
+
+#include "ein.h"
 #include "occupancy.h"
 
 typedef struct ein_kernel_model_in {
-  double traffic_bytes; /* 32 x the sectors its requests touched */
+  double traffic_bytes; /* 32 x the sectors its requests touched: what the
+                           SMs ask of the L2 */
+  double distinct_bytes; /* 32 x the distinct sectors: what DRAM moves at
+                            least; 0: unknown, taken as traffic_bytes */
+  double shared_wavefronts; /* shared-memory wavefronts, all requests */
+  double warp_basic_blocks; /* basic blocks the warps issued (the
+                               emulator's count); 0: unknown, unpriced */
+  double requests;      /* global load and store requests (warp level); 0:
+                           unknown, saturation at EIN_MODEL_MEMORY_WARPS */
   double flops;         /* arithmetic it does (the step's, opt_einsum's) */
   long long blocks;     /* grid blocks */
   int threads;          /* per block */
@@ -28,18 +39,42 @@ typedef struct ein_kernel_model_in {
 } ein_kernel_model_in;
 
 typedef struct ein_kernel_model {
-  double seconds;         /* launch + max(memory, compute) */
-  double memory_seconds;  /* traffic at the bandwidth the warps reach */
+  double seconds;         /* launch + max(memory, L2, shared, compute) */
+  double memory_seconds;  /* DRAM bytes at the bandwidth the warps reach */
+  double l2_seconds;      /* traffic at the L2's bandwidth, likewise */
+  double shared_seconds;  /* shared wavefronts at one per SM and clock */
+  double issue_seconds;   /* warp instructions at 4 per SM and clock */
   double compute_seconds; /* FLOPs at the rate the warps reach */
   double waves;           /* blocks / (resident blocks x SMs) */
   double memory_efficiency; /* the bandwidth share reached, 0..1 */
-  const char *bound;      /* "memory", "compute", "launch" */
+  const char *bound; /* "memory", "L2", "shared", "issue", "compute",
+                        "launch" */
 } ein_kernel_model;
 
 /* Warps per SM from which a memory-bound kernel is taken to reach the
  * full bandwidth, and a compute-bound one its full rate: fewer warps
  * reach proportionally less (docs/design.md says why these values). */
 enum { EIN_MODEL_MEMORY_WARPS = 32, EIN_MODEL_COMPUTE_WARPS = 16 };
+
+/* The L2's bandwidth as a multiple of DRAM's, and the SM clock shared
+ * memory's wavefronts run at (docs/design.md: fitted on the H100 run of
+ * 2026-11-23, bench/results/2026-11-29-model-validation.md). */
+#define EIN_MODEL_L2_RATIO 2.0
+/* Memory latency (Little's law's) and the global requests a warp keeps in
+ * flight: a wave saturates DRAM when its warps hold bandwidth x latency
+ * bytes, each warp this many requests of the kernel's mean bytes. */
+#define EIN_MODEL_LATENCY_S 600e-9
+#define EIN_MODEL_REQUESTS_IN_FLIGHT 10.0
+#define EIN_MODEL_SM_HZ 1.755e9
+/* Instructions per basic block of the host compiler's code: the warps'
+ * basic blocks x this at four warp instructions per SM and clock (one a
+ * scheduler) is the time spent issuing them. */
+#define EIN_MODEL_INSTR_PER_BB 2.4
+
+/* The rate a generated kernel's arithmetic reaches: the CUDA cores' FP32
+ * (or FP64) data-sheet peak, never the tensor cores' a GEMM on cuBLAS
+ * reaches: the kernels accumulate in f32 (f64) with scalar FMAs. */
+double ein_kernel_model_rate(const ein_device_model *m, bool f64);
 
 ein_kernel_model ein_kernel_model_time(const ein_kernel_model_in *in);
 

@@ -61,6 +61,10 @@ typedef struct ein_emu_block_abi {
 struct ein_emu_thread {
   ein_emu_uint3 thread_idx;
   const ein_emu_block_abi *block;
+  /* basic blocks the thread ran, in the counting flavour (its
+   * -fsanitize-coverage=trace-pc hook, below): the emulator takes a warp's
+   * as its lanes' most, the instructions a GPU issues for the warp */
+  unsigned long long basic_blocks;
 };
 
 #endif /* EIN_PRELUDE_HOST_ABI */
@@ -486,6 +490,21 @@ EIN_TSAN_HOOK void __tsan_read_range(void *p, unsigned long n) {
 }
 EIN_TSAN_HOOK void __tsan_write_range(void *p, unsigned long n) {
   ein_note_access(p, (unsigned)n, 1, __builtin_return_address(0));
+}
+/* -fsanitize-coverage=trace-pc calls this at the start of every basic
+ * block the optimiser left (the thread's own count; emu_block.c makes a
+ * warp's of its lanes'). Not instrumented itself. */
+extern "C" __attribute__((no_sanitize_coverage, no_sanitize_thread, used,
+                          visibility("hidden"))) void
+__sanitizer_cov_trace_pc(void) {
+#if defined(__x86_64__)
+  unsigned long sp;
+  __asm__("movq %%rsp, %0" : "=r"(sp));
+#else
+  unsigned long sp = (unsigned long)__builtin_frame_address(0);
+#endif
+  ((ein_emu_thread *)(sp & ~(unsigned long)(EIN_EMU_STACK_BYTES - 1)))
+      ->basic_blocks++;
 }
 /* the module's constructor calls it; function entry and exit hooks are
  * turned off (--param=tsan-instrument-func-entry-exit=0) but defined */
