@@ -3,7 +3,7 @@
  * leaves (axes private to one operand summed first), the order from the
  * path search (path/, or the caller's), the tree built from it and emitted
  * top-down so each intermediate is written in the layout its consumer
- * wants (planner.c's header, points 3 and 4); an empty problem's fill.
+ * wants (planner_internal.h's opening, points 3 and 4); an empty problem's fill.
  */
 #include <math.h>
 #include <pthread.h>
