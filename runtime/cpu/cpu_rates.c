@@ -88,7 +88,7 @@ static double gemm_seconds(ein_dtype dt, int64_t n, int runs) {
 /* FLOP/s in dt: the size doubles from 256 until a run takes GEMM_RUN_S
  * (2048 at most), then the best of GEMM_RUNS runs of that size. False
  * where the backend has no GEMM for dt (or no memory). */
-bool ein_cpu_gemm_rate(ein_dtype dt, double *rate) {
+static bool gemm_rate(ein_dtype dt, double *rate) {
   *rate = 0;
   if (gemm_seconds(dt, 192, 1) < 0) return false; /* wakes the threads */
   int64_t n = 256;
@@ -119,7 +119,7 @@ static void parallel_copy(char *dst, const char *src, size_t bytes,
 
 /* The last-level cache: sysfs's index3 (glibc's sysconf reports a whole
  * package on some virtual machines), else sysconf, else 32 MiB. */
-size_t ein_cpu_llc_bytes(void) {
+static size_t llc_bytes(void) {
   FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
   long kib = 0;
   char unit = 0;
@@ -130,8 +130,8 @@ size_t ein_cpu_llc_bytes(void) {
   return llc > 0 ? (size_t)llc : (size_t)32 << 20;
 }
 
-bool ein_cpu_copy_rate(double *rate) {
-  size_t bytes = 2 * ein_cpu_llc_bytes(), lo = (size_t)32 << 20, hi = (size_t)1 << 30;
+static bool copy_rate(double *rate) {
+  size_t bytes = 2 * llc_bytes(), lo = (size_t)32 << 20, hi = (size_t)1 << 30;
   bytes = bytes < lo ? lo : bytes > hi ? hi : bytes;
   char *a = ein_malloc(bytes), *b = ein_malloc(bytes);
   bool ok = a && b;
@@ -157,16 +157,16 @@ bool ein_cpu_copy_rate(double *rate) {
  * faster, else f32's (plans convert to f32 and run that GEMM). */
 static void half_rate(ein_dtype dt, double f32, double *rate) {
   double own;
-  *rate = ein_cpu_gemm_rate(dt, &own) && own > f32 ? own : f32;
+  *rate = gemm_rate(dt, &own) && own > f32 ? own : f32;
 }
 
 bool ein_cpu_rates_measure(ein_cpu_rates *out) {
   atomic_fetch_add(&measure_count, 1);
   memset(out, 0, sizeof *out);
   double *r = out->rate;
-  bool ok = ein_cpu_gemm_rate(EIN_DT_F32, &r[EIN_RATE_F32]) &&
-            ein_cpu_gemm_rate(EIN_DT_F64, &r[EIN_RATE_F64]) &&
-            ein_cpu_copy_rate(&r[EIN_RATE_COPY]);
+  bool ok = gemm_rate(EIN_DT_F32, &r[EIN_RATE_F32]) &&
+            gemm_rate(EIN_DT_F64, &r[EIN_RATE_F64]) &&
+            copy_rate(&r[EIN_RATE_COPY]);
   if (ok) {
     half_rate(EIN_DT_BF16, r[EIN_RATE_F32], &r[EIN_RATE_BF16]);
     half_rate(EIN_DT_F16, r[EIN_RATE_F32], &r[EIN_RATE_F16]);

@@ -38,19 +38,6 @@ typedef struct ein_cpu_rates {
  * for the buffers runs out. */
 bool ein_cpu_rates_measure(ein_cpu_rates *out);
 
-/* The measurements ein_cpu_rates_measure makes, one rate each, for a
- * caller that needs one now (einc bench's floor): FLOP/s of dt's GEMM
- * (false where the backend has no GEMM for dt, or no memory), and bytes
- * read + written per second by a copy of twice the last-level cache split
- * across the backend's threads. */
-bool ein_cpu_gemm_rate(ein_dtype dt, double *rate);
-bool ein_cpu_copy_rate(double *rate);
-
-/* The last-level cache this core sees, in bytes: sysfs's index3 size
- * (glibc's sysconf reports a whole package on some virtual machines),
- * else sysconf, else 32 MiB. */
-size_t ein_cpu_llc_bytes(void);
-
 /* How many times this process measured (tests read it to tell a cache hit
  * from a measurement without timing anything). */
 int ein_cpu_rates_measure_count(void);
