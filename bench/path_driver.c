@@ -1,5 +1,5 @@
 /*
- * path_driver.c - runs the contraction-order search (src/planner/path.h) on
+ * path_driver.c - runs the contraction-order search (src/planner/path/path.h) on
  * a network read from standard input and prints one JSON object, for
  * bench/paths.py.
  *

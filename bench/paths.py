@@ -1,7 +1,7 @@
 """Contraction-order planners on generated tensor networks (issue 26).
 
 Planners: einc's path search (build/path_driver, the search of
-src/planner/path.h on a network from stdin, default budget), opt_einsum
+src/planner/path/path.h on a network from stdin, default budget), opt_einsum
 greedy / random-greedy-128 / auto-hq, cotengra HyperOptimizer (64 trials).
 Every path is costed the same way here (opt_einsum's FLOP count, the
 largest intermediate excluding the output), so the planners' own reports

@@ -762,7 +762,7 @@ EIN_API double ein_plan_nslices(const ein_plan *plan);
 EIN_API double ein_plan_unsliced_flops(const ein_plan *plan);
 EIN_API int64_t ein_plan_slice_bytes(const ein_plan *plan);
 
-/* Units of work (issue 29): a sliced plan's slices, for a caller that
+/* Units of work: a sliced plan's slices, for a caller that
  * spreads them over threads, processes, devices or machines. Unit u is
  * slice u in the plan's order (the sliced axes' odometer, last axis
  * fastest). ein_plan_units: how many (1 when unsliced; -1 when more than

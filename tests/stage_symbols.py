@@ -9,16 +9,19 @@ import os
 import subprocess
 import sys
 
-# bottom first, as meson.build builds them; shapecheck and planner both
-# stand on lexer, codegen on planner, runtime on codegen, api on all
+# bottom first, as meson.build builds them; shapecheck and the binder
+# both stand on lexer, the planner on the binder, codegen on planner,
+# runtime on codegen, api on all
 STAGES = {
     "util": [],
     "lexer": ["util"],
-    "planner": ["lexer", "util"],
+    "binder": ["lexer", "util"],
+    "planner": ["binder", "lexer", "util"],
     "shapecheck": ["lexer", "util"],
-    "codegen": ["planner", "lexer", "util"],
-    "runtime": ["codegen", "planner", "lexer", "util"],
-    "api": ["runtime", "codegen", "shapecheck", "planner", "lexer", "util"],
+    "codegen": ["planner", "binder", "lexer", "util"],
+    "runtime": ["codegen", "planner", "binder", "lexer", "util"],
+    "api": ["runtime", "codegen", "shapecheck", "planner", "binder", "lexer",
+            "util"],
 }
 
 

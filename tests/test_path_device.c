@@ -1,6 +1,6 @@
 /*
  * test_path_device.c - a contraction order given by the caller
- * (ein_options.path, src/planner/path_given.c) and the device models of
+ * (ein_options.path, src/planner/path/path_given.c) and the device models of
  * predicted times (ein_device_model_get, src/api/device_models.c).
  *
  * Paths: random contractions evaluated with a random linear path and with

@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "harness.h"
-#include "path/path_ml.h"
+#include "path_ml.h"
 
 /* A network as path queries take it: operand i's axes ax[i * deg ...]. */
 typedef struct net {

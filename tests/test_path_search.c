@@ -1,5 +1,5 @@
 /*
- * test_path_search.c - the contraction-order search (src/planner/path.h)
+ * test_path_search.c - the contraction-order search (src/planner/path/path.h)
  * on generated tensor networks built directly as path queries: random
  * regular graphs, 2D and 3D lattices, random circuits, rand_equation-like
  * networks. Checks valid paths, reported costs equal to ein_path_cost,

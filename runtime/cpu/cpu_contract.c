@@ -336,24 +336,6 @@ bool ein_cpu_tiny_contract(const ein_step *s, char *dst, const char *src0,
   return true;
 }
 
-void ein_cpu_split(int threads, int64_t n, bool worth, ein_cpu_part *part,
-                   const void *job) {
-#ifdef _OPENMP
-  if (threads > 1 && n >= threads && worth) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int p = 0; p < threads; p++)
-      part(job, n * p / threads, n * (p + 1) / threads);
-    return;
-  }
-#else
-  (void)threads;
-  (void)worth;
-#endif
-  /* Not an OpenMP region with if(0): libgomp still sets up a team of
-   * one, which tripled the time of an 8x8 matrix-vector product. */
-  part(job, 0, n);
-}
-
 bool ein_cpu_contract(const ein_step *s, char *dst, const char *src0,
                       const char *src1, int threads) {
   return ein_cpu_tiny_contract(s, dst, src0, src1, threads) ||

@@ -23,7 +23,7 @@ enum { EIN_CPU_TINY = 16 };
 /* Runs part(job, lo, hi) over the rows [0, n): in `threads` equal parts
  * at once when OpenMP is on, there are threads to share and rows for
  * each, and the caller judges the work `worth` a parallel region; else as
- * one part (cpu_contract.c). */
+ * one part (cpu_split.c). */
 typedef void ein_cpu_part(const void *job, int64_t lo, int64_t hi);
 void ein_cpu_split(int threads, int64_t n, bool worth, ein_cpu_part *part,
                    const void *job);

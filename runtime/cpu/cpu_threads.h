@@ -1,6 +1,7 @@
 /*
  * cpu_threads.h - how many threads the CPU backend gives a plan's LOOP
- * steps (defined in cpu_backend.c, where the reasons are).
+ * steps (defined in cpu_backend.c, where the reasons are; the fork rule
+ * of ein_cpu_threads_now in cpu_threads.c).
  *
  * Takes a plan and the backend's thread count; gives the count for its
  * LOOP steps: 1 when the plan's OpenBLAS-threaded GEMMs take longer than
@@ -19,7 +20,7 @@
  * opened with (ein_cpu_threads, perhaps before a fork): that count, or 1
  * in a process forked from one that had loaded einc (libgomp's team does
  * not survive fork(): a child's first region would wait forever for
- * threads that only the parent has; cpu_backend.c says why every child).
+ * threads that only the parent has; cpu_threads.c says why every child).
  * Every count an OpenMP region or the GEMM batch splitter sees has passed
  * through here. Thread-safe, one atomic load. */
 int ein_cpu_threads_now(int threads);

@@ -837,7 +837,6 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
   }
   pthread_mutex_init(&cb->lock, NULL);
   cb->device = device;
-  cb->base.entry = &ein_cuda_entry;
   cb->base.run = cuda_run;
   cb->base.alloc = cuda_alloc;
   cb->base.free = cuda_free;

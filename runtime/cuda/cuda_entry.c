@@ -75,6 +75,15 @@ const ein_cuda_program *ein_cuda_plan_cuda(const void *program) {
   return ((const ein_cuda_plan_program *)program)->cuda;
 }
 
+/* A device's backend, made by cuda_backend.c and given its entry here:
+ * the entry names the backend's functions, the backend never names the
+ * entry, so cuda_backend.c sits below this file. */
+static ein_backend *cuda_open(int device, ein_error_rec *err) {
+  ein_backend *be = ein_cuda_backend_create(device, err);
+  if (be) be->entry = &ein_cuda_entry;
+  return be;
+}
+
 const ein_backend_entry ein_cuda_entry = {
     .name = "cuda",
     .kind = EIN_BACKEND_CUDA,
@@ -88,5 +97,5 @@ const ein_backend_entry ein_cuda_entry = {
     .describe_step_json = ein_cuda_plan_describe_step_json,
     .cuda_program = ein_cuda_plan_cuda,
     .device_count = ein_cuda_device_count,
-    .open = ein_cuda_backend_create,
+    .open = cuda_open,
 };

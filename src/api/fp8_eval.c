@@ -3,7 +3,8 @@
  *
  * Each input is decoded once, times its scale, into a C-contiguous f32
  * tensor in the backend's memory; the expression runs on those through
- * ein_eval as any f32 expression (its plan cached as any other); the f32
+ * the plain path as any f32 expression (its plan cached as any other;
+ * spread over devices when the call asks for it); the f32
  * result is rounded once into the caller's f32, bf16 or f16 output. The
  * planner never sees fp8. On the CPU the decode and the rounding are host
  * loops over the tensors themselves; on a device (the emulated device,
@@ -24,11 +25,14 @@
 
 #include "alloc.h"
 #include "backend.h"
-#include "ctx_internal.h"
 #include "dtype.h"
 #include "fp8.h"
+#include "fp8_eval.h"
 #include "fp8_gemm.h"
 #include "half.h"
+#include "plain_eval.h"
+#include "spread.h"
+#include "tensors.h"
 
 static ein_dtype dtype_of(const DLTensor *t) {
   ein_dtype dt = EIN_DT_F32;
@@ -36,8 +40,9 @@ static ein_dtype dtype_of(const DLTensor *t) {
   return dt;
 }
 
-bool ein_fp8_call(const DLTensor *const *inputs, int n, const ein_options *o) {
-  if (o->scales || o->nscales) return true;
+bool ein_fp8_call(const DLTensor *const *inputs, int n,
+                  const ein_call_args *call) {
+  if (call->scales || call->nscales) return true;
   for (int i = 0; i < n; i++)
     if (ein_dtype_is_fp8(dtype_of(inputs[i]))) return true;
   return false;
@@ -46,7 +51,7 @@ bool ein_fp8_call(const DLTensor *const *inputs, int n, const ein_options *o) {
 /* Every input fp8, the output f32/bf16/f16, one finite scale per input. */
 static ein_status check_call(ein_thread_rec *me, const DLTensor *const *in,
                              int n, const DLTensor *out,
-                             const ein_options *o) {
+                             const ein_call_args *o) {
   for (int i = 0; i < n; i++)
     if (!ein_dtype_is_fp8(dtype_of(in[i])))
       return ein_fail(&me->err, EIN_ERR_DTYPE,
@@ -143,6 +148,8 @@ typedef struct place {
   ein_thread_rec *me;
   ein_backend_kind kind; /* CPU: host loops; else kernels */
   int device;
+  const ein_backend_entry *backend; /* kind's */
+  int devices;                      /* the call's (spread.h) */
 } place;
 
 static ein_status place_alloc(const place *p, size_t bytes, void **ptr) {
@@ -281,23 +288,30 @@ static ein_status store_output(const place *p, const DLTensor *res,
   return mini_plan_run(p, &m, res->data, NULL, first);
 }
 
-/* ein_eval on the decoded inputs, into out itself when it is f32, else
- * into an f32 temporary rounded into it. */
+/* The f32 expression on the decoded inputs: the plain path, or spread
+ * over the call's devices. */
+static ein_status run_f32(const place *p, const char *expr,
+                          const DLTensor *const *f32, int n, DLTensor *out,
+                          const ein_options *o) {
+  return p->devices > 1 ? ein_spread_eval(p->me, expr, f32, n, out, o,
+                                          p->devices, p->backend, p->device)
+                        : ein_plain_eval(p->me, expr, f32, n, out, o,
+                                         p->backend, p->device);
+}
+
+/* The evaluation of the decoded inputs, into out itself when it is f32,
+ * else into an f32 temporary rounded into it. */
 static ein_status eval_f32(const place *p, const char *expr,
                            const DLTensor *const *f32, int n, DLTensor *out,
                            const ein_options *o) {
-  ein_options fo = *o;
-  fo.scales = NULL;
-  fo.nscales = 0;
-  if (dtype_of(out) == EIN_DT_F32)
-    return ein_eval(p->me->ctx, expr, f32, n, out, &fo);
+  if (dtype_of(out) == EIN_DT_F32) return run_f32(p, expr, f32, n, out, o);
   DLTensor res = *out;
   res.dtype = (DLDataType){kDLFloat, 32, 1};
   res.strides = NULL;
   res.byte_offset = 0;
   ein_status st =
       place_alloc(p, (size_t)numel_of(out) * sizeof(float), &res.data);
-  if (!st) st = ein_eval(p->me->ctx, expr, f32, n, &res, &fo);
+  if (!st) st = run_f32(p, expr, f32, n, &res, o);
   if (!st) st = store_output(p, &res, out);
   place_free(p, res.data);
   return st;
@@ -311,7 +325,7 @@ static char *first_of(const DLTensor *t) {
 
 /* Whether the f32 plan may be made for out: the expression's shape, no
  * element written twice, no byte shared with an input. Otherwise the
- * decode path runs, and its ein_eval reports what is wrong. */
+ * decode path runs, and the plain path reports what is wrong. */
 static bool output_usable(ein_binding *b, const DLTensor *const *in,
                           const DLTensor *out) {
   int ndim = ein_binding_output_ndim(b);
@@ -380,9 +394,9 @@ static ein_status plan_fp8(const place *p, const char *expr,
  * device buffer. */
 static ein_status run_fp8(const place *p, const ein_plan_ir *ir,
                           const DLTensor *const *in, DLTensor *out,
-                          const ein_options *o) {
-  float s[2] = {(float)(o->scales ? o->scales[0] : 1.0),
-                (float)(o->scales ? o->scales[1] : 1.0)};
+                          const double *scales) {
+  float s[2] = {(float)(scales ? scales[0] : 1.0),
+                (float)(scales ? scales[1] : 1.0)};
   void *sbuf = NULL;
   ein_status st = place_alloc(p, sizeof s, &sbuf);
   if (!st)
@@ -402,7 +416,7 @@ static ein_status run_fp8(const place *p, const ein_plan_ir *ir,
 static ein_status fp8_gemm_eval(const place *p, const char *expr,
                                 const DLTensor *const *in, int n,
                                 DLTensor *out, const ein_options *o,
-                                bool *done) {
+                                const double *scales, bool *done) {
   *done = false;
   if (n != 2) return EIN_OK;
   ein_backend *be = ein_ctx_backend(p->me, p->kind, p->device);
@@ -411,7 +425,7 @@ static ein_status fp8_gemm_eval(const place *p, const char *expr,
   ein_plan_ir *ir;
   ein_status st = plan_fp8(p, expr, in, out, o, &ir);
   if (st || !ir) return st;
-  st = run_fp8(p, ir, in, out, o);
+  st = run_fp8(p, ir, in, out, scales);
   ein_plan_ir_destroy(ir);
   *done = true;
   return st;
@@ -420,13 +434,14 @@ static ein_status fp8_gemm_eval(const place *p, const char *expr,
 ein_status ein_fp8_eval(ein_thread_rec *me, const char *expr,
                         const DLTensor *const *inputs, int n,
                         DLTensor *output, const ein_options *o,
-                        ein_backend_kind kind, int device) {
-  ein_status st = check_call(me, inputs, n, output, o);
+                        const ein_call_args *call,
+                        const ein_backend_entry *backend, int device) {
+  ein_status st = check_call(me, inputs, n, output, call);
   if (st) return st;
-  const place p = {me, kind, device};
-  if (kind != EIN_BACKEND_CPU && numel_of(output) > 0) {
+  const place p = {me, backend->kind, device, backend, call->devices};
+  if (p.kind != EIN_BACKEND_CPU && numel_of(output) > 0) {
     bool done;
-    st = fp8_gemm_eval(&p, expr, inputs, n, output, o, &done);
+    st = fp8_gemm_eval(&p, expr, inputs, n, output, o, call->scales, &done);
     if (st || done) return st;
   }
   DLTensor *f32 = ein_calloc((size_t)n + 1, sizeof *f32);
@@ -437,7 +452,8 @@ ein_status ein_fp8_eval(ein_thread_rec *me, const char *expr,
   }
   int made = 0;
   for (; made < n && !st; made++) {
-    st = decode_input(&p, inputs[made], o->scales ? o->scales[made] : 1.0,
+    st = decode_input(&p, inputs[made],
+                      call->scales ? call->scales[made] : 1.0,
                       &f32[made]);
     ptrs[made] = &f32[made];
   }

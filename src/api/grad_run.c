@@ -18,6 +18,7 @@
 #include "ctx_internal.h"
 #include "grad_internal.h"
 #include "half.h"
+#include "tensors.h"
 
 typedef struct cval {
   double re, im;

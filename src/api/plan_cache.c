@@ -1,14 +1,15 @@
 /*
  * plan_cache.c - a small LRU cache of plans on a context, so a repeated
  * ein_eval skips parsing, binding and planning. Keys are byte strings built
- * by eval.c; lookups compare a 64-bit hash first, then the bytes. One lock
+ * by the plain path (plain_eval.c); lookups compare a 64-bit hash first, then the bytes. One lock
  * guards the table; plans leave it by reference count (ein_plan_release),
  * so a thread still running an evicted plan keeps it alive.
  */
 #include <string.h>
 
 #include "alloc.h"
-#include "ctx_internal.h"
+#include "plan_cache.h"
+#include "plan_object.h"
 
 uint64_t ein_hash_bytes(const void *data, size_t len) {
   const unsigned char *p = data;

@@ -5,8 +5,10 @@
  * the inputs (through the host: the backend's copies are host <-> device),
  * runs its range on a thread of its own into a partial, and the partials
  * come back as rows of one tensor on the output's device, summed there
- * with "p ... -> ..." (the documented way of ein_plan_run_units). Nothing
- * here knows the backend beyond the public device calls.
+ * with "p ... -> ..." (the documented way of ein_plan_run_units). The
+ * plan, each device's units and the sum go through the plain path
+ * (plain_eval.h); nothing here knows the backend beyond the public device
+ * calls.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -15,9 +17,10 @@
 
 #include "alloc.h"
 #include "backend.h"
-#include "ctx_internal.h"
 #include "dtype.h"
 #include "error.h"
+#include "plain_eval.h"
+#include "spread.h"
 
 
 /* One device's share: its range, its copies, its partial's row. */
@@ -80,6 +83,16 @@ static ein_status copy_inputs(share *s, DLTensor *local, void **mem) {
   return st;
 }
 
+/* Units [first, first + count) of the plan on the share's device, on the
+ * share's own thread (its record on the context). */
+static ein_status run_units(share *s, const DLTensor *const *inputs,
+                            DLTensor *out) {
+  ein_thread_rec *me = ein_ctx_enter(s->ctx);
+  if (!me) return EIN_ERR_NO_MEMORY;
+  return ein_plain_run(me, s->plan, s->device, inputs, s->n, out, NULL,
+                       (ein_unit_range){s->first, s->count});
+}
+
 /* A device's share on another device than the output's: inputs and
  * partial of its own (local, ptrs: n each; mem: n + 1, zeroed), the
  * partial copied back. */
@@ -94,9 +107,7 @@ static ein_status run_share_apart(share *s, DLTensor *local,
   part.byte_offset = 0;
   part.device = ein_backend_dl_device(s->kind, s->device);
   for (int i = 0; i < s->n; i++) ptrs[i] = &local[i];
-  if (!st)
-    st = ein_plan_run_units_on(s->ctx, s->plan, s->device, ptrs, s->n, &part,
-                               s->first, s->count);
+  if (!st) st = run_units(s, ptrs, &part);
   if (!st)
     st = copy_between(s, s->device, mem[s->n], s->out_device,
                       (char *)s->row.data + s->row.byte_offset, s->row_bytes);
@@ -108,9 +119,7 @@ static ein_status run_share_apart(share *s, DLTensor *local,
 /* A device's share: on the output's device straight into its row; on
  * another through run_share_apart, with room for any number of inputs. */
 static ein_status run_share(share *s) {
-  if (s->device == s->out_device)
-    return ein_plan_run_units_on(s->ctx, s->plan, s->device, s->inputs, s->n,
-                                 &s->row, s->first, s->count);
+  if (s->device == s->out_device) return run_units(s, s->inputs, &s->row);
   size_t n = (size_t)s->n;
   DLTensor *local = ein_malloc(n * sizeof *local + 1);
   const DLTensor **ptrs = ein_malloc(n * sizeof *ptrs + 1);
@@ -180,11 +189,12 @@ static ein_status run_shares(ein_thread_rec *me, share *sh, int nd) {
   return EIN_OK;
 }
 
-ein_status ein_plan_spread(ein_ctx *ctx, const ein_plan *plan,
-                           const DLTensor *const *inputs, int n,
-                           DLTensor *output, int ndevices) {
-  ein_thread_rec *me = ein_ctx_enter(ctx);
-  if (!me) return EIN_ERR_NO_MEMORY;
+/* Runs a plan of several units over `ndevices` devices of its backend;
+ * the tensors passed ein_eval's checks. */
+static ein_status spread_plan(ein_thread_rec *me, const ein_plan *plan,
+                              const DLTensor *const *inputs, int n,
+                              DLTensor *output, int ndevices) {
+  ein_ctx *ctx = me->ctx;
   ein_status st = check_spread(me, plan, inputs, n, output, ndevices);
   if (st) return st;
   int64_t units = ein_plan_units(plan);
@@ -214,7 +224,28 @@ ein_status ein_plan_spread(ein_ctx *ctx, const ein_plan *plan,
   stack.shape = shape;
   const DLTensor *sp = &stack;
   const ein_options o = {.backend = kind};
-  if (!st) st = ein_eval(ctx, "p ... -> ...", &sp, 1, output, &o);
+  if (!st)
+    st = ein_plain_eval(me, "p ... -> ...", &sp, 1, output, &o,
+                        ein_backend_find(kind), out_dev);
   ein_device_free(ctx, kind, out_dev, rows);
+  return st;
+}
+
+ein_status ein_spread_eval(ein_thread_rec *me, const char *expr,
+                           const DLTensor *const *inputs, int n,
+                           DLTensor *output, const ein_options *o,
+                           int ndevices, const ein_backend_entry *backend,
+                           int device) {
+  ein_plan *plan;
+  ein_status st =
+      ein_plain_plan(me, expr, inputs, n, output, o, backend, device, &plan);
+  if (st) return st;
+  ein_unit_range all;
+  st = ein_plain_all_units(me, plan, &all);
+  if (!st && all.count > 1)
+    st = spread_plan(me, plan, inputs, n, output, ndevices);
+  else if (!st)
+    st = ein_plain_run(me, plan, plan->device, inputs, n, output, NULL, all);
+  ein_plan_release(plan);
   return st;
 }

@@ -25,7 +25,7 @@
 #include "args.h"
 #include "bench_device.h"
 #include "commands.h"
-#include "ctx_internal.h"
+#include "inspect.h"
 #include "device_models.h"
 #include "dtype.h"
 #include "kernel_resources.h"

@@ -10,7 +10,7 @@
 
 #include "args.h"
 #include "commands.h"
-#include "ctx_internal.h"
+#include "inspect.h"
 #include "codegen.h"
 #include "cuda_program.h"
 #include "dtype.h"

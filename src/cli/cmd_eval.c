@@ -13,7 +13,7 @@
 #include "args.h"
 #include "error.h"
 #include "commands.h"
-#include "ctx_internal.h"
+#include "inspect.h"
 #include "dtype.h"
 #include "promote.h"
 #include "npy.h"

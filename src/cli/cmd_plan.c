@@ -16,7 +16,7 @@
 
 #include "args.h"
 #include "commands.h"
-#include "ctx_internal.h"
+#include "inspect.h"
 #include "dtype.h"
 #include "kernel_resources.h"
 

@@ -1,7 +1,7 @@
 /*
  * trace.h - where the time of a call goes, phase by phase, for the first
- * call of a process (issue 16: 450-670 ms for the first `einc eval
- * --backend cuda` on the H100, unexplained).
+ * call of a process (its one-time steps: libraries loaded, devices opened,
+ * kernels compiled), which no per-call timer shows.
  *
  * Off unless a program turns it on (ein_trace_enable; `einc eval -v`
  * does) or the environment has EINC_TRACE=1. When on, the library's slow

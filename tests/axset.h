@@ -1,8 +1,9 @@
 /*
- * axset.h - a fixed set of up to 256 axis ids, as the planner's tree nodes
- * and layout choices use it. The path search (path.h) no longer does: it
- * takes axis id lists of any length. This header belongs to the planner,
- * which keeps it until its own axis limit is lifted (issue 26).
+ * axset.h - fixed sets of up to 256 axis ids and opt_einsum's FLOP count
+ * of a step, for the tests' brute-force references (test_plan.c's
+ * exhaustive contraction order). Written apart from the planner's own
+ * sets and count (planner_internal.h: axset, flop_count) on purpose: the
+ * test compares the path search's cost with one counted independently.
  */
 #ifndef EIN_AXSET_H
 #define EIN_AXSET_H

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "path/path_ml.h"
+#include "path_ml.h"
 #include "path_internal.h"
 
 /* Default budget: 40 ms at 100 operands, growing linearly, capped (the
@@ -81,7 +81,7 @@ typedef struct search {
   int ntop;
   bool collect;       /* trials: keep the top list */
   ml_tuner tuner;     /* the bisection's parameters across trials */
-  bool multilevel;    /* bisection trials by path/path_ml.h, else flat */
+  bool multilevel;    /* bisection trials by path_ml.h, else flat */
   bool have_free, have_fit;
   const char *method;
 } search;

@@ -1,0 +1,118 @@
+"""Hand-written C files of at most 900 lines, functions of at most 60
+(the developers' guide). Generated files (re2c output, the embedded
+preludes) are left out.
+
+A function is counted from the line its name stands on to the closing
+brace in column 0, the way the project formats C (clang-format: a
+definition opens with its return type in column 0 and closes with '}' in
+column 0).
+
+Usage: code_size.py SOURCE_ROOT [--list] [--all] [--only FILE...]
+  --list: every file and function over the limits, and the counts
+  --all: the tests, benchmarks, examples and Python extension too (by
+         default the library: src/, runtime/, include/)
+  --only: look at these files alone (paths from SOURCE_ROOT)
+Prints ein-test-summary; fails when a file or function is over and not
+in KNOWN."""
+import os
+import re
+import sys
+
+FILE_LIMIT, FUNC_LIMIT = 900, 60
+DIRS = ("src", "runtime", "include", "tests", "python", "bench", "fuzz",
+        "examples")
+LIBRARY = ("src", "runtime", "include")
+GENERATED = re.compile(r"_re2c\.c$")
+# Over the limits and known, each with its reason; anything else over
+# fails. Shrink this list, never grow it without a reason a reader accepts.
+KNOWN = {
+    "include/ein.h": "the public header: each declaration with its "
+                     "documentation",
+    "src/codegen/codegen.c": "the kernel generator, to split with the "
+                             "codegen work on its own branch",
+    "runtime/cuda/cuda_backend.c": "the CUDA backend, to split with the "
+                                   "CUDA work on its own branch",
+    "src/cli/cmd_plan.c:cmd_plan_help": "one string literal, the help text",
+}
+START = re.compile(r"^[A-Za-z_][\w \*,]*?\b(\w+)\s*\(")
+
+
+def c_files(root, dirs):
+    out = []
+    for top in dirs:
+        for d, _, names in os.walk(os.path.join(root, top)):
+            if "/build" in d or "/." in d:
+                continue
+            out += [os.path.relpath(os.path.join(d, n), root) for n in names
+                    if n.endswith((".c", ".h", ".cuh"))
+                    and not GENERATED.search(n)]
+    return sorted(out)
+
+
+def functions(lines):
+    """(name, first line, length) of each function definition."""
+    out, name, first, body = [], None, 0, False
+    for i, line in enumerate(lines):
+        if name is None:
+            m = START.match(line)
+            if m and not line.startswith(("typedef", "struct", "enum",
+                                          "union", "#", "return")):
+                name, first, body = m.group(1), i, False
+            else:
+                continue
+        if not body:
+            text = line.split("//")[0].rstrip()
+            if text.endswith("{"):
+                body = True
+            elif text.endswith(";"):
+                name = None  # a declaration, not a definition
+            continue
+        if line.startswith("}"):
+            out.append((name, first + 1, i - first + 1))
+            name = None
+    return out
+
+
+def main():
+    root = sys.argv[1]
+    listing = "--list" in sys.argv
+    only = sys.argv[sys.argv.index("--only") + 1:] if "--only" in sys.argv \
+        else None
+    dirs = DIRS if "--all" in sys.argv else LIBRARY
+    files = only if only else c_files(root, dirs)
+    big_files, big_funcs = [], []
+    for f in files:
+        with open(os.path.join(root, f), encoding="utf-8") as fh:
+            lines = fh.read().split("\n")
+        n = len(lines) - (1 if lines and lines[-1] == "" else 0)
+        if n > FILE_LIMIT:
+            big_files.append((f, n))
+        for name, first, length in functions(lines):
+            if length > FUNC_LIMIT:
+                big_funcs.append((f, first, name, length))
+    failed = 0
+    for f, n in big_files:
+        known = KNOWN.get(f)
+        failed += known is None
+        if listing or known is None:
+            print(f"{'known' if known else 'FAIL'}: file {f}: {n} lines"
+                  f"{' (' + known + ')' if known else ''}",
+                  file=sys.stdout if known else sys.stderr)
+    for f, first, name, length in big_funcs:
+        known = KNOWN.get(f"{f}:{name}")
+        failed += known is None
+        if listing or known is None:
+            print(f"{'known' if known else 'FAIL'}: function {f}:{first} "
+                  f"{name}: {length} lines"
+                  f"{' (' + known + ')' if known else ''}",
+                  file=sys.stdout if known else sys.stderr)
+    print(f"ein-test-summary: code_size: {len(files) - failed} passed, "
+          f"{failed} failed ({len(files)} files; {len(big_files)} over "
+          f"{FILE_LIMIT} lines, {len(big_funcs)} functions over "
+          f"{FUNC_LIMIT}, {len(big_files) + len(big_funcs) - failed} of "
+          f"them known)")
+    return 1 if failed and not listing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
