@@ -47,7 +47,7 @@
  * this walk a plane with the next axis; TP x TQ: the block of a sum of
  * products read across one source's rows (run_rows_tiled; TP f32 values
  * fill a 64-byte line). */
-enum { ROW = 512, LANES = 32, ROW_MIN = 16, TP = 16, TQ = 64 };
+enum { ROW = 512, LANES = 32, ROW_MIN = 16, TP = 16, TQ = 64, ROWS_AHEAD = 2 };
 
 /* TILE_A x TILE_B: the tile of a transposing map (run_tiled): TILE_A
  * results along the row by TILE_B rows (for 4-byte values; as many
