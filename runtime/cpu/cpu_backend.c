@@ -170,14 +170,28 @@ static bool gemv_one(const ein_gemm_call *g, ein_dtype dt, double alpha,
 }
 #endif
 
+/* OpenBLAS runs a GEMM call on its own threads from this many
+ * multiply-adds on (m n k; 0.3.x: 65536 times its multithread threshold
+ * of 4); smaller calls stay on the caller's thread. */
+#define BLAS_THREADED_WORK (4.0 * 65536.0)
+
+/* Does an f32 call go to oneDNN's sgemm? Where ein_cpu_dnnl_f32_gemm says
+ * so (docs/design.md, "f32 and f64 GEMMs: which BLAS (issue 35)"), for
+ * calls above BLAS_THREADED_WORK: below it OpenBLAS's smaller per-call
+ * cost wins (tn_ring3's 1024 calls of 64^3 with both operands transposed:
+ * 8.2 ms on OpenBLAS, 14.5 on oneDNN, one thread), and matrix-vector
+ * products stay on OpenBLAS's gemv. */
+static bool f32_on_onednn(const ein_gemm_call *g) {
+  return g->m > 1 && g->n > 1 &&
+         (double)g->m * (double)g->n * (double)g->k > BLAS_THREADED_WORK &&
+         ein_cpu_dnnl_f32_gemm();
+}
+
 /* One GEMM call on `threads` threads (OpenBLAS's own pool sizes itself;
- * oneDNN's sgemm takes the count): an f32 GEMM goes to oneDNN's sgemm
- * where ein_cpu_dnnl_f32_gemm says so (docs/design.md, "f32 and f64
- * GEMMs: which BLAS (issue 35)"), else, and matrix-vector products
- * always, to OpenBLAS. */
+ * oneDNN's sgemm takes the count). */
 static void gemm_one(const ein_gemm_call *g, ein_dtype dt, double alpha,
                      const char *a, const char *b, char *c, int threads) {
-  if (dt == EIN_DT_F32 && g->m > 1 && g->n > 1 &&
+  if (dt == EIN_DT_F32 && f32_on_onednn(g) &&
       ein_cpu_dnnl_sgemm(g, (float)alpha, (const float *)a,
                          (const float *)b, (float *)c, threads))
     return;
@@ -263,11 +277,6 @@ int ein_cpu_threads(void) {
   return 1;
 #endif
 }
-
-/* OpenBLAS runs a GEMM call on its own threads from this many
- * multiply-adds on (m n k; 0.3.x: 65536 times its multithread threshold
- * of 4); smaller calls stay on the caller's thread. */
-#define BLAS_THREADED_WORK (4.0 * 65536.0)
 
 /* Multiply-adds of a whole batch of one-core calls from which the batch
  * is split over threads: about 100 µs of work on one core, against some
