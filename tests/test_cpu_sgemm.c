@@ -139,6 +139,9 @@ static bool expect_onednn(void) {
 #if defined(__SANITIZE_ADDRESS__)
   expect = expect && dnnl; /* cpu_dnnl.c: only where EINC_DNNL names it */
 #endif
+#ifndef _OPENMP
+  expect = false; /* cpu_dnnl.c: oneDNN's team could not be sized */
+#endif
   if (h) dlclose(h);
   return expect;
 }

@@ -62,7 +62,8 @@ bool ein_cpu_dnnl_square(ein_dtype dt, int64_t n, const char *a,
                          const char *b, char *c);
 
 /* Do f32 GEMM calls go to oneDNN's sgemm rather than OpenBLAS's? True
- * when the CPU has AVX-512F and libdnnl.so.2 loads (EINC_DNNL=0 and
+ * when einc has OpenMP (to size oneDNN's team: fork safety), the CPU has
+ * AVX-512F and libdnnl.so.2 loads (EINC_DNNL=0 and
  * EINC_SGEMM=openblas keep OpenBLAS; EINC_SGEMM=onednn takes oneDNN on
  * any CPU). Decided once per process (docs/design.md, "f32 and f64 GEMMs:
  * which BLAS (issue 35)"). */
