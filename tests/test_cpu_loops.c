@@ -800,6 +800,41 @@ static void long_rows(void) {
   }
 }
 
+/* Batches of traces, `b i i -> b` and `b i i, b i i -> b`: folds of rows
+ * read a line or more apart (run_rows prefetches the next results' rows;
+ * 1500 results, so threads split them into ranges). */
+static void traces(void) {
+  static const ein_dtype dts[] = {EIN_DT_F16, EIN_DT_F32, EIN_DT_F64};
+  enum { B = 1500, I = 48 };
+  for (int d = 0; d < 3; d++) {
+    size_t esz = ein_dtype_size(dts[d]);
+    char *x = malloc((size_t)B * I * I * esz), *out = malloc(B * esz);
+    fill(dts[d], x, (int64_t)B * I * I, false, false);
+    int64_t sh[3] = {B, I, I}, osh[1] = {B};
+    DLTensor a = {.data = x, .ndim = 3, .shape = sh,
+                  .dtype = ein_dtype_to_dl(dts[d]), .device = {kDLCPU, 0}};
+    DLTensor c = {.data = out, .ndim = 1, .shape = osh,
+                  .dtype = ein_dtype_to_dl(dts[d]), .device = {kDLCPU, 0}};
+    const DLTensor *ins[2] = {&a, &a};
+    for (int n = 1; n <= 2; n++) {
+      const char *expr = n == 1 ? "b i i -> b" : "b i i, b i i -> b";
+      ein_status st = ein_eval(ctx, expr, ins, n, &c, NULL);
+      CHECK(st == EIN_OK, "%s %s: %s", expr, ein_dtype_name(dts[d]),
+            ein_status_name(st));
+      for (int64_t o = 0; st == EIN_OK && o < B; o++) {
+        double want = 0, mag = 0;
+        for (int64_t i = 0; i < I; i++) {
+          double v = load(dts[d], x, o * I * I + i * (I + 1));
+          v = n == 1 ? v : v * v;
+          want += v, mag += fabs(v);
+        }
+        check_out(dts[d], EIN_REDUCE_SUM, out, o, want, mag, expr);
+      }
+    }
+    free(x), free(out);
+  }
+}
+
 /* One pass over every case; `f16_out` carries the f16 products from the
  * portable pass (compare false) to the other (compare true). */
 static void all_cases(uint16_t *f16_out, bool compare) {
@@ -819,6 +854,7 @@ static void all_cases(uint16_t *f16_out, bool compare) {
   maps();
   transposing_folds();
   long_rows();
+  traces();
 }
 
 int main(void) {

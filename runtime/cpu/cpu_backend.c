@@ -170,8 +170,31 @@ static bool gemv_one(const ein_gemm_call *g, ein_dtype dt, double alpha,
 }
 #endif
 
+/* OpenBLAS runs a GEMM call on its own threads from this many
+ * multiply-adds on (m n k; 0.3.x: 65536 times its multithread threshold
+ * of 4); smaller calls stay on the caller's thread. */
+#define BLAS_THREADED_WORK (4.0 * 65536.0)
+
+/* Does an f32 call go to oneDNN's sgemm? Where ein_cpu_dnnl_f32_gemm says
+ * so (docs/design.md, "f32 and f64 GEMMs: which BLAS (issue 35)"), for
+ * calls above BLAS_THREADED_WORK: below it OpenBLAS's smaller per-call
+ * cost wins (tn_ring3's 1024 calls of 64^3 with both operands transposed:
+ * 8.2 ms on OpenBLAS, 14.5 on oneDNN, one thread), and matrix-vector
+ * products stay on OpenBLAS's gemv. */
+static bool f32_on_onednn(const ein_gemm_call *g) {
+  return g->m > 1 && g->n > 1 &&
+         (double)g->m * (double)g->n * (double)g->k > BLAS_THREADED_WORK &&
+         ein_cpu_dnnl_f32_gemm();
+}
+
+/* One GEMM call on `threads` threads (OpenBLAS's own pool sizes itself;
+ * oneDNN's sgemm takes the count). */
 static void gemm_one(const ein_gemm_call *g, ein_dtype dt, double alpha,
-                     const char *a, const char *b, char *c) {
+                     const char *a, const char *b, char *c, int threads) {
+  if (dt == EIN_DT_F32 && f32_on_onednn(g) &&
+      ein_cpu_dnnl_sgemm(g, (float)alpha, (const float *)a,
+                         (const float *)b, (float *)c, threads))
+    return;
 #ifdef EIN_HAVE_CBLAS
   enum CBLAS_TRANSPOSE ta = g->ta ? CblasTrans : CblasNoTrans;
   enum CBLAS_TRANSPOSE tb = g->tb ? CblasTrans : CblasNoTrans;
@@ -207,14 +230,10 @@ bool ein_cpu_gemm_square(ein_dtype dt, int64_t n, const char *a,
   ein_gemm_call g = {.m = n, .n = n, .k = n, .lda = n, .ldb = n, .ldc = n};
   if (dt == EIN_DT_BF16 || dt == EIN_DT_F16)
     return ein_cpu_dnnl_square(dt, n, a, b, c);
-  gemm_one(&g, dt, 1.0, a, b, c);
+  gemm_one(&g, dt, 1.0, a, b, c, ein_cpu_threads_now(ein_cpu_threads()));
   return true;
 }
 
-/* OpenBLAS runs a GEMM call on its own threads from this many
- * multiply-adds on (m n k; 0.3.x: 65536 times its multithread threshold
- * of 4); smaller calls stay on the caller's thread. */
-#define BLAS_THREADED_WORK (4.0 * 65536.0)
 
 /* Multiply-adds of a whole batch of one-core calls from which the batch
  * is split over threads: about 100 µs of work on one core, against some
@@ -227,7 +246,7 @@ enum { GEMM_SPLIT_MAX_THREADS = 64 };
 /* Batch element bi of GEMM step s: its C, A and B. */
 static void gemm_batch_one(const ein_step *s, const ein_gemm_call *call,
                            int64_t bi, char *c, const char *a,
-                           const char *b) {
+                           const char *b, int threads) {
   const ein_gemm *g = &s->gemm;
   int64_t esz = (int64_t)ein_dtype_size(s->dst_dtype);
   int64_t off[3] = {0, 0, 0}, idx = bi;
@@ -239,9 +258,9 @@ static void gemm_batch_one(const ein_step *s, const ein_gemm_call *call,
   const char *pa = a + off[1] * esz, *pb = b + off[2] * esz;
   char *pc = c + off[0] * esz;
   if (call->swap)
-    gemm_one(call, s->dst_dtype, s->alpha, pb, pa, pc);
+    gemm_one(call, s->dst_dtype, s->alpha, pb, pa, pc, threads);
   else
-    gemm_one(call, s->dst_dtype, s->alpha, pa, pb, pc);
+    gemm_one(call, s->dst_dtype, s->alpha, pa, pb, pc, threads);
 }
 
 /* OpenBLAS runs a call below BLAS_THREADED_WORK on the calling thread,
@@ -265,19 +284,21 @@ int ein_cpu_gemm_batch_threads(const ein_gemm *g, int threads) {
 #endif
 }
 
-/* One thread's share of a GEMM step's batch: [lo, hi). */
+/* One thread's share of a GEMM step's batch: [lo, hi), each call on
+ * `threads` threads (1 where the batch is split). */
 typedef struct gemm_slice {
   const ein_step *s;
   const ein_gemm_call *call;
   int64_t lo, hi;
   char *c;
   const char *a, *b;
+  int threads;
 } gemm_slice;
 
 static void *gemm_slice_run(void *arg) {
   const gemm_slice *sl = arg;
   for (int64_t bi = sl->lo; bi < sl->hi; bi++)
-    gemm_batch_one(sl->s, sl->call, bi, sl->c, sl->a, sl->b);
+    gemm_batch_one(sl->s, sl->call, bi, sl->c, sl->a, sl->b, sl->threads);
   return NULL;
 }
 
@@ -293,6 +314,7 @@ static void gemm_batch_split(const gemm_slice *all, int nt) {
   int64_t nb = all->hi;
   for (int t = 0; t < nt; t++) {
     sl[t] = *all;
+    sl[t].threads = 1;
     sl[t].lo = nb * t / nt;
     sl[t].hi = nb * (t + 1) / nt;
     if (t > 0)
@@ -322,7 +344,7 @@ static ein_status run_gemm(const ein_step *s, char *c, const char *a,
                              (long long)g->n, (long long)g->k);
   int64_t nb = 1;
   for (int i = 0; i < g->nbatch; i++) nb *= g->batch[i].size;
-  gemm_slice all = {s, &call, 0, nb, c, a, b};
+  gemm_slice all = {s, &call, 0, nb, c, a, b, threads};
   int nt = ein_cpu_gemm_batch_threads(g, threads);
   if (nt > 1)
     gemm_batch_split(&all, nt);
@@ -350,10 +372,12 @@ int ein_cpu_loop_threads(const ein_plan_ir *plan, int threads) {
   for (int i = 0; i < plan->nsteps; i++) {
     const ein_step *s = &plan->steps[i];
     const ein_gemm *g = &s->gemm;
-    /* oneDNN's half GEMMs run on the OpenMP team the loops use: no
-     * second pool spins beside them */
+    /* oneDNN's GEMMs (half, and f32 where it takes them) run on the
+     * OpenMP team the loops use: no second pool spins beside them */
     bool own_pool = s->src_dtype[0] == EIN_DT_BF16 ||
-                    s->src_dtype[0] == EIN_DT_F16;
+                    s->src_dtype[0] == EIN_DT_F16 ||
+                    (s->src_dtype[0] == EIN_DT_F32 && g->m > 1 && g->n > 1 &&
+                     ein_cpu_dnnl_f32_gemm());
     if (s->kind != EIN_STEP_GEMM)
       loop_bytes += s->bytes_read + s->bytes_written;
     else if (!own_pool &&

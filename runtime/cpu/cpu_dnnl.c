@@ -33,9 +33,10 @@
 #endif
 #endif
 
-static atomic_long calls;
+static atomic_long calls, sgemm_calls;
 
 long ein_cpu_dnnl_calls(void) { return atomic_load(&calls); }
+long ein_cpu_dnnl_sgemm_calls(void) { return atomic_load(&sgemm_calls); }
 
 #if !defined(EIN_HAVE_DNNL_H)
 
@@ -84,6 +85,14 @@ bool ein_cpu_dnnl_square(ein_dtype dt, int64_t n, const char *a,
   return false;
 }
 
+bool ein_cpu_dnnl_f32_gemm(void) { return false; }
+
+bool ein_cpu_dnnl_sgemm(const ein_gemm_call *g, float alpha, const float *a,
+                        const float *b, float *c, int threads) {
+  (void)g, (void)alpha, (void)a, (void)b, (void)c, (void)threads;
+  return false;
+}
+
 #else /* EIN_HAVE_DNNL_H */
 
 #include <cpuid.h>
@@ -119,7 +128,8 @@ bool ein_cpu_dnnl_square(ein_dtype dt, int64_t n, const char *a,
   X(dnnl_primitive_destroy)                                                    \
   X(dnnl_memory_create)                                                        \
   X(dnnl_memory_set_data_handle)                                               \
-  X(dnnl_memory_destroy)
+  X(dnnl_memory_destroy)                                                       \
+  X(dnnl_sgemm)
 
 /* A pointer per function, of the header's type: the compiler checks each
  * call against the real prototype. */
@@ -590,6 +600,56 @@ bool ein_cpu_dnnl_square(ein_dtype dt, int64_t n, const char *a,
                                    &err);
   ein_error_clear(&err);
   return st == EIN_OK;
+}
+
+/* ---------------------------------------------------------- f32 GEMMs */
+
+/* AVX-512F (cpuid leaf 7, subleaf 0, EBX bit 16): oneDNN's sgemm then
+ * runs its avx512_core kernels. */
+static bool cpu_has_avx512f(void) {
+  unsigned a0, b0, c0, d0;
+  return __get_cpuid_count(7, 0, &a0, &b0, &c0, &d0) && (b0 >> 16 & 1);
+}
+
+static struct {
+  pthread_once_t once;
+  bool ok;
+} f32_gemm = {.once = PTHREAD_ONCE_INIT};
+
+/* EINC_SGEMM=openblas keeps OpenBLAS (to compare the two), =onednn takes
+ * oneDNN on any CPU (its AVX2 kernels: measured, not chosen). */
+static void decide_f32_gemm(void) {
+#ifndef _OPENMP
+  /* einc without OpenMP cannot size oneDNN's team (set_threads), so a
+   * child forked after oneDNN ran two threads would wait in libgomp for
+   * the parent's (test_cpu_sgemm's child hung in the TSan build) */
+  return;
+#endif
+  const char *pick = getenv("EINC_SGEMM");
+  if (pick && strcmp(pick, "openblas") == 0) return;
+  bool forced = pick && strcmp(pick, "onednn") == 0;
+  if (!forced && !cpu_has_avx512f()) return;
+  pthread_once(&lib.once, open_lib);
+  f32_gemm.ok = lib.ok;
+}
+
+bool ein_cpu_dnnl_f32_gemm(void) {
+  pthread_once(&f32_gemm.once, decide_f32_gemm);
+  return f32_gemm.ok;
+}
+
+bool ein_cpu_dnnl_sgemm(const ein_gemm_call *g, float alpha, const float *a,
+                        const float *b, float *c, int threads) {
+  if (!ein_cpu_dnnl_f32_gemm()) return false;
+  /* oneDNN's sgemm threads itself on the calling thread's OpenMP team
+   * (one thread inside a parallel region or a batch split's thread) */
+  int before = set_threads(threads);
+  dnnl_status_t st = DNNL(dnnl_sgemm)(g->ta ? 'T' : 'N', g->tb ? 'T' : 'N',
+                                      g->m, g->n, g->k, alpha, a, g->lda, b,
+                                      g->ldb, 0.0f, c, g->ldc);
+  set_threads(before);
+  if (st == dnnl_success) atomic_fetch_add(&sgemm_calls, 1);
+  return st == dnnl_success;
 }
 
 #endif /* EIN_HAVE_DNNL_H */

@@ -61,7 +61,24 @@ ein_status ein_cpu_dnnl_run(const ein_plan_ir *plan, const void *program,
 bool ein_cpu_dnnl_square(ein_dtype dt, int64_t n, const char *a,
                          const char *b, char *c);
 
-/* Half GEMM calls this process ran through oneDNN (tests: the path ran). */
+/* Do f32 GEMM calls go to oneDNN's sgemm rather than OpenBLAS's? True
+ * when einc has OpenMP (to size oneDNN's team: fork safety), the CPU has
+ * AVX-512F and libdnnl.so.2 loads (EINC_DNNL=0 and
+ * EINC_SGEMM=openblas keep OpenBLAS; EINC_SGEMM=onednn takes oneDNN on
+ * any CPU). Decided once per process (docs/design.md, "f32 and f64 GEMMs:
+ * which BLAS (issue 35)"). */
+bool ein_cpu_dnnl_f32_gemm(void);
+
+/* C = alpha op(A) op(B), row-major, on `threads` OpenMP threads, through
+ * oneDNN's sgemm; false (C untouched or partly written: the caller runs
+ * the call again elsewhere) where the path is not taken or the call
+ * fails. */
+bool ein_cpu_dnnl_sgemm(const ein_gemm_call *g, float alpha, const float *a,
+                        const float *b, float *c, int threads);
+
+/* Half GEMM calls this process ran through oneDNN, and f32 GEMM calls
+ * through its sgemm (tests: the path ran). */
 long ein_cpu_dnnl_calls(void);
+long ein_cpu_dnnl_sgemm_calls(void);
 
 #endif

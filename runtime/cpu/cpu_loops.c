@@ -46,8 +46,10 @@
  * accumulators of a row fold; ROW_MIN: copies along rows shorter than
  * this walk a plane with the next axis; TP x TQ: the block of a sum of
  * products read across one source's rows (run_rows_tiled; TP f32 values
- * fill a 64-byte line). */
-enum { ROW = 512, LANES = 32, ROW_MIN = 16, TP = 16, TQ = 64 };
+ * fill a 64-byte line); ROWS_AHEAD: results ahead whose strided rows a
+ * row fold prefetches (run_rows; 1, 2 and 4 measured level, 2 kept). */
+enum { ROW = 512, LANES = 32, ROW_MIN = 16, TP = 16, TQ = 64,
+       ROWS_AHEAD = 2 };
 
 /* TILE_A x TILE_B: the tile of a transposing map (run_tiled): TILE_A
  * results along the row by TILE_B rows (for 4-byte values; as many
