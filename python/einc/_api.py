@@ -19,12 +19,15 @@ _DEFAULT_REDUCTION = "sum"
 
 
 def _lengths(axis_sizes) -> tuple:
-    """{'h': 8} -> (('h', 8),), sizes checked to be ints."""
+    """{'h': 8} -> (('h', 8),), sizes checked to be ints. A traced
+    symbolic size (torch's SymInt, b=x.shape[0] under torch.export) stays
+    symbolic: int() would specialize the trace to the example's size."""
     out = []
     for name, size in axis_sizes.items():
         if isinstance(size, bool) or not hasattr(size, "__index__"):
             raise TypeError(f"axis length {name}={size!r} must be an int")
-        out.append((name, int(size)))
+        out.append((name, size if type(size).__name__ == "SymInt"
+                    else int(size)))
     return tuple(out)
 
 
@@ -219,8 +222,11 @@ def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
     if rules and ("torch" in sys.modules or "jax" in sys.modules):
         # a framework's own path (route) binds without einc's options:
         # the rules are checked here first, on the shapes alone
-        _einc.bind(expr, tuple(_shape_of(t) for t in tensors), bool(numpy),
-                   _reduction_name(reduce), "auto", lengths, rules)
+        # (on the sizes' hints: a traced symbolic size must not be
+        # specialized by a check that only reads the structure)
+        _einc.bind(expr, tuple(shape_hint(t) for t in tensors),
+                   bool(numpy), _reduction_name(reduce), "auto",
+                   tuple((k, size_hint(v)) for k, v in lengths), rules)
     if memory_limit:
         _no_grad_under_limit(tensors)
     elif out is None:
@@ -361,6 +367,30 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
         return bool_einsum(expr, tensors, numpy=numpy,
                            lengths=_lengths(axis_sizes), backend=backend,
                            out=out)
+
+
+def size_hint(d) -> int:
+    """A size as an int: a traced symbolic size's hint (torch.export's
+    and torch.compile's SymInt: the example's size, read without a
+    guard, so the trace does not specialize it), an int as it is."""
+    if isinstance(d, int):
+        return d
+    hint = getattr(getattr(d, "node", None), "hint", None)
+    return int(hint) if hint is not None else int(d)
+
+
+def shape_hint(x) -> tuple:
+    """_shape_of with symbolic sizes read as their hints (size_hint)."""
+    shape = x if isinstance(x, (tuple, list)) else x.shape
+    return tuple(size_hint(d) for d in shape)
+
+
+def shape_kept(x) -> tuple:
+    """_shape_of with traced symbolic sizes kept symbolic (pack and
+    unpack return and take the '*' shapes: int() would specialize them)."""
+    shape = x if isinstance(x, (tuple, list)) else x.shape
+    return tuple(d if type(d).__name__ == "SymInt" else int(d)
+                 for d in shape)
 
 
 def _shape_of(x) -> tuple:
