@@ -18,16 +18,21 @@ EincError = _einc.EincError
 _DEFAULT_REDUCTION = "sum"
 
 
+def _is_symbolic(size) -> bool:
+    """A traced symbolic size: torch's SymInt, jax.export's dimension."""
+    return type(size).__name__ in ("SymInt", "_DimExpr")
+
+
 def _lengths(axis_sizes) -> tuple:
     """{'h': 8} -> (('h', 8),), sizes checked to be ints. A traced
     symbolic size (torch's SymInt, b=x.shape[0] under torch.export) stays
     symbolic: int() would specialize the trace to the example's size."""
     out = []
     for name, size in axis_sizes.items():
-        if isinstance(size, bool) or not hasattr(size, "__index__"):
+        if isinstance(size, bool) or not (hasattr(size, "__index__")
+                                          or _is_symbolic(size)):
             raise TypeError(f"axis length {name}={size!r} must be an int")
-        out.append((name, size if type(size).__name__ == "SymInt"
-                    else int(size)))
+        out.append((name, size if _is_symbolic(size) else int(size)))
     return tuple(out)
 
 
@@ -370,13 +375,13 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
 
 
 def size_hint(d) -> int:
-    """A size as an int: a traced symbolic size's hint (torch.export's
-    and torch.compile's SymInt: the example's size, read without a
-    guard, so the trace does not specialize it), an int as it is."""
-    if isinstance(d, int):
-        return d
-    hint = getattr(getattr(d, "node", None), "hint", None)
-    return int(hint) if hint is not None else int(d)
+    """A size as an int: a traced symbolic size's hint (torch's SymInt:
+    the example's size, read without a guard, so the trace does not
+    specialize it; jax.export's dimensions: a stand-in), an int as it
+    is (einc._shapes.hint)."""
+    from ._shapes import hint
+
+    return hint(d)
 
 
 def shape_hint(x) -> tuple:
@@ -389,8 +394,7 @@ def shape_kept(x) -> tuple:
     """_shape_of with traced symbolic sizes kept symbolic (pack and
     unpack return and take the '*' shapes: int() would specialize them)."""
     shape = x if isinstance(x, (tuple, list)) else x.shape
-    return tuple(d if type(d).__name__ == "SymInt" else int(d)
-                 for d in shape)
+    return tuple(d if _is_symbolic(d) else int(d) for d in shape)
 
 
 def _shape_of(x) -> tuple:
