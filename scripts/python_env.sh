@@ -23,7 +23,9 @@ pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 if [ "$test_deps" = --test ]; then
   # numpy and opt_einsum pinned: tests/peers runs their own test files at
   # these versions (tests/peers/run_peer_suites.py, deselected.txt)
-  "${pip[@]}" numpy==2.4.6 pytest einops opt_einsum==3.4.0 ml_dtypes jax
+  # (flatbuffers: jax.export's serialization, tests/python/test_jax_export)
+  "${pip[@]}" numpy==2.4.6 pytest einops opt_einsum==3.4.0 ml_dtypes jax \
+    flatbuffers
   # einc.distributed's tests (a local cluster of 2 processes); they skip
   # where it does not install
   "${pip[@]}" dask distributed ||

@@ -129,6 +129,18 @@ def test_every_dimension_dynamic(strict):
 
 
 @pytest.mark.parametrize("strict", MODES)
+def test_compiled_plan(strict):
+    """einc.compile's plan, compiled for one batch, exported with the
+    batch dynamic (Dynamo cannot trace the plan's C methods: its call
+    records einc.einsum's node when Dynamo traces)."""
+    plan = einc.compile("b i j, j k -> b i k", (3, 4, 5), (5, 6))
+    w = _randn(5, 6)
+    _check(Fn(plan), (_randn(3, 4, 5), w), {"xs": ({0: B}, None)},
+           [(_randn(n, 4, 5), w) for n in (2, 8)],
+           lambda x, w: torch.einsum("bij,jk->bik", x, w), strict)
+
+
+@pytest.mark.parametrize("strict", MODES)
 def test_lengths_taken_from_a_shape(strict):
     """b=x.shape[0] is symbolic under export: the length stays so."""
     def fn(x, v):
