@@ -12,6 +12,9 @@ from . import _einc, _frameworks
 from ._arrays import (FP8_OUTPUTS, _dtype_name, as_tensor, check_out,
                       cuda_stream, fp8_name, fp8_output, fp8_view, prepare)
 from ._frameworks import route
+# A size as an int without specializing a traced symbolic size (torch's
+# SymInt: its hint; jax.export's dimension: a stand-in; einc/_shapes.py)
+from ._shapes import hint as size_hint
 
 EincError = _einc.EincError
 
@@ -372,16 +375,6 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
         return bool_einsum(expr, tensors, numpy=numpy,
                            lengths=_lengths(axis_sizes), backend=backend,
                            out=out)
-
-
-def size_hint(d) -> int:
-    """A size as an int: a traced symbolic size's hint (torch's SymInt:
-    the example's size, read without a guard, so the trace does not
-    specialize it; jax.export's dimensions: a stand-in), an int as it
-    is (einc._shapes.hint)."""
-    from ._shapes import hint
-
-    return hint(d)
 
 
 def shape_hint(x) -> tuple:
