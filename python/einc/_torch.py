@@ -384,8 +384,31 @@ def _graph(expr, tensors, reduction, numpy, lengths, eager, func=False):
     if eager:
         fn = _EinsumTransformable if func else _EinsumFunction
         return fn.apply((expr, reduction, numpy, lengths), *tensors)
+    _no_traced_forward_mode(expr)
     return torch.ops.einc.einsum(list(tensors), expr, reduction, numpy,
                                  *_op_lengths(lengths))
+
+
+def _no_traced_forward_mode(expr):
+    """The operator has no forward-mode formula (torch.library registers
+    none), and under torch.compile a torch.func.jvp of it gave a wrong
+    tangent with no error: a traced call that is not lowered raises
+    instead while a JVP transform is active (eager calls take the
+    autograd.Function, whose jvp is einc's JVP program)."""
+    if not torch._C._are_functorch_transforms_active():
+        return
+    stack = torch._C._functorch.get_interpreter_stack() or ()
+    from torch._C._functorch import TransformType
+
+    if any(i.key() == TransformType.Jvp for i in stack):
+        raise EincError(
+            f"forward-mode AD (torch.func.jvp, jacfwd, hessian) of "
+            f"'{expr}' inside torch.compile is not supported: einc runs "
+            f"it as its own operator there, which torch gives no forward "
+            f"derivative. Call the transform outside torch.compile, or "
+            f"compile a function whose einc calls lower onto torch's "
+            f"operations (no max/min/prod reduction, diagonal or size-1 "
+            f"broadcast)")
 
 
 # ----------------------------------------------------------------- lowered
