@@ -6,8 +6,8 @@
 # CPU (about 100 MB) and torch (PyPI's wheel, about 3 GB installed with
 # the CUDA libraries it brings; EINC_TORCH=0 leaves it out, and a failed
 # torch install is reported and its tests skip; docs/design.md,
-# "Frameworks in CI"). Where jax is importable, einc is built with its
-# XLA FFI handler (einc under jax.jit; docs/design.md, "JAX").
+# "Frameworks in CI"). einc's XLA FFI handler (einc under jax.jit) is
+# built with no option (docs/design.md, "JAX").
 #
 # A venv, not the system Python: Debian's python3 refuses pip installs
 # (PEP 668), and the build stays out of the user's site-packages. Use it
@@ -23,7 +23,9 @@ pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 if [ "$test_deps" = --test ]; then
   # numpy and opt_einsum pinned: tests/peers runs their own test files at
   # these versions (tests/peers/run_peer_suites.py, deselected.txt)
-  "${pip[@]}" numpy==2.4.6 pytest einops opt_einsum==3.4.0 ml_dtypes jax
+  # (flatbuffers: jax.export's serialization, tests/python/test_jax_export)
+  "${pip[@]}" numpy==2.4.6 pytest einops opt_einsum==3.4.0 ml_dtypes jax \
+    flatbuffers
   # einc.distributed's tests (a local cluster of 2 processes); they skip
   # where it does not install
   "${pip[@]}" dask distributed ||
@@ -32,11 +34,4 @@ if [ "$test_deps" = --test ]; then
     echo "python_env.sh: torch did not install; its tests will skip" >&2
   fi
 fi
-# einc under jax.jit needs XLA's FFI header, which jaxlib ships; pip builds
-# in an isolated env without jax, so the directory is passed to meson.
-xla=()
-if inc=$("$venv/bin/python" -c 'import jax.ffi; print(jax.ffi.include_dir())' \
-         2>/dev/null); then
-  xla=("-Csetup-args=-Dxla_ffi_include=$inc")
-fi
-"${pip[@]}" ${xla[@]+"${xla[@]}"} .
+"${pip[@]}" .

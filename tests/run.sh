@@ -151,10 +151,18 @@ elif [ "$fuzz_seconds" != 0 ] && command -v clang >/dev/null; then
 fi
 
 # The Python package: pip install . into a venv, then its pytest suite
-# (its report plans are compared with build-ci's einc CLI).
+# (its report plans are compared with build-ci's einc CLI). The venv is
+# made fresh each run, as a new user makes one (python -m venv; jax and
+# torch from PyPI; pip install . with no option: issue 38), and the line
+# after the install says whether JAX and torch support came with it.
+rm -rf build-ci/venv
 rm -f build-ci/pytest.xml build-ci/peers.log
-echo "== Python package: pip install . and pytest tests/python"
+echo "== Python package: fresh venv, pip install . and pytest tests/python"
 if bash scripts/python_env.sh build-ci/venv --test >build-ci/python-env.log 2>&1; then
+  build-ci/venv/bin/python -c 'import einc, jax, torch
+print("einc with jax", jax.__version__, "(FFI targets:",
+      ", ".join(einc._einc.xla_ffi_targets()) + ") and torch",
+      torch.__version__)' || echo "jax or torch missing from the fresh venv"
   EINC_CLI=$root/build-ci/einc build-ci/venv/bin/python -m pytest -q \
     -p no:cacheprovider --junitxml=build-ci/pytest.xml tests/python \
     >build-ci/pytest.log 2>&1

@@ -35,8 +35,16 @@ def _torch_arrived():
     from . import _torch  # noqa: F401 (einc's torch operator, _torch.py)
 
 
-# torch's integration as soon as torch is imported, before or after einc
+def _jax_arrived():
+    from . import _jax
+
+    _jax._register()  # (a deserialized jax.export program needs the target)
+
+
+# torch's integration as soon as torch is imported, before or after einc;
+# einc's XLA FFI target as soon as jax is
 _frameworks.after_import("torch", _torch_arrived)
+_frameworks.after_import("jax", _jax_arrived)
 
 __version__ = "0.1.0"
 

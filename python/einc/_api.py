@@ -12,19 +12,30 @@ from . import _einc, _frameworks
 from ._arrays import (FP8_OUTPUTS, _dtype_name, as_tensor, check_out,
                       cuda_stream, fp8_name, fp8_output, fp8_view, prepare)
 from ._frameworks import route
+# A size as an int without specializing a traced symbolic size (torch's
+# SymInt: its hint; jax.export's dimension: a stand-in; einc/_shapes.py)
+from ._shapes import hint as size_hint
 
 EincError = _einc.EincError
 
 _DEFAULT_REDUCTION = "sum"
 
 
+def _is_symbolic(size) -> bool:
+    """A traced symbolic size: torch's SymInt, jax.export's dimension."""
+    return type(size).__name__ in ("SymInt", "_DimExpr")
+
+
 def _lengths(axis_sizes) -> tuple:
-    """{'h': 8} -> (('h', 8),), sizes checked to be ints."""
+    """{'h': 8} -> (('h', 8),), sizes checked to be ints. A traced
+    symbolic size (torch's SymInt, b=x.shape[0] under torch.export) stays
+    symbolic: int() would specialize the trace to the example's size."""
     out = []
     for name, size in axis_sizes.items():
-        if isinstance(size, bool) or not hasattr(size, "__index__"):
+        if isinstance(size, bool) or not (hasattr(size, "__index__")
+                                          or _is_symbolic(size)):
             raise TypeError(f"axis length {name}={size!r} must be an int")
-        out.append((name, int(size)))
+        out.append((name, size if _is_symbolic(size) else int(size)))
     return tuple(out)
 
 
@@ -219,8 +230,11 @@ def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
     if rules and ("torch" in sys.modules or "jax" in sys.modules):
         # a framework's own path (route) binds without einc's options:
         # the rules are checked here first, on the shapes alone
-        _einc.bind(expr, tuple(_shape_of(t) for t in tensors), bool(numpy),
-                   _reduction_name(reduce), "auto", lengths, rules)
+        # (on the sizes' hints: a traced symbolic size must not be
+        # specialized by a check that only reads the structure)
+        _einc.bind(expr, tuple(shape_hint(t) for t in tensors),
+                   bool(numpy), _reduction_name(reduce), "auto",
+                   tuple((k, size_hint(v)) for k, v in lengths), rules)
     if memory_limit:
         _no_grad_under_limit(tensors)
     elif out is None:
@@ -361,6 +375,19 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
         return bool_einsum(expr, tensors, numpy=numpy,
                            lengths=_lengths(axis_sizes), backend=backend,
                            out=out)
+
+
+def shape_hint(x) -> tuple:
+    """_shape_of with symbolic sizes read as their hints (size_hint)."""
+    shape = x if isinstance(x, (tuple, list)) else x.shape
+    return tuple(size_hint(d) for d in shape)
+
+
+def shape_kept(x) -> tuple:
+    """_shape_of with traced symbolic sizes kept symbolic (pack and
+    unpack return and take the '*' shapes: int() would specialize them)."""
+    shape = x if isinstance(x, (tuple, list)) else x.shape
+    return tuple(d if _is_symbolic(d) else int(d) for d in shape)
 
 
 def _shape_of(x) -> tuple:

@@ -13,7 +13,7 @@ import re
 
 from . import _einc
 from ._api import (RULE_NO_REDUCE, EincError, _fast, _fast_setup, _lengths,
-                   _shape_of, evaluate)
+                   _shape_of, evaluate, shape_kept)
 from ._arrays import stack
 
 _REDUCTIONS = ("min", "max", "sum", "mean", "prod", "any", "all")
@@ -258,7 +258,7 @@ def pack(tensors, pattern: str):
     fixed = len(before) + len(after)
     flat, shapes = [], []
     for t in tensors:
-        shape = _shape_of(t)
+        shape = shape_kept(t)
         if len(shape) < fixed:
             raise EincError(
                 f"pack: a tensor of {len(shape)} dims does not fit {pattern!r}")
@@ -279,7 +279,7 @@ def unpack(tensor, packed_shapes, pattern: str):
         [(2, 3, 5), (2, 3, 4, 5)]
     """
     before, after = _star_split(pattern)
-    shape = _shape_of(tensor)
+    shape = shape_kept(tensor)
     if len(shape) != len(before) + len(after) + 1:
         raise EincError(f"unpack: a tensor of {len(shape)} dims does not fit "
                         f"{pattern!r}")
@@ -299,14 +299,15 @@ def unpack(tensor, packed_shapes, pattern: str):
 
 
 def _solve_unknown(packed_shapes, total):
-    shapes = [tuple(int(d) for d in s) for s in packed_shapes]
+    shapes = [shape_kept(s) for s in packed_shapes]
     unknown = [i for i, s in enumerate(shapes) if -1 in s]
-    known = sum(math.prod(s) for s in shapes if -1 not in s)
+    # (lists, not generators: Dynamo's math.prod takes no generator)
+    known = sum([math.prod(s) for s in shapes if -1 not in s])
     if len(unknown) > 1:
         raise EincError("unpack: at most one shape may hold -1")
     if unknown:
         s = shapes[unknown[0]]
-        rest = math.prod(d for d in s if d != -1)
+        rest = math.prod([d for d in s if d != -1])
         if rest == 0 or (total - known) % rest:
             raise EincError(f"unpack: cannot solve {s} for {total - known}")
         shapes[unknown[0]] = tuple((total - known) // rest if d == -1 else d

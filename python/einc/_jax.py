@@ -29,37 +29,54 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.extend.core import Primitive
+from jax._src import core as _jax_core
 from jax.interpreters import ad, batching, mlir
 
 from . import _einc
 from ._api import EincError, _reduction_name, bind, numpy_dialect
 
-_TARGET = "einc_eval"
+# The custom call's target, versioned: the name is the contract (the
+# attributes xla_ffi.h lists, their meaning, the operand and result
+# layout). A program exported with einc_eval_v1 runs on any later einc,
+# which keeps registering v1's handler; a change to the contract gets a
+# new name. So einc vouches for the target's stability to jax.export
+# (_declare_stable), and exported programs need no disabled_checks.
+_TARGET = "einc_eval_v1"
 _Tracer = jax.core.Tracer
 _registered = False
 
-_REBUILD = (
-    "einc under jax.jit, jax.grad or jax.vmap needs einc built with XLA's "
-    "FFI header, and this einc was built without it. Rebuild where jax is "
-    "installed: pip install --no-build-isolation . (meson asks jax for "
-    "the header), or pip install -Csetup-args=-Dxla_ffi_include=DIR . with "
-    "DIR from python -c 'import jax.ffi; print(jax.ffi.include_dir())' "
-    "(scripts/python_env.sh does this)")
-
 
 def _register() -> None:
-    """Registers einc's FFI handlers with XLA, once."""
+    """Registers einc's FFI handlers with XLA, once: on `import einc` when
+    jax is imported (einc/__init__.py), so a deserialized jax.export
+    program finds them in a new process."""
     global _registered
     if _registered:
         return
     targets = _einc.xla_ffi_targets()
     if not targets:
-        raise EincError(_REBUILD)
+        raise EincError("this einc has no XLA FFI handler")
     for platform, capsule in targets.items():
         jax.ffi.register_ffi_target(_TARGET, capsule, platform=platform)
         mlir.register_lowering(einsum_p, _lowering,
                                platform=platform.lower())
+    _declare_stable()
     _registered = True
+
+
+def _declare_stable() -> None:
+    """Adds einc's versioned target to jax.export's set of custom calls
+    whose compatibility is guaranteed. The set is private to jax (there is
+    no public registry for third-party targets); where a jax release
+    moves it, export falls back to asking for
+    disabled_checks=[DisabledSafetyCheck.custom_call('einc_eval_v1')]."""
+    try:
+        from jax._src.export import _export
+    except ImportError:
+        return
+    stable = getattr(_export, "_CUSTOM_CALL_TARGETS_GUARANTEED_STABLE", None)
+    if isinstance(stable, set):
+        stable.add(_TARGET)
 
 
 def route(expr, tensors, *, reduce, numpy, lengths):
@@ -109,13 +126,98 @@ def _spec(params):
 
 
 def _bind(spec, tensors):
-    return einsum_p.bind(*tensors, **_params(spec))
+    if any(not isinstance(n, (int, np.integer)) for _, n in spec[3]):
+        spec, tensors = _sizes_as_operand(spec, tensors)
+    return einsum_p.bind(*_same_variance(tensors), **_params(spec))
+
+
+def _same_variance(tensors):
+    """Inside shard_map, operands made to vary along the same manual mesh
+    axes (jax's pvary on those that do not), as jax's own primitives have
+    them: the transpose of pvary is the psum that a replicated operand's
+    gradient needs (grad of a shard_map that calls einc)."""
+    insert = getattr(_jax_core, "auto_insert_reshard", None)
+    if insert is None or len(tensors) < 2:
+        return tensors
+    return insert(*tensors)
+
+
+def _sizes_as_operand(spec, tensors):
+    """A call whose given lengths are jax.export's symbolic dimensions
+    (a repeat's new axis, b=x.shape[0]; the backward of a sum): the
+    custom call's attributes must be constants, so the lengths of axes
+    only the output has come as an operand of ones of those sizes
+    ('i -> b i' becomes 'i, b -> b i': x * 1 is exact), and lengths of
+    axes an input has are left to the binder."""
+    expr, reduction, numpy, lengths = spec
+    if numpy:
+        raise EincError(f"einc under jax.export: symbolic lengths with "
+                        f"numpy's dialect ('{expr}')")
+    lhs, _, rhs = expr.partition("->")
+    inputs = set(lhs.replace("(", " ").replace(")", " ").replace(",", " ")
+                 .split())
+    symbolic = [(k, n) for k, n in lengths
+                if not isinstance(n, (int, np.integer))]
+    new = [(k, n) for k, n in symbolic if k not in inputs]
+    kept = tuple((k, n) for k, n in lengths
+                 if isinstance(n, (int, np.integer)))
+    if new:
+        lhs = f"{lhs}, {' '.join(k for k, _ in new)}" if tensors else \
+            " ".join(k for k, _ in new)
+        ones = jnp.ones(tuple(n for _, n in new), tensors[0].dtype)
+        tensors = (*tensors, ones)
+    return (f"{lhs}->{rhs}", reduction, numpy, kept), tuple(tensors)
 
 
 def _abstract_eval(*avals, expr, reduction, numpy, lengths):
-    shape = bind(expr, [a.shape for a in avals], reduce=reduction,
-                 numpy=numpy, **dict(lengths))[0]
+    shapes = tuple(tuple(a.shape) for a in avals)
+    if not _symbolic(shapes):
+        shape = bind(expr, shapes, reduce=reduction, numpy=numpy,
+                     **dict(lengths))[0]
+    else:
+        shape = _symbolic_output(expr, shapes, reduction, numpy, lengths)
+    # Inside shard_map the output varies along the manual mesh axes any
+    # input varies along (JAX's type of per-device values: its transpose
+    # checks the cotangent's against it)
+    # (_same_variance made the operands' alike)
+    mat = getattr(avals[0], "manual_axis_type", None)
+    if mat is not None and not getattr(mat, "empty", True):
+        return jax.core.ShapedArray(
+            shape, avals[0].dtype,
+            sharding=_jax_core.get_cur_mesh_sharding(),
+            manual_axis_type=mat)
     return jax.core.ShapedArray(shape, avals[0].dtype)
+
+
+def _symbolic(shapes) -> bool:
+    return any(not isinstance(d, (int, np.integer)) for s in shapes
+               for d in s)
+
+
+def _symbolic_output(expr, shapes, reduction, numpy, lengths):
+    """The output shape as expressions of jax.export's symbolic input
+    dimensions (einc._shapes.solve), bound first on stand-in sizes
+    (einc._shapes.hint) for einc's errors."""
+    from ._shapes import hint, solve
+
+    shapes = tuple(tuple(int(d) if isinstance(d, np.integer) else d
+                         for d in s) for s in shapes)
+    hints = tuple(tuple(hint(d) for d in s) for s in shapes)
+    bind(expr, hints, reduce=reduction, numpy=numpy, **dict(lengths))
+    solved = solve(expr, shapes, hints, numpy, reduction, lengths,
+                   tuple(lengths))
+    if solved is None:
+        raise EincError(f"einc under jax.export: the sizes of '{expr}' do "
+                        f"not follow from the symbolic input shapes {shapes}")
+    size, _, dims, _ = solved
+    return tuple(_prod(size[i] for i in ids) for ids in dims[-1])
+
+
+def _prod(values):
+    out = 1
+    for v in values:
+        out = out * v
+    return out
 
 
 def _impl(*tensors, expr, reduction, numpy, lengths):
@@ -129,7 +231,22 @@ def _impl(*tensors, expr, reduction, numpy, lengths):
 
 def _lowering(ctx, *operands, expr, reduction, numpy, lengths):
     """The custom call of einc's FFI handler, with the attributes
-    xla_ffi.c reads."""
+    xla_ffi.c reads; in a program XLA partitions over several devices,
+    wrapped with einc's sharding rule (einc/_jax_sharding.py)."""
+    from . import _jax_sharding
+
+    if _jax_sharding.partitioned(ctx):
+        params = _params((expr, reduction, numpy, lengths))
+        return _jax_sharding.lower(ctx, operands, _bind_params, params)
+    return _ffi_lowering(ctx, *operands, expr=expr, reduction=reduction,
+                         numpy=numpy, lengths=lengths)
+
+
+def _bind_params(*tensors, **params):
+    return einsum_p.bind(*tensors, **params)
+
+
+def _ffi_lowering(ctx, *operands, expr, reduction, numpy, lengths):
     rule = jax.ffi.ffi_lowering(_TARGET)
     return rule(ctx, *operands, expr=expr, reduction=reduction,
                 numpy=int(numpy),
@@ -267,6 +384,21 @@ def _transpose_rule(ct, *tensors, **params):
     return [grad if i == k else None for i in range(len(tensors))]
 
 
+def _needs_devices() -> None:
+    """The sharded lowering (custom_partitioning) needs the program's
+    device assignment, which jax hands a lowering only for primitives in
+    its (private) set of those that ask; without it the call lowers as on
+    one device (XLA then gathers the inputs)."""
+    try:
+        from jax._src import dispatch
+    except ImportError:
+        return
+    needs = getattr(dispatch, "prim_requires_devices_during_lowering", None)
+    if isinstance(needs, set):
+        needs.add(einsum_p)
+
+
+_needs_devices()
 ad.primitive_jvps[einsum_p] = _jvp_rule
 ad.primitive_transposes[einsum_p] = _transpose_rule
 batching.primitive_batchers[einsum_p] = _batch_rule
@@ -280,13 +412,32 @@ def _differentiable(spec, n):
 
 
 def _program(spec, tensors, wrt, jvp):
+    """The gradient (jvp: JVP) program of input wrt; under jax.export's
+    symbolic shapes derived on stand-ins and made symbolic
+    (einc._shapes.symbolic_program)."""
+    from . import _shapes
     from ._grad import program
 
     expr, reduction, numpy, lengths = spec
-    return program(expr, tuple(tuple(t.shape) for t in tensors), wrt=wrt,
-                   reduce=reduction, numpy=numpy,
-                   dtype=jnp.dtype(tensors[wrt].dtype).name, lengths=lengths,
-                   jvp=jvp)
+    shapes = tuple(tuple(t.shape) for t in tensors)
+    symbolic = _symbolic(shapes)
+    made = program(expr, tuple(tuple(_shapes.hint(d) for d in s)
+                               for s in shapes) if symbolic else shapes,
+                   wrt=wrt, reduce=reduction, numpy=numpy,
+                   dtype=jnp.dtype(tensors[wrt].dtype).name,
+                   lengths=lengths, jvp=jvp)
+    if not symbolic:
+        return made
+    hints = tuple(tuple(_shapes.hint(d) for d in s) for s in shapes)
+    solved = _shapes.solve(expr, shapes, hints, numpy, reduction, lengths,
+                           tuple(lengths))
+    made = None if solved is None else _shapes.symbolic_program(
+        made, solved[0], solved[1], lambda count: ("inverse", count))
+    if made is None:
+        raise EincError(f"einc under jax.export: the derivative of '{expr}' "
+                        f"needs concrete sizes (a diagonal's scatter), got "
+                        f"{shapes}")
+    return made
 
 
 def _run(prog, tensors, out, seed):
@@ -331,6 +482,14 @@ def _scatter_diag(step, ops):
     return flat.reshape(step["shape"])
 
 
+def _scale(scale, dtype):
+    """A step's scale as an array: a number, or ('inverse', count) for
+    1 / a symbolic count (jax.export's shapes)."""
+    if isinstance(scale, tuple):
+        return 1 / jnp.asarray(scale[1], dtype)
+    return jnp.asarray(scale, dtype)
+
+
 def _one_if(cond, like):
     return jnp.where(cond, jnp.ones_like(like), jnp.zeros_like(like))
 
@@ -340,7 +499,7 @@ _STEPS = {
     "equal": lambda s, o: _one_if(o[0] == o[1], o[0]),
     "mul": lambda s, o: o[0] * o[1],
     "div": lambda s, o: o[0] / o[1],
-    "scale": lambda s, o: o[0] * jnp.asarray(s["scale"], o[0].dtype),
+    "scale": lambda s, o: o[0] * _scale(s["scale"], o[0].dtype),
     "is_zero": lambda s, o: _one_if(o[0] == 0, o[0]),
     "zero_to_one": lambda s, o: jnp.where(o[0] == 0, jnp.ones_like(o[0]),
                                           o[0]),

@@ -10,8 +10,9 @@ opt_einsum.contract_expression does.
 from __future__ import annotations
 
 import json
+import sys
 
-from . import _api, _einc
+from . import _api, _einc, _frameworks
 from ._api import (_lengths, _reduction_name, _shape_of, memory_limit_bytes,
                    numpy_dialect)
 from ._arrays import check_out, dtype_code, prepare
@@ -243,6 +244,8 @@ class Plan:
     def __call__(self, *tensors, out=None):
         """Runs the plan (ein_eval for tensors of another layout or of
         other sizes: the result has the shape the expression gives them)."""
+        if _is_compiling is not None and _is_compiling():
+            return self._traced(tensors, out)  # Dynamo (compile, export)
         if out is None:
             result = self._plan.run_numpy(tensors)  # plain numpy, this layout
             if result is not None:
@@ -267,6 +270,34 @@ class Plan:
         result = self._plan.execute(prepared.tensors, out_arg, prepared.alloc,
                                     code, bits, prepared.stream, prepared.sync)
         return out if out is not None else prepared.unwrap(result)
+
+    def _traced(self, tensors, out):
+        """The call as Dynamo records einc.einsum's: one node, run by
+        AOTAutograd as the view, the lowering or the operator."""
+        from . import _torch
+
+        if out is not None:
+            raise _api.EincError("a compiled plan's out= cannot be traced: "
+                                 "use the result")
+
+        numpy, reduce, axis_sizes = self._grad_args
+        return _torch._traced_call(self.expr, tensors,
+                                   _reduction_name(reduce), numpy,
+                                   _lengths(axis_sizes))
+
+
+# torch.compiler.is_compiling once Dynamo is imported (a global read per
+# call until then): whether Dynamo is tracing (torch.compile, strict
+# torch.export), which cannot trace the plan's C methods.
+_is_compiling = None
+
+
+def _arm_dynamo():
+    global _is_compiling
+    _is_compiling = sys.modules["torch"].compiler.is_compiling
+
+
+_frameworks.after_import("torch._dynamo", _arm_dynamo)
 
 
 def _backend_for(device, backend):

@@ -60,7 +60,7 @@ import functools
 import torch
 from torch.autograd import forward_ad as _forward_ad
 
-from . import _einc, _frameworks, _torch_lower
+from . import _einc, _frameworks, _shapes, _torch_lower
 from ._api import _fast, _reduction_name, bind, evaluate, numpy_dialect
 from ._arrays import dtype_code, prepare
 
@@ -122,54 +122,24 @@ def _symbolic(shapes) -> bool:
     return any(not isinstance(d, int) for s in shapes for d in s)
 
 
-@functools.lru_cache(maxsize=4096)
-def _structure(expr, hints, numpy, reduction, lengths, rules):
-    """(axes, dims) of the binding on these concrete shapes: each operand's
-    dims (inputs, then the output) as tuples of axis indices."""
-    _, axes, dims = _einc.bind(expr, hints, bool(numpy), reduction, "auto",
-                               lengths, rules, True)
-    return tuple(axes), tuple(dims)
-
-
-def _prod(values):
-    out = 1
-    for v in values:
-        out = out * v
-    return out
+_structure = _shapes.structure
+_prod = _shapes.prod
 
 
 def _axis_sizes(expr, shapes, numpy, reduction, lengths, rules=0):
     """Every axis size as an expression of the input sizes, which may be
-    torch.compile's symbolic sizes: solved from the dims that hold one
-    unknown axis (a merged dim divides by its other axes), given lengths
-    and numbers fixed. Checks (torch._check) every input dim against its
-    axes, so the shape environment knows the sizes einc requires equal.
-    None when some axis cannot be solved so (the caller specializes)."""
-    hints = _hints(shapes)
-    given = dict(lengths)
-    axes, dims = _structure(expr, hints, numpy, reduction,
-                            tuple((k, _hint(v)) for k, v in lengths), rules)
-    size = [given[name] if name in given else
-            n if name.isdigit() or role == "repeated" else None
-            for name, n, role in axes]
-    solved = True
-    while solved:
-        solved = False
-        for shape, hint, operand in zip(shapes, hints, dims):
-            for d, ids in enumerate(operand):
-                unknown = [i for i in ids if size[i] is None]
-                if len(unknown) != 1 or (hint[d] == 1 and
-                                         axes[unknown[0]][1] != 1):
-                    continue  # (a size-1 dim may broadcast a longer axis)
-                rest = _prod(size[i] for i in ids if i != unknown[0])
-                size[unknown[0]] = shape[d] if rest == 1 else shape[d] // rest
-                solved = True
-    if any(n is None for n in size):
+    torch.compile's symbolic sizes (einc._shapes.solve), or None when
+    some axis cannot be solved so (the caller specializes). Checks
+    (torch._check) every input dim against its axes, so the shape
+    environment knows the sizes einc requires equal."""
+    solved = _shapes.solve(expr, shapes, _hints(shapes), numpy, reduction,
+                           lengths, tuple((k, _hint(v)) for k, v in lengths),
+                           rules)
+    if solved is None:
         return None
-    for shape, hint, operand in zip(shapes, hints, dims):
-        for d, ids in enumerate(operand):
-            if hint[d] != 1 or _prod(axes[i][1] for i in ids) == 1:
-                torch._check(shape[d] == _prod(size[i] for i in ids))
+    size, axes, dims, checks = solved
+    for have, want in checks:
+        torch._check(have == want)
     return size, axes, dims[-1]
 
 
@@ -414,8 +384,31 @@ def _graph(expr, tensors, reduction, numpy, lengths, eager, func=False):
     if eager:
         fn = _EinsumTransformable if func else _EinsumFunction
         return fn.apply((expr, reduction, numpy, lengths), *tensors)
+    _no_traced_forward_mode(expr)
     return torch.ops.einc.einsum(list(tensors), expr, reduction, numpy,
                                  *_op_lengths(lengths))
+
+
+def _no_traced_forward_mode(expr):
+    """The operator has no forward-mode formula (torch.library registers
+    none), and under torch.compile a torch.func.jvp of it gave a wrong
+    tangent with no error: a traced call that is not lowered raises
+    instead while a JVP transform is active (eager calls take the
+    autograd.Function, whose jvp is einc's JVP program)."""
+    if not torch._C._are_functorch_transforms_active():
+        return
+    stack = torch._C._functorch.get_interpreter_stack() or ()
+    from torch._C._functorch import TransformType
+
+    if any(i.key() == TransformType.Jvp for i in stack):
+        raise EincError(
+            f"forward-mode AD (torch.func.jvp, jacfwd, hessian) of "
+            f"'{expr}' inside torch.compile is not supported: einc runs "
+            f"it as its own operator there, which torch gives no forward "
+            f"derivative. Call the transform outside torch.compile, or "
+            f"compile a function whose einc calls lower onto torch's "
+            f"operations (no max/min/prod reduction, diagonal or size-1 "
+            f"broadcast)")
 
 
 # ----------------------------------------------------------------- lowered
@@ -750,32 +743,19 @@ def _tangent(spec, tensors, output, tangents):
 
 def _symbolic_program(program, spec, shapes):
     """A backward program derived on the hints of symbolic sizes, made
-    valid for every size: its einsum steps are (their expressions do not
-    depend on sizes); mean's scale becomes 1 / the symbolic count of the
-    reduced elements; a diagonal's scatter (its shape and strides are
-    sizes) specializes them."""
+    valid for every size (einc._shapes.symbolic_program); a diagonal's
+    scatter (its shape and strides are sizes) specializes them."""
     expr, reduction, numpy, lengths = spec
-    steps = program["steps"]
-    solved = None
-    if not any(step["op"] == "scatter_diag" for step in steps):
+    made = None
+    if not any(step["op"] == "scatter_diag" for step in program["steps"]):
         solved = _axis_sizes(expr, shapes, numpy, reduction, tuple(lengths))
-    if solved is None:
+        if solved is not None:
+            made = _shapes.symbolic_program(program, solved[0], solved[1],
+                                            lambda count: 1 / count)
+    if made is None:
         _specialize(shapes)
         return program
-    size, axes, _ = solved
-    by_name = {name: size[i] for i, (name, _, _) in enumerate(axes)}
-    count = _prod(size[i] for i, (_, _, role) in enumerate(axes)
-                  if role == "reduced")
-
-    def symbolic(step):
-        if step["op"] == "scale":  # mean's 1 / count
-            return dict(step, scale=1 / count)
-        if step["op"] == "einsum" and step["lengths"]:  # a repeat's lengths
-            return dict(step, lengths=tuple((name, by_name.get(name, n))
-                                            for name, n in step["lengths"]))
-        return step
-
-    return dict(program, steps=[symbolic(step) for step in steps])
+    return made
 
 
 def _interpret(program, inputs, output, dout):

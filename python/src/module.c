@@ -17,9 +17,7 @@
 #include <string.h>
 
 #include "einpy.h"
-#ifdef EINPY_XLA_FFI
 #include "xla_ffi.h"
-#endif
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -344,13 +342,12 @@ static PyObject *py_backend_check(PyObject *self, PyObject *args) {
 }
 
 /* xla_ffi_targets() -> {platform: capsule of an XLA FFI handler} for
- * jax.ffi.register_ffi_target ("cpu", "CUDA"); {} when the extension was
- * built without XLA's FFI header (python/meson.build). */
+ * jax.ffi.register_ffi_target ("cpu", "CUDA"): always both (the handlers
+ * are built against einc's own declaration of the FFI ABI). */
 static PyObject *py_xla_ffi_targets(PyObject *self, PyObject *noargs) {
   (void)self;
   (void)noargs;
   PyObject *targets = PyDict_New();
-#ifdef EINPY_XLA_FFI
   const struct {
     const char *platform;
     void *handler;
@@ -362,7 +359,6 @@ static PyObject *py_xla_ffi_targets(PyObject *self, PyObject *noargs) {
       Py_CLEAR(targets);
     Py_XDECREF(capsule);
   }
-#endif
   return targets;
 }
 

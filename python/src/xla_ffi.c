@@ -2,8 +2,8 @@
  * xla_ffi.c - einc's XLA FFI handlers (see xla_ffi.h): an XLA call frame
  * in, ein_eval on its buffers, an XLA error out when einc fails.
  *
- * Written against XLA's FFI C header as jaxlib ships it; the header stays
- * in jaxlib (python/meson.build finds it). The handlers are registered
+ * Written against XLA's stable FFI C ABI as einc declares it
+ * (xla_ffi_abi.h: always built, no jaxlib needed). The handlers are registered
  * for the execute stage only and are stateless: ein_eval's plan cache
  * already keeps one plan per expression and layout, so a jitted call
  * after the first is a cache hit.
@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include <ein.h>
-#include <xla/ffi/api/c_api.h>
 
 #include "xla_ffi.h"
+#include "xla_ffi_abi.h"
 
 /* What a call's attributes ask for (xla_ffi.h lists them). */
 typedef struct einxla_call {
@@ -27,81 +27,81 @@ typedef struct einxla_call {
   ein_length *lengths;   /* owned: one per size attribute */
 } einxla_call;
 
-static XLA_FFI_Error *fail(const XLA_FFI_Api *api, XLA_FFI_Error_Code code,
+static xffi_error *fail(const xffi_api *api, xffi_error_code code,
                            const char *fmt, ...) {
   char message[4096];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(message, sizeof message, fmt, ap);
   va_end(ap);
-  XLA_FFI_Error_Create_Args args = {0};
-  args.struct_size = XLA_FFI_Error_Create_Args_STRUCT_SIZE;
+  xffi_error_create_args args = {0};
+  args.struct_size = XFFI_SIZE_UPTO(xffi_error_create_args, errc);
   args.message = message; /* XLA copies it */
   args.errc = code;
-  return api->XLA_FFI_Error_Create(&args);
+  return api->error_create(&args);
 }
 
 /* XLA asks a handler, once at registration, which FFI version it was
  * built for and what it promises (nothing: einc may allocate or
  * synchronise, so no command-buffer capture). */
-static XLA_FFI_Error *describe(XLA_FFI_CallFrame *frame) {
-  XLA_FFI_Metadata_Extension *ext =
-      (XLA_FFI_Metadata_Extension *)frame->extension_start;
-  XLA_FFI_Metadata *meta = ext->metadata;
-  meta->api_version.struct_size = XLA_FFI_Api_Version_STRUCT_SIZE;
+static xffi_error *describe(xffi_call_frame *frame) {
+  xffi_metadata_extension *ext =
+      (xffi_metadata_extension *)frame->extension_start;
+  xffi_metadata *meta = ext->metadata;
+  meta->api_version.struct_size = XFFI_SIZE_UPTO(xffi_version, minor_version);
   meta->api_version.extension_start = NULL;
-  meta->api_version.major_version = XLA_FFI_API_MAJOR;
-  meta->api_version.minor_version = XLA_FFI_API_MINOR;
+  meta->api_version.major_version = XFFI_VERSION_MAJOR;
+  meta->api_version.minor_version = XFFI_VERSION_MINOR;
   meta->traits = 0;
-  meta->state_type_id.type_id = 0; /* stateless */
+  meta->state_type_id = 0; /* stateless */
   return NULL;
 }
 
-static int attr_is(const XLA_FFI_ByteSpan *name, const char *want) {
+static int attr_is(const xffi_bytes *name, const char *want) {
   size_t n = strlen(want);
   return name->len == n && memcmp(name->ptr, want, n) == 0;
 }
 
 /* An integer scalar attribute's value, whatever integer type it came as. */
-static int scalar_int(const XLA_FFI_Scalar *s, int64_t *out) {
+static int scalar_int(const xffi_scalar *s, int64_t *out) {
   switch (s->dtype) {
-    case XLA_FFI_DataType_PRED: *out = *(const uint8_t *)s->value; return 0;
-    case XLA_FFI_DataType_S8: *out = *(const int8_t *)s->value; return 0;
-    case XLA_FFI_DataType_S16: *out = *(const int16_t *)s->value; return 0;
-    case XLA_FFI_DataType_S32: *out = *(const int32_t *)s->value; return 0;
-    case XLA_FFI_DataType_S64: *out = *(const int64_t *)s->value; return 0;
-    case XLA_FFI_DataType_U8: *out = *(const uint8_t *)s->value; return 0;
-    case XLA_FFI_DataType_U32: *out = *(const uint32_t *)s->value; return 0;
+    case XFFI_PRED: *out = *(const uint8_t *)s->value; return 0;
+    case XFFI_S8: *out = *(const int8_t *)s->value; return 0;
+    case XFFI_S16: *out = *(const int16_t *)s->value; return 0;
+    case XFFI_S32: *out = *(const int32_t *)s->value; return 0;
+    case XFFI_S64: *out = *(const int64_t *)s->value; return 0;
+    case XFFI_U8: *out = *(const uint8_t *)s->value; return 0;
+    case XFFI_U32: *out = *(const uint32_t *)s->value; return 0;
     default: return -1;
   }
 }
 
 /* The attributes XLA passes (sorted by name; looked up one by one). */
 typedef struct einxla_attrs {
-  const XLA_FFI_ByteSpan *expr, *reduction, *names;
-  const XLA_FFI_Array *sizes;
+  const xffi_bytes *expr, *reduction, *names;
+  const xffi_array *sizes;
   int64_t numpy;
 } einxla_attrs;
 
-static const char *collect_attrs(const XLA_FFI_Attrs *attrs, einxla_attrs *a) {
+static const char *collect_attrs(const xffi_attrs *attrs, einxla_attrs *a) {
   memset(a, 0, sizeof *a);
   for (int64_t i = 0; i < attrs->size; i++) {
-    const XLA_FFI_ByteSpan *name = attrs->names[i];
-    XLA_FFI_AttrType type = attrs->types[i];
+    const xffi_bytes *name = attrs->names[i];
+    xffi_attr_type type = attrs->types[i];
     void *value = attrs->attrs[i];
-    int string = type == XLA_FFI_AttrType_STRING;
+    int string = type == XFFI_ATTR_STRING;
     if (attr_is(name, "expr") && string) a->expr = value;
     else if (attr_is(name, "reduction") && string) a->reduction = value;
     else if (attr_is(name, "length_names") && string) a->names = value;
-    else if (attr_is(name, "length_sizes") && type == XLA_FFI_AttrType_ARRAY)
+    else if (attr_is(name, "length_sizes") && type == XFFI_ATTR_ARRAY)
       a->sizes = value;
-    else if (attr_is(name, "numpy") && type == XLA_FFI_AttrType_SCALAR) {
+    else if (attr_is(name, "numpy") && type == XFFI_ATTR_SCALAR) {
       if (scalar_int(value, &a->numpy) < 0) return "numpy is not an integer";
     } else
       return "an attribute einc does not know, or of the wrong type";
   }
   if (!a->expr) return "no expr attribute";
-  if (a->sizes && a->sizes->dtype != XLA_FFI_DataType_S64)
+  if (a->sizes && a->sizes->dtype != XFFI_S64)
     return "length_sizes is not an int64 array";
   return NULL;
 }
@@ -130,7 +130,7 @@ static const char *split_lengths(char *names, const einxla_attrs *a,
 }
 
 /* The call's options and NUL-terminated texts, from its attributes. */
-static const char *read_call(const XLA_FFI_Attrs *attrs, einxla_call *call) {
+static const char *read_call(const xffi_attrs *attrs, einxla_call *call) {
   einxla_attrs a;
   const char *why = collect_attrs(attrs, &a);
   if (why) return why;
@@ -157,19 +157,19 @@ static const char *read_call(const XLA_FFI_Attrs *attrs, einxla_call *call) {
 /* DLPack's kDLBool, which older dlpack.h (Debian's) lacks by name. */
 enum { EINXLA_DL_BOOL = 6 };
 
-static int dl_dtype(XLA_FFI_DataType t, DLDataType *out) {
+static int dl_dtype(xffi_dtype t, DLDataType *out) {
   static const struct {
-    XLA_FFI_DataType xla;
+    xffi_dtype xla;
     uint8_t code, bits;
   } table[] = {
-      {XLA_FFI_DataType_F16, kDLFloat, 16},  {XLA_FFI_DataType_F32, kDLFloat, 32},
-      {XLA_FFI_DataType_F64, kDLFloat, 64},  {XLA_FFI_DataType_BF16, kDLBfloat, 16},
-      {XLA_FFI_DataType_C64, kDLComplex, 64}, {XLA_FFI_DataType_C128, kDLComplex, 128},
-      {XLA_FFI_DataType_S8, kDLInt, 8},      {XLA_FFI_DataType_S16, kDLInt, 16},
-      {XLA_FFI_DataType_S32, kDLInt, 32},    {XLA_FFI_DataType_S64, kDLInt, 64},
-      {XLA_FFI_DataType_U8, kDLUInt, 8},     {XLA_FFI_DataType_U16, kDLUInt, 16},
-      {XLA_FFI_DataType_U32, kDLUInt, 32},   {XLA_FFI_DataType_U64, kDLUInt, 64},
-      {XLA_FFI_DataType_PRED, EINXLA_DL_BOOL, 8},
+      {XFFI_F16, kDLFloat, 16},  {XFFI_F32, kDLFloat, 32},
+      {XFFI_F64, kDLFloat, 64},  {XFFI_BF16, kDLBfloat, 16},
+      {XFFI_C64, kDLComplex, 64}, {XFFI_C128, kDLComplex, 128},
+      {XFFI_S8, kDLInt, 8},      {XFFI_S16, kDLInt, 16},
+      {XFFI_S32, kDLInt, 32},    {XFFI_S64, kDLInt, 64},
+      {XFFI_U8, kDLUInt, 8},     {XFFI_U16, kDLUInt, 16},
+      {XFFI_U32, kDLUInt, 32},   {XFFI_U64, kDLUInt, 64},
+      {XFFI_PRED, EINXLA_DL_BOOL, 8},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     if (table[i].xla == t) {
@@ -181,7 +181,7 @@ static int dl_dtype(XLA_FFI_DataType t, DLDataType *out) {
 
 /* A C-contiguous DLTensor over an XLA buffer (XLA's default layout, which
  * jax.ffi.ffi_call asks for). */
-static int wrap_buffer(const XLA_FFI_Buffer *b, DLDevice device,
+static int wrap_buffer(const xffi_buffer *b, DLDevice device,
                        DLTensor *out) {
   memset(out, 0, sizeof *out);
   if (b->rank > EIN_MAX_DIMS || dl_dtype(b->dtype, &out->dtype) < 0) return -1;
@@ -206,32 +206,32 @@ typedef ein_status (*einxla_runner)(const char *expr, const DLTensor *const *in,
 
 /* The frame's buffers as DLTensors, run by `run`, any failure as an XLA
  * error. */
-static XLA_FFI_Error *evaluate(XLA_FFI_CallFrame *frame, DLDevice device,
+static xffi_error *evaluate(xffi_call_frame *frame, DLDevice device,
                                ein_backend_kind backend, void *stream,
                                einxla_runner run) {
-  const XLA_FFI_Api *api = frame->api;
+  const xffi_api *api = frame->api;
   if (frame->args.size > EIN_MAX_OPERANDS || frame->rets.size != 1)
-    return fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+    return fail(api, XFFI_ERR_INVALID_ARGUMENT,
                 "einc: %lld operands and %lld results (at most %d and 1)",
                 (long long)frame->args.size, (long long)frame->rets.size,
                 EIN_MAX_OPERANDS);
   int nin = (int)frame->args.size;
   DLTensor out;
   if (wrap_buffer(frame->rets.rets[0], device, &out) < 0)
-    return fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+    return fail(api, XFFI_ERR_INVALID_ARGUMENT,
                 "einc: the result has a dtype or rank einc cannot take");
   if (elements(&out) == 0) return NULL; /* nothing to write */
   /* On the heap: XLA's threads may have small stacks, and an expression
    * thousands of operands. */
   DLTensor *in = calloc((size_t)nin + 1, sizeof *in);
   const DLTensor **ins = calloc((size_t)nin + 1, sizeof *ins);
-  XLA_FFI_Error *err = NULL;
+  xffi_error *err = NULL;
   if (!in || !ins)
-    err = fail(api, XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
+    err = fail(api, XFFI_ERR_RESOURCE_EXHAUSTED,
                "einc: out of memory for %d operands", nin);
   for (int i = 0; i < nin && !err; i++) {
     if (wrap_buffer(frame->args.args[i], device, &in[i]) < 0)
-      err = fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+      err = fail(api, XFFI_ERR_INVALID_ARGUMENT,
                  "einc: operand %d has a dtype or rank einc cannot take", i);
     ins[i] = &in[i];
   }
@@ -243,14 +243,14 @@ static XLA_FFI_Error *evaluate(XLA_FFI_CallFrame *frame, DLDevice device,
   einxla_call call = {0};
   const char *why = read_call(&frame->attrs, &call);
   if (why) {
-    err = fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+    err = fail(api, XFFI_ERR_INVALID_ARGUMENT,
                "einc: bad FFI attributes: %s", why);
   } else {
     char message[4096];
     call.opt.backend = backend;
     if (run(call.expr, ins, nin, &out, &call.opt, stream, message,
             sizeof message) != EIN_OK)
-      err = fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "einc: %s",
+      err = fail(api, XFFI_ERR_INVALID_ARGUMENT, "einc: %s",
                  message);
   }
   free(call.text);
@@ -308,50 +308,53 @@ static ein_status run_cuda(const char *expr, const DLTensor *const *in,
   return st;
 }
 
-static int is_metadata_query(const XLA_FFI_CallFrame *frame) {
+static int is_metadata_query(const xffi_call_frame *frame) {
   return frame->extension_start &&
-         frame->extension_start->type == XLA_FFI_Extension_Metadata;
+         frame->extension_start->type == XFFI_EXTENSION_METADATA;
 }
 
-static XLA_FFI_Error *einxla_cpu(XLA_FFI_CallFrame *frame) {
+static xffi_error *einxla_cpu(xffi_call_frame *frame) {
   if (is_metadata_query(frame)) return describe(frame);
-  if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
+  if (frame->stage != XFFI_STAGE_EXECUTE) return NULL;
   DLDevice host = {kDLCPU, 0};
   return evaluate(frame, host, EIN_BACKEND_CPU, NULL, run_cpu);
 }
 
 /* XLA's stream for this call, and the GPU it runs on. */
-static XLA_FFI_Error *cuda_place(XLA_FFI_CallFrame *frame, void **stream,
+static xffi_error *cuda_place(xffi_call_frame *frame, void **stream,
                                  DLDevice *device) {
-  const XLA_FFI_Api *api = frame->api;
-  XLA_FFI_Stream_Get_Args s = {0};
-  s.struct_size = XLA_FFI_Stream_Get_Args_STRUCT_SIZE;
+  const xffi_api *api = frame->api;
+  if (api->struct_size < XFFI_SIZE_UPTO(xffi_api, device_ordinal_get))
+    return fail(api, XFFI_ERR_UNIMPLEMENTED,
+                "einc: this XLA's FFI has no device ordinal query");
+  xffi_stream_get_args s = {0};
+  s.struct_size = XFFI_SIZE_UPTO(xffi_stream_get_args, stream);
   s.ctx = frame->ctx;
-  XLA_FFI_Error *err = api->XLA_FFI_Stream_Get(&s);
+  xffi_error *err = api->stream_get(&s);
   if (err) return err;
-  XLA_FFI_DeviceOrdinal_Get_Args d = {0};
-  d.struct_size = XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE;
+  xffi_device_ordinal_args d = {0};
+  d.struct_size = XFFI_SIZE_UPTO(xffi_device_ordinal_args, device_ordinal);
   d.ctx = frame->ctx;
-  err = api->XLA_FFI_DeviceOrdinal_Get(&d);
+  err = api->device_ordinal_get(&d);
   if (err) return err;
   *stream = s.stream;
   *device = (DLDevice){kDLCUDA, d.device_ordinal};
   return NULL;
 }
 
-static XLA_FFI_Error *einxla_cuda(XLA_FFI_CallFrame *frame) {
+static xffi_error *einxla_cuda(xffi_call_frame *frame) {
   if (is_metadata_query(frame)) return describe(frame);
-  if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
+  if (frame->stage != XFFI_STAGE_EXECUTE) return NULL;
   void *stream;
   DLDevice device;
-  XLA_FFI_Error *err = cuda_place(frame, &stream, &device);
+  xffi_error *err = cuda_place(frame, &stream, &device);
   if (err) return err;
   return evaluate(frame, device, EIN_BACKEND_CUDA, stream, run_cuda);
 }
 
 /* A function pointer as the void * a capsule holds (C has no cast
  * between the two; their sizes match on every platform XLA runs on). */
-static void *as_pointer(XLA_FFI_Handler *handler) {
+static void *as_pointer(xffi_handler *handler) {
   void *p;
   _Static_assert(sizeof p == sizeof handler, "function pointers fit void *");
   memcpy(&p, &handler, sizeof p);

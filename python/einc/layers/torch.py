@@ -11,7 +11,10 @@
 
 They run einc.rearrange, einc.reduce and einc.einsum, so they train
 (gradients by einc's backward programs), compile with
-torch.compile(fullgraph=True) and export with torch.export.
+torch.compile(fullgraph=True) and export with torch.export. They also
+script (torch.jit.script): the scripted form calls einc's operator
+torch.ops.einc.einsum, so it needs einc imported where it runs (see
+docs/design.md, "Export, deployment and sharding").
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import torch
 from .. import _torch  # noqa: F401 (torch.compile's stand-ins for einc)
 from .._api import EincError, einsum
 from .._einops import _dims, rearrange, reduce
+from ._scripted import _Scripted, _ScriptedMix, _ScriptedMixBias
 
 __all__ = ["EinMix", "Rearrange", "Reduce"]
 
@@ -37,6 +41,10 @@ class Rearrange(torch.nn.Module):
 
     def forward(self, x):
         return rearrange(x, self.pattern, **self.axes_lengths)
+
+    def __prepare_scriptable__(self):
+        _check_no_reduction(self.pattern)
+        return _Scripted(self.pattern, "sum", self.axes_lengths)
 
     def extra_repr(self) -> str:
         return _repr_args(repr(self.pattern), self.axes_lengths)
@@ -53,6 +61,13 @@ class Reduce(torch.nn.Module):
 
     def forward(self, x):
         return reduce(x, self.pattern, self.reduction, **self.axes_lengths)
+
+    def __prepare_scriptable__(self):
+        if not isinstance(self.reduction, str):
+            raise EincError("Reduce with a callable reduction does not "
+                            "script (TorchScript cannot call it): give a "
+                            "named reduction, or use torch.export")
+        return _Scripted(self.pattern, self.reduction, self.axes_lengths)
 
     def extra_repr(self) -> str:
         return _repr_args(f"{self.pattern!r}, {self.reduction!r}",
@@ -116,11 +131,32 @@ class EinMix(torch.nn.Module):
             y = rearrange(y, self._merge)
         return y
 
+    def __prepare_scriptable__(self):
+        scripted = (_ScriptedMix if self.bias is None else
+                    _ScriptedMixBias)(self._einsum, self._lengths,
+                                      self._merge or "")
+        scripted.weight = self.weight  # (the same parameters)
+        if self.bias is not None:
+            scripted.bias = self.bias
+        return scripted
+
     def extra_repr(self) -> str:
         head = f"{self.pattern!r}, {self.weight_shape!r}"
         if self.bias_shape is not None:
             head += f", {self.bias_shape!r}"
         return _repr_args(head, self.axes_lengths)
+
+
+def _check_no_reduction(pattern):
+    """Rearrange's rule, checked when it is scripted (the operator takes
+    no rules): every input axis is in the output."""
+    left, _, right = pattern.partition("->")
+    names = {n for g in _dims(right) for n in g}
+    lost = [n for g in _dims(left) for n in g
+            if n not in names and not n.isdigit() and n != "..."]
+    if lost:
+        raise EincError(f"rearrange never reduces: axes {lost} of "
+                        f"{pattern!r} are not in the output (use Reduce)")
 
 
 def _as_result(bias, y):
