@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cpu_dnnl.h"
+#include "child.h"
 #include "harness.h"
 #include "operand.h"
 #include "reference.h"
@@ -171,18 +172,9 @@ static void forked_child(ein_ctx *ctx) {
     _exit(test_failed != before);
   }
   CHECK(pid > 0, "fork");
-  int status = 0;
-  bool done = false;
-  for (int i = 0; i < 600 && pid > 0 && !done; i++) {
-    done = waitpid(pid, &status, WNOHANG) == pid;
-    if (!done) usleep(100000);
-  }
-  if (!done && pid > 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-  }
-  CHECK(done && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-        "a forked child's f32 GEMMs (%s)", done ? "failed" : "hung");
+  bool hung;
+  CHECK(child_exits_ok(pid, 60, &hung), "a forked child's %s (%s)",
+        "f32 GEMMs", hung ? "hung" : "failed");
 }
 
 int main(void) {
