@@ -292,8 +292,8 @@ typedef struct ein_options {
                          searched. Copied where the plan needs it */
   const char *slice_axes; /* axes to slice, by name, comma-separated
                          ("a,b"; spaces allowed): the plan runs once per
-                         value of them (docs/design.md, "Sliced plans and
-                         limits"), each run planned for that value alone,
+                         value of them (docs/design.md, "Sliced
+                         plans"), each run planned for that value alone,
                          so each intermediate shrinks by their sizes.
                          "a:4" slices a into 4 chunks of size(a)/4 (4 must
                          divide it): fewer, larger slices, each paying the

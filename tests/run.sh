@@ -194,7 +194,7 @@ fi
 # (build-mut) and run against the tests that execute its line. A survivor
 # of a file listed in tests/mutants/gate.tsv, not marked equivalent, fails;
 # the budget keeps the leg within 10 minutes (mutants not reached by then
-# are not run). The full run: python3 scripts/mutants.py (docs/design.md).
+# are not run). The full run: python3 scripts/mutants.py (docs/design.md, "Mutation testing").
 rm -f build-ci/mutants.log
 if [ "${EINC_MUTANTS:-12}" != 0 ] && command -v gcov >/dev/null; then
   echo "== mutants of the C core: ${EINC_MUTANTS:-12}, seeded by the commit"

@@ -176,7 +176,7 @@ static bool gemv_one(const ein_gemm_call *g, ein_dtype dt, double alpha,
 #define BLAS_THREADED_WORK (4.0 * 65536.0)
 
 /* Does an f32 call go to oneDNN's sgemm? Where ein_cpu_dnnl_f32_gemm says
- * so (docs/design.md, "f32 and f64 GEMMs: which BLAS (issue 35)"), for
+ * so (docs/design.md, "f32 and f64 GEMMs: which BLAS"), for
  * calls above BLAS_THREADED_WORK: below it OpenBLAS's smaller per-call
  * cost wins (tn_ring3's 1024 calls of 64^3 with both operands transposed:
  * 8.2 ms on OpenBLAS, 14.5 on oneDNN, one thread), and matrix-vector

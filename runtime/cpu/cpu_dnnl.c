@@ -1,7 +1,7 @@
 /*
  * cpu_dnnl.c - half-precision GEMM steps through oneDNN's matmul primitive
- * (cpu_dnnl.h; docs/design.md, "Half-precision GEMMs on the CPU (issue
- * 35)").
+ * (cpu_dnnl.h; docs/design.md, "Half-precision GEMMs on the
+ * CPU").
  *
  * Why oneDNN: the CPU's bf16 units (AVX512-BF16's vdpbf16ps, AMX) run a
  * bf16 GEMM at about twice the rate of an f32 one, and nothing einc could

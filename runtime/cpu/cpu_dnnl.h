@@ -1,7 +1,7 @@
 /*
  * cpu_dnnl.h - bf16 (and f16) GEMM steps on the CPU's own half-precision
  * units, through oneDNN's matmul primitive (libdnnl.so.2, opened at run
- * time; docs/design.md, "Half-precision GEMMs on the CPU (issue 35)").
+ * time; docs/design.md, "Half-precision GEMMs on the CPU").
  *
  * Takes GEMM steps whose A and B are bf16 or f16 (the planner stores them
  * so only where ein_cpu_dnnl_gemm_dtype said yes) and runs them with f32
@@ -66,7 +66,7 @@ bool ein_cpu_dnnl_square(ein_dtype dt, int64_t n, const char *a,
  * AVX-512F and libdnnl.so.2 loads (EINC_DNNL=0 and
  * EINC_SGEMM=openblas keep OpenBLAS; EINC_SGEMM=onednn takes oneDNN on
  * any CPU). Decided once per process (docs/design.md, "f32 and f64 GEMMs:
- * which BLAS (issue 35)"). */
+ * which BLAS"). */
 bool ein_cpu_dnnl_f32_gemm(void);
 
 /* C = alpha op(A) op(B), row-major, on `threads` OpenMP threads, through

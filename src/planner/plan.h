@@ -185,8 +185,8 @@ typedef struct ein_tensor_desc {
   const int64_t *strides; /* elements; NULL means C-contiguous */
 } ein_tensor_desc;
 
-/* A plan that runs slice by slice (docs/design.md, "Sliced plans and
- * limits"): the steps of the plan are those of one slice, planned with
+/* A plan that runs slice by slice (docs/design.md, "Sliced plans"): the
+ * steps of the plan are those of one slice, planned with
  * each sliced axis of the size of its chunk (a contiguous run of indices
  * that divides the axis; 1 unless chunked), and run once per chunk of
  * each sliced axis with the inputs (and the output, for sliced output axes) moved by the

@@ -25,7 +25,7 @@
  * then, if a limit is set and not met, slicing of the best few trees
  * (greedy slicing and reconfiguration with the sliced axes fixed, one
  * after the other or interleaved), the least total FLOPs kept.
- * docs/design.md, "Contraction order at scale and slicing (issue 26)".
+ * docs/design.md, "Contraction order at scale and slicing".
  *
  * An "intermediate" is the result of a pair other than the last one (the
  * last writes the output); inputs and the output are not counted.

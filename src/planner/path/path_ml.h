@@ -12,7 +12,7 @@
  * Owns: nothing past the call; the tuner is a plain struct the caller
  * keeps.
  *
- * docs/design.md, "Partitioning at scale (issue 36)".
+ * docs/design.md, "Partitioning at scale".
  */
 #ifndef EIN_PATH_ML_H
 #define EIN_PATH_ML_H
@@ -74,7 +74,7 @@ int path_ml_bisect(const pnet *net, const ml_params *p, double imbalance,
  * trials, more of them) find trees as good or better within the same
  * budget; above, one multilevel tree costs most of a budget of seconds
  * (a 100x100 lattice: 1.7 s) and the trials starve
- * (docs/design.md, "Partitioning at scale (issue 36)"). */
+ * (docs/design.md, "Partitioning at scale"). */
 #define ML_HARD_FLOPS 1e10
 enum { ML_MIN_OPERANDS = 150, ML_MAX_OPERANDS = 2500 };
 bool path_ml_worth(double greedy_flops, int n);

@@ -10,7 +10,8 @@
  * mostly perturbations of the best sets found (the better ranked the
  * likelier), a share uniform over the space so the search does not
  * settle early. cotengra's HyperOptimizer does the same with optuna or CMA-ES;
- * the space is its kahypar space, adapted (docs/design.md, issue 36).
+ * the space is its kahypar space, adapted (docs/design.md,
+ * "Partitioning at scale").
  */
 #include <math.h>
 #include <stdlib.h>
