@@ -37,7 +37,8 @@ from mutants_common import (ROOT, first_failure, generate, log, mutate_tool,  # 
 from mutants_c import CTarget  # noqa: E402
 from mutants_py import PyTarget  # noqa: E402
 
-DEFAULT_FOLDERS = ["src/lexer", "src/planner", "src/api", "runtime/cpu", "python/einc"]
+DEFAULT_FOLDERS = ["src/lexer", "src/binder", "src/planner", "src/api", "runtime/cpu",
+                   "python/einc"]
 EQUIVALENT = os.path.join(ROOT, "tests", "mutants", "equivalent.tsv")
 GATE = os.path.join(ROOT, "tests", "mutants", "gate.tsv")
 LIVE = ("survived", "uncovered")

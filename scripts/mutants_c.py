@@ -25,6 +25,7 @@ SLOW_TESTS = {"eval_random_emu", "cuda_codegen", "cli"}
 class CTarget:
     language = "c"
     suffix = ".c"
+    jobs = os.cpu_count() or 1  # oracles at once in the coverage pass
 
     def __init__(self, work, all_tests):
         self.work = os.path.join(work, "c")
@@ -113,16 +114,24 @@ def digest(path):
 
 
 def sync_tree(dest):
-    """The tracked files as they are in the work tree; a file already the
-    same keeps its mtime (the copy's build stays incremental), one that
-    differs (an interrupted run's mutant) is copied again."""
+    """The tracked files as they are in the work tree, and nothing else (a
+    file the tree no longer has could shadow a moved header); a file
+    already the same keeps its mtime (the copy's build stays incremental),
+    one that differs (an interrupted run's mutant) is copied again."""
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True,
                             capture_output=True).stdout.split(b"\0")
-    for f in filter(None, (x.decode() for x in listed)):
+    tracked = {f for f in (x.decode() for x in listed) if f and
+               os.path.isfile(os.path.join(ROOT, f))}
+    for f in tracked:
         src, dst = os.path.join(ROOT, f), os.path.join(dest, f)
-        if os.path.isfile(src) and not (os.path.isfile(dst) and filecmp.cmp(src, dst, False)):
+        if not (os.path.isfile(dst) and filecmp.cmp(src, dst, False)):
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             shutil.copy2(src, dst)
+    for folder, _, files in os.walk(dest):
+        for name in files:
+            path = os.path.join(folder, name)
+            if os.path.relpath(path, dest) not in tracked:
+                os.remove(path)
 
 
 def setup_build(src, build, *options):
@@ -150,29 +159,37 @@ def oracle_tests(build, all_tests):
     return tests
 
 
-def run_test(build, name, timeout):
+def run_test(build, name, timeout, env=None):
     rc, _ = run(["meson", "test", "-C", build, "--no-rebuild", "-q",
-                 "--suite", "unit", name], timeout=timeout)
+                 "--suite", "unit", name], timeout=timeout, env=env)
     return rc
 
 
 def covered_by(target, name):
     """Runs one oracle on the unmutated copy: {file: (executed lines,
-    counted lines)}."""
-    for g in glob.glob(os.path.join(target.build, "**", "*.gcda"), recursive=True):
-        os.remove(g)
-    if target.run_oracle(name, timeout=1800) != 0:
+    counted lines)}. Its counters go to a folder of its own (GCOV_PREFIX),
+    so that oracles can run side by side."""
+    prefix = os.path.join(target.work, "gcov", name)
+    shutil.rmtree(prefix, ignore_errors=True)
+    env = dict(os.environ, GCOV_PREFIX=prefix, GCOV_PREFIX_STRIP="0")
+    if run_test(target.build, name, 1800, env=env) != 0:
         sys.exit(f"unit test {name} fails on the unmutated copy")
-    gcdas = glob.glob(os.path.join(target.build, "**", "*.gcda"), recursive=True)
-    return gcov_lines(target, gcdas)
+    gcdas = glob.glob(os.path.join(prefix, "**", "*.gcda"), recursive=True)
+    for g in gcdas:  # gcov reads the notes file beside the counters
+        os.symlink(g[len(prefix):-len(".gcda")] + ".gcno", g[:-len(".gcda")] + ".gcno")
+    lines = gcov_lines(target, gcdas) if gcdas else {}
+    shutil.rmtree(prefix, ignore_errors=True)
+    return lines
 
 
 def gcov_lines(target, gcdas):
     """{source path relative to the root: ({executed lines}, {counted
     lines})} from .gcda files."""
-    rc, out = run(["gcov", "--json-format", "--stdout", *gcdas], cwd=target.build)
+    # Its status is not 0 when one file of many has a complaint; what it
+    # could read is still right.
+    _, out = run(["gcov", "--json-format", "--stdout", *gcdas], cwd=target.build)
     lines = {}
-    for doc in (out.splitlines() if rc == 0 else []):
+    for doc in out.splitlines():
         if doc.startswith("{"):
             for f in json.loads(doc).get("files", []):
                 path = os.path.normpath(os.path.join(target.build, f["file"]))

@@ -1,5 +1,6 @@
 """What the mutation targets share: the mutant, running a command with a
 time limit, and the mutants universalmutator generates for one file."""
+import concurrent.futures
 import dataclasses
 import difflib
 import hashlib
@@ -132,17 +133,25 @@ def coverage_map(target, covered_by):
                 f["instrumented"] = set(f["instrumented"])
             return cmap
     cmap = {}
-    for name in sorted(target.tests):
+
+    def one(name):
         t0 = time.monotonic()
-        for f, (hit, counted) in covered_by(target, name).items():
-            entry = cmap.setdefault(f, {"lines": {}, "any": [], "instrumented": set()})
-            entry["instrumented"] |= counted
-            for ln in hit:
-                entry["lines"].setdefault(ln, []).append(name)
-            if hit:
-                entry["any"].append(name)
-        target.durations[name] = time.monotonic() - t0
-        log(f"coverage: {name} ({target.durations[name]:.1f} s)")
+        lines = covered_by(target, name)
+        return name, lines, time.monotonic() - t0
+
+    # target.jobs oracles at once (each keeps its counters apart); their
+    # times, the timeouts' base, are then those of a busy machine.
+    with concurrent.futures.ThreadPoolExecutor(target.jobs) as pool:
+        for name, lines, seconds in pool.map(one, sorted(target.tests)):
+            for f, (hit, counted) in lines.items():
+                entry = cmap.setdefault(f, {"lines": {}, "any": [], "instrumented": set()})
+                entry["instrumented"] |= counted
+                for ln in hit:
+                    entry["lines"].setdefault(ln, []).append(name)
+                if hit:
+                    entry["any"].append(name)
+            target.durations[name] = seconds
+            log(f"coverage: {name} ({seconds:.1f} s)")
     saved = {f: {**e, "instrumented": sorted(e["instrumented"])} for f, e in cmap.items()}
     json.dump({**saved, "//tests": sorted(target.tests), "//durations": target.durations},
               open(cache, "w"))

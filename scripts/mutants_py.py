@@ -23,6 +23,7 @@ SLOW_TESTS = {"test_cuda_frameworks.py", "test_jax_trace_cuda.py",
 class PyTarget:
     language = "python"
     suffix = ".py"
+    jobs = 1  # test files share the device-model cache and a CLI
 
     def __init__(self, work, all_tests, python):
         self.work = os.path.join(work, "py")
@@ -98,8 +99,8 @@ def ensure_coverage(python):
 
 
 def covered_lines(target, name):
-    data = os.path.join(target.work, "coverage.data")
-    report = os.path.join(target.work, "coverage-report.json")
+    data = os.path.join(target.work, "coverage-" + name + ".data")
+    report = os.path.join(target.work, "coverage-" + name + ".json")
     for f in (data, report):
         if os.path.exists(f):
             os.remove(f)

@@ -200,7 +200,7 @@ if [ "${EINC_MUTANTS:-12}" != 0 ] && command -v gcov >/dev/null; then
   echo "== mutants of the C core: ${EINC_MUTANTS:-12}, seeded by the commit"
   python3 scripts/mutants.py --gate --sample "${EINC_MUTANTS:-12}" \
     --seed "$(git rev-parse HEAD 2>/dev/null || echo 0)" --budget 540 \
-    --work build-mut --folders src/lexer src/planner src/api runtime/cpu \
+    --work build-mut --folders src/lexer src/binder src/planner src/api runtime/cpu \
     >build-ci/mutants.log 2>&1
   grep -E '^(SURVIVED|budget|report|ein-test-summary)' build-ci/mutants.log
 fi
