@@ -3,15 +3,18 @@
  * cpu_rates.h).
  *
  * A GEMM too small for the machine understates its peak, one too large
- * wastes the user's time: each dtype starts at n = 256 and doubles until
- * a run takes 3 ms (up to 2048), then the best of five runs of that size
- * counts (issue 35: one short measurement under load halved the peak and
- * MFU read 199%). The GEMMs run through the backend's own routine, so on
- * the threads its calls use. The copy moves twice the last-level cache
- * each way (at least 32 MiB), so it measures memory rather than cache,
- * split across the backend's threads as its own copies are: the best of
- * three after a run that faults the pages in. About 0.3 s in all on two
- * cores.
+ * wastes the user's time: each dtype starts at n = 256 and doubles (to
+ * 2048 at most) until the best of three runs takes 3 ms and the rate
+ * stopped growing; the rate is the best any run reached, at any size,
+ * two more runs at the last size included (issue 35: one short
+ * measurement under load halved the peak and MFU read 199%; issue 40: a
+ * search sized by one run stopped at 256 under load and read 0.002
+ * TFLOP/s for bf16 against 0.66). The GEMMs run through the backend's
+ * own routine, so on the path and threads its calls use. The copy moves
+ * twice the last-level cache each way (at least 32 MiB), so it measures
+ * memory rather than cache, split across the backend's threads as its
+ * own copies are: the best of seven after a run that faults the pages in.
+ * About 0.3 s in all on two idle cores.
  */
 #include "cpu_rates.h"
 
@@ -38,15 +41,24 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Runs of one size a GEMM rate is the best of: a process on the other
- * core(s) only ever slows a run, so it must last through all of them to
- * lower the rate (one run under a build read 97 GFLOP/s against 193). */
-enum { GEMM_RUNS = 5 };
+/* Runs each size is timed for (the best counts), and runs in all at the
+ * size the search ends on. */
+enum { SIZE_RUNS = 3, GEMM_RUNS = 5 };
 
-/* A run this long is the size measured: long enough that the call's
- * fixed costs and the threads' start are noise, short enough that five
- * of them fit between another process's bursts. */
+/* A size whose best run takes this long is big enough: the call's fixed
+ * costs and the threads' start are noise, and a run fits between another
+ * process's bursts. */
 #define GEMM_RUN_S 3e-3
+
+/* Past this a larger size is not tried (2048^3 in f64 at 30 GFLOP/s is
+ * 0.6 s a run). */
+#define GEMM_LONG_S 25e-3
+
+/* A larger size is tried while the rate still grows by this factor: a
+ * team thread descheduled by another process costs the whole team a
+ * scheduler quantum (4 to 16 ms on the bench machine under load, whatever
+ * the size), so under steady load the rate keeps growing with the size. */
+#define GEMM_GROWTH 1.25
 
 /* n*n ones in dt: finite, normal values (zeros or denormals could take
  * another path through a kernel). */
@@ -63,9 +75,10 @@ static void fill_ones(ein_dtype dt, char *a, int64_t count) {
   }
 }
 
-/* The best of `runs` n^3 GEMMs in dt, in seconds; < 0 without memory or
- * where the backend has no GEMM for dt. */
-static double gemm_seconds(ein_dtype dt, int64_t n, int runs) {
+/* The best of `runs` n^3 GEMMs in dt (a ein_cpu_gemm_timer), in
+ * seconds; < 0 without memory or where the backend has no GEMM for dt. */
+static double gemm_seconds(void *ctx, int64_t n, int runs) {
+  ein_dtype dt = *(const ein_dtype *)ctx;
   size_t count = (size_t)(n * n), out = dt == EIN_DT_F64 ? 8 : 4;
   char *a = ein_malloc(count * ein_dtype_size(dt)),
        *c = ein_malloc(count * out);
@@ -85,22 +98,32 @@ static double gemm_seconds(ein_dtype dt, int64_t n, int runs) {
   return best;
 }
 
-/* FLOP/s in dt: the size doubles from 256 until a run takes GEMM_RUN_S
- * (2048 at most), then the best of GEMM_RUNS runs of that size. False
- * where the backend has no GEMM for dt (or no memory). */
-static bool gemm_rate(ein_dtype dt, double *rate) {
+static double flops_per_s(int64_t n, double seconds) {
+  return 2.0 * (double)n * (double)n * (double)n /
+         (seconds > 0 ? seconds : 1e-9);
+}
+
+bool ein_cpu_gemm_rate_by(ein_cpu_gemm_timer time, void *ctx,
+                          double *rate) {
   *rate = 0;
-  if (gemm_seconds(dt, 192, 1) < 0) return false; /* wakes the threads */
+  if (time(ctx, 192, 1) < 0) return false; /* wakes the threads */
   int64_t n = 256;
-  for (; n < 2048; n *= 2) {
-    double t = gemm_seconds(dt, n, 1);
-    if (t < 0) return false;
-    if (t >= GEMM_RUN_S) break;
+  double best = 0, t = -1;
+  for (;; n *= 2) {
+    if ((t = time(ctx, n, SIZE_RUNS)) < 0) return false;
+    double r = flops_per_s(n, t), before = best;
+    best = r > best ? r : best;
+    bool grows = r > GEMM_GROWTH * before && t < GEMM_LONG_S;
+    if (n >= 2048 || (t >= GEMM_RUN_S && !grows)) break;
   }
-  double t = gemm_seconds(dt, n, GEMM_RUNS);
-  if (t < 0) return false;
-  *rate = 2.0 * (double)n * (double)n * (double)n / (t > 0 ? t : 1e-9);
+  if ((t = time(ctx, n, GEMM_RUNS - SIZE_RUNS)) < 0) return false;
+  double r = flops_per_s(n, t);
+  *rate = r > best ? r : best;
   return true;
+}
+
+bool ein_cpu_gemm_rate(ein_dtype dt, double *rate) {
+  return ein_cpu_gemm_rate_by(gemm_seconds, &dt, rate);
 }
 
 /* One copy of `bytes` split into a chunk per thread. */
@@ -119,7 +142,7 @@ static void parallel_copy(char *dst, const char *src, size_t bytes,
 
 /* The last-level cache: sysfs's index3 (glibc's sysconf reports a whole
  * package on some virtual machines), else sysconf, else 32 MiB. */
-static size_t llc_bytes(void) {
+size_t ein_cpu_llc_bytes(void) {
   FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
   long kib = 0;
   char unit = 0;
@@ -130,8 +153,13 @@ static size_t llc_bytes(void) {
   return llc > 0 ? (size_t)llc : (size_t)32 << 20;
 }
 
-static bool copy_rate(double *rate) {
-  size_t bytes = 2 * llc_bytes(), lo = (size_t)32 << 20, hi = (size_t)1 << 30;
+/* Copies the copy rate is the best of (after one that faults the pages
+ * in). */
+enum { COPY_RUNS = 7 };
+
+bool ein_cpu_copy_rate(double *rate) {
+  size_t bytes = 2 * ein_cpu_llc_bytes(), lo = (size_t)32 << 20,
+         hi = (size_t)1 << 30;
   bytes = bytes < lo ? lo : bytes > hi ? hi : bytes;
   char *a = ein_malloc(bytes), *b = ein_malloc(bytes);
   bool ok = a && b;
@@ -140,7 +168,7 @@ static bool copy_rate(double *rate) {
     memset(a, 1, bytes);
     parallel_copy(b, a, bytes, threads); /* faults b's pages in */
     double best = 1e300;
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < COPY_RUNS; r++) {
       double t0 = now_s();
       parallel_copy(r % 2 ? a : b, r % 2 ? b : a, bytes, threads);
       double t = now_s() - t0;
@@ -157,16 +185,16 @@ static bool copy_rate(double *rate) {
  * faster, else f32's (plans convert to f32 and run that GEMM). */
 static void half_rate(ein_dtype dt, double f32, double *rate) {
   double own;
-  *rate = gemm_rate(dt, &own) && own > f32 ? own : f32;
+  *rate = ein_cpu_gemm_rate(dt, &own) && own > f32 ? own : f32;
 }
 
 bool ein_cpu_rates_measure(ein_cpu_rates *out) {
   atomic_fetch_add(&measure_count, 1);
   memset(out, 0, sizeof *out);
   double *r = out->rate;
-  bool ok = gemm_rate(EIN_DT_F32, &r[EIN_RATE_F32]) &&
-            gemm_rate(EIN_DT_F64, &r[EIN_RATE_F64]) &&
-            copy_rate(&r[EIN_RATE_COPY]);
+  bool ok = ein_cpu_gemm_rate(EIN_DT_F32, &r[EIN_RATE_F32]) &&
+            ein_cpu_gemm_rate(EIN_DT_F64, &r[EIN_RATE_F64]) &&
+            ein_cpu_copy_rate(&r[EIN_RATE_COPY]);
   if (ok) {
     half_rate(EIN_DT_BF16, r[EIN_RATE_F32], &r[EIN_RATE_BF16]);
     half_rate(EIN_DT_F16, r[EIN_RATE_F32], &r[EIN_RATE_F16]);

@@ -32,11 +32,35 @@ typedef struct ein_cpu_rates {
 } ein_cpu_rates;
 
 /* Measures the rates: about 0.3 s. Each GEMM rate is the best of several
- * short runs of one size at the threads the backend's calls use, and the
- * copy the best of three, so load from other processes (which only ever
+ * short runs at the threads the backend's calls use, and the copy the
+ * best of seven, so load from other processes (which only ever
  * slows a run) must hold through every run to lower it. False when memory
  * for the buffers runs out. */
 bool ein_cpu_rates_measure(ein_cpu_rates *out);
+
+/* The measurements ein_cpu_rates_measure makes, one rate each, and the
+ * only place einc measures the host (einc bench's floor calls them too):
+ * FLOP/s of dt's GEMM through ein_cpu_gemm_square, the path plans' GEMMs
+ * take (oneDNN for f16/bf16 where the backend has it, oneDNN's or
+ * OpenBLAS's sgemm for f32 as gemm calls pick), on the threads calls use,
+ * the best run over a search of sizes (false where the backend has no
+ * GEMM for dt, or no memory); and bytes read + written per second by a
+ * copy of twice the last-level cache split across the backend's threads,
+ * the best of seven. */
+bool ein_cpu_gemm_rate(ein_dtype dt, double *rate);
+bool ein_cpu_copy_rate(double *rate);
+
+/* The best of `runs` n^3 GEMMs in seconds, < 0 on a failure. */
+typedef double (*ein_cpu_gemm_timer)(void *ctx, int64_t n, int runs);
+
+/* ein_cpu_gemm_rate's search over the sizes with `time` as the GEMM
+ * (tests give a scripted timer: how the rate reads under load). */
+bool ein_cpu_gemm_rate_by(ein_cpu_gemm_timer time, void *ctx, double *rate);
+
+/* The last-level cache this core sees, in bytes: sysfs's index3 size
+ * (glibc's sysconf reports a whole package on some virtual machines),
+ * else sysconf, else 32 MiB. */
+size_t ein_cpu_llc_bytes(void);
 
 /* How many times this process measured (tests read it to tell a cache hit
  * from a measurement without timing anything). */

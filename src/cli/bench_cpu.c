@@ -1,6 +1,7 @@
 /*
- * bench_cpu.c - the host as a bench_device: wall-clock timing, the BLAS
- * GEMM rate (n = 2048, the CPU backend's GEMM path) and memcpy bandwidth.
+ * bench_cpu.c - the host as a bench_device: wall-clock timing, and the
+ * GEMM rate and copy bandwidth as the CPU backend measures them
+ * (cpu_rates.h).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -11,9 +12,6 @@
 
 #include "bench_device.h"
 #include "cpu_rates.h"
-#ifdef EIN_HAVE_CBLAS
-#include <cblas.h>
-#endif
 
 static void *cpu_upload(bench_device *dev, const void *src, size_t bytes,
                         char *msg, size_t cap) {
@@ -85,108 +83,38 @@ static bool cpu_time_steps(bench_device *dev, bench_marked_fn work,
   return ok;
 }
 
-/* A half dtype's floor on its own GEMM where the backend has one (issue
- * 35: oneDNN on bf16 units), the best of three after a first run that
- * makes the primitive; false where it has none (f32's floor then). */
-static bool half_gemm_rate(ein_dtype dt, int n, double *rate) {
-  if (dt != EIN_DT_BF16 && dt != EIN_DT_F16) return false;
-  size_t count = (size_t)n * n;
-  char *a = bench_random_data(dt, count, 88172645463325252ull);
-  char *c = malloc(count * 4);
-  double best = 1e300;
-  bool ok = a && c;
-  for (int r = 0; r < 4 && ok; r++) {
-    double t0 = bench_now_ms();
-    ok = ein_cpu_gemm_square(dt, n, a, a, c);
-    double t = bench_now_ms() - t0;
-    if (r > 0 && t < best) best = t;
-  }
-  free(a), free(c);
-  if (ok) *rate = 2.0 * n * (double)n * n / (best * 1e-3);
-  return ok;
-}
-
+/* The floors are the CPU backend's own measurements (cpu_rates.h), the
+ * ones the device model "cpu" is made of: one way of measuring the host.
+ * A half dtype's GEMM floor is its own GEMM's where the backend has one
+ * (oneDNN on bf16 units), else f32's, as plans compute it; integers run
+ * in loops whose floor is f32's GEMM too. Without BLAS there is no GEMM
+ * floor (the fallback's loops are no peak to compare with). */
 static bool cpu_gemm_rate(bench_device *dev, ein_dtype dt, double *rate,
                           char *msg, size_t cap) {
   (void)dev;
   *rate = 0;
-  if (half_gemm_rate(dt, 2048, rate)) return true;
+  if ((dt == EIN_DT_BF16 || dt == EIN_DT_F16) && ein_cpu_gemm_rate(dt, rate))
+    return true;
 #ifdef EIN_HAVE_CBLAS
-  /* f16 and bf16 without a GEMM of their own are computed in f32 on the
-   * host, integers in int64 loops: their floor is the f32 GEMM. */
-  bool f64 = dt == EIN_DT_F64;
-  const int n = 2048;
-  size_t elem = f64 ? 8 : 4, count = (size_t)n * n;
-  char *a = bench_random_data(f64 ? EIN_DT_F64 : EIN_DT_F32, count,
-                              88172645463325252ull);
-  char *c = malloc(count * elem);
-  if (!a || !c) {
-    free(a), free(c);
-    snprintf(msg, cap, "out of memory for the GEMM floor");
-    return false;
-  }
-  double best = 1e300;
-  for (int r = 0; r < 4; r++) { /* the first run warms BLAS's threads */
-    double t0 = bench_now_ms();
-    if (f64)
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0,
-                  (double *)a, n, (double *)a, n, 0.0, (double *)c, n);
-    else
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
-                  (float *)a, n, (float *)a, n, 0.0f, (float *)c, n);
-    double t = bench_now_ms() - t0;
-    if (r > 0 && t < best) best = t;
-  }
-  free(a), free(c);
-  *rate = 2.0 * n * (double)n * n / (best * 1e-3);
+  if (ein_cpu_gemm_rate(dt == EIN_DT_F64 ? EIN_DT_F64 : EIN_DT_F32, rate))
+    return true;
+  snprintf(msg, cap, "out of memory for the GEMM floor");
+  return false;
 #else
-  (void)dt, (void)msg, (void)cap;
-#endif
+  (void)msg, (void)cap;
   return true;
+#endif
 }
 
 static bool cpu_copy_rate(bench_device *dev, double *rate, char *msg,
                           size_t cap) {
   (void)dev;
-  size_t bytes = (size_t)256 << 20;
-  char *a = malloc(bytes), *b = malloc(bytes);
-  if (!a || !b) {
-    free(a), free(b);
-    snprintf(msg, cap, "out of memory for the copy floor");
-    return false;
-  }
-  memset(a, 1, bytes);
-  memset(b, 2, bytes);
-  double t[7];
-  for (int r = 0; r < 7; r++) {
-    double t0 = bench_now_ms();
-    memcpy(r % 2 ? a : b, r % 2 ? b : a, bytes);
-    t[r] = bench_now_ms() - t0;
-  }
-  double med = bench_median(t, 7);
-  free(a), free(b);
-  *rate = 2.0 * (double)bytes / (med * 1e-3);
-  return true;
+  if (ein_cpu_copy_rate(rate)) return true;
+  snprintf(msg, cap, "out of memory for the copy floor");
+  return false;
 }
 
 static void cpu_close(bench_device *dev) { free(dev); }
-
-/* The last-level cache this core sees: sysfs's index3 size (glibc's
- * sysconf reports a whole-package figure on some virtual machines), else
- * sysconf, else 32 MiB. */
-static int64_t llc_bytes(void) {
-  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
-  if (f) {
-    long kib = 0;
-    char unit = 0;
-    int got = fscanf(f, "%ld%c", &kib, &unit);
-    fclose(f);
-    if (got >= 1 && kib > 0)
-      return (int64_t)kib * (unit == 'M' ? 1 << 20 : 1 << 10);
-  }
-  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return llc > 0 ? llc : 32 << 20;
-}
 
 bench_device *bench_cpu_open(char *msg, size_t cap) {
   bench_device *d = calloc(1, sizeof *d);
@@ -196,7 +124,7 @@ bench_device *bench_cpu_open(char *msg, size_t cap) {
   }
   *d = (bench_device){.name = "cpu",
                       .dl = {kDLCPU, 0},
-                      .cache_bytes = llc_bytes(),
+                      .cache_bytes = (int64_t)ein_cpu_llc_bytes(),
                       .upload = cpu_upload,
                       .release = cpu_release,
                       .time = cpu_time,

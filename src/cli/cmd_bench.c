@@ -11,10 +11,12 @@
  *
  * floor = max(plan FLOPs / GEMM rate, compulsory bytes / copy bandwidth),
  * both rates measured here: cuBLAS GEMM 8192^3 in the case's dtype and a
- * 1 GiB device-to-device copy on a GPU; BLAS GEMM 2048^3 and a 256 MiB
- * memcpy on the host. With --steps, the plan's GEMM steps alone give a
- * second yardstick for GEMM-bound plans: the BLAS time of exactly the
- * plan's GEMMs, which small or thin GEMMs cannot bring to the 2048^3 rate.
+ * 1 GiB device-to-device copy on a GPU; on the host the CPU backend's own
+ * measurements (runtime/cpu/cpu_rates.h, the device model's): its GEMM in
+ * the case's dtype (up to 2048^3) and its threaded copy. With --steps, the
+ * plan's GEMM steps alone give a second yardstick for GEMM-bound plans:
+ * the BLAS time of exactly the plan's GEMMs, which small or thin GEMMs
+ * cannot bring to the large GEMM's rate.
  */
 #include <math.h>
 #include <stdio.h>
@@ -43,8 +45,9 @@ void cmd_bench_help(void) {
       "median time, TFLOP/s, GB/s of compulsory traffic (inputs read once,\n"
       "output written once) and the ratio to the floor measured in the same\n"
       "run: max(FLOPs / GEMM rate, bytes / copy bandwidth), with cuBLAS GEMM\n"
-      "8192^3 and a 1 GiB copy on a GPU, BLAS GEMM 2048^3 and a 256 MiB\n"
-      "memcpy on the host. Inputs that fit twice in the last-level cache are\n"
+      "8192^3 and a 1 GiB copy on a GPU, and on the host the CPU backend's\n"
+      "GEMM (up to 2048^3) and threaded copy, measured as for the device\n"
+      "model. Inputs that fit twice in the last-level cache are\n"
       "copied and rotated between runs. Then the device model's predicted\n"
       "time (einc plan's) beside the measured one, and MFU: the FLOPs the\n"
       "expression needs per second over the data-sheet peak of the device\n"

@@ -3,11 +3,14 @@
 The package is tested installed (pip install .), never from the source
 tree: python/einc has no extension until it is built.
 """
+import atexit
 import importlib.util
 import os
 import pathlib
 import random
+import shutil
 import sys
+import tempfile
 import threading
 import zlib
 
@@ -15,6 +18,21 @@ import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+# The suite's own disk cache (runtime/disk_cache.h): the "cpu" device model
+# and compiled kernels go there, for this process and every subprocess it
+# starts, never to the user's ~/.cache/einc: a test must not depend on what
+# the machine measured before (or another process raises meanwhile), nor
+# change it.
+_CACHE = tempfile.mkdtemp(prefix="einc-pytest-cache-")
+os.environ["EINC_CACHE_DIR"] = _CACHE
+_OWNER = os.getpid()  # a forked child's exit must not remove it
+
+
+@atexit.register
+def _remove_cache():
+    if os.getpid() == _OWNER:
+        shutil.rmtree(_CACHE, ignore_errors=True)
 
 
 def seed_everything(nodeid):

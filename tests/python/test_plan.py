@@ -21,25 +21,61 @@ PLANS = [
 ]
 
 
+# Enough processes to measure the "cpu" model (RATE_RUNS in
+# src/api/device_models.c); each later one reads the cached entry.
+MODEL_RUNS = 3
+
+PYTHON_REPORT = """import json, sys, einc
+expr, shapes, dtype = json.loads(sys.argv[1])
+p = einc.plan(expr, *map(tuple, shapes), dtype=dtype, peak=1e11,
+              bandwidth=2e10)
+print(json.dumps([str(p), p.to_dict()]))
+"""
+
+
+@pytest.fixture(scope="module")
+def model_cache(tmp_path_factory):
+    """A cache directory whose "cpu" model is measured (MODEL_RUNS einc
+    processes) and from then on read, the same by every process; None
+    without a CLI."""
+    cli = einc_cli()
+    if cli is None:
+        return None
+    d = tmp_path_factory.mktemp("model-cache")
+    env = dict(os.environ, EINC_CACHE_DIR=str(d))
+    for _ in range(MODEL_RUNS):
+        subprocess.run([cli, "plan", "i j, j k -> i k", "8x8", "8x8",
+                        "--device", "cpu"], env=env, check=True,
+                       capture_output=True, timeout=600)
+    return env
+
+
 @pytest.mark.parametrize("expr,shapes,dtype", PLANS)
-def test_report_equals_the_clis(expr, shapes, dtype):
+def test_report_equals_the_clis(expr, shapes, dtype, model_cache):
     cli = einc_cli()
     if cli is None:
         pytest.skip("no einc CLI built in this checkout")
     args = [cli, "plan", expr] + ["x".join(map(str, s)) for s in shapes]
     args += ["--dtype", dtype]
-    # this CPU's rates given: the cpu model is measured, and a process
-    # keeps the one it loaded while `einc bench` runs of earlier tests may
-    # raise the cached peak (issue 35): the two would price with different
-    # rates, not report differently
+    # The report shows the whole "cpu" model (every rate and its source),
+    # not only the rates --peak and --bandwidth give, and a process keeps
+    # the model it resolved first. So Python plans in a fresh process on
+    # the CLI's cache, where both read one entry: this process's model was
+    # measured, or read before some process raised the entry (an `einc
+    # bench`, issue 35), and the reports differed (issue 40).
     rates = ["--peak", "1e11", "--bandwidth", "2e10"]
-    p = einc.plan(expr, *shapes, dtype=dtype, peak=1e11, bandwidth=2e10)
+    py = subprocess.run([sys.executable, "-c", PYTHON_REPORT,
+                         json.dumps([expr, shapes, dtype])], env=model_cache,
+                        capture_output=True, text=True, check=True)
+    p_text, p_dict = json.loads(py.stdout)
+    assert p_dict["device_model"]["source"] == "cache"
     args += rates
-    text = subprocess.run(args, capture_output=True, text=True, check=True)
-    assert str(p) == text.stdout
+    text = subprocess.run(args, capture_output=True, text=True, check=True,
+                          env=model_cache)
+    assert p_text == text.stdout
     js = subprocess.run(args + ["--json"], capture_output=True, text=True,
-                        check=True)
-    assert p.to_dict() == json.loads(js.stdout)
+                        check=True, env=model_cache)
+    assert p_dict == json.loads(js.stdout)
     # a GPU device plans for the cuda backend, in the CLI and in Python
     args = args[:-len(rates)]
     h200 = subprocess.run(args + ["--device", "h200"], capture_output=True,
