@@ -167,13 +167,13 @@ def run_test(build, name, timeout, env=None):
 
 def covered_by(target, name):
     """Runs one oracle on the unmutated copy: {file: (executed lines,
-    counted lines)}. Its counters go to a folder of its own (GCOV_PREFIX),
+    counted lines)}, or None when it fails there. Its counters go to a folder of its own (GCOV_PREFIX),
     so that oracles can run side by side."""
     prefix = os.path.join(target.work, "gcov", name)
     shutil.rmtree(prefix, ignore_errors=True)
     env = dict(os.environ, GCOV_PREFIX=prefix, GCOV_PREFIX_STRIP="0")
     if run_test(target.build, name, 1800, env=env) != 0:
-        sys.exit(f"unit test {name} fails on the unmutated copy")
+        return None
     gcdas = glob.glob(os.path.join(prefix, "**", "*.gcda"), recursive=True)
     for g in gcdas:  # gcov reads the notes file beside the counters
         os.symlink(g[len(prefix):-len(".gcda")] + ".gcno", g[:-len(".gcda")] + ".gcno")

@@ -120,7 +120,9 @@ def coverage_map(target, covered_by):
     executing the file], "instrumented": {lines the tool counts}}}, and each
     oracle's time on the unmutated copy (target.durations), cached in
     WORK/coverage.json while the oracles stay the same. covered_by(target,
-    name) runs one oracle and gives {file: (executed, counted lines)}. A
+    name) runs one oracle and gives {file: (executed, counted lines)}, or
+    None when the oracle fails on the unmutated copy (then it is dropped:
+    a timing check that an instrumented build misses, say). A
     line the tool does not count (a table's entry, a declaration) is
     reached by every oracle that executes its file."""
     cache = os.path.join(target.work, "coverage.json")
@@ -143,6 +145,9 @@ def coverage_map(target, covered_by):
     # times, the timeouts' base, are then those of a busy machine.
     with concurrent.futures.ThreadPoolExecutor(target.jobs) as pool:
         for name, lines, seconds in pool.map(one, sorted(target.tests)):
+            if lines is None:  # it cannot tell a mutant from the original
+                log(f"coverage: {name} fails on the unmutated copy: not an oracle")
+                continue
             for f, (hit, counted) in lines.items():
                 entry = cmap.setdefault(f, {"lines": {}, "any": [], "instrumented": set()})
                 entry["instrumented"] |= counted

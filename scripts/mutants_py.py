@@ -107,7 +107,7 @@ def covered_lines(target, name):
     if target.run_oracle(name, timeout=3600, prefix=(
             "-m", "coverage", "run", "--data-file=" + data,
             "--include=" + target.package + "/*")) != 0:
-        sys.exit(f"{name} fails on the unmutated package")
+        return None
     rc, _ = run([target.python, "-m", "coverage", "json", "--data-file=" + data,
                  "-o", report])
     lines = {}
