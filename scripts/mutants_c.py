@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 
-from mutants_common import ROOT, coverage_map, run
+from mutants_common import ROOT, coverage_map, log, run
 
 # Tests that need what a mutant copy lacks (an install prefix, the docs, a
 # GPU) or only check generated files are not oracles.
@@ -162,7 +162,10 @@ def covered_by(target, name):
     for g in glob.glob(os.path.join(target.build, "**", "*.gcda"), recursive=True):
         os.remove(g)
     if target.run_oracle(name, timeout=1800) != 0:
-        sys.exit(f"unit test {name} fails on the unmutated copy")
+        # A timing check can fail on a loaded machine: such a test is no
+        # oracle this run (it covers nothing), rather than the end of it.
+        log(f"unit test {name} fails on the unmutated copy: not an oracle")
+        return {}
     gcdas = glob.glob(os.path.join(target.build, "**", "*.gcda"), recursive=True)
     return gcov_lines(target, gcdas)
 
