@@ -157,9 +157,10 @@ def main():
         if time.monotonic() - t0 > args.budget:
             log(f"budget spent after {i} of {len(chosen)} mutants")
             break
-        judge(m, target, kills)
-        if m.status in LIVE and m.key in equivalent:
+        if m.key in equivalent:  # a known survivor would run every covering test
             m.status = "equivalent"
+        else:
+            judge(m, target, kills)
         log(f"{i + 1}/{len(chosen)} {m.status:10} {m.file}:{m.line} {m.killer}")
         if m.status in LIVE and not args.gate:  # read survivors while the run goes on
             log(f"  {m.key}\n{m.diff()}")
