@@ -10,7 +10,7 @@ mutants before first, then the fastest, stopping at the first failure:
 
     python3 scripts/mutants.py [--folders src/lexer python/einc ...]
         [--files src/lexer/parser.c ...] [--per-file N | --sample N]
-        [--seed S] [--budget SECONDS] [--work DIR] [--gate] [--all-tests]
+        [--seed S] [--budget SECONDS] [--skip N] [--work DIR] [--gate] [--all-tests]
         [--python VENV_PYTHON]
 
 A mutant is killed (a test fails, dies or runs past 3x its time), survived
@@ -128,6 +128,8 @@ def parse_args():
     ap.add_argument("--seed", default="0")
     ap.add_argument("--budget", type=float, default=float("inf"), help="seconds")
     ap.add_argument("--work", default=os.path.join(ROOT, "build-mut"))
+    ap.add_argument("--skip", type=int, default=0,
+                    help="skip the first N chosen mutants (resume a budgeted run)")
     ap.add_argument("--gate", action="store_true")
     ap.add_argument("--all-tests", action="store_true",
                     help="also the slow oracles (the emulated-device suite, the CLI, ...)")
@@ -151,13 +153,18 @@ def main():
         target.prepare()
     equivalent, kills, done = read_keys(EQUIVALENT), {}, []
     for i, (target, m) in enumerate(chosen):
+        if i < args.skip:
+            continue
         if time.monotonic() - t0 > args.budget:
             log(f"budget spent after {i} of {len(chosen)} mutants")
             break
-        judge(m, target, kills)
-        if m.status in LIVE and m.key in equivalent:
+        if m.key in equivalent:  # a known survivor would run every covering test
             m.status = "equivalent"
+        else:
+            judge(m, target, kills)
         log(f"{i + 1}/{len(chosen)} {m.status:10} {m.file}:{m.line} {m.killer}")
+        if m.status in LIVE and not args.gate:  # read survivors while the run goes on
+            log(f"  {m.key}\n{m.diff()}")
         done.append(m)
     log("report: " + report(done, args, time.monotonic() - t0))
     return summarize(done, args.gate)

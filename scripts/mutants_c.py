@@ -167,8 +167,8 @@ def run_test(build, name, timeout, env=None):
 
 def covered_by(target, name):
     """Runs one oracle on the unmutated copy: {file: (executed lines,
-    counted lines)}, or None when it fails there. Its counters go to a folder of its own (GCOV_PREFIX),
-    so that oracles can run side by side."""
+    counted lines)}, or None when it fails there. Its counters go to a
+    folder of its own (GCOV_PREFIX), so that oracles can run side by side."""
     prefix = os.path.join(target.work, "gcov", name)
     shutil.rmtree(prefix, ignore_errors=True)
     env = dict(os.environ, GCOV_PREFIX=prefix, GCOV_PREFIX_STRIP="0")

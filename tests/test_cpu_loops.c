@@ -39,7 +39,9 @@
  *     j i, b j i -> i j`), the same tiles with a fold over the reduced
  *     axes;
  *   - steps of one long row (a product, a scaling, folds over a short
- *     axis), cut into pieces across threads.
+ *     axis), cut into pieces across threads;
+ *   - folds of a reduced row with few results and many reduced rows each
+ *     (threads take whole results, not a split of the reduction).
  * The expected values convert f16 with half.h's scalar ein_f16_to_f32.
  * Everything runs twice: with the portable loops forced, then with what
  * the CPU allows (the AVX2/F16C kernels of cpu_simd.c on most x86 CPUs);
@@ -835,6 +837,43 @@ static void traces(void) {
   }
 }
 
+/* Folds of a reduced row with a few results and many reduced rows each
+ * (`p q r -> p`, 2 results of 64 x 1024 values, rows padded so that q and
+ * r stay two axes): the threads take whole
+ * results (run_rows), never a split of the reduced rows, whose partial
+ * rows are laid out for kept rows (run_split). */
+static void few_row_folds(void) {
+  static const ein_dtype dts[] = {EIN_DT_F32, EIN_DT_F64};
+  static const ein_reduction ops[] = {EIN_REDUCE_SUM, EIN_REDUCE_MAX};
+  enum { P = 2, Q = 64, R = 1024, L = R + 8 }; /* L: a row's stride */
+  for (int d = 0; d < 2; d++)
+    for (int k = 0; k < 2; k++) {
+      size_t esz = ein_dtype_size(dts[d]);
+      char *x = malloc((size_t)P * Q * L * esz), *out = malloc(P * esz);
+      fill(dts[d], x, (int64_t)P * Q * L, false, false);
+      int64_t sh[3] = {P, Q, R}, st3[3] = {Q * L, L, 1}, osh[1] = {P};
+      DLTensor a = {.data = x, .ndim = 3, .shape = sh, .strides = st3,
+                    .dtype = ein_dtype_to_dl(dts[d]), .device = {kDLCPU, 0}};
+      DLTensor c = {.data = out, .ndim = 1, .shape = osh,
+                    .dtype = ein_dtype_to_dl(dts[d]), .device = {kDLCPU, 0}};
+      const DLTensor *ins[1] = {&a};
+      ein_options opt = {.reduction = ops[k]};
+      ein_status st = ein_eval(ctx, "p q r -> p", ins, 1, &c, &opt);
+      CHECK(st == EIN_OK, "p q r -> p %s: %s", ein_dtype_name(dts[d]),
+            ein_status_name(st));
+      for (int64_t o = 0; st == EIN_OK && o < P; o++) {
+        double want = ident(ops[k]), mag = 0;
+        for (int64_t q = 0; q < Q; q++)
+          for (int64_t r = 0; r < R; r++) {
+            double v = load(dts[d], x, (o * Q + q) * L + r);
+            want = fold(ops[k], want, v), mag += fabs(v);
+          }
+        check_out(dts[d], ops[k], out, o, want, mag, "p q r -> p");
+      }
+      free(x), free(out);
+    }
+}
+
 /* One pass over every case; `f16_out` carries the f16 products from the
  * portable pass (compare false) to the other (compare true). */
 static void all_cases(uint16_t *f16_out, bool compare) {
@@ -855,6 +894,7 @@ static void all_cases(uint16_t *f16_out, bool compare) {
   transposing_folds();
   long_rows();
   traces();
+  few_row_folds();
 }
 
 int main(void) {
