@@ -1,8 +1,7 @@
-"""einc under jax.jit, jax.grad and jax.vmap on a GPU (issue 25): the FFI
-handler for XLA's CUDA platform runs ein_eval on the CUDA backend on the
-stream XLA hands it. Skipped without a JAX GPU device or without einc's
-FFI handler (scripts/gpu_check.sh runs it on a machine with a GPU, from a
-wheel built with -Dxla_ffi_include)."""
+"""einc under jax.jit, jax.grad and jax.vmap on a GPU: the FFI handler for
+XLA's CUDA platform runs ein_eval on the CUDA backend on the stream XLA
+hands it. Skipped without a JAX GPU device (scripts/gpu_check.sh runs it on
+a machine with a GPU; the handler is always built, python/src/xla_ffi_abi.h)."""
 import numpy as np
 import pytest
 
