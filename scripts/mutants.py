@@ -55,19 +55,24 @@ def read_keys(path):
 
 
 def choose(args, targets, tool):
-    """The sampled mutants, per file or over all files, seeded."""
+    """The sampled mutants, seeded: --per-file N of each file, or --sample
+    N: N files drawn (generating every file's mutants takes minutes a
+    file), one mutant of each."""
     rng = random.Random(args.seed)
-    by_file = {}
+    files = []
     for target in targets:
         wanted = args.files or args.folders
-        for f in target.files([w for w in wanted if os.path.isdir(os.path.join(ROOT, w))]) + \
-                [f for f in (args.files or []) if f.endswith(target.suffix)]:
-            by_file.setdefault(f, (target, generate(tool, args.work, f, target.language)))
+        files += [(target, f) for f in
+                  target.files([w for w in wanted if os.path.isdir(os.path.join(ROOT, w))]) +
+                  [f for f in (args.files or []) if f.endswith(target.suffix)]]
     if args.sample:
-        pool = [(t, m) for t, ms in by_file.values() for m in ms]
-        return rng.sample(pool, min(args.sample, len(pool)))
-    return [(t, m) for t, ms in by_file.values()
-            for m in rng.sample(ms, min(args.per_file, len(ms)))]
+        files = rng.sample(files, min(args.sample, len(files)))
+    chosen = []
+    for target, f in files:
+        ms = generate(tool, args.work, f, target.language)
+        k = 1 if args.sample else args.per_file
+        chosen += [(target, m) for m in rng.sample(ms, min(k, len(ms)))]
+    return chosen
 
 
 def judge(m, target, kills):
