@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 
-from mutants_common import ROOT, coverage_map, run
+from mutants_common import ROOT, coverage_map, run, source_files
 
 # Tests that need what a mutant copy lacks (an install prefix, the docs, a
 # GPU) or only check generated files are not oracles.
@@ -34,10 +34,7 @@ class CTarget:
         self.all_tests = all_tests
 
     def files(self, folders):
-        found = []
-        for folder in folders:
-            found += glob.glob(os.path.join(ROOT, folder, "**", "*.c"), recursive=True)
-        return sorted(os.path.relpath(f, ROOT) for f in found)
+        return source_files(folders, self.suffix)
 
     def prepare(self):
         os.makedirs(self.work, exist_ok=True)

@@ -3,6 +3,7 @@ time limit, and the mutants universalmutator generates for one file."""
 import concurrent.futures
 import dataclasses
 import difflib
+import glob
 import hashlib
 import json
 import os
@@ -55,6 +56,14 @@ def run(cmd, timeout=None, **kw):
         os.killpg(p.pid, signal.SIGKILL)
         out, _ = p.communicate()
         return None, out
+
+
+def source_files(folders, suffix):
+    """The files ending in suffix below the folders, relative to the root."""
+    found = []
+    for folder in folders:
+        found += glob.glob(os.path.join(ROOT, folder, "**", "*" + suffix), recursive=True)
+    return sorted(os.path.relpath(f, ROOT) for f in found)
 
 
 def mutate_tool(work):

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 
-from mutants_common import ROOT, coverage_map, run
+from mutants_common import ROOT, coverage_map, run, source_files
 
 TESTS = os.path.join(ROOT, "tests", "python")
 # Test files that need a GPU, or start clusters and pools that a mutant
@@ -32,10 +32,7 @@ class PyTarget:
         self.all_tests = all_tests
 
     def files(self, folders):
-        found = []
-        for folder in folders:
-            found += glob.glob(os.path.join(ROOT, folder, "**", "*.py"), recursive=True)
-        return sorted(os.path.relpath(f, ROOT) for f in found)
+        return source_files(folders, self.suffix)
 
     def prepare(self):
         os.makedirs(self.work, exist_ok=True)
