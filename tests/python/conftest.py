@@ -117,3 +117,13 @@ def spied_fallback(name, arm):
         yield calls
     finally:
         set_fallback(fallback, "")
+
+
+@pytest.fixture
+def x64():
+    """f64 arrays in JAX for a test, restored afterwards (JAX's tests)."""
+    import jax
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", before)

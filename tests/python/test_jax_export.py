@@ -31,12 +31,6 @@ from einc import _einc  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def x64():
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
 
 
 def close(got, want, tol=1e-12):

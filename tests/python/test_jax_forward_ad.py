@@ -25,17 +25,10 @@ from jax.test_util import check_grads  # noqa: E402
 import einc.einops as ee  # noqa: E402
 from einc import _einc  # noqa: E402
 
-pytestmark = pytest.mark.skipif(
-    not _einc.xla_ffi_targets(),
-    reason="einc built without XLA's FFI header")
-
-
-@pytest.fixture(autouse=True)
-def x64():
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
+# every test in f64 (conftest.py's x64)
+pytestmark = [pytest.mark.skipif(not _einc.xla_ffi_targets(),
+                                 reason="einc built without XLA's FFI header"),
+              pytest.mark.usefixtures("x64")]
 
 
 # name: (einc's call, the reference, small input shapes, larger)

@@ -26,13 +26,6 @@ pytestmark = pytest.mark.skipif(
     reason="einc built without XLA's FFI header (see test_unbuilt_message)")
 
 
-@pytest.fixture
-def x64():
-    """f64 arrays for the gradient checks, restored afterwards."""
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
 
 
 def close(got, want, tol):
