@@ -13,7 +13,8 @@
  *    runs the plan, with the GIL released unless the plan is below about
  *    a microsecond of work. torch results are numpy's memory handed to
  *    torch.from_numpy; torch views are the input's own as_strided, so
- *    that autograd sees a view.
+ *    that autograd sees a view. Float contractions under torch's CPU
+ *    autocast go back to Python (einc/_torch.py casts as torch would).
  * 2. eager torch calls that record autograd: fastgrad.c's function of
  *    torch operations.
  * 3. the general path: every tensor through DLPack, the output from the
