@@ -50,6 +50,9 @@ static ein_status model_launch(const ein_plan_ir *plan,
       .traffic_bytes = 32.0 * (double)(l->c.ld_sectors + l->c.st_sectors),
       .distinct_bytes = 32.0 * (double)(l->c.ld_unique_sectors +
                                         l->c.st_unique_sectors),
+      .block_load_bytes = 32.0 * (double)l->c.ld_block_sectors,
+      .store_bytes = 32.0 * (double)l->c.st_sectors,
+      .shared_per_block = row->res.static_smem + (int)k->dynamic_smem,
       .requests = (double)(l->c.ld_requests + l->c.st_requests),
       .warp_basic_blocks = (double)l->c.warp_basic_blocks,
       .shared_wavefronts =
@@ -72,8 +75,8 @@ static double per(uint64_t a, uint64_t b) { return b ? (double)a / b : 0; }
 
 /* The longest of a launch's times but its arithmetic's. */
 static double longest(const ein_kernel_model *k) {
-  double t[] = {k->memory_seconds, k->l2_seconds, k->shared_seconds,
-                k->issue_seconds}, m = 0;
+  double t[] = {k->memory_seconds, k->l2_seconds, k->l1_seconds,
+                k->shared_seconds, k->issue_seconds}, m = 0;
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     m = t[i] > m ? t[i] : m;
   return m;
@@ -134,13 +137,16 @@ static void row_json(ein_strbuf *sb, const model_row *r, bool first) {
       "\"blocks_per_sm\":%d,\"occupancy\":%.4f,\"limiter\":\"%s\","
       "\"waves\":%.4f,\"traffic_bytes\":%.0f,\"distinct_bytes\":%.0f,"
       "\"memory_efficiency\":%.4f,\"memory_seconds\":%.4g,"
-      "\"l2_seconds\":%.4g,\"shared_seconds\":%.4g,\"issue_seconds\":%.4g,"
+      "\"l2_seconds\":%.4g,\"l1_seconds\":%.4g,\"l2_bytes\":%.0f,"
+      "\"block_load_bytes\":%.0f,\"shared_seconds\":%.4g,"
+      "\"issue_seconds\":%.4g,"
       "\"compute_seconds\":%.4g,\"seconds\":%.4g,\"bound\":\"%s\"}",
       r->occ.blocks_per_sm, r->occ.fraction,
       ein_occ_limiter_name(r->occ.limiter), r->km.waves,
       32.0 * (double)(l->c.ld_sectors + l->c.st_sectors),
       32.0 * (double)(l->c.ld_unique_sectors + l->c.st_unique_sectors),
       r->km.memory_efficiency, r->km.memory_seconds, r->km.l2_seconds,
+      r->km.l1_seconds, r->km.l2_bytes, 32.0 * (double)l->c.ld_block_sectors,
       r->km.shared_seconds, r->km.issue_seconds, r->km.compute_seconds,
       r->km.seconds, r->km.bound);
 }
