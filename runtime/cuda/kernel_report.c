@@ -213,14 +213,15 @@ static void header(ein_strbuf *sb, const ein_device_model *m,
   ein_strbuf_printf(
       sb,
       "kernel model on %s (sm_%d, %d SMs): launch %.1f us + max(distinct "
-      "sectors x 32 / %.3g TB/s, sectors x 32 / the L2's, shared "
+      "sectors x 32 / %.3g TB/s, the L1's misses and the stores x 32 / "
+      "the L2's, sectors x 32 / the L1's, shared "
       "wavefronts / SM clocks, warp instructions / issue slots, FLOPs / "
       "the CUDA cores' rate), each derated "
       "by the warps per SM and the waves (docs/design.md, \"The kernel "
-      "model checked against the H100\"):\n"
+      "model checked against the H100\", \"An L1 term\"):\n"
       "(sec/req: global sectors a request, ideal: the fewest its bytes "
       "fit, wf/req: shared wavefronts a request; mem us: the longest of "
-      "DRAM, L2, shared and issue)\n"
+      "DRAM, L2, L1, shared and issue)\n"
       "  step pass entry      blocks regs  occ   waves sec/req  ideal "
       "wf/req  traffic B   eff    mem us    cmp us  model us  bound\n",
       m->name, lim->sm, lim->sms, 1e6 * m->step_seconds,
