@@ -276,6 +276,8 @@ static void keep_sectors(ein_emu_count_buf *b, const uint64_t *addr,
                          const unsigned *size, int lanes) {
   uint64_t sec[WARP * 2];
   int n = request_sectors(addr, size, lanes, sec);
+  if (n == 0)
+    return;
   if (b->nsec + (size_t)n > b->capsec) {
     size_t cap = b->capsec ? 2 * b->capsec : 4096;
     while (cap < b->nsec + (size_t)n)
@@ -293,7 +295,8 @@ static void keep_sectors(ein_emu_count_buf *b, const uint64_t *addr,
 }
 
 void ein_emu_count_block_end(ein_emu_count_buf *b, ein_emu_counters *c) {
-  qsort(b->sec, b->nsec, sizeof *b->sec, cmp_u64);
+  if (b->nsec) /* qsort's base may not be NULL, even for none */
+    qsort(b->sec, b->nsec, sizeof *b->sec, cmp_u64);
   uint64_t distinct = 0;
   for (size_t i = 0; i < b->nsec; i++)
     distinct += i == 0 || b->sec[i] != b->sec[i - 1];
