@@ -237,6 +237,32 @@ for red in ("mean", "max"):
     for name in ("e.npy", "ref.npy"):
         os.remove(P(name))
 os.remove(P("t.npy"))
+# tn5 at 16^4 (issue 34 item 5): reduce_outer with a 16x16 factor staged in
+# shared memory and the lanes moved off dst's contiguous axis
+# (outer_layout.h), past the random suite's sizes: the emulated device
+# against the CPU, within f32's tolerance of the reference's norm.
+tn5 = ("e a, f b, a b c d, g c, h d -> e f g h",)
+for i, shape in enumerate(((16, 16), (16, 16), (16, 16, 16, 16), (16, 16),
+                           (16, 16))):
+    n = 1
+    for d in shape:
+        n *= d
+    write_npy(P("tn5_%d.npy" % i), "<f4", shape, rand_values(n))
+    tn5 += (P("tn5_%d.npy" % i),)
+plan = einc("plan", *tn5, "--backend", "emu")
+r = einc("eval", *tn5, "-o", P("e.npy"), "--backend", "emu")
+ref = einc("eval", *tn5, "-o", P("ref.npy"))
+(gshape, got), (wshape, want) = read_npy(P("e.npy")), read_npy(P("ref.npy"))
+err = sum((x - y) ** 2 for x, y in zip(got, want)) ** 0.5
+norm = sum(y * y for y in want) ** 0.5
+check(r.returncode == 0 and ref.returncode == 0 and gshape == wshape and
+      len(got) == 16 ** 4 and err <= 1e-5 * norm and
+      "staged in shared memory" in plan.stdout and
+      "lanes off dst's contiguous axis" in plan.stdout,
+      "emu tn5 16^4 equals cpu (error %g of norm %g): %s" % (err, norm,
+                                                            r.stderr))
+for name in ["e.npy", "ref.npy"] + ["tn5_%d.npy" % i for i in range(5)]:
+    os.remove(P(name))
 # --counters (docs/design.md, "GPU model inputs"): an elementwise product
 # of two 64x256 f32 files is one map kernel whose warps load and store 128
 # consecutive bytes, 4 sectors a request, and move exactly the compulsory
@@ -404,6 +430,11 @@ def cuda_line(step):
         k[0]["kind"], " (direct contraction)" if c["direct_contraction"]
         else "", " pass 1" if len(k) > 1 else "", dim3(k[0]["grid"]),
         dim3(k[0]["block"]))
+    if k[0]["staged_source"]:
+        line += ", source %d staged in shared memory (%d bytes)" % (
+            k[0]["staged_source"], k[0]["staged_bytes"])
+    if k[0]["lanes_moved"]:
+        line += ", lanes off dst's contiguous axis"
     if k[0]["vector_variant"]:
         line += ", %s variant grid %s" % (k[0]["vector_variant"]["form"],
                                           dim3(k[0]["vector_variant"]["grid"]))
@@ -423,7 +454,9 @@ for args in [("b h i d, b h j d -> b h i j", "2x4x128x64", "2x4x128x64",
              ("b h i d, b h j d -> h i b j", "2x3x256x64", "2x3x256x64"),
              ("b i k, b k j -> b i j", "4x64x32", "4x32x16"),
              ("a b c, c d -> b a d", "64x32x128", "128x64"),
-             ("x y, y z, z w -> x w", "64x64", "64x64", "64x64")]:
+             ("x y, y z, z w -> x w", "64x64", "64x64", "64x64"),
+             ("e a, f b, a b c d, g c, h d -> e f g h", "16x16", "16x16",
+              "16x16x16x16", "16x16", "16x16")]:
     t = einc("plan", "--backend", "cuda", *args)
     j = einc("plan", "--backend", "cuda", "--json", *args)
     try:

@@ -504,6 +504,16 @@ static const struct named_case {
      * (eval_cli_test.py checks one) */
     {"sum_transposed", "b j i -> i j", "4x40x36", "", "sum"},
     {"max_transposed", "b j i -> i j", "5x33x70", "", "max"},
+    /* issue 34 item 5: reduce_outer's layouts (outer_layout.h), tn5's
+     * three kinds of step at 16 terms (tn5 itself is past these sizes;
+     * eval_cli_test.py checks it): a 16x16 factor staged with 16 outputs
+     * a warp row, staged with 32, the lanes moved off dst's contiguous
+     * axis; then odd sizes with a staged operand and with moved lanes */
+    {"tn5_step2", "c d, h d -> c h", "64x16 16x16", "", NULL},
+    {"tn5_step3", "x c h, g c -> x h g", "8x16x16 16x16", "", NULL},
+    {"tn5_step4", "x b h g, f b -> x f g h", "2x16x16x16 16x16", "", NULL},
+    {"staged_odd", "c d, h d -> c h", "37x12 13x12", "", NULL},
+    {"lanes_moved", "b h g, f b -> f g h", "10x9x13 7x10", "", NULL},
 };
 
 /* Fills c from a named case in dtype dt. */

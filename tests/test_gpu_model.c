@@ -244,6 +244,28 @@ static void request_rules(void) {
         (unsigned long long)s);
 }
 
+/* 2 blocks of 256 threads: every warp loads the same 32 floats (4
+ * sectors), before and after a barrier: 32 requests of 4 sectors, yet
+ * each block touches only those 4 (8 over the blocks: what an L1 holding
+ * a block's footprint leaves to the L2), the launch 4 distinct. */
+static void block_reuse(float *d, const float *s) {
+  static const char src[] = KERNEL
+      "  float a = s0[threadIdx.x % 32];\n"
+      "  __syncthreads();\n"
+      "  d[blockIdx.x * blockDim.x + threadIdx.x] = a + s0[threadIdx.x % 32];\n"
+      "}\n";
+  ein_emu_counters c;
+  if (count1(src, 2, 256, 1, d, s, &c))
+    return;
+  CHECK(c.ld_requests == 32 && c.ld_sectors == 128 &&
+            c.ld_block_sectors == 8 && c.ld_unique_sectors == 4,
+        "re-reads: %llu requests, %llu sectors, %llu per block summed, %llu "
+        "distinct: want 32, 128, 8, 4",
+        (unsigned long long)c.ld_requests, (unsigned long long)c.ld_sectors,
+        (unsigned long long)c.ld_block_sectors,
+        (unsigned long long)c.ld_unique_sectors);
+}
+
 static void counters(void) {
   enum { N = 32 * 1024 };
   float *h = malloc(N * sizeof *h);
@@ -257,6 +279,7 @@ static void counters(void) {
   shared_tile(32, d, s);
   shared_tile(33, d, s);
   one_block(d, s);
+  block_reuse(d, s);
   wide_copy(d, s);
   float back[1024];
   st = ein_emu_copy(back, d, sizeof back, EIN_EMU_D2H, &err);
@@ -383,6 +406,40 @@ static void kernel_model(void) {
  * EIN_MODEL_L2_RATIO x the bandwidth), shared memory (a wavefront per SM
  * and clock: bank conflicts priced) and the warps that saturate DRAM when
  * the requests' size is known. */
+/* The L1 term: 8 GB of sectors requested, 1 GB of them stores, each of
+ * the 2112 blocks (two waves of 8 per SM) loading 50 KB of distinct
+ * sectors (105.6 MB summed) and re-reading them. */
+static void kernel_model_l1(const ein_sm_limits *h100) {
+  ein_kernel_model_in in = {.traffic_bytes = 8e9, .distinct_bytes = 1e8,
+                            .store_bytes = 1e9, .blocks = 2 * 8 * 132,
+                            .threads = 256, .blocks_per_sm = 4, .lim = h100,
+                            .bytes_per_s = 3e12, .launch_seconds = 2e-6};
+  in.block_load_bytes = 50e3 * (double)in.blocks;
+  /* 4 resident blocks x 50 KB fit the 256 KB: the L2 serves the stores
+   * and each block's first reads only; the L1 every sector, at 128 bytes
+   * per SM and clock */
+  ein_kernel_model k = ein_kernel_model_time(&in);
+  CHECK(near(k.l2_bytes, 1e9 + in.block_load_bytes) &&
+            near(k.l1_seconds,
+                 8e9 / (EIN_MODEL_L1_BYTES_PER_CLK * EIN_MODEL_SM_HZ * 132)) &&
+            strcmp(k.bound, "L1") == 0,
+        "L1 holds the footprints: %g bytes to the L2, L1 %g s, %s",
+        k.l2_bytes, k.l1_seconds, k.bound);
+  /* 24 KB of shared memory a block (+1 KB reserved) leaves 156 KB of L1
+   * for 200 KB of footprints: 0.78 of the re-reads hit */
+  in.shared_per_block = 24 * 1024;
+  k = ein_kernel_model_time(&in);
+  double l1 = 262144 - 4.0 * 25 * 1024, reread = 7e9 - in.block_load_bytes;
+  CHECK(near(k.l2_bytes, 8e9 - l1 / 200e3 * reread),
+        "L1 short of the footprints: %g bytes to the L2, want %g", k.l2_bytes,
+        8e9 - l1 / 200e3 * reread);
+  /* unknown footprints: every sector to the L2, as before the L1 term */
+  in.block_load_bytes = 0;
+  k = ein_kernel_model_time(&in);
+  CHECK(near(k.l2_bytes, 8e9), "no footprint: %g bytes to the L2",
+        k.l2_bytes);
+}
+
 static void kernel_model_terms(void) {
   const ein_sm_limits *h100 = ein_sm_limits_of(90);
   /* 1 GB distinct but 8 GB of sectors requested (an uncoalesced read whose
@@ -426,6 +483,7 @@ static void kernel_model_terms(void) {
         "requests in flight: %g s (%g warps saturate)", k.memory_seconds, w);
   CHECK(ein_kernel_model_rate(ein_device_model_find("h100"), false) == 67e12,
         "generated kernels at the CUDA cores' FP32 rate");
+  kernel_model_l1(h100);
 }
 
 /* The plan of expr on one input of `shape` (emulated device, f32), and

@@ -153,6 +153,9 @@ static double replay_kernel(replay *r, replay_step *s, ein_emu_module *mod,
       .traffic_bytes = 32.0 * (double)(c.ld_sectors + c.st_sectors),
       .distinct_bytes =
           32.0 * (double)(c.ld_unique_sectors + c.st_unique_sectors),
+      .block_load_bytes = 32.0 * (double)c.ld_block_sectors,
+      .store_bytes = 32.0 * (double)c.st_sectors,
+      .shared_per_block = res->static_smem,
       .requests = (double)(c.ld_requests + c.st_requests),
       .warp_basic_blocks = (double)c.warp_basic_blocks,
       .shared_wavefronts = (double)(c.sh_ld_wavefronts + c.sh_st_wavefronts),
@@ -168,7 +171,7 @@ static double replay_kernel(replay *r, replay_step *s, ein_emu_module *mod,
          "\"sectors\":%llu,\"ideal_sectors\":%llu,\"distinct_bytes\":%.0f,"
          "\"shared_requests\":%llu,\"shared_wavefronts\":%llu,"
          "\"flops\":%.6g,\"compulsory_bytes\":%.6g,\"memory_seconds\":%.4g,"
-         "\"l2_seconds\":%.4g,\"shared_seconds\":%.4g,"
+         "\"l2_seconds\":%.4g,\"l1_seconds\":%.4g,\"shared_seconds\":%.4g,"
          "\"compute_seconds\":%.4g,\"seconds\":%.4g,\"bound\":\"%s\","
          "\"memory_efficiency\":%.4f,\"warp_basic_blocks\":%llu,"
          "\"issue_seconds\":%.4g}",
@@ -182,7 +185,7 @@ static double replay_kernel(replay *r, replay_step *s, ein_emu_module *mod,
          (unsigned long long)(c.sh_ld_requests + c.sh_st_requests),
          (unsigned long long)(c.sh_ld_wavefronts + c.sh_st_wavefronts),
          s->flops, s->bytes, km.memory_seconds, km.l2_seconds,
-         km.shared_seconds, km.compute_seconds, km.seconds, km.bound,
+         km.l1_seconds, km.shared_seconds, km.compute_seconds, km.seconds, km.bound,
          km.memory_efficiency, (unsigned long long)c.warp_basic_blocks,
          km.issue_seconds);
   return km.seconds;

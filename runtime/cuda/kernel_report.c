@@ -50,6 +50,9 @@ static ein_status model_launch(const ein_plan_ir *plan,
       .traffic_bytes = 32.0 * (double)(l->c.ld_sectors + l->c.st_sectors),
       .distinct_bytes = 32.0 * (double)(l->c.ld_unique_sectors +
                                         l->c.st_unique_sectors),
+      .block_load_bytes = 32.0 * (double)l->c.ld_block_sectors,
+      .store_bytes = 32.0 * (double)l->c.st_sectors,
+      .shared_per_block = row->res.static_smem + (int)k->dynamic_smem,
       .requests = (double)(l->c.ld_requests + l->c.st_requests),
       .warp_basic_blocks = (double)l->c.warp_basic_blocks,
       .shared_wavefronts =
@@ -72,8 +75,8 @@ static double per(uint64_t a, uint64_t b) { return b ? (double)a / b : 0; }
 
 /* The longest of a launch's times but its arithmetic's. */
 static double longest(const ein_kernel_model *k) {
-  double t[] = {k->memory_seconds, k->l2_seconds, k->shared_seconds,
-                k->issue_seconds}, m = 0;
+  double t[] = {k->memory_seconds, k->l2_seconds, k->l1_seconds,
+                k->shared_seconds, k->issue_seconds}, m = 0;
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     m = t[i] > m ? t[i] : m;
   return m;
@@ -134,13 +137,16 @@ static void row_json(ein_strbuf *sb, const model_row *r, bool first) {
       "\"blocks_per_sm\":%d,\"occupancy\":%.4f,\"limiter\":\"%s\","
       "\"waves\":%.4f,\"traffic_bytes\":%.0f,\"distinct_bytes\":%.0f,"
       "\"memory_efficiency\":%.4f,\"memory_seconds\":%.4g,"
-      "\"l2_seconds\":%.4g,\"shared_seconds\":%.4g,\"issue_seconds\":%.4g,"
+      "\"l2_seconds\":%.4g,\"l1_seconds\":%.4g,\"l2_bytes\":%.0f,"
+      "\"block_load_bytes\":%.0f,\"shared_seconds\":%.4g,"
+      "\"issue_seconds\":%.4g,"
       "\"compute_seconds\":%.4g,\"seconds\":%.4g,\"bound\":\"%s\"}",
       r->occ.blocks_per_sm, r->occ.fraction,
       ein_occ_limiter_name(r->occ.limiter), r->km.waves,
       32.0 * (double)(l->c.ld_sectors + l->c.st_sectors),
       32.0 * (double)(l->c.ld_unique_sectors + l->c.st_unique_sectors),
       r->km.memory_efficiency, r->km.memory_seconds, r->km.l2_seconds,
+      r->km.l1_seconds, r->km.l2_bytes, 32.0 * (double)l->c.ld_block_sectors,
       r->km.shared_seconds, r->km.issue_seconds, r->km.compute_seconds,
       r->km.seconds, r->km.bound);
 }
@@ -207,14 +213,15 @@ static void header(ein_strbuf *sb, const ein_device_model *m,
   ein_strbuf_printf(
       sb,
       "kernel model on %s (sm_%d, %d SMs): launch %.1f us + max(distinct "
-      "sectors x 32 / %.3g TB/s, sectors x 32 / the L2's, shared "
+      "sectors x 32 / %.3g TB/s, the L1's misses and the stores x 32 / "
+      "the L2's, sectors x 32 / the L1's, shared "
       "wavefronts / SM clocks, warp instructions / issue slots, FLOPs / "
       "the CUDA cores' rate), each derated "
       "by the warps per SM and the waves (docs/design.md, \"The kernel "
-      "model checked against the H100\"):\n"
+      "model checked against the H100\", \"An L1 term\"):\n"
       "(sec/req: global sectors a request, ideal: the fewest its bytes "
       "fit, wf/req: shared wavefronts a request; mem us: the longest of "
-      "DRAM, L2, shared and issue)\n"
+      "DRAM, L2, L1, shared and issue)\n"
       "  step pass entry      blocks regs  occ   waves sec/req  ideal "
       "wf/req  traffic B   eff    mem us    cmp us  model us  bound\n",
       m->name, lim->sm, lim->sms, 1e6 * m->step_seconds,

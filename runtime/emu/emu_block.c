@@ -647,6 +647,7 @@ bool ein_emu_block_run(ein_emu_worker *w, const ein_emu_run *l,
     describe_deadlock(b);
   if (!b->failed && l->count && w->count) {
     ein_emu_count_resolve(w->count, l->count, &w->counted);
+    ein_emu_count_block_end(w->count, &w->counted);
     for (unsigned i = 0; i < (b->n + 31) / 32; i++)
       w->counted.warp_basic_blocks += b->warps[i].basic_blocks;
   }

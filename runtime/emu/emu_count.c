@@ -29,6 +29,12 @@ enum { K_STORE = 1, K_SHARED = 2 };
 struct ein_emu_count_buf {
   access_ev *ev;
   size_t n, cap;
+  /* the sectors of the block's global loads so far, each request's once
+   * (deduplicated over the block at its end) */
+  uint64_t *sec;
+  size_t nsec, capsec;
+  uint64_t unkept; /* sectors not kept for want of memory: counted as
+                      distinct (no reuse assumed) */
 };
 
 /* ------------------------------------------------------------ launch */
@@ -110,10 +116,14 @@ void ein_emu_count_buf_destroy(ein_emu_count_buf *b) {
   if (!b)
     return;
   ein_free(b->ev);
+  ein_free(b->sec);
   ein_free(b);
 }
 
-void ein_emu_count_buf_reset(ein_emu_count_buf *b) { b->n = 0; }
+void ein_emu_count_buf_reset(ein_emu_count_buf *b) {
+  b->n = b->nsec = 0;
+  b->unkept = 0;
+}
 
 static bool in_global(const ein_emu_count_launch *l, uintptr_t a) {
   for (int i = 0; i < l->n; i++)
@@ -173,21 +183,29 @@ static uint64_t distinct_bytes(const uint64_t *addr, const unsigned *size,
   return total;
 }
 
-void ein_emu_global_request(const uint64_t *addr, const unsigned *size,
-                            int lanes, uint64_t *sectors, uint64_t *ideal,
-                            uint64_t *bytes) {
-  /* a lane's access is at most 16 bytes: 2 sectors when it straddles */
-  uint64_t sec[WARP * 2], scratch[WARP];
+/* The distinct sectors of a request's lanes, sorted, into sec (room for
+ * 2 * WARP: a lane's access is at most 16 bytes, 2 sectors when it
+ * straddles); returns their number. */
+static int request_sectors(const uint64_t *addr, const unsigned *size,
+                           int lanes, uint64_t *sec) {
   int n = 0;
   for (int i = 0; i < lanes && i < WARP; i++)
     for (uint64_t s = addr[i] / SECTOR;
          s <= (addr[i] + size[i] - 1) / SECTOR && n < WARP * 2; s++)
       sec[n++] = s;
   qsort(sec, (size_t)n, sizeof *sec, cmp_u64);
-  uint64_t distinct = 0;
+  int distinct = 0;
   for (int i = 0; i < n; i++)
-    distinct += i == 0 || sec[i] != sec[i - 1];
-  *sectors = distinct;
+    if (i == 0 || sec[i] != sec[i - 1])
+      sec[distinct++] = sec[i];
+  return distinct;
+}
+
+void ein_emu_global_request(const uint64_t *addr, const unsigned *size,
+                            int lanes, uint64_t *sectors, uint64_t *ideal,
+                            uint64_t *bytes) {
+  uint64_t sec[WARP * 2], scratch[WARP];
+  *sectors = (uint64_t)request_sectors(addr, size, lanes, sec);
   *bytes = distinct_bytes(addr, size, lanes < WARP ? lanes : WARP, scratch);
   *ideal = (*bytes + SECTOR - 1) / SECTOR;
 }
@@ -253,9 +271,44 @@ static bool same_group(const access_ev *a, const access_ev *b) {
          a->kind == b->kind;
 }
 
+/* Keeps a load request's distinct sectors for the block's footprint. */
+static void keep_sectors(ein_emu_count_buf *b, const uint64_t *addr,
+                         const unsigned *size, int lanes) {
+  uint64_t sec[WARP * 2];
+  int n = request_sectors(addr, size, lanes, sec);
+  if (n == 0)
+    return;
+  if (b->nsec + (size_t)n > b->capsec) {
+    size_t cap = b->capsec ? 2 * b->capsec : 4096;
+    while (cap < b->nsec + (size_t)n)
+      cap *= 2;
+    uint64_t *p = ein_realloc(b->sec, cap * sizeof *p);
+    if (!p) {
+      b->unkept += (uint64_t)n;
+      return;
+    }
+    b->sec = p;
+    b->capsec = cap;
+  }
+  memcpy(b->sec + b->nsec, sec, (size_t)n * sizeof *sec);
+  b->nsec += (size_t)n;
+}
+
+void ein_emu_count_block_end(ein_emu_count_buf *b, ein_emu_counters *c) {
+  if (b->nsec) /* qsort's base may not be NULL, even for none */
+    qsort(b->sec, b->nsec, sizeof *b->sec, cmp_u64);
+  uint64_t distinct = 0;
+  for (size_t i = 0; i < b->nsec; i++)
+    distinct += i == 0 || b->sec[i] != b->sec[i - 1];
+  c->ld_block_sectors += distinct + b->unkept;
+  b->nsec = 0;
+  b->unkept = 0;
+}
+
 /* One request: the k-th access of each lane's run, counted. */
-static void count_request(const access_ev *const *ev, int lanes,
-                          ein_emu_count_launch *l, ein_emu_counters *c) {
+static void count_request(ein_emu_count_buf *b, const access_ev *const *ev,
+                          int lanes, ein_emu_count_launch *l,
+                          ein_emu_counters *c) {
   uint64_t addr[WARP], s1, s2, s3;
   unsigned size[WARP], lane[WARP];
   for (int i = 0; i < lanes; i++) {
@@ -276,14 +329,17 @@ static void count_request(const access_ev *const *ev, int lanes,
   *(store ? &c->st_sectors : &c->ld_sectors) += s1;
   *(store ? &c->st_ideal_sectors : &c->ld_ideal_sectors) += s2;
   *(store ? &c->st_bytes : &c->ld_bytes) += s3;
+  if (!store)
+    keep_sectors(b, addr, size, lanes);
   for (int i = 0; i < lanes; i++)
     mark_sectors(l, addr[i], size[i], store);
 }
 
 /* The requests of one (warp, instruction, space) group ev[0..n): lane
  * runs start[] and len[], then the k-th of every run together. */
-static void resolve_group(const access_ev *ev, size_t n,
-                          ein_emu_count_launch *l, ein_emu_counters *c) {
+static void resolve_group(ein_emu_count_buf *b, const access_ev *ev,
+                          size_t n, ein_emu_count_launch *l,
+                          ein_emu_counters *c) {
   size_t start[WARP], len[WARP], most = 0;
   int runs = 0;
   for (size_t i = 0; i < n; runs++) {
@@ -301,7 +357,7 @@ static void resolve_group(const access_ev *ev, size_t n,
     for (int r = 0; r < runs; r++)
       if (len[r] > k)
         req[lanes++] = &ev[start[r] + k];
-    count_request(req, lanes, l, c);
+    count_request(b, req, lanes, l, c);
   }
 }
 
@@ -312,7 +368,7 @@ void ein_emu_count_resolve(ein_emu_count_buf *b, ein_emu_count_launch *l,
     size_t j = i + 1;
     while (j < b->n && same_group(&b->ev[i], &b->ev[j]))
       j++;
-    resolve_group(b->ev + i, j - i, l, c);
+    resolve_group(b, b->ev + i, j - i, l, c);
     i = j;
   }
   b->n = 0;

@@ -9,7 +9,8 @@
  * sectors each touches, shared-memory wavefronts, and the distinct
  * sectors of the whole launch.
  * Owns: per worker, a buffer of the accesses since the block's last
- * barrier; per launch, a bitmap of the sectors it touched.
+ * barrier and the sectors the block's loads touched so far; per launch,
+ * a bitmap of the sectors it touched.
  *
  * Threads of a block run one at a time, so a warp's lanes never make an
  * access together. What makes one warp-level request is rebuilt: the k-th
@@ -64,8 +65,14 @@ bool ein_emu_count_note(ein_emu_count_buf *b, const ein_emu_count_launch *l,
                         uintptr_t addr, unsigned size, bool store,
                         uintptr_t site);
 
-/* Forgets the recorded accesses (a block that failed). */
+/* Forgets the recorded accesses (a block that failed) and the block's
+ * load sectors. */
 void ein_emu_count_buf_reset(ein_emu_count_buf *b);
+
+/* The block ends: adds the distinct sectors its global loads touched
+ * (over all its resolved requests) to c->ld_block_sectors and forgets
+ * them. */
+void ein_emu_count_block_end(ein_emu_count_buf *b, ein_emu_counters *c);
 
 /* Turns the recorded accesses into warp-level requests, adds them to c
  * and to l's bitmaps, and empties the buffer. */

@@ -22,6 +22,10 @@ typedef struct ein_emu_counters {
   uint64_t ld_requests, ld_sectors, ld_ideal_sectors, ld_bytes;
   uint64_t st_requests, st_sectors, st_ideal_sectors, st_bytes;
   uint64_t ld_unique_sectors, st_unique_sectors;
+  /* per block, the distinct sectors its global loads touched, summed over
+   * the blocks: what an L1 holding each block's footprint leaves to the
+   * L2 (the kernel model decides whether it holds it) */
+  uint64_t ld_block_sectors;
   uint64_t sh_ld_requests, sh_ld_wavefronts, sh_ld_ideal;
   uint64_t sh_st_requests, sh_st_wavefronts, sh_st_ideal;
   /* basic blocks issued, per warp its lanes' most, summed: what the

@@ -569,7 +569,7 @@ static void scale_sample(ein_emu_counters *c, double f) {
                    &c->st_ideal_sectors, &c->st_bytes,
                    &c->sh_ld_requests, &c->sh_ld_wavefronts, &c->sh_ld_ideal,
                    &c->sh_st_requests, &c->sh_st_wavefronts, &c->sh_st_ideal,
-                   &c->warp_basic_blocks};
+                   &c->warp_basic_blocks, &c->ld_block_sectors};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     *v[i] = (uint64_t)((double)*v[i] * f + 0.5);
 }

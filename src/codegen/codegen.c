@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "loop_axes.h"
+#include "outer_layout.h"
 #include "strbuf.h"
 
 enum {
@@ -925,9 +926,63 @@ static void emit_red_kernel(gen *g, const char *name, const char *tmpl,
  * or 256 threads, per element); in the outer form outputs run along x and
  * RED_OUT_LANES lanes along y. A split's pass 1 stores its partial,
  * unscaled, at [blockIdx.y][o] of d. */
-static void gen_reduce(gen *g, ein_kernel_src *k, const red_shape *r) {
+/* The outer form's layout (outer_layout.h), applied: the chosen kept axis
+ * becomes the innermost (consecutive outputs along it), the block holds
+ * per_block outputs along x and RED_OUT_LANES rows of terms along y, and
+ * k records it. Split and inner forms keep theirs. */
+static ein_outer_layout outer_layout(gen *g, ein_kernel_src *k,
+                                     red_shape *r) {
+  const ein_step *s = g->s;
+  ein_outer_layout o = {.lane_axis = g->kept.n - 1,
+                        .per_block = r->per_block};
+  if (r->kind != EIN_KERNEL_REDUCE_OUTER)
+    return o;
+  int esize[3] = {ein_dtype_size(s->dst_dtype),
+                  s->nsrc > 0 ? ein_dtype_size(s->src_dtype[0]) : 0,
+                  s->nsrc > 1 ? ein_dtype_size(s->src_dtype[1]) : 0};
+  o = ein_outer_layout_choose(&g->kept, &g->red, s->nsrc, esize);
+  r->per_block = o.per_block; /* lanes stay RED_OUT_LANES: 16 outputs
+                                 make a block of 128 threads */
+  r->blocks = blocks_for(r->nout, r->per_block);
+  if (o.lane_axis < g->kept.n - 1) {
+    ein_loop_axes *kp = &g->kept;
+    int64_t size, st[3];
+    ein_loop_axes_take(kp, o.lane_axis, &size, st);
+    kp->size[kp->n] = size;
+    for (int j = 0; j < 3; j++)
+      kp->st[kp->n][j] = st[j];
+    kp->n++;
+    k->lanes_moved = true;
+  }
+  k->staged_src = (unsigned)o.stage;
+  k->staged_bytes =
+      o.stage ? (unsigned)(o.stage_n * ein_dtype_size(s->src_dtype[o.stage - 1]))
+              : 0;
+  return o;
+}
+
+/* The Step's stage constants: the staged source (0 none) and its padded
+ * shared copy, a word after every 128 bytes for each row of terms a warp
+ * holds (reduce.cuh's ein_staged_at): rows read adjacent terms, which
+ * one word of skew would put on the next row's bank. */
+static void emit_stage(gen *g, const ein_outer_layout *o) {
+  int esz = o->stage ? ein_dtype_size(g->s->src_dtype[o->stage - 1]) : 4;
+  int rows = 32 / o->per_block; /* a warp's rows of terms */
+  int p = 128 / esz, q = 4 * rows / esz > 1 ? 4 * rows / esz : 1;
+  int64_t len = o->stage ? o->stage_n + o->stage_n / p * q + q : 1;
+  ein_strbuf_printf(g->sb, "  static constexpr int stage = %d, stage_p = %d, "
+                           "stage_q = %d;\n  static constexpr idx stage_n = ",
+                    o->stage, p, q);
+  emit_int(g, o->stage_n);
+  ein_strbuf_printf(g->sb, ", stage_len = ");
+  emit_int(g, len);
+  ein_strbuf_printf(g->sb, ";\n");
+}
+
+static void gen_reduce(gen *g, ein_kernel_src *k, red_shape *r) {
   const ein_step *s = g->s;
   bool split = r->kind == EIN_KERNEL_REDUCE_SPLIT;
+  ein_outer_layout o = outer_layout(g, k, r);
   operand_types t = step_types(
       s, split ? acc_type(g->acc) : storage_type(s->dst_dtype));
   emit_red_head(g, "ein_main_step", r, r->nout, t);
@@ -939,15 +994,22 @@ static void gen_reduce(gen *g, ein_kernel_src *k, const red_shape *r) {
                     split ? "true" : "false");
   emit_int(g, r->chunk);
   ein_strbuf_printf(g->sb, ";\n");
+  emit_stage(g, &o);
   emit_red_out_offsets(g, &g->kept, 7u);
   emit_red_terms(g);
   emit_red_result(g);
   ein_strbuf_printf(g->sb, "};\n");
-  emit_red_kernel(g, "ein_main", "ein_reduce", 256, t);
-  k->grid[0] = (unsigned)r->blocks;
+  emit_red_kernel(g, "ein_main", "ein_reduce",
+                  r->inner ? 256u : (unsigned)(r->per_block * r->lanes), t);
+  /* a staging block loops over several groups of outputs, so that its
+   * copy of the source serves more than one (two waves of blocks) */
+  k->grid[0] = (unsigned)(k->staged_src && !split &&
+                                  r->blocks > SPLIT_TARGET / 2
+                              ? SPLIT_TARGET / 2
+                              : r->blocks);
   k->grid[1] = (unsigned)r->splits;
   k->grid[2] = 1;
-  k->block[0] = r->inner ? (unsigned)r->lanes : 32;
+  k->block[0] = r->inner ? (unsigned)r->lanes : (unsigned)r->per_block;
   k->block[1] = r->inner ? (unsigned)r->per_block : (unsigned)r->lanes;
   k->block[2] = 1;
 }

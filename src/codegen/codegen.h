@@ -103,6 +103,11 @@ typedef struct ein_kernel_src {
    * launched with: 0 today (every kernel's shared memory is static), kept
    * here so the launch and the occupancy report read one figure. */
   unsigned dynamic_smem;
+  /* reduce_outer (outer_layout.h): the source (1 or 2; 0 none) each block
+   * copies into shared memory, its bytes, and whether the lanes run along
+   * a kept axis other than dst's contiguous one */
+  unsigned staged_src, staged_bytes;
+  bool lanes_moved;
 } ein_kernel_src;
 
 /* What runs one step: a kernel, or a split reduction's two passes with

@@ -287,6 +287,11 @@ static void describe_kernels(const ein_cuda_step *cs, const ein_step *s,
                     split ? " pass 1" : "", k->grid[0], k->grid[1], k->grid[2],
                     k->block[0], k->block[1], k->block[2]);
   char form[64];
+  if (k->staged_src)
+    ein_strbuf_printf(sb, ", source %u staged in shared memory (%u bytes)",
+                      k->staged_src, k->staged_bytes);
+  if (k->lanes_moved)
+    ein_strbuf_printf(sb, ", lanes off dst's contiguous axis");
   if (k->has_vec)
     ein_strbuf_printf(sb, ", %s variant grid (%u,%u,%u)",
                       vec_form(k, form, sizeof form), k->grid_vec[0],
@@ -392,14 +397,18 @@ static void json_cublas(const ein_cublas_gemm *g, ein_strbuf *sb) {
       (long long)(g->loops.n ? ein_loop_axes_volume(&g->loops) : 1), form);
 }
 
-/* One kernel launch: kind, pass, grid, block and the vector variant. */
+/* One kernel launch: kind, pass, grid, block, reduce_outer's staged
+ * source and lanes (outer_layout.h), and the vector variant. */
 static void json_kernel(const ein_kernel_src *k, int pass, ein_strbuf *sb) {
   ein_strbuf_printf(sb,
                     "{\"kind\":\"%s\",\"pass\":%d,\"grid\":[%u,%u,%u],"
-                    "\"block\":[%u,%u,%u],\"vector_variant\":",
+                    "\"block\":[%u,%u,%u],\"staged_source\":%u,"
+                    "\"staged_bytes\":%u,\"lanes_moved\":%s,"
+                    "\"vector_variant\":",
                     ein_kernel_kind_name(k->kind), pass, k->grid[0],
                     k->grid[1], k->grid[2], k->block[0], k->block[1],
-                    k->block[2]);
+                    k->block[2], k->staged_src, k->staged_bytes,
+                    k->lanes_moved ? "true" : "false");
   char form[64];
   if (k->has_vec)
     ein_strbuf_printf(

@@ -56,10 +56,32 @@ static double memory_warps(const ein_kernel_model_in *in) {
   return w < 1 ? 1 : w;
 }
 
+/* The bytes the L2 serves: the stores, and the loads the L1 misses. A
+ * block's re-reads of sectors it loaded before hit when the resident
+ * blocks' footprints (their distinct load sectors) fit the L1 that
+ * shared memory leaves; a footprint over it keeps that share of the
+ * re-reads (random replacement's proportion, not LRU's cliff). */
+static double l2_bytes(const ein_kernel_model_in *in) {
+  if (in->block_load_bytes <= 0 || in->blocks <= 0)
+    return in->traffic_bytes;
+  double reread = in->traffic_bytes - in->store_bytes - in->block_load_bytes;
+  if (reread <= 0)
+    return in->traffic_bytes;
+  int shared = in->shared_per_block
+                   ? in->shared_per_block + in->lim->smem_reserved
+                   : 0;
+  double l1 = in->lim->l1_shared_per_sm - (double)in->blocks_per_sm * shared;
+  double footprint =
+      in->block_load_bytes / (double)in->blocks * in->blocks_per_sm;
+  double hit = l1 <= 0 ? 0 : footprint <= l1 ? 1 : l1 / footprint;
+  return in->traffic_bytes - hit * reread;
+}
+
 /* The largest of the launch's times, and what it is. */
 static void pick_bound(ein_kernel_model *m, double launch) {
   struct { double t; const char *name; } parts[] = {
       {m->memory_seconds, "memory"}, {m->l2_seconds, "L2"},
+      {m->l1_seconds, "L1"},
       {m->shared_seconds, "shared"}, {m->issue_seconds, "issue"},
       {m->compute_seconds, "compute"}};
   double work = 0;
@@ -84,10 +106,16 @@ ein_kernel_model ein_kernel_model_time(const ein_kernel_model_in *in) {
   if (dram > 0 && in->bytes_per_s > 0)
     m.memory_seconds = over_waves(in, dram, in->bytes_per_s,
                                   memory_warps(in), &m.memory_efficiency);
-  if (in->traffic_bytes > 0 && in->bytes_per_s > 0)
-    m.l2_seconds = over_waves(in, in->traffic_bytes,
+  m.l2_bytes = l2_bytes(in);
+  if (m.l2_bytes > 0 && in->bytes_per_s > 0)
+    m.l2_seconds = over_waves(in, m.l2_bytes,
                               EIN_MODEL_L2_RATIO * in->bytes_per_s,
                               memory_warps(in), &share);
+  if (in->traffic_bytes > 0)
+    m.l1_seconds = over_waves(in, in->traffic_bytes,
+                              EIN_MODEL_L1_BYTES_PER_CLK * EIN_MODEL_SM_HZ *
+                                  in->lim->sms,
+                              EIN_MODEL_COMPUTE_WARPS, &share);
   if (in->shared_wavefronts > 0)
     m.shared_seconds = over_waves(in, in->shared_wavefronts,
                                   EIN_MODEL_SM_HZ * in->lim->sms,

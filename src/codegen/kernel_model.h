@@ -23,6 +23,11 @@ typedef struct ein_kernel_model_in {
                            SMs ask of the L2 */
   double distinct_bytes; /* 32 x the distinct sectors: what DRAM moves at
                             least; 0: unknown, taken as traffic_bytes */
+  double block_load_bytes; /* 32 x the distinct load sectors of each block,
+                              summed over the blocks; 0: unknown, no L1 */
+  double store_bytes;   /* 32 x the sectors the stores touched (write
+                           through to the L2) */
+  int shared_per_block; /* static + dynamic shared memory, bytes */
   double shared_wavefronts; /* shared-memory wavefronts, all requests */
   double warp_basic_blocks; /* basic blocks the warps issued (the
                                emulator's count); 0: unknown, unpriced */
@@ -41,14 +46,16 @@ typedef struct ein_kernel_model_in {
 typedef struct ein_kernel_model {
   double seconds;         /* launch + max(memory, L2, shared, compute) */
   double memory_seconds;  /* DRAM bytes at the bandwidth the warps reach */
-  double l2_seconds;      /* traffic at the L2's bandwidth, likewise */
+  double l2_seconds;      /* what the L1 misses at the L2's bandwidth */
+  double l1_seconds;      /* every sector requested at the L1's rate */
+  double l2_bytes;        /* the L1's misses and the stores */
   double shared_seconds;  /* shared wavefronts at one per SM and clock */
   double issue_seconds;   /* warp instructions at 4 per SM and clock */
   double compute_seconds; /* FLOPs at the rate the warps reach */
   double waves;           /* blocks / (resident blocks x SMs) */
   double memory_efficiency; /* the bandwidth share reached, 0..1 */
-  const char *bound; /* "memory", "L2", "shared", "issue", "compute",
-                        "launch" */
+  const char *bound; /* "memory", "L2", "L1", "shared", "issue",
+                        "compute", "launch" */
 } ein_kernel_model;
 
 /* Warps per SM from which a memory-bound kernel is taken to reach the
@@ -66,6 +73,10 @@ enum { EIN_MODEL_MEMORY_WARPS = 32, EIN_MODEL_COMPUTE_WARPS = 16 };
 #define EIN_MODEL_LATENCY_S 600e-9
 #define EIN_MODEL_REQUESTS_IN_FLIGHT 10.0
 #define EIN_MODEL_SM_HZ 1.755e9
+/* The L1's rate: 128 bytes (4 sectors) per SM and clock, the figure
+ * public microbenchmarks give for Volta to Hopper (docs/design.md,
+ * "An L1 term"); not fitted. */
+#define EIN_MODEL_L1_BYTES_PER_CLK 128.0
 /* Instructions per basic block of the host compiler's code: the warps'
  * basic blocks x this at four warp instructions per SM and clock (one a
  * scheduler) is the time spent issuing them. */

@@ -16,16 +16,19 @@
  * toolkit's cuda_occupancy.h for these architectures (256 registers per
  * warp, 4 sub-partitions, 128-byte shared memory units, 1 KB reserved).
  * SM counts are the example GPU's (A100 SXM 108, L4 58, H100 SXM 132,
- * B200 148), used only to count waves. */
+ * B200 148), used only to count waves. The unified L1 data cache and
+ * shared memory per SM: 192 KB (8.0), 128 KB (8.9), 256 KB (9.0, 10.0)
+ * (the same guide's per-capability sections; the kernel model's L1 term
+ * takes what shared memory leaves of it). */
 static const ein_sm_limits LIMITS[] = {
     {80, "A100", 65536, 65536, 255, 256, 4, 167936, 166912, 1024, 128, 2048,
-     1024, 32, 64, 108},
+     1024, 32, 64, 108, 196608},
     {89, "L4", 65536, 65536, 255, 256, 4, 102400, 101376, 1024, 128, 1536,
-     1024, 24, 48, 58},
+     1024, 24, 48, 58, 131072},
     {90, "H100", 65536, 65536, 255, 256, 4, 233472, 232448, 1024, 128, 2048,
-     1024, 32, 64, 132},
+     1024, 32, 64, 132, 262144},
     {100, "B200", 65536, 65536, 255, 256, 4, 233472, 232448, 1024, 128, 2048,
-     1024, 32, 64, 148},
+     1024, 32, 64, 148, 262144},
 };
 
 enum { NLIMITS = sizeof LIMITS / sizeof LIMITS[0] };

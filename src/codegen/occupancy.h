@@ -42,6 +42,8 @@ typedef struct ein_sm_limits {
   int blocks_per_sm;
   int warps_per_sm;
   int sms;                 /* SMs of the example GPU, for waves */
+  int l1_shared_per_sm;    /* bytes of the unified L1 data cache and shared
+                              memory: the L1 is what shared memory leaves */
 } ein_sm_limits;
 
 /* The limits of sm (80, 86, 89, 90, 100), or NULL for one not in the

@@ -3,7 +3,8 @@
  * example steps of the shape codegen.c writes (gen_reduce,
  * gen_reduce_thread, gen_finish), for tests/kernel_syntax.sh: a row sum
  * with 256 lanes per output, a column max split in chunks with its
- * second pass, an integer sum of 4 terms a thread, and a bf16 2x2 mean
+ * second pass, a small contraction with its 16x16 operand staged in
+ * shared memory, an integer sum of 4 terms a thread, and a bf16 2x2 mean
  * in the thread kernel's vector form.
  */
 #include "kernels/reduce.cuh"
@@ -24,6 +25,8 @@ struct row_step {
   static constexpr int lanes = 256, per_block = 1;
   static constexpr bool inner = true, split = false;
   static constexpr idx chunk = 8192;
+  static constexpr int stage = 0, stage_p = 32, stage_q = 1;
+  static constexpr idx stage_n = 0, stage_len = 1;
   static __device__ __forceinline__ void out_offsets(idx o, idx &b0, idx &b1,
                                                      idx &b2) {
     (void)b2;
@@ -69,6 +72,8 @@ struct col_step {
   static constexpr int lanes = 8, per_block = 32;
   static constexpr bool inner = false, split = true;
   static constexpr idx chunk = 8192;
+  static constexpr int stage = 0, stage_p = 32, stage_q = 1;
+  static constexpr idx stage_n = 0, stage_len = 1;
   static __device__ __forceinline__ void out_offsets(idx o, idx &b0, idx &b1,
                                                      idx &b2) {
     (void)b2;
@@ -95,6 +100,49 @@ extern "C" __global__ void __launch_bounds__(256)
     ein_col_finish(double *__restrict__ d, const double *__restrict__ s0,
                    const void *__restrict__) {
   ein_reduce_finish<col_step>(d, s0);
+}
+
+/* 'c d, h d -> c h' 4096x16 and 16x16 f32: outer layout, 16 outputs a
+ * warp row, the 16x16 operand staged in shared memory */
+struct staged_step {
+  typedef int idx;
+  typedef float acc_t;
+  typedef float dst_t;
+  typedef float out_t;
+  typedef float src0_t;
+  typedef float src1_t;
+  static constexpr idx nout = 65536, nred = 16;
+  static __device__ __forceinline__ acc_t identity() { return 0.0f; }
+  static __device__ __forceinline__ acc_t comb(acc_t a, acc_t b) {
+    return a + b;
+  }
+  static constexpr int lanes = 8, per_block = 16;
+  static constexpr bool inner = false, split = false;
+  static constexpr idx chunk = 16;
+  static constexpr int stage = 2, stage_p = 32, stage_q = 2;
+  static constexpr idx stage_n = 256, stage_len = 274;
+  static __device__ __forceinline__ void out_offsets(idx o, idx &b0, idx &b1,
+                                                     idx &b2) {
+    b0 += o;
+    b1 += o / 16 * 16;
+    b2 += o % 16 * 16;
+  }
+  static __device__ __forceinline__ void term_offsets(idx r, idx &o1,
+                                                      idx &o2) {
+    o1 += r;
+    o2 += r;
+  }
+  static __device__ __forceinline__ acc_t value(const src0_t *s0,
+                                                const src1_t *s1, idx o1,
+                                                idx o2) {
+    return s0[o1] * s1[o2];
+  }
+  static __device__ __forceinline__ dst_t result(acc_t acc_) { return acc_; }
+};
+extern "C" __global__ void __launch_bounds__(128)
+    ein_staged_main(float *__restrict__ d, const float *__restrict__ s0,
+                    const float *__restrict__ s1) {
+  ein_reduce<staged_step>(d, s0, s1);
 }
 
 /* 'i k, k -> i' 1000x4 i32: 4 terms a thread, wrapping sum of products */

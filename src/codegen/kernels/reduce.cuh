@@ -27,12 +27,37 @@
 #include "map.cuh" /* ein_reduce_thread is a map */
 #endif
 
+/* A staged source's place in shared memory: element i, padding after
+ * every 128 bytes (Step::stage_p elements, stage_q of padding: a word
+ * for each of a warp's rows of terms), so lanes a power of two apart
+ * land on different banks. */
+template <class Step>
+static __device__ __forceinline__ typename Step::idx
+ein_staged_at(typename Step::idx i) {
+  return i + i / Step::stage_p * Step::stage_q;
+}
+
+/* Copies the Step::stage_n elements of a source into sh, consecutive
+ * threads taking consecutive elements (coalesced), for the whole block
+ * (the outer form's per_block x lanes threads). */
+template <class Step, class T>
+static __device__ __forceinline__ void ein_stage_in(T *sh, const T *g) {
+  typedef typename Step::idx idx;
+  constexpr int threads = Step::per_block * Step::lanes;
+  const idx t = (idx)threadIdx.y * Step::per_block + threadIdx.x;
+  for (idx i = t; i < Step::stage_n; i += threads)
+    sh[ein_staged_at<Step>(i)] = g[i];
+  __syncthreads();
+}
+
 /* Lanes of a block cooperate on each output. inner: lanes run along x (a
  * warp, or 256 threads, per output), per_block outputs along y, and the
  * lanes combine with shuffles (past a warp, through shared memory).
  * Outer: outputs run along x, `lanes` lanes along y combine through
- * shared memory. split: blockIdx.y picks a chunk of `chunk` terms, and
- * the unscaled partial goes to d[blockIdx.y][o]. */
+ * shared memory; Step::stage (1 or 2) names a small source each block
+ * first copies into shared memory and reads there (outer_layout.h).
+ * split: blockIdx.y picks a chunk of `chunk` terms, and the unscaled
+ * partial goes to d[blockIdx.y][o]. */
 EIN_STEP_FN
 ein_reduce(typename Step::out_t *__restrict__ d,
            const typename Step::src0_t *__restrict__ s0,
@@ -42,6 +67,15 @@ ein_reduce(typename Step::out_t *__restrict__ d,
   constexpr int lanes = Step::lanes;
   const unsigned olane = Step::inner ? threadIdx.y : threadIdx.x;
   const unsigned rlane = Step::inner ? threadIdx.x : threadIdx.y;
+  if constexpr (Step::stage == 1) {
+    __shared__ typename Step::src0_t staged0[Step::stage_len];
+    ein_stage_in<Step>(staged0, s0);
+    s0 = staged0;
+  } else if constexpr (Step::stage == 2) {
+    __shared__ typename Step::src1_t staged1[Step::stage_len];
+    ein_stage_in<Step>(staged1, s1);
+    s1 = staged1;
+  }
   for (idx ob = (idx)blockIdx.x * Step::per_block; ob < Step::nout;
        ob += (idx)gridDim.x * Step::per_block) {
     idx o = ob + olane;
@@ -57,6 +91,10 @@ ein_reduce(typename Step::out_t *__restrict__ d,
       for (idx r = r0 + rlane; r < r1; r += lanes) {
         idx o1 = b1, o2 = b2;
         Step::term_offsets(r, o1, o2);
+        if constexpr (Step::stage == 1)
+          o1 = ein_staged_at<Step>(o1);
+        else if constexpr (Step::stage == 2)
+          o2 = ein_staged_at<Step>(o2);
         acc = Step::comb(acc, Step::value(s0, s1, o1, o2));
       }
     }
@@ -76,11 +114,17 @@ ein_reduce(typename Step::out_t *__restrict__ d,
       }
       lead = threadIdx.x == 0;
     } else {
-      __shared__ acc_t part[lanes][Step::per_block + 1];
-      part[threadIdx.y][threadIdx.x] = acc;
+      /* 16 outputs a warp row: a warp holds rows y and y + 1 of each
+       * output, combined by a shuffle first */
+      constexpr int rows = 32 / Step::per_block; /* 1 or 2 */
+      if constexpr (rows == 2)
+        acc = Step::comb(acc, __shfl_down_sync(0xffffffffu, acc, 16));
+      __shared__ acc_t part[lanes / rows][Step::per_block + 1];
+      if (threadIdx.y % rows == 0)
+        part[threadIdx.y / rows][threadIdx.x] = acc;
       __syncthreads();
       if (threadIdx.y == 0)
-        for (int y = 1; y < lanes; y++)
+        for (int y = 1; y < lanes / rows; y++)
           acc = Step::comb(acc, part[y][threadIdx.x]);
       __syncthreads();
       lead = threadIdx.y == 0;
