@@ -482,6 +482,7 @@ static bool search_init(search *s, const ein_path_query *q, pnet *net,
   s->budget = q->time_budget > 0 ? q->time_budget : default_budget(q->n);
   if (!pnet_init(net, q, work)) return false;
   net->work = &s->work_done;
+  net->small_windows = !q->flat_bisection && q->memory_limit <= 0;
   if (!s->fixed) net->work_limit = (uint64_t)(WORK_PER_SECOND * s->budget);
   s->free_net = *net; /* its own sizes: slicing changes net's */
   s->free_net.limit = 0;

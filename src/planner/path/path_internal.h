@@ -44,6 +44,10 @@ typedef struct pnet {
    * default search deterministic. */
   uint64_t *work;
   uint64_t work_limit;
+  /* Reconfiguration also tries, where a window opened dearest first does
+   * not improve, the window opened smallest subtree first (path_reconf.c);
+   * off in the search before issue 36 (path.h's flat_bisection). */
+  bool small_windows;
 } pnet;
 
 /* Builds the network from the query (ids checked, lists sorted). */
