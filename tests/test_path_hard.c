@@ -189,10 +189,16 @@ static bool close_rel(double a, double b) {
   return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
 }
 
+/* The search's work may pass its budget by what one step started before
+ * the count was read costs: a trial or a reconfiguration window (path.c;
+ * measured up to 1.13 on these graphs). */
+#define WORK_OVERRUN 1.3
+
 /* One hard graph with a given budget: valid, costed as reported, never
- * worse than the old search beside it, the same pairs twice; the CPU
- * time within the budget's clock (the work count stops it at the budget
- * plus one trial; ASan runs slower). */
+ * worse than the old search beside it, the same pairs and the same work
+ * twice, the work within the budget's own accounting (the work count is
+ * what stops the search; it does not depend on the machine's speed or
+ * load, nor on instrumentation, unlike the CPU time, which is printed). */
 static void check_search(const char *name, const net *g, double budget) {
   ein_path_query q = query_of(g);
   q.time_budget = budget;
@@ -216,18 +222,18 @@ static void check_search(const char *name, const net *g, double budget) {
   CHECK(r.flops <= old.flops * (1 + 1e-9),
         "%s: %g FLOPs, worse than the old search's %g", name, r.flops,
         old.flops);
-  CHECK(!memcmp(r.pairs, again.pairs, (size_t)(g->n - 1) * sizeof *r.pairs),
-        "%s: two runs with seed %d differ", name, (int)q.seed);
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  double slack = 10.0;
-#else
-  double slack = 2.0;
-#endif
-  CHECK(cpu <= slack * budget + 0.2, "%s: %.2f s CPU for a %.2f s budget",
-        name, cpu, budget);
+  CHECK(!memcmp(r.pairs, again.pairs, (size_t)(g->n - 1) * sizeof *r.pairs) &&
+            r.work == again.work,
+        "%s: two runs with seed %d differ (work %.0f, %.0f)", name,
+        (int)q.seed, r.work, again.work);
+  CHECK(r.work_budget > 0 && r.work > 0.5 * r.work_budget &&
+            r.work <= WORK_OVERRUN * r.work_budget,
+        "%s: work %.3g for a budget of %.3g work units (%.2f s)", name,
+        r.work, r.work_budget, budget);
   printf("%s: log10 FLOPs %.2f (old search %.2f), log2 largest %.1f, "
-         "%.2f s CPU for a %.2f s budget, %s\n", name, log10(r.flops),
-         log10(old.flops), log2(r.largest), cpu, budget, r.method);
+         "work %.3f of the budget's, %.2f s CPU for a %.2f s budget, %s\n",
+         name, log10(r.flops), log10(old.flops), log2(r.largest),
+         r.work / r.work_budget, cpu, budget, r.method);
   ein_arena_destroy(&a);
 }
 

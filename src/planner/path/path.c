@@ -541,10 +541,14 @@ ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
   if (ok) {
     st = EIN_PATH_OK;
     r->method = s.method;
+    double share = 1.0;
     if (net.limit > 0 && !s.have_fit) {
       st = finish_sliced(&s, arena, r);
       if (st == EIN_PATH_OK && r->nsliced) r->method = sliced_name(s.method);
+      share += 2 * SLICE_SHARE;
     }
+    r->work = (double)s.work_done;
+    r->work_budget = s.fixed ? 0 : share * WORK_PER_SECOND * s.budget;
   }
   ein_arena_destroy(&work);
   return st;
