@@ -109,6 +109,12 @@ bool path_dp(const pnet *net, int k, const plist *const *leaves,
 bool path_greedy(const pnet *net, double temperature, double costmod,
                  uint64_t *rng, ein_arena *arena, int (*pairs)[2]);
 
+/* A linear order (path_sweep.c): one tensor grown from a random operand,
+ * absorbing the neighbour that leaves it smallest (noise of temperature
+ * bits); pairs[0..n-2]. */
+bool path_sweep(const pnet *net, double temperature, uint64_t *rng,
+                ein_arena *arena, int (*pairs)[2]);
+
 /* Recursive bisection of the operands' hypergraph, parts finished by the
  * greedy; pairs[0..n-2]. */
 bool path_partition(const pnet *net, int leaf_size, double imbalance,
