@@ -197,7 +197,8 @@ static bool ml_trial(search *s, const pnet *net, ein_arena *scratch,
  * [0.001, 1] and costmod uniform in [0.1, 4] (cotengra's ranges); under a
  * limit every other trial keys on the limit; from PARTITION_MIN operands
  * a bisection instead (flat, parts of 4-8 operands, or multilevel on
- * hard networks: first_estimate, ml_trial) as the work split asks:
+ * hard networks: first_estimate, ml_trial) as the work split asks (on
+ * hard networks every SWEEP_EVERY-th greedy-kind trial is a sweep):
  * the kind that found the best tree so far gets two thirds of the trials'
  * work (the bisection wins on graph-like networks, the greedy on
  * circuits and hyperedges), measured as work, whatever one trial costs. */
