@@ -74,6 +74,10 @@ def run_case(args, name, ops, out, sizes):
     row = {}
     ssa, secs, _, _ = P.einc(args.driver, ops, out, sizes, seed=args.seed)
     row["einc"] = (P.cost(ops, out, sizes, ssa), secs)
+    if args.before:
+        ssa, secs, _, _ = P.einc(args.before, ops, out, sizes,
+                                 seed=args.seed)
+        row["einc before"] = (P.cost(ops, out, sizes, ssa), secs)
     for how in ["greedy", "random-greedy"]:
         ssa_o, dt = P.oe_plan(ops, out, sizes, how)
         row[how] = (P.cost(ops, out, sizes, ssa_o), dt)
@@ -114,6 +118,13 @@ def summary(rows):
           f"{math.exp(sum(map(math.log, ratio)) / len(ratio)):.2f}, worst "
           f"{max(ratio):.3g}); planning in at most 1/10 of cotengra's time "
           f"in {tenth} of {len(upto)}")
+    bef = [r["einc before"][0][0] / r["cotengra"][0][0] for _, r in upto
+           if "einc before" in r]
+    if bef:
+        print(f"- the earlier build (--before) in the same run: within 1.5x "
+              f"in {sum(x <= 1.5 for x in bef)} of {len(bef)} (geomean "
+              f"ratio {math.exp(sum(map(math.log, bef)) / len(bef)):.2f}, "
+              f"worst {max(bef):.3g})")
     print(f"- given cotengra's time: at or below cotengra's FLOPs in "
           f"{sum(x <= 1 + 1e-9 for x in same)} of {len(same)} cases "
           f"(geomean ratio "
@@ -129,6 +140,9 @@ def main():
     ap.add_argument("--ctg-time", type=float, default=30.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--before", default="",
+                    help="an earlier build's path_driver: its default-budget "
+                    "path in the same run (column 'einc before')")
     args = ap.parse_args()
     import cotengra as ctg
     import kahypar  # noqa: F401 (cotengra's partitioner must be there)
@@ -142,18 +156,24 @@ def main():
     print("Each cell: log10 FLOPs / log2 largest intermediate / planning "
           "seconds (wall). All paths costed by bench/paths.py cost.\n")
     cols = ["einc", "greedy", "random-greedy", "cotengra", "einc same time"]
+    if args.before:
+        cols.insert(1, "einc before")
+    before = " before/cotengra |" if args.before else ""
     print("| case | n | " + " | ".join(cols) + " | cotengra trials | "
-          "einc/cotengra | same time/cotengra |")
-    print("|---|---|" + "---|" * len(cols) + "---|---|---|")
+          "einc/cotengra |" + before + " same time/cotengra |")
+    print("|---|---|" + "---|" * len(cols) + "---|---|---|" +
+          ("---|" if args.before else ""))
     rows = []
     for name, (ops, out, sizes) in hard_cases(args.quick):
         row, trials = run_case(args, name, ops, out, sizes)
         rows.append((name, len(ops), row, trials))
         r1 = row["einc"][0][0] / row["cotengra"][0][0]
         r2 = row["einc same time"][0][0] / row["cotengra"][0][0]
+        r0 = (f" {row['einc before'][0][0] / row['cotengra'][0][0]:.3g} |"
+              if args.before else "")
         print(f"| {name} | {len(ops)} | " +
               " | ".join(cell(*row[c]) for c in cols) +
-              f" | {trials} | {r1:.3g} | {r2:.3g} |", flush=True)
+              f" | {trials} | {r1:.3g} |{r0} {r2:.3g} |", flush=True)
     print("\n## Sliced under 2^27 elements\n")
     print("| case | einc: log10 FLOPs / log2 largest slice / axes / s | "
           "cotengra's tree sliced by cotengra | einc/cotengra |")

@@ -9,8 +9,11 @@
  * its budget; on each hard graph it is never worse than the search before
  * issue 36 run beside it with the same budget and seed (flat_bisection),
  * deterministic under a seed, and its figures are the path's; the rule
- * that decides where the budget goes. Budgets are given (work counted,
- * not read from the clock), so every run is a function of the seed.
+ * that decides where the budget goes; the small-first reconfiguration
+ * windows improve trees the dearest-first ones converged on; sweeps stay
+ * small on a lattice. Budgets are given (work counted, not read from the
+ * clock), so every run is a function of the seed, and the work spent is
+ * what the budget check asserts on.
  */
 #include <math.h>
 #include <stdio.h>
@@ -189,10 +192,16 @@ static bool close_rel(double a, double b) {
   return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
 }
 
+/* The search's work may pass its budget by what one step started before
+ * the count was read costs: a trial or a reconfiguration window (path.c;
+ * measured up to 1.13 on these graphs). */
+#define WORK_OVERRUN 1.3
+
 /* One hard graph with a given budget: valid, costed as reported, never
- * worse than the old search beside it, the same pairs twice; the CPU
- * time within the budget's clock (the work count stops it at the budget
- * plus one trial; ASan runs slower). */
+ * worse than the old search beside it, the same pairs and the same work
+ * twice, the work within the budget's own accounting (the work count is
+ * what stops the search; it does not depend on the machine's speed or
+ * load, nor on instrumentation, unlike the CPU time, which is printed). */
 static void check_search(const char *name, const net *g, double budget) {
   ein_path_query q = query_of(g);
   q.time_budget = budget;
@@ -216,18 +225,18 @@ static void check_search(const char *name, const net *g, double budget) {
   CHECK(r.flops <= old.flops * (1 + 1e-9),
         "%s: %g FLOPs, worse than the old search's %g", name, r.flops,
         old.flops);
-  CHECK(!memcmp(r.pairs, again.pairs, (size_t)(g->n - 1) * sizeof *r.pairs),
-        "%s: two runs with seed %d differ", name, (int)q.seed);
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  double slack = 10.0;
-#else
-  double slack = 2.0;
-#endif
-  CHECK(cpu <= slack * budget + 0.2, "%s: %.2f s CPU for a %.2f s budget",
-        name, cpu, budget);
+  CHECK(!memcmp(r.pairs, again.pairs, (size_t)(g->n - 1) * sizeof *r.pairs) &&
+            r.work == again.work,
+        "%s: two runs with seed %d differ (work %.0f, %.0f)", name,
+        (int)q.seed, r.work, again.work);
+  CHECK(r.work_budget > 0 && r.work > 0.5 * r.work_budget &&
+            r.work <= WORK_OVERRUN * r.work_budget,
+        "%s: work %.3g for a budget of %.3g work units (%.2f s)", name,
+        r.work, r.work_budget, budget);
   printf("%s: log10 FLOPs %.2f (old search %.2f), log2 largest %.1f, "
-         "%.2f s CPU for a %.2f s budget, %s\n", name, log10(r.flops),
-         log10(old.flops), log2(r.largest), cpu, budget, r.method);
+         "work %.3f of the budget's, %.2f s CPU for a %.2f s budget, %s\n",
+         name, log10(r.flops), log10(old.flops), log2(r.largest),
+         r.work / r.work_budget, cpu, budget, r.method);
   ein_arena_destroy(&a);
 }
 
@@ -243,6 +252,74 @@ static void check_hard(void) {
     check_search(name, &g, cs[k].budget);
     net_free(&g);
   }
+}
+
+/* ------------------------------------------------ windows, sweeps */
+
+/* The small-first windows (path_reconf.c) find what the dearest-first
+ * ones, run to convergence, cannot: on random 4-regular graphs of 100
+ * the converged tree still folds clusters of operands into its widest
+ * tensors whole (issue 36). */
+static void check_small_windows(void) {
+  for (uint64_t seed = 1; seed <= 2; seed++) {
+    net g;
+    gen_regular(&g, 100, 4, seed);
+    ein_path_query q = query_of(&g);
+    ein_arena a;
+    ein_arena_init(&a);
+    pnet pn;
+    int(*pairs)[2] = malloc((size_t)g.n * sizeof *pairs);
+    uint64_t rng = seed;
+    pcost dear = {0}, small = {0};
+    bool ok = pnet_init(&pn, &q, &a) &&
+              path_greedy(&pn, 0, 1, &rng, &a, pairs) &&
+              path_reconfigure(&pn, pairs, 10, INFINITY, 1000, &dear);
+    pn.small_windows = true;
+    ok = ok && path_reconfigure(&pn, pairs, 10, INFINITY, 1000, &small);
+    CHECK(ok && ein_path_valid(g.n, (const int(*)[2])pairs) &&
+              small.flops < 0.9 * dear.flops,
+          "4-regular 100, seed %d: dearest-first windows converged at "
+          "%g FLOPs, small-first then %g", (int)seed, dear.flops,
+          small.flops);
+    printf("4-regular 100, seed %d: windows converged at log10 %.2f, "
+           "small-first windows then %.2f\n", (int)seed, log10(dear.flops),
+           log10(small.flops));
+    free(pairs);
+    ein_arena_destroy(&a);
+    net_free(&g);
+  }
+}
+
+/* A sweep (path_sweep.c) is a valid linear order that keeps its tensor
+ * small: on a 12x12 lattice (bond 2), with noise of half a bit, at most
+ * 2^24 elements (measured 2^18-2^21: a growing blob's boundary, where a
+ * row-by-row sweep holds 2^13; one that takes the neighbour adding the
+ * most reaches 2^148 and more). */
+static void check_sweep(void) {
+  net g;
+  gen_lattice(&g, 12);
+  ein_path_query q = query_of(&g);
+  int(*pairs)[2] = malloc((size_t)g.n * sizeof *pairs);
+  double worst = 0;
+  for (uint64_t seed = 0; seed < 4; seed++) {
+    ein_arena a;
+    ein_arena_init(&a);
+    pnet pn;
+    uint64_t rng = seed;
+    double f = 0, l = 0;
+    bool ok = pnet_init(&pn, &q, &a) &&
+              path_sweep(&pn, 0.5, &rng, &a, pairs) &&
+              ein_path_valid(g.n, (const int(*)[2])pairs) &&
+              ein_path_cost(&q, (const int(*)[2])pairs, NULL, 0, &f, &l);
+    CHECK(ok && l <= 16777216, "12x12 lattice, seed %d: sweep's largest 2^%.1f",
+          (int)seed, log2(l));
+    worst = fmax(worst, l);
+    ein_arena_destroy(&a);
+  }
+  printf("sweeps of a 12x12 lattice: largest intermediate at most 2^%.0f "
+         "in 4 seeds\n", log2(worst));
+  free(pairs);
+  net_free(&g);
 }
 
 /* The first estimate: the multilevel bisection for hard networks of
@@ -265,6 +342,8 @@ static void check_estimate(void) {
 
 int main(void) {
   check_estimate();
+  check_small_windows();
+  check_sweep();
   check_cuts();
   check_hard();
   return test_summary("path_hard");

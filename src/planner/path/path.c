@@ -48,6 +48,9 @@ enum {
   RECONF_PASSES = 8
 };
 
+/* Every SWEEP_EVERY-th greedy-kind trial is a sweep instead. */
+enum { SWEEP_EVERY = 4 };
+
 /* The best few distinct trial trees are each reconfigured: the best before
  * reconfiguration is often not the best after. */
 enum { TOP = 4 };
@@ -82,6 +85,7 @@ typedef struct search {
   bool collect;       /* trials: keep the top list */
   ml_tuner tuner;     /* the bisection's parameters across trials */
   bool multilevel;    /* bisection trials by path_ml.h, else flat */
+  bool sweeps;        /* some greedy trials are sweeps (path_sweep.c) */
   bool have_free, have_fit;
   const char *method;
 } search;
@@ -193,7 +197,8 @@ static bool ml_trial(search *s, const pnet *net, ein_arena *scratch,
  * [0.001, 1] and costmod uniform in [0.1, 4] (cotengra's ranges); under a
  * limit every other trial keys on the limit; from PARTITION_MIN operands
  * a bisection instead (flat, parts of 4-8 operands, or multilevel on
- * hard networks: first_estimate, ml_trial) as the work split asks:
+ * hard networks: first_estimate, ml_trial) as the work split asks (on
+ * hard networks every SWEEP_EVERY-th greedy-kind trial is a sweep):
  * the kind that found the best tree so far gets two thirds of the trials'
  * work (the bisection wins on graph-like networks, the greedy on
  * circuits and hyperedges), measured as work, whatever one trial costs. */
@@ -212,6 +217,9 @@ static bool trial(search *s, int t, int (*pairs)[2]) {
     ok = path_partition(net, leaf, imb, &s->rng, &scratch, pairs);
   } else if (bisect) {
     ok = ml_trial(s, net, &scratch, pairs);
+  } else if (s->sweeps && t % SWEEP_EVERY == SWEEP_EVERY - 1) {
+    double temp = exp(log(0.01) + prng_unit(&s->rng) * log(200.0));
+    ok = path_sweep(net, temp, &s->rng, &scratch, pairs);
   } else {
     double temp = t ? exp(log(0.001) + prng_unit(&s->rng) * log(1000.0)) : 0;
     double costmod = t ? 0.1 + 3.9 * prng_unit(&s->rng) : 1;
@@ -273,13 +281,15 @@ static bool reconfigure_top(search *s, int (*pairs)[2], double deadline) {
 }
 
 /* The plain greedy's FLOPs (trial 0) decide where the budget goes: a
- * hard network gets more of a default budget and, when large, the
- * multilevel bisection (path_ml.h); an easy one the search as before
- * issue 36. */
+ * hard network gets more of a default budget, sweeps among its trials
+ * and, when large, the multilevel bisection (path_ml.h); an easy one the
+ * search as before issue 36 (sweeps made 3 of test_path_search's small
+ * networks up to 37% worse than it). */
 static void first_estimate(search *s) {
   if (s->q->flat_bisection) return;
   double f = s->cost_free.flops;
   s->multilevel = path_ml_worth(f, s->net->n);
+  s->sweeps = f >= ML_HARD_FLOPS;
   if (s->fixed || s->q->time_budget > 0) return;
   s->budget = path_budget_stretch(s->budget, f);
   s->net->work_limit = (uint64_t)(WORK_PER_SECOND * s->budget);
@@ -482,6 +492,7 @@ static bool search_init(search *s, const ein_path_query *q, pnet *net,
   s->budget = q->time_budget > 0 ? q->time_budget : default_budget(q->n);
   if (!pnet_init(net, q, work)) return false;
   net->work = &s->work_done;
+  net->small_windows = !q->flat_bisection && q->memory_limit <= 0;
   if (!s->fixed) net->work_limit = (uint64_t)(WORK_PER_SECOND * s->budget);
   s->free_net = *net; /* its own sizes: slicing changes net's */
   s->free_net.limit = 0;
@@ -540,10 +551,14 @@ ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
   if (ok) {
     st = EIN_PATH_OK;
     r->method = s.method;
+    double share = 1.0;
     if (net.limit > 0 && !s.have_fit) {
       st = finish_sliced(&s, arena, r);
       if (st == EIN_PATH_OK && r->nsliced) r->method = sliced_name(s.method);
+      share += 2 * SLICE_SHARE;
     }
+    r->work = (double)s.work_done;
+    r->work_budget = s.fixed ? 0 : share * WORK_PER_SECOND * s.budget;
   }
   ein_arena_destroy(&work);
   return st;

@@ -113,6 +113,12 @@ typedef struct ein_path_result {
   double free_flops, free_largest;
   double fit_largest;  /* EIN_PATH_TOO_LARGE: the least largest
                           intermediate slicing reaches */
+  /* The budget's own accounting: the work the search spent and the work
+   * its budget allowed (the budget, stretched by the first estimate when
+   * it is the default, times the search's work rate; slicing's share
+   * included when it ran; 0 when trials were given). A function of the
+   * seed, unlike the clock: tests assert on it. */
+  double work, work_budget;
 } ein_path_result;
 
 /* Fills *r. On EIN_PATH_TOO_LARGE the pairs (unsliced, the best order) are

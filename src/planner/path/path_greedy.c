@@ -203,6 +203,9 @@ bool path_greedy(const pnet *net, double temperature, double costmod,
   for (int i = 0; ok && i < net->n; i++) ok = offer_partners(&g, i);
   int next = net->n;
   while (ok && g.nheap && next < 2 * net->n - 1) {
+    /* past the work limit the rest is joined by size alone: one sampled
+     * trial on 1,000 operands can cost the whole budget (issue 36) */
+    if (path_over(net, INFINITY)) break;
     cand c = heap_pop(&g);
     if (!g.alive[c.i] || !g.alive[c.j]) continue;
     ok = join(&g, c.i, c.j, next, arena, pairs) && offer_partners(&g, next);

@@ -44,6 +44,10 @@ typedef struct pnet {
    * default search deterministic. */
   uint64_t *work;
   uint64_t work_limit;
+  /* Reconfiguration also tries, where a window opened dearest first does
+   * not improve, the window opened smallest subtree first (path_reconf.c);
+   * off in the search before issue 36 (path.h's flat_bisection). */
+  bool small_windows;
 } pnet;
 
 /* Builds the network from the query (ids checked, lists sorted). */
@@ -104,6 +108,12 @@ bool path_dp(const pnet *net, int k, const plist *const *leaves,
  * (opt_einsum's memory-growth key); otherwise Boltzmann-sampled. */
 bool path_greedy(const pnet *net, double temperature, double costmod,
                  uint64_t *rng, ein_arena *arena, int (*pairs)[2]);
+
+/* A linear order (path_sweep.c): one tensor grown from a random operand,
+ * absorbing the neighbour that leaves it smallest (noise of temperature
+ * bits); pairs[0..n-2]. */
+bool path_sweep(const pnet *net, double temperature, uint64_t *rng,
+                ein_arena *arena, int (*pairs)[2]);
 
 /* Recursive bisection of the operands' hypergraph, parts finished by the
  * greedy; pairs[0..n-2]. */

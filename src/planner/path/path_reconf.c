@@ -3,9 +3,15 @@
  * node of the tree, dearest step first, grows a window downwards (always
  * opening its dearest internal frontier node) until the window has
  * `window` leaves; the window's order is re-solved exactly by the DP and
- * replaced when that is better. A window's leaves and result are fixed, so
- * nothing outside it changes: the comparison is local. Passes repeat
- * while any window improved, up to max_passes or the deadline.
+ * replaced when that is better. Where that window does not improve and
+ * the net asks for it (small_windows), a second window at the same node
+ * opens its smallest frontier subtrees first: a wide intermediate merged
+ * with a cheap cluster of a few operands is then re-solved with the
+ * cluster's operands free to join the wide tensor one at a time, which
+ * the dearest-first window never offers (it keeps opening the wide
+ * side). A window's leaves and result are fixed, so nothing outside it
+ * changes: the comparison is local. Passes repeat while any window
+ * improved, up to max_passes or the deadline.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -20,6 +26,7 @@ typedef struct tree {
   plist *t;         /* each node's tensor */
   double *flops;    /* each internal node's step */
   double *size;     /* each node's volume */
+  int *leaves;      /* operands under each node */
   ein_arena *arena; /* where rewritten nodes' lists go */
 } tree;
 
@@ -33,19 +40,22 @@ static bool tree_init(tree *tr, const pnet *net, const int (*pairs)[2],
   tr->t = ein_arena_alloc(arena, (size_t)nn, sizeof *tr->t);
   tr->flops = ein_arena_alloc(arena, (size_t)nn, sizeof(double));
   tr->size = ein_arena_alloc(arena, (size_t)nn, sizeof(double));
+  tr->leaves = ein_arena_alloc(arena, (size_t)nn, sizeof(int));
   if (!tr->left || !tr->right || !tr->parent || !tr->t || !tr->flops ||
-      !tr->size)
+      !tr->size || !tr->leaves)
     return false;
   pcost c;
   if (!ptree_eval(net, pairs, arena, tr->t, &c)) return false;
   for (int k = 0; k < nn; k++) {
     tr->left[k] = tr->right[k] = tr->parent[k] = -1;
     tr->size[k] = plist_volume(net, &tr->t[k]);
+    tr->leaves[k] = 1;
   }
   for (int k = 0; k < n - 1; k++) {
     int v = n + k, a = pairs[k][0], b = pairs[k][1];
     tr->left[v] = a, tr->right[v] = b;
     tr->parent[a] = tr->parent[b] = v;
+    tr->leaves[v] = tr->leaves[a] + tr->leaves[b];
     plist scratch = tr->t[v];
     tr->flops[v] = plist_merge(net, &tr->t[a], &tr->t[b], &scratch);
   }
@@ -58,7 +68,19 @@ typedef struct window {
   int leaf[EIN_PATH_DP_MAX], in[EIN_PATH_DP_MAX];
 } window;
 
-static void grow_window(const tree *tr, int v, int want, window *w) {
+/* Whether frontier node f opens before g: the dearest step first, or
+ * (small) the one with the fewest operands under it, so that a cheap
+ * cluster beside a wide intermediate opens into its operands and the DP
+ * can fold them in one at a time (issue 36: the wide steps of random
+ * 4-regular graphs and 3D lattices). */
+static bool opens_before(const tree *tr, int f, int g, bool small) {
+  if (small && tr->leaves[f] != tr->leaves[g])
+    return tr->leaves[f] < tr->leaves[g];
+  return tr->flops[f] > tr->flops[g];
+}
+
+static void grow_window(const tree *tr, int v, int want, bool small,
+                        window *w) {
   w->nleaf = 2;
   w->leaf[0] = tr->left[v];
   w->leaf[1] = tr->right[v];
@@ -68,7 +90,8 @@ static void grow_window(const tree *tr, int v, int want, window *w) {
     int pick = -1;
     for (int i = 0; i < w->nleaf; i++) {
       int f = w->leaf[i];
-      if (f >= tr->n && (pick < 0 || tr->flops[f] > tr->flops[w->leaf[pick]]))
+      if (f >= tr->n &&
+          (pick < 0 || opens_before(tr, f, w->leaf[pick], small)))
         pick = i;
     }
     if (pick < 0) break;
@@ -98,6 +121,7 @@ static bool rewrite(tree *tr, const window *w, const int (*pairs)[2]) {
     int v = map[k + p], a = map[pairs[p][0]], b = map[pairs[p][1]];
     tr->left[v] = a, tr->right[v] = b;
     tr->parent[a] = tr->parent[b] = v;
+    tr->leaves[v] = tr->leaves[a] + tr->leaves[b];
     size_t m = (size_t)(tr->t[a].len + tr->t[b].len) + 1;
     plist o = {0, ein_arena_alloc(tr->arena, m, sizeof(int)),
                ein_arena_alloc(tr->arena, m, sizeof(int))};
@@ -110,9 +134,9 @@ static bool rewrite(tree *tr, const window *w, const int (*pairs)[2]) {
 }
 
 /* Re-solves the window under v; *better when it was replaced. */
-static bool improve_at(tree *tr, int v, int want, bool *better) {
+static bool improve_at(tree *tr, int v, int want, bool small, bool *better) {
   window w;
-  grow_window(tr, v, want, &w);
+  grow_window(tr, v, want, small, &w);
   *better = false;
   if (w.nleaf < 3) return true;
   const plist *leaves[EIN_PATH_DP_MAX];
@@ -152,7 +176,10 @@ static bool reconf_pass(tree *tr, int want, double deadline, ranked *order,
   *any = false;
   for (int k = 0; k < m; k++) {
     bool better;
-    if (!improve_at(tr, order[k].node, want, &better)) return false;
+    if (!improve_at(tr, order[k].node, want, false, &better) ||
+        (!better && tr->net->small_windows &&
+         !improve_at(tr, order[k].node, want, true, &better)))
+      return false;
     *any |= better;
     if (path_over(tr->net, deadline)) break;
   }
