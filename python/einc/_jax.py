@@ -352,7 +352,8 @@ def _jvp_rule(primals, tangents, **params):
     for k, t in enumerate(tangents):
         if type(t) is ad.Zero or not _derivable(spec, primals, k):
             continue
-        part = _run(_program(spec, primals, k, True), primals, out, t)
+        part = _run(_program(spec, primals, k, True), primals, out, t,
+                    spec, k, True)
         total = part if total is None else total + part
     if total is None:
         return out, _zero_tangent(out)
@@ -384,7 +385,8 @@ def _transpose_rule(ct, *tensors, **params):
     if type(ct) is ad.Zero:
         return [None] * len(tensors)
     shaped = [t.aval if ad.is_undefined_primal(t) else t for t in tensors]
-    grad = _run(_program(spec, shaped, k, False), shaped, None, ct)
+    grad = _run(_program(spec, shaped, k, False), shaped, None, ct, spec,
+                k, False)
     return [grad if i == k else None for i in range(len(tensors))]
 
 

@@ -1,19 +1,30 @@
 """The JAX side of a gradient or JVP program (include/ein.h,
-"gradients"): the steps the C library derives (einc._grad.program), run
-with einsum steps as einc's primitive (differentiable again) and the rest
-as jnp operations. einc._jax's JVP and transpose rules call _run."""
+"gradients"). einc._jax's JVP and transpose rules call _run. On concrete
+host arrays of a real dtype (eager jax.jvp, jax.grad and jax.vjp outside
+jax.jit) the C library runs the program (ein_grad_execute through
+_einc.grad_run: every step through the CPU backend's plans), as the
+forward runs; under a trace (jax.jit, export, vmap, a JVP being
+linearized) the steps run as einc's primitive (einsum steps,
+differentiable again) and jnp operations, which XLA compiles
+(docs/design.md, "One gradient interpreter"). Complex programs keep the
+jnp steps: JAX's transpose takes no conjugation, the C program's does."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _einc
 from ._jax import _bind
 
-def _run(prog, tensors, out, seed):
-    """A gradient or JVP program's result: einsum steps as einc calls
-    (differentiable again), the rest jnp operations; seed is dout or the
+
+def _run(prog, tensors, out, seed, spec=None, wrt=0, jvp=False):
+    """A gradient or JVP program's result for input wrt of the call spec
+    (expression, reduction, dialect, lengths); seed is dout or the
     tangent."""
+    if spec is not None and _concrete(prog, tensors, wrt, out, seed):
+        return _in_c(prog, spec, wrt, jvp, tensors, out, seed)
     values = {"dout": [seed], "tangent": [seed], "input": tensors,
               "output": [out]}
     results = []
@@ -22,6 +33,34 @@ def _run(prog, tensors, out, seed):
                     for kind, i in step["operands"]]
         results.append(_STEPS[step["op"]](step, operands))
     return results[-1]
+
+
+def _concrete(prog, tensors, wrt, out, seed):
+    """Whether every value the program reads is a concrete host array of
+    a real dtype (a transpose's own input is an abstract value, which its
+    program never reads)."""
+    read = {i for step in prog["steps"] for kind, i in step["operands"]
+            if kind == "input"}
+    known = [tensors[i] for i in sorted(read)] + [seed]
+    known += [out] if prog["needs_output"] else []
+    return all(isinstance(t, jax.Array) and not isinstance(t, jax.core.Tracer)
+               and not jnp.iscomplexobj(t)
+               and all(d.platform == "cpu" for d in t.devices())
+               for t in known + [tensors[wrt]] * (wrt in read))
+
+
+def _in_c(prog, spec, wrt, jvp, tensors, out, seed):
+    expr, reduction, numpy, lengths = spec
+    ins = tuple(t if isinstance(t, jax.Array) else
+                np.empty(t.shape, t.dtype) for t in tensors)
+    dtype = np.dtype(ins[wrt].dtype)
+    result = np.empty(tuple(prog["steps"][-1]["shape"]), dtype)
+    lengths = tuple((n, int(v)) for n, v in lengths)
+    key = ("jax", expr, reduction, bool(numpy), lengths, wrt, jvp,
+           dtype.name, tuple(t.shape for t in ins))
+    _einc.grad_run(key, expr, ins, out if prog["needs_output"] else None,
+                   seed, result, bool(numpy), reduction, lengths, wrt, jvp)
+    return jnp.asarray(result)
 
 
 def _einsum_step(step, ops):

@@ -716,7 +716,7 @@ def _gradients(spec, tensors, output, dout, needs):
                            dtype, tuple((n, _hint(v)) for n, v in lengths))
         if _symbolic(shapes + ((v for _, v in lengths),)):
             program = _symbolic_program(program, spec, shapes)
-        grads.append(_interpret(program, tensors, output, dout))
+        grads.append(_interpret(program, tensors, output, dout, spec, k))
     return grads
 
 
@@ -740,7 +740,7 @@ def _tangent(spec, tensors, output, tangents):
                            True)
         if _symbolic(shapes + ((v for _, v in lengths),)):
             program = _symbolic_program(program, spec, shapes)
-        part = _interpret(program, tensors, output, tangent)
+        part = _interpret(program, tensors, output, tangent, spec, k, True)
         total = part if total is None else total + part
     return total
 

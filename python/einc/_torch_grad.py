@@ -1,8 +1,13 @@
 """The torch side of a gradient or JVP program (include/ein.h,
-"gradients"): the steps the C library derives (einc._grad.program), run
-as torch operations so the result is itself differentiable and
-traceable. einc._torch's autograd Functions call _interpret from their
-backward and jvp."""
+"gradients"). einc._torch's autograd Functions call _interpret from their
+backward and jvp. An eager call on host tensors runs the program in the
+C library (ein_grad_execute through _einc.grad_run: every step through
+the CPU backend's plans), as the forward runs; a call that torch records
+(a gradient made with create_graph, for a double backward) or traces
+(torch.compile, torch.export, vmap and the other functorch transforms,
+fake tensors), and tensors off the host, run the program's steps as
+torch operations instead, so that the result is itself differentiable
+and traceable (docs/design.md, "One gradient interpreter")."""
 
 from __future__ import annotations
 
@@ -10,21 +15,59 @@ import functools
 
 import torch
 
+from . import _einc
 from ._api import _fast, evaluate
 from ._torch import (_DETACH, _PLAIN, EincError, _compute, _mode, _prod)
 
-def _interpret(program, inputs, output, dout):
-    """Runs a backward or JVP program (include/ein.h, "gradients"): einsum
-    steps through einc (views and the operator as any call), elementwise
-    steps as torch ops, so the result is itself differentiable and
-    traceable. dout is the program's seed: the output's gradient, or for
-    a JVP program the tangent of its input."""
+
+def _interpret(program, inputs, output, dout, spec=None, wrt=0, jvp=False):
+    """Runs a backward or JVP program (include/ein.h, "gradients") of input
+    wrt of the call spec (expression, reduction, dialect, lengths). dout is
+    the program's seed: the output's gradient, or for a JVP program the
+    tangent of its input."""
+    if program["needs_output"] and output is None:
+        raise EincError("einc's backward program reads the forward "
+                        "output, which was not saved")
+    graph = _mode((dout, *inputs)) not in (_PLAIN, _DETACH)
+    if not graph and spec is not None and _on_host(dout, inputs):
+        return _in_c(program, spec, wrt, jvp, inputs, output, dout)
+    return _lowered(program, inputs, output, dout, graph)
+
+
+def _on_host(dout, inputs):
+    return dout.device.type == "cpu" and all(t.device.type == "cpu"
+                                             for t in inputs)
+
+
+def _plain(t):
+    """t as DLPack takes it: detached, its conjugate and negative bits
+    resolved (torch exports neither)."""
+    return t.detach().resolve_conj().resolve_neg()
+
+
+def _in_c(program, spec, wrt, jvp, inputs, output, dout):
+    """The program run by the C library into a new tensor (a gradient must
+    not alias dout or an input: torch may keep it as .grad and add into
+    it in place)."""
+    expr, reduction, numpy, lengths = spec
+    inputs = tuple(_plain(t) for t in inputs)
+    output = _plain(output) if program["needs_output"] else None
+    lengths = tuple((n, int(v)) for n, v in lengths)
+    dtype = inputs[0].dtype
+    result = torch.empty(tuple(program["steps"][-1]["shape"]), dtype=dtype)
+    key = (expr, reduction, bool(numpy), lengths, wrt, jvp, dtype,
+           tuple(t.shape for t in inputs))
+    return _einc.grad_run(key, expr, inputs, output, _plain(dout), result,
+                          bool(numpy), reduction, lengths, wrt, jvp)
+
+
+def _lowered(program, inputs, output, dout, graph):
+    """The program's steps as torch operations (einsum steps through
+    einc), so the result is itself differentiable and traceable: for a
+    recorded or traced call, and tensors off the host."""
     if program["conjugates"]:
         inputs = [t.conj() for t in inputs]
         output = output.conj() if output is not None else None
-    # Recorded (create_graph: a differentiable gradient) or traced
-    # (compiled backward, fake tensors): every step goes through the routes.
-    graph = _mode((dout, *inputs)) not in (_PLAIN, _DETACH)
     if not graph:
         # Plain eager backward: einsum steps take einc's fast path on
         # detached tensors (the saved inputs require grad, which would send
@@ -38,9 +81,6 @@ def _interpret(program, inputs, output, dout):
     for step in program["steps"]:
         operands = [results[i] if kind == "step" else sources[kind][i]
                     for kind, i in step["operands"]]
-        if any(x is None for x in operands):
-            raise EincError("einc's backward program reads the forward "
-                            "output, which was not saved")
         if step["op"] == "einsum":
             results.append(_einsum_step(step, operands, graph))
         else:

@@ -230,6 +230,7 @@ PyObject *einpy_shape_tuple(const int64_t *shape, int n);
 /* grad_program(expr, shapes, numpy, reduction, lengths, wrt, dtype): the
  * gradient program (ein_grad_create) as a dict of plain values. */
 PyObject *einpy_grad_program(PyObject *self, PyObject *args);
+PyObject *einpy_grad_run(PyObject *self, PyObject *args); /* grad_interp.c */
 
 /* ---------------------------------------------------------- fastpath.c */
 
