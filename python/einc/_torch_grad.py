@@ -40,9 +40,10 @@ def _on_host(dout, inputs):
 
 
 def _plain(t):
-    """t as DLPack takes it: detached, its conjugate and negative bits
-    resolved (torch exports neither)."""
-    return t.detach().resolve_conj().resolve_neg()
+    """t as DLPack takes it: detached, its negative bit (and a complex
+    tensor's conjugate bit) resolved (torch exports neither)."""
+    t = t.detach().resolve_neg()
+    return t.resolve_conj() if t.is_complex() else t
 
 
 def _in_c(program, spec, wrt, jvp, inputs, output, dout):

@@ -71,13 +71,62 @@ static void call_release(grad_call *c) {
   einpy_tensor_release(&c->dinput);
 }
 
+/* The DLPack C exchange table of obj's type (torch 2.10 on:
+ * torch.Tensor.__dlpack_c_exchange_api__, DLPack 1.2 or a later 1.x),
+ * or NULL; asked once per type (the type is kept). */
+static const einpy_exchange_api *exchange_of(PyObject *obj) {
+  static PyObject *type;
+  static const einpy_exchange_api *api;
+  if ((PyObject *)Py_TYPE(obj) == type) return api;
+  PyObject *cap = PyObject_GetAttrString((PyObject *)Py_TYPE(obj),
+                                         "__dlpack_c_exchange_api__");
+  const einpy_exchange_api *a =
+      cap && PyCapsule_IsValid(cap, "dlpack_exchange_api")
+          ? PyCapsule_GetPointer(cap, "dlpack_exchange_api")
+          : NULL;
+  Py_XDECREF(cap); /* the type keeps it */
+  PyErr_Clear();
+  if (a && (a->version.major != 1 || a->version.minor < 2 ||
+            !a->managed_tensor_from_py_object_no_sync))
+    a = NULL;
+  Py_XDECREF(type);
+  type = (PyObject *)Py_TYPE(obj);
+  Py_INCREF(type);
+  api = a;
+  return api;
+}
+
+/* obj zero-copy through its type's exchange table (no Python call: the
+ * caller resolved torch's conjugate and negative bits), else __dlpack__. */
+static int import_one(PyObject *obj, einpy_tensor *t) {
+  const einpy_exchange_api *api = exchange_of(obj);
+  einpy_managed_versioned *m = NULL;
+  memset(t, 0, sizeof *t);
+  if (api && api->managed_tensor_from_py_object_no_sync(obj, &m) == 0 && m) {
+    t->t = &m->dl_tensor;
+    t->managed = m;
+    t->versioned = 1;
+    t->read_only = (m->flags & EINPY_FLAG_READ_ONLY) != 0;
+    if (!(m->flags & EINPY_FLAG_IS_COPIED)) return 0;
+    einpy_tensor_release(t);
+  }
+  PyErr_Clear();
+  return einpy_tensor_import(obj, NULL, t);
+}
+
 static int call_import(grad_call *c, PyObject *inputs, PyObject *output,
                        PyObject *dout, PyObject *dinput) {
-  if (einpy_tensors_import(inputs, NULL, c->in, &c->nin) < 0) return -1;
-  if (output != Py_None && einpy_tensor_import(output, NULL, &c->out) < 0)
+  Py_ssize_t n = PyTuple_Check(inputs) ? PyTuple_Size(inputs) : -1;
+  if (n < 1 || n > EINPY_MAX_OPERANDS) {
+    PyErr_SetString(PyExc_TypeError, "grad_run: inputs, a tuple of 1 or "
+                    "more tensors");
     return -1;
-  if (einpy_tensor_import(dout, NULL, &c->dout) < 0 ||
-      einpy_tensor_import(dinput, NULL, &c->dinput) < 0)
+  }
+  for (; c->nin < (int)n; c->nin++)
+    if (import_one(PyTuple_GetItem(inputs, c->nin), &c->in[c->nin]) < 0)
+      return -1;
+  if (output != Py_None && import_one(output, &c->out) < 0) return -1;
+  if (import_one(dout, &c->dout) < 0 || import_one(dinput, &c->dinput) < 0)
     return -1;
   if (!c->dinput.read_only) return 0;
   PyErr_SetString(PyExc_ValueError, "grad_run: dinput is read-only");
