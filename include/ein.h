@@ -1005,12 +1005,19 @@ EIN_API size_t ein_grad_describe(const ein_grad *grad,
                                  ein_describe_format format, char *buf,
                                  size_t cap);
 
-/* Runs the program on host memory (the CPU backend): inputs as for the
- * forward, the forward output (may be NULL unless ein_grad_needs_output),
- * dout shaped as the output, dinput shaped as input wrt (any strides; it
- * must not overlap the others or itself: EIN_ERR_INVALID_ARGUMENT,
- * EIN_ERR_BAD_SHAPE). EIN_ERR_DEVICE for tensors elsewhere. Elementwise
- * steps compute in double and round once to the dtype. */
+/* Runs the program on the backend and device it was made for (the
+ * inputs' of ein_grad_create: host memory, a CUDA device, the emulated
+ * device), every step through that backend's plans: inputs as for the
+ * forward, the forward output (may be NULL unless
+ * ein_grad_needs_output), dout shaped as the output, dinput shaped as
+ * input wrt (any strides; it must not overlap the others or itself:
+ * EIN_ERR_INVALID_ARGUMENT, EIN_ERR_BAD_SHAPE), all in that memory
+ * (EIN_ERR_DEVICE for a tensor elsewhere), of the gradient's dtype
+ * (EIN_ERR_DTYPE) and shapes (EIN_ERR_BAD_SHAPE). Every check comes
+ * before any step runs, so a refused call writes nothing. Elementwise
+ * steps compute in the accumulator's precision (double on the CPU) and
+ * round once to the dtype. Like ein_eval, the work is queued on the
+ * device's stream (ein_ctx_synchronize waits for it). */
 EIN_NODISCARD
 EIN_API ein_status ein_grad_execute(ein_ctx *ctx, const ein_grad *grad,
                                     const DLTensor *const *inputs,

@@ -36,6 +36,7 @@
 
 #include "ein.h"
 #include "gen_expr.h"
+#include "grad_device.h"
 #include "harness.h"
 #include "reference.h"
 
@@ -203,16 +204,14 @@ static ein_status run_grad(gcase *c, int wrt, ein_dtype dt, tensor *grad) {
   tensor_make(&out, dt, c->w.t.ndim, c->w.shape, false);
   for (int64_t e = 0; e < c->out_numel; e++) set(&w, e, get(&c->w, e));
   tensor_make(&dx, dt, c->g.ndims[wrt], c->g.shapes[wrt], rnd_int(2));
-  ein_grad *g = NULL;
   input_ptrs(in, c->g.n, ptrs);
   ein_status st = ein_eval(ctx, c->g.expr, ptrs, c->g.n, &out.t, &c->g.opt);
-  if (!st) st = ein_grad_create(ctx, c->g.expr, ptrs, c->g.n, &c->g.opt, wrt,
-                                &g);
-  if (!st) st = ein_grad_execute(ctx, g, ptrs, c->g.n, &out.t, &w.t, &dx.t);
+  if (!st)
+    st = grad_run_on(ctx, false, c->g.expr, &c->g.opt, ptrs, c->g.n, wrt,
+                     &out.t, &w.t, &dx.t, NULL);
   tensor_make(grad, EIN_DT_F64, c->g.ndims[wrt], c->g.shapes[wrt], false);
   int64_t n = numel_of(c->g.ndims[wrt], c->g.shapes[wrt]);
   for (int64_t e = 0; !st && e < n; e++) set(grad, e, get(&dx, e));
-  ein_grad_destroy(g);
   for (int i = 0; i < c->g.n; i++) tensor_free(&in[i]);
   tensor_free(&w);
   tensor_free(&out);
@@ -283,11 +282,10 @@ static ein_status run_jvp(gcase *c, int wrt, const tensor *tan,
   input_ptrs(c->in, c->g.n, ptrs);
   ein_grad *g = NULL;
   ein_status st = ein_eval(ctx, c->g.expr, ptrs, c->g.n, &out.t, &c->g.opt);
-  if (!st) st = ein_jvp_create(ctx, c->g.expr, ptrs, c->g.n, &c->g.opt, wrt,
-                               &g);
+  if (!st)
+    st = grad_run_on(ctx, true, c->g.expr, &c->g.opt, ptrs, c->g.n, wrt,
+                     &out.t, &tan->t, &jvp->t, &g);
   CHECK(st || ein_grad_is_jvp(g), "ein_grad_is_jvp");
-  if (!st) st = ein_grad_execute(ctx, g, ptrs, c->g.n, &out.t, &tan->t,
-                                 &jvp->t);
   ein_grad_destroy(g);
   tensor_free(&out);
   return st;
@@ -618,10 +616,9 @@ static void check_complex(uint64_t seed) {
   ein_grad *gr = NULL;
   ein_status st = ein_eval(ctx, c.g.expr, ptrs, c.g.n, &c.out.t, &c.g.opt);
   if (!st)
-    st = ein_grad_create(ctx, c.g.expr, ptrs, c.g.n, &c.g.opt, c.wrt, &gr);
+    st = grad_run_on(ctx, false, c.g.expr, &c.g.opt, ptrs, c.g.n, c.wrt,
+                     &c.out.t, &c.w.t, &c.dx.t, &gr);
   if (!st) CHECK(ein_grad_conjugates(gr), "c128 conjugates");
-  if (!st)
-    st = ein_grad_execute(ctx, gr, ptrs, c.g.n, &c.out.t, &c.w.t, &c.dx.t);
   bool prod_broadcast =
       st == EIN_ERR_BAD_REDUCTION && c.g.opt.reduction == EIN_REDUCE_PROD;
   CHECK(st == EIN_OK || prod_broadcast, "seed %llu %s c128 wrt %d: %s",
@@ -653,8 +650,8 @@ static ein_status grad_of(const char *expr, ein_reduction r, int ndim,
   ein_options o = {.reduction = r};
   ein_grad *g = NULL;
   ein_status st = ein_eval(ctx, expr, ins, 1, &out, &o);
-  if (!st) st = ein_grad_create(ctx, expr, ins, 1, &o, 0, &g);
-  if (!st) st = ein_grad_execute(ctx, g, ins, 1, &out, &dt, &dd);
+  if (!st) st = grad_run_on(ctx, false, expr, &o, ins, 1, 0, &out, &dt, &dd,
+                           &g);
   ein_grad_destroy(g);
   return st;
 }
@@ -676,8 +673,8 @@ static ein_status jvp_of(const char *expr, ein_reduction r, int ndim,
   ein_options o = {.reduction = r};
   ein_grad *g = NULL;
   ein_status st = ein_eval(ctx, expr, ins, 1, &out, &o);
-  if (!st) st = ein_jvp_create(ctx, expr, ins, 1, &o, 0, &g);
-  if (!st) st = ein_grad_execute(ctx, g, ins, 1, &out, &tan, &res);
+  if (!st) st = grad_run_on(ctx, true, expr, &o, ins, 1, 0, &out, &tan, &res,
+                           &g);
   ein_grad_destroy(g);
   return st;
 }
@@ -799,7 +796,7 @@ static void create_errors(void) {
 static void execute_errors(void) {
   int64_t shape[2] = {2, 3}, oshape[1] = {2}, bad[1] = {3};
   DLDataType f64 = {kDLFloat, 64, 1}, f32 = {kDLFloat, 32, 1};
-  double x[6] = {0}, o[2] = {0}, dx[6];
+  double x[6] = {0}, o[2] = {0}, dx[6] = {7, 7, 7, 7, 7, 7};
   float o32[2];
   DLTensor in = {x, {kDLCPU, 0}, 2, f64, shape, NULL, 0};
   DLTensor out = {o, {kDLCPU, 0}, 1, f64, oshape, NULL, 0};
@@ -837,6 +834,10 @@ static void execute_errors(void) {
                EIN_ERR_OPERAND_COUNT, "two inputs");
   check_status(ein_grad_execute(ctx, NULL, ins, 1, &out, &dout, &d),
                EIN_ERR_INVALID_ARGUMENT, "NULL gradient");
+  int untouched = 0;
+  for (int i = 0; i < 6; i++) untouched += dx[i] == 7;
+  CHECK(untouched == 6, "refused calls wrote %d of dinput's 6 values",
+        6 - untouched);
   CHECK(ein_grad_execute(ctx, g, ins, 1, &out, &dout, &d) == EIN_OK,
         "a good call after the bad ones");
   char text[4096], json[8192];
@@ -853,6 +854,7 @@ static void execute_errors(void) {
 
 int main(void) {
   REQUIRE_OK(ein_ctx_create(&ctx));
+  grad_backend_from_env();
   const char *env = getenv("EIN_SEED");
   uint64_t base = env ? strtoull(env, NULL, 10) : 1;
   env = getenv("EIN_CASES");
@@ -862,10 +864,11 @@ int main(void) {
   hand_cases();
   create_errors();
   execute_errors();
-  printf("gradients of %d random cases (sum %d, mean %d, max %d, min %d, "
+  if (grad_backend != EIN_BACKEND_CPU) device_errors(ctx);
+  printf("%s: gradients of %d random cases (sum %d, mean %d, max %d, min %d, "
          "prod %d; %d of max/min with ties), %d prod-over-broadcast inputs "
          "skipped, %d c128 gradients\n",
-         cases_run, counted[EIN_REDUCE_SUM], counted[EIN_REDUCE_MEAN],
+         grad_backend_name(), cases_run, counted[EIN_REDUCE_SUM], counted[EIN_REDUCE_MEAN],
          counted[EIN_REDUCE_MAX], counted[EIN_REDUCE_MIN],
          counted[EIN_REDUCE_PROD], ties_run, checks_skipped, complex_runs);
   (void)planted_note;

@@ -253,6 +253,7 @@ void einpy_reduction_forget(void);
 /* grad_program(expr, shapes, numpy, reduction, lengths, wrt, dtype): the
  * gradient program (ein_grad_create) as a dict of plain values. */
 PyObject *einpy_grad_program(PyObject *self, PyObject *args);
+PyObject *einpy_grad_run(PyObject *self, PyObject *args); /* grad_interp.c */
 
 /* ------------------------------------------------------------ inputs.c */
 

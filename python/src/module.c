@@ -162,6 +162,7 @@ static PyMethodDef methods[] = {
      "grad_program(expr, shapes, numpy, reduction, lengths, wrt, dtype[, "
      "jvp]) -> "
      "{'needs_output', 'conjugates', 'flops', 'bytes', 'steps': [...]}"},
+    {"grad_run", einpy_grad_run, METH_VARARGS, "grad_run(key, expr, inputs, output, dout, dinput, numpy, reduction, lengths, wrt, jvp) -> dinput"},
     {"backend_check", py_backend_check, METH_VARARGS,
      "backend_check(name, device=0) -> None, or why it cannot run here"},
     {"xla_ffi_targets", py_xla_ffi_targets, METH_NOARGS,

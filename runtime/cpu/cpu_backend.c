@@ -24,6 +24,7 @@
 #include "cpu_contract.h"
 #include "cpu_dnnl.h"
 #include "cpu_loops.h"
+#include "cpu_map.h"
 #include "cpu_threads.h"
 #include "cpu_rates.h"
 
@@ -412,6 +413,12 @@ static ein_status cpu_step(void *ctx, int i, const ein_step *s, char *dst,
                             r->gemm_threads, err);
   if (s->kind == EIN_STEP_GEMM)
     return run_gemm(s, dst, src[0], src[1], r->gemm_threads, err);
+  if (s->kind == EIN_STEP_LOOP && s->map != EIN_MAP_PRODUCT) {
+    ein_status st = ein_cpu_map(s, dst, src[0], src[1]);
+    return st ? ein_fail(err, st, "cpu backend: step %d has more axes than "
+                        "it handles", i + 1)
+              : EIN_OK;
+  }
   if (ein_cpu_contract(s, dst, src[0], src[1], threads))
     return EIN_OK;
   ein_status st = ein_cpu_loop(s, dst, src[0], src[1], threads);

@@ -1,8 +1,9 @@
 /*
  * grad.c - gradients through the public API: binds the expression as
- * ein_plan_create would, derives the program (planner/grad.h), plans each
- * EINSUM step for C-contiguous operands of the inputs' dtype, and
- * describes the program. grad_run.c runs it.
+ * ein_plan_create would, derives the program (planner/grad.h), plans
+ * every step for C-contiguous operands of the inputs' dtype on the
+ * inputs' backend and device (EINSUM steps as any expression, the others
+ * by planner/grad_plan.c), and describes the program. grad_run.c runs it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +12,11 @@
 #include "alloc.h"
 #include "ctx_internal.h"
 #include "grad_internal.h"
+#include "plain_eval.h"
 #include "plan.h"
 #include "report.h"
 #include "shape_text.h"
+#include "tensors.h"
 
 static const ein_options default_options;
 
@@ -156,20 +159,48 @@ static void count_elementwise(const ein_grad *g, ein_grad_step *s) {
   s->bytes = (read + n) * esz;
 }
 
+/* Plans elementwise step i (planner/grad_plan.c) for the gradient's
+ * backend and device. */
+static ein_status plan_map(ein_thread_rec *me, ein_grad *g, int i) {
+  const ein_grad_step *s = &g->prog.steps[i];
+  int ndim[4];
+  const int64_t *shape[4];
+  DLTensor ts[4];
+  const DLTensor *tp[4];
+  DLDevice dev = {g->backend->memory, g->device};
+  for (int k = 0; k < s->noperands && k < 4; k++) {
+    value_shape(g, s->operands[k], &ndim[k], &shape[k]);
+    ts[k] = (DLTensor){.device = dev, .ndim = ndim[k],
+                       .dtype = ein_dtype_to_dl(g->dtype),
+                       .shape = (int64_t *)shape[k]};
+    tp[k] = &ts[k];
+  }
+  ein_plan_ir *ir;
+  ein_status st = ein_plan_grad_map(s, ndim, shape, g->dtype, &me->err, &ir);
+  if (st) return st;
+  return ein_plain_adopt(me, ir, ein_grad_op_name(s->op), tp, s->noperands,
+                         NULL, 0, g->backend, g->device, &g->maps[i]);
+}
+
 static ein_status plan_steps(ein_ctx *ctx, ein_grad *g, const ein_options *o,
                              DLDevice dev) {
-  g->plans = ein_arena_alloc(&g->arena, (size_t)g->prog.nsteps,
-                             sizeof *g->plans);
-  if (!g->plans) return EIN_ERR_NO_MEMORY;
-  memset(g->plans, 0, (size_t)g->prog.nsteps * sizeof *g->plans);
+  size_t n = (size_t)g->prog.nsteps;
+  g->plans = ein_arena_alloc(&g->arena, n, sizeof *g->plans);
+  g->maps = ein_arena_alloc(&g->arena, n, sizeof *g->maps);
+  if (!g->plans || !g->maps) return EIN_ERR_NO_MEMORY;
+  memset(g->plans, 0, n * sizeof *g->plans);
+  memset(g->maps, 0, n * sizeof *g->maps);
   for (int i = 0; i < g->prog.nsteps; i++) {
     ein_grad_step *s = &g->prog.steps[i];
+    ein_status st;
     if (s->op == EIN_GRAD_EINSUM) {
-      ein_status st = plan_step(ctx, g, i, o, dev);
-      if (st) return st;
+      st = plan_step(ctx, g, i, o, dev);
     } else {
+      ein_thread_rec *me = ein_ctx_enter(ctx);
+      st = me ? plan_map(me, g, i) : EIN_ERR_NO_MEMORY;
       count_elementwise(g, s);
     }
+    if (st) return st;
     g->flops += s->flops;
     g->bytes += s->bytes;
   }
@@ -199,8 +230,10 @@ static ein_status build(ein_ctx *ctx, ein_thread_rec *me, ein_grad *g,
   if (!g->expr)
     return ein_fail_memory(&me->err, "out of memory while deriving a "
                            "gradient");
-  st = plan_steps(ctx, g, o, inputs[0]->device);
-  if (st == EIN_ERR_NO_MEMORY && !g->plans)
+  st = ein_resolve_backend(me, o, inputs, g->ninputs, NULL, &g->backend,
+                           &g->device);
+  if (!st) st = plan_steps(ctx, g, o, inputs[0]->device);
+  if (st == EIN_ERR_NO_MEMORY && (!g->plans || !g->maps))
     ein_fail_memory(&me->err, "out of memory while planning a gradient");
   return st;
 }
@@ -260,6 +293,8 @@ void ein_grad_destroy(ein_grad *grad) {
   if (!grad) return;
   for (int i = 0; grad->plans && i < grad->prog.nsteps; i++)
     ein_plan_destroy(grad->plans[i]);
+  for (int i = 0; grad->maps && i < grad->prog.nsteps; i++)
+    ein_plan_destroy(grad->maps[i]);
   ein_arena_destroy(&grad->arena);
   ein_free(grad);
 }

@@ -1,7 +1,7 @@
 /*
  * grad_internal.h - what a gradient (ein_grad, ein.h) holds, shared by
  * grad.c (deriving, planning, describing) and grad_run.c (running it on
- * host memory).
+ * its backend).
  */
 #ifndef EIN_GRAD_INTERNAL_H
 #define EIN_GRAD_INTERNAL_H
@@ -11,12 +11,16 @@
 #include "ctx_internal.h"
 #include "dtype.h"
 #include "grad.h"
+#include "plan_object.h"
 
 struct ein_grad {
   ein_arena arena; /* everything below that is not a plan */
   char *expr;      /* the forward expression */
   ein_grad_program prog;
   ein_plan **plans; /* per step: the EINSUM's plan, else NULL */
+  ein_plan **maps;  /* per step: an elementwise step's plan, else NULL */
+  const ein_backend_entry *backend; /* where every plan runs */
+  int device;
   int ninputs, wrt;
   int *in_ndim;
   int64_t **in_shape;

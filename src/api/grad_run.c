@@ -1,14 +1,17 @@
 /*
- * grad_run.c - ein_grad_execute: runs a gradient program on host memory.
+ * grad_run.c - ein_grad_execute: runs a gradient program on the backend
+ * and device it was made for, every step through that backend's plan
+ * path (the plans grad.c made: EINSUM steps as any expression,
+ * elementwise steps as planner/grad_plan.c's LOOP and FILL steps).
  *
- * Every value a step reads is C-contiguous: dout, the inputs and the
- * output are used in place when they already are (and need no
- * conjugation), else copied; each step's result is a fresh C-contiguous
- * temporary. EINSUM steps run through their plans; elementwise steps are
- * plain loops, in double (f16 and bf16 values are read through f32 and
- * rounded once when stored). The last result is copied into dinput with
- * dinput's strides. This is a reference for host memory: frameworks run
- * the same steps on their own devices.
+ * Every value a step reads is C-contiguous in the device's memory: dout,
+ * the inputs and the output are used in place when they already are (and
+ * need no conjugation), else copied by a one-step copy plan; each step's
+ * result is a temporary the backend allocates, except the last, which
+ * writes a C-contiguous dinput directly (another dinput gets a copy plan
+ * into its strides). Every check is made before anything runs, so a call
+ * refused writes nothing; dinput is written only once every earlier step
+ * has run.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,122 +20,13 @@
 #include "alloc.h"
 #include "ctx_internal.h"
 #include "grad_internal.h"
-#include "half.h"
+#include "plain_eval.h"
 #include "tensors.h"
-
-typedef struct cval {
-  double re, im;
-} cval;
-
-static cval load(ein_dtype dt, const void *p, int64_t i) {
-  switch (dt) {
-  case EIN_DT_F64: return (cval){((const double *)p)[i], 0};
-  case EIN_DT_F16: return (cval){ein_f16_to_f32(((const uint16_t *)p)[i]), 0};
-  case EIN_DT_BF16:
-    return (cval){ein_bf16_to_f32(((const uint16_t *)p)[i]), 0};
-  case EIN_DT_C64:
-    return (cval){((const float *)p)[2 * i], ((const float *)p)[2 * i + 1]};
-  case EIN_DT_C128:
-    return (cval){((const double *)p)[2 * i], ((const double *)p)[2 * i + 1]};
-  default: return (cval){((const float *)p)[i], 0};
-  }
-}
-
-static void store(ein_dtype dt, void *p, int64_t i, cval v) {
-  switch (dt) {
-  case EIN_DT_F64: ((double *)p)[i] = v.re; break;
-  case EIN_DT_F16: ((uint16_t *)p)[i] = ein_f32_to_f16((float)v.re); break;
-  case EIN_DT_BF16: ((uint16_t *)p)[i] = ein_f32_to_bf16((float)v.re); break;
-  case EIN_DT_C64:
-    ((float *)p)[2 * i] = (float)v.re;
-    ((float *)p)[2 * i + 1] = (float)v.im;
-    break;
-  case EIN_DT_C128:
-    ((double *)p)[2 * i] = v.re;
-    ((double *)p)[2 * i + 1] = v.im;
-    break;
-  default: ((float *)p)[i] = (float)v.re;
-  }
-}
-
-static cval cmul(cval a, cval b) {
-  return (cval){a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
-}
-
-static cval cdiv(cval a, cval b) {
-  if (b.im == 0) return (cval){a.re / b.re, a.im / b.re};
-  double den = b.re * b.re + b.im * b.im;
-  return (cval){(a.re * b.re + a.im * b.im) / den,
-                (a.im * b.re - a.re * b.im) / den};
-}
-
-static bool is_zero(cval a) { return a.re == 0 && a.im == 0; }
-
-/* One element of an elementwise step from its operands' elements. */
-static cval apply(const ein_grad_step *s, const cval *v) {
-  static const cval zero = {0, 0}, one = {1, 0};
-  switch (s->op) {
-  case EIN_GRAD_EQUAL:
-    return v[0].re == v[1].re && v[0].im == v[1].im ? one : zero;
-  case EIN_GRAD_MUL: return cmul(v[0], v[1]);
-  case EIN_GRAD_DIV: return cdiv(v[0], v[1]);
-  case EIN_GRAD_SCALE: return (cval){v[0].re * s->scale, v[0].im * s->scale};
-  case EIN_GRAD_IS_ZERO: return is_zero(v[0]) ? one : zero;
-  case EIN_GRAD_ZERO_TO_ONE: return is_zero(v[0]) ? one : v[0];
-  case EIN_GRAD_PROD_SELECT: /* (g, p, x, z) */
-    if (v[3].re == 0) return cdiv(cmul(v[0], v[1]), v[2]);
-    return v[3].re == 1 && is_zero(v[2]) ? cmul(v[0], v[1]) : zero;
-  default: return zero;
-  }
-}
 
 static int64_t count(int ndim, const int64_t *shape) {
   int64_t n = 1;
   for (int d = 0; d < ndim; d++) n *= shape[d];
   return n;
-}
-
-static void run_elementwise(const ein_grad_step *s, ein_dtype dt,
-                            void *const *ops, void *res) {
-  int64_t n = count(s->ndim, s->shape);
-  for (int64_t i = 0; i < n; i++) {
-    cval v[4];
-    for (int k = 0; k < s->noperands && k < 4; k++) v[k] = load(dt, ops[k], i);
-    store(dt, res, i, apply(s, v));
-  }
-}
-
-/* Copies ndim-dimensional elements between strided places (strides in
- * elements; NULL: C-contiguous). */
-static void copy_strided(int ndim, const int64_t *shape, size_t esz,
-                         char *dst, const int64_t *dst_st, const char *src,
-                         const int64_t *src_st) {
-  int64_t n = count(ndim, shape), idx[EIN_MAX_DIMS] = {0};
-  int64_t cd[EIN_MAX_DIMS], cs[EIN_MAX_DIMS], c = 1;
-  for (int d = ndim - 1; d >= 0; d--) {
-    cd[d] = dst_st ? dst_st[d] : c;
-    cs[d] = src_st ? src_st[d] : c;
-    c *= shape[d];
-  }
-  int64_t od = 0, os = 0;
-  for (int64_t i = 0; i < n; i++) {
-    memcpy(dst + od * (int64_t)esz, src + os * (int64_t)esz, esz);
-    for (int d = ndim - 1; d >= 0; d--) {
-      od += cd[d];
-      os += cs[d];
-      if (++idx[d] < shape[d]) break;
-      od -= cd[d] * shape[d];
-      os -= cs[d] * shape[d];
-      idx[d] = 0;
-    }
-  }
-}
-
-/* SCATTER_DIAG: zeros (the buffer comes zeroed), operand 0 written into
- * the view of the step's view strides. */
-static void run_scatter(const ein_grad_step *s, const ein_grad_step *from,
-                        size_t esz, const void *op, void *res) {
-  copy_strided(from->ndim, from->shape, esz, res, s->view_strides, op, NULL);
 }
 
 static bool compact(const DLTensor *t) {
@@ -145,41 +39,80 @@ static bool compact(const DLTensor *t) {
   return true;
 }
 
-static void conjugate(ein_dtype dt, void *p, int64_t n) {
-  for (int64_t i = 0; i < n; i++) {
-    if (dt == EIN_DT_C64) ((float *)p)[2 * i + 1] *= -1;
-    else ((double *)p)[2 * i + 1] *= -1;
-  }
-}
-
-/* What one execution holds: each value's C-contiguous data and the
- * buffers it allocated. */
+/* What one execution holds: each value's C-contiguous data in the
+ * device's memory and the buffers it allocated there. */
 typedef struct run {
+  ein_thread_rec *me;
   const ein_grad *g;
+  ein_backend *be;
   size_t esz;
   void **in, *out, *dout; /* in: one per input */
   void **steps;
-  void **owned; /* copies: at most one per input, the output and dout */
-  int nowned;
+  void **owned; /* step results and copies, freed at the end */
+  int nowned, cap;
 } run;
 
-static void *alloc_zeroed(int64_t elems, size_t esz) {
-  return ein_calloc((size_t)(elems > 0 ? elems : 1), esz);
+/* A C-contiguous tensor of the gradient's dtype at data on its device. */
+static DLTensor at(const run *r, void *data, int ndim, const int64_t *shape) {
+  return (DLTensor){.data = data,
+                    .device = {r->g->backend->memory, r->g->device},
+                    .ndim = ndim, .dtype = ein_dtype_to_dl(r->g->dtype),
+                    .shape = (int64_t *)shape};
+}
+
+/* Device memory for n elements, freed with the run; NULL with the error
+ * on the record. */
+static void *scratch(run *r, int64_t n) {
+  void *p = NULL;
+  if (r->nowned == r->cap) {
+    ein_fail_memory(&r->me->err, "gradient: more buffers than counted");
+    return NULL;
+  }
+  if (r->be->alloc(r->be, (size_t)(n > 0 ? n : 1) * r->esz, &p,
+                   &r->me->err))
+    return NULL;
+  r->owned[r->nowned++] = p;
+  return p;
+}
+
+/* Every unit of a plan on the gradient's device. */
+static ein_status run_plan(run *r, const ein_plan *plan,
+                           const DLTensor *const *ins, int n, DLTensor *out) {
+  ein_unit_range all;
+  ein_status st = ein_plain_all_units(r->me, plan, &all);
+  if (!st)
+    st = ein_plain_run(r->me, plan, r->g->device, ins, n, out, NULL, all);
+  return st;
+}
+
+/* src copied into dst (of one shape) between their layouts, conjugated
+ * when asked, by a one-step plan made for the call. */
+static ein_status copy(run *r, const DLTensor *src, DLTensor *dst,
+                       bool conj) {
+  ein_plan_ir *ir;
+  ein_plan *plan = NULL;
+  ein_status st = ein_plan_grad_copy(src->ndim, src->shape, dst->strides,
+                                     src->strides, r->g->dtype, conj,
+                                     &r->me->err, &ir);
+  if (!st)
+    st = ein_plain_adopt(r->me, ir, conj ? "conj" : "copy", &src, 1, dst, 0,
+                         r->g->backend, r->g->device, &plan);
+  if (!st) st = run_plan(r, plan, &src, 1, dst);
+  ein_plan_destroy(plan);
+  return st;
 }
 
 /* t's data as a C-contiguous array, conjugated when asked: t's own
  * memory when possible, else a copy the run owns. */
-static void *contiguous(run *r, const DLTensor *t, bool conj) {
-  char *data = (char *)t->data + t->byte_offset;
-  if (compact(t) && !conj) return data;
-  int64_t n = count(t->ndim, t->shape);
-  void *copy = alloc_zeroed(n, r->esz);
-  if (!copy) return NULL;
-  r->owned[r->nowned++] = copy;
-  if (n > 0)
-    copy_strided(t->ndim, t->shape, r->esz, copy, NULL, data, t->strides);
-  if (conj) conjugate(r->g->dtype, copy, n);
-  return copy;
+static ein_status contiguous(run *r, const DLTensor *t, bool conj,
+                             void **data) {
+  *data = (char *)t->data + t->byte_offset;
+  if (compact(t) && !conj) return EIN_OK;
+  void *p = scratch(r, count(t->ndim, t->shape));
+  if (!p) return r->me->err.pub.status;
+  DLTensor dst = at(r, p, t->ndim, t->shape);
+  *data = p;
+  return count(t->ndim, t->shape) ? copy(r, t, &dst, conj) : EIN_OK;
 }
 
 static void *value(const run *r, ein_grad_value v) {
@@ -192,62 +125,60 @@ static void *value(const run *r, ein_grad_value v) {
   }
 }
 
-/* EINSUM step i through its plan, on C-contiguous host tensors. */
-static ein_status run_einsum(ein_ctx *ctx, const run *r, int i) {
+/* The shape of a value a step reads. */
+static void value_shape(const ein_grad *g, ein_grad_value v, int *ndim,
+                        const int64_t **shape) {
+  const ein_grad_step *src =
+      v.kind == EIN_GRAD_VALUE_STEP ? &g->prog.steps[v.index] : NULL;
+  int input = v.kind == EIN_GRAD_VALUE_INPUT     ? v.index
+              : v.kind == EIN_GRAD_VALUE_TANGENT ? g->wrt
+                                                 : -1;
+  *ndim = src ? src->ndim : input >= 0 ? g->in_ndim[input] : g->out_ndim;
+  *shape = src ? src->shape : input >= 0 ? g->in_shape[input] : g->out_shape;
+}
+
+/* Step i through its plan into `into` (C-contiguous). */
+static ein_status run_step(run *r, int i, void *into) {
   const ein_grad *g = r->g;
   const ein_grad_step *s = &g->prog.steps[i];
-  DLTensor *ts, out;
+  DLTensor *ts;
   const DLTensor **tp;
-  if (!ein_grad_step_tensors(ctx, s->noperands, i, &ts, &tp))
+  if (!ein_grad_step_tensors(r->me->ctx, s->noperands, i, &ts, &tp))
     return EIN_ERR_NO_MEMORY;
-  DLDataType dl = ein_dtype_to_dl(g->dtype);
   for (int k = 0; k < s->noperands; k++) {
-    ein_grad_value v = s->operands[k];
-    const ein_grad_step *src =
-        v.kind == EIN_GRAD_VALUE_STEP ? &g->prog.steps[v.index] : NULL;
-    int input = v.kind == EIN_GRAD_VALUE_INPUT     ? v.index
-                : v.kind == EIN_GRAD_VALUE_TANGENT ? g->wrt
-                                                   : -1;
-    int ndim = src          ? src->ndim
-               : input >= 0 ? g->in_ndim[input]
-                            : g->out_ndim;
-    const int64_t *shape = src          ? src->shape
-                           : input >= 0 ? g->in_shape[input]
-                                        : g->out_shape;
-    ts[k] = (DLTensor){.data = value(r, v), .device = {kDLCPU, 0},
-                       .ndim = ndim, .dtype = dl, .shape = (int64_t *)shape};
+    int ndim;
+    const int64_t *shape;
+    value_shape(g, s->operands[k], &ndim, &shape);
+    ts[k] = at(r, value(r, s->operands[k]), ndim, shape);
     tp[k] = &ts[k];
   }
-  out = (DLTensor){.data = r->steps[i], .device = {kDLCPU, 0},
-                   .ndim = s->ndim, .dtype = dl, .shape = (int64_t *)s->shape};
-  ein_status st = ein_plan_execute(ctx, g->plans[i], tp, s->noperands, &out);
+  DLTensor out = at(r, into, s->ndim, s->shape);
+  const ein_plan *plan = g->plans[i] ? g->plans[i] : g->maps[i];
+  ein_status st = run_plan(r, plan, tp, s->noperands, &out);
   ein_free(ts);
   ein_free((void *)tp);
   return st;
 }
 
-static ein_status run_steps(ein_ctx *ctx, ein_thread_rec *me, run *r) {
+/* Every step; the last into dinput when it is C-contiguous, else into a
+ * temporary copied into dinput's strides. */
+static ein_status run_steps(run *r, DLTensor *dinput) {
   const ein_grad *g = r->g;
-  for (int i = 0; i < g->prog.nsteps; i++) {
+  int last = g->prog.nsteps - 1;
+  bool direct = compact(dinput);
+  for (int i = 0; i <= last; i++) {
     const ein_grad_step *s = &g->prog.steps[i];
-    r->steps[i] = alloc_zeroed(count(s->ndim, s->shape), r->esz);
-    if (!r->steps[i])
-      return ein_fail_memory(&me->err, "out of memory for gradient step %d",
-                             i);
-    void *ops[4] = {NULL, NULL, NULL, NULL};
-    for (int k = 0; k < s->noperands && k < 4; k++)
-      ops[k] = value(r, s->operands[k]);
-    if (s->op == EIN_GRAD_EINSUM) {
-      ein_status st = run_einsum(ctx, r, i);
-      if (st) return st;
-    } else if (s->op == EIN_GRAD_SCATTER_DIAG) {
-      run_scatter(s, &g->prog.steps[s->operands[0].index], r->esz, ops[0],
-                  r->steps[i]);
-    } else {
-      run_elementwise(s, g->dtype, ops, r->steps[i]);
-    }
+    r->steps[i] = i == last && direct
+                      ? (char *)dinput->data + dinput->byte_offset
+                      : scratch(r, count(s->ndim, s->shape));
+    if (!r->steps[i]) return r->me->err.pub.status;
+    ein_status st = run_step(r, i, r->steps[i]);
+    if (st) return st;
   }
-  return EIN_OK;
+  if (direct || count(dinput->ndim, dinput->shape) == 0) return EIN_OK;
+  const ein_grad_step *s = &g->prog.steps[last];
+  DLTensor res = at(r, r->steps[last], s->ndim, s->shape);
+  return copy(r, &res, dinput, false);
 }
 
 static bool same_shape(const DLTensor *t, int ndim, const int64_t *shape) {
@@ -258,7 +189,7 @@ static bool same_shape(const DLTensor *t, int ndim, const int64_t *shape) {
 }
 
 /* A tensor the program reads or writes: present (when required), on the
- * host, of the gradient's dtype and the expected shape. */
+ * gradient's backend and device, of its dtype and the expected shape. */
 static ein_status check_one(ein_thread_rec *me, const ein_grad *g,
                             const DLTensor *t, const char *what, int index,
                             int ndim, const int64_t *shape) {
@@ -266,12 +197,14 @@ static ein_status check_one(ein_thread_rec *me, const ein_grad *g,
   if (index >= 0) snprintf(name, sizeof name, "%s %d", what, index);
   else snprintf(name, sizeof name, "%s", what);
   if (!t) return ein_fail_argument(&me->err, "%s is NULL", name);
-  if (t->device.device_type != kDLCPU &&
-      t->device.device_type != kDLCUDAHost)
+  if (!g->backend->accepts(t->device.device_type) ||
+      t->device.device_id != g->device)
     return ein_fail_device(&me->err,
-                           "%s is on DLPack device type %d; "
-                           "ein_grad_execute runs on host memory only",
-                           name, (int)t->device.device_type);
+                           "%s is on DLPack device type %d id %d; the "
+                           "gradient was made for %s device %d (%s)",
+                           name, (int)t->device.device_type,
+                           (int)t->device.device_id, g->backend->name,
+                           g->device, g->backend->memory_name);
   ein_dtype dt;
   if (!ein_dtype_from_dl(t->dtype, &dt) || dt != g->dtype)
     return ein_fail_dtype(&me->err, "%s is not %s, the gradient's dtype",
@@ -335,28 +268,30 @@ static ein_status check_all(ein_thread_rec *me, const ein_grad *g,
 }
 
 static void run_free(run *r) {
-  for (int i = 0; r->steps && i < r->g->prog.nsteps; i++)
-    ein_free(r->steps[i]);
-  ein_free(r->steps);
-  for (int i = 0; i < r->nowned; i++) ein_free(r->owned[i]);
+  for (int i = 0; i < r->nowned; i++) r->be->free(r->be, r->owned[i]);
   ein_free(r->owned);
+  ein_free(r->steps);
   ein_free(r->in);
 }
 
-/* Points the run at each value's C-contiguous data. */
-static bool gather(run *r, const DLTensor *const *inputs,
-                   const DLTensor *output, const DLTensor *dout) {
+/* Points the run at each value's C-contiguous data (copies where not). */
+static ein_status gather(run *r, const DLTensor *const *inputs,
+                         const DLTensor *output, const DLTensor *dout) {
   bool conj = r->g->conjugates;
-  size_t n = (size_t)r->g->ninputs;
+  size_t n = (size_t)r->g->ninputs, nsteps = (size_t)r->g->prog.nsteps;
+  r->cap = (int)(n + 2 + nsteps);
   r->in = ein_calloc(n + 1, sizeof *r->in);
-  r->owned = ein_calloc(n + 2, sizeof *r->owned);
-  if (!r->in || !r->owned) return false;
-  for (int i = 0; i < r->g->ninputs; i++)
-    if (!(r->in[i] = contiguous(r, inputs[i], conj))) return false;
-  if (output && !(r->out = contiguous(r, output, conj))) return false;
-  r->dout = contiguous(r, dout, false);
-  r->steps = ein_calloc((size_t)r->g->prog.nsteps, sizeof *r->steps);
-  return r->dout && r->steps;
+  r->owned = ein_calloc((size_t)r->cap, sizeof *r->owned);
+  r->steps = ein_calloc(nsteps, sizeof *r->steps);
+  if (!r->in || !r->owned || !r->steps)
+    return ein_fail_memory(&r->me->err, "out of memory for the gradient's "
+                           "operands");
+  ein_status st = EIN_OK;
+  for (int i = 0; i < r->g->ninputs && !st; i++)
+    st = contiguous(r, inputs[i], conj, &r->in[i]);
+  if (!st && output) st = contiguous(r, output, conj, &r->out);
+  if (!st) st = contiguous(r, dout, false, &r->dout);
+  return st;
 }
 
 ein_status ein_grad_execute(ein_ctx *ctx, const ein_grad *grad,
@@ -369,20 +304,11 @@ ein_status ein_grad_execute(ein_ctx *ctx, const ein_grad *grad,
   if (!grad) return ein_fail_argument(&me->err, "the gradient is NULL");
   ein_status st = check_all(me, grad, inputs, ninputs, output, dout, dinput);
   if (st) return st;
-  run r = {.g = grad, .esz = ein_dtype_size(grad->dtype)};
-  if (!gather(&r, inputs, output, dout)) {
-    run_free(&r);
-    return ein_fail_memory(&me->err, "out of memory copying the gradient's "
-                           "operands");
-  }
-  st = run_steps(ctx, me, &r);
-  if (!st) {
-    const ein_grad_step *last = &grad->prog.steps[grad->prog.nsteps - 1];
-    if (count(last->ndim, last->shape) > 0)
-      copy_strided(last->ndim, last->shape, r.esz,
-                   (char *)dinput->data + dinput->byte_offset,
-                   dinput->strides, r.steps[grad->prog.nsteps - 1], NULL);
-  }
+  run r = {.me = me, .g = grad, .esz = ein_dtype_size(grad->dtype)};
+  r.be = ein_ctx_backend(me, grad->backend->kind, grad->device);
+  if (!r.be) return me->err.pub.status;
+  st = gather(&r, inputs, output, dout);
+  if (!st) st = run_steps(&r, dinput);
   run_free(&r);
   return st;
 }

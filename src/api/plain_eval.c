@@ -113,17 +113,18 @@ static ein_status bind_and_plan(ein_thread_rec *me, const char *expr,
  * the plan's arena, with the offset where each tensor's part starts;
  * NULL when out of memory. */
 static char *layout_key(ein_plan_ir *ir, const DLTensor *const *inputs,
-                        int n, const DLTensor *output,
-                        const ein_tensor_desc *descs,
-                        const ein_tensor_desc *od, size_t **offset) {
+                        int n, const DLTensor *output, size_t **offset) {
   *offset = ein_arena_alloc(&ir->arena, (size_t)n + 2, sizeof(size_t));
   ein_strbuf lk = {0};
+  ein_dtype dt;
   for (int i = 0; i < n; i++) {
     if (*offset) (*offset)[i] = lk.len;
-    key_tensor(&lk, inputs[i], descs[i].dtype);
+    ein_dtype_from_dl(inputs[i]->dtype, &dt);
+    key_tensor(&lk, inputs[i], dt);
   }
   if (*offset) (*offset)[n] = lk.len;
-  if (output) key_tensor(&lk, output, od->dtype);
+  if (output && ein_dtype_from_dl(output->dtype, &dt))
+    key_tensor(&lk, output, dt);
   if (*offset) (*offset)[n + 1] = lk.len;
   char *layout = lk.failed || !*offset
                      ? NULL
@@ -165,18 +166,28 @@ ein_status ein_plain_build(ein_thread_rec *me, const char *expr,
   double t0 = ein_trace_now();
   ein_status st = bind_and_plan(me, expr, inputs, n, output, o, backend,
                                 descs, &od, &ir);
-  if (st) ein_free(descs);
+  ein_free(descs);
   ein_trace_end("plan (bind, contraction path, steps)", t0);
   if (st) return st;
   ir->allow_tf32 = o->allow_tf32 != 0;
+  return ein_plain_adopt(me, ir, expr, inputs, n, output, o->memory_limit,
+                         backend, device, out);
+}
+
+ein_status ein_plain_adopt(ein_thread_rec *me, ein_plan_ir *ir,
+                           const char *expr, const DLTensor *const *inputs,
+                           int n, const DLTensor *output,
+                           int64_t memory_limit,
+                           const ein_backend_entry *backend, int device,
+                           ein_plan **out) {
   void *program = NULL;
-  t0 = ein_trace_now();
+  double t0 = ein_trace_now();
   void *sub[EIN_NSUB] = {NULL};
+  ein_status st;
   if (backend->prepare &&
       ((st = backend->prepare(ir, &program, &me->err)) != EIN_OK ||
        (st = prepare_slicing(backend, ir, sub, &me->err)) != EIN_OK)) {
     if (program) backend->program_free(program);
-    ein_free(descs);
     ein_plan_ir_destroy(ir);
     return st;
   }
@@ -185,9 +196,7 @@ ein_status ein_plain_build(ein_thread_rec *me, const char *expr,
   ein_plan *plan = ein_arena_alloc(&ir->arena, 1, sizeof *plan);
   char *copy = plan ? ein_arena_strndup(&ir->arena, expr, strlen(expr)) : NULL;
   size_t *offset = NULL;
-  char *layout =
-      copy ? layout_key(ir, inputs, n, output, descs, &od, &offset) : NULL;
-  ein_free(descs);
+  char *layout = copy ? layout_key(ir, inputs, n, output, &offset) : NULL;
   if (!layout) {
     if (program) backend->program_free(program);
     for (int i = 0; i < EIN_NSUB; i++)
@@ -203,7 +212,7 @@ ein_status ein_plain_build(ein_thread_rec *me, const char *expr,
   plan->program = program;
   memcpy(plan->sub, sub, sizeof sub);
   plan->ninputs = n;
-  plan->memory_limit = o->memory_limit;
+  plan->memory_limit = memory_limit;
   plan->layout = layout;
   plan->offset = offset;
   *out = plan;

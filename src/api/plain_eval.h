@@ -33,6 +33,17 @@ ein_status ein_plain_build(ein_thread_rec *me, const char *expr,
                            const ein_backend_entry *backend, int device,
                            ein_plan **out);
 
+/* A plan of an IR made elsewhere (a gradient program's elementwise steps,
+ * planner/grad.h): the backend's program prepared for it, `expr` (a name
+ * for reports) copied and the layout key of the tensors kept, as
+ * ein_plain_build's; takes the IR (destroyed on failure). */
+ein_status ein_plain_adopt(ein_thread_rec *me, ein_plan_ir *ir,
+                           const char *expr, const DLTensor *const *inputs,
+                           int n, const DLTensor *output,
+                           int64_t memory_limit,
+                           const ein_backend_entry *backend, int device,
+                           ein_plan **out);
+
 /* The cached plan of the call, or one built and cached: a reference for
  * the caller, who releases it. */
 ein_status ein_plain_plan(ein_thread_rec *me, const char *expr,

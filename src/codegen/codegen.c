@@ -317,10 +317,29 @@ static void emit_offsets_fn(gen *g, const char *name, const char *var,
   ein_strbuf_printf(sb, "  }\n");
 }
 
+/* A map other than the product: grad_map.cuh's ein_map_NAME of the
+ * sources loaded (a one-source map's twice). */
+static void emit_map_op(gen *g, const char *x0, const char *x1) {
+  static const char *const names[] = {
+      "product", "equal", "div", "is_zero", "zero_to_one", "div_nonzero",
+      "prod_mask", "conj"};
+  const ein_step *s = g->s;
+  int k = s->nsrc == 2;
+  ein_strbuf_printf(g->sb, "ein_map_%s<%s>(", names[s->map], acc_type(g->acc));
+  emit_load(g->sb, s->src_dtype[0], g->acc, x0);
+  ein_strbuf_printf(g->sb, ", ");
+  emit_load(g->sb, s->src_dtype[k], g->acc, k ? x1 : x0);
+  ein_strbuf_printf(g->sb, ")");
+}
+
 /* The accumulator-typed value of the step from stored values x0 (and
  * x1), each an expression. */
 static void emit_value_of(gen *g, const char *x0, const char *x1) {
   const ein_step *s = g->s;
+  if (s->map != EIN_MAP_PRODUCT) {
+    emit_map_op(g, x0, x1);
+    return;
+  }
   if (s->nsrc == 2)
     ein_strbuf_printf(g->sb, "ein_mul(");
   emit_load(g->sb, s->src_dtype[0], g->acc, x0);
@@ -1203,6 +1222,7 @@ static bool transpose_axes(const gen *g, int *a, int *b) {
   const ein_loop_axes *k = &g->kept;
   int64_t nred = ein_loop_axes_volume(&g->red);
   if (s->kind != EIN_STEP_LOOP || s->nsrc != 1 || k->n < 2 ||
+      s->map != EIN_MAP_PRODUCT ||
       (g->red.n && nred > TILE_RED_MAX))
     return false;
   int in = k->n - 1;
@@ -1295,8 +1315,8 @@ static void gen_map_kernels(gen *g, ein_kernel_src *out) {
   out->grid[1] = out->grid[2] = 1;
   out->block[0] = MAP_BLOCK;
   out->block[1] = out->block[2] = 1;
-  if (out->kind != EIN_KERNEL_MAP)
-    return;
+  if (out->kind != EIN_KERNEL_MAP || s->map != EIN_MAP_PRODUCT)
+    return; /* grad_map.cuh's operations have no vector form */
   if (vector_axes(g, &vec)) {
     gen_map(g, "ein_vec", &vec, "uint4", MAP_RAW);
     out->vec_items = 16 / (unsigned)ein_dtype_size(s->dst_dtype);

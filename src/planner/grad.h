@@ -33,6 +33,7 @@
 #include "arena.h"
 #include "bind.h"
 #include "error.h"
+#include "plan.h"
 
 typedef struct ein_grad_program {
   int nsteps;
@@ -59,6 +60,25 @@ ein_status ein_grad_derive(const ein_problem *p, int wrt, ein_arena *arena,
  * ein_grad_derive's. */
 ein_status ein_jvp_derive(const ein_problem *p, int wrt, ein_arena *arena,
                           ein_error_rec *err, ein_grad_program *out);
+
+/* The plan of an elementwise step (any op but EINSUM): operand k
+ * C-contiguous of shape ndim[k]/shape[k], all of dtype dt; the result
+ * C-contiguous of the step's shape (grad_plan.c says how each op is
+ * planned). Errors (EIN_ERR_NO_MEMORY) on err; *out owned by the caller
+ * (ein_plan_ir_destroy). */
+ein_status ein_plan_grad_map(const ein_grad_step *step, const int *ndim,
+                             const int64_t *const *shape, ein_dtype dt,
+                             ein_error_rec *err, ein_plan_ir **out);
+
+/* A one-step plan copying a tensor of ndim/shape between strides (in
+ * elements; NULL: C-contiguous), conjugated when conj and dt is complex:
+ * how a gradient's operands become C-contiguous and its result reaches
+ * the caller's layout. */
+ein_status ein_plan_grad_copy(int ndim, const int64_t *shape,
+                              const int64_t *dst_strides,
+                              const int64_t *src_strides, ein_dtype dt,
+                              bool conj, ein_error_rec *err,
+                              ein_plan_ir **out);
 
 /* The name of a step operation: "einsum", "equal", "mul", "div", "scale",
  * "is_zero", "zero_to_one", "prod_select", "scatter_diag". */

@@ -75,6 +75,24 @@ typedef struct ein_loop_axis {
   int64_t stride[3];
 } ein_loop_axis;
 
+/* What a LOOP step computes per element besides the product of its
+ * sources. Every step the contraction planner makes is EIN_MAP_PRODUCT;
+ * the others come only from a gradient program's elementwise steps
+ * (grad_steps.c: ein_plan_grad_map), reduce nothing and carry no scale
+ * except EIN_MAP_PRODUCT's alpha. Values are compared and divided as the
+ * acc_dtype (complex: both parts). */
+typedef enum ein_map_op {
+  EIN_MAP_PRODUCT = 0,  /* alpha * src0 [* src1] (the plain LOOP) */
+  EIN_MAP_EQUAL,        /* src0 == src1 ? 1 : 0 */
+  EIN_MAP_DIV,          /* src0 / src1 */
+  EIN_MAP_IS_ZERO,      /* src0 == 0 ? 1 : 0 */
+  EIN_MAP_ZERO_TO_ONE,  /* src0 == 0 ? 1 : src0 */
+  EIN_MAP_DIV_NONZERO,  /* src1 == 0 ? src0 : src0 / src1 */
+  EIN_MAP_PROD_MASK,    /* (z, x): z == 0 || (z == 1 && x == 0) ? 1 : 0, z
+                           a count of zeros (its real part is read) */
+  EIN_MAP_CONJ          /* conj(src0) (complex; a copy for real dtypes) */
+} ein_map_op;
+
 typedef enum ein_step_kind {
   EIN_STEP_GEMM,
   EIN_STEP_LOOP,
@@ -90,7 +108,8 @@ typedef enum ein_step_role {
   EIN_ROLE_CONVERT,  /* a dtype conversion (f16/bf16 <-> f32) */
   EIN_ROLE_STORE,    /* the result copied into the caller's output layout */
   EIN_ROLE_REPEAT,   /* the result broadcast over output-only axes */
-  EIN_ROLE_EMPTY     /* the output filled because a reduced axis is empty */
+  EIN_ROLE_EMPTY,    /* the output filled because a reduced axis is empty */
+  EIN_ROLE_GRAD      /* an elementwise step of a gradient program */
 } ein_step_role;
 
 /* An axis group of a GEMM (batch, M, N or K): the problem axes it merges,
@@ -127,6 +146,7 @@ typedef struct ein_step {
   ein_dtype dst_dtype, src_dtype[2];
   double alpha;      /* scale of the result (1/count for mean) */
   ein_reduction op;  /* LOOP: how reduced axes combine */
+  ein_map_op map;    /* LOOP: the elementwise operation (ein_map_op) */
   double fill;       /* FILL: the value */
   int naxes;         /* LOOP and FILL: the iteration space */
   ein_loop_axis *axes;

@@ -407,6 +407,7 @@ void decide_numerics(ein_step *s) {
   for (int i = 0; i < s->naxes; i++)
     reduces |= s->axes[i].stride[0] == 0 && s->axes[i].size > 1;
   s->plain_copy = s->kind == EIN_STEP_LOOP && s->nsrc == 1 &&
+                  s->map == EIN_MAP_PRODUCT &&
                   s->src_dtype[0] == s->dst_dtype && s->alpha == 1 &&
                   s->op != EIN_REDUCE_ANY && s->op != EIN_REDUCE_ALL &&
                   !reduces;
@@ -513,6 +514,7 @@ const char *ein_step_role_name(ein_step_role role) {
   case EIN_ROLE_STORE: return "store";
   case EIN_ROLE_REPEAT: return "repeat";
   case EIN_ROLE_EMPTY: return "empty";
+  case EIN_ROLE_GRAD: return "grad";
   }
   return "?";
 }
