@@ -298,7 +298,8 @@ def check_c_blocks(docs, args):
 # --- the C API reference ----------------------------------------------------
 
 def check_api_reference(args):
-    header = open(os.path.join(args.src, "include", "ein.h")).read()
+    header = "".join(open(os.path.join(args.src, "include", h)).read()
+                     for h in ("ein.h", "ein_grad.h", "ein_shapecheck.h"))
     doc = os.path.join(args.src, "docs", "c-api.md")
     text = open(doc).read()
     functions = re.findall(r"EIN_API\s+[^;(]*?\b(ein_\w+)\s*\(", header)

@@ -1,5 +1,5 @@
-"""The JAX side of a gradient or JVP program (include/ein.h,
-"gradients"). einc._jax's JVP and transpose rules call _run. On concrete
+"""The JAX side of a gradient or JVP program (include/ein_grad.h).
+einc._jax's JVP and transpose rules call _run. On concrete
 host arrays of a real dtype (eager jax.jvp, jax.grad and jax.vjp outside
 jax.jit) the C library runs the program (ein_grad_execute through
 _einc.grad_run: every step through the CPU backend's plans), as the

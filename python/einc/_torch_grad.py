@@ -1,5 +1,5 @@
-"""The torch side of a gradient or JVP program (include/ein.h,
-"gradients"). einc._torch's autograd Functions call _interpret from their
+"""The torch side of a gradient or JVP program (include/ein_grad.h).
+einc._torch's autograd Functions call _interpret from their
 backward and jvp. An eager call on host tensors runs the program in the
 C library (ein_grad_execute through _einc.grad_run: every step through
 the CPU backend's plans), as the forward runs; a call that torch records
@@ -21,7 +21,7 @@ from ._torch import (_DETACH, _PLAIN, EincError, _compute, _mode, _prod)
 
 
 def _interpret(program, inputs, output, dout, spec=None, wrt=0, jvp=False):
-    """Runs a backward or JVP program (include/ein.h, "gradients") of input
+    """Runs a backward or JVP program (include/ein_grad.h) of input
     wrt of the call spec (expression, reduction, dialect, lengths). dout is
     the program's seed: the output's gradient, or for a JVP program the
     tangent of its input."""
