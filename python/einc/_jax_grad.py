@@ -8,7 +8,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ._jax import _bind
+from ._jax_prim import _bind
 
 def _run(prog, tensors, out, seed):
     """A gradient or JVP program's result: einsum steps as einc calls

@@ -10,8 +10,10 @@ import functools
 
 import torch
 
-from ._api import _fast, evaluate
-from ._torch import (_DETACH, _PLAIN, EincError, _compute, _mode, _prod)
+from ._core import _fast, evaluate
+from ._torch_base import (_DETACH, _PLAIN, EincError, _compute, _mode,
+                          _prod)
+
 
 def _interpret(program, inputs, output, dout):
     """Runs a backward or JVP program (include/ein.h, "gradients"): einsum
