@@ -13,7 +13,12 @@ Each graph must have no strongly connected component of two or more
 files. stage_symbols.py checks the coarser rule (no stage reaches back);
 this one holds inside a stage too.
 
-Usage: file_graph.py SOURCE_ROOT BUILD_DIR; prints ein-test-summary."""
+With --extension ARCHIVE (the Python extension's C files, python/src,
+compiled into one archive by tests/meson.build), a third graph: the
+calls among the extension's own object files, drawn the same way.
+
+Usage: file_graph.py SOURCE_ROOT BUILD_DIR [--extension ARCHIVE];
+prints ein-test-summary."""
 import os
 import re
 import subprocess
@@ -22,11 +27,12 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stage_symbols import STAGES  # noqa: E402  (the stages: one list)
 DIRS = ("src", "runtime")
+EXTENSION_DIRS = ("python/src",)
 
 
-def tree_files(root, ends):
+def tree_files(root, ends, dirs=DIRS):
     out = []
-    for top in DIRS:
+    for top in dirs:
         for d, _, names in os.walk(os.path.join(root, top)):
             out += [os.path.relpath(os.path.join(d, n), root)
                     for n in names if n.endswith(ends)]
@@ -38,14 +44,16 @@ def object_name(member, by_mangled):
     after its source's path with '/' as '_')."""
     base = os.path.basename(member)
     base = base[:-2] if base.endswith(".o") else base
+    # (a source outside the target's folder: "../python/src/x.c")
+    base = base[3:] if base.startswith(".._") else base
     return by_mangled.get(base, base)
 
 
-def symbol_graph(root, build):
-    by_mangled = {p.replace("/", "_"): p for p in tree_files(root, ".c")}
+def symbol_graph(root, archives, dirs=DIRS):
+    by_mangled = {p.replace("/", "_"): p
+                  for p in tree_files(root, ".c", dirs)}
     defined, undefined = {}, {}
-    for s in STAGES:
-        archive = os.path.join(build, f"libein_{s}.a")
+    for archive in archives:
         out = subprocess.run(["nm", "-A", "-P", archive], check=True,
                              capture_output=True, text=True).stdout
         for line in out.splitlines():
@@ -149,13 +157,19 @@ def report(kind, graph):
 
 def main():
     root, build = sys.argv[1], sys.argv[2]
-    calls = symbol_graph(root, build)
+    stages = [os.path.join(build, f"libein_{s}.a") for s in STAGES]
+    calls = symbol_graph(root, stages)
     includes = include_graph(root)
     found = [report("call", calls), report("include", includes)]
+    what = f"{len(calls)} object files, {len(includes)} headers"
+    if "--extension" in sys.argv:
+        archive = sys.argv[sys.argv.index("--extension") + 1]
+        ext = symbol_graph(root, [archive], EXTENSION_DIRS)
+        found.append(report("extension call", ext))
+        what += f", {len(ext)} extension object files"
     failed = sum(1 for n in found if n)
-    print(f"ein-test-summary: file_graph: {2 - failed} passed, {failed} "
-          f"failed ({len(calls)} object files, {len(includes)} headers; "
-          f"{sum(found)} circles)")
+    print(f"ein-test-summary: file_graph: {len(found) - failed} passed, "
+          f"{failed} failed ({what}; {sum(found)} circles)")
     return 1 if failed else 0
 
 

@@ -6,7 +6,8 @@
  * Each drop-in is a builtin made from its Python function, which keeps
  * the peer's whole contract (keywords, other call forms, errors). A call
  * in the peer's plain form (the expression where the peer wants it,
- * keywords at their defaults) goes straight to fastpath.c's table, so
+ * keywords at their defaults) goes straight to call.c's einpy_call with
+ * no general part (the plan table, plan_table.c), so
  * that a drop-in costs what einc.einsum costs (issue 27: within 10%; a
  * Python function in front of the table cost 20-30% on 8x8 inputs). What
  * the peer's contract would compute otherwise goes back to the Python
@@ -82,7 +83,7 @@ static int plain_keywords(PyObject *kwargs, const plain_key *keys, int n) {
 /* 1 when r is a 0-d numpy array, 0 when it is anything else (or NULL),
  * -1 with an error set. */
 static int ndarray_0d(PyObject *r) {
-  if (!r || !einpy_fast_is_ndarray(r)) return 0;
+  if (!r || !einpy_is_ndarray(r)) return 0;
   PyObject *ndim = PyObject_GetAttrString(r, "ndim");
   long d = ndim ? PyLong_AsLong(ndim) : -1;
   Py_XDECREF(ndim);
@@ -136,9 +137,9 @@ static PyObject *numpy_einsum(PyObject *self, PyObject *args,
   Py_ssize_t n = PyTuple_Size(args);
   PyObject *expr = n >= 2 ? PyTuple_GetItem(args, 0) : NULL;
   if (expr && PyUnicode_CheckExact(expr) && plain_keywords(kwargs, keys, 5)) {
-    PyObject *r = einpy_fast_eval(
-        args, 1, n - 1, expr, 1, (int)EIN_REDUCE_SUM, 0, NULL,
-        EINPY_REFUSE_BOOL | EINPY_REFUSE_STRIDED);
+    einpy_request q = {args, 1, n - 1, expr, 1, (int)EIN_REDUCE_SUM, 0, NULL,
+                       EINPY_REFUSE_BOOL | EINPY_REFUSE_STRIDED, 1, NULL};
+    PyObject *r = einpy_call(&q);
     if (answered(&r)) return peer_type(numpy_general, args, kwargs, r);
   }
   return PyObject_Call(numpy_general, args, kwargs);
@@ -169,10 +170,9 @@ static PyObject *torch_einsum(PyObject *self, PyObject *args,
       Py_INCREF(call);
     }
     Py_ssize_t m = PyTuple_Size(call);
-    PyObject *r = m >= 2 ? einpy_fast_eval(call, 1, m - 1, expr, 1,
-                                           (int)EIN_REDUCE_SUM, 0, NULL,
-                                           EINPY_REFUSE_INTEGER)
-                         : (Py_INCREF(Py_None), Py_None);
+    einpy_request q = {call, 1, m - 1, expr, 1, (int)EIN_REDUCE_SUM, 0,
+                       NULL, EINPY_REFUSE_INTEGER, 1, NULL};
+    PyObject *r = m >= 2 ? einpy_call(&q) : (Py_INCREF(Py_None), Py_None);
     Py_DECREF(call);
     if (answered(&r)) return r;
   }
@@ -205,11 +205,10 @@ static PyObject *contract(PyObject *self, PyObject *args, PyObject *kwargs) {
       plain_keywords(kwargs, keys, 8)) {
     Py_INCREF(hit); /* the planning of a miss may run Python code */
     int numpy = PyObject_IsTrue(PyTuple_GetItem(hit, 3));
-    PyObject *r =
-        numpy < 0 ? NULL
-                  : einpy_fast_eval(args, 1, n - 1, PyTuple_GetItem(hit, 0),
-                                    numpy, (int)EIN_REDUCE_SUM, 0, NULL,
-                                    EINPY_REFUSE_BOOL);
+    einpy_request q = {args, 1, n - 1, PyTuple_GetItem(hit, 0), numpy,
+                       (int)EIN_REDUCE_SUM, 0, NULL, EINPY_REFUSE_BOOL, 1,
+                       NULL};
+    PyObject *r = numpy < 0 ? NULL : einpy_call(&q);
     Py_DECREF(hit);
     if (answered(&r)) return peer_type(contract_general, args, kwargs, r);
   }
@@ -228,10 +227,10 @@ static PyObject *einops_reduce(PyObject *self, PyObject *args,
   static const char *const own[] = {"tensor", "pattern", "reduction", NULL};
   PyObject *name = PyTuple_Size(args) == 3 ? PyTuple_GetItem(args, 2) : NULL;
   int reduction =
-      name && PyUnicode_CheckExact(name) ? einpy_fast_reduction(name) : -1;
+      name && PyUnicode_CheckExact(name) ? einpy_reduction_of(name) : -1;
   if (reduction >= 0) {
     PyObject *r =
-        einpy_fast_served(args, kwargs, reduction, EIN_RULE_NO_REPEAT, own);
+        einpy_served(args, kwargs, reduction, EIN_RULE_NO_REPEAT, own);
     if (r) return peer_type(reduce_general, args, kwargs, r);
     if (PyErr_Occurred() && !PyErr_ExceptionMatches(einc_error)) return NULL;
     PyErr_Clear();
@@ -253,8 +252,9 @@ static PyObject *einops_einsum(PyObject *self, PyObject *args,
                        : NULL; /* borrowed */
   if (expr && PyUnicode_CheckExact(expr)) {
     Py_INCREF(expr); /* (the call may clear the dict) */
-    PyObject *r = einpy_fast_eval(args, 0, n - 1, expr, 1,
-                                  (int)EIN_REDUCE_SUM, 0, NULL, 0);
+    einpy_request q = {args, 0, n - 1, expr, 1, (int)EIN_REDUCE_SUM, 0, NULL,
+                       0, 1, NULL};
+    PyObject *r = einpy_call(&q);
     Py_DECREF(expr);
     if (answered(&r)) return scalar_of(r);
   }
@@ -278,7 +278,7 @@ static PyObject *make(PyMethodDef *def, PyObject **general_slot,
     *extra_slot = extra;
   }
   PyObject *pair = PyTuple_Pack(2, general, doc);
-  PyObject *fn = pair ? einpy_fast_builtin(def, general_slot, pair) : NULL;
+  PyObject *fn = pair ? einpy_builtin(def, general_slot, pair) : NULL;
   Py_XDECREF(pair);
   return fn;
 }

@@ -2,17 +2,28 @@
  * einpy.h - the pieces of the extension einc._einc and what each owns.
  *
  * The extension is a thin layer over include/ein.h, written against
- * Python's limited API 3.9 (Meson defines Py_LIMITED_API): it turns
- * DLPack capsules into DLTensors (tensors.c), Python option values into an
- * ein_options (options.c), einc's errors into einc.EincError with the
- * caret text (errors.c), keeps a cache of plans for plain numpy and torch
- * calls and serves einc.rearrange from it in C (fastpath.c), hands back
- * numpy views of inputs through DLPack (views.c), and
- * wraps ein_plan and ein_shape_memo as Python
- * types (plan_type.c, memo_type.c). module.c holds the one ein_ctx of the
- * process and the module's functions. Everything friendly (einops'
- * signatures, picking the array library of the result) is Python, in
- * python/einc/.
+ * Python's limited API 3.9 (Meson defines Py_LIMITED_API). Its files in
+ * the order they call each other (each calls only files listed before
+ * it; tests/file_graph.py checks that no two call round a circle):
+ *   errors.c     einc's errors as einc.EincError with the caret text
+ *   options.c    Python option values into an ein_options; shape tuples
+ *   tensors.c    DLPack capsules into DLTensors
+ *   context.c    the process's one ein_ctx, runs without the GIL, the
+ *                output from the caller's allocator, the classes' shape
+ *   inputs.c     numpy and torch as einc knows them; a call's inputs
+ *   views.c      numpy views of inputs through DLPack
+ *   plan_table.c the plans of the common call
+ *   fastgrad.c   eager torch calls that record autograd
+ *   call.c       einpy_call, the one entry of a call: the table, then
+ *                fastgrad.c, then the general path (ein_eval)
+ *   builtins.c   einc.rearrange and einc.reduce as C builtins
+ *   dropin.c     the drop-ins (numpy, torch, opt_einsum, einops)
+ *   plan_type.c, memo_type.c, grad.c   ein_plan, ein_shape_memo and the
+ *                gradient program as Python values
+ *   xla_ffi.c    JAX's XLA FFI handlers (ein_eval on XLA's buffers)
+ *   module.c     the module: opens the context, adds everything
+ * Everything friendly (einops' signatures, picking the array library of
+ * the result) is Python, in python/einc/.
  *
  * Every function that can fail returns -1 (or NULL) with a Python
  * exception set, and 0 (or an object) otherwise.
@@ -36,11 +47,18 @@ static inline void *einpy_calloc(size_t n, size_t size) {
   return p;
 }
 
-/* ------------------------------------------------------------ module.c */
+/* ----------------------------------------------------------- context.c */
 
 /* The process's context: contexts are thread-safe and keep errors per
- * thread, so one serves every Python thread. Valid while the module is. */
+ * thread, so one serves every Python thread. Valid while the module is:
+ * einpy_ctx_open (import; -1 when out of memory) to einpy_ctx_close. */
 ein_ctx *einpy_ctx(void);
+int einpy_ctx_open(void);
+void einpy_ctx_close(void);
+
+/* Whether a plan is too small (below about a microsecond of work) to be
+ * worth releasing the GIL for: the switch would cost more. */
+int einpy_keep_gil(const ein_plan *plan);
 
 /* Adds to module the class `name` ("einc._einc.Name", a literal: the type
  * keeps pointing into it) of objects of `size` bytes, made by init, freed
@@ -92,7 +110,7 @@ enum { EINPY_FLAG_READ_ONLY = 1, EINPY_FLAG_IS_COPIED = 2 };
  * as __dlpack_c_exchange_api__ (a "dlpack_exchange_api" capsule; torch
  * 2.10 on): C functions that give a tensor's managed tensor and make a
  * tensor from one with no Python call and no capsule. Laid out as the
- * standard's DLPackExchangeAPI; fastpath.c uses the import. */
+ * standard's DLPackExchangeAPI; inputs.c uses the import. */
 typedef struct einpy_exchange_api {
   einpy_dlpack_version version;
   void *prev_api;
@@ -159,18 +177,18 @@ void einpy_tensors_release(einpy_tensor *ts, int n);
  * travels as uint16 (NumPy refuses to export it) and is typed here. */
 void einpy_tensors_retype(einpy_tensor *ts, int n, int code, int bits);
 
-/* (module.c) Runs ein_plan_execute (plan not NULL) or ein_eval on the process's
- * context without the GIL. `stream` None (or NULL) queues CUDA work on the
- * context's own stream; an int queues it on that stream as DLPack numbers
- * them (1: the legacy default stream, 2: per-thread, else a
- * cudaStream_t), under a lock because the context's stream is shared by
- * every thread; `sync` nonzero then waits for the work (for JAX, which
- * has no stream to order with). Returns 0, or -1 with EincError set. */
-/* alloc(shape) for the shape `expr` gives on these inputs (a new
- * reference), or NULL with einc's error raised. */
+/* (context.c) alloc(shape) for the shape `expr` gives on these inputs (a
+ * new reference), or NULL with einc's error raised. */
 PyObject *einpy_output_for(const char *expr, const einpy_tensor *in, int nin,
                            const ein_options *o, PyObject *alloc);
 
+/* (context.c) Runs ein_plan_execute (plan not NULL) or ein_eval on the
+ * process's context without the GIL. `stream` None (or NULL) queues CUDA
+ * work on the context's own stream; an int queues it on that stream as
+ * DLPack numbers them (1: the legacy default stream, 2: per-thread, else
+ * a cudaStream_t), under a lock because the context's stream is shared by
+ * every thread; `sync` nonzero then waits for the work (for JAX, which
+ * has no stream to order with). Returns 0, or -1 with EincError set. */
 int einpy_run(const char *expr, const ein_plan *plan, einpy_tensor *in,
               int nin, einpy_tensor *out, const ein_options *o,
               PyObject *stream, int sync);
@@ -225,26 +243,148 @@ int einpy_shapes_parse(PyObject *shapes, int64_t (*dims)[EIN_MAX_DIMS],
 /* A tuple of Python ints from n int64s. */
 PyObject *einpy_shape_tuple(const int64_t *shape, int n);
 
+/* The ein_reduction a str names, or -1 (no exception); the last name is
+ * kept until einpy_reduction_forget (module teardown). */
+int einpy_reduction_of(PyObject *name);
+void einpy_reduction_forget(void);
+
 /* -------------------------------------------------------------- grad.c */
 
 /* grad_program(expr, shapes, numpy, reduction, lengths, wrt, dtype): the
  * gradient program (ein_grad_create) as a dict of plain values. */
 PyObject *einpy_grad_program(PyObject *self, PyObject *args);
 
-/* ---------------------------------------------------------- fastpath.c */
+/* ------------------------------------------------------------ inputs.c */
 
-/* Adds fast(), fast_rearrange(), fast_reduce(), fast_setup() and
- * fast_setup_torch() to the module: the cached path of plain numpy calls
- * and torch CPU calls, and einc.rearrange and einc.reduce built on it. einpy_fast_free drops its plans and
- * what the setups kept (module teardown). */
-int einpy_fast_init(PyObject *module);
-void einpy_fast_free(void);
+/* The array libraries' objects einc's Python layer hands over at import
+ * (fast_setup: numpy; fast_setup_torch: torch), NULL until then. */
+typedef struct einpy_frameworks {
+  /* numpy.ndarray, numpy.empty, einc's numpy_dialect(expr, ranks) and
+   * numpy.from_dlpack (None before NumPy 2.1: numpy results are copies) */
+  PyObject *ndarray_type, *np_empty, *dialect_fn, *np_from_dlpack;
+  /* torch.Tensor, torch.nn.Parameter, torch._C._to_dlpack,
+   * torch.from_numpy, a tensor's numpy dtype, torch.Tensor.as_strided */
+  PyObject *tensor_type, *parameter_type, *to_dlpack, *from_numpy,
+      *torch_np_dtype, *torch_as_strided;
+  /* torch.Tensor.__dlpack_c_exchange_api__ (torch 2.10 on) and its
+   * table, which replaces _to_dlpack where torch has one */
+  PyObject *torch_api_capsule;
+  const einpy_exchange_api *torch_api;
+  /* torch's states in which a plain CPU tensor must not be computed on
+   * through DLPack: callables whose truthy answer sends the call to
+   * Python (a tuple: jit tracing, dispatch modes), one asked only for
+   * plans autocast could change, torch.is_grad_enabled, and
+   * torch.autograd.forward_ad (a dual level open: a tangent DLPack would
+   * drop) */
+  PyObject *torch_guards, *torch_autocast, *grad_enabled, *forward_ad;
+} einpy_frameworks;
+extern einpy_frameworks einpy_fw;
+
+/* Adds fast_setup() and fast_setup_torch() (which fill einpy_fw);
+ * einpy_inputs_free drops what they kept (module teardown). */
+int einpy_inputs_init(PyObject *module);
+void einpy_inputs_free(void);
+
+/* Whether obj is exactly a numpy.ndarray (numpy in use), or exactly a
+ * torch.Tensor or nn.Parameter (torch in use). */
+int einpy_is_ndarray(PyObject *obj);
+int einpy_is_torch_tensor(PyObject *obj);
+
+/* Whether callable f answers something true (an error counts as true);
+ * whether torch is tracing, in a dispatch mode or with a dual level open
+ * (einpy_fw's guards), where einc's DLPack result would bypass it. */
+int einpy_asks_python(PyObject *f);
+int einpy_torch_declines(void);
+
+/* One call's inputs. numpy arrays are taken (their capsules consumed), as
+ * are torch tensors through torch's exchange table; without one, torch
+ * tensors stay in their capsules from torch._C._to_dlpack, unused, and
+ * dropping the capsule frees the rest. */
+typedef struct einpy_inputs {
+  einpy_tensor t[EINPY_FAST_MAX_OPERANDS];
+  PyObject *capsules[EINPY_FAST_MAX_OPERANDS]; /* torch's, owned; or NULL */
+  int n;
+  int torch;
+  int graph; /* a torch tensor needs grad while grad is recorded */
+} einpy_inputs;
+
+/* Takes tuple items [first, first + count) through DLPack when all are
+ * exactly numpy.ndarray (or, with torch_ok, all exactly torch.Tensor on
+ * the CPU, no torch guard answering true) of one dtype: 1, or 0 with
+ * nothing held and no exception (in->graph set where a tensor needs
+ * grad while grad is recorded). einpy_inputs_release gives them back. */
+int einpy_inputs_take(PyObject *tuple, Py_ssize_t first, Py_ssize_t count,
+                      int torch_ok, einpy_inputs *in);
+void einpy_inputs_release(einpy_inputs *in);
+
+/* What a drop-in's contract sends back to Python (EINPY_REFUSE_*): bool
+ * inputs (numpy's bool einsum is an or of ands), integer and bool inputs
+ * (torch promotes their sums), inputs of more than one dim whose last
+ * stride is not one element (numpy's order='K' follows their layout).
+ * einpy_refused: whether the inputs are such. */
+enum {
+  EINPY_REFUSE_BOOL = 1,
+  EINPY_REFUSE_INTEGER = 2,
+  EINPY_REFUSE_STRIDED = 4,
+};
+int einpy_refused(const einpy_inputs *in, unsigned refuse);
+
+/* Takes a tuple of exactly-numpy.ndarray inputs of one dtype through
+ * DLPack: 1 with them in in[0..*n), or 0 with nothing held and no
+ * exception when the tuple is anything else (the general path's case). */
+int einpy_fast_import(PyObject *tensors, einpy_tensor *in, int *n);
+
+/* numpy.empty(shape, dtype); only once numpy is in use. */
+PyObject *einpy_fast_empty(PyObject *shape, PyObject *dtype);
+
+/* -------------------------------------------------------- plan_table.c */
+
+/* What the first call of a kind found (plan_table.c says why a table). */
+typedef struct einpy_entry {
+  PyObject *expr;      /* str, compared by value */
+  PyObject *lengths;   /* ((name, size), ...) compared by value, or NULL */
+  int dialect;         /* -1: detected, 0: einops, 1: numpy */
+  int reduction;       /* ein_reduction */
+  unsigned rules;      /* ein_options.axis_rules */
+  int ninputs;
+  DLDataType dtype;    /* every input's */
+  int ndims[EINPY_FAST_MAX_OPERANDS];
+  int64_t dims[EINPY_FAST_MAX_OPERANDS][2 * EIN_MAX_DIMS]; /* shape, strides */
+  ein_plan *plan;
+  PyObject *out_shape; /* tuple */
+  PyObject *np_dtype;  /* the first input's dtype object */
+  int users;           /* calls running the plan without the GIL */
+  int keep_gil;        /* a plan too small to be worth a thread switch */
+  int evicted;
+  Py_hash_t hash;
+  /* ein_plan_output_view's answer: the result is a view of an input. */
+  int is_view, view_input;
+  int autocast; /* floating contraction inputs autocast could recast */
+  int64_t view_offset;
+  int64_t view_strides[EIN_MAX_DIMS];
+  PyObject *view_stride_tuple; /* view_strides as torch's as_strided takes
+                                  them, made by the first torch view */
+} einpy_entry;
+
+/* The table's entry for this call (first: its first tensor), planned on
+ * a miss; NULL (no exception) where it cannot be planned: the general
+ * path then raises the error, if any. Valid while the GIL is held. */
+einpy_entry *einpy_table_entry(PyObject *expr, int dialect, int reduction,
+                               unsigned rules, PyObject *lengths,
+                               PyObject *first, einpy_tensor *in, int n);
+
+/* Allocates e's output with numpy.empty and runs e's plan on it: the new
+ * array, or NULL with an exception. */
+PyObject *einpy_table_run(einpy_entry *e, einpy_tensor *in, int n);
+
+/* Frees every entry no call is running (module teardown). */
+void einpy_table_free(void);
 
 /* ---------------------------------------------------------- fastgrad.c */
 
 /* Adds fast_setup_graph() and fast_graph_clear(): eager torch calls that
  * record autograd, run as the functions of einc/_torch_lower.py found by
- * call structure. einpy_fast_graph is fastpath.c's way in: the result,
+ * call structure. einpy_fast_graph is call.c's way in: the result,
  * None (a new reference) for the general path, or NULL with an error
  * that the function raised. */
 int einpy_fast_graph_init(PyObject *module);
@@ -253,44 +393,64 @@ PyObject *einpy_fast_graph(PyObject *args, Py_ssize_t first,
                            Py_ssize_t count, PyObject *expr, int dialect,
                            int reduction, unsigned rules, PyObject *lengths);
 
-/* Takes a tuple of exactly-numpy.ndarray inputs of one dtype through
- * DLPack: 1 with them in in[0..*n), or 0 with nothing held and no
- * exception when the tuple is anything else (the general path's case). */
-int einpy_fast_import(PyObject *tensors, einpy_tensor *in, int *n);
+/* -------------------------------------------------------------- call.c */
 
-/* numpy.empty(shape, dtype); only after einpy_fast_import returned 1. */
-PyObject *einpy_fast_empty(PyObject *shape, PyObject *dtype);
+/* The general path's part of a request: what evaluate() and
+ * evaluate_scaled() take beyond the tensors (call.c documents them). */
+typedef struct einpy_general {
+  const char *expr;
+  einpy_options options; /* the caller's, parsed */
+  PyObject *out, *alloc; /* out= or None; alloc(shape) makes the output */
+  PyObject *types;       /* per-input (code, bits) or None; NULL: code */
+  int code, bits;        /* dtype of every tensor (code < 0: as given) */
+  PyObject *stream;      /* NULL: the context's stream */
+  int sync;
+} einpy_general;
 
-/* For the drop-ins' builtins (dropin.c): fastpath.c's table asked with
- * what a peer's contract sends back to Python (EINPY_REFUSE_*): bool
- * inputs (numpy's bool einsum is an or of ands), integer and bool inputs
- * (torch promotes their sums), inputs of more than one dim whose last
- * stride is not one element (numpy's order='K' follows their layout).
- * The answer: a result, None (a new reference) for the general path, or
- * NULL with an exception. einpy_fast_served is einc.rearrange's and
- * einc.reduce's way in (tensor, pattern[, reduction]; lengths from
- * kwargs, none of `own`): a result, or NULL (an exception set, or none
- * for the general path). einpy_fast_reduction: the ein_reduction a str
- * names, or -1. einpy_fast_builtin(def, general_slot, (general, doc)):
- * a builtin of module einc that hands calls to general. */
-enum {
-  EINPY_REFUSE_BOOL = 1,
-  EINPY_REFUSE_INTEGER = 2,
-  EINPY_REFUSE_STRIDED = 4,
-};
-PyObject *einpy_fast_eval(PyObject *args, Py_ssize_t first, Py_ssize_t count,
-                          PyObject *expr, int dialect, int reduction,
-                          unsigned rules, PyObject *lengths, unsigned refuse);
-PyObject *einpy_fast_served(PyObject *args, PyObject *kwargs, int reduction,
-                            unsigned rules, const char *const *own);
-int einpy_fast_reduction(PyObject *name);
-PyObject *einpy_fast_builtin(PyMethodDef *def, PyObject **general_slot,
-                             PyObject *args);
-/* Whether obj is exactly a numpy.ndarray (numpy in use). */
-int einpy_fast_is_ndarray(PyObject *obj);
-/* Whether a plan is too small (below about a microsecond of work) to be
- * worth releasing the GIL for: the switch would cost more. */
-int einpy_keep_gil(const ein_plan *plan);
+/* One call: the tensors args[first, first + count), the expression and
+ * what the plan table keys on; refuse, a drop-in's EINPY_REFUSE_*; table,
+ * whether the table is asked; general, NULL where the caller's Python
+ * function takes what the table does not serve (the answer is then
+ * None), else the general path's part (args then is the whole tuple of
+ * tensors). */
+typedef struct einpy_request {
+  PyObject *args;
+  Py_ssize_t first, count;
+  PyObject *expr; /* str */
+  int dialect;    /* -1: guess (numpy_dialect), 0: einops, 1: numpy */
+  int reduction;  /* ein_reduction */
+  unsigned rules; /* ein_options.axis_rules */
+  PyObject *lengths; /* ((name, size), ...) or NULL */
+  unsigned refuse;
+  int table;
+  const einpy_general *general;
+} einpy_request;
+
+/* The one entry of a call: the result, None (a new reference) where a
+ * request with no general part is not served, or NULL with an
+ * exception. */
+PyObject *einpy_call(const einpy_request *r);
+
+/* Adds fast(), evaluate() and evaluate_scaled(). */
+int einpy_call_init(PyObject *module);
+
+/* ---------------------------------------------------------- builtins.c */
+
+/* Adds fast_rearrange(), fast_rearrange_einops() and fast_reduce(): the
+ * builtins einc.rearrange, einc.einops.rearrange and einc.reduce over
+ * their Python functions. einpy_builtins_free drops what they kept. */
+int einpy_builtins_init(PyObject *module);
+void einpy_builtins_free(void);
+
+/* For dropin.c: einpy_served is the table's answer for (tensor,
+ * pattern[, reduction]) with lengths from kwargs (none of `own`): a
+ * result, or NULL (an exception set, or none for the general path).
+ * einpy_builtin(def, general_slot, (general, doc)): a builtin of module
+ * einc that hands calls to general. */
+PyObject *einpy_served(PyObject *args, PyObject *kwargs, int reduction,
+                       unsigned rules, const char *const *own);
+PyObject *einpy_builtin(PyMethodDef *def, PyObject **general_slot,
+                        PyObject *args);
 
 /* ------------------------------------------------------------ dropin.c */
 

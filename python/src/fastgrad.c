@@ -3,7 +3,7 @@
  * einc's plan lowered onto torch's own operations, found from C.
  *
  * einc.einsum, rearrange and reduce on torch tensors of which one needs
- * grad while grad is recorded cannot take fastpath.c's table: DLPack
+ * grad while grad is recorded cannot take plan_table.c's table: DLPack
  * refuses such tensors, and the result must be a node of torch's graph.
  * For small tensors einc/_torch.py runs them as one Python function of
  * torch operations in einc's order, made once per call structure
@@ -20,7 +20,7 @@
  * general way, which raises it with its caller's error type (the einops
  * drop-in's EinopsError).
  *
- * fastpath.c calls einpy_fast_graph after asking torch's guards (a
+ * call.c calls einpy_fast_graph after asking torch's guards (a
  * tracer or dispatch mode, autocast): those calls keep einc/_torch.py's
  * routes. The dict is guarded by the GIL.
  */

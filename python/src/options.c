@@ -209,3 +209,27 @@ PyObject *einpy_shape_tuple(const int64_t *shape, int n) {
   }
   return t;
 }
+
+/* The ein_reduction a name gives, or -1 (no exception). The last name
+ * seen is remembered by identity: callers pass the same str constant. */
+static PyObject *last_reduction; /* owned */
+static int last_reduction_value;
+
+int einpy_reduction_of(PyObject *name) {
+  if (name == last_reduction) return last_reduction_value;
+  PyObject *utf8 = PyUnicode_AsUTF8String(name);
+  ein_reduction r;
+  int ok = utf8 && ein_reduction_parse(PyBytes_AsString(utf8), &r) == EIN_OK;
+  Py_XDECREF(utf8);
+  if (!ok) {
+    PyErr_Clear();
+    return -1;
+  }
+  Py_INCREF(name);
+  Py_XDECREF(last_reduction);
+  last_reduction = name;
+  last_reduction_value = (int)r;
+  return last_reduction_value;
+}
+
+void einpy_reduction_forget(void) { Py_CLEAR(last_reduction); }

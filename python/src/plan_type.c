@@ -37,6 +37,27 @@ static void shape_tensors(plan_object *p, DLTensor *ts, const DLTensor **ins) {
   }
 }
 
+/* p->plan for the compiled shapes (no data); -1 with an exception. */
+static int create_plan(plan_object *p) {
+  DLTensor *ts = PyMem_Malloc(sizeof *ts * (size_t)(p->ninputs + 1));
+  const DLTensor **ins = PyMem_Malloc(sizeof *ins * (size_t)(p->ninputs + 1));
+  int rc = 0;
+  if (!ts || !ins) {
+    PyErr_NoMemory();
+    rc = -1;
+  } else {
+    shape_tensors(p, ts, ins);
+    if (ein_plan_create(einpy_ctx(), p->expr, ins, p->ninputs, NULL,
+                        &p->options.opt, &p->plan) != EIN_OK) {
+      einpy_raise(ein_last_error(einpy_ctx()));
+      rc = -1;
+    }
+  }
+  PyMem_Free(ts);
+  PyMem_Free(ins);
+  return rc;
+}
+
 static int copy_expr(plan_object *p, const char *expr) {
   size_t len = strlen(expr);
   p->expr = PyMem_Malloc(len + 1);
@@ -101,23 +122,7 @@ static int plan_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     return -1;
   }
   p->options.opt.devices = devices;
-  DLTensor *ts = PyMem_Malloc(sizeof *ts * (size_t)(p->ninputs + 1));
-  const DLTensor **ins = PyMem_Malloc(sizeof *ins * (size_t)(p->ninputs + 1));
-  int rc = 0;
-  if (!ts || !ins) {
-    PyErr_NoMemory();
-    rc = -1;
-  } else {
-    shape_tensors(p, ts, ins);
-    if (ein_plan_create(einpy_ctx(), p->expr, ins, p->ninputs, NULL,
-                        &p->options.opt, &p->plan) != EIN_OK) {
-      einpy_raise(ein_last_error(einpy_ctx()));
-      rc = -1;
-    }
-  }
-  PyMem_Free(ts);
-  PyMem_Free(ins);
-  return rc;
+  return create_plan(p);
 }
 
 static void plan_dealloc(PyObject *self) {
@@ -324,7 +329,7 @@ static int run(plan_object *p, einpy_tensor *in, int nin, einpy_tensor *out,
 }
 
 /* run() for run_numpy: a plan of the compiled layouts too small to be
- * worth a thread switch (einpy_keep_gil, as fastpath.c's table decides)
+ * worth a thread switch (einpy_keep_gil, as plan_table.c's table decides)
  * runs holding the GIL. */
 static int run_small(plan_object *p, einpy_tensor *in, int nin,
                      einpy_tensor *out) {

@@ -14,7 +14,7 @@
  * the capsule (numpy's as_strided is a Python function several times
  * dearer). NumPy makes arrays of legacy capsules read-only, so the views
  * travel versioned (NumPy 2.1 on), with the input's read-only flag.
- * (torch views need none of this: fastpath.c has torch make them with
+ * (torch views need none of this: call.c has torch make them with
  * Tensor.as_strided, so that they are views to torch's autograd too.)
  *
  * Where numpy takes the input's memory as a buffer, a view is made by

@@ -345,7 +345,7 @@ static xffi_error *cuda_place(xffi_call_frame *frame, void **stream,
 static xffi_error *einxla_cuda(xffi_call_frame *frame) {
   if (is_metadata_query(frame)) return describe(frame);
   if (frame->stage != XFFI_STAGE_EXECUTE) return NULL;
-  void *stream;
+  void *stream = NULL; /* (gcc -O2 cannot see cuda_place set it) */
   DLDevice device;
   xffi_error *err = cuda_place(frame, &stream, &device);
   if (err) return err;

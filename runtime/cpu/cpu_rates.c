@@ -6,9 +6,8 @@
  * wastes the user's time: each dtype starts at n = 256 and doubles (to
  * 2048 at most) until the best of three runs takes 3 ms and the rate
  * stopped growing; the rate is the best any run reached, at any size,
- * two more runs at the last size included (issue 35: one short
- * measurement under load halved the peak and MFU read 199%; issue 40: a
- * search sized by one run stopped at 256 under load and read 0.002
+ * two more runs at the last size included (one short measurement under
+ * load halved the peak and MFU read 199%; a search sized by one run stopped at 256 under load and read 0.002
  * TFLOP/s for bf16 against 0.66). The GEMMs run through the backend's
  * own routine, so on the path and threads its calls use. The copy moves
  * twice the last-level cache each way (at least 32 MiB), so it measures

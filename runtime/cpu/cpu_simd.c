@@ -327,7 +327,7 @@ AVX2 void ein_avx2_interleave_4(uint32_t *d, const uint32_t *s, int64_t an,
     for (int64_t a = 0; a < an; a++) d[a + b * an] = s[a * sa + b];
 }
 
-/* ---------------------------------------------- row folds (issue 18)
+/* ---------------------------------------------------------- row folds
  * Reductions and f16 maps read their rows straight from the source:
  * f16 is converted inside the vector loop (no staged f32 row and second
  * pass), and a row folded to one value keeps four vector accumulators,

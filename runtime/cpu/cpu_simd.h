@@ -43,7 +43,7 @@ void ein_avx2_transpose_8(uint64_t *d, const uint64_t *s, int64_t an,
 void ein_avx2_interleave_4(uint32_t *d, const uint32_t *s, int64_t an,
                            int64_t bn, int64_t sa);
 
-/* ---- row folds (issue 18: reductions and f16 maps) ----
+/* ---- row folds (reductions and f16 maps) ----
  * The folds these kernels do: a sum (also a mean's), or a max or min in
  * which NaN wins (as numpy's, and as cpu_loops_acc.inc's portable fold:
  * a value replaces the accumulator when greater, or when it is NaN). */

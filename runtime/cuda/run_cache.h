@@ -1,7 +1,7 @@
 /*
  * run_cache.h - what the CUDA backend works out on a plan's first run and
- * keeps, so that a later run of the same plan does no lookups (issue 16
- * item 4: host time per cached launch). Pure C, no CUDA: the tests check
+ * keeps, so that a later run of the same plan does no lookups (the host
+ * time of a cached launch). Pure C, no CUDA: the tests check
  * it without a GPU.
  *
  * Kernel handle sets. A plan's CUDA program is shared by every thread and

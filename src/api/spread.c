@@ -1,6 +1,6 @@
 /*
  * spread.c - a sliced plan over several devices of its backend in one
- * process (issue 29, item 4; ein_options.devices). The units are split
+ * process (ein_options.devices). The units are split
  * into one contiguous range per device; each device gets its own copy of
  * the inputs (through the host: the backend's copies are host <-> device),
  * runs its range on a thread of its own into a partial, and the partials

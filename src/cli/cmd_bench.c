@@ -210,8 +210,8 @@ static double steps_total_ms(const bench_result *r) {
 /* The plan's GEMM steps alone: the sum of their median times and their
  * count. A GEMM step is nothing but the BLAS calls (cuBLAS on a GPU) for
  * its batch, so this is the library's own time for exactly the plan's
- * GEMMs (their M, N, K, batch, transposes and threads); the target of
- * issue 18 sets the whole plan's time against it. The ratio reported is
+ * GEMMs (their M, N, K, batch, transposes and threads), against which
+ * the whole plan's time is set. The ratio reported is
  * all steps over the GEMM steps in the same marked runs, so the noise
  * between the timed and the marked runs does not enter it. */
 static double gemm_steps_ms(const ein_plan_ir *ir, const bench_result *r,
@@ -308,7 +308,7 @@ static ein_peak_kind floor_kind(ein_dtype dt) {
 }
 
 /* The machine just ran this fast, so a measured peak below it is wrong
- * (issue 35: a peak measured under load made MFU read 199%): the case's
+ * (a peak measured under load once made MFU read 199%): the case's
  * best run (the FLOPs the plan did) and the GEMM floor raise the "cpu"
  * model's peak, in the cache too. A data sheet's peak is not touched (a
  * GPU's sheet is its upper bound). */

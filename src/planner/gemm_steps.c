@@ -228,7 +228,7 @@ static bool gemm_dtype_ok(const planner *pl, ein_dtype dt) {
  * and B share one dtype: the half dtype itself on backends whose GEMM
  * reads it (cuBLAS takes no f32 operand beside a bf16 one, and an f32 GEMM
  * runs at a fifteenth of the half rate; the CPU where it has bf16 units
- * and oneDNN, about twice its f32 rate: issue 35), else the compute
+ * and oneDNN, about twice its f32 rate), else the compute
  * dtype. So an
  * intermediate a GEMM reads is stored in gemm_ab_dtype; one only LOOP
  * steps read (a store, a permute, a reduction, a LOOP contraction) stays
@@ -411,7 +411,7 @@ static ein_status emit_gemm_children(planner *pl, const node *nd,
   /* Each child holds only its own batch axes: an M or N axis that
    * split_group moved into the batch is absent from the other operand,
    * which reads it with stride 0 rather than being computed replicated
-   * over it (issue 26: a step over an axis neither input has). */
+   * over it (a step over an axis neither input has). */
   gorder lb, rb;
   if ((st = own_batch(pl, &G->b, &pl->nodes[nd->left].set, &lb)) ||
       (st = own_batch(pl, &G->b, &pl->nodes[nd->right].set, &rb)))

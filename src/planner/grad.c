@@ -451,17 +451,23 @@ static ein_status check_problem(deriver *d) {
   return EIN_OK;
 }
 
-static void derive_all(deriver *d) {
-  layout out, *in = ein_arena_alloc(d->arena, (size_t)d->p->ninputs,
-                                    sizeof *in);
-  bool ok = in && operand_layout(d, &d->p->output, false, &out);
+/* The output's and every input's layout and the target's, for either
+ * direction; false (and d->failed) when any cannot be made. */
+static bool layouts_and_target(deriver *d, layout *out, layout **in,
+                               target *t) {
+  *in = ein_arena_alloc(d->arena, (size_t)d->p->ninputs, sizeof **in);
+  bool ok = *in && operand_layout(d, &d->p->output, false, out);
   for (int j = 0; ok && j < d->p->ninputs; j++)
-    ok = operand_layout(d, &d->p->inputs[j], true, &in[j]);
+    ok = operand_layout(d, &d->p->inputs[j], true, &(*in)[j]);
+  if (ok && make_target(d, t)) return true;
+  d->failed = true;
+  return false;
+}
+
+static void derive_all(deriver *d) {
+  layout out, *in;
   target t;
-  if (!ok || !make_target(d, &t)) {
-    d->failed = true;
-    return;
-  }
+  if (!layouts_and_target(d, &out, &in, &t)) return;
   switch (d->p->reduction) {
   case EIN_REDUCE_MAX:
   case EIN_REDUCE_MIN: derive_extremum(d, &t, &out); break;
@@ -528,16 +534,9 @@ static void jvp_prod(deriver *d, const target *t, const layout *out) {
 }
 
 static void derive_jvp(deriver *d) {
-  layout out, *in = ein_arena_alloc(d->arena, (size_t)d->p->ninputs,
-                                    sizeof *in);
-  bool ok = in && operand_layout(d, &d->p->output, false, &out);
-  for (int j = 0; ok && j < d->p->ninputs; j++)
-    ok = operand_layout(d, &d->p->inputs[j], true, &in[j]);
+  layout out, *in;
   target t;
-  if (!ok || !make_target(d, &t)) {
-    d->failed = true;
-    return;
-  }
+  if (!layouts_and_target(d, &out, &in, &t)) return;
   switch (d->p->reduction) {
   case EIN_REDUCE_MAX:
   case EIN_REDUCE_MIN: jvp_extremum(d, &t, &out); break;

@@ -103,7 +103,8 @@ ein_status pack_workspace(planner *pl) {
 
 /* The memory limit covers every buffer the plan allocates, not only the
  * path's intermediates: pre-reductions, layout copies and stores too, and
- * a sliced plan's accumulation buffers (issue 26, bug 2). */
+ * a sliced plan's accumulation buffers: a limit that left them out
+ * let a sliced plan allocate past it. */
 ein_status check_buffers(planner *pl) {
   if (pl->memory_limit_bytes <= 0) return EIN_OK;
   const ein_plan_ir *ir = pl->ir;

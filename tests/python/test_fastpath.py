@@ -1,4 +1,4 @@
-"""The cached path of plain numpy calls (python/src/fastpath.c): which calls
+"""The cached path of plain numpy calls (python/src/plan_table.c): which calls
 take it, that its cache tells layouts apart (a plan is made for exact
 shapes, strides and dtypes), that eviction under threads stays correct,
 and that what it leaves to the general path still gives that path's

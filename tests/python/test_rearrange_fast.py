@@ -1,4 +1,4 @@
-"""einc.rearrange is a C function (python/src/fastpath.c, fast_rearrange)
+"""einc.rearrange is a C function (python/src/builtins.c, fast_rearrange)
 that serves calls from the plan table, a view where the plan only re-reads
 the input, and hands every other call to the Python rearrange. Whatever it
 serves must be what the general path (_core.evaluate, which always copies)

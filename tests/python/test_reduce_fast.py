@@ -1,4 +1,4 @@
-"""einc.reduce is a C function (python/src/fastpath.c, fast_reduce), as
+"""einc.reduce is a C function (python/src/builtins.c, fast_reduce), as
 einc.rearrange is: it serves calls with a reduction named by position
 ('max', ...) from the plan table and hands every other call to the Python
 reduce. Whatever it serves must be what the general path (_core.evaluate)

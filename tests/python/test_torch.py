@@ -63,7 +63,7 @@ def test_torch_bfloat16():
                                atol=2e-2)
 
 
-# The fast path (python/src/fastpath.c) for torch CPU tensors.
+# The fast path (python/src/call.c, inputs.c) for torch CPU tensors.
 
 def test_torch_fast_path_taken_and_right():
     from einc import _einc

@@ -378,7 +378,7 @@ def test_elementwise_steps_follow_the_large_operand(expr, shapes):
 def test_parameters_without_grad_take_the_fast_path(monkeypatch):
     """Under no_grad and inference_mode (a model's weights at inference),
     a tensor that requires grad and an nn.Parameter are read through
-    DLPack on einc's cached C path (fastpath.c), never through
+    DLPack on einc's cached C path (python/src/call.c), never through
     the torch route (97 us per 8x8 call there, 5 us here); with grad
     recorded they still go to autograd."""
     from einc import _core
