@@ -1,6 +1,9 @@
 """Hand-written C files of at most 900 lines, functions of at most 60
 (the developers' guide). Generated files (re2c output, the embedded
-preludes) are left out.
+preludes) are left out. The Python package's modules (python/einc) of at
+most 600 lines, functions of at most 60 (drawn with ast, from the def
+line to the last line of the body, less the docstring: a C function's
+documentation stands above it and is not counted either).
 
 A function is counted from the line its name stands on to the closing
 brace in column 0, the way the project formats C (clang-format: a
@@ -9,17 +12,20 @@ column 0).
 
 Usage: code_size.py SOURCE_ROOT [--list] [--all] [--only FILE...]
   --list: every file and function over the limits, and the counts
-  --all: the tests, benchmarks, examples and Python modules too (by
-         default the library, src/, runtime/, include/, and the Python
-         extension's C, python/src/)
+  --all: the C of the tests, benchmarks, examples and fuzz targets too
+         (by default the library, src/, runtime/, include/, the Python
+         extension's C, python/src/, and the package, python/einc)
   --only: look at these files alone (paths from SOURCE_ROOT)
 Prints ein-test-summary; fails when a file or function is over and not
 in KNOWN."""
+import ast
 import os
 import re
 import sys
 
 FILE_LIMIT, FUNC_LIMIT = 900, 60
+PY_FILE_LIMIT = 600
+PY_PACKAGE = os.path.join("python", "einc")
 DIRS = ("src", "runtime", "include", "tests", "python", "bench", "fuzz",
         "examples")
 LIBRARY = ("src", "runtime", "include", "python/src")
@@ -72,21 +78,54 @@ def functions(lines):
     return out
 
 
+def py_files(root):
+    out = []
+    for d, _, names in os.walk(os.path.join(root, PY_PACKAGE)):
+        out += [os.path.relpath(os.path.join(d, n), root) for n in names
+                if n.endswith(".py")]
+    return sorted(out)
+
+
+def py_functions(text):
+    """(name, first line, length less the docstring) of each function."""
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        length = node.end_lineno - node.lineno + 1
+        first = node.body[0]
+        if (isinstance(first, ast.Expr) and isinstance(first.value,
+                                                       ast.Constant)
+                and isinstance(first.value.value, str)):
+            length -= first.end_lineno - first.lineno + 1
+        out.append((node.name, node.lineno, length))
+    return out
+
+
+def measure(root, f):
+    """(lines, file limit, functions) of one file."""
+    with open(os.path.join(root, f), encoding="utf-8") as fh:
+        text = fh.read()
+    lines = text.split("\n")
+    n = len(lines) - (1 if lines and lines[-1] == "" else 0)
+    if f.endswith(".py"):
+        return n, PY_FILE_LIMIT, py_functions(text)
+    return n, FILE_LIMIT, functions(lines)
+
+
 def main():
     root = sys.argv[1]
     listing = "--list" in sys.argv
     only = sys.argv[sys.argv.index("--only") + 1:] if "--only" in sys.argv \
         else None
     dirs = DIRS if "--all" in sys.argv else LIBRARY
-    files = only if only else c_files(root, dirs)
+    files = only if only else c_files(root, dirs) + py_files(root)
     big_files, big_funcs = [], []
     for f in files:
-        with open(os.path.join(root, f), encoding="utf-8") as fh:
-            lines = fh.read().split("\n")
-        n = len(lines) - (1 if lines and lines[-1] == "" else 0)
-        if n > FILE_LIMIT:
+        n, limit, funcs = measure(root, f)
+        if n > limit:
             big_files.append((f, n))
-        for name, first, length in functions(lines):
+        for name, first, length in funcs:
             if length > FUNC_LIMIT:
                 big_funcs.append((f, first, name, length))
     failed = 0
@@ -107,7 +146,8 @@ def main():
                   file=sys.stdout if known else sys.stderr)
     print(f"ein-test-summary: code_size: {len(files) - failed} passed, "
           f"{failed} failed ({len(files)} files; {len(big_files)} over "
-          f"{FILE_LIMIT} lines, {len(big_funcs)} functions over "
+          f"{FILE_LIMIT} lines ({PY_FILE_LIMIT} for Python), "
+          f"{len(big_funcs)} functions over "
           f"{FUNC_LIMIT}, {len(big_files) + len(big_funcs) - failed} of "
           f"them known)")
     return 1 if failed and not listing else 0

@@ -19,20 +19,17 @@ One einc context serves the process: threads may call einc at once (the
 GIL is released while a plan runs) and share the compiled plans.
 """
 
-import sys as _sys
-
-from . import _einc, _frameworks
-from ._api import EincError, ShapeMemo, check, einsum
-from ._grad import grad_program, jvp_program
-from ._einops import pack, parse_shape, rearrange, reduce, repeat, unpack
-from ._plan import Plan, compile, plan
+from . import _core
+from ._api import (EincError, ShapeMemo, backend_available, check, compile,
+                   einsum, grad_program, jvp_program, pack, parse_shape,
+                   plan, rearrange, reduce, repeat, unpack)
+from ._plan import Plan
 
 EinError = EincError  # the name issue 17 gave it
 
 
-
 def _torch_arrived():
-    from . import _torch  # noqa: F401 (einc's torch operator, _torch.py)
+    from . import _torch  # noqa: F401 (registers with einc._core)
 
 
 def _jax_arrived():
@@ -41,18 +38,15 @@ def _jax_arrived():
     _jax._register()  # (a deserialized jax.export program needs the target)
 
 
-# torch's integration as soon as torch is imported, before or after einc;
-# einc's XLA FFI target as soon as jax is
-_frameworks.after_import("torch", _torch_arrived)
-_frameworks.after_import("jax", _jax_arrived)
+# The framework adapters register themselves with einc._core when they
+# are imported: torch's as soon as torch is imported, before or after
+# einc (torch.compile must find einc's stand-ins before it traces a
+# function calling einc); JAX's, with einc's XLA FFI target, as soon as
+# jax is. einc itself imports neither framework.
+_core.after_import("torch", _torch_arrived)
+_core.after_import("jax", _jax_arrived)
 
 __version__ = "0.1.0"
-
-
-def backend_available(name: str = "cuda", device: int = 0):
-    """None when backend `name` can run here, else the reason it cannot."""
-    return _einc.backend_check(name, device)
-
 
 __all__ = [
     "EincError", "EinError", "Plan", "ShapeMemo", "backend_available",

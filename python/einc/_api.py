@@ -1,299 +1,26 @@
-"""einc.einsum, einc.check, einc.ShapeMemo and the one path every
-evaluation takes (``evaluate``): options sorted out here, everything else in
-the C library through the extension ``einc._einc``.
+"""einc's public functions, each the first hop of its call: einsum,
+check and ShapeMemo; einops' rearrange, reduce, repeat, parse_shape, pack
+and unpack; grad_program and jvp_program; plan and compile (whose Plan
+is einc/_plan.py); backend_available. What a call then takes is
+einc._core (evaluate, the registry of framework adapters) and the C
+extension; docs/design.md, "Python package", draws the routes.
 """
 
 from __future__ import annotations
 
+import inspect
+import math
 import re
-import sys
 
-from . import _einc, _frameworks
-from ._arrays import (FP8_OUTPUTS, _dtype_name, as_tensor, check_out,
-                      cuda_stream, fp8_name, fp8_output, fp8_view, prepare)
-from ._frameworks import route
-# A size as an int without specializing a traced symbolic size (torch's
-# SymInt: its hint; jax.export's dimension: a stand-in; einc/_shapes.py)
-from ._shapes import hint as size_hint
-
-EincError = _einc.EincError
-
-_DEFAULT_REDUCTION = "sum"
-
-
-def _is_symbolic(size) -> bool:
-    """A traced symbolic size: torch's SymInt, jax.export's dimension."""
-    return type(size).__name__ in ("SymInt", "_DimExpr")
-
-
-def _lengths(axis_sizes) -> tuple:
-    """{'h': 8} -> (('h', 8),), sizes checked to be ints. A traced
-    symbolic size (torch's SymInt, b=x.shape[0] under torch.export) stays
-    symbolic: int() would specialize the trace to the example's size."""
-    out = []
-    for name, size in axis_sizes.items():
-        if isinstance(size, bool) or not (hasattr(size, "__index__")
-                                          or _is_symbolic(size)):
-            raise TypeError(f"axis length {name}={size!r} must be an int")
-        out.append((name, size if _is_symbolic(size) else int(size)))
-    return tuple(out)
-
-
-MEMORY_FREE = -1  # ein.h's EIN_MEMORY_FREE
-
-
-def memory_limit_bytes(memory_limit) -> int:
-    """memory_limit= as ein_options takes it: None or 0 (no limit), a byte
-    count, or 'free' (a third of the free memory of the device the call
-    runs on: EIN_MEMORY_FREE)."""
-    if memory_limit is None:
-        return 0
-    if isinstance(memory_limit, str):
-        if memory_limit == "free":
-            return MEMORY_FREE
-        raise EincError(f"memory_limit={memory_limit!r}: give a byte count, "
-                        f"0 or None (no limit), or 'free'")
-    if isinstance(memory_limit, bool) or not hasattr(memory_limit,
-                                                     "__index__"):
-        raise TypeError(f"memory_limit={memory_limit!r} must be an int, "
-                        f"None or 'free'")
-    if int(memory_limit) < 0:
-        raise EincError(f"memory_limit={memory_limit}: give a byte count, 0 "
-                        f"or None (no limit), or 'free'")
-    return int(memory_limit)
-
-
-def _reduction_name(reduce) -> str:
-    if reduce is None:
-        return _DEFAULT_REDUCTION
-    if callable(reduce):
-        raise EincError(
-            "einc.einsum compiles its reductions (sum, mean, max, min, "
-            "prod, any, all); einc.reduce takes a callable fn(x, axes)")
-    return str(reduce)
-
-
-_NUMPY_TERM = re.compile(r"^[A-Za-z]*(\.\.\.)?[A-Za-z]*$")
-
-
-def numpy_dialect(expr: str, ranks) -> bool:
-    """Whether an expression with no numpy= is numpy's: no whitespace or
-    parentheses, every term letters (and at most one '...'), and either no
-    '->' (only numpy infers the output) or the letters of each input term
-    as many as its tensor's dims while some term has two letters or more
-    (so the einops reading, one name per term, would not fit)."""
-    if any(c.isspace() or c in "()" for c in expr):
-        return False
-    lhs, _, rhs = expr.partition("->")
-    terms = lhs.split(",")
-    if not all(_NUMPY_TERM.match(t) for t in terms + [rhs]):
-        return False
-    letters = [len(t.replace("...", "")) for t in terms]
-    if "->" not in expr:
-        return True  # only numpy infers the output
-    if all(n <= 1 for n in letters + [len(rhs.replace("...", ""))]):
-        return False  # one letter per term reads the same either way
-    if ranks is None:
-        return True
-    return len(ranks) == len(terms) and all(
-        n == r or ("..." in t and n <= r)
-        for t, n, r in zip(terms, letters, ranks))
-
-
-def split_expr(args):
-    """(expr, tensors) from einc's order (expr first) or einops' (last)."""
-    if args and isinstance(args[0], str):
-        return args[0], args[1:]
-    if args and isinstance(args[-1], str):
-        return args[-1], args[:-1]
-    raise TypeError("einsum needs an expression (a str), first or last")
-
-
-_fast = _einc.fast
-_fast_ready = False
-_fast_torch = False
-
-
-def _torch_numpy_dtype(t):
-    """The numpy dtype of a torch tensor's elements."""
-    return _TORCH_TO_NUMPY[t.dtype]
-
-
-_TORCH_TO_NUMPY = {}
-
-
-def _fast_setup() -> bool:
-    """Arms _einc.fast (the cached path of plain numpy calls) once numpy is
-    in use, and for torch CPU tensors once torch is; einc itself imports
-    neither. Whether it armed anything new (the caller then tries _fast
-    again, so the first call views where later ones do)."""
-    global _fast_ready, _fast_torch
-    if _fast_torch:
-        return False
-    armed = False
-    np = sys.modules.get("numpy")
-    if np is not None and not _fast_ready:
-        from ._arrays import _numpy_exports_read_only
-
-        # views need versioned DLPack (NumPy 2.1): legacy imports are
-        # read-only
-        _einc.fast_setup(np.ndarray, np.empty, numpy_dialect,
-                         np.from_dlpack if _numpy_exports_read_only()
-                         else None)
-        _fast_ready = armed = True
-    torch = sys.modules.get("torch")
-    if _fast_ready and torch is not None and hasattr(torch, "from_numpy"):
-        for name in ("float16", "float32", "float64", "int8", "int16",
-                     "int32", "int64", "uint8", "bool", "complex64",
-                     "complex128"):
-            _TORCH_TO_NUMPY[getattr(torch, name)] = np.dtype(name)
-        # bfloat16 results are made as uint16 arrays (fastpath.c)
-        _TORCH_TO_NUMPY[torch.bfloat16] = np.dtype("uint16")
-        # torch 2.10 on: DLPack's C exchange table, no Python calls. The
-        # guards send calls under jit tracing or a dispatch mode (make_fx)
-        # and contractions under autocast to einc/_torch.py.
-        _einc.fast_setup_torch(torch.Tensor, torch._C._to_dlpack,
-                               torch.from_numpy, _torch_numpy_dtype,
-                               torch.Tensor.as_strided,
-                               getattr(torch.Tensor,
-                                       "__dlpack_c_exchange_api__", None),
-                               (torch._C._get_tracing_state,
-                                torch._C._len_torch_dispatch_stack),
-                               torch._C._is_any_autocast_enabled,
-                               torch.nn.Parameter, torch.is_grad_enabled,
-                               torch.autograd.forward_ad)
-        from . import _torch  # noqa: F401 (torch.compile's stand-ins)
-
-        _fast_torch = armed = True
-    return armed
-
-
-RULE_NO_REDUCE = 1  # ein.h's EIN_RULE_NO_REDUCE: rearrange, repeat
-RULE_NO_REPEAT = 2  # EIN_RULE_NO_REPEAT: einops' rearrange and reduce
-
-
-def _scales_tuple(scales, n):
-    if scales is None:
-        return None
-    if isinstance(scales, (str, bytes)) or not hasattr(scales, "__len__"):
-        raise TypeError("scales= takes one scale per tensor (a sequence)")
-    if len(scales) != n:
-        raise EincError(f"{len(scales)} scales for {n} tensors: give one "
-                        f"scale per tensor")
-    return tuple(float(s) for s in scales)
-
-
-def evaluate_fp8(expr, tensors, *, scales=None, out_dtype=None, reduce=None,
-                 backend="auto", out=None, numpy=None, lengths=(), rules=0):
-    """fp8 inputs (docs/design.md, "fp8 dtypes"): each tensor's real value
-    is its stored value x its scale; the result is float32 (default),
-    bfloat16 or float16 (out_dtype=, or out='s), accumulated in float32."""
-    tensors = tuple(as_tensor(t) for t in tensors)
-    if out_dtype is None:  # out='s dtype, else float32
-        out_dtype = "float32" if out is None else out.dtype
-    name = _dtype_name(out_dtype)
-    if name not in FP8_OUTPUTS:
-        raise EincError(f"out_dtype={name}: an fp8 evaluation gives float32, "
-                        f"bfloat16 or float16 (einc never writes fp8)")
-    name = FP8_OUTPUTS[name]
-    views, types = zip(*(fp8_view(t) for t in tensors)) if tensors else ((),
-                                                                         ())
-    first = tensors[0] if tensors else None
-    alloc, out_arg, (code, bits), unwrap = fp8_output(
-        first, name, None if out is None else check_out(out))
-    if numpy is None:
-        numpy = numpy_dialect(expr, [len(t.shape) for t in views])
-    result = _einc.evaluate_scaled(
-        expr, tuple(views), tuple(types), out_arg, alloc, bool(numpy),
-        _reduction_name(reduce), str(backend), lengths,
-        _scales_tuple(scales, len(tensors)), code, bits,
-        cuda_stream(first) if first is not None else None, False, rules)
-    return out if out is not None else unwrap(result)
-
-
-def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
-             numpy=None, lengths=(), rules=0, scales=None, out_dtype=None,
-             memory_limit=0):
-    """Runs expr on tensors through ein_eval and returns the result, an
-    array of the inputs' library (or out). rules: ein_options.axis_rules,
-    what the caller's contract forbids (RULE_NO_REDUCE, RULE_NO_REPEAT).
-    fp8 tensors, scales= or out_dtype= go to evaluate_fp8. memory_limit:
-    ein_options.memory_limit (memory_limit_bytes' value); a limited call
-    runs through ein_eval itself (a framework's own lowering has none)."""
-    if (scales is not None or out_dtype is not None
-            or any(fp8_name(t) for t in tensors)):
-        return evaluate_fp8(expr, tensors, scales=scales,
-                            out_dtype=out_dtype, reduce=reduce,
-                            backend=backend, out=out, numpy=numpy,
-                            lengths=lengths, rules=rules)
-    _fast_setup()  # numpy or torch imported since the last call
-    if rules and ("torch" in sys.modules or "jax" in sys.modules):
-        # a framework's own path (route) binds without einc's options:
-        # the rules are checked here first, on the shapes alone
-        # (on the sizes' hints: a traced symbolic size must not be
-        # specialized by a check that only reads the structure)
-        _einc.bind(expr, tuple(shape_hint(t) for t in tensors),
-                   bool(numpy), _reduction_name(reduce), "auto",
-                   tuple((k, size_hint(v)) for k, v in lengths), rules)
-    if memory_limit:
-        _no_grad_under_limit(tensors)
-    elif out is None:
-        routed = route(expr, tensors, reduce=reduce, numpy=numpy,
-                       lengths=lengths)
-        if routed is not NotImplemented:
-            return routed
-    prepared = prepare(tensors)
-    if numpy is None:
-        numpy = numpy_dialect(expr, [len(t.shape) for t in prepared.tensors])
-    out_arg = None if out is None else prepared.wrap_out(
-        check_out(out))
-    code, bits = prepared.retype
-    result = _einc.evaluate(expr, prepared.tensors, out_arg, prepared.alloc,
-                            bool(numpy), _reduction_name(reduce),
-                            str(backend), lengths, code, bits,
-                            prepared.stream, prepared.sync, rules,
-                            memory_limit)
-    return out if out is not None else prepared.unwrap(result)
-
-
-def bool_einsum(expr, tensors, *, numpy=None, lengths=(), backend="auto",
-                out=None):
-    """numpy's bool einsum: products are ands, sums ors. einc counts the
-    true products in int64 (no real count overflows it), then tests them
-    (issue 37)."""
-    counts = evaluate(expr, [_as_int64(t) for t in tensors], numpy=numpy,
-                      lengths=lengths, backend=backend)
-    result = counts != 0
-    if out is None:
-        return result
-    out[...] = result
-    return out
-
-
-def _as_int64(t):
-    if type(t).__module__.startswith("torch"):
-        return t.to(sys.modules["torch"].int64)
-    if hasattr(t, "astype"):  # numpy, JAX
-        return t.astype("int64")
-    import numpy as np
-
-    return np.asarray(t).astype(np.int64)
-
-
-def _all_bool(tensors) -> bool:
-    return bool(tensors) and all(
-        str(getattr(t, "dtype", "")).replace("torch.", "") in ("bool", "bool_")
-        for t in tensors)
-
-
-def _no_grad_under_limit(tensors):
-    """A memory-limited call runs sliced in ein_eval, which no framework
-    records: tensors that need a gradient are refused, not left without
-    one."""
-    if any(getattr(t, "requires_grad", False) for t in tensors):
-        raise EincError("memory_limit= with torch tensors that require grad: "
-                        "a sliced evaluation records no gradient; compute "
-                        "it under torch.no_grad(), or leave the limit out")
+from . import _core, _einc
+from ._core import (RULE_NO_REDUCE, EincError, _all_bool, _fast,
+                    _fast_setup, _lengths, _reduction_name, _shape_of, bind,
+                    bool_einsum, evaluate, memory_limit_bytes, numpy_dialect,
+                    shape_kept, split_expr)
+from ._einops import (_REDUCTIONS, _concatenate, _rearrange_with,
+                      _reduce_callable, _single, _solve_unknown, _star_split)
+from ._grad import program
+from ._plan import Plan
 
 
 def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
@@ -358,9 +85,9 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
             result = _fast(args, numpy, reduce, lengths)
             if result is None and _fast_setup():  # numpy or torch just came
                 result = _fast(args, numpy, reduce, lengths)
-            if result is None and _frameworks.eager_grad is not None:
+            if result is None and _core.eager_grad is not None:
                 # torch tensors that need grad, eagerly: straight to autograd
-                result = _frameworks.eager_grad(args, numpy, reduce, lengths)
+                result = _core.eager_grad(args, numpy, reduce, lengths)
                 if result is NotImplemented:
                     result = None
             if result is not None:
@@ -376,33 +103,6 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
                            lengths=_lengths(axis_sizes), backend=backend,
                            out=out)
 
-
-def shape_hint(x) -> tuple:
-    """_shape_of with symbolic sizes read as their hints (size_hint)."""
-    shape = x if isinstance(x, (tuple, list)) else x.shape
-    return tuple(size_hint(d) for d in shape)
-
-
-def shape_kept(x) -> tuple:
-    """_shape_of with traced symbolic sizes kept symbolic (pack and
-    unpack return and take the '*' shapes: int() would specialize them)."""
-    shape = x if isinstance(x, (tuple, list)) else x.shape
-    return tuple(d if _is_symbolic(d) else int(d) for d in shape)
-
-
-def _shape_of(x) -> tuple:
-    if isinstance(x, (tuple, list)):
-        return tuple(int(d) for d in x)
-    return tuple(int(d) for d in x.shape)
-
-
-def bind(expr, shapes, *, reduce=None, numpy=None, **axis_sizes):
-    """(output shape, [(axis, size, role), ...]) of expr on these shapes."""
-    shapes = tuple(_shape_of(s) for s in shapes)
-    if numpy is None:
-        numpy = numpy_dialect(expr, [len(s) for s in shapes])
-    return _einc.bind(expr, shapes, bool(numpy), _reduction_name(reduce),
-                      "auto", _lengths(axis_sizes))
 
 
 def check(expr, *shapes, reduce=None, numpy=None, **axis_sizes) -> tuple:
@@ -459,3 +159,283 @@ class ShapeMemo:
 
     def clear(self) -> None:
         self._memo.clear()
+
+
+# ---------------------------------------------------- einops' functions
+
+def rearrange(tensor, pattern: str, **axes_lengths):
+    """Reorders, splits, merges and squeezes axes::
+
+        >>> images = np.zeros((32, 30, 40, 3))
+        >>> einc.rearrange(images, 'b h w c -> b c h w').shape
+        (32, 3, 30, 40)
+        >>> einc.rearrange(np.zeros((2, 16)), 'b (h d) -> b h d', h=8).shape
+        (2, 8, 2)
+
+    Like einops, the result is a view of the tensor (numpy arrays and torch
+    CPU tensors) when strides can express it: a transpose, a split, a merge
+    of axes adjacent in memory, a squeeze. Writing into such a result
+    writes into the tensor; ``.copy()`` (``.clone()``) gives one of your
+    own. Other cases, and other array libraries, give a new array.
+
+    A rearrange never reduces: an input axis missing from the output
+    ('b s d -> b d') is an EincError with a caret under it; einc.reduce
+    says how to reduce it.
+    """
+    if "->" not in pattern:
+        raise EincError(f"rearrange needs '->' in its pattern: {pattern!r}")
+    # numpy arrays and torch CPU tensors: a cached plan, or a view (tried
+    # first in C; here for what C leaves, as numpy ints for lengths)
+    return _rearrange_with(tensor, pattern, axes_lengths, RULE_NO_REDUCE)
+
+
+# einc.rearrange is a builtin (python/src/fastpath.c) that serves the calls
+# its plan table knows with no Python frame, and hands every other call to
+# the Python function above (kept as _rearrange; its name stays
+# 'rearrange' for Python's own errors), whose docstring it shows.
+_rearrange = rearrange
+rearrange = _einc.fast_rearrange(
+    _rearrange,
+    "rearrange(tensor, pattern, **axes_lengths)\n--\n\n" +
+    inspect.cleandoc(_rearrange.__doc__))
+
+
+def reduce(tensor, pattern: str, reduction, **axes_lengths):
+    """Rearranges and reduces the axes missing from the output with
+    reduction ('min', 'max', 'sum', 'mean', 'prod', 'any', 'all'), or with
+    a callable as einops takes one: ``reduction(x, axes)`` gets x with the
+    kept axes first (in the output's order) and the reduced ones last, and
+    axes, the tuple of the reduced positions; ``np.max``, ``np.median``,
+    ``torch.amax`` fit::
+
+        >>> x = np.arange(16.).reshape(1, 1, 4, 4)
+        >>> einc.reduce(x, 'b c (h 2) (w 2) -> b c h w', 'max')
+        array([[[[ 5.,  7.],
+                 [13., 15.]]]])
+        >>> einc.reduce(x, 'b c (h 2) (w 2) -> b c h w', np.median)
+        array([[[[ 2.5,  4.5],
+                 [10.5, 12.5]]]])
+
+    The named reductions are compiled into one pass; a callable runs
+    between two compiled rearranges. When nothing is reduced the result
+    may be a view of the tensor, as rearrange's is.
+    """
+    if callable(reduction):
+        return _reduce_callable(_single(tensor), pattern, reduction,
+                                axes_lengths)
+    if reduction not in _REDUCTIONS:
+        raise EincError(
+            f"unknown reduction {reduction!r}: einc compiles "
+            f"{', '.join(_REDUCTIONS)}, or give a callable fn(x, axes)")
+    lengths = _lengths(axes_lengths) if axes_lengths else None
+    result = _fast((tensor, pattern), False, reduction, lengths)
+    if result is None and _fast_setup():
+        result = _fast((tensor, pattern), False, reduction, lengths)
+    if result is not None:
+        return result
+    return evaluate(pattern, (_single(tensor),), reduce=reduction,
+                    numpy=False, lengths=_lengths(axes_lengths))
+
+
+# einc.reduce is a builtin as rearrange is: it serves the named
+# reductions the plan table knows and hands the rest (callables, unknown
+# names, lists of tensors, misses) to the Python reduce above.
+_reduce = reduce
+reduce = _einc.fast_reduce(
+    _reduce,
+    "reduce(tensor, pattern, reduction, **axes_lengths)\n--\n\n" +
+    inspect.cleandoc(_reduce.__doc__))
+
+
+def repeat(tensor, pattern: str, **axes_lengths):
+    """Rearranges and adds (repeats along) new axes::
+
+        >>> image = np.eye(2)
+        >>> einc.repeat(image, 'h w -> h w c', c=3).shape
+        (2, 2, 3)
+        >>> einc.repeat(image, 'h w -> (h 2) (w 2)')
+        array([[1., 1., 0., 0.],
+               [1., 1., 0., 0.],
+               [0., 0., 1., 1.],
+               [0., 0., 1., 1.]])
+
+    The result is always a new array (einops' torch backend may return an
+    expanded view; a writable view repeating elements is a trap). A repeat
+    never reduces: every input axis is in the output.
+    """
+    return evaluate(pattern, (_single(tensor),), numpy=False,
+                    lengths=_lengths(axes_lengths), rules=RULE_NO_REDUCE)
+
+
+def parse_shape(x, pattern: str) -> dict:
+    """{name: size} for the names of pattern, which lists x's dims
+    (``_`` skips one, ``...`` any run)::
+
+        >>> einc.parse_shape(np.zeros((2, 3, 5, 7)), 'batch _ h w')
+        {'batch': 2, 'h': 5, 'w': 7}
+    """
+    spec = re.sub(r"\(\s*\)", " 1 ", pattern)  # '()' is a dim of 1
+    if "(" in spec:
+        raise EincError(f"parse_shape takes no composite axes: {pattern!r}")
+    memo = _einc.ShapeMemo()
+    memo.check(spec, _shape_of(x), "x")
+    names = [t for t in pattern.split() if t.isidentifier() and t != "_"]
+    return {name: memo.size(name) for name in names}
+
+
+def pack(tensors, pattern: str):
+    """Packs tensors into one along the '*' of pattern; returns (packed,
+    shapes), the shapes that unpack needs::
+
+        >>> a, b = np.zeros((2, 3, 5)), np.ones((2, 3, 4, 5))
+        >>> packed, shapes = einc.pack([a, b], 'i j * k')
+        >>> packed.shape, shapes
+        ((2, 3, 5, 5), [(), (4,)])
+    """
+    before, after = _star_split(pattern)
+    fixed = len(before) + len(after)
+    flat, shapes = [], []
+    for t in tensors:
+        shape = shape_kept(t)
+        if len(shape) < fixed:
+            raise EincError(
+                f"pack: a tensor of {len(shape)} dims does not fit {pattern!r}")
+        star = [f"_s{i}" for i in range(len(shape) - fixed)]
+        src = " ".join(before + star + after)
+        dst = " ".join(before + [f"({' '.join(star)})"] + after)
+        flat.append(rearrange(t, f"{src} -> {dst}"))
+        shapes.append(shape[len(before):len(shape) - len(after)])
+    return _concatenate(flat, len(before)), shapes
+
+
+def unpack(tensor, packed_shapes, pattern: str):
+    """The inverse of pack: a list of tensors of the given '*' shapes (one
+    may have a -1, solved from the rest)::
+
+        >>> packed = np.zeros((2, 3, 5, 5))
+        >>> [t.shape for t in einc.unpack(packed, [(), (-1,)], 'i j * k')]
+        [(2, 3, 5), (2, 3, 4, 5)]
+    """
+    before, after = _star_split(pattern)
+    shape = shape_kept(tensor)
+    if len(shape) != len(before) + len(after) + 1:
+        raise EincError(f"unpack: a tensor of {len(shape)} dims does not fit "
+                        f"{pattern!r}")
+    total = shape[len(before)]
+    shapes = _solve_unknown(packed_shapes, total)
+    out, start = [], 0
+    for s in shapes:
+        n = math.prod(s)
+        index = (slice(None),) * len(before) + (slice(start, start + n),)
+        start += n
+        star = [f"_s{i}" for i in range(len(s))]
+        src = " ".join(before + [f"({' '.join(star)})"] + after)
+        dst = " ".join(before + star + after)
+        out.append(rearrange(tensor[index], f"{src} -> {dst}",
+                             **dict(zip(star, s))))
+    return out
+
+
+# ------------------------------------------------- derivatives and plans
+
+def grad_program(expr: str, *shapes, wrt: int = 0, reduce=None, numpy=None,
+                 dtype: str = "float32", **lengths) -> dict:
+    """The backward of `expr` with respect to input `wrt`, as einc derives
+    and plans it::
+
+        >>> p = einc.grad_program('b s d, d f -> b s f', (8, 128, 512),
+        ...                       (512, 2048), wrt=1)
+        >>> [s['expr'] for s in p['steps']]
+        ['b s f, b s d -> d f']
+
+    Returns {"needs_output", "conjugates", "flops", "bytes", "steps"}; each
+    step has "op", "expr", "reduction", "lengths", "operands" (("dout", 0),
+    ("input", i), ("output", 0) or ("step", j)), "scale", "shape",
+    "view_strides", "flops" and "bytes". The last step's result is the
+    gradient.
+    """
+    shapes = tuple(tuple(int(d) for d in s) for s in shapes)
+    if numpy is None:
+        numpy = numpy_dialect(expr, [len(s) for s in shapes])
+    return program(expr, shapes, wrt=int(wrt), reduce=_reduction_name(reduce),
+                   numpy=bool(numpy), dtype=str(dtype),
+                   lengths=_lengths(lengths))
+
+
+def jvp_program(expr: str, *shapes, wrt: int = 0, reduce=None, numpy=None,
+                dtype: str = "float32", **lengths) -> dict:
+    """Forward mode: input `wrt`'s part of the output's tangent, as einc
+    derives and plans it (the output's tangent is the sum of these over
+    the inputs that have one)::
+
+        >>> p = einc.jvp_program('b s d, d f -> b s f', (8, 128, 512),
+        ...                      (512, 2048), wrt=1)
+        >>> [s['expr'] for s in p['steps']]
+        ['b s d, d f -> b s f']
+
+    The dict is grad_program's; the operand ("tangent", 0) is input wrt's
+    tangent, and the last step's result is shaped as the output. max and
+    min take the tangent at the arg-extremum (ties averaged), prod the
+    tangent times the product of the others (exact with zeros).
+    """
+    shapes = tuple(tuple(int(d) for d in s) for s in shapes)
+    if numpy is None:
+        numpy = numpy_dialect(expr, [len(s) for s in shapes])
+    return program(expr, shapes, wrt=int(wrt), reduce=_reduction_name(reduce),
+                   numpy=bool(numpy), dtype=str(dtype),
+                   lengths=_lengths(lengths), jvp=True)
+
+
+def plan(expr, *tensors_or_shapes, dtype=None, reduce=None, backend="auto",
+         numpy=None, device=None, peak=None, bandwidth=None,
+         plan_time=0.0, seed=0, objective="flops", memory_limit=None,
+         **axis_sizes) -> Plan:
+    """Plans expr for inputs given as arrays or shapes, without running it::
+
+        >>> p = einc.plan('i j, j k, k l -> i l', (1000, 10), (10, 1000),
+        ...               (1000, 10))
+        >>> p.path, p.flops
+        ([(1, 2), (0, 1)], 400000.0)
+        >>> print(p)          # `einc plan`'s report
+
+    dtype defaults to the first array's, else float32. plan_time, seed and
+    objective steer the order search past 12 operands (Plan's doc).
+    memory_limit: the bytes one intermediate may take (None: no limit;
+    'free': a third of the device's free memory); the planner slices
+    where no order keeps within it (p.units slices, p.memory_limit).
+    """
+    if dtype is None:
+        dtype = next((t.dtype for t in tensors_or_shapes
+                      if hasattr(t, "dtype")), "float32")
+    return Plan(expr, tensors_or_shapes, dtype=dtype, reduce=reduce,
+                backend=backend, numpy=numpy, device=device, peak=peak,
+                bandwidth=bandwidth, plan_time=plan_time, seed=seed,
+                objective=objective, memory_limit=memory_limit,
+                **axis_sizes)
+
+
+def compile(expr, *shapes, dtype="float32", reduce=None, backend="auto",
+            numpy=None, plan_time=0.0, seed=0, objective="flops",
+            memory_limit=None, **axis_sizes) -> Plan:
+    """A callable that runs expr with one plan compiled now, as
+    opt_einsum.contract_expression does::
+
+        >>> f = einc.compile('b i j, b j k -> b i k', (8, 64, 32),
+        ...                  (8, 32, 16))
+        >>> a = np.ones((8, 64, 32), np.float32)
+        >>> b = np.ones((8, 32, 16), np.float32)
+        >>> f(a, b).shape
+        (8, 64, 16)
+
+    memory_limit: the bytes one intermediate may take (None: no limit;
+    'free': a third of the device's free memory, resolved now); each call
+    then runs slice by slice where no order keeps within it.
+    """
+    return Plan(expr, shapes, dtype=dtype, reduce=reduce, backend=backend,
+                numpy=numpy, plan_time=plan_time, seed=seed,
+                objective=objective, memory_limit=memory_limit, **axis_sizes)
+
+
+def backend_available(name: str = "cuda", device: int = 0):
+    """None when backend `name` can run here, else the reason it cannot."""
+    return _einc.backend_check(name, device)

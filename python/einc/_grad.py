@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 
 from . import _einc
-from ._api import _lengths, _reduction_name, numpy_dialect
+from ._core import _lengths, _reduction_name, numpy_dialect
 
 
 @functools.lru_cache(maxsize=1024)
@@ -26,54 +26,6 @@ def program(expr: str, shapes: tuple, *, wrt: int, reduce: str = "sum",
     do not change it."""
     return _einc.grad_program(expr, shapes, bool(numpy), reduce, lengths,
                               int(wrt), dtype, bool(jvp))
-
-
-def grad_program(expr: str, *shapes, wrt: int = 0, reduce=None, numpy=None,
-                 dtype: str = "float32", **lengths) -> dict:
-    """The backward of `expr` with respect to input `wrt`, as einc derives
-    and plans it::
-
-        >>> p = einc.grad_program('b s d, d f -> b s f', (8, 128, 512),
-        ...                       (512, 2048), wrt=1)
-        >>> [s['expr'] for s in p['steps']]
-        ['b s f, b s d -> d f']
-
-    Returns {"needs_output", "conjugates", "flops", "bytes", "steps"}; each
-    step has "op", "expr", "reduction", "lengths", "operands" (("dout", 0),
-    ("input", i), ("output", 0) or ("step", j)), "scale", "shape",
-    "view_strides", "flops" and "bytes". The last step's result is the
-    gradient.
-    """
-    shapes = tuple(tuple(int(d) for d in s) for s in shapes)
-    if numpy is None:
-        numpy = numpy_dialect(expr, [len(s) for s in shapes])
-    return program(expr, shapes, wrt=int(wrt), reduce=_reduction_name(reduce),
-                   numpy=bool(numpy), dtype=str(dtype),
-                   lengths=_lengths(lengths))
-
-
-def jvp_program(expr: str, *shapes, wrt: int = 0, reduce=None, numpy=None,
-                dtype: str = "float32", **lengths) -> dict:
-    """Forward mode: input `wrt`'s part of the output's tangent, as einc
-    derives and plans it (the output's tangent is the sum of these over
-    the inputs that have one)::
-
-        >>> p = einc.jvp_program('b s d, d f -> b s f', (8, 128, 512),
-        ...                      (512, 2048), wrt=1)
-        >>> [s['expr'] for s in p['steps']]
-        ['b s d, d f -> b s f']
-
-    The dict is grad_program's; the operand ("tangent", 0) is input wrt's
-    tangent, and the last step's result is shaped as the output. max and
-    min take the tangent at the arg-extremum (ties averaged), prod the
-    tangent times the product of the others (exact with zeros).
-    """
-    shapes = tuple(tuple(int(d) for d in s) for s in shapes)
-    if numpy is None:
-        numpy = numpy_dialect(expr, [len(s) for s in shapes])
-    return program(expr, shapes, wrt=int(wrt), reduce=_reduction_name(reduce),
-                   numpy=bool(numpy), dtype=str(dtype),
-                   lengths=_lengths(lengths), jvp=True)
 
 
 def _training_cost(expr, shapes, dtype, numpy, reduce, lengths,

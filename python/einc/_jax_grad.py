@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _einc
-from ._jax import _bind
+from ._jax_prim import _bind
 
 
 def _run(prog, tensors, out, seed, spec=None, wrt=0, jvp=False):

@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import sys
 
-from . import _api, _einc, _frameworks
-from ._api import (_lengths, _reduction_name, _shape_of, memory_limit_bytes,
-                   numpy_dialect)
+from . import _core, _einc
 from ._arrays import check_out, dtype_code, prepare
-from ._frameworks import route
+from ._core import (_lengths, _reduction_name, _shape_of, memory_limit_bytes,
+                    numpy_dialect, route)
 
 
 def _ssa_to_linear(ssa_path, ninputs):
@@ -250,10 +249,10 @@ class Plan:
             result = self._plan.run_numpy(tensors)  # plain numpy, this layout
             if result is not None:
                 return result
-            if not _api._fast_torch:
-                _api._fast_setup()
+            if not _core._fast_done:
+                _core._fast_setup()
             if self._fast_args is not None:
-                result = _api._fast((self.expr,) + tensors, *self._fast_args)
+                result = _core._fast((self.expr,) + tensors, *self._fast_args)
                 if result is not None:
                     return result
             # torch tensors that need grad or carry a forward-mode tangent,
@@ -274,16 +273,14 @@ class Plan:
     def _traced(self, tensors, out):
         """The call as Dynamo records einc.einsum's: one node, run by
         AOTAutograd as the view, the lowering or the operator."""
-        from . import _torch
-
         if out is not None:
-            raise _api.EincError("a compiled plan's out= cannot be traced: "
-                                 "use the result")
+            raise _core.EincError("a compiled plan's out= cannot be traced: "
+                                  "use the result")
 
         numpy, reduce, axis_sizes = self._grad_args
-        return _torch._traced_call(self.expr, tensors,
-                                   _reduction_name(reduce), numpy,
-                                   _lengths(axis_sizes))
+        return _core.traced_call(self.expr, tensors,
+                                 _reduction_name(reduce), numpy,
+                                 _lengths(axis_sizes))
 
 
 # torch.compiler.is_compiling once Dynamo is imported (a global read per
@@ -297,7 +294,7 @@ def _arm_dynamo():
     _is_compiling = sys.modules["torch"].compiler.is_compiling
 
 
-_frameworks.after_import("torch._dynamo", _arm_dynamo)
+_core.after_import("torch._dynamo", _arm_dynamo)
 
 
 def _backend_for(device, backend):
@@ -310,57 +307,7 @@ def _backend_for(device, backend):
     if str(backend) == "auto":
         return runs
     if (runs == "cuda") != (str(backend) in ("cuda", "emu")):
-        raise _api.EincError(
+        raise _core.EincError(
             f"device {device!r} prices {runs} plans, not backend="
             f"{str(backend)!r}'s: leave backend out")
     return backend
-
-
-def plan(expr, *tensors_or_shapes, dtype=None, reduce=None, backend="auto",
-         numpy=None, device=None, peak=None, bandwidth=None,
-         plan_time=0.0, seed=0, objective="flops", memory_limit=None,
-         **axis_sizes) -> Plan:
-    """Plans expr for inputs given as arrays or shapes, without running it::
-
-        >>> p = einc.plan('i j, j k, k l -> i l', (1000, 10), (10, 1000),
-        ...               (1000, 10))
-        >>> p.path, p.flops
-        ([(1, 2), (0, 1)], 400000.0)
-        >>> print(p)          # `einc plan`'s report
-
-    dtype defaults to the first array's, else float32. plan_time, seed and
-    objective steer the order search past 12 operands (Plan's doc).
-    memory_limit: the bytes one intermediate may take (None: no limit;
-    'free': a third of the device's free memory); the planner slices
-    where no order keeps within it (p.units slices, p.memory_limit).
-    """
-    if dtype is None:
-        dtype = next((t.dtype for t in tensors_or_shapes
-                      if hasattr(t, "dtype")), "float32")
-    return Plan(expr, tensors_or_shapes, dtype=dtype, reduce=reduce,
-                backend=backend, numpy=numpy, device=device, peak=peak,
-                bandwidth=bandwidth, plan_time=plan_time, seed=seed,
-                objective=objective, memory_limit=memory_limit,
-                **axis_sizes)
-
-
-def compile(expr, *shapes, dtype="float32", reduce=None, backend="auto",
-            numpy=None, plan_time=0.0, seed=0, objective="flops",
-            memory_limit=None, **axis_sizes) -> Plan:
-    """A callable that runs expr with one plan compiled now, as
-    opt_einsum.contract_expression does::
-
-        >>> f = einc.compile('b i j, b j k -> b i k', (8, 64, 32),
-        ...                  (8, 32, 16))
-        >>> a = np.ones((8, 64, 32), np.float32)
-        >>> b = np.ones((8, 32, 16), np.float32)
-        >>> f(a, b).shape
-        (8, 64, 16)
-
-    memory_limit: the bytes one intermediate may take (None: no limit;
-    'free': a third of the device's free memory, resolved now); each call
-    then runs slice by slice where no order keeps within it.
-    """
-    return Plan(expr, shapes, dtype=dtype, reduce=reduce, backend=backend,
-                numpy=numpy, plan_time=plan_time, seed=seed,
-                objective=objective, memory_limit=memory_limit, **axis_sizes)

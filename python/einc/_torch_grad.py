@@ -1,5 +1,5 @@
 """The torch side of a gradient or JVP program (include/ein_grad.h).
-einc._torch's autograd Functions call _interpret from their
+einc._torch_autograd's Functions call _interpret from their
 backward and jvp. An eager call on host tensors runs the program in the
 C library (ein_grad_execute through _einc.grad_run: every step through
 the CPU backend's plans), as the forward runs; a call that torch records
@@ -16,8 +16,9 @@ import functools
 import torch
 
 from . import _einc
-from ._api import _fast, evaluate
-from ._torch import (_DETACH, _PLAIN, EincError, _compute, _mode, _prod)
+from ._core import _fast, evaluate
+from ._torch_base import (_DETACH, _PLAIN, EincError, _compute, _mode,
+                          _prod)
 
 
 def _interpret(program, inputs, output, dout, spec=None, wrt=0, jvp=False):

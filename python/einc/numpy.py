@@ -28,7 +28,7 @@ import functools as _functools
 
 import numpy as _np
 
-from . import _api, _einc
+from . import _core, _einc
 from ._plan import Plan
 
 __all__ = ["einsum", "einsum_path"]
@@ -40,7 +40,7 @@ _DLPACK_KINDS = "biufc"  # bool, signed, unsigned, float, complex
 _fast = _einc.fast
 _STRATEGIES = frozenset(("greedy", "optimal"))
 _EIN_ERR_LIMIT = -11  # ein.h's status for a limit no plan meets
-_api._fast_setup()  # arms einc's cached path for numpy arrays
+_core._fast_setup()  # arms einc's cached path for numpy arrays
 _numpy_einsum = _np.einsum  # numpy's own, for what DLPack cannot carry
 _numpy_einsum_path = _np.einsum_path  # its path: the type of a 0-d result
 
@@ -350,11 +350,11 @@ def _evaluate(expr, arrays, path, out=None, limit=0):
             if result is not None:
                 return result
         if path is None:
-            return _api.evaluate(expr, arrays, numpy=True, out=out)
+            return _core.evaluate(expr, arrays, numpy=True, out=out)
         plan = Plan(expr, [a.shape for a in arrays], dtype=arrays[0].dtype,
                     numpy=True, path=path)
         return plan(*arrays, out=out)
-    except _api.EincError as e:
+    except _core.EincError as e:
         raise ValueError(str(e)) from None
 
 
@@ -478,7 +478,7 @@ def _plan(expr, arrays, path, limit=0):
         return Plan(expr, [a.shape for a in arrays], dtype=dtype,
                     numpy=True, path=path,
                     memory_limit=limit * _np.dtype(dtype).itemsize)
-    except _api.EincError as e:
+    except _core.EincError as e:
         if limit and e.status == _EIN_ERR_LIMIT:
             return None
         raise ValueError(str(e)) from None
@@ -505,7 +505,7 @@ def _sizes(inputs, arrays):
 
 def _report(inputs, output, arrays, steps, plan) -> str:
     """numpy's report: the counts, then one line per contraction."""
-    from .opt_einsum import _flops, _replay
+    from ._opt_einsum_terms import _flops, _replay
 
     terms, fill, sizes = _sizes(inputs, arrays)
     output = output.replace("...", fill)

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import torch as _torch
 
-from . import _einc, _frameworks
-from ._api import _fast, _fast_setup, bool_einsum, evaluate
+from . import _core, _einc
+from ._core import _fast, _fast_setup, bool_einsum, evaluate
 
 _LETTERS = ("ABCDEFGHIJKLMNOPQRSTUVWXYZ"
             "abcdefghijklmnopqrstuvwxyz")
@@ -196,6 +196,6 @@ def _install_dynamo():
         return _traced_call(expr, tuple(operands), "sum", True, ())
 
 
-_frameworks.after_import("torch._dynamo", _install_dynamo)
+_core.after_import("torch._dynamo", _install_dynamo)
 
 __all__ = ["einsum"]

@@ -92,14 +92,14 @@ def rss_kib():
 
 def spied_fallback(name, arm):
     """A generator for a fixture: the calls einc.NAME (a C builtin) hands to
-    its Python fallback einc._einops._NAME, recorded by a spy put in its
+    its Python fallback einc._api._NAME, recorded by a spy put in its
     place and taken out after. arm(array) makes one served call per
     framework first, so the plan table is armed."""
     import einc
-    from einc import _einc, _einops
+    from einc import _api, _einc
 
     calls = []
-    fallback = getattr(_einops, "_" + name)
+    fallback = getattr(_api, "_" + name)
     set_fallback = getattr(_einc, "fast_" + name)
 
     def spy(*args, **kwargs):

@@ -23,7 +23,7 @@ import pytest
 
 import einc
 from conftest import ROOT
-from einc._api import numpy_dialect, split_expr
+from einc._core import numpy_dialect, split_expr
 
 einops = pytest.importorskip("einops")
 

@@ -17,7 +17,7 @@ jnp = jax.numpy
 einops = pytest.importorskip("einops")
 from jax.test_util import check_grads  # noqa: E402
 
-from einc import _einc, _jax  # noqa: E402
+from einc import _einc, _jax, _jax_prim  # noqa: E402
 from test_einops_random import rearrange_case, reduce_case, repeat_case  # noqa: E402
 from test_einsum_random import random_case  # noqa: E402
 
@@ -350,7 +350,7 @@ def test_vmap_numpy_implicit_output():
 
 def test_vmap_sequential_fallback(monkeypatch):
     """Where no axis name is free the batch runs one call at a time."""
-    monkeypatch.setattr(_jax, "_fresh_name", lambda expr, numpy: None)
+    monkeypatch.setattr(_jax_prim, "_fresh_name", lambda expr, numpy: None)
     r = np.random.default_rng(10)
     a = jnp.asarray(r.standard_normal((4, 2, 3)).astype(np.float32))
     b = jnp.asarray(r.standard_normal((3, 5)).astype(np.float32))

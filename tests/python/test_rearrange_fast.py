@@ -1,7 +1,7 @@
 """einc.rearrange is a C function (python/src/builtins.c, fast_rearrange)
 that serves calls from the plan table, a view where the plan only re-reads
 the input, and hands every other call to the Python rearrange. Whatever it
-serves must be what the general path (_api.evaluate, which always copies)
+serves must be what the general path (_core.evaluate, which always copies)
 gives: the same kind of array, dtype, shape and values, on random patterns
 over numpy arrays and torch CPU tensors of every layout (contiguous,
 permuted, strided, reversed, 0-d, empty) and dtype; and where it gives a
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import einc
-from einc import _api, _einc, _einops
+from einc import _api, _core, _einc
 from test_einops_random import rearrange_case
 from conftest import spied_fallback
 from test_views import relayout
@@ -35,8 +35,8 @@ def served():
 
 
 def general(x, pattern, lengths):
-    return _api.evaluate(pattern, (x,), numpy=False,
-                         lengths=_api._lengths(lengths))
+    return _core.evaluate(pattern, (x,), numpy=False,
+                         lengths=_core._lengths(lengths))
 
 
 def as_numpy(a):
@@ -88,9 +88,11 @@ def torch_route(request, served):
     if request.param == "exchange table" and table is None:
         pytest.skip("this torch has no DLPack exchange table")
 
+    from einc import _torch
+
     def setup(api):
         _einc.fast_setup_torch(torch.Tensor, torch._C._to_dlpack,
-                               torch.from_numpy, _api._torch_numpy_dtype,
+                               torch.from_numpy, _torch._torch_numpy_dtype,
                                torch.Tensor.as_strided, api)
 
     setup(table if request.param == "exchange table" else None)
@@ -249,5 +251,5 @@ def test_signature_and_docstring():
     assert str(inspect.signature(einc.rearrange)) == (
         "(tensor, pattern, **axes_lengths)")
     assert inspect.getdoc(einc.rearrange) == inspect.getdoc(
-        _einops._rearrange)
+        _api._rearrange)
     assert repr(einc.rearrange) == "<built-in function rearrange>"

@@ -1,7 +1,7 @@
 """einc.reduce is a C function (python/src/builtins.c, fast_reduce), as
 einc.rearrange is: it serves calls with a reduction named by position
 ('max', ...) from the plan table and hands every other call to the Python
-reduce. Whatever it serves must be what the general path (_api.evaluate)
+reduce. Whatever it serves must be what the general path (_core.evaluate)
 gives, on random patterns over numpy arrays and torch CPU tensors of
 several layouts and every reduction; and the calls it must not serve
 (callables, unknown names, a keyword reduction, lists, an axis length
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import einc
-from einc import _api, _einc, _einops
+from einc import _core, _einc, _einops
 from test_einops_random import reduce_case
 from conftest import spied_fallback
 from test_views import relayout
@@ -28,8 +28,8 @@ def served():
 
 
 def general(x, pattern, reduction, lengths):
-    return _api.evaluate(pattern, (x,), reduce=reduction, numpy=False,
-                         lengths=_api._lengths(lengths))
+    return _core.evaluate(pattern, (x,), reduce=reduction, numpy=False,
+                         lengths=_core._lengths(lengths))
 
 
 def as_numpy(a):

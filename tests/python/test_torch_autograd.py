@@ -330,7 +330,7 @@ def test_eager_backward_takes_the_fast_path(monkeypatch):
     path (which cost 250 us per 8x8 backward); its gradients are new
     tensors: accumulating into .grad twice changes neither dout nor the
     other input."""
-    from einc import _torch
+    from einc import _core, _torch_grad
 
     def general(*args, **kwargs):
         raise AssertionError("the backward went through einc's general path")
@@ -344,8 +344,8 @@ def test_eager_backward_takes_the_fast_path(monkeypatch):
         y, z = einc.einsum("i j, j k -> i j k", a, w), einc.reduce(
             x, "i j -> i", "sum")
         with monkeypatch.context() as m:
-            m.setattr(_torch, "evaluate", general)
-            m.setattr(_torch, "route", general)
+            m.setattr(_torch_grad, "evaluate", general)
+            m.setitem(_core._routes, "torch", general)
             y.backward(d)
             z.backward(dx)
     torch.testing.assert_close(w.grad, 2 * torch.einsum("ijk,ij->jk", d, a),
@@ -379,9 +379,9 @@ def test_parameters_without_grad_take_the_fast_path(monkeypatch):
     """Under no_grad and inference_mode (a model's weights at inference),
     a tensor that requires grad and an nn.Parameter are read through
     DLPack on einc's cached C path (python/src/call.c), never through
-    _torch.route (97 us per 8x8 call there, 5 us here); with grad
+    the torch route (97 us per 8x8 call there, 5 us here); with grad
     recorded they still go to autograd."""
-    from einc import _frameworks, _torch
+    from einc import _core
 
     def general(*args, **kwargs):
         raise AssertionError("went through einc's general path")
@@ -391,8 +391,8 @@ def test_parameters_without_grad_take_the_fast_path(monkeypatch):
     want = x @ w.detach()
     einc.einsum("i j, j k -> i k", x, w.detach())  # plans the entry
     with monkeypatch.context() as m:
-        m.setattr(_torch, "route", general)
-        m.setattr(_frameworks, "eager_grad", None)
+        m.setitem(_core._routes, "torch", general)
+        m.setattr(_core, "eager_grad", None)
         for mode in (torch.no_grad, torch.inference_mode):
             with mode():
                 got = einc.einsum("i j, j k -> i k", x, w)

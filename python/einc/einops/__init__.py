@@ -19,12 +19,12 @@ import re
 import string
 
 from .. import _einc
-from .._api import (RULE_NO_REDUCE, RULE_NO_REPEAT, EincError, _fast,
-                   _fast_setup, _lengths, evaluate)
+from .._core import (RULE_NO_REDUCE, RULE_NO_REPEAT, EincError, _fast,
+                    _fast_setup, _lengths, evaluate)
 from .._einops import _REDUCTIONS, _rearrange_with, _reduce_callable, _single
-from .._einops import pack as _pack
-from .._einops import parse_shape as _parse_shape
-from .._einops import unpack as _unpack
+from .._api import pack as _pack
+from .._api import parse_shape as _parse_shape
+from .._api import unpack as _unpack
 
 try:
     import einops as _peer
@@ -138,7 +138,7 @@ def _numpy_scalar(result):
 
 def _check_rules(tensor, pattern, axes_lengths, rules):
     """The binder's check of `rules` on the tensor's shape alone."""
-    from .._api import _shape_of
+    from .._core import _shape_of
 
     x = _single(tensor)
     _einc.bind(pattern, (_shape_of(x),), False, "sum", "auto",
@@ -208,7 +208,7 @@ def _einsum_error(tensors, pattern, expr, error):
     einc's einops dialect finds it on the shapes, unless that finding is
     only the broadcast that numpy's dialect allows; else numpy's message,
     with the letters' names."""
-    from .._api import _shape_of, bind
+    from .._core import _shape_of, bind
 
     try:
         bind(pattern, [_shape_of(t) for t in tensors], numpy=False)

@@ -25,7 +25,8 @@ import torch
 
 from .. import _torch  # noqa: F401 (torch.compile's stand-ins for einc)
 from .._api import EincError, einsum
-from .._einops import _dims, rearrange, reduce
+from .._api import rearrange, reduce
+from .._einops import _dims
 from ._scripted import _Scripted, _ScriptedMix, _ScriptedMixBias
 
 __all__ = ["EinMix", "Rearrange", "Reduce"]
