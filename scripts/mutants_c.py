@@ -36,7 +36,7 @@ class CTarget:
     def files(self, folders):
         return source_files(folders, self.suffix)
 
-    def prepare(self):
+    def prepare(self, coverage=True):
         os.makedirs(self.work, exist_ok=True)
         sync_tree(self.copy)
         if tree_stamp() != read(os.path.join(self.work, "stamp")):
@@ -48,7 +48,7 @@ class CTarget:
         setup_build(self.copy, self.build, "-Db_coverage=true")
         self.tests = oracle_tests(self.build, self.all_tests)
         self.durations = {}
-        self.cmap = coverage_map(self, covered_by)
+        self.cmap = coverage_map(self, covered_by) if coverage else {}
         self.objects = objects_of(self.build, self.copy)
         self.digests = {}
 
