@@ -13,8 +13,8 @@ mutants before first, then the fastest, stopping at the first failure:
         [--seed S] [--budget SECONDS] [--cap SECONDS] [--skip N] [--work DIR]
         [--gate] [--all-tests] [--python VENV_PYTHON] [--keys K ...] [--against T ...]
 
---keys judges only the drawn mutants with those keys (a run's survivors,
-drawn again with the same options and seed); --against judges them with
+--keys judges only the mutants with those keys (a run's survivors) of the
+files or folders; --against judges them with
 the named tests instead of the covering ones, without the coverage pass
 (does a new test kill them? the tests added since cannot revive a mutant
 that was killed).
@@ -36,6 +36,7 @@ WORK/report.md, has the table and every survivor with its diff and key.
 test programs' summary: "ein-test-summary: mutants: N passed, N failed".
 """
 import argparse
+import itertools
 import math
 import os
 import random
@@ -76,6 +77,9 @@ def choose(args, targets, tool):
         files += [(target, f) for f in
                   target.files([w for w in wanted if os.path.isdir(os.path.join(ROOT, w))]) +
                   [f for f in (args.files or []) if f.endswith(target.suffix)]]
+    if args.keys:  # these mutants wherever they are, not a draw
+        return [(target, m) for target, f in files
+                for m in generate(tool, args.work, f, target.language) if m.key in args.keys]
     if args.sample:
         files = rng.sample(files, min(args.sample, len(files)))
     if args.per_folder:
@@ -95,12 +99,13 @@ def per_folder(args, files, tool, rng):
     for target, f in files:
         pools.setdefault(folder_of(f, args.folders), []).extend(
             (target, m) for m in generate(tool, args.work, f, target.language))
-    chosen = []
+    drawn = []
     for folder in sorted(pools):
         pool = pools[folder]
         log(f"{folder}: {len(pool)} mutants, drawing {min(args.per_folder, len(pool))}")
-        chosen += rng.sample(pool, min(args.per_folder, len(pool)))
-    return chosen
+        drawn.append(rng.sample(pool, min(args.per_folder, len(pool))))
+    # Taken in turns, so that a budget that runs out cuts every folder alike.
+    return [m for turn in itertools.zip_longest(*drawn) for m in turn if m]
 
 
 def folder_of(f, folders):
@@ -185,7 +190,7 @@ def parse_args():
     ap.add_argument("--skip", type=int, default=0,
                     help="skip the first N chosen mutants (resume a budgeted run)")
     ap.add_argument("--gate", action="store_true")
-    ap.add_argument("--keys", nargs="+", help="only the drawn mutants with these keys")
+    ap.add_argument("--keys", nargs="+", help="only the mutants with these keys, no draw")
     ap.add_argument("--against", nargs="+", help="these tests as the oracles, no coverage pass")
     ap.add_argument("--all-tests", action="store_true",
                     help="also the slow oracles (the emulated-device suite, the CLI, ...)")
@@ -205,8 +210,6 @@ def main():
         targets.append(PyTarget(args.work, args.all_tests, args.python))
     tool = mutate_tool(args.work)
     chosen = choose(args, targets, tool)
-    if args.keys:
-        chosen = [(t, m) for t, m in chosen if m.key in args.keys]
     for target in {t for t, _ in chosen}:
         target.prepare(coverage=not args.against)
     equivalent, kills, done = read_keys(EQUIVALENT), {}, []
