@@ -45,7 +45,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mutants_common import (ROOT, first_failure, generate, log, mutate_tool,  # noqa: E402
-                             oracles_of)
+                             oracles_of, save_file_map)
 from mutants_c import CTarget  # noqa: E402
 from mutants_py import PyTarget  # noqa: E402
 
@@ -53,6 +53,7 @@ DEFAULT_FOLDERS = ["src/lexer", "src/binder", "src/planner", "src/api", "runtime
                    "python/einc"]
 EQUIVALENT = os.path.join(ROOT, "tests", "mutants", "equivalent.tsv")
 GATE = os.path.join(ROOT, "tests", "mutants", "gate.tsv")
+FILE_MAP = os.path.join(ROOT, "tests", "mutants", "oracles.json")
 LIVE = ("survived", "uncovered", "capped")
 
 
@@ -124,11 +125,10 @@ def wilson(k, n, z=1.96):
 
 def judge(m, target, kills, cap=None, against=None):
     oracles = against or oracles_of(target, m)
-    if not oracles:
-        m.status = "uncovered"
-        return
     try:
-        m.status = target.apply(m, oracles) or first_failure(m, oracles, target, kills, cap)
+        # Compiled first: a mutant that does not build is invalid wherever it is.
+        m.status = target.apply(m, oracles) or (
+            first_failure(m, oracles, target, kills, cap) if oracles else "uncovered")
     finally:
         target.restore(m)
 
@@ -168,7 +168,9 @@ def report(mutants, args, elapsed):
 def summarize(mutants, gate):
     gated = set(read_keys(GATE)) if gate else None
     passed = sum(m.status in ("killed", "equivalent", "tce") for m in mutants)
-    failed = [m for m in mutants if m.status in LIVE and (gated is None or m.file in gated)]
+    # CI's budget, not a survivor, stops a capped mutant there.
+    failed = [m for m in mutants if m.status in LIVE and
+              (gated is None or (m.file in gated and m.status != "capped"))]
     for m in failed:
         log(f"SURVIVED {m.key} {m.file}:{m.line}\n{m.diff()}")
     log(f"ein-test-summary: mutants: {passed} passed, {len(failed)} failed")
@@ -190,6 +192,10 @@ def parse_args():
     ap.add_argument("--skip", type=int, default=0,
                     help="skip the first N chosen mutants (resume a budgeted run)")
     ap.add_argument("--gate", action="store_true")
+    ap.add_argument("--file-map", action="store_true",
+                    help="as --gate: tests/mutants/oracles.json where the coverage pass is not cached")
+    ap.add_argument("--save-map", action="store_true",
+                    help="write tests/mutants/oracles.json (each file's covering tests) for --gate")
     ap.add_argument("--keys", nargs="+", help="only the mutants with these keys, no draw")
     ap.add_argument("--against", nargs="+", help="these tests as the oracles, no coverage pass")
     ap.add_argument("--all-tests", action="store_true",
@@ -211,7 +217,12 @@ def main():
     tool = mutate_tool(args.work)
     chosen = choose(args, targets, tool)
     for target in {t for t, _ in chosen}:
-        target.prepare(coverage=not args.against)
+        # CI (--gate) takes the committed per-file map where this tree's
+        # coverage pass (10 minutes) is not cached.
+        target.prepare(coverage=bool(not args.against) and
+                       (FILE_MAP if args.gate or args.file_map else True))
+        if args.save_map and not args.against:
+            save_file_map(target, FILE_MAP)
     equivalent, kills, done = read_keys(EQUIVALENT), {}, []
     for i, (target, m) in enumerate(chosen):
         if i < args.skip:
@@ -222,7 +233,8 @@ def main():
         if m.key in equivalent:  # a known survivor would run every covering test
             m.status = "equivalent"
         else:
-            judge(m, target, kills, args.cap, args.against)
+            left = args.budget - (time.monotonic() - t0)
+            judge(m, target, kills, min(args.cap or left, left), args.against)
         log(f"{i + 1}/{len(chosen)} {m.status:10} {m.file}:{m.line} {m.killer}")
         if m.status in LIVE and not args.gate:  # read survivors while the run goes on
             log(f"  {m.key}\n{m.diff()}")

@@ -201,6 +201,32 @@ def coverage_map(target, covered_by):
     return cmap
 
 
+def save_file_map(target, path):
+    """Writes which tests execute each file and their times, from the
+    coverage pass, for runs that cannot afford one (CI): file-level, so a
+    mutant there runs every test of its file, fastest first."""
+    saved = json.load(open(path)) if os.path.isfile(path) else {}
+    saved.setdefault("//durations", {}).update(
+        {k: round(v, 1) for k, v in target.durations.items()})
+    saved.update({f: sorted(e["any"]) for f, e in target.cmap.items()
+                  if e["any"] and f.startswith(("src/", "runtime/", "python/einc/"))})
+    # A line a file, so that a change of the map reads as a diff.
+    open(path, "w").write("{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}"
+                                              for k, v in sorted(saved.items())) + "\n}\n")
+
+
+def file_map(target, path):
+    """The coverage map's shape from save_file_map's file: every line of a
+    file reached by all its tests (those this build still has), and by
+    every test newer than the file (it may reach any file)."""
+    saved = json.load(open(path)) if os.path.isfile(path) else {}
+    target.durations = saved.pop("//durations", {})
+    newer = [t for t in target.tests if t not in target.durations]
+    return {f: {"lines": {}, "instrumented": set(),
+                "any": [t for t in tests if t in target.tests] + newer}
+            for f, tests in saved.items()}
+
+
 def oracles_of(target, m):
     """The oracles that reach m's line (see coverage_map). A line the tool
     does not count that continues a counted statement (an argument on the

@@ -42,7 +42,7 @@ class PyTarget:
                             if self.all_tests or os.path.basename(f) not in SLOW_TESTS)
         self.durations = {}
         ensure_coverage(self.python)
-        self.cmap = coverage_map(self, covered_lines) if coverage else {}
+        self.cmap = coverage_map(self, covered_lines) if coverage else {}  # no file map
 
     def installed(self, rel):
         return os.path.join(self.package, os.path.relpath(rel, "python/einc"))
