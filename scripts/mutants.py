@@ -9,9 +9,19 @@ line (gcov for C, coverage.py for Python), the ones that killed this file's
 mutants before first, then the fastest, stopping at the first failure:
 
     python3 scripts/mutants.py [--folders src/lexer python/einc ...]
-        [--files src/lexer/parser.c ...] [--per-file N | --sample N]
-        [--seed S] [--budget SECONDS] [--skip N] [--work DIR] [--gate] [--all-tests]
-        [--python VENV_PYTHON]
+        [--files src/lexer/parser.c ...] [--per-file N | --per-folder N | --sample N]
+        [--seed S] [--budget SECONDS] [--cap SECONDS] [--skip N] [--work DIR]
+        [--gate] [--all-tests] [--python VENV_PYTHON] [--keys K ...] [--against T ...]
+
+--keys judges only the mutants with those keys (a run's survivors) of the
+files or folders; --against judges them with
+the named tests instead of the covering ones, without the coverage pass
+(does a new test kill them? the tests added since cannot revive a mutant
+that was killed).
+
+--per-folder N draws N mutants from each folder's pool (every mutant of
+every file in it), so that each folder's score is an unbiased estimate of
+its full run's; the report gives each score's 95% interval (Wilson).
 
 A mutant is killed (a test fails, dies or runs past 3x its time), survived
 (the tests that reach it pass), uncovered (no test executes its line),
@@ -26,6 +36,8 @@ WORK/report.md, has the table and every survivor with its diff and key.
 test programs' summary: "ein-test-summary: mutants: N passed, N failed".
 """
 import argparse
+import itertools
+import math
 import os
 import random
 import sys
@@ -33,7 +45,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mutants_common import (ROOT, first_failure, generate, log, mutate_tool,  # noqa: E402
-                             oracles_of)
+                             oracles_of, save_file_map)
 from mutants_c import CTarget  # noqa: E402
 from mutants_py import PyTarget  # noqa: E402
 
@@ -41,7 +53,8 @@ DEFAULT_FOLDERS = ["src/lexer", "src/binder", "src/planner", "src/api", "runtime
                    "python/einc"]
 EQUIVALENT = os.path.join(ROOT, "tests", "mutants", "equivalent.tsv")
 GATE = os.path.join(ROOT, "tests", "mutants", "gate.tsv")
-LIVE = ("survived", "uncovered")
+FILE_MAP = os.path.join(ROOT, "tests", "mutants", "oracles.json")
+LIVE = ("survived", "uncovered", "capped")
 
 
 def read_keys(path):
@@ -65,8 +78,13 @@ def choose(args, targets, tool):
         files += [(target, f) for f in
                   target.files([w for w in wanted if os.path.isdir(os.path.join(ROOT, w))]) +
                   [f for f in (args.files or []) if f.endswith(target.suffix)]]
+    if args.keys:  # these mutants wherever they are, not a draw
+        return [(target, m) for target, f in files
+                for m in generate(tool, args.work, f, target.language) if m.key in args.keys]
     if args.sample:
         files = rng.sample(files, min(args.sample, len(files)))
+    if args.per_folder:
+        return per_folder(args, files, tool, rng)
     chosen = []
     for target, f in files:
         ms = generate(tool, args.work, f, target.language)
@@ -75,39 +93,72 @@ def choose(args, targets, tool):
     return chosen
 
 
-def judge(m, target, kills):
-    oracles = oracles_of(target, m)
-    if not oracles:
-        m.status = "uncovered"
-        return
+def per_folder(args, files, tool, rng):
+    """args.per_folder mutants of each folder, drawn from all its files'
+    mutants at once (a file with more mutants is drawn more often)."""
+    pools = {}
+    for target, f in files:
+        pools.setdefault(folder_of(f, args.folders), []).extend(
+            (target, m) for m in generate(tool, args.work, f, target.language))
+    drawn = []
+    for folder in sorted(pools):
+        pool = pools[folder]
+        log(f"{folder}: {len(pool)} mutants, drawing {min(args.per_folder, len(pool))}")
+        drawn.append(rng.sample(pool, min(args.per_folder, len(pool))))
+    # Taken in turns, so that a budget that runs out cuts every folder alike.
+    return [m for turn in itertools.zip_longest(*drawn) for m in turn if m]
+
+
+def folder_of(f, folders):
+    inside = [d for d in folders if f.startswith(d.rstrip("/") + "/")]
+    return max(inside, key=len) if inside else os.path.dirname(f)
+
+
+def wilson(k, n, z=1.96):
+    """The 95% interval of a proportion k/n (Wilson's score interval)."""
+    if n == 0:
+        return 0.0, 1.0
+    p, d = k / n, 1 + z * z / n
+    mid, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, (mid - half) / d), min(1.0, (mid + half) / d)
+
+
+def judge(m, target, kills, cap=None, against=None):
+    oracles = against or oracles_of(target, m)
     try:
-        m.status = target.apply(m, oracles) or first_failure(m, oracles, target, kills)
+        # Compiled first: a mutant that does not build is invalid wherever it is.
+        m.status = target.apply(m, oracles) or (
+            first_failure(m, oracles, target, kills, cap) if oracles else "uncovered")
     finally:
         target.restore(m)
 
 
-def table(mutants):
-    cols = ["killed", "survived", "uncovered", "equivalent", "tce", "invalid"]
+def table(mutants, folders):
+    cols = ["killed", "survived", "capped", "uncovered", "equivalent", "tce", "invalid"]
     groups = {"all": mutants}
     for m in mutants:
         groups.setdefault(m.file, []).append(m)
-        groups.setdefault(os.path.dirname(m.file) + "/", []).append(m)
-    rows = ["| file | " + " | ".join(cols) + " | score |", "|---" * (len(cols) + 2) + "|"]
+        groups.setdefault(folder_of(m.file, folders) + "/", []).append(m)
+    rows = ["| file | " + " | ".join(cols) + " | score | 95% interval |",
+            "|---" * (len(cols) + 3) + "|"]
     for name in sorted(groups):
         n = {c: sum(m.status == c for m in groups[name]) for c in cols}
-        live = n["killed"] + n["survived"] + n["uncovered"]
+        live = n["killed"] + n["survived"] + n["capped"] + n["uncovered"]
         score = f"{100 * n['killed'] / live:.0f}%" if live else "-"
-        rows.append(f"| {name} | " + " | ".join(str(n[c]) for c in cols) + f" | {score} |")
+        lo, hi = wilson(n["killed"], live)
+        rows.append(f"| {name} | " + " | ".join(str(n[c]) for c in cols) +
+                    f" | {score} | {100 * lo:.0f}-{100 * hi:.0f}% |")
     return rows
 
 
 def report(mutants, args, elapsed):
     lines = [f"# Mutants: {len(mutants)}, seed {args.seed}, {elapsed:.0f} s", "",
-             "score = killed / (killed + survived + uncovered)", ""] + table(mutants)
+             "score = killed / (killed + survived + capped + uncovered)", ""] + \
+        table(mutants, args.files and [os.path.dirname(f) for f in args.files] or args.folders)
     lines += ["", "## Survivors", ""]
     for m in mutants:
         if m.status in LIVE:
-            lines += [f"### {m.key} {m.file}:{m.line} ({m.status})", "```diff",
+            lines += [f"### {m.key} {m.file}:{m.line} ({m.status}{', ' + m.killer if m.killer else ''})", "```diff",
                       m.diff().rstrip(), "```", ""]
     path = os.path.join(args.work, "report.md")
     open(path, "w").write("\n".join(lines) + "\n")
@@ -117,7 +168,9 @@ def report(mutants, args, elapsed):
 def summarize(mutants, gate):
     gated = set(read_keys(GATE)) if gate else None
     passed = sum(m.status in ("killed", "equivalent", "tce") for m in mutants)
-    failed = [m for m in mutants if m.status in LIVE and (gated is None or m.file in gated)]
+    # CI's budget, not a survivor, stops a capped mutant there.
+    failed = [m for m in mutants if m.status in LIVE and
+              (gated is None or (m.file in gated and m.status != "capped"))]
     for m in failed:
         log(f"SURVIVED {m.key} {m.file}:{m.line}\n{m.diff()}")
     log(f"ein-test-summary: mutants: {passed} passed, {len(failed)} failed")
@@ -129,13 +182,22 @@ def parse_args():
     ap.add_argument("--folders", nargs="+", default=DEFAULT_FOLDERS)
     ap.add_argument("--files", nargs="+")
     ap.add_argument("--per-file", type=int, default=20)
+    ap.add_argument("--per-folder", type=int, help="N mutants of each folder instead")
     ap.add_argument("--sample", type=int, help="N mutants over all files instead")
     ap.add_argument("--seed", default="0")
     ap.add_argument("--budget", type=float, default=float("inf"), help="seconds")
     ap.add_argument("--work", default=os.path.join(ROOT, "build-mut"))
+    ap.add_argument("--cap", type=float, help="seconds of oracles per mutant, then "
+                    "\"capped\" (counted as a survivor)")
     ap.add_argument("--skip", type=int, default=0,
                     help="skip the first N chosen mutants (resume a budgeted run)")
     ap.add_argument("--gate", action="store_true")
+    ap.add_argument("--file-map", action="store_true",
+                    help="as --gate: tests/mutants/oracles.json where the coverage pass is not cached")
+    ap.add_argument("--save-map", action="store_true",
+                    help="write tests/mutants/oracles.json (each file's covering tests) for --gate")
+    ap.add_argument("--keys", nargs="+", help="only the mutants with these keys, no draw")
+    ap.add_argument("--against", nargs="+", help="these tests as the oracles, no coverage pass")
     ap.add_argument("--all-tests", action="store_true",
                     help="also the slow oracles (the emulated-device suite, the CLI, ...)")
     ap.add_argument("--python", default=os.path.join(ROOT, "build-ci", "venv", "bin", "python"),
@@ -155,7 +217,12 @@ def main():
     tool = mutate_tool(args.work)
     chosen = choose(args, targets, tool)
     for target in {t for t, _ in chosen}:
-        target.prepare()
+        # CI (--gate) takes the committed per-file map where this tree's
+        # coverage pass (10 minutes) is not cached.
+        target.prepare(coverage=bool(not args.against) and
+                       (FILE_MAP if args.gate or args.file_map else True))
+        if args.save_map and not args.against:
+            save_file_map(target, FILE_MAP)
     equivalent, kills, done = read_keys(EQUIVALENT), {}, []
     for i, (target, m) in enumerate(chosen):
         if i < args.skip:
@@ -166,7 +233,8 @@ def main():
         if m.key in equivalent:  # a known survivor would run every covering test
             m.status = "equivalent"
         else:
-            judge(m, target, kills)
+            left = args.budget - (time.monotonic() - t0)
+            judge(m, target, kills, min(args.cap or left, left), args.against)
         log(f"{i + 1}/{len(chosen)} {m.status:10} {m.file}:{m.line} {m.killer}")
         if m.status in LIVE and not args.gate:  # read survivors while the run goes on
             log(f"  {m.key}\n{m.diff()}")

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 
-from mutants_common import ROOT, coverage_map, run, source_files
+from mutants_common import ROOT, coverage_map, file_map, run, source_files
 
 # Tests that need what a mutant copy lacks (an install prefix, the docs, a
 # GPU) or only check generated files are not oracles.
@@ -36,7 +36,9 @@ class CTarget:
     def files(self, folders):
         return source_files(folders, self.suffix)
 
-    def prepare(self):
+    def prepare(self, coverage=True):
+        """coverage: True (the coverage pass, or its cache), False (none:
+        --against), or the path of a file map (used unless cached)."""
         os.makedirs(self.work, exist_ok=True)
         sync_tree(self.copy)
         if tree_stamp() != read(os.path.join(self.work, "stamp")):
@@ -48,7 +50,11 @@ class CTarget:
         setup_build(self.copy, self.build, "-Db_coverage=true")
         self.tests = oracle_tests(self.build, self.all_tests)
         self.durations = {}
-        self.cmap = coverage_map(self, covered_by)
+        cached = os.path.isfile(os.path.join(self.work, "coverage.json"))
+        if isinstance(coverage, str) and not cached:
+            self.cmap = file_map(self, coverage)
+        else:
+            self.cmap = coverage_map(self, covered_by) if coverage else {}
         self.objects = objects_of(self.build, self.copy)
         self.digests = {}
 
@@ -71,6 +77,8 @@ class CTarget:
         if digest(obj) == self.digests[m.file]:
             return "tce"
         programs = sorted({t for name in oracles for t in self.tests[name]})
+        if not programs:  # (ninja without targets would build everything)
+            return None
         return "invalid" if run(["ninja", "-C", self.build, *programs])[0] else None
 
     def restore(self, m):
@@ -107,14 +115,27 @@ def read(path):
 
 
 def digest(path):
-    return hashlib.sha1(open(path, "rb").read()).hexdigest() if os.path.exists(path) else None
+    """The object's code and data without its debug information: a change
+    of a type that only passes through (a parameter's array bound) alters
+    the DWARF, not the program. Checked on path_given.c's read_tree
+    `int (*ssa)[2]` -> `[1]`: the same stripped object (with SEEDED)."""
+    if not os.path.exists(path):
+        return None
+    stripped = path + ".nodebug"
+    if run(["objcopy", "--strip-debug", path, stripped])[0] != 0:
+        stripped = path
+    h = hashlib.sha1(open(stripped, "rb").read()).hexdigest()
+    if stripped != path:
+        os.remove(stripped)
+    return h
 
 
 def sync_tree(dest):
     """The tracked files as they are in the work tree, and nothing else (a
     file the tree no longer has could shadow a moved header); a file
     already the same keeps its mtime (the copy's build stays incremental),
-    one that differs (an interrupted run's mutant) is copied again."""
+    one that differs (an edit, an interrupted run's mutant) is copied
+    again with the time of the copy."""
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True,
                             capture_output=True).stdout.split(b"\0")
     tracked = {f for f in (x.decode() for x in listed) if f and
@@ -123,7 +144,10 @@ def sync_tree(dest):
         src, dst = os.path.join(ROOT, f), os.path.join(dest, f)
         if not (os.path.isfile(dst) and filecmp.cmp(src, dst, False)):
             os.makedirs(os.path.dirname(dst), exist_ok=True)
-            shutil.copy2(src, dst)
+            # A fresh time, not the work tree's: a file edited before the
+            # copy's last build would else look older than its objects.
+            shutil.copyfile(src, dst)
+            shutil.copymode(src, dst)
     for folder, _, files in os.walk(dest):
         for name in files:
             path = os.path.join(folder, name)
@@ -131,12 +155,19 @@ def sync_tree(dest):
                 os.remove(path)
 
 
+# gcc stamps each --coverage object with the time unless given a seed, so
+# that no mutant's object could equal the original's (no "tce" verdict).
+SEEDED = "-frandom-seed=einc-mutants"
+
+
 def setup_build(src, build, *options):
     if not os.path.isfile(os.path.join(build, "build.ninja")):
         rc, out = run(["meson", "setup", build, src, "-Dbuildtype=debugoptimized",
-                       *options])
+                       "-Dc_args=" + SEEDED, *options])
         if rc != 0:
             sys.exit("meson setup failed:\n" + out[-4000:])
+    elif SEEDED not in open(os.path.join(build, "build.ninja")).read():
+        run(["meson", "configure", build, "-Dc_args=" + SEEDED])
     rc, out = run(["ninja", "-C", build])
     if rc != 0:
         sys.exit("the unmutated copy does not build:\n" + out[-4000:])
@@ -157,8 +188,13 @@ def oracle_tests(build, all_tests):
 
 
 def run_test(build, name, timeout, env=None):
+    """meson runs each test in a session of its own, so killing meson's
+    group on our timeout left a hanging mutant's test running (one ran 10
+    minutes after its verdict): meson's own timeout (300 s a unit test,
+    scaled) kills it, ours only backs that up."""
     rc, _ = run(["meson", "test", "-C", build, "--no-rebuild", "-q",
-                 "--suite", "unit", name], timeout=timeout, env=env)
+                 "--timeout-multiplier", f"{timeout / 300:.3f}",
+                 "--suite", "unit", name], timeout=timeout + 60, env=env)
     return rc
 
 

@@ -22,7 +22,6 @@ class Mutant:
     line: int          # 1-based line of the change in the original
     old: str
     new: str
-    text: str          # the whole mutated file
     key: str = ""
     status: str = ""   # killed survived uncovered equivalent tce invalid
     killer: str = ""
@@ -33,6 +32,13 @@ class Mutant:
         h = hashlib.sha1("\0".join([self.file, self.old.strip(),
                                     self.new.strip()]).encode())
         self.key = h.hexdigest()[:12]
+
+    @property
+    def text(self):
+        """The whole mutated file (made when needed: a folder's pool holds
+        tens of thousands of mutants)."""
+        original = open(os.path.join(ROOT, self.file)).read().splitlines(keepends=True)
+        return "".join(original[:self.line - 1]) + self.new + "".join(original[self.line:])
 
     def diff(self):
         return "".join(difflib.unified_diff(
@@ -58,12 +64,19 @@ def run(cmd, timeout=None, **kw):
         return None, out
 
 
+# re2c's output (lexer_re2c.c from lexer.re, utf8_re2c.c from utf8.re):
+# its mutants would test re2c's tables, and one file of it is 8,700 lines
+# (tens of thousands of mutants, each written out whole by the generator).
+GENERATED = "_re2c.c"
+
+
 def source_files(folders, suffix):
-    """The files ending in suffix below the folders, relative to the root."""
+    """The hand-written files ending in suffix below the folders, relative
+    to the root."""
     found = []
     for folder in folders:
         found += glob.glob(os.path.join(ROOT, folder, "**", "*" + suffix), recursive=True)
-    return sorted(os.path.relpath(f, ROOT) for f in found)
+    return sorted(os.path.relpath(f, ROOT) for f in found if not f.endswith(GENERATED))
 
 
 def mutate_tool(work):
@@ -78,42 +91,58 @@ def mutate_tool(work):
     return exe
 
 
+# universalmutator's own rule choice for a language (its genmutants.py),
+# asked of its library: the command line writes every mutant out as a
+# whole file (57 s for cpu_loops.c's 6,709; the library call takes 1 s).
+LIST_MUTANTS = """
+import json, sys
+from universalmutator import mutator
+path, language = sys.argv[1:3]
+rules = ["universal.rules", language + ".rules"] + (["c_like.rules"] if language == "c" else [])
+source = open(path).readlines()
+found = mutator.mutants_regexp(source, ruleFiles=rules, ignorePatterns=[], ignoreStringOnly=True)
+sys.stderr.flush()
+print(json.dumps([[n, new] for n, new, *_ in found]))
+"""
+
+
 def generate(tool, work, rel, language):
     """The distinct one-line mutants of one file, cached by its content."""
     content = open(os.path.join(ROOT, rel), "rb").read()
     out = os.path.join(work, "generated", rel.replace("/", "__") + "-" +
-                       hashlib.sha1(content).hexdigest()[:10])
-    if not os.path.isdir(out):
-        os.makedirs(out + ".tmp", exist_ok=True)
-        run([tool, os.path.join(ROOT, rel), language, "--noCheck",
-             "--mutantDir", out + ".tmp"])
-        os.rename(out + ".tmp", out)
+                       hashlib.sha1(content).hexdigest()[:10] + ".json")
+    if not os.path.isfile(out):
+        python = os.path.join(os.path.dirname(tool), "python")
+        done = subprocess.run([python, "-c", LIST_MUTANTS, os.path.join(ROOT, rel), language],
+                              check=True, capture_output=True, text=True)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        open(out + ".tmp", "w").write(done.stdout.splitlines()[-1])
+        os.replace(out + ".tmp", out)
     original = content.decode().splitlines(keepends=True)
     seen, mutants = set(), []
-    for name in sorted(os.listdir(out)):
-        m = one_line_change(rel, original, open(os.path.join(out, name)).read())
-        if m and m.key not in seen:
-            seen.add(m.key)
-            mutants.append(m)
+    for n, new in json.load(open(out)):
+        if original[n - 1] != new:
+            m = Mutant(rel, n, original[n - 1], new)
+            if m.key not in seen:
+                seen.add(m.key)
+                mutants.append(m)
     return mutants
 
 
-def one_line_change(rel, original, text):
-    new = text.splitlines(keepends=True)
-    ops = [op for op in difflib.SequenceMatcher(a=original, b=new, autojunk=False)
-           .get_opcodes() if op[0] != "equal"]
-    if len(ops) != 1:
-        return None
-    _, i1, i2, j1, j2 = ops[0]
-    return Mutant(rel, i1 + 1, "".join(original[i1:i2]), "".join(new[j1:j2]), text)
-
-
-def first_failure(m, oracles, target, kills):
+def first_failure(m, oracles, target, kills, cap=None):
     """Runs the oracles that reach m, the ones that killed this file's
-    mutants before first, then the fastest; stops at the first failure."""
+    mutants before first, then the fastest; stops at the first failure.
+    With cap (seconds), a mutant still alive after its oracles ran that
+    long is "capped": counted as a survivor (the score is then a lower
+    bound), the oracles not reached named in m.killer."""
     order = sorted(set(oracles), key=lambda n: (-kills.get((m.file, n), 0),
                                                 target.durations.get(n, 60)))
-    for name in order:
+    t0 = time.monotonic()
+    for i, name in enumerate(order):
+        if cap is not None and time.monotonic() - t0 > cap:
+            m.killer = f"{len(order) - i} of {len(order)} oracles not run: " + \
+                " ".join(order[i:])
+            return "capped"
         rc = target.run_oracle(name)
         if rc == "invalid":
             return "invalid"
@@ -170,6 +199,37 @@ def coverage_map(target, covered_by):
     json.dump({**saved, "//tests": sorted(target.tests), "//durations": target.durations},
               open(cache, "w"))
     return cmap
+
+
+def save_file_map(target, path):
+    """Writes which tests execute each file and their times, from the
+    coverage pass, for runs that cannot afford one (CI): file-level, so a
+    mutant there runs every test of its file, fastest first."""
+    saved = json.load(open(path)) if os.path.isfile(path) else {}
+    saved.setdefault("//durations", {}).update(
+        {k: round(v, 1) for k, v in target.durations.items()})
+    # Those that failed on the unmutated copy (path_hard's CPU-time checks
+    # under coverage and load): not oracles, and not "newer" either.
+    saved["//not_oracles"] = sorted(set(saved.get("//not_oracles", [])) |
+                                    {t for t in target.tests if t not in target.durations})
+    saved.update({f: sorted(e["any"]) for f, e in target.cmap.items()
+                  if e["any"] and f.startswith(("src/", "runtime/", "python/einc/"))})
+    # A line a file, so that a change of the map reads as a diff.
+    open(path, "w").write("{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}"
+                                              for k, v in sorted(saved.items())) + "\n}\n")
+
+
+def file_map(target, path):
+    """The coverage map's shape from save_file_map's file: every line of a
+    file reached by all its tests (those this build still has), and by
+    every test newer than the file (it may reach any file)."""
+    saved = json.load(open(path)) if os.path.isfile(path) else {}
+    target.durations = saved.pop("//durations", {})
+    dropped = set(saved.pop("//not_oracles", []))
+    newer = [t for t in target.tests if t not in target.durations and t not in dropped]
+    return {f: {"lines": {}, "instrumented": set(),
+                "any": [t for t in tests if t in target.tests] + newer}
+            for f, tests in saved.items()}
 
 
 def oracles_of(target, m):

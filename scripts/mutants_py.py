@@ -34,7 +34,7 @@ class PyTarget:
     def files(self, folders):
         return source_files(folders, self.suffix)
 
-    def prepare(self):
+    def prepare(self, coverage=True):
         os.makedirs(self.work, exist_ok=True)
         self.package = copy_package(self.python, self.site)
         self.tests = sorted(os.path.basename(f) for f in
@@ -42,7 +42,7 @@ class PyTarget:
                             if self.all_tests or os.path.basename(f) not in SLOW_TESTS)
         self.durations = {}
         ensure_coverage(self.python)
-        self.cmap = coverage_map(self, covered_lines)
+        self.cmap = coverage_map(self, covered_lines) if coverage else {}  # no file map
 
     def installed(self, rel):
         return os.path.join(self.package, os.path.relpath(rel, "python/einc"))

@@ -169,6 +169,8 @@ static const ein_length split_len[] = {{"h", 4}};
 
 static const scenario scenarios[] = {
     {"bind split", "b (h d) -> b h d", 1, {{8, 16}}, {2}, {.lengths = split_len, .nlengths = 1}, BIND},
+    /* numpy's implicit output: the once-used letters, sorted (bind_output.c) */
+    {"bind implicit output", "ij,jk", 2, {{4, 3}, {3, 5}}, {2, 2}, {.dialect = EIN_DIALECT_NUMPY}, BIND},
     {"plan chain", "i j, j k, k l -> i l", 3, {{40, 8}, {8, 40}, {40, 8}}, {2, 2, 2}, {0}, PLAN},
     {"describe", "b h i d, b h j d -> b h i j", 2, {{2, 2, 16, 8}, {2, 2, 16, 8}}, {4, 4}, {0}, DESCRIBE},
     {"eval gemm", "b i d, b j d -> b i j", 2, {{2, 64, 32}, {2, 64, 32}}, {3, 3}, {0}, EVAL},

@@ -151,6 +151,10 @@ int main(void) {
   expect_ast("a () 1 -> a", E, "[a () 1] -> [a]");
   expect_ast("(a 1 b) -> (1) ()", E, "[(a 1 b)] -> [(1) ()]");
   expect_ast("h w -> h w 3", E, "[h w] -> [h w #3]");
+  /* Numbers of several digits whose later digits are 0: only a leading 0
+   * is refused ("a 07" in error_cases.inc). */
+  expect_ast("(h 10) w -> h w 100 1024", E,
+             "[(h #10) w] -> [h w #100 #1024]");
   expect_ast("(h)->(h)", E, "[(h)] -> [(h)]");
   expect_ast("a(b c)d->a b c d", E, "[a (b c) d] -> [a b c d]");
   /* ellipsis */

@@ -449,6 +449,10 @@ static void test_accounting(ein_ctx *ctx) {
         "mfu %g", mfu);
   CHECK(ein_device_model_set_peak(&h100, EIN_PEAK_F32, -1) ==
                 EIN_ERR_INVALID_ARGUMENT &&
+            ein_device_model_set_peak(&h100, EIN_PEAK_F32, 0) ==
+                EIN_ERR_INVALID_ARGUMENT &&
+            ein_device_model_set_bandwidth(&h100, 0) ==
+                EIN_ERR_INVALID_ARGUMENT &&
             ein_device_model_set_bandwidth(&h100, NAN) ==
                 EIN_ERR_INVALID_ARGUMENT &&
             h100.peak[EIN_PEAK_F32] == 67e12,
