@@ -11,38 +11,44 @@
 #include "tensors.h"
 #include "trace.h"
 
+/* A tensor's part of a key, one append: dtype and rank (a byte each),
+ * then each dim's size and stride (int64). ein_plan_output_compact
+ * (plan_object.c) reads the output's part of a plan's layout key. */
 static void key_tensor(ein_strbuf *k, const DLTensor *t, ein_dtype dt) {
-  unsigned char head[2] = {(unsigned char)dt, (unsigned char)t->ndim};
-  ein_strbuf_append(k, head, 2);
+  unsigned char v[2 + 2 * EIN_MAX_DIMS * sizeof(int64_t)]; /* check_tensor */
+  v[0] = (unsigned char)dt;
+  v[1] = (unsigned char)t->ndim;
   for (int d = 0; d < t->ndim; d++) {
-    int64_t v[2] = {t->shape[d], ein_tensor_stride(t, d)};
-    ein_strbuf_append(k, v, sizeof v);
+    int64_t pair[2] = {t->shape[d], ein_tensor_stride(t, d)};
+    memcpy(v + 2 + (size_t)d * sizeof pair, pair, sizeof pair);
   }
+  ein_strbuf_append(k, v, 2 + (size_t)t->ndim * 2 * sizeof(int64_t));
 }
 
+/* A string option's part: its length with the NUL (0 for NULL, which
+ * differs from ""), then its bytes. */
+static void key_string(ein_strbuf *k, const char *s) {
+  size_t len = s ? strlen(s) + 1 : 0;
+  ein_strbuf_append(k, &len, sizeof len);
+  if (len) ein_strbuf_append(k, s, len);
+}
+
+/* The expression and the plan-shaping options: the fixed-size ones in one
+ * append (the key is built on every ein_eval; docs/design.md). */
 static void key_options(ein_strbuf *k, const char *expr, size_t len,
                         const ein_options *o,
                         const ein_backend_entry *backend, int device) {
-  ein_strbuf_append(k, &len, sizeof len);
-  ein_strbuf_append(k, expr, len);
-  int32_t head[7] = {o->dialect, o->reduction, o->nlengths, backend->kind,
-                     o->allow_tf32 != 0, device, (int32_t)o->axis_rules};
+  int64_t head[11] = {(int64_t)len, o->dialect, o->reduction, o->nlengths,
+                      backend->kind, o->allow_tf32 != 0, device,
+                      (int64_t)o->axis_rules, o->memory_limit,
+                      (int64_t)o->seed, (int64_t)o->objective};
   ein_strbuf_append(k, head, sizeof head);
-  ein_strbuf_append(k, &o->memory_limit, sizeof o->memory_limit);
-  double search[2] = {o->plan_time, (double)o->objective};
-  ein_strbuf_append(k, search, sizeof search);
-  ein_strbuf_append(k, &o->seed, sizeof o->seed);
-  size_t plen = o->path ? strlen(o->path) + 1 : 0; /* NULL differs from "" */
-  ein_strbuf_append(k, &plen, sizeof plen);
-  if (plen) ein_strbuf_append(k, o->path, plen);
-  size_t slen = o->slice_axes ? strlen(o->slice_axes) + 1 : 0;
-  ein_strbuf_append(k, &slen, sizeof slen);
-  if (slen) ein_strbuf_append(k, o->slice_axes, slen);
+  ein_strbuf_append(k, &o->plan_time, sizeof o->plan_time);
+  ein_strbuf_append(k, expr, len);
+  key_string(k, o->path);
+  key_string(k, o->slice_axes);
   for (int i = 0; i < o->nlengths; i++) {
-    const char *name = o->lengths[i].name; /* check_options: not NULL */
-    size_t n = strlen(name);
-    ein_strbuf_append(k, &n, sizeof n);
-    ein_strbuf_append(k, name, n);
+    key_string(k, o->lengths[i].name); /* check_options: not NULL */
     ein_strbuf_append(k, &o->lengths[i].size, sizeof(int64_t));
   }
 }
