@@ -26,6 +26,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from file_graph import circles  # noqa: E402  (one Tarjan for both graphs)
+
 PACKAGE = "einc"
 EXTENSION = "einc._einc"
 CORE = "einc._core"
@@ -97,37 +100,6 @@ def graph_of(root):
                 if not (target == PACKAGE or name.startswith(target + ".")):
                     graph[name].add(target)
     return graph, eager
-
-
-def circles(graph):
-    """Strongly connected components of two or more nodes (Tarjan)."""
-    index, low, stack, on, out = {}, {}, [], set(), []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
 
 
 def order(graph):
