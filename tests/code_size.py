@@ -33,10 +33,13 @@ GENERATED = re.compile(r"_re2c\.c$")
 # Over the limits and known, each with its reason; anything else over
 # fails. Shrink this list, never grow it without a reason a reader accepts.
 KNOWN = {
-    "src/codegen/codegen.c": "the kernel generator, to split with the "
-                             "codegen work on its own branch",
-    "runtime/cuda/cuda_backend.c": "the CUDA backend, to split with the "
-                                   "CUDA work on its own branch",
+    "src/codegen/codegen.c": "the kernel generator (1,432 lines): its "
+                             "reductions and its emit helpers go to files "
+                             "of their own next (a split without a circle "
+                             "needs three files)",
+    "runtime/cuda/cuda_backend.c": "the CUDA backend (917 lines): its "
+                                   "memory functions go to a file of "
+                                   "their own next",
     "src/cli/cmd_plan.c:cmd_plan_help": "one string literal, the help text",
 }
 START = re.compile(r"^[A-Za-z_][\w \*,]*?\b(\w+)\s*\(")
