@@ -81,13 +81,14 @@ mutant swapped-leading-dimension src/codegen/cuda_program.c \
   '  out->lda = call.lda;
   out->ldb = call.ldb;'
 mutant removed-barrier src/codegen/kernels/reduce.cuh \
-  '      part[threadIdx.y][threadIdx.x] = acc;
+  '        part[threadIdx.y / rows][threadIdx.x] = acc;
       __syncthreads();' \
-  '      part[threadIdx.y][threadIdx.x] = acc;'
+  '        part[threadIdx.y / rows][threadIdx.x] = acc;'
 mutant off-by-one-bound src/codegen/kernels/reduce.cuh \
   'idx r0 = 0, r1 = Step::nred;' 'idx r0 = 0, r1 = Step::nred - 1;'
 mutant wrong-shuffle-mask src/codegen/kernels/reduce.cuh \
-  '__shfl_down_sync(0xffffffffu, ' '__shfl_down_sync(0x0000ffffu, '
+  '__shfl_down_sync(0xffffffffu, acc, off)' \
+  '__shfl_down_sync(0x0000ffffu, acc, off)'
 
 echo "ein-test-summary: mutation: $passed passed, $failed failed"
 [ "$failed" = 0 ]
