@@ -80,7 +80,7 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
                             memory_limit=memory_limit_bytes(memory_limit))
         if out is None and backend == "auto":
             # The cached path of plain numpy and torch CPU calls
-            # (python/src/fastpath.c); None sends the call the general way.
+            # (python/src/call.c); None sends the call the general way.
             lengths = _lengths(axis_sizes) if axis_sizes else None
             result = _fast(args, numpy, reduce, lengths)
             if result is None and _fast_setup():  # numpy or torch just came
@@ -189,7 +189,7 @@ def rearrange(tensor, pattern: str, **axes_lengths):
     return _rearrange_with(tensor, pattern, axes_lengths, RULE_NO_REDUCE)
 
 
-# einc.rearrange is a builtin (python/src/fastpath.c) that serves the calls
+# einc.rearrange is a builtin (python/src/builtins.c) that serves the calls
 # its plan table knows with no Python frame, and hands every other call to
 # the Python function above (kept as _rearrange; its name stays
 # 'rearrange' for Python's own errors), whose docstring it shows.

@@ -128,7 +128,7 @@ class Plan:
         self.is_view = stats["is_view"]
         self._dict = None
         self._grad_cost = None
-        # torch CPU tensors take einc.einsum's cached C path (fastpath.c),
+        # torch CPU tensors take einc.einsum's cached C path (python/src/call.c),
         # which plans as this plan was planned where the plan has einsum's
         # defaults (backend auto, searched path); a plan whose result is a
         # view of an input stays on execute(), which returns a new tensor

@@ -31,7 +31,7 @@ through torch's own machinery:
   ein_jvp_create) and sums them; lowered calls and views are torch's own
   operations, which have their forward derivatives already. A dual tensor
   needs no grad, so _mode asks for tangents before sending a call to
-  DLPack, which would drop them (and fastpath.c hands every torch call to
+  DLPack, which would drop them (and python/src/call.c hands every torch call to
   Python while a dual level is open).
 - Tensors that require grad when no gradient is recorded (torch.no_grad,
   inference_mode, an nn.Parameter in eval code) take einc's C fast path,
@@ -81,7 +81,7 @@ def _torch_numpy_dtype(t):
 
 
 def _arm_fast(np) -> bool:
-    """einc._core's arming of _einc.fast (fastpath.c) for torch CPU
+    """einc._core's arming of _einc.fast (python/src/call.c) for torch CPU
     tensors, once numpy's side is armed; False while torch is still being
     imported."""
     if not hasattr(torch, "from_numpy"):
@@ -90,7 +90,7 @@ def _arm_fast(np) -> bool:
                  "int32", "int64", "uint8", "bool", "complex64",
                  "complex128"):
         _TORCH_TO_NUMPY[getattr(torch, name)] = np.dtype(name)
-    # bfloat16 results are made as uint16 arrays (fastpath.c)
+    # bfloat16 results are made as uint16 arrays (python/src/inputs.c)
     _TORCH_TO_NUMPY[torch.bfloat16] = np.dtype("uint16")
     # torch 2.10 on: DLPack's C exchange table, no Python calls. The
     # guards send calls under jit tracing or a dispatch mode (make_fx)

@@ -53,7 +53,7 @@ def _einsum_general(*operands, out=None, optimize=False, dtype=None,
 
 
 # The builtin (python/src/dropin.c) serves numpy.einsum's plain call from
-# einc's cached path (fastpath.c): subscripts first, keywords at their
+# einc's cached path (python/src/call.c): subscripts first, keywords at their
 # defaults or optimize a strategy, no bool input, every input of more
 # than one dim with a last stride of one element (else order='K' follows
 # its layout); everything else goes to _einsum_general.

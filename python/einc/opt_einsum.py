@@ -210,7 +210,7 @@ _EIN_ERR_LIMIT = -11  # ein.h's status for a limit no plan meets
 
 
 # The builtin (python/src/dropin.c) serves contract's plain call from
-# einc's cached path (fastpath.c): subscripts _translate has seen (_cache),
+# einc's cached path (python/src/call.c): subscripts _translate has seen (_cache),
 # keywords that leave the result as it is, no bool operands (an or of
 # ands); everything else goes to _contract_general.
 contract = _einc.fast_contract(

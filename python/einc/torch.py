@@ -73,7 +73,7 @@ def _einsum_general(*args):
 
 
 # The builtin (python/src/dropin.c) serves torch.einsum's plain call
-# from einc's cached path (fastpath.c): an equation first, the operands
+# from einc's cached path (python/src/call.c): an equation first, the operands
 # after it or as one list, no integer or bool operand (torch promotes
 # their sums); everything else goes to _einsum_general.
 einsum = _einc.fast_torch_einsum(

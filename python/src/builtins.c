@@ -15,7 +15,7 @@
 #include "einpy.h"
 
 /* einops' axis lengths, ((name, size), ...) in keyword order as
- * einc._api._lengths gives them, or NULL (no exception) where Python
+ * einc._core._lengths gives them, or NULL (no exception) where Python
  * should read them: a size not exactly an int, or a name that is one of
  * the function's own parameters (`own`, NULL-terminated: Python's
  * TypeError, or a keyword reduction). */

@@ -116,7 +116,7 @@ _reduce._zero_d = lambda args, kwargs, result: _reduce_type(
 
 
 # The builtin (python/src/dropin.c) serves reduce's plain call from
-# einc's cached path (fastpath.c): a reduction einc compiles, named by a
+# einc's cached path (python/src/call.c): a reduction einc compiles, named by a
 # str, and axis lengths as ints; everything else goes to _reduce.
 reduce = _einc.fast_einops_reduce(
     _reduce,
@@ -241,7 +241,7 @@ def _einsum_first(tensors, expr):
 _checked: dict = {}
 _MAX_CHECKED = 4096
 # The builtin (python/src/dropin.c) serves einsum's plain call from
-# einc's cached path (fastpath.c): a pattern already in _checked;
+# einc's cached path (python/src/call.c): a pattern already in _checked;
 # everything else goes to _einsum.
 einsum = _einc.fast_einops_einsum(
     _einsum,
