@@ -37,9 +37,6 @@ KNOWN = {
                              "reductions and its emit helpers go to files "
                              "of their own next (a split without a circle "
                              "needs three files)",
-    "runtime/cuda/cuda_backend.c": "the CUDA backend (917 lines): its "
-                                   "memory functions go to a file of "
-                                   "their own next",
     "src/cli/cmd_plan.c:cmd_plan_help": "one string literal, the help text",
 }
 START = re.compile(r"^[A-Za-z_][\w \*,]*?\b(\w+)\s*\(")

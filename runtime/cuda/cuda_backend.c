@@ -19,6 +19,7 @@
  * its pointers are the same (ptr_arrays).
  */
 #include "cuda_backend.h"
+#include "cuda_device.h"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -73,32 +74,11 @@ typedef struct cuda_backend {
   unsigned arrays_next; /* the slot the next new entry takes */
 } cuda_backend;
 
-/* A failed CUDA runtime or cuBLAS call: the library's name and text of
- * its status; EIN_ERR_DEVICE_MEMORY when it ran out of device memory. */
-static ein_status call_fail(ein_error_rec *err, const char *call, bool oom,
-                            const char *name, const char *text) {
-  return ein_fail(err, oom ? EIN_ERR_DEVICE_MEMORY : EIN_ERR_BACKEND,
-                  "%s failed: %s (%s)", call, name, text);
-}
-
-static ein_status cuda_fail(ein_error_rec *err, const char *call,
-                            cudaError_t e) {
-  return call_fail(err, call, e == cudaErrorMemoryAllocation,
-                   cudaGetErrorName(e), cudaGetErrorString(e));
-}
-
 static ein_status blas_fail(ein_error_rec *err, const char *call,
                             cublasStatus_t s) {
-  return call_fail(err, call, s == CUBLAS_STATUS_ALLOC_FAILED,
-                   cublasGetStatusName(s), cublasGetStatusString(s));
+  return ein_cuda_call_fail(err, call, s == CUBLAS_STATUS_ALLOC_FAILED,
+                            cublasGetStatusName(s), cublasGetStatusString(s));
 }
-
-#define CU(call)                                                               \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess)                                                     \
-      return cuda_fail(err, #call, e_);                                        \
-  } while (0)
 
 /* The same for a cuBLAS call, written BLAS(cublasFoo, (args)) so that a
  * failure names the function: EIN_ERR_DEVICE_MEMORY when cuBLAS could not
@@ -109,47 +89,6 @@ static ein_status blas_fail(ein_error_rec *err, const char *call,
     if (s_ != CUBLAS_STATUS_SUCCESS)                                           \
       return blas_fail(err, #fn, s_);                                          \
   } while (0)
-
-bool ein_cuda_built(void) { return true; }
-
-/* Without the runtime library the forwarders fail, so this is 0. */
-int ein_cuda_device_count(void) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError(); /* clear the sticky "no driver" error */
-    return 0;
-  }
-  return n;
-}
-
-bool ein_cuda_device_name(int device, char *buf, size_t cap) {
-  struct cudaDeviceProp prop;
-  if (device < 0 || device >= ein_cuda_device_count() ||
-      cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  snprintf(buf, cap, "%s", prop.name);
-  return true;
-}
-
-/* Makes `device` current and remembers the caller's device. The runtime
- * is required first: a backend opened before a fork() reaches here in the
- * child, which must be told why CUDA fails there (cuda_libs.h). */
-static ein_status enter(int device, int *prev, ein_error_rec *err) {
-  ein_status st = ein_cuda_lib_require(EIN_LIB_CUDART, err);
-  if (st)
-    return st;
-  CU(cudaGetDevice(prev));
-  if (*prev != device)
-    CU(cudaSetDevice(device));
-  return EIN_OK;
-}
-
-static void leave(int device, int prev) {
-  if (prev != device)
-    cudaSetDevice(prev);
-}
 
 /* ------------------------------------------------------------- GEMMs */
 
@@ -251,7 +190,7 @@ static ein_status arrays_upload(cuda_backend *cb, const ein_cublas_gemm *g,
   if (e != cudaSuccess) {
     if (d && !slot)
       cudaFreeAsync(d, cb->stream);
-    return cuda_fail(err, "cudaMemcpyAsync (GEMM pointer arrays)", e);
+    return ein_cuda_fail(err, "cudaMemcpyAsync (GEMM pointer arrays)", e);
   }
   *dev = d;
   return EIN_OK;
@@ -653,7 +592,7 @@ static ein_status cuda_run(ein_backend *self, const ein_plan_ir *plan,
   if (!prog || prog->nsteps != plan->nsteps)
     return ein_fail_internal(err, "cuda backend: the plan has no CUDA program");
   int prev;
-  ein_status st = enter(cb->device, &prev, err);
+  ein_status st = ein_cuda_enter(cb->device, &prev, err);
   if (st)
     return st;
   /* The temporaries, then split reductions' partials, in one allocation
@@ -672,7 +611,7 @@ static ein_status cuda_run(ein_backend *self, const ein_plan_ir *plan,
   if (ws)
     cudaFreeAsync(ws, cb->stream);
   pthread_mutex_unlock(&cb->lock);
-  leave(cb->device, prev);
+  ein_cuda_leave(cb->device, prev);
   return st;
 }
 
@@ -738,11 +677,11 @@ static ein_status free_info(size_t *free_bytes, size_t *total,
 static ein_status cuda_free_memory(ein_backend *self, int64_t *bytes,
                                    ein_error_rec *err) {
   int device = ((cuda_backend *)self)->device, prev;
-  ein_status st = enter(device, &prev, err);
+  ein_status st = ein_cuda_enter(device, &prev, err);
   if (st) return st;
   size_t free_bytes = 0, total = 0;
   st = free_info(&free_bytes, &total, err);
-  leave(device, prev);
+  ein_cuda_leave(device, prev);
   if (!st) *bytes = (int64_t)free_bytes;
   return st;
 }
@@ -757,16 +696,16 @@ static void cuda_set_stream(ein_backend *be, void *stream) {
 static ein_status cuda_sync(ein_backend *be, ein_error_rec *err) {
   cuda_backend *cb = (cuda_backend *)be;
   int prev;
-  ein_status st = enter(cb->device, &prev, err);
+  ein_status st = ein_cuda_enter(cb->device, &prev, err);
   if (st)
     return st;
   pthread_mutex_lock(&cb->lock);
   cudaStream_t stream = cb->stream;
   pthread_mutex_unlock(&cb->lock);
   cudaError_t e = cudaStreamSynchronize(stream);
-  leave(cb->device, prev);
+  ein_cuda_leave(cb->device, prev);
   if (e != cudaSuccess)
-    return cuda_fail(err, "cudaStreamSynchronize", e);
+    return ein_cuda_fail(err, "cudaStreamSynchronize", e);
   return EIN_OK;
 }
 
@@ -848,10 +787,10 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
   cb->base.destroy = cuda_destroy;
   int prev;
   t0 = ein_trace_now();
-  ein_status st = enter(device, &prev, err);
+  ein_status st = ein_cuda_enter(device, &prev, err);
   if (!st) {
     st = setup(cb, err);
-    leave(device, prev);
+    ein_cuda_leave(device, prev);
   }
   ein_trace_end("cuda: open the device (context, stream, memory pool)", t0);
   if (st) {
@@ -859,59 +798,4 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
     return NULL;
   }
   return &cb->base;
-}
-
-
-/* ------------------------------------------------ memory helpers */
-
-ein_status ein_cuda_malloc(int device, void **ptr, size_t bytes,
-                           ein_error_rec *err) {
-  *ptr = NULL;
-  ein_status st = ein_cuda_lib_require(EIN_LIB_CUDART, err);
-  if (st)
-    return st;
-  int count = ein_cuda_device_count();
-  if (count <= device)
-    return ein_fail_device(err,
-                           "no CUDA device %d: the CUDA runtime sees %d "
-                           "device%s (no GPU, or no driver); use the CPU "
-                           "backend",
-                           device, count, count == 1 ? "" : "s");
-  int prev;
-  st = enter(device, &prev, err);
-  if (st)
-    return st;
-  cudaError_t e = cudaMalloc(ptr, bytes ? bytes : 1);
-  leave(device, prev);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    *ptr = NULL;
-    return cuda_fail(err, "cudaMalloc", e);
-  }
-  return EIN_OK;
-}
-
-void ein_cuda_free(void *ptr) {
-  if (ptr)
-    cudaFree(ptr);
-}
-
-ein_status ein_cuda_copy_to_device(void *dst, const void *src, size_t bytes,
-                                   ein_error_rec *err) {
-  ein_status st = ein_cuda_lib_require(EIN_LIB_CUDART, err);
-  if (st)
-    return st;
-  if (bytes)
-    CU(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
-  return EIN_OK;
-}
-
-ein_status ein_cuda_copy_to_host(void *dst, const void *src, size_t bytes,
-                                 ein_error_rec *err) {
-  ein_status st = ein_cuda_lib_require(EIN_LIB_CUDART, err);
-  if (st)
-    return st;
-  if (bytes)
-    CU(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
-  return EIN_OK;
 }
