@@ -17,6 +17,7 @@
  */
 #include "alloc.h"
 #include "codegen.h"
+#include "codegen_internal.h"
 #include "hash.h"
 
 #include <math.h>
@@ -28,30 +29,6 @@
 #include "outer_layout.h"
 #include "strbuf.h"
 
-enum {
-  MAP_BLOCK = 256,
-  TILE = 32,         /* transpose tile edge */
-  TILE_ROWS = 8,     /* threads per tile column */
-  TILE2 = 2 * TILE,  /* 2-byte transpose tile edge: TILE threads move pairs */
-  HALF_VEC = 8,      /* 2-byte map variant: elements per thread */
-  RED_OUT_LANES = 8, /* reduce_outer: lanes per output element */
-  SHORT_RED = 8,     /* fewer terms: a thread per output (Inductor) */
-  /* a reduction over a transposed plane of up to this many terms folds
-   * them in a transpose's tile (transpose_axes) */
-  TILE_RED_MAX = 64,
-  /* A split's pass 1 aims at two waves of 132 SMs, 8 blocks of 256
-   * threads each (the H100; PyTorch's rule gives ~2100 blocks too). */
-  SPLIT_TARGET = 2 * 132 * 8,
-  SPLIT_MIN_TERMS = 16, /* per lane in each chunk: less is launch-bound */
-  FINISH_BLOCK = 256,
-  /* A staged copy's block moves tiles of this many elements at most
-   * (whole tiles, at least one): 8 per thread of a MAP_BLOCK block. */
-  STAGE_ELEMS = 8 * MAP_BLOCK,
-  STAGE_MAX_BYTES = 16384 /* one tile's shared memory at most */
-};
-
-/* Grid-stride loops make any grid correct; this bounds the grid. */
-static const int64_t MAX_BLOCKS = 1 << 16;
 
 const char *ein_kernel_kind_name(ein_kernel_kind kind) {
   switch (kind) {
@@ -83,396 +60,6 @@ void ein_step_kernels_free(ein_step_kernels *k) {
   ein_kernel_src_free(&k->finish);
 }
 
-/* ------------------------------------------------------------ types */
-
-static const char *storage_type(ein_dtype dt) {
-  switch (dt) {
-  case EIN_DT_F16:
-  case EIN_DT_BF16:
-  case EIN_DT_U16: return "unsigned short";
-  case EIN_DT_F32: return "float";
-  case EIN_DT_F64: return "double";
-  case EIN_DT_I8: return "signed char";
-  case EIN_DT_I16: return "short";
-  case EIN_DT_I32: return "int";
-  case EIN_DT_I64: return "long long";
-  case EIN_DT_U8:
-  case EIN_DT_BOOL: return "unsigned char";
-  case EIN_DT_U32: return "unsigned int";
-  case EIN_DT_U64: return "unsigned long long";
-  case EIN_DT_C64: return "ein_c64";
-  case EIN_DT_C128: return "ein_c128";
-  default: return "unsigned char";
-  }
-}
-
-/* The unsigned type of 1-16 bytes (a power of two) as a kernel names it. */
-static const char *word_type(int64_t bytes) {
-  switch (bytes) {
-  case 1: return "unsigned char";
-  case 2: return "unsigned short";
-  case 4: return "unsigned int";
-  case 8: return "uint2";
-  default: return "uint4";
-  }
-}
-
-/* C names of the accumulators; EIN_ACC_C64 and EIN_ACC_C128 are the
- * preludes' ein_c64 and ein_c128. */
-static const char *acc_type(ein_acc a) {
-  static const char *const names[] = {"float", "double", "long long",
-                                      "ein_c64", "ein_c128"};
-  return names[a];
-}
-
-static size_t acc_size(ein_acc a) {
-  return a == EIN_ACC_F32 ? 4 : a == EIN_ACC_C128 ? 16 : 8;
-}
-
-/* Expression converting stored value `x` of dtype dt to the accumulator. */
-static void emit_load(ein_strbuf *sb, ein_dtype dt, ein_acc acc,
-                      const char *x) {
-  if (dt == EIN_DT_F16)
-    ein_strbuf_printf(sb, "(%s)ein_h2f(%s)", acc_type(acc), x);
-  else if (dt == EIN_DT_BF16)
-    ein_strbuf_printf(sb, "(%s)ein_b2f(%s)", acc_type(acc), x);
-  else if (dt == EIN_DT_BOOL)
-    ein_strbuf_printf(sb, "(%s)(%s != 0)", acc_type(acc), x);
-  else if (dt == EIN_DT_F8E4M3 || dt == EIN_DT_F8E5M2) /* fp8_eval.c */
-    ein_strbuf_printf(sb, "(%s)ein_e%sf(%s)", acc_type(acc),
-                      dt == EIN_DT_F8E4M3 ? "4m3" : "5m2", x);
-  else
-    ein_strbuf_printf(sb, "(%s)(%s)", acc_type(acc), x);
-}
-
-/* Expression converting accumulator value `v` to dst's stored type. */
-static void emit_store_value(ein_strbuf *sb, ein_dtype dt, const char *v) {
-  if (dt == EIN_DT_F16)
-    ein_strbuf_printf(sb, "ein_f2h((float)(%s))", v);
-  else if (dt == EIN_DT_BF16)
-    ein_strbuf_printf(sb, "ein_f2b((float)(%s))", v);
-  else if (dt == EIN_DT_BOOL)
-    ein_strbuf_printf(sb, "(unsigned char)((%s) != 0)", v);
-  else
-    ein_strbuf_printf(sb, "(%s)(%s)", storage_type(dt), v);
-}
-
-/* A double as a CUDA C literal of the accumulator type; for a complex
- * one v + 0i, or nan+nanj for a NaN (numpy's mean of nothing). */
-static void emit_constant(ein_strbuf *sb, double v, ein_acc acc) {
-  if (acc == EIN_ACC_C64 || acc == EIN_ACC_C128) {
-    ein_acc part = acc == EIN_ACC_C64 ? EIN_ACC_F32 : EIN_ACC_F64;
-    ein_strbuf_printf(sb, "%s(", acc_type(acc));
-    emit_constant(sb, v, part);
-    ein_strbuf_printf(sb, ", ");
-    emit_constant(sb, isnan(v) ? v : 0, part);
-    ein_strbuf_printf(sb, ")");
-  } else if (acc == EIN_ACC_I64) {
-    ein_strbuf_printf(sb, "(long long)%lldLL", (long long)v);
-  } else if (isnan(v)) {
-    ein_strbuf_printf(sb, acc == EIN_ACC_F32
-                              ? "__int_as_float(0x7fc00000)"
-                              : "__longlong_as_double(0x7ff8000000000000LL)");
-  } else if (isinf(v)) {
-    ein_strbuf_printf(sb, "%s%s", v < 0 ? "-" : "",
-                      acc == EIN_ACC_F32
-                          ? "__int_as_float(0x7f800000)"
-                          : "__longlong_as_double(0x7ff0000000000000LL)");
-  } else {
-    char num[48];
-    snprintf(num, sizeof num, acc == EIN_ACC_F32 ? "%.9g" : "%.17g", v);
-    bool plain = strpbrk(num, ".e") == NULL;
-    ein_strbuf_printf(sb, "%s%s%s", num, plain ? ".0" : "",
-                      acc == EIN_ACC_F32 ? "f" : "");
-  }
-}
-
-/* -------------------------------------------------------- the prelude */
-
-/* src/codegen/prelude_*.h, each followed by the templates of
- * src/codegen/kernels/, embedded by scripts/embed.py at build time. */
-extern const char ein_prelude_nvrtc[], ein_prelude_host[];
-
-const char *ein_codegen_prelude(bool host) {
-  return host ? ein_prelude_host : ein_prelude_nvrtc;
-}
-
-/* The combine expression of a reduction over accumulators a and b.
- * Integer sums and products wrap (computed unsigned); max and min let NaN
- * win, as numpy. */
-static void emit_combine(ein_strbuf *sb, ein_reduction op, ein_acc acc) {
-  const char *t = acc_type(acc);
-  switch (op) {
-  case EIN_REDUCE_SUM:
-  case EIN_REDUCE_MEAN:
-    ein_strbuf_printf(
-        sb, acc == EIN_ACC_I64 ? "(long long)((ein_u64)a + (ein_u64)b)" : "a + b");
-    break;
-  case EIN_REDUCE_PROD:
-    ein_strbuf_printf(
-        sb, acc == EIN_ACC_I64 ? "(long long)((ein_u64)a * (ein_u64)b)" : "a * b");
-    break;
-  case EIN_REDUCE_MAX:
-    ein_strbuf_printf(sb, "(b > a || b != b) ? b : a");
-    break;
-  case EIN_REDUCE_MIN:
-    ein_strbuf_printf(sb, "(b < a || b != b) ? b : a");
-    break;
-  case EIN_REDUCE_ANY:
-    ein_strbuf_printf(sb, "(%s)(a != 0 || b != 0)", t);
-    break;
-  case EIN_REDUCE_ALL:
-    ein_strbuf_printf(sb, "(%s)(a != 0 && b != 0)", t);
-    break;
-  }
-}
-
-/* The reduction's starting value; int64 extremes are written as hex
- * because a double cannot hold INT64_MAX exactly. */
-static void emit_identity(ein_strbuf *sb, ein_reduction op, ein_acc acc) {
-  switch (op) {
-  case EIN_REDUCE_PROD:
-  case EIN_REDUCE_ALL: emit_constant(sb, 1, acc); return;
-  case EIN_REDUCE_MAX:
-    if (acc == EIN_ACC_I64)
-      ein_strbuf_printf(sb, "(long long)(-0x7fffffffffffffffLL - 1)");
-    else
-      emit_constant(sb, -INFINITY, acc);
-    return;
-  case EIN_REDUCE_MIN:
-    if (acc == EIN_ACC_I64)
-      ein_strbuf_printf(sb, "(long long)0x7fffffffffffffffLL");
-    else
-      emit_constant(sb, INFINITY, acc);
-    return;
-  default: emit_constant(sb, 0, acc); return;
-  }
-}
-
-/* ------------------------------------------------------ index algebra */
-
-typedef struct gen {
-  const ein_step *s;
-  ein_strbuf *sb;
-  ein_loop_axes kept, red;
-  ein_acc acc;
-  bool wide;       /* 64-bit indices */
-  const char *idx; /* "int" or "long long" */
-} gen;
-
-static void emit_int(gen *g, int64_t v) {
-  ein_strbuf_printf(g->sb, g->wide ? "%lldLL" : "%lld", (long long)v);
-}
-
-/* Adds to offsets o0/o1/o2 (for the operands in `ops`, a bit mask) the
- * offsets of flat index `var` over axes la, last axis fastest. */
-static void emit_decompose(gen *g, const ein_loop_axes *la, const char *var,
-                           const char *prefix, unsigned ops) {
-  ein_strbuf *sb = g->sb;
-  if (la->n == 0)
-    return;
-  ein_strbuf_printf(sb, "    { %s t_ = %s, c_ = 0;\n", g->idx, var);
-  for (int i = la->n - 1; i >= 0; i--) {
-    bool last = i == 0;
-    if (!last) {
-      ein_strbuf_printf(sb, "      c_ = t_ %% ");
-      emit_int(g, la->size[i]);
-      ein_strbuf_printf(sb, "; t_ /= ");
-      emit_int(g, la->size[i]);
-      ein_strbuf_printf(sb, ";\n");
-    }
-    for (int k = 0; k < 3; k++) {
-      if (!(ops & (1u << k)) || la->st[i][k] == 0)
-        continue;
-      ein_strbuf_printf(sb, "      %s%d += %s * ", prefix, k,
-                        last ? "t_" : "c_");
-      emit_int(g, la->st[i][k]);
-      ein_strbuf_printf(sb, ";\n");
-    }
-  }
-  ein_strbuf_printf(sb, "      (void)c_;\n");
-  ein_strbuf_printf(sb, "    }\n");
-}
-
-/* A Step member `name`(var, &P0, &P1, &P2) that adds to its offset
- * arguments (those in `params`, a bit mask; P is `prefix`) the offsets of
- * index `var` over axes la for the operands in `ops`. Every offset
- * function of the kernel templates (offsets, out_offsets, rest_offsets,
- * tile_offsets, term_offsets, row_offsets) is one of these. */
-static void emit_offsets_fn(gen *g, const char *name, const char *var,
-                            const char *prefix, unsigned params,
-                            const ein_loop_axes *la, unsigned ops) {
-  ein_strbuf *sb = g->sb;
-  ein_strbuf_printf(sb, "  static __device__ __forceinline__ void %s(idx %s",
-                    name, var);
-  for (int k = 0; k < 3; k++)
-    if (params & (1u << k))
-      ein_strbuf_printf(sb, ", idx &%s%d", prefix, k);
-  ein_strbuf_printf(sb, ") {\n    (void)%s;", var);
-  for (int k = 0; k < 3; k++)
-    if (params & (1u << k))
-      ein_strbuf_printf(sb, " (void)%s%d;", prefix, k);
-  ein_strbuf_printf(sb, "\n");
-  emit_decompose(g, la, var, prefix, ops);
-  ein_strbuf_printf(sb, "  }\n");
-}
-
-/* A map other than the product: grad_map.cuh's ein_map_NAME of the
- * sources loaded (a one-source map's twice). */
-static void emit_map_op(gen *g, const char *x0, const char *x1) {
-  static const char *const names[] = {
-      "product", "equal", "div", "is_zero", "zero_to_one", "div_nonzero",
-      "prod_mask", "conj"};
-  const ein_step *s = g->s;
-  int k = s->nsrc == 2;
-  ein_strbuf_printf(g->sb, "ein_map_%s<%s>(", names[s->map], acc_type(g->acc));
-  emit_load(g->sb, s->src_dtype[0], g->acc, x0);
-  ein_strbuf_printf(g->sb, ", ");
-  emit_load(g->sb, s->src_dtype[k], g->acc, k ? x1 : x0);
-  ein_strbuf_printf(g->sb, ")");
-}
-
-/* The accumulator-typed value of the step from stored values x0 (and
- * x1), each an expression. */
-static void emit_value_of(gen *g, const char *x0, const char *x1) {
-  const ein_step *s = g->s;
-  if (s->map != EIN_MAP_PRODUCT) {
-    emit_map_op(g, x0, x1);
-    return;
-  }
-  if (s->nsrc == 2)
-    ein_strbuf_printf(g->sb, "ein_mul(");
-  emit_load(g->sb, s->src_dtype[0], g->acc, x0);
-  if (s->nsrc == 2) {
-    ein_strbuf_printf(g->sb, ", ");
-    emit_load(g->sb, s->src_dtype[1], g->acc, x1);
-    ein_strbuf_printf(g->sb, ")");
-  }
-}
-
-/* The accumulator-typed value of the step at offsets o1 (and o2). */
-static void emit_value(gen *g, const char *o1, const char *o2) {
-  char x0[192], x1[192];
-  snprintf(x0, sizeof x0, "s0[%s]", o1);
-  snprintf(x1, sizeof x1, "s1[%s]", o2);
-  emit_value_of(g, x0, x1);
-}
-
-/* "acc = alpha * acc" and the 0/1 normalisation of any/all, in place. */
-static void emit_post(gen *g, const char *v, bool normalise) {
-  const ein_step *s = g->s;
-  if (s->alpha != 1) {
-    ein_strbuf_printf(g->sb, "    %s = (%s)(%s * ", v, acc_type(g->acc), v);
-    emit_constant(g->sb, s->alpha, g->acc);
-    ein_strbuf_printf(g->sb, ");\n");
-  }
-  if (normalise && (s->op == EIN_REDUCE_ANY || s->op == EIN_REDUCE_ALL))
-    ein_strbuf_printf(g->sb, "    %s = (%s)(%s != 0);\n", v, acc_type(g->acc),
-                      v);
-}
-
-static const char *src_type(const ein_step *s, int k) {
-  return k < s->nsrc ? storage_type(s->src_dtype[k]) : "void";
-}
-
-/* The C types a kernel's pointers d, s0 and s1 point to; "void" for a
- * source the kernel does not have. */
-typedef struct operand_types {
-  const char *d, *s0, *s1;
-} operand_types;
-
-/* d's type `dtype`, the sources' the step's stored types. */
-static operand_types step_types(const ein_step *s, const char *dtype) {
-  return (operand_types){dtype, src_type(s, 0), src_type(s, 1)};
-}
-
-/* The parameter list, typed per operand. */
-static void emit_signature(gen *g, const char *name, unsigned threads,
-                           operand_types t) {
-  ein_strbuf_printf(g->sb,
-                    "extern \"C\" __global__ void __launch_bounds__(%u) %s(\n"
-                    "    %s *__restrict__ d, const %s *__restrict__ s0,\n"
-                    "    const %s *__restrict__ s1) {\n",
-                    threads, name, t.d, t.s0, t.s1);
-}
-
-static int64_t blocks_for(int64_t work, int64_t per_block) {
-  int64_t b = (work + per_block - 1) / per_block;
-  if (b < 1)
-    b = 1;
-  return b < MAX_BLOCKS ? b : MAX_BLOCKS;
-}
-
-/* ------------------------------------------------------------- kernels */
-
-/* The map family (kernels/map.cuh) instantiated for one step: a struct
- * of the step's constants and inline functions, then the kernel calling
- * the family's template with it. */
-typedef enum map_form { MAP_VALUE, MAP_RAW, MAP_HALF_VEC } map_form;
-
-/* The struct's types and item count (the Step interface of map.cuh). */
-static void emit_step_types(gen *g, const char *step, int64_t n,
-                            operand_types t) {
-  ein_strbuf_printf(g->sb,
-                    "struct %s {\n"
-                    "  typedef %s idx;\n"
-                    "  typedef %s dst_t;\n"
-                    "  typedef %s src0_t;\n"
-                    "  typedef %s src1_t;\n"
-                    "  static constexpr int nsrc = %d, block = %d;\n"
-                    "  static constexpr idx n = ",
-                    step, g->idx, t.d, t.s0, t.s1, g->s->nsrc,
-                    (int)MAP_BLOCK);
-  emit_int(g, n);
-  ein_strbuf_printf(g->sb, ";\n");
-}
-
-/* Closes the accumulator-typed expression the caller has written after
- * "acc v_ = " and returns it scaled, normalised and converted. */
-static void emit_step_result(gen *g) {
-  ein_strbuf_printf(g->sb, ";\n");
-  if (g->s->kind != EIN_STEP_FILL)
-    emit_post(g, "v_", true);
-  ein_strbuf_printf(g->sb, "    return ");
-  emit_store_value(g->sb, g->s->dst_dtype, "v_");
-  ein_strbuf_printf(g->sb, ";\n  }\n");
-}
-
-/* value(s0, s1, o1, o2), or for the 2-byte vector form value_of(x0, x1)
- * and whether each source is contiguous along the vector. */
-static void emit_step_value(gen *g, map_form form, const ein_loop_axes *la) {
-  ein_strbuf *sb = g->sb;
-  const ein_step *s = g->s;
-  if (form == MAP_HALF_VEC) {
-    int in = la->n - 1;
-    ein_strbuf_printf(sb,
-                      "  static constexpr int vec = %d;\n"
-                      "  static constexpr bool contig1 = %s, contig2 = %s;\n"
-                      "  static __device__ __forceinline__ dst_t value_of("
-                      "src0_t x0, %s x1) {\n    (void)x1;\n    %s v_ = ",
-                      (int)HALF_VEC, la->st[in][1] ? "true" : "false",
-                      s->nsrc == 2 && la->st[in][2] ? "true" : "false",
-                      s->nsrc == 2 ? "src1_t" : "int", acc_type(g->acc));
-    emit_value_of(g, "x0", "x1");
-    emit_step_result(g);
-    return;
-  }
-  ein_strbuf_printf(sb,
-                    "  static __device__ __forceinline__ dst_t value("
-                    "const src0_t *s0, const src1_t *s1, idx o1, idx o2) {\n"
-                    "    (void)s0; (void)s1; (void)o1; (void)o2;\n");
-  if (form == MAP_RAW) {
-    ein_strbuf_printf(sb, "    return s0[o1];\n  }\n");
-    return;
-  }
-  ein_strbuf_printf(sb, "    %s v_ = ", acc_type(g->acc));
-  if (s->kind == EIN_STEP_FILL)
-    emit_constant(sb, s->fill, g->acc);
-  else
-    emit_value(g, "o1", "o2");
-  emit_step_result(g);
-}
-
 /* A flat loop over axes la: fill, map, a 16-byte copy (MAP_RAW, types
  * uint4) or the 2-byte vector map, as kernel `name` with Step name_step. */
 static void gen_map(gen *g, const char *name, const ein_loop_axes *la,
@@ -480,15 +67,15 @@ static void gen_map(gen *g, const char *name, const ein_loop_axes *la,
   const ein_step *s = g->s;
   bool raw = form == MAP_RAW;
   operand_types t =
-      raw ? (operand_types){dtype, "uint4", "void"} : step_types(s, dtype);
+      raw ? (operand_types){dtype, "uint4", "void"} : cg_step_types(s, dtype);
   char step[64];
   snprintf(step, sizeof step, "%s_step", name);
-  emit_step_types(g, step, ein_loop_axes_volume(la), t);
-  emit_offsets_fn(g, "offsets", "i", "o", 7u, la,
+  cg_emit_step_types(g, step, ein_loop_axes_volume(la), t);
+  cg_emit_offsets_fn(g, "offsets", "i", "o", 7u, la,
                   s->kind == EIN_STEP_FILL ? 1u : 7u);
-  emit_step_value(g, form, la);
+  cg_emit_step_value(g, form, la);
   ein_strbuf_printf(g->sb, "};\n");
-  emit_signature(g, name, MAP_BLOCK, t);
+  cg_emit_signature(g, name, MAP_BLOCK, t);
   ein_strbuf_printf(g->sb, "  %s<%s>(d, s0, s1);\n}\n",
                     form == MAP_HALF_VEC ? "ein_map_half_vec" : "ein_map",
                     step);
@@ -650,31 +237,31 @@ static bool staged_axes(const gen *g, staged *st) {
  * kernel ein_vec. */
 static void gen_staged(gen *g, ein_kernel_src *k, const staged *st) {
   ein_strbuf *sb = g->sb;
-  const char *dt = storage_type(g->s->dst_dtype);
+  const char *dt = cg_storage_type(g->s->dst_dtype);
   int64_t nrest = ein_loop_axes_volume(&st->rest);
   ein_strbuf_printf(sb,
                     "struct ein_vec_step {\n  typedef %s idx;\n"
                     "  typedef %s dst_t;\n  typedef %s vec_t;\n"
                     "  static constexpr int block = %d, width = %d, "
                     "tiles = %d;\n  static constexpr idx elems = ",
-                    g->idx, dt, word_type(st->bytes), (int)MAP_BLOCK,
+                    g->idx, dt, cg_word_type(st->bytes), (int)MAP_BLOCK,
                     st->width, st->tiles);
-  emit_int(g, st->elems);
+  cg_emit_int(g, st->elems);
   ein_strbuf_printf(sb, ", cstride = ");
-  emit_int(g, st->cstride);
+  cg_emit_int(g, st->cstride);
   ein_strbuf_printf(sb, ", nrest = ");
-  emit_int(g, nrest);
+  cg_emit_int(g, nrest);
   ein_strbuf_printf(sb, ";\n");
-  emit_offsets_fn(g, "rest_offsets", "r", "o", 7u, &st->rest, 3u);
-  emit_offsets_fn(g, "tile_offsets", "u", "o", 7u, &st->tile, 3u);
+  cg_emit_offsets_fn(g, "rest_offsets", "r", "o", 7u, &st->rest, 3u);
+  cg_emit_offsets_fn(g, "tile_offsets", "u", "o", 7u, &st->tile, 3u);
   ein_strbuf_printf(sb, "};\n");
-  emit_signature(g, "ein_vec", MAP_BLOCK, (operand_types){dt, dt, "void"});
+  cg_emit_signature(g, "ein_vec", MAP_BLOCK, (operand_types){dt, dt, "void"});
   ein_strbuf_printf(sb, "  ein_transpose_staged<ein_vec_step>(d, s0);\n}\n");
   k->has_vec = true;
   k->vec_staged = true;
   k->vec_bytes = (unsigned)st->bytes;
   k->vec_items = (unsigned)st->width;
-  k->grid_vec[0] = (unsigned)blocks_for(nrest, st->tiles);
+  k->grid_vec[0] = (unsigned)cg_blocks_for(nrest, st->tiles);
   k->grid_vec[1] = k->grid_vec[2] = 1;
 }
 
@@ -695,18 +282,6 @@ static bool half_transpose_ok(const gen *g, const ein_loop_axes *rest,
   return true;
 }
 
-/* identity() and comb(a, b) of the step's reduction, in a Step struct
- * that has acc_t. */
-static void emit_red_ops(gen *g) {
-  ein_strbuf *sb = g->sb;
-  ein_strbuf_printf(sb, "  static __device__ __forceinline__ acc_t "
-                        "identity() { return ");
-  emit_identity(sb, g->s->op, g->acc);
-  ein_strbuf_printf(sb, "; }\n  static __device__ __forceinline__ acc_t "
-                        "comb(acc_t a, acc_t b) {\n    return ");
-  emit_combine(sb, g->s->op, g->acc);
-  ein_strbuf_printf(sb, ";\n  }\n");
-}
 
 /* A short reduction folded into a transpose's value(s0, at) (see
  * transpose_axes): identity(), then comb with each term at its offset
@@ -720,7 +295,7 @@ static void emit_transpose_terms(gen *g) {
     ein_strbuf_printf(sb, ";\n    for (idx r = 0; r < %lld; r++) {\n"
                           "      idx o1 = at;\n      term_offsets(r, o1);\n"
                           "      v_ = comb(v_, ", (long long)n);
-    emit_value_of(g, "s0[o1]", "");
+    cg_emit_value_of(g, "s0[o1]", "");
     ein_strbuf_printf(sb, ");\n    }\n    (void)0");
     return;
   }
@@ -730,7 +305,7 @@ static void emit_transpose_terms(gen *g) {
     char x0[96];
     snprintf(x0, sizeof x0, "s0[at + %lld]", (long long)off[1]);
     ein_strbuf_printf(sb, ";\n    v_ = comb(v_, ");
-    emit_value_of(g, x0, "");
+    cg_emit_value_of(g, x0, "");
     ein_strbuf_printf(sb, ")");
   }
 }
@@ -749,36 +324,36 @@ static void emit_transpose_step(gen *g, const char *step, int tile,
                     "  typedef %s src0_t;\n"
                     "  static constexpr int tile = %d, tile_rows = %d;\n"
                     "  static constexpr idx na = ",
-                    step, g->idx, storage_type(s->dst_dtype), src_type(s, 0),
+                    step, g->idx, cg_storage_type(s->dst_dtype), cg_src_type(s, 0),
                     tile, (int)TILE_ROWS);
   int64_t v[7] = {sb_, ein_loop_axes_volume(rest), (sa + tile - 1) / tile,
                   sta[0], stb[0], sta[1], stb[1]};
   static const char *const names[7] = {"nb", "nrest", "ta", "sa0",
                                        "sb0", "sa1", "sb1"};
-  emit_int(g, sa);
+  cg_emit_int(g, sa);
   for (int i = 0; i < 7; i++) {
     ein_strbuf_printf(sb, ",%s%s = ", i == 3 ? "\n      " : " ", names[i]);
-    emit_int(g, v[i]);
+    cg_emit_int(g, v[i]);
   }
   ein_strbuf_printf(sb, ";\n");
-  emit_offsets_fn(g, "rest_offsets", "r", "o", 7u, rest, 3u);
+  cg_emit_offsets_fn(g, "rest_offsets", "r", "o", 7u, rest, 3u);
   if (g->red.n) {
-    ein_strbuf_printf(sb, "  typedef %s acc_t;\n", acc_type(g->acc));
-    emit_red_ops(g);
+    ein_strbuf_printf(sb, "  typedef %s acc_t;\n", cg_acc_type(g->acc));
+    cg_emit_red_ops(g);
     if (ein_loop_axes_volume(&g->red) >= SHORT_RED)
-      emit_offsets_fn(g, "term_offsets", "r", "o", 2u, &g->red, 2u);
+      cg_emit_offsets_fn(g, "term_offsets", "r", "o", 2u, &g->red, 2u);
   }
   ein_strbuf_printf(sb, "  static __device__ __forceinline__ dst_t "
                         "value(const src0_t *s0, idx at) {\n    %s v_ = ",
-                    acc_type(g->acc));
+                    cg_acc_type(g->acc));
   if (g->red.n)
     emit_transpose_terms(g);
   else
-    emit_value(g, "at", "0");
+    cg_emit_value(g, "at", "0");
   ein_strbuf_printf(sb, ";\n");
-  emit_post(g, "v_", !g->red.n); /* a reduction's comb normalises */
+  cg_emit_post(g, "v_", !g->red.n); /* a reduction's comb normalises */
   ein_strbuf_printf(sb, "    return ");
-  emit_store_value(sb, s->dst_dtype, "v_");
+  cg_emit_store_value(sb, s->dst_dtype, "v_");
   ein_strbuf_printf(sb, ";\n  }\n};\n");
 }
 
@@ -798,10 +373,10 @@ static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
     ein_loop_axes_take(&rest, a, &sa, sta);
   }
   int64_t nrest = ein_loop_axes_volume(&rest);
-  const char *dt = storage_type(s->dst_dtype);
+  const char *dt = cg_storage_type(s->dst_dtype);
   emit_transpose_step(g, "ein_main_step", TILE, &rest, sa, sb_, sta, stb);
-  emit_signature(g, "ein_main", TILE * TILE_ROWS,
-                 (operand_types){dt, src_type(s, 0), "void"});
+  cg_emit_signature(g, "ein_main", TILE * TILE_ROWS,
+                 (operand_types){dt, cg_src_type(s, 0), "void"});
   ein_strbuf_printf(g->sb, "  ein_transpose<ein_main_step>(d, s0);\n}\n");
   k->grid[0] = (unsigned)(((sa + TILE - 1) / TILE) * ((sb_ + TILE - 1) / TILE));
   k->grid[1] = (unsigned)(nrest < 65535 ? nrest : 65535);
@@ -812,7 +387,7 @@ static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
   if (!half_transpose_ok(g, &rest, sa, sb_, sta, stb))
     return;
   emit_transpose_step(g, "ein_vec_step", TILE2, &rest, sa, sb_, sta, stb);
-  emit_signature(g, "ein_vec", TILE * TILE_ROWS,
+  cg_emit_signature(g, "ein_vec", TILE * TILE_ROWS,
                  (operand_types){"unsigned short", "unsigned short", "void"});
   ein_strbuf_printf(g->sb, "  ein_transpose_half<ein_vec_step>(d, s0);\n}\n");
   k->has_vec = true;
@@ -822,374 +397,6 @@ static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
       (unsigned)(((sa + TILE2 - 1) / TILE2) * ((sb_ + TILE2 - 1) / TILE2));
   k->grid_vec[1] = k->grid[1];
   k->grid_vec[2] = 1;
-}
-
-/* ---------------------------------------------------------- reductions */
-
-/* How a reduction spreads over the machine, chosen from the sizes alone
- * (choose_reduction): the rule of PyTorch's Reduce.cuh and Inductor,
- * written once. */
-typedef struct red_shape {
-  ein_kernel_kind kind; /* REDUCE_THREAD, _INNER, _OUTER or _SPLIT */
-  bool inner;           /* lanes along x share an output */
-  int lanes, per_block; /* lanes per output, outputs per block */
-  int64_t nout, nred;
-  int64_t blocks;        /* along x */
-  int64_t splits, chunk; /* split: blocks along y, terms of each */
-} red_shape;
-
-/* A contiguous reduced axis keeps a warp (or, for long rows and not too
- * many of them, 256 threads) per output; a strided one a thread per
- * output with 8 lanes along the reduction. Fewer than SHORT_RED terms
- * are unrolled in one thread (or in a transpose's tile: transpose_axes). When the outputs give less than one wave
- * of blocks and the reduction is long, the reduced range is cut into
- * chunks of at least SPLIT_MIN_TERMS per lane so that pass 1 has about
- * SPLIT_TARGET blocks. */
-static red_shape choose_reduction(const gen *g, bool inner) {
-  red_shape r = {.inner = inner,
-                 .nout = ein_loop_axes_volume(&g->kept),
-                 .nred = ein_loop_axes_volume(&g->red),
-                 .splits = 1};
-  r.chunk = r.nred;
-  if (r.nred < SHORT_RED) {
-    r.kind = EIN_KERNEL_REDUCE_THREAD;
-    r.lanes = 1;
-    r.per_block = MAP_BLOCK;
-    r.blocks = blocks_for(r.nout, MAP_BLOCK);
-    return r;
-  }
-  r.kind = inner ? EIN_KERNEL_REDUCE_INNER : EIN_KERNEL_REDUCE_OUTER;
-  r.lanes = !inner                             ? RED_OUT_LANES
-            : r.nred >= 4096 && r.nout < 16384 ? 256
-                                               : 32;
-  r.per_block = inner ? 256 / r.lanes : 32;
-  r.blocks = blocks_for(r.nout, r.per_block);
-  int64_t most = r.nred / ((int64_t)r.lanes * SPLIT_MIN_TERMS);
-  int64_t want = (SPLIT_TARGET + r.blocks - 1) / r.blocks;
-  if (r.blocks >= SPLIT_TARGET / 2 || most < 2 || want < 2)
-    return r;
-  int64_t splits = want < most ? want : most;
-  r.chunk = (r.nred + splits - 1) / splits;
-  r.chunk = (r.chunk + r.lanes - 1) / r.lanes * r.lanes;
-  r.splits = (r.nred + r.chunk - 1) / r.chunk;
-  r.kind = EIN_KERNEL_REDUCE_SPLIT;
-  return r;
-}
-
-/* ------------------------------------------ the reduction family */
-
-/* Opens the Step struct of a reduction (kernels/reduce.cuh): its types,
- * output and term counts, and the reduction, identity() and comb(a, b).
- * Integer sums and products wrap (computed unsigned); max and min let NaN
- * win, as numpy. */
-static void emit_red_head(gen *g, const char *step, const red_shape *r,
-                          int64_t nout, operand_types t) {
-  ein_strbuf *sb = g->sb;
-  ein_strbuf_printf(sb,
-                    "struct %s {\n"
-                    "  typedef %s idx;\n  typedef %s acc_t;\n"
-                    "  typedef %s dst_t;\n  typedef %s out_t;\n"
-                    "  typedef %s src0_t;\n  typedef %s src1_t;\n"
-                    "  static constexpr idx nout = ",
-                    step, g->idx, acc_type(g->acc),
-                    storage_type(g->s->dst_dtype), t.d, t.s0, t.s1);
-  emit_int(g, nout);
-  ein_strbuf_printf(sb, ", nred = ");
-  emit_int(g, r->nred);
-  ein_strbuf_printf(sb, ";\n");
-  emit_red_ops(g);
-}
-
-/* out_offsets(o, b0, b1, b2) over axes la (the kept axes, in outputs or
- * in a vector variant's groups of them), for operands `ops`. */
-static void emit_red_out_offsets(gen *g, const ein_loop_axes *la,
-                                 unsigned ops) {
-  emit_offsets_fn(g, "out_offsets", "o", "b", 7u, la, ops);
-}
-
-/* result(acc_): scaled and converted to dst's stored type. */
-static void emit_red_result(gen *g) {
-  ein_strbuf_printf(g->sb, "  static __device__ __forceinline__ dst_t "
-                           "result(acc_t acc_) {\n");
-  emit_post(g, "acc_", false);
-  ein_strbuf_printf(g->sb, "    return ");
-  emit_store_value(g->sb, g->s->dst_dtype, "acc_");
-  ein_strbuf_printf(g->sb, ";\n  }\n");
-}
-
-/* term_offsets(r, o1, o2) over the reduced axes, and value(s0, s1, o1,
- * o2), the accumulator-typed term. */
-static void emit_red_terms(gen *g) {
-  ein_strbuf *sb = g->sb;
-  emit_offsets_fn(g, "term_offsets", "r", "o", 6u, &g->red, 6u);
-  ein_strbuf_printf(sb, "  static __device__ __forceinline__ acc_t "
-                        "value(const src0_t *s0, const src1_t *s1, idx o1, "
-                        "idx o2) {\n    (void)s1; (void)o2;\n    return ");
-  emit_value(g, "o1", "o2");
-  ein_strbuf_printf(sb, ";\n  }\n");
-}
-
-/* The kernel `name`(d, s0, s1) calling template `tmpl` with the Step
- * name_step; pass 2 and the vector variant take no s1. */
-static void emit_red_kernel(gen *g, const char *name, const char *tmpl,
-                            unsigned threads, operand_types t) {
-  emit_signature(g, name, threads, t);
-  bool s1 = strcmp(tmpl, "ein_reduce_finish") != 0 &&
-            strcmp(tmpl, "ein_reduce_thread_vec") != 0;
-  ein_strbuf_printf(g->sb, "  %s<%s_step>(d, s0%s);\n}\n", tmpl, name,
-                    s1 ? ", s1" : "");
-}
-
-/* Reductions where lanes of a block cooperate on each output element
- * (reduce.cuh's ein_reduce). In the inner form lanes run along x (a warp,
- * or 256 threads, per element); in the outer form outputs run along x and
- * RED_OUT_LANES lanes along y. A split's pass 1 stores its partial,
- * unscaled, at [blockIdx.y][o] of d. */
-/* The outer form's layout (outer_layout.h), applied: the chosen kept axis
- * becomes the innermost (consecutive outputs along it), the block holds
- * per_block outputs along x and RED_OUT_LANES rows of terms along y, and
- * k records it. Split and inner forms keep theirs. */
-static ein_outer_layout outer_layout(gen *g, ein_kernel_src *k,
-                                     red_shape *r) {
-  const ein_step *s = g->s;
-  ein_outer_layout o = {.lane_axis = g->kept.n - 1,
-                        .per_block = r->per_block};
-  if (r->kind != EIN_KERNEL_REDUCE_OUTER)
-    return o;
-  int esize[3] = {ein_dtype_size(s->dst_dtype),
-                  s->nsrc > 0 ? ein_dtype_size(s->src_dtype[0]) : 0,
-                  s->nsrc > 1 ? ein_dtype_size(s->src_dtype[1]) : 0};
-  o = ein_outer_layout_choose(&g->kept, &g->red, s->nsrc, esize);
-  r->per_block = o.per_block; /* lanes stay RED_OUT_LANES: 16 outputs
-                                 make a block of 128 threads */
-  r->blocks = blocks_for(r->nout, r->per_block);
-  if (o.lane_axis < g->kept.n - 1) {
-    ein_loop_axes *kp = &g->kept;
-    int64_t size, st[3];
-    ein_loop_axes_take(kp, o.lane_axis, &size, st);
-    kp->size[kp->n] = size;
-    for (int j = 0; j < 3; j++)
-      kp->st[kp->n][j] = st[j];
-    kp->n++;
-    k->lanes_moved = true;
-  }
-  k->staged_src = (unsigned)o.stage;
-  k->staged_bytes =
-      o.stage ? (unsigned)(o.stage_n * ein_dtype_size(s->src_dtype[o.stage - 1]))
-              : 0;
-  return o;
-}
-
-/* The Step's stage constants: the staged source (0 none) and its padded
- * shared copy, a word after every 128 bytes for each row of terms a warp
- * holds (reduce.cuh's ein_staged_at): rows read adjacent terms, which
- * one word of skew would put on the next row's bank. */
-static void emit_stage(gen *g, const ein_outer_layout *o) {
-  int esz = o->stage ? ein_dtype_size(g->s->src_dtype[o->stage - 1]) : 4;
-  int rows = 32 / o->per_block; /* a warp's rows of terms */
-  int p = 128 / esz, q = 4 * rows / esz > 1 ? 4 * rows / esz : 1;
-  int64_t len = o->stage ? o->stage_n + o->stage_n / p * q + q : 1;
-  ein_strbuf_printf(g->sb, "  static constexpr int stage = %d, stage_p = %d, "
-                           "stage_q = %d;\n  static constexpr idx stage_n = ",
-                    o->stage, p, q);
-  emit_int(g, o->stage_n);
-  ein_strbuf_printf(g->sb, ", stage_len = ");
-  emit_int(g, len);
-  ein_strbuf_printf(g->sb, ";\n");
-}
-
-static void gen_reduce(gen *g, ein_kernel_src *k, red_shape *r) {
-  const ein_step *s = g->s;
-  bool split = r->kind == EIN_KERNEL_REDUCE_SPLIT;
-  ein_outer_layout o = outer_layout(g, k, r);
-  operand_types t = step_types(
-      s, split ? acc_type(g->acc) : storage_type(s->dst_dtype));
-  emit_red_head(g, "ein_main_step", r, r->nout, t);
-  ein_strbuf_printf(g->sb,
-                    "  static constexpr int lanes = %d, per_block = %d;\n"
-                    "  static constexpr bool inner = %s, split = %s;\n"
-                    "  static constexpr idx chunk = ",
-                    r->lanes, r->per_block, r->inner ? "true" : "false",
-                    split ? "true" : "false");
-  emit_int(g, r->chunk);
-  ein_strbuf_printf(g->sb, ";\n");
-  emit_stage(g, &o);
-  emit_red_out_offsets(g, &g->kept, 7u);
-  emit_red_terms(g);
-  emit_red_result(g);
-  ein_strbuf_printf(g->sb, "};\n");
-  emit_red_kernel(g, "ein_main", "ein_reduce",
-                  r->inner ? 256u : (unsigned)(r->per_block * r->lanes), t);
-  /* a staging block loops over several groups of outputs, so that its
-   * copy of the source serves more than one (two waves of blocks) */
-  k->grid[0] = (unsigned)(k->staged_src && !split &&
-                                  r->blocks > SPLIT_TARGET / 2
-                              ? SPLIT_TARGET / 2
-                              : r->blocks);
-  k->grid[1] = (unsigned)r->splits;
-  k->grid[2] = 1;
-  k->block[0] = r->inner ? (unsigned)r->lanes : (unsigned)r->per_block;
-  k->block[1] = r->inner ? (unsigned)r->per_block : (unsigned)r->lanes;
-  k->block[2] = 1;
-}
-
-/* reduce_thread's vector variant: `per` adjacent outputs a thread, read
- * as `rows` runs of `width` elements (`bytes` each) along the source's
- * contiguous axis. */
-typedef struct thread_vec {
-  int per, width, bytes;
-  ein_loop_axes out;  /* the kept axes in groups of `per` outputs */
-  ein_loop_axes rows; /* the reduced axes but the column axis */
-} thread_vec;
-
-/* Whether groups of tv->per outputs read aligned runs of tv->width
- * elements and store aligned groups: the inner kept size divides into
- * groups, and every other source stride (kept and row axes) is a
- * multiple of the run, every other dst stride of the group. */
-static bool thread_vec_aligned(const gen *g, thread_vec *tv) {
-  const ein_loop_axes *k = &g->kept;
-  int in = k->n - 1;
-  if (k->size[in] % tv->per)
-    return false;
-  for (int i = 0; i < in; i++)
-    if (k->st[i][1] % tv->width || k->st[i][0] % tv->per)
-      return false;
-  for (int i = 0; i < tv->rows.n; i++)
-    if (tv->rows.st[i][1] % tv->width)
-      return false;
-  tv->out = *k;
-  tv->out.size[in] /= tv->per;
-  tv->out.st[in][0] *= tv->per;
-  tv->out.st[in][1] *= tv->per;
-  return true;
-}
-
-/* The widest vector form of a one-source reduce_thread step, chosen from
- * its strides: dst's inner axis is contiguous, the source advances `step`
- * elements per output along it, and (for step > 1) the innermost reduced
- * axis covers exactly those `step` elements with stride 1 (a pooling
- * window's column). Then `per` adjacent outputs read each row of their
- * window as one run of per * step elements: 16 bytes where strides allow,
- * else 8, else 4. False: the scalar kernel only. */
-static bool thread_vec_choose(const gen *g, thread_vec *tv) {
-  const ein_step *s = g->s;
-  const ein_loop_axes *k = &g->kept, *r = &g->red;
-  if (s->kind != EIN_STEP_LOOP || s->nsrc != 1 || k->n == 0)
-    return false;
-  int in = k->n - 1;
-  int64_t step = k->st[in][1];
-  if (k->st[in][0] != 1 || step < 1)
-    return false;
-  tv->rows = *r;
-  if (step > 1) {
-    int c = r->n - 1;
-    if (c < 0 || r->st[c][1] != 1 || r->size[c] != step)
-      return false;
-    tv->rows.n--;
-  }
-  int64_t esz = (int64_t)ein_dtype_size(s->src_dtype[0]),
-          dsz = (int64_t)ein_dtype_size(s->dst_dtype);
-  for (int64_t bytes = 16; bytes >= 4; bytes /= 2) {
-    if (bytes % (step * esz) || (bytes / (step * esz)) * dsz > 16)
-      continue;
-    tv->per = (int)(bytes / (step * esz));
-    tv->width = (int)(tv->per * step);
-    tv->bytes = (int)bytes;
-    if (thread_vec_aligned(g, tv))
-      return true;
-  }
-  return false;
-}
-
-/* The vector variant's Step (reduce.cuh's ein_reduce_thread_vec): the
- * head, the group offsets, the rows' offsets, load(x) and result(acc),
- * and the kernel ein_vec. */
-static void gen_reduce_thread_vec(gen *g, ein_kernel_src *k,
-                                  const red_shape *r, const thread_vec *tv) {
-  ein_strbuf *sb = g->sb;
-  const ein_step *s = g->s;
-  const char *dt = storage_type(s->dst_dtype);
-  int64_t groups = ein_loop_axes_volume(&tv->out);
-  operand_types t = {dt, src_type(s, 0), "void"};
-  emit_red_head(g, "ein_vec_step", r, groups, t);
-  ein_strbuf_printf(sb,
-                    "  static constexpr int block = %d, per_thread = %d, "
-                    "width = %d, rows = %lld;\n"
-                    "  typedef %s load_t;\n  typedef %s store_t;\n",
-                    (int)MAP_BLOCK, tv->per, tv->width,
-                    (long long)ein_loop_axes_volume(&tv->rows),
-                    word_type(tv->bytes),
-                    tv->per == 1 ? dt
-                                 : word_type(tv->per * (int64_t)ein_dtype_size(
-                                                           s->dst_dtype)));
-  emit_red_out_offsets(g, &tv->out, 3u);
-  emit_offsets_fn(g, "row_offsets", "r", "o", 2u, &tv->rows, 2u);
-  ein_strbuf_printf(sb, "  static __device__ __forceinline__ acc_t "
-                        "load(src0_t x) {\n    return ");
-  emit_load(sb, s->src_dtype[0], g->acc, "x");
-  ein_strbuf_printf(sb, ";\n  }\n");
-  emit_red_result(g);
-  ein_strbuf_printf(sb, "};\n");
-  emit_red_kernel(g, "ein_vec", "ein_reduce_thread_vec", MAP_BLOCK, t);
-  k->has_vec = true;
-  k->vec_bytes = (unsigned)tv->bytes;
-  k->vec_items = (unsigned)tv->per;
-  k->grid_vec[0] = (unsigned)blocks_for(groups, MAP_BLOCK);
-  k->grid_vec[1] = k->grid_vec[2] = 1;
-}
-
-/* A thread per output with its few terms unrolled at offsets fixed at
- * generation time (reduce.cuh's ein_reduce_thread). */
-static void gen_reduce_thread(gen *g, ein_kernel_src *k, const red_shape *r) {
-  ein_strbuf *sb = g->sb;
-  const ein_step *s = g->s;
-  operand_types t = step_types(s, storage_type(s->dst_dtype));
-  emit_red_head(g, "ein_main_step", r, r->nout, t);
-  ein_strbuf_printf(sb, "  static constexpr int block = %d;\n",
-                    (int)MAP_BLOCK);
-  emit_red_out_offsets(g, &g->kept, 7u);
-  ein_strbuf_printf(sb, "  static __device__ __forceinline__ void terms("
-                        "acc_t &acc_, const src0_t *s0, const src1_t *s1, "
-                        "idx o1, idx o2) {\n    (void)s1; (void)o2;\n");
-  for (int64_t t = 0; t < r->nred; t++) {
-    int64_t off[3];
-    ein_loop_axes_offsets(&g->red, t, off);
-    char o1[64], o2[64];
-    snprintf(o1, sizeof o1, "o1 + %lld", (long long)off[1]);
-    snprintf(o2, sizeof o2, "o2 + %lld", (long long)off[2]);
-    ein_strbuf_printf(sb, "    acc_ = comb(acc_, ");
-    emit_value(g, o1, o2);
-    ein_strbuf_printf(sb, ");\n");
-  }
-  ein_strbuf_printf(sb, "  }\n");
-  emit_red_result(g);
-  ein_strbuf_printf(sb, "};\n");
-  emit_red_kernel(g, "ein_main", "ein_reduce_thread", MAP_BLOCK, t);
-  k->grid[0] = (unsigned)r->blocks;
-  k->grid[1] = k->grid[2] = 1;
-  k->block[0] = MAP_BLOCK;
-  k->block[1] = k->block[2] = 1;
-  thread_vec tv;
-  if (thread_vec_choose(g, &tv))
-    gen_reduce_thread_vec(g, k, r, &tv);
-}
-
-/* A split's pass 2 (reduce.cuh's ein_reduce_finish): the partials at
- * [c][o] of s0 combined in chunk order, scaled and stored. */
-static void gen_finish(gen *g, ein_kernel_src *k, const red_shape *r) {
-  operand_types t = {storage_type(g->s->dst_dtype), acc_type(g->acc), "void"};
-  emit_red_head(g, "ein_main_step", r, r->nout, t);
-  ein_strbuf_printf(g->sb,
-                    "  static constexpr int splits = %lld, block = %d;\n",
-                    (long long)r->splits, (int)FINISH_BLOCK);
-  emit_red_out_offsets(g, &g->kept, 1u);
-  emit_red_result(g);
-  ein_strbuf_printf(g->sb, "};\n");
-  emit_red_kernel(g, "ein_main", "ein_reduce_finish", FINISH_BLOCK, t);
-  k->grid[0] = (unsigned)blocks_for(r->nout, FINISH_BLOCK);
-  k->grid[1] = k->grid[2] = 1;
-  k->block[0] = FINISH_BLOCK;
-  k->block[1] = k->block[2] = 1;
 }
 
 /* Largest |offset| any operand reaches, and the largest count: decides
@@ -1257,7 +464,7 @@ static void emit_header(gen *g, ein_kernel_kind kind, const red_shape *r) {
     ein_strbuf_printf(sb,
                       " <- %s partials; %lld outputs, %s over %lld "
                       "chunks */\n",
-                      acc_type(g->acc), (long long)r->nout,
+                      cg_acc_type(g->acc), (long long)r->nout,
                       ein_reduction_name(s->op), (long long)r->splits);
     return;
   }
@@ -1277,7 +484,7 @@ static void emit_header(gen *g, ein_kernel_kind kind, const red_shape *r) {
                       (long long)r->chunk);
   ein_strbuf_printf(sb, " */\n");
   if (s->nsrc == 2) {
-    const char *t = acc_type(g->acc);
+    const char *t = cg_acc_type(g->acc);
     ein_strbuf_printf(
         sb,
         "static __device__ __forceinline__ %s ein_mul(%s a, %s b) "
@@ -1301,7 +508,7 @@ static ein_kernel_kind choose_kind(const gen *g, int *ta, int *tb,
   int64_t kept_min =
       g->kept.n ? llabs(g->kept.st[g->kept.n - 1][1]) : INT64_MAX;
   int64_t red_min = llabs(g->red.st[g->red.n - 1][1]);
-  *r = choose_reduction(g, red_min < kept_min || !g->kept.n);
+  *r = cg_choose_reduction(g, red_min < kept_min || !g->kept.n);
   return r->kind;
 }
 
@@ -1309,9 +516,9 @@ static ein_kernel_kind choose_kind(const gen *g, int *ta, int *tb,
 static void gen_map_kernels(gen *g, ein_kernel_src *out) {
   const ein_step *s = g->s;
   ein_loop_axes vec;
-  gen_map(g, "ein_main", &g->kept, storage_type(s->dst_dtype), MAP_VALUE);
+  gen_map(g, "ein_main", &g->kept, cg_storage_type(s->dst_dtype), MAP_VALUE);
   out->grid[0] =
-      (unsigned)blocks_for(ein_loop_axes_volume(&g->kept), MAP_BLOCK);
+      (unsigned)cg_blocks_for(ein_loop_axes_volume(&g->kept), MAP_BLOCK);
   out->grid[1] = out->grid[2] = 1;
   out->block[0] = MAP_BLOCK;
   out->block[1] = out->block[2] = 1;
@@ -1332,7 +539,7 @@ static void gen_map_kernels(gen *g, ein_kernel_src *out) {
   out->has_vec = true;
   out->vec_bytes = 16;
   out->grid_vec[0] =
-      (unsigned)blocks_for(ein_loop_axes_volume(&vec), MAP_BLOCK);
+      (unsigned)cg_blocks_for(ein_loop_axes_volume(&vec), MAP_BLOCK);
   out->grid_vec[1] = out->grid_vec[2] = 1;
 }
 
@@ -1355,8 +562,8 @@ static ein_status gen_split_finish(gen *g, const red_shape *r,
   g->sb = &sb;
   out->finish.kind = EIN_KERNEL_REDUCE_FINISH;
   emit_header(g, EIN_KERNEL_REDUCE_FINISH, r);
-  gen_finish(g, &out->finish, r);
-  size_t asz = acc_size(g->acc);
+  cg_gen_finish(g, &out->finish, r);
+  size_t asz = cg_acc_size(g->acc);
   out->scratch_bytes = r->splits * r->nout * (int64_t)asz;
   return take_source(&sb, &out->finish);
 }
@@ -1388,12 +595,12 @@ ein_status ein_codegen_step(const ein_step *s, ein_step_kernels *kernels) {
     break;
   case EIN_KERNEL_TRANSPOSE: gen_transpose(&g, out, ta, tb); break;
   case EIN_KERNEL_REDUCE_THREAD:
-    gen_reduce_thread(&g, out, &r);
+    cg_gen_reduce_thread(&g, out, &r);
     break;
   case EIN_KERNEL_REDUCE_INNER:
   case EIN_KERNEL_REDUCE_OUTER:
   case EIN_KERNEL_REDUCE_SPLIT:
-    gen_reduce(&g, out, &r);
+    cg_gen_reduce(&g, out, &r);
     break;
   default:
     break;
