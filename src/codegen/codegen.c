@@ -324,8 +324,8 @@ static void emit_transpose_step(gen *g, const char *step, int tile,
                     "  typedef %s src0_t;\n"
                     "  static constexpr int tile = %d, tile_rows = %d;\n"
                     "  static constexpr idx na = ",
-                    step, g->idx, cg_storage_type(s->dst_dtype), cg_src_type(s, 0),
-                    tile, (int)TILE_ROWS);
+                    step, g->idx, cg_storage_type(s->dst_dtype),
+                    cg_src_type(s, 0), tile, (int)TILE_ROWS);
   int64_t v[7] = {sb_, ein_loop_axes_volume(rest), (sa + tile - 1) / tile,
                   sta[0], stb[0], sta[1], stb[1]};
   static const char *const names[7] = {"nb", "nrest", "ta", "sa0",

@@ -250,7 +250,8 @@ void cg_emit_map_op(gen *g, const char *x0, const char *x1) {
       "prod_mask", "conj"};
   const ein_step *s = g->s;
   int k = s->nsrc == 2;
-  ein_strbuf_printf(g->sb, "ein_map_%s<%s>(", names[s->map], cg_acc_type(g->acc));
+  ein_strbuf_printf(g->sb, "ein_map_%s<%s>(", names[s->map],
+                    cg_acc_type(g->acc));
   cg_emit_load(g->sb, s->src_dtype[0], g->acc, x0);
   ein_strbuf_printf(g->sb, ", ");
   cg_emit_load(g->sb, s->src_dtype[k], g->acc, k ? x1 : x0);
@@ -292,8 +293,8 @@ void cg_emit_post(gen *g, const char *v, bool normalise) {
     ein_strbuf_printf(g->sb, ");\n");
   }
   if (normalise && (s->op == EIN_REDUCE_ANY || s->op == EIN_REDUCE_ALL))
-    ein_strbuf_printf(g->sb, "    %s = (%s)(%s != 0);\n", v, cg_acc_type(g->acc),
-                      v);
+    ein_strbuf_printf(g->sb, "    %s = (%s)(%s != 0);\n", v,
+                      cg_acc_type(g->acc), v);
 }
 
 const char *cg_src_type(const ein_step *s, int k) {

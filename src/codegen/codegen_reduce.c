@@ -303,8 +303,9 @@ static void gen_reduce_thread_vec(gen *g, ein_kernel_src *k,
                     (long long)ein_loop_axes_volume(&tv->rows),
                     cg_word_type(tv->bytes),
                     tv->per == 1 ? dt
-                                 : cg_word_type(tv->per * (int64_t)ein_dtype_size(
-                                                           s->dst_dtype)));
+                                 : cg_word_type(tv->per *
+                                                (int64_t)ein_dtype_size(
+                                                    s->dst_dtype)));
   emit_red_out_offsets(g, &tv->out, 3u);
   cg_emit_offsets_fn(g, "row_offsets", "r", "o", 2u, &tv->rows, 2u);
   ein_strbuf_printf(sb, "  static __device__ __forceinline__ acc_t "
@@ -360,7 +361,8 @@ void cg_gen_reduce_thread(gen *g, ein_kernel_src *k, const red_shape *r) {
 /* A split's pass 2 (reduce.cuh's ein_reduce_finish): the partials at
  * [c][o] of s0 combined in chunk order, scaled and stored. */
 void cg_gen_finish(gen *g, ein_kernel_src *k, const red_shape *r) {
-  operand_types t = {cg_storage_type(g->s->dst_dtype), cg_acc_type(g->acc), "void"};
+  operand_types t = {cg_storage_type(g->s->dst_dtype), cg_acc_type(g->acc),
+                     "void"};
   emit_red_head(g, "ein_main_step", r, r->nout, t);
   ein_strbuf_printf(g->sb,
                     "  static constexpr int splits = %lld, block = %d;\n",
