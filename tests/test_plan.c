@@ -65,6 +65,12 @@ static void test_gemm_mapping(ein_ctx *ctx) {
   CHECK(ein_plan_workspace_bytes(p) == 0, "attention: workspace %lld",
         (long long)ein_plan_workspace_bytes(p));
   CHECK(ein_plan_flops(p) == 2.0 * 8 * 16 * 64 * 64 * 32, "attention flops");
+  /* b and h are contiguous in C, A and B alike (stride of b = 16 x that
+   * of h in each): one batch loop of 8 x 16, not two */
+  const ein_step *gs = &ein_plan_ir_of(p)->steps[0];
+  CHECK(gs->gemm.nbatch == 1 && gs->gemm.batch[0].size == 128,
+        "attention: %d batch loops (first of %lld), want one of 128",
+        gs->gemm.nbatch, (long long)gs->gemm.batch[0].size);
   ein_plan_destroy(p);
 
   /* attn_merge writes straight into b i (h d): the batch loops absorb it. */
