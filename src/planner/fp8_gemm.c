@@ -149,25 +149,9 @@ static void orient(builder *b, const bool aligned[3]) {
   b->t.gemm.batch = b->tbatch;
 }
 
-/* A new plan in an arena of its own, its buffers and steps allocated. */
+/* A new plan with room for the FP8 GEMM's buffers and steps. */
 static ein_plan_ir *new_plan(const ein_plan_ir *f) {
-  ein_arena arena;
-  ein_arena_init(&arena);
-  ein_plan_ir *ir = ein_arena_alloc(&arena, 1, sizeof *ir);
-  if (!ir) {
-    ein_arena_destroy(&arena);
-    return NULL;
-  }
-  ir->arena = arena;
-  ir->buffers = ein_arena_alloc(&ir->arena, MAX_BUFFERS, sizeof *ir->buffers);
-  ir->steps = ein_arena_alloc(&ir->arena, MAX_STEPS, sizeof *ir->steps);
-  ir->out_shape = ein_arena_alloc(&ir->arena, (size_t)f->out_ndim + 1,
-                                  sizeof *ir->out_shape);
-  if (!ir->buffers || !ir->steps || !ir->out_shape) {
-    ein_plan_ir_destroy(ir);
-    return NULL;
-  }
-  return ir;
+  return ein_plan_ir_alloc(MAX_BUFFERS, MAX_STEPS, f->out_ndim);
 }
 
 /* A temporary of `elems` elements of dt at a 256-byte aligned offset. */

@@ -35,32 +35,14 @@ static int64_t count(int ndim, const int64_t *shape) {
  * temporaries, room for nsteps steps; NULL when out of memory. */
 static ein_plan_ir *ir_new(ein_dtype dt, int ninputs, int ntemps, int nsteps,
                            int ndim, const int64_t *shape) {
-  ein_arena arena;
-  ein_arena_init(&arena);
-  ein_plan_ir *ir = ein_arena_alloc(&arena, 1, sizeof *ir);
-  if (!ir) {
-    ein_arena_destroy(&arena);
-    return NULL;
-  }
-  memset(ir, 0, sizeof *ir);
-  ir->arena = arena;
+  ein_plan_ir *ir = ein_plan_ir_alloc(ninputs + 1 + ntemps, nsteps, ndim);
+  if (!ir) return NULL;
   ir->dtype = dt;
   ir->reduction = EIN_REDUCE_SUM;
   ir->ninputs = ninputs;
   ir->path_method = "gradient";
   ir->out_ndim = ndim;
   ir->nbuffers = ninputs + 1 + ntemps;
-  ir->buffers = ein_arena_alloc(&ir->arena, (size_t)ir->nbuffers,
-                                sizeof *ir->buffers);
-  ir->steps = ein_arena_alloc(&ir->arena, (size_t)nsteps, sizeof *ir->steps);
-  ir->out_shape = ein_arena_alloc(&ir->arena, (size_t)ndim + 1,
-                                  sizeof(int64_t));
-  if (!ir->buffers || !ir->steps || !ir->out_shape) {
-    ein_plan_ir_destroy(ir);
-    return NULL;
-  }
-  memset(ir->buffers, 0, (size_t)ir->nbuffers * sizeof *ir->buffers);
-  memset(ir->steps, 0, (size_t)nsteps * sizeof *ir->steps);
   if (ndim) memcpy(ir->out_shape, shape, (size_t)ndim * sizeof(int64_t));
   for (int i = 0; i < ninputs; i++)
     ir->buffers[i] = (ein_plan_buffer){EIN_BUF_INPUT, i, dt, 0, 0};

@@ -338,6 +338,10 @@ ein_status ein_plan_build(const ein_problem *problem,
                           const ein_plan_limits *limits, ein_error_rec *err,
                           ein_plan_ir **out);
 
+/* An empty plan in an arena of its own (zeroed), with room for nbuffers
+ * buffers, nsteps steps and an out_ndim-dim output shape; for plans built
+ * by hand (gradient steps, FP8 GEMMs). NULL when out of memory. */
+ein_plan_ir *ein_plan_ir_alloc(int nbuffers, int nsteps, int out_ndim);
 void ein_plan_ir_destroy(ein_plan_ir *plan);
 
 /* How a row-major BLAS call sees an r x c matrix with strides (rs, cs):

@@ -324,6 +324,27 @@ ein_status emit_loop(planner *pl, ein_step_role role, const pview *dst,
 }
 
 
+ein_plan_ir *ein_plan_ir_alloc(int nbuffers, int nsteps, int out_ndim) {
+  ein_arena arena;
+  ein_arena_init(&arena);
+  ein_plan_ir *ir = ein_arena_alloc(&arena, 1, sizeof *ir);
+  if (!ir) {
+    ein_arena_destroy(&arena);
+    return NULL;
+  }
+  ir->arena = arena;
+  ir->buffers = ein_arena_alloc(&ir->arena, (size_t)nbuffers,
+                                sizeof *ir->buffers);
+  ir->steps = ein_arena_alloc(&ir->arena, (size_t)nsteps, sizeof *ir->steps);
+  ir->out_shape = ein_arena_alloc(&ir->arena, (size_t)out_ndim + 1,
+                                  sizeof *ir->out_shape);
+  if (!ir->buffers || !ir->steps || !ir->out_shape) {
+    ein_plan_ir_destroy(ir);
+    return NULL;
+  }
+  return ir;
+}
+
 void ein_plan_ir_destroy(ein_plan_ir *plan) {
   if (!plan) return;
   ein_plan_ir_destroy(plan->slicing.add);
