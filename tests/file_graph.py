@@ -145,12 +145,13 @@ def circles(graph):
     return out
 
 
-def report(kind, graph):
+def report(kind, graph, noun="files"):
+    """Prints each circle of graph as a FAIL line; gives how many."""
     found = circles(graph)
     for comp in found:
         edges = [f"{a} -> {b}" for a in comp for b in sorted(graph[a])
                  if b in comp]
-        print(f"FAIL: {kind} circle among {len(comp)} files: "
+        print(f"FAIL: {kind} circle among {len(comp)} {noun}: "
               f"{'; '.join(edges)}", file=sys.stderr)
     return len(found)
 

@@ -5,8 +5,7 @@
 # each after the prelude. Skipped (77) without nvcc; needs no GPU.
 set -u
 prog=$1
-nvcc=$(command -v nvcc ||
-  { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
+. "$(dirname "$0")/find_nvcc.sh"
 [ -n "$nvcc" ] || { echo "no nvcc: skipped"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

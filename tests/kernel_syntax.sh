@@ -8,8 +8,7 @@
 # them. Skipped (77) when neither compiler is found.
 set -u
 src=$1
-nvcc=$(command -v nvcc ||
-  { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
+. "$(dirname "$0")/find_nvcc.sh"
 cxx=$(command -v c++ || command -v g++ || command -v clang++)
 [ -n "$nvcc$cxx" ] || { echo "no nvcc and no C++ compiler: skipped"; exit 77; }
 passed=0 failed=0

@@ -27,7 +27,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from file_graph import circles  # noqa: E402  (one Tarjan for both graphs)
+from file_graph import report  # noqa: E402  (one Tarjan for both graphs)
 
 PACKAGE = "einc"
 EXTENSION = "einc._einc"
@@ -124,13 +124,7 @@ def order(graph):
 
 
 def check_circles(graph):
-    found = circles(graph)
-    for comp in found:
-        edges = [f"{a} -> {b}" for a in comp for b in sorted(graph[a])
-                 if b in comp]
-        print(f"FAIL: import circle among {len(comp)} modules: "
-              f"{'; '.join(edges)}", file=sys.stderr)
-    return not found
+    return report("import", graph, "modules") == 0
 
 
 def check_core(graph):

@@ -25,7 +25,7 @@ from ._api import (EincError, ShapeMemo, backend_available, check, compile,
                    plan, rearrange, reduce, repeat, unpack)
 from ._plan import Plan
 
-EinError = EincError  # the name issue 17 gave it
+EinError = EincError  # the older name, kept for code written against it
 
 
 def _torch_arrived():

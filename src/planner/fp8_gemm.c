@@ -8,7 +8,7 @@
 
 #include "loop_axes.h"
 
-enum { TEMP_ALIGN = 256, MAX_STEPS = 6, MAX_BUFFERS = 8 };
+enum { MAX_STEPS = 6, MAX_BUFFERS = 8 };
 
 static int64_t round16(int64_t v) { return (v + 15) / 16 * 16; }
 static bool mult16(int64_t v) { return v % 16 == 0; }
@@ -154,13 +154,11 @@ static ein_plan_ir *new_plan(const ein_plan_ir *f) {
   return ein_plan_ir_alloc(MAX_BUFFERS, MAX_STEPS, f->out_ndim);
 }
 
-/* A temporary of `elems` elements of dt at a 256-byte aligned offset. */
+/* A temporary of `elems` elements of dt where cuBLASLt may read it. */
 static int add_temp(ein_plan_ir *ir, ein_dtype dt, int64_t elems) {
-  int64_t at = (ir->workspace_bytes + TEMP_ALIGN - 1) / TEMP_ALIGN * TEMP_ALIGN;
+  int64_t at = ein_plan_ir_append_temp(ir, dt, elems, EIN_TEMP_ALIGN_CUBLASLT);
   ir->buffers[ir->nbuffers] = (ein_plan_buffer){
       .kind = EIN_BUF_TEMP, .dtype = dt, .elems = elems, .offset = at};
-  ir->workspace_bytes = at + elems * (int64_t)ein_dtype_size(dt);
-  ir->peak_temp_bytes = ir->workspace_bytes;
   return ir->nbuffers++;
 }
 

@@ -23,7 +23,6 @@
 #include "grad.h"
 #include "planner_internal.h"
 
-enum { TEMP_ALIGN = 64 };
 
 static int64_t count(int ndim, const int64_t *shape) {
   int64_t n = 1;
@@ -53,11 +52,9 @@ static ein_plan_ir *ir_new(ein_dtype dt, int ninputs, int ntemps, int nsteps,
 /* Temporary k (0-based) of n elements of dtype tdt, packed after the
  * ones before it. */
 static void add_temp(ein_plan_ir *ir, int k, ein_dtype tdt, int64_t n) {
-  int64_t at = (ir->workspace_bytes + TEMP_ALIGN - 1) / TEMP_ALIGN * TEMP_ALIGN;
+  int64_t at = ein_plan_ir_append_temp(ir, tdt, n, EIN_TEMP_ALIGN);
   ir->buffers[ir->ninputs + 1 + k] =
       (ein_plan_buffer){EIN_BUF_TEMP, -1, tdt, n, at};
-  ir->workspace_bytes = at + n * (int64_t)ein_dtype_size(tdt);
-  ir->peak_temp_bytes = ir->workspace_bytes;
 }
 
 /* A step over the flat index of n elements: dst buffer d, sources

@@ -344,6 +344,19 @@ ein_status ein_plan_build(const ein_problem *problem,
 ein_plan_ir *ein_plan_ir_alloc(int nbuffers, int nsteps, int out_ndim);
 void ein_plan_ir_destroy(ein_plan_ir *plan);
 
+/* Where temporaries start in a plan's workspace. 64 bytes is a cache line
+ * and the widest CPU vector, so no temporary shares a line with another;
+ * a temporary a cuBLASLt call reads (FP8 GEMMs) needs 256, cuBLASLt's
+ * pointer alignment. workspace.c packs the planner's own temporaries at
+ * EIN_TEMP_ALIGN; plans built by hand append with ein_plan_ir_append_temp. */
+enum { EIN_TEMP_ALIGN = 64, EIN_TEMP_ALIGN_CUBLASLT = 256 };
+
+/* Appends `elems` elements of dt after the workspace's end at the next
+ * multiple of align, grows workspace_bytes and peak_temp_bytes to cover it
+ * and gives the offset. The caller records the buffer. */
+int64_t ein_plan_ir_append_temp(ein_plan_ir *ir, ein_dtype dt, int64_t elems,
+                                int64_t align);
+
 /* How a row-major BLAS call sees an r x c matrix with strides (rs, cs):
  * *trans false means rows are rs apart with unit column stride; true means
  * the matrix is stored transposed (unit row stride, columns cs apart).

@@ -345,6 +345,14 @@ ein_plan_ir *ein_plan_ir_alloc(int nbuffers, int nsteps, int out_ndim) {
   return ir;
 }
 
+int64_t ein_plan_ir_append_temp(ein_plan_ir *ir, ein_dtype dt, int64_t elems,
+                                int64_t align) {
+  int64_t at = (ir->workspace_bytes + align - 1) / align * align;
+  ir->workspace_bytes = at + elems * (int64_t)ein_dtype_size(dt);
+  ir->peak_temp_bytes = ir->workspace_bytes;
+  return at;
+}
+
 void ein_plan_ir_destroy(ein_plan_ir *plan) {
   if (!plan) return;
   ein_plan_ir_destroy(plan->slicing.add);

@@ -17,7 +17,7 @@
 
 /* Temporaries share the workspace where their lives do not overlap: a
  * buffer lives from the first step that touches it to the last, and takes
- * the lowest 64-byte aligned offset clear of every buffer live with it
+ * the lowest EIN_TEMP_ALIGN-aligned offset clear of every buffer live with it
  * (first fit, in order of first use). A network's plan then needs about
  * its live intermediates, not the sum of all of them. */
 /* first[b] and last[b]: the first and last step touching buffer b. */
@@ -39,7 +39,7 @@ static int64_t buffer_end(const ein_plan_buffer *b) {
   return b->offset + b->elems * (int64_t)ein_dtype_size(b->dtype);
 }
 
-/* The lowest 64-byte aligned offset where `size` bytes overlap none of
+/* The lowest EIN_TEMP_ALIGN-aligned offset where `size` bytes overlap none of
  * the live buffers. */
 static int64_t first_fit(const ein_plan_ir *ir, const int *live, int nlive,
                          int64_t size) {
@@ -49,7 +49,8 @@ static int64_t first_fit(const ein_plan_ir *ir, const int *live, int nlive,
     for (int k = 0; k < nlive; k++) {
       const ein_plan_buffer *o = &ir->buffers[live[k]];
       if (off < buffer_end(o) && o->offset < off + size) {
-        off = (buffer_end(o) + 63) & ~(int64_t)63;
+        off = (buffer_end(o) + EIN_TEMP_ALIGN - 1) /
+              EIN_TEMP_ALIGN * EIN_TEMP_ALIGN;
         moved = true;
       }
     }
