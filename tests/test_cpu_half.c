@@ -62,6 +62,14 @@ static const hcase cases[] = {
      true},
     {"i j, j k -> i k", 2, {2, 2}, {{32, 4096}, {4096, 32}}, EIN_REDUCE_SUM,
      false},
+    /* attention's merge: two batch axes, C's heads between its rows and
+     * columns (oneDNN takes both axes, reordered by C's strides) */
+    {"b h i j, b h j d -> b i h d", 2, {4, 4},
+     {{2, 3, 40, 48}, {2, 3, 48, 24}}, EIN_REDUCE_SUM, false},
+    {"b h i j, b h j d -> h b i d", 2, {4, 4},
+     {{2, 3, 40, 48}, {2, 3, 48, 24}}, EIN_REDUCE_SUM, false},
+    {"b h i j, h j d -> b i h d", 2, {4, 3}, {{2, 3, 40, 48}, {3, 48, 24}},
+     EIN_REDUCE_SUM, false},
 };
 enum { NCASES = sizeof cases / sizeof *cases };
 

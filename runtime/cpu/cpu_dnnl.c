@@ -252,49 +252,81 @@ static bool cpu_has_units(ein_dtype dt) {
 
 /* ------------------------------------------------------ one primitive */
 
-/* One GEMM step as oneDNN runs it: a batched matmul over the step's last
- * batch axis (the others are looped here), row-major C. */
+/* One GEMM step as oneDNN runs it: a batched matmul over the step's
+ * innermost batch axes (up to DNNL_MAX_NDIMS - 2 of them; any outer ones
+ * are looped here), row-major C. */
 typedef struct ein_dnnl_gemm {
   dnnl_primitive_t prim;
   int threads;              /* the OpenMP threads it was made for */
+  int inner;                /* batch axes the primitive takes */
   dnnl_memory_desc_t md[3]; /* A, B, C as oneDNN reads them */
   char impl[64];            /* oneDNN's implementation, for reports */
 } ein_dnnl_gemm;
+
+enum { MAX_INNER_BATCH = DNNL_MAX_NDIMS - 2 };
 
 static dnnl_data_type_t to_dnnl_dt(ein_dtype dt) {
   return dt == EIN_DT_BF16 ? dnnl_bf16 : dt == EIN_DT_F16 ? dnnl_f16
                                                            : dnnl_f32;
 }
 
-/* The row-major call's three matrices over the innermost batch axis (a
- * stride-0 operand is a batch of one, which oneDNN broadcasts). */
-static ein_status make_mds(const ein_step *s, const ein_gemm_call *g,
-                           dnnl_memory_desc_t md[3], ein_error_rec *err) {
-  const ein_gemm *sg = &s->gemm;
-  int64_t nb = 1, bs[3] = {0, 0, 0}; /* C, A, B as the call reads them */
-  if (sg->nbatch > 0) {
-    const ein_loop_axis *ax = &sg->batch[sg->nbatch - 1];
-    nb = ax->size;
-    bs[0] = ax->stride[0];
-    bs[1] = ax->stride[g->swap ? 2 : 1];
-    bs[2] = ax->stride[g->swap ? 1 : 2];
+/* The batch axes the primitive takes: the innermost ones, so that the
+ * loop left here (if any) is over the outermost. */
+static int inner_batch(const ein_gemm *g) {
+  return g->nbatch < MAX_INNER_BATCH ? g->nbatch : MAX_INNER_BATCH;
+}
+
+/* The inner batch axes in the order oneDNN gets them: C's strides
+ * descending, as its brgemm kernels want (a C of layout `b i (h d)` or
+ * `h b i d` is then one batched call they take; the order of batch axes is
+ * free, as long as A, B and C share it). */
+static void batch_order(const ein_gemm *sg, int inner, int *perm) {
+  const ein_loop_axis *ax = &sg->batch[sg->nbatch - inner];
+  for (int i = 0; i < inner; i++) {
+    int j = i;
+    for (; j > 0 && ax[perm[j - 1]].stride[0] < ax[i].stride[0]; j--)
+      perm[j] = perm[j - 1];
+    perm[j] = i;
   }
-  dnnl_dims_t da = {bs[1] ? nb : 1, g->m, g->k},
-              sa = {bs[1] ? bs[1] : g->m * g->k, g->ta ? 1 : g->lda,
-                    g->ta ? g->lda : 1},
-              db = {bs[2] ? nb : 1, g->k, g->n},
-              sb = {bs[2] ? bs[2] : g->k * g->n, g->tb ? 1 : g->ldb,
-                    g->tb ? g->ldb : 1},
-              dc = {nb, g->m, g->n}, sc = {bs[0] ? bs[0] : g->m * g->n,
-                                           g->ldc, 1};
-  dnnl_data_type_t ab = to_dnnl_dt(s->src_dtype[0]);
-  dnnl_data_type_t c = to_dnnl_dt(s->dst_dtype);
-  DNNL_CHECK(err, DNNL(dnnl_memory_desc_init_by_strides)(&md[0], 3, da, ab,
-                                                         sa));
-  DNNL_CHECK(err, DNNL(dnnl_memory_desc_init_by_strides)(&md[1], 3, db, ab,
-                                                         sb));
-  DNNL_CHECK(err, DNNL(dnnl_memory_desc_init_by_strides)(&md[2], 3, dc, c,
-                                                         sc));
+}
+
+/* One matrix of the call as oneDNN's dims and strides: the inner batch
+ * axes in perm's order (a stride-0 axis is size 1, which oneDNN
+ * broadcasts), then rows and columns. `which` is 0 for C, 1 and 2 for the
+ * call's A and B. */
+static void matrix_dims(const ein_gemm *sg, const ein_gemm_call *g, int which,
+                        int inner, const int *perm, dnnl_dims_t dims,
+                        dnnl_dims_t strides) {
+  int plan_op = which == 0 ? 0 : g->swap ? 3 - which : which;
+  int64_t rows = which == 2 ? g->k : g->m, cols = which == 1 ? g->k : g->n;
+  int64_t ld = which == 0 ? g->ldc : which == 1 ? g->lda : g->ldb;
+  bool trans = which == 1 ? g->ta : which == 2 ? g->tb : false;
+  for (int i = 0; i < inner; i++) {
+    const ein_loop_axis *ax = &sg->batch[sg->nbatch - inner + perm[i]];
+    int64_t st = ax->stride[plan_op];
+    dims[i] = which == 0 || st ? ax->size : 1;
+    strides[i] = st ? st : rows * cols;
+  }
+  dims[inner] = rows;
+  dims[inner + 1] = cols;
+  strides[inner] = trans ? 1 : ld;
+  strides[inner + 1] = trans ? ld : 1;
+}
+
+/* The row-major call's three matrices with the inner batch axes. */
+static ein_status make_mds(const ein_step *s, const ein_gemm_call *g,
+                           int inner, dnnl_memory_desc_t md[3],
+                           ein_error_rec *err) {
+  static const int order[3] = {1, 2, 0}; /* md: A, B, C */
+  int perm[MAX_INNER_BATCH];
+  batch_order(&s->gemm, inner, perm);
+  for (int k = 0; k < 3; k++) {
+    dnnl_dims_t dims, strides;
+    matrix_dims(&s->gemm, g, order[k], inner, perm, dims, strides);
+    dnnl_data_type_t dt = to_dnnl_dt(k == 2 ? s->dst_dtype : s->src_dtype[0]);
+    DNNL_CHECK(err, DNNL(dnnl_memory_desc_init_by_strides)(
+                        &md[k], inner + 2, dims, dt, strides));
+  }
   return EIN_OK;
 }
 
@@ -352,8 +384,9 @@ static ein_status gemm_make(const ein_step *s, int threads,
   if (!ein_gemm_rowmajor(&s->gemm, &g))
     return ein_fail_internal(err, "cpu backend: a half GEMM step that is "
                                   "not row-major in any order");
+  d->inner = inner_batch(&s->gemm);
   int before = set_threads(threads);
-  ein_status st = make_mds(s, &g, d->md, err);
+  ein_status st = make_mds(s, &g, d->inner, d->md, err);
   if (!st) st = make_prim(d, s->alpha, err);
   set_threads(before);
   return st;
@@ -508,7 +541,7 @@ void ein_cpu_dnnl_describe(const ein_plan_ir *plan, const void *program,
 /* ------------------------------------------------------------ running */
 
 /* Runs d over the step's batch: one execution per index of the outer
- * batch axes (all but the last, which the primitive takes). */
+ * batch axes (those the primitive does not take). */
 static ein_status execute(const ein_step *s, const ein_dnnl_gemm *d, char *c,
                           const char *a, const char *b, ein_error_rec *err) {
   const ein_gemm *g = &s->gemm;
@@ -525,14 +558,15 @@ static ein_status execute(const ein_step *s, const ein_dnnl_gemm *d, char *c,
   int64_t esz[3] = {(int64_t)ein_dtype_size(s->dst_dtype),
                     (int64_t)ein_dtype_size(s->src_dtype[0]),
                     (int64_t)ein_dtype_size(s->src_dtype[1])};
+  int nouter = g->nbatch - d->inner;
   int64_t outer = 1;
-  for (int i = 0; i + 1 < g->nbatch; i++) outer *= g->batch[i].size;
+  for (int i = 0; i < nouter; i++) outer *= g->batch[i].size;
   dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, mem[0]},
                              {DNNL_ARG_WEIGHTS, mem[1]},
                              {DNNL_ARG_DST, mem[2]}};
   for (int64_t bi = 0; bi < outer && st == dnnl_success; bi++) {
     int64_t off[3] = {0, 0, 0}, idx = bi;
-    for (int i = g->nbatch - 2; i >= 0; i--) {
+    for (int i = nouter - 1; i >= 0; i--) {
       int64_t ci = idx % g->batch[i].size;
       idx /= g->batch[i].size;
       for (int k = 0; k < 3; k++) off[k] += ci * g->batch[i].stride[k];
