@@ -108,9 +108,10 @@ static __device__ __forceinline__ int ein_window_skew(const T *p) {
  * row's request (a lane's k-th execution of an instruction is the warp's
  * k-th request), where on the GPU it is one request either way. */
 static __device__ __forceinline__ int ein_run_lane(int w, int m, int len) {
+  const int last = len - 1; /* two selects (a min and a max), no branch */
   int e = 32 * w + (int)threadIdx.x - m;
   e = e < 0 ? 0 : e;
-  return e < len ? e : len - 1;
+  return e > last ? last : e;
 }
 
 /* Source element at as dst stores it: its bits for a plain copy
