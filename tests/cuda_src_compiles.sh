@@ -15,6 +15,7 @@ cases=(
   "b s d -> d|4x128x96|--reduce max --dtype f16"      # split: two passes
   "b s d -> d|4x4096x8|--reduce sum"                  # split, f32
   "b h s d -> b s h d|2x4x64x32|--dtype f16"          # transpose (+ vec)
+  "i j -> j i|1023x1025|--dtype bf16"                 # odd pitch: runs
   "i j, j k -> i k|3x5 5x7|"                          # small: kernels
   "b i, b j -> b i j|8x16 8x32|--dtype bf16"          # outer product map
   "a b c -> c a|8x16x32|--reduce max"                 # reduce + transpose

@@ -20,7 +20,7 @@
 #include "plan.h"
 
 static int kinds_seen[EIN_KERNEL_KINDS], vec_seen, wide_seen, compiled,
-    fallback_seen, half_map_seen, half_transpose_seen;
+    fallback_seen, half_map_seen, half_transpose_seen, runs_seen;
 
 static void compile_both(const ein_kernel_src *k, const char *what) {
   static const int archs[2] = {80, 90};
@@ -106,6 +106,7 @@ static void cover(ein_ctx *ctx, const char *expr, const char *shapes,
       half_map_seen += strstr(k->source, "ein_map_half_vec<") != NULL;
       half_transpose_seen +=
           strstr(k->source, "ein_transpose_half<") != NULL;
+      runs_seen += strstr(k->source, "ein_transpose_runs<") != NULL;
       wide_seen += strstr(k->source, "long long t_") != NULL;
       compile_both(k, what);
     }
@@ -142,6 +143,8 @@ static void test_kernels(ein_ctx *ctx) {
     cover(ctx, "a b ->", "300x200", "reduce=sum", dt, 'c');
     cover(ctx, "b i, b j -> b i j", "3x5 3x16", NULL, dt, 'c');
     cover(ctx, "b c h w -> b h w c", "2x32x8x8", NULL, dt, 'c');
+    /* odd pitch: 2-byte types move aligned runs (ein_transpose_runs) */
+    cover(ctx, "a b -> b a", "1023x1025", NULL, dt, 'c');
   }
   for (size_t d = 0; d < sizeof FLOATS / sizeof FLOATS[0]; d++) {
     ein_dtype dt = FLOATS[d];
@@ -177,6 +180,7 @@ static void test_kernels(ein_ctx *ctx) {
   cover(ctx, "a b -> a", "4x0", "reduce=sum", EIN_DT_I32, 'c');
   /* 64-bit indexing: more than 2^30 elements (planned, never allocated) */
   cover(ctx, "a b -> b a", "40000x40000", NULL, EIN_DT_F16, 'c');
+  cover(ctx, "a b -> b a", "40001x40001", NULL, EIN_DT_BF16, 'c');
   cover(ctx, "a b -> a", "40000x40000", "reduce=sum", EIN_DT_F32, 'c');
 
   CHECK(kinds_seen[EIN_KERNEL_FILL] > 0, "no fill kernel");
@@ -192,6 +196,7 @@ static void test_kernels(ein_ctx *ctx) {
   CHECK(vec_seen > 0, "no 16-byte copy variant");
   CHECK(half_map_seen > 0, "no 2-byte map variant");
   CHECK(half_transpose_seen > 0, "no 2-byte transpose variant");
+  CHECK(runs_seen > 0, "no odd-pitch 2-byte transpose (runs)");
   CHECK(wide_seen > 0, "no 64-bit indexed kernel");
   CHECK(fallback_seen > 0, "no cuBLAS step (and its fallback) planned");
   printf(

@@ -514,6 +514,15 @@ static const struct named_case {
     {"tn5_step4", "x b h g, f b -> x f g h", "2x16x16x16 16x16", "", NULL},
     {"staged_odd", "c d, h d -> c h", "37x12 13x12", "", NULL},
     {"lanes_moved", "b h g, f b -> f g h", "10x9x13 7x10", "", NULL},
+    /* issue 34 item 5: transposes of odd pitch; from RUNS_MIN_TILES
+     * tiles of 64 the 2-byte ones move runs of 64 in aligned windows
+     * (transpose.cuh's ein_transpose_runs; the first stays under it):
+     * edge tiles on a and b with an odd rest stride, a thin source (runs
+     * of 5 read, of 64 and 40 written), odd strides on a rest axis only */
+    {"odd_transpose", "i j -> j i", "37x129", "", NULL},
+    {"odd_transpose_runs", "b i j -> b j i", "50x37x129", "", NULL},
+    {"odd_transpose_thin", "b i j -> b j i", "40x1000x5", "", NULL},
+    {"odd_transpose3", "a b c -> c b a", "33x70x97", "", NULL},
 };
 
 /* Fills c from a named case in dtype dt. */

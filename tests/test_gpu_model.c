@@ -119,6 +119,10 @@ static void strided_read(float *d, const float *s) {
         (unsigned long long)c.ld_ideal_sectors);
   CHECK(c.ld_unique_sectors == 128, "distinct sectors %llu, want 128",
         (unsigned long long)c.ld_unique_sectors);
+  /* the 128 distinct sectors are what the bytes fill: still ideal 4 */
+  CHECK(ein_emu_ideal_sectors(&c, 0) == 128,
+        "transposed read's ideal: %llu sectors, want 128",
+        (unsigned long long)ein_emu_ideal_sectors(&c, 0));
   CHECK(c.st_requests == 32 && c.st_sectors == 128, "stores %llu, %llu",
         (unsigned long long)c.st_requests, (unsigned long long)c.st_sectors);
 }
@@ -156,6 +160,31 @@ static void shared_tile(int pitch, float *d, const float *s) {
   CHECK(c.ld_sectors == 128 && c.st_sectors == 128,
         "pitch %d: global %llu, %llu sectors", pitch,
         (unsigned long long)c.ld_sectors, (unsigned long long)c.st_sectors);
+}
+
+/* One warp reads the diagonal of a 32x32 f32 matrix (lane i, element
+ * 33 i: 132 bytes apart) and stores it coalesced: the load's 128 bytes
+ * would pack into 4 sectors, but each lies in its own sector, so no
+ * kernel reads them in fewer than 32 (docs/design.md, "The ideal of a
+ * gather"): the ideal is the 32 distinct sectors; the store's stays 4. */
+static void diagonal_gather(float *d, const float *s) {
+  static const char src[] = KERNEL
+      "  d[threadIdx.x] = s0[33 * threadIdx.x];\n"
+      "}\n";
+  ein_emu_counters c;
+  if (count1(src, 1, 32, 1, d, s, &c))
+    return;
+  CHECK(c.ld_requests == 1 && c.ld_sectors == 32 && c.ld_ideal_sectors == 4 &&
+            c.ld_unique_sectors == 32,
+        "diagonal: %llu requests, %llu sectors, %llu packed, %llu distinct: "
+        "want 1, 32, 4, 32",
+        (unsigned long long)c.ld_requests, (unsigned long long)c.ld_sectors,
+        (unsigned long long)c.ld_ideal_sectors,
+        (unsigned long long)c.ld_unique_sectors);
+  CHECK(ein_emu_ideal_sectors(&c, 0) == 32 && ein_emu_ideal_sectors(&c, 1) == 4,
+        "diagonal's ideal: %llu load, %llu store sectors: want 32, 4",
+        (unsigned long long)ein_emu_ideal_sectors(&c, 0),
+        (unsigned long long)ein_emu_ideal_sectors(&c, 1));
 }
 
 /* A grid of one block of 96 threads (3 warps, the last one whole): one
@@ -264,6 +293,9 @@ static void block_reuse(float *d, const float *s) {
         (unsigned long long)c.ld_requests, (unsigned long long)c.ld_sectors,
         (unsigned long long)c.ld_block_sectors,
         (unsigned long long)c.ld_unique_sectors);
+  /* re-reads: 4 distinct sectors, the requests' ideal (128) stands */
+  CHECK(ein_emu_ideal_sectors(&c, 0) == 128, "re-reads' ideal: %llu",
+        (unsigned long long)ein_emu_ideal_sectors(&c, 0));
 }
 
 static void counters(void) {
@@ -276,6 +308,7 @@ static void counters(void) {
   CHECK(st == EIN_OK, "H2D: %s", err.message);
   coalesced_copy(d, s);
   strided_read(d, s);
+  diagonal_gather(d, s);
   shared_tile(32, d, s);
   shared_tile(33, d, s);
   one_block(d, s);
@@ -365,6 +398,8 @@ static void kernel_model(void) {
   CHECK(near(k.seconds, 2e-6 + 1e9 / 3e12) && near(k.waves, 2) &&
             near(k.memory_efficiency, 1) && strcmp(k.bound, "memory") == 0,
         "two full waves: %g s, %g waves, %s", k.seconds, k.waves, k.bound);
+  CHECK(near(k.floor_seconds, k.seconds), "saturated: floor %g s, want %g",
+        k.floor_seconds, k.seconds);
   /* One block of 8 warps: 1/132 of the SMs, each at 8/32 of its share:
    * 1/528 of the bandwidth: 1 MB takes 1e6 x 528 / 3e12 = 176 us. */
   in.traffic_bytes = 1e6;
@@ -374,6 +409,9 @@ static void kernel_model(void) {
             near(k.memory_efficiency, 1.0 / 528),
         "one block: %g s (efficiency %g)", k.memory_seconds,
         k.memory_efficiency);
+  /* its floor: the launch and 1 MB at the full bandwidth */
+  CHECK(near(k.floor_seconds, 2e-6 + 1e6 / 3e12), "one block's floor: %g s",
+        k.floor_seconds);
   /* A full wave (1056 blocks) then a tail of 66: 1000 bytes a block; the
    * full wave moves 1056 000 B at 1e12 B/s (1.056 us), the tail's 66
    * blocks use half the SMs at 8/32 of their share (1/8 of the

@@ -93,7 +93,8 @@ static void row_text(ein_strbuf *sb, const model_row *r) {
                     (unsigned long long)l->c.blocks, r->res.registers,
                     100 * r->occ.fraction, r->km.waves,
                     per(c->ld_sectors + c->st_sectors, req),
-                    per(c->ld_ideal_sectors + c->st_ideal_sectors, req),
+                    per(ein_emu_ideal_sectors(c, 0) +
+                            ein_emu_ideal_sectors(c, 1), req),
                     per(c->sh_ld_wavefronts + c->sh_st_wavefronts,
                         c->sh_ld_requests + c->sh_st_requests),
                     32.0 * (double)(l->c.ld_sectors + l->c.st_sectors),
@@ -109,11 +110,14 @@ static void counts_json(ein_strbuf *sb, const ein_emu_counters *c) {
   ein_strbuf_printf(
       sb,
       "\"requests\":%llu,\"sectors\":%llu,\"ideal_sectors\":%llu,"
-      "\"shared_requests\":%llu,\"shared_wavefronts\":%llu,"
-      "\"shared_ideal\":%llu,\"warp_basic_blocks\":%llu,",
+      "\"request_bytes\":%llu,\"shared_requests\":%llu,"
+      "\"shared_wavefronts\":%llu,\"shared_ideal\":%llu,"
+      "\"warp_basic_blocks\":%llu,",
       (unsigned long long)(c->ld_requests + c->st_requests),
       (unsigned long long)(c->ld_sectors + c->st_sectors),
-      (unsigned long long)(c->ld_ideal_sectors + c->st_ideal_sectors),
+      (unsigned long long)(ein_emu_ideal_sectors(c, 0) +
+                           ein_emu_ideal_sectors(c, 1)),
+      (unsigned long long)(c->ld_bytes + c->st_bytes),
       (unsigned long long)(c->sh_ld_requests + c->sh_st_requests),
       (unsigned long long)(c->sh_ld_wavefronts + c->sh_st_wavefronts),
       (unsigned long long)(c->sh_ld_ideal + c->sh_st_ideal),
@@ -140,7 +144,8 @@ static void row_json(ein_strbuf *sb, const model_row *r, bool first) {
       "\"l2_seconds\":%.4g,\"l1_seconds\":%.4g,\"l2_bytes\":%.0f,"
       "\"block_load_bytes\":%.0f,\"shared_seconds\":%.4g,"
       "\"issue_seconds\":%.4g,"
-      "\"compute_seconds\":%.4g,\"seconds\":%.4g,\"bound\":\"%s\"}",
+      "\"compute_seconds\":%.4g,\"seconds\":%.4g,\"floor_seconds\":%.4g,"
+      "\"bound\":\"%s\"}",
       r->occ.blocks_per_sm, r->occ.fraction,
       ein_occ_limiter_name(r->occ.limiter), r->km.waves,
       32.0 * (double)(l->c.ld_sectors + l->c.st_sectors),
@@ -148,7 +153,7 @@ static void row_json(ein_strbuf *sb, const model_row *r, bool first) {
       r->km.memory_efficiency, r->km.memory_seconds, r->km.l2_seconds,
       r->km.l1_seconds, r->km.l2_bytes, 32.0 * (double)l->c.ld_block_sectors,
       r->km.shared_seconds, r->km.issue_seconds, r->km.compute_seconds,
-      r->km.seconds, r->km.bound);
+      r->km.seconds, r->km.floor_seconds, r->km.bound);
 }
 
 /* Each step at the model (its launches; cuBLAS and empty steps at the
@@ -220,8 +225,9 @@ static void header(ein_strbuf *sb, const ein_device_model *m,
       "by the warps per SM and the waves (docs/design.md, \"The kernel "
       "model checked against the H100\", \"An L1 term\"):\n"
       "(sec/req: global sectors a request, ideal: the fewest its bytes "
-      "fit, wf/req: shared wavefronts a request; mem us: the longest of "
-      "DRAM, L2, L1, shared and issue)\n"
+      "fit, or the distinct sectors where more; wf/req: shared "
+      "wavefronts a request; mem us: the longest of DRAM, L2, L1, shared "
+      "and issue)\n"
       "  step pass entry      blocks regs  occ   waves sec/req  ideal "
       "wf/req  traffic B   eff    mem us    cmp us  model us  bound\n",
       m->name, lim->sm, lim->sms, 1e6 * m->step_seconds,

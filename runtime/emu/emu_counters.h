@@ -33,6 +33,21 @@ typedef struct ein_emu_counters {
   uint64_t warp_basic_blocks;
 } ein_emu_counters;
 
+/* The fewest sectors a launch's loads (store false) or stores could
+ * touch: its requests' own ideal (each request's distinct bytes packed
+ * into sectors), or the launch's distinct sectors where those are more.
+ * Bytes that lie one to a sector (a diagonal, a gather with a stride past
+ * 32 bytes) occupy their sectors whatever the kernel, so no request can
+ * pack them; a re-read (an outer product's operand) leaves the requests'
+ * ideal. The one place the ideal of the reports, the stored figures and
+ * the item-5 table is made (docs/design.md, "The ideal of a gather"). */
+static inline uint64_t ein_emu_ideal_sectors(const ein_emu_counters *c,
+                                             int store) {
+  uint64_t packed = store ? c->st_ideal_sectors : c->ld_ideal_sectors;
+  uint64_t distinct = store ? c->st_unique_sectors : c->ld_unique_sectors;
+  return distinct > packed ? distinct : packed;
+}
+
 /* Adds every counter of b to a. */
 void ein_emu_counters_add(ein_emu_counters *a, const ein_emu_counters *b);
 

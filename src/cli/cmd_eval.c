@@ -364,12 +364,12 @@ static void print_memory(FILE *f, const ein_emu_counters *c) {
              "request (ideal %5.2f)\n",
           (unsigned long long)c->ld_requests,
           (unsigned long long)c->ld_sectors, per(c->ld_sectors, c->ld_requests),
-          per(c->ld_ideal_sectors, c->ld_requests));
+          per(ein_emu_ideal_sectors(c, 0), c->ld_requests));
   fprintf(f, "    global stores  %10llu requests %11llu sectors  %5.2f a "
              "request (ideal %5.2f)\n",
           (unsigned long long)c->st_requests,
           (unsigned long long)c->st_sectors, per(c->st_sectors, c->st_requests),
-          per(c->st_ideal_sectors, c->st_requests));
+          per(ein_emu_ideal_sectors(c, 1), c->st_requests));
   if (c->sh_ld_requests + c->sh_st_requests)
     fprintf(f, "    shared loads   %10llu requests %11llu wavefronts %5.2f a "
                "request (ideal %5.2f); stores %llu requests %llu wavefronts\n",

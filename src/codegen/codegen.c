@@ -282,6 +282,29 @@ static bool half_transpose_ok(const gen *g, const ein_loop_axes *rest,
   return true;
 }
 
+/* Whether a 2-byte transpose without pairs takes the runs kernel
+ * (transpose.cuh's ein_transpose_runs): element-wise (no terms folded),
+ * the tile's rows contiguous on both sides (sb1 and sa0 1), and rows that
+ * start anywhere in a sector: a pitch or a rest stride not a multiple of
+ * a sector's 16 elements on either side. A 32x32 tile then touches 3
+ * sectors for every 64 bytes it moves, on both sides; runs of 64 in
+ * windows aligned to 64 bytes touch 5 for 128 (docs/design.md, "Odd
+ * 2-byte transposes"). Only where the 64x64 tiles fill RUNS_MIN_TILES. */
+static bool runs_transpose(const gen *g, const ein_loop_axes *rest,
+                           int64_t na, int64_t nb, const int64_t sta[3],
+                           const int64_t stb[3]) {
+  const ein_step *s = g->s;
+  if (g->red.n || ein_dtype_size(s->dst_dtype) != 2 ||
+      ein_dtype_size(s->src_dtype[0]) != 2 || sta[0] != 1 || stb[1] != 1)
+    return false;
+  int64_t tiles = ((na + TILE2 - 1) / TILE2) * ((nb + TILE2 - 1) / TILE2);
+  if (tiles * ein_loop_axes_volume(rest) < RUNS_MIN_TILES)
+    return false;
+  bool odd = sta[1] % 16 || stb[0] % 16;
+  for (int i = 0; i < rest->n; i++)
+    odd = odd || rest->st[i][0] % 16 || rest->st[i][1] % 16;
+  return odd;
+}
 
 /* A short reduction folded into a transpose's value(s0, at) (see
  * transpose_axes): identity(), then comb with each term at its offset
@@ -323,9 +346,11 @@ static void emit_transpose_step(gen *g, const char *step, int tile,
                     "struct %s {\n  typedef %s idx;\n  typedef %s dst_t;\n"
                     "  typedef %s src0_t;\n"
                     "  static constexpr int tile = %d, tile_rows = %d;\n"
+                    "  static constexpr bool raw = %s;\n"
                     "  static constexpr idx na = ",
                     step, g->idx, cg_storage_type(s->dst_dtype),
-                    cg_src_type(s, 0), tile, (int)TILE_ROWS);
+                    cg_src_type(s, 0), tile, (int)TILE_ROWS,
+                    s->plain_copy ? "true" : "false");
   int64_t v[7] = {sb_, ein_loop_axes_volume(rest), (sa + tile - 1) / tile,
                   sta[0], stb[0], sta[1], stb[1]};
   static const char *const names[7] = {"nb", "nrest", "ta", "sa0",
@@ -374,17 +399,21 @@ static void gen_transpose(gen *g, ein_kernel_src *k, int a, int b) {
   }
   int64_t nrest = ein_loop_axes_volume(&rest);
   const char *dt = cg_storage_type(s->dst_dtype);
-  emit_transpose_step(g, "ein_main_step", TILE, &rest, sa, sb_, sta, stb);
+  bool pairs = half_transpose_ok(g, &rest, sa, sb_, sta, stb);
+  bool runs = !pairs && runs_transpose(g, &rest, sa, sb_, sta, stb);
+  int edge = runs ? TILE2 : TILE;
+  emit_transpose_step(g, "ein_main_step", edge, &rest, sa, sb_, sta, stb);
   cg_emit_signature(g, "ein_main", TILE * TILE_ROWS,
                  (operand_types){dt, cg_src_type(s, 0), "void"});
-  ein_strbuf_printf(g->sb, "  ein_transpose<ein_main_step>(d, s0);\n}\n");
-  k->grid[0] = (unsigned)(((sa + TILE - 1) / TILE) * ((sb_ + TILE - 1) / TILE));
+  ein_strbuf_printf(g->sb, "  %s<ein_main_step>(d, s0);\n}\n",
+                    runs ? "ein_transpose_runs" : "ein_transpose");
+  k->grid[0] = (unsigned)(((sa + edge - 1) / edge) * ((sb_ + edge - 1) / edge));
   k->grid[1] = (unsigned)(nrest < 65535 ? nrest : 65535);
   k->grid[2] = 1;
   k->block[0] = TILE;
   k->block[1] = TILE_ROWS;
   k->block[2] = 1;
-  if (!half_transpose_ok(g, &rest, sa, sb_, sta, stb))
+  if (!pairs)
     return;
   emit_transpose_step(g, "ein_vec_step", TILE2, &rest, sa, sb_, sta, stb);
   cg_emit_signature(g, "ein_vec", TILE * TILE_ROWS,

@@ -32,6 +32,10 @@ enum {
    * threads each (the H100; PyTorch's rule gives ~2100 blocks too). */
   SPLIT_TARGET = 2 * 132 * 8,
   SPLIT_MIN_TERMS = 16, /* per lane in each chunk: less is launch-bound */
+  /* An odd-pitch 2-byte transpose takes 64x64 tiles of aligned runs from
+   * this many tiles (one block per SM of an H100): on fewer, the 32x32
+   * tile's four times as many blocks are worth more than its sectors. */
+  RUNS_MIN_TILES = SPLIT_TARGET / 16,
   FINISH_BLOCK = 256,
   /* A staged copy's block moves tiles of this many elements at most
    * (whole tiles, at least one): 8 per thread of a MAP_BLOCK block. */

@@ -94,15 +94,26 @@ static void pick_bound(ein_kernel_model *m, double launch) {
   m->seconds += work;
 }
 
+/* The launch's work at the full bandwidth (its DRAM bytes) or the full
+ * rate, whichever is longer: no grid shape or occupancy does better. */
+static double floor_work(const ein_kernel_model_in *in, double dram) {
+  double t = dram > 0 && in->bytes_per_s > 0 ? dram / in->bytes_per_s : 0;
+  if (in->flops > 0 && in->flops_per_s > 0 && in->flops / in->flops_per_s > t)
+    t = in->flops / in->flops_per_s;
+  return t;
+}
+
 ein_kernel_model ein_kernel_model_time(const ein_kernel_model_in *in) {
   ein_kernel_model m = {.seconds = in->launch_seconds, .bound = "launch",
-                        .memory_efficiency = 1};
+                        .memory_efficiency = 1,
+                        .floor_seconds = in->launch_seconds};
   if (in->blocks <= 0 || in->blocks_per_sm <= 0 || !in->lim)
     return m;
   m.waves = (double)in->blocks / ((double)in->blocks_per_sm * in->lim->sms);
   double share = 1;
   double dram = in->distinct_bytes > 0 ? in->distinct_bytes
                                        : in->traffic_bytes;
+  m.floor_seconds = in->launch_seconds + floor_work(in, dram);
   if (dram > 0 && in->bytes_per_s > 0)
     m.memory_seconds = over_waves(in, dram, in->bytes_per_s,
                                   memory_warps(in), &m.memory_efficiency);

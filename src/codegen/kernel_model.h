@@ -54,6 +54,11 @@ typedef struct ein_kernel_model {
   double compute_seconds; /* FLOPs at the rate the warps reach */
   double waves;           /* blocks / (resident blocks x SMs) */
   double memory_efficiency; /* the bandwidth share reached, 0..1 */
+  double floor_seconds; /* launch + the distinct bytes at the full
+                           bandwidth or the FLOPs at the full rate: the
+                           least any grid or occupancy could take for the
+                           sectors it touches (a gather's floor, where
+                           the roofline's element bytes understate it) */
   const char *bound; /* "memory", "L2", "L1", "shared", "issue",
                         "compute", "launch" */
 } ein_kernel_model;

@@ -2,8 +2,8 @@
  * transpose_examples.cu - src/codegen/kernels/transpose.cuh instantiated
  * with example steps of the shape codegen.c writes (gen_transpose), for
  * tests/kernel_syntax.sh: an f32 -> f16 transposing conversion with a
- * batch axis, the 2-byte pair-moving copy of 'i j -> j i', and a staged
- * copy (patchify).
+ * batch axis, the 2-byte pair-moving copy of 'i j -> j i', the runs
+ * kernel of an odd-pitch 2-byte transpose, and a staged copy (patchify).
  */
 #include "kernels/transpose.cuh"
 
@@ -49,6 +49,33 @@ extern "C" __global__ void __launch_bounds__(256)
                  const unsigned short *__restrict__ s0,
                  const void *__restrict__) {
   ein_transpose_half<pair_step>(d, s0);
+}
+
+/* 'a b c -> c b a' 33x65x97 f16: odd pitches, runs of 64 in aligned
+ * windows */
+struct runs_step {
+  typedef int idx;
+  typedef unsigned short dst_t;
+  typedef unsigned short src0_t;
+  static constexpr int tile = 64, tile_rows = 8;
+  static constexpr bool raw = false;
+  static constexpr idx na = 33, nb = 97, nrest = 65, ta = 1, sa0 = 1,
+                       sb0 = 2145, sa1 = 6305, sb1 = 1;
+  static __device__ __forceinline__ void rest_offsets(idx r, idx &o0, idx &o1,
+                                                      idx &o2) {
+    (void)o2;
+    o0 += r * 33;
+    o1 += r * 97;
+  }
+  static __device__ __forceinline__ dst_t value(const src0_t *s0, idx at) {
+    return s0[at];
+  }
+};
+extern "C" __global__ void __launch_bounds__(256)
+    ein_runs_main(unsigned short *__restrict__ d,
+                  const unsigned short *__restrict__ s0,
+                  const void *__restrict__) {
+  ein_transpose_runs<runs_step>(d, s0);
 }
 
 /* 'b c (h p1) (w p2) -> b (h w) (p1 p2 c)' 2x3x16x32 bf16, p1=4 p2=8: the

@@ -20,4 +20,12 @@
   for (idx i = (idx)blockIdx.x * (block) + threadIdx.x; i < (n);             \
        i += (idx)gridDim.x * (block))
 
+/* A loop the GPU compiler must not unroll (where unrolling costs
+ * registers, hence occupancy); the host compiler has no such pragma. */
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define EIN_NO_UNROLL _Pragma("unroll 1")
+#else
+#define EIN_NO_UNROLL
+#endif
+
 #endif

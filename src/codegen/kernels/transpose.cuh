@@ -92,6 +92,101 @@ ein_transpose_half(unsigned short *__restrict__ d,
   }
 }
 
+/* Where a run starting at p sits in its window of 32 elements aligned to
+ * 32 elements' bytes (64 for 2-byte types): the window's lane of p. */
+template <class T>
+static __device__ __forceinline__ int ein_window_skew(const T *p) {
+  return (int)(((ein_u64)(const void *)p / sizeof(T)) & 31u);
+}
+
+/* Element e = 32 w + lane - m of a run of `len` elements whose first
+ * one is lane m (0..31) of its window w (0, 1 or 2), clamped to the run:
+ * lanes before or past it take its first or last element (an address
+ * another lane of the window takes too: no sector more, the same value
+ * stored) rather than sit out, since a lane masked off inside the row
+ * loop would be paired by the emulated device's counting with the next
+ * row's request (a lane's k-th execution of an instruction is the warp's
+ * k-th request), where on the GPU it is one request either way. */
+static __device__ __forceinline__ int ein_run_lane(int w, int m, int len) {
+  const int last = len - 1; /* two selects (a min and a max), no branch */
+  int e = 32 * w + (int)threadIdx.x - m;
+  e = e < 0 ? 0 : e;
+  return e > last ? last : e;
+}
+
+/* Source element at as dst stores it: its bits for a plain copy
+ * (Step::raw), else Step::value's. */
+template <class Step>
+static __device__ __forceinline__ typename Step::dst_t
+ein_run_get(const typename Step::src0_t *s0, typename Step::idx at) {
+  if constexpr (Step::raw)
+    return (typename Step::dst_t)s0[at];
+  else
+    return Step::value(s0, at);
+}
+
+/* The 2-byte transpose of odd pitch (codegen.c's runs_transpose): a tile
+ * of edge Step::tile (64) whose rows (along b, the source's contiguous
+ * axis) are read and whose columns (along a, dst's) are written as runs
+ * of up to 64 elements, each in the windows of 32 lanes aligned to 64
+ * bytes that cover it (window 0 always, 1 and 2 where the run reaches
+ * them: whole-warp branches): a run's sectors are touched once each (5
+ * for 4 of bytes) where the 32x32 tile's runs of 32 start anywhere in a
+ * sector on both sides (3 for 2). Each window is written out, not
+ * looped, so that it is one instruction of the warp. Needs sb1 == 1 and
+ * sa0 == 1; Step::raw (a plain copy) moves the bits without value(). The
+ * pitch Step::tile + 2 (an odd number of 4-byte words) keeps the column
+ * reads free of bank conflicts. */
+EIN_STEP_FN
+ein_transpose_runs(typename Step::dst_t *__restrict__ d,
+                   const typename Step::src0_t *__restrict__ s0) {
+  typedef typename Step::idx idx;
+  typedef typename Step::dst_t dst_t;
+  constexpr int T = Step::tile;
+  __shared__ dst_t tile[T][T + 2];
+  const idx a0 = (idx)(blockIdx.x % Step::ta) * T;
+  const idx b0 = (idx)(blockIdx.x / Step::ta) * T;
+  const int blen = Step::nb - b0 < T ? (int)(Step::nb - b0) : T;
+  const int alen = Step::na - a0 < T ? (int)(Step::na - a0) : T;
+  for (idx r = blockIdx.y; r < Step::nrest; r += gridDim.y) {
+    idx o0 = 0, o1 = 0, o2 = 0;
+    Step::rest_offsets(r, o0, o1, o2);
+    EIN_NO_UNROLL
+    for (int j = threadIdx.y; j < alen; j += Step::tile_rows) {
+      const typename Step::src0_t *run = s0 + o1 + (a0 + j) * Step::sa1 + b0;
+      const int m = ein_window_skew(run);
+      const idx at = run - s0;
+      int e = ein_run_lane(0, m, blen);
+      tile[j][e] = ein_run_get<Step>(s0, at + e);
+      if (32 - m < blen) {
+        e = ein_run_lane(1, m, blen);
+        tile[j][e] = ein_run_get<Step>(s0, at + e);
+      }
+      if (64 - m < blen) {
+        e = ein_run_lane(2, m, blen);
+        tile[j][e] = ein_run_get<Step>(s0, at + e);
+      }
+    }
+    __syncthreads();
+    EIN_NO_UNROLL
+    for (int j = threadIdx.y; j < blen; j += Step::tile_rows) {
+      dst_t *run = d + o0 + a0 + (b0 + j) * Step::sb0;
+      const int m = ein_window_skew(run);
+      int e = ein_run_lane(0, m, alen);
+      run[e] = tile[e][j];
+      if (32 - m < alen) {
+        e = ein_run_lane(1, m, alen);
+        run[e] = tile[e][j];
+      }
+      if (64 - m < alen) {
+        e = ein_run_lane(2, m, alen);
+        run[e] = tile[e][j];
+      }
+    }
+    __syncthreads();
+  }
+}
+
 /* A staged copy (codegen.c's staged_axes): each of a block's Step::tiles
  * tiles is one contiguous run of Step::elems elements in dst. Phase 1
  * reads the tile in Step::width-element vectors along the source's
