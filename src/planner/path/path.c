@@ -48,6 +48,16 @@ enum {
   RECONF_PASSES = 8
 };
 
+/* On hard networks ANNEAL_SHARE of the reconfiguration's work goes to
+ * annealing the best tree afterwards, ANNEAL_SPLIT of that to the
+ * annealing itself (up to ANNEAL_SWEEPS sweeps, beta from ANNEAL_BETA0
+ * to ANNEAL_BETA1), the rest to reconfiguring what it found. */
+#define ANNEAL_SHARE 0.3
+#define ANNEAL_SPLIT 0.67
+#define ANNEAL_BETA0 1.0
+#define ANNEAL_BETA1 10.0
+enum { ANNEAL_SWEEPS = 1 << 20 };
+
 /* Every SWEEP_EVERY-th greedy-kind trial is a sweep instead. */
 enum { SWEEP_EVERY = 4 };
 
@@ -256,10 +266,10 @@ static bool reconf_windows(search *s, const pnet *net, int (*pairs)[2],
 }
 
 /* Each of the top trees reconfigured in turn, with an equal share of what
- * is left of the budget (work or clock). */
-static bool reconfigure_top(search *s, int (*pairs)[2], double deadline) {
+ * is left of the budget (work or clock) up to the work `limit`. */
+static bool reconfigure_top(search *s, int (*pairs)[2], double deadline,
+                            uint64_t limit) {
   pnet *fn = &s->free_net;
-  uint64_t limit = s->net->work_limit;
   for (int i = 0; i < s->ntop; i++) {
     double share = 1.0 / (s->ntop - i);
     if (!s->fixed && limit > s->work_done)
@@ -276,8 +286,33 @@ static bool reconfigure_top(search *s, int (*pairs)[2], double deadline) {
     /* kept reconfigured: slicing starts from these */
     memcpy(s->top[i], pairs, (size_t)(s->net->n - 1) * sizeof *pairs);
   }
-  fn->work_limit = limit;
+  fn->work_limit = s->net->work_limit;
   return true;
+}
+
+/* The best tree annealed (path_anneal.c) with ANNEAL_SPLIT of the work
+ * left, then reconfigured again with the rest, each result considered. */
+static bool anneal_best(search *s, int (*pairs)[2], double deadline) {
+  pnet *fn = &s->free_net;
+  uint64_t end = s->net->work_limit;
+  if (end <= s->work_done) return true;
+  memcpy(pairs, s->best_free, (size_t)(s->net->n - 1) * sizeof *pairs);
+  fn->work_limit = s->work_done +
+                   (uint64_t)(ANNEAL_SPLIT * (double)(end - s->work_done));
+  path_anneal_plan p = {ANNEAL_SWEEPS, ANNEAL_BETA0, ANNEAL_BETA1, deadline};
+  bool ok = path_anneal(fn, pairs, &p, &s->rng) &&
+            consider(s, (const int(*)[2])pairs);
+  fn->work_limit = end;
+  return ok && reconf_windows(s, fn, pairs, deadline);
+}
+
+/* Whether the search anneals its best tree: hard networks (the first
+ * estimate's sweeps), no limit (the limited search is as before: its
+ * trees are sliced), a budget counted as work, FLOPs or COMBO (SIZE's
+ * landscape is flat: one step sets the score). */
+static bool anneals(const search *s) {
+  return s->sweeps && s->net->limit <= 0 && !s->fixed &&
+         s->free_net.objective != EIN_PATH_SIZE;
 }
 
 /* The plain greedy's FLOPs (trial 0) decide where the budget goes: a
@@ -316,7 +351,14 @@ static bool search_heuristic(search *s, int (*pairs)[2]) {
     memcpy(pairs, s->best_fit, (size_t)(s->net->n - 1) * sizeof *pairs);
     return reconf_windows(s, s->net, pairs, deadline);
   }
-  return reconfigure_top(s, pairs, deadline);
+  if (!anneals(s))
+    return reconfigure_top(s, pairs, deadline, s->net->work_limit);
+  uint64_t left = s->net->work_limit > s->work_done
+                      ? s->net->work_limit - s->work_done : 0;
+  return reconfigure_top(s, pairs, deadline,
+                         s->work_done + (uint64_t)((1 - ANNEAL_SHARE) *
+                                                   (double)left)) &&
+         anneal_best(s, pairs, deadline);
 }
 
 /* A candidate slicing: a tree, its sliced axes, one slice's cost. */
