@@ -9,7 +9,8 @@
  * --objective flops|size|combo, --slice-trees K, --flat-bisection 1 (the
  * search before issue 36).
  * Output: {"flops", "largest", "seconds", "method", "nsliced", "nslices",
- * "sliced_flops", "slice_largest", "ssa": [[i, j], ...]}.
+ * "sliced_flops", "slice_largest", "work", "work_budget" (the search's
+ * work units spent and allowed), "ssa": [[i, j], ...]}.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,9 +75,11 @@ int main(int argc, char **argv) {
   printf("{\"status\": %d, \"flops\": %.17g, \"largest\": %.17g, "
          "\"seconds\": %.6f, \"method\": \"%s\", \"nsliced\": %d, "
          "\"nslices\": %.17g, \"sliced_flops\": %.17g, "
-         "\"slice_largest\": %.17g, \"ssa\": [",
+         "\"slice_largest\": %.17g, \"work\": %.17g, "
+         "\"work_budget\": %.17g, \"ssa\": [",
          (int)st, r.flops, r.largest, dt, r.method ? r.method : "",
-         r.nsliced, r.nslices, r.sliced_flops, r.slice_largest);
+         r.nsliced, r.nslices, r.sliced_flops, r.slice_largest, r.work,
+         r.work_budget);
   for (int k = 0; k < q.n - 1; k++)
     printf("%s[%d, %d]", k ? ", " : "", r.pairs[k][0], r.pairs[k][1]);
   printf("], \"sliced\": [");

@@ -48,6 +48,16 @@ enum {
   RECONF_PASSES = 8
 };
 
+/* On hard networks ANNEAL_SHARE of the reconfiguration's work goes to
+ * annealing the best tree afterwards, ANNEAL_SPLIT of that to the
+ * annealing itself (up to ANNEAL_SWEEPS sweeps, beta from ANNEAL_BETA0
+ * to ANNEAL_BETA1), the rest to reconfiguring what it found. */
+#define ANNEAL_SHARE 0.3
+#define ANNEAL_SPLIT 0.67
+#define ANNEAL_BETA0 1.0
+#define ANNEAL_BETA1 10.0
+enum { ANNEAL_SWEEPS = 1 << 20 };
+
 /* Every SWEEP_EVERY-th greedy-kind trial is a sweep instead. */
 enum { SWEEP_EVERY = 4 };
 
@@ -256,10 +266,10 @@ static bool reconf_windows(search *s, const pnet *net, int (*pairs)[2],
 }
 
 /* Each of the top trees reconfigured in turn, with an equal share of what
- * is left of the budget (work or clock). */
-static bool reconfigure_top(search *s, int (*pairs)[2], double deadline) {
+ * is left of the budget (work or clock) up to the work `limit`. */
+static bool reconfigure_top(search *s, int (*pairs)[2], double deadline,
+                            uint64_t limit) {
   pnet *fn = &s->free_net;
-  uint64_t limit = s->net->work_limit;
   for (int i = 0; i < s->ntop; i++) {
     double share = 1.0 / (s->ntop - i);
     if (!s->fixed && limit > s->work_done)
@@ -276,8 +286,33 @@ static bool reconfigure_top(search *s, int (*pairs)[2], double deadline) {
     /* kept reconfigured: slicing starts from these */
     memcpy(s->top[i], pairs, (size_t)(s->net->n - 1) * sizeof *pairs);
   }
-  fn->work_limit = limit;
+  fn->work_limit = s->net->work_limit;
   return true;
+}
+
+/* The best tree annealed (path_anneal.c) with ANNEAL_SPLIT of the work
+ * left, then reconfigured again with the rest, each result considered. */
+static bool anneal_best(search *s, int (*pairs)[2], double deadline) {
+  pnet *fn = &s->free_net;
+  uint64_t end = s->net->work_limit;
+  if (end <= s->work_done) return true;
+  memcpy(pairs, s->best_free, (size_t)(s->net->n - 1) * sizeof *pairs);
+  fn->work_limit = s->work_done +
+                   (uint64_t)(ANNEAL_SPLIT * (double)(end - s->work_done));
+  path_anneal_plan p = {ANNEAL_SWEEPS, ANNEAL_BETA0, ANNEAL_BETA1, deadline};
+  bool ok = path_anneal(fn, pairs, &p, &s->rng) &&
+            consider(s, (const int(*)[2])pairs);
+  fn->work_limit = end;
+  return ok && reconf_windows(s, fn, pairs, deadline);
+}
+
+/* Whether the search anneals its best tree: hard networks (the first
+ * estimate's sweeps), no limit (the limited search is as before: its
+ * trees are sliced), a budget counted as work, FLOPs or COMBO (SIZE's
+ * landscape is flat: one step sets the score). */
+static bool anneals(const search *s) {
+  return s->sweeps && s->net->limit <= 0 && !s->fixed &&
+         s->free_net.objective != EIN_PATH_SIZE;
 }
 
 /* The plain greedy's FLOPs (trial 0) decide where the budget goes: a
@@ -316,7 +351,14 @@ static bool search_heuristic(search *s, int (*pairs)[2]) {
     memcpy(pairs, s->best_fit, (size_t)(s->net->n - 1) * sizeof *pairs);
     return reconf_windows(s, s->net, pairs, deadline);
   }
-  return reconfigure_top(s, pairs, deadline);
+  if (!anneals(s))
+    return reconfigure_top(s, pairs, deadline, s->net->work_limit);
+  uint64_t left = s->net->work_limit > s->work_done
+                      ? s->net->work_limit - s->work_done : 0;
+  return reconfigure_top(s, pairs, deadline,
+                         s->work_done + (uint64_t)((1 - ANNEAL_SHARE) *
+                                                   (double)left)) &&
+         anneal_best(s, pairs, deadline);
 }
 
 /* A candidate slicing: a tree, its sliced axes, one slice's cost. */
@@ -524,8 +566,10 @@ static bool fill_costs(search *s, ein_path_result *r) {
   return true;
 }
 
-ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
-                                ein_path_result *r) {
+/* One search of q as it stands, limited or not: trials, reconfiguration
+ * and, under a limit no order found meets, slicing. */
+static ein_path_status search_query(const ein_path_query *q, ein_arena *arena,
+                                    ein_path_result *r) {
   memset(r, 0, sizeof *r);
   r->nslices = 1;
   r->pairs = ein_arena_alloc(arena, (size_t)q->n, sizeof *r->pairs);
@@ -561,5 +605,30 @@ ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
     r->work_budget = s.fixed ? 0 : share * WORK_PER_SECOND * s.budget;
   }
   ein_arena_destroy(&work);
+  return st;
+}
+
+/* Under a limit the heuristic search first runs exactly as without one
+ * (the same trials, small-first windows and budget): when its tree fits,
+ * that tree is the answer, so a limit the unlimited order meets never
+ * costs FLOPs (the limited search alone returned 10^8.67 where its own
+ * unlimited tree, 10^8.06, fitted: bench 2026-11-29-paths-60s). When it
+ * does not fit, the limited search (trials keyed on the limit, then
+ * slicing) follows with a budget of its own, as before; its unlimited
+ * figures are the first search's. The DP compares both trees itself
+ * (search_dp); the flat search (before issue 36) keeps the limited
+ * search alone. */
+ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
+                                ein_path_result *r) {
+  if (q->memory_limit <= 0 || q->n <= EIN_PATH_DP_MAX || q->flat_bisection)
+    return search_query(q, arena, r);
+  ein_path_query free_q = *q;
+  free_q.memory_limit = 0;
+  ein_path_status st = search_query(&free_q, arena, r);
+  if (st != EIN_PATH_OK || r->largest <= q->memory_limit) return st;
+  ein_path_result u = *r;
+  st = search_query(q, arena, r);
+  r->work += u.work, r->work_budget += u.work_budget;
+  r->free_flops = u.flops, r->free_largest = u.largest;
   return st;
 }

@@ -21,7 +21,9 @@
  * refined by subtree reconfiguration (windows of up to 8 leaves re-solved
  * by the DP), with recursive-bisection trials for the largest networks
  * (multilevel, parameters tuned across trials, and a budget stretched by
- * the plain greedy's FLOPs on hard ones: path/path_ml.h);
+ * the plain greedy's FLOPs on hard ones: path/path_ml.h) and, on hard
+ * ones, simulated annealing of the best tree (path_anneal.c); under a
+ * limit, that unlimited search first, its tree kept when it fits;
  * then, if a limit is set and not met, slicing of the best few trees
  * (greedy slicing and reconfiguration with the sliced axes fixed, one
  * after the other or interleaved), the least total FLOPs kept.

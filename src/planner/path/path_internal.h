@@ -126,6 +126,21 @@ bool path_partition(const pnet *net, int leaf_size, double imbalance,
 bool path_reconfigure(const pnet *net, int (*pairs)[2], int window,
                       double deadline, int max_passes, pcost *cost);
 
+/* Simulated annealing of a tree (path_anneal.c): sweeps over the
+ * internal nodes, each proposing one random rotation, taken when its two
+ * steps get no dearer and otherwise with probability 2^(-beta * bits);
+ * beta rises from beta0 to beta1 with the sweeps done or the work spent
+ * (of what is left to net's work limit when annealing starts), whichever
+ * is further. Stops at the deadline or the work limit; pairs become the
+ * cheapest tree met (FLOPs). */
+typedef struct path_anneal_plan {
+  int sweeps;
+  double beta0, beta1;
+  double deadline;
+} path_anneal_plan;
+bool path_anneal(const pnet *net, int (*pairs)[2], const path_anneal_plan *p,
+                 uint64_t *rng);
+
 /* What a slicing aims at: one slice within net->limit, slicing no axis
  * no_slice marks (NULL: any), reconfiguring until deadline (and the
  * net's work limit); bound: every slice's FLOPs past which the slicing

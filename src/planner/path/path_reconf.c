@@ -17,50 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "path_internal.h"
-
-typedef struct tree {
-  const pnet *net;
-  int n, nn;        /* operands; nodes (2n - 1) */
-  int *left, *right, *parent;
-  plist *t;         /* each node's tensor */
-  double *flops;    /* each internal node's step */
-  double *size;     /* each node's volume */
-  int *leaves;      /* operands under each node */
-  ein_arena *arena; /* where rewritten nodes' lists go */
-} tree;
-
-static bool tree_init(tree *tr, const pnet *net, const int (*pairs)[2],
-                      ein_arena *arena) {
-  int n = net->n, nn = 2 * n - 1;
-  *tr = (tree){.net = net, .n = n, .nn = nn, .arena = arena};
-  tr->left = ein_arena_alloc(arena, (size_t)nn, sizeof(int));
-  tr->right = ein_arena_alloc(arena, (size_t)nn, sizeof(int));
-  tr->parent = ein_arena_alloc(arena, (size_t)nn, sizeof(int));
-  tr->t = ein_arena_alloc(arena, (size_t)nn, sizeof *tr->t);
-  tr->flops = ein_arena_alloc(arena, (size_t)nn, sizeof(double));
-  tr->size = ein_arena_alloc(arena, (size_t)nn, sizeof(double));
-  tr->leaves = ein_arena_alloc(arena, (size_t)nn, sizeof(int));
-  if (!tr->left || !tr->right || !tr->parent || !tr->t || !tr->flops ||
-      !tr->size || !tr->leaves)
-    return false;
-  pcost c;
-  if (!ptree_eval(net, pairs, arena, tr->t, &c)) return false;
-  for (int k = 0; k < nn; k++) {
-    tr->left[k] = tr->right[k] = tr->parent[k] = -1;
-    tr->size[k] = plist_volume(net, &tr->t[k]);
-    tr->leaves[k] = 1;
-  }
-  for (int k = 0; k < n - 1; k++) {
-    int v = n + k, a = pairs[k][0], b = pairs[k][1];
-    tr->left[v] = a, tr->right[v] = b;
-    tr->parent[a] = tr->parent[b] = v;
-    tr->leaves[v] = tr->leaves[a] + tr->leaves[b];
-    plist scratch = tr->t[v];
-    tr->flops[v] = plist_merge(net, &tr->t[a], &tr->t[b], &scratch);
-  }
-  return true;
-}
+#include "path_tree.h"
 
 /* The window under v: its frontier (leaves) and internal nodes (v first). */
 typedef struct window {
@@ -73,13 +30,13 @@ typedef struct window {
  * cluster beside a wide intermediate opens into its operands and the DP
  * can fold them in one at a time (issue 36: the wide steps of random
  * 4-regular graphs and 3D lattices). */
-static bool opens_before(const tree *tr, int f, int g, bool small) {
+static bool opens_before(const ctree *tr, int f, int g, bool small) {
   if (small && tr->leaves[f] != tr->leaves[g])
     return tr->leaves[f] < tr->leaves[g];
   return tr->flops[f] > tr->flops[g];
 }
 
-static void grow_window(const tree *tr, int v, int want, bool small,
+static void grow_window(const ctree *tr, int v, int want, bool small,
                         window *w) {
   w->nleaf = 2;
   w->leaf[0] = tr->left[v];
@@ -103,7 +60,7 @@ static void grow_window(const tree *tr, int v, int want, bool small,
 }
 
 /* The window's present cost; v's own size is fixed, so not counted. */
-static pcost window_cost(const tree *tr, const window *w) {
+static pcost window_cost(const ctree *tr, const window *w) {
   pcost c = {0, 0, 0};
   for (int i = 0; i < w->nint; i++)
     pcost_add_step(tr->net, &c, tr->flops[w->in[i]], tr->size[w->in[i]],
@@ -113,7 +70,7 @@ static pcost window_cost(const tree *tr, const window *w) {
 
 /* Installs the DP's pairs over the window: pair p's node is in[p + 1],
  * the last pair's is v (in[0]). */
-static bool rewrite(tree *tr, const window *w, const int (*pairs)[2]) {
+static bool rewrite(ctree *tr, const window *w, const int (*pairs)[2]) {
   int k = w->nleaf, map[2 * EIN_PATH_DP_MAX];
   for (int i = 0; i < k; i++) map[i] = w->leaf[i];
   for (int p = 0; p < k - 1; p++) map[k + p] = p == k - 2 ? w->in[0] : w->in[p + 1];
@@ -134,7 +91,7 @@ static bool rewrite(tree *tr, const window *w, const int (*pairs)[2]) {
 }
 
 /* Re-solves the window under v; *better when it was replaced. */
-static bool improve_at(tree *tr, int v, int want, bool small, bool *better) {
+static bool improve_at(ctree *tr, int v, int want, bool small, bool *better) {
   window w;
   grow_window(tr, v, want, small, &w);
   *better = false;
@@ -167,7 +124,7 @@ static int by_flops_desc(const void *a, const void *b) {
 }
 
 /* One pass over the internal nodes, dearest first. */
-static bool reconf_pass(tree *tr, int want, double deadline, ranked *order,
+static bool reconf_pass(ctree *tr, int want, double deadline, ranked *order,
                         bool *any) {
   int m = tr->n - 1;
   for (int k = 0; k < m; k++)
@@ -186,47 +143,21 @@ static bool reconf_pass(tree *tr, int want, double deadline, ranked *order,
   return true;
 }
 
-/* The tree back as SSA pairs: post-order from the root. */
-static bool tree_pairs(const tree *tr, int (*pairs)[2], ein_arena *arena) {
-  int n = tr->n, root = 0, np = 0, sp = 0;
-  while (tr->parent[root] >= 0) root = tr->parent[root];
-  int *stack = ein_arena_alloc(arena, (size_t)tr->nn + 1, sizeof(int));
-  int *state = ein_arena_alloc(arena, (size_t)tr->nn + 1, sizeof(int));
-  int *id = ein_arena_alloc(arena, (size_t)tr->nn + 1, sizeof(int));
-  if (!stack || !state || !id) return false;
-  stack[sp] = root, state[sp++] = 0;
-  while (sp) {
-    int v = stack[sp - 1];
-    if (v < n) {
-      id[v] = v, sp--;
-    } else if (state[sp - 1] < 2) {
-      int c = state[sp - 1]++ == 0 ? tr->left[v] : tr->right[v];
-      stack[sp] = c, state[sp++] = 0;
-    } else {
-      pairs[np][0] = id[tr->left[v]];
-      pairs[np][1] = id[tr->right[v]];
-      id[v] = n + np++;
-      sp--;
-    }
-  }
-  return true;
-}
-
 bool path_reconfigure(const pnet *net, int (*pairs)[2], int window,
                       double deadline, int max_passes, pcost *cost) {
   int n = net->n;
   if (window > EIN_PATH_DP_MAX) window = EIN_PATH_DP_MAX;
   ein_arena work;
   ein_arena_init(&work);
-  tree tr;
+  ctree tr;
   ranked *order = ein_arena_alloc(&work, (size_t)n, sizeof *order);
-  bool ok = order && tree_init(&tr, net, (const int(*)[2])pairs, &work);
+  bool ok = order && ctree_init(&tr, net, (const int(*)[2])pairs, &work);
   bool any = true;
   for (int p = 0; ok && any && p < max_passes && n > 3; p++) {
     ok = reconf_pass(&tr, window, deadline, order, &any);
     if (path_over(net, deadline)) break;
   }
-  if (ok && n > 3) ok = tree_pairs(&tr, pairs, &work);
+  if (ok && n > 3) ok = ctree_pairs(&tr, pairs, &work);
   plist *nodes = ok ? ein_arena_alloc(&work, (size_t)(2 * n), sizeof *nodes)
                     : NULL;
   ok = nodes && ptree_eval(net, (const int(*)[2])pairs, &work, nodes, cost);
