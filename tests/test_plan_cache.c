@@ -6,6 +6,9 @@
  * entry leaves; and a tensor's part of a key, written and
  * read back by one rule (ein_cache_key_tensor, ein_plan_output_compact).
  */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,16 +28,22 @@ static ein_cache_stats stats_of(ein_ctx *ctx) {
 /* The release callback: counts how often it ran on the data. */
 static void count_release(void *data) { ++*(int *)data; }
 
-/* ein_eval of a transpose of an n x 3 tensor: a plan of its own per n. */
-static void eval_transpose(ein_ctx *ctx, int64_t n) {
-  static float in[3 * (EIN_PLAN_CACHE_ENTRIES + 1)];
-  static float out[3 * (EIN_PLAN_CACHE_ENTRIES + 1)];
+/* ein_eval of a transpose of an n x 3 tensor: a plan of its own per n
+ * (the buffers are the calling thread's); whether it ran. No CHECK here:
+ * worker threads call it too, and the harness's counts are not atomic. */
+static bool transposed(ein_ctx *ctx, int64_t n) {
+  float in[3 * (EIN_PLAN_CACHE_ENTRIES + 1)] = {0};
+  float out[3 * (EIN_PLAN_CACHE_ENTRIES + 1)];
   int64_t si[2] = {n, 3}, so[2] = {3, n};
   DLTensor ti = {in, {kDLCPU, 0}, 2, F32, si, NULL, 0};
   DLTensor to = {out, {kDLCPU, 0}, 2, F32, so, NULL, 0};
   const DLTensor *ins[1] = {&ti};
-  CHECK(ein_eval(ctx, "i j -> j i", ins, 1, &to, NULL) == EIN_OK,
-        "eval %lld: %s", (long long)n, ein_last_error(ctx)->message);
+  return ein_eval(ctx, "i j -> j i", ins, 1, &to, NULL) == EIN_OK;
+}
+
+static void eval_transpose(ein_ctx *ctx, int64_t n) {
+  CHECK(transposed(ctx, n), "eval %lld: %s", (long long)n,
+        ein_last_error(ctx)->message);
 }
 
 /* A caller's entry: found by its key alone, its data given back,
@@ -151,6 +160,66 @@ static void test_key_tensor(ein_ctx *ctx) {
   ein_plan_destroy(pt);
 }
 
+/* Callers' puts and finds beside ein_eval's entries from 4 threads at
+ * once, so entries of both kinds are evicted on any thread: every datum
+ * put is released exactly once (by ein_ctx_destroy at the latest), and a
+ * find gives back only data put under its key. */
+typedef struct worker {
+  ein_ctx *ctx;
+  int id, puts, wrong;
+  atomic_int *released;
+} worker;
+
+static void count_atomic(void *data) { atomic_fetch_add((atomic_int *)data, 1); }
+
+static void *work(void *arg) {
+  worker *w = arg;
+  int64_t s[2] = {2, 3};
+  DLTensor t = {NULL, {kDLCPU, 0}, 2, F32, s, NULL, 0};
+  const DLTensor *ins[1] = {&t};
+  ein_plan *p;
+  if (ein_plan_create(w->ctx, "i j -> j i", ins, 1, NULL, NULL, &p)) {
+    w->wrong++;
+    return NULL;
+  }
+  for (int i = 0; i < 300; i++) {
+    char key[32];
+    int len = snprintf(key, sizeof key, "w%d-%d", w->id, i % 40);
+    void *found = ein_cache_find(w->ctx, (uint64_t)(i % 40), key, (size_t)len);
+    if (found && found != w->released) w->wrong++;
+    if (!found && ein_cache_put(w->ctx, (uint64_t)(i % 40), key, (size_t)len,
+                                p, w->released, count_atomic))
+      w->puts++;
+    if (!transposed(w->ctx, 1 + (i * 7 + w->id) % EIN_PLAN_CACHE_ENTRIES))
+      w->wrong++;
+  }
+  ein_plan_destroy(p);
+  return NULL;
+}
+
+static void test_threads(void) {
+  ein_ctx *ctx;
+  REQUIRE_OK(ein_ctx_create(&ctx));
+  atomic_int released[4];
+  worker w[4];
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
+    atomic_init(&released[i], 0);
+    w[i] = (worker){ctx, i, 0, 0, &released[i]};
+    CHECK(pthread_create(&th[i], NULL, work, &w[i]) == 0, "thread %d", i);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  ein_cache_stats st = stats_of(ctx);
+  ein_ctx_destroy(ctx);
+  for (int i = 0; i < 4; i++)
+    CHECK(w[i].wrong == 0 && w[i].puts > 0 &&
+              atomic_load(&released[i]) == w[i].puts,
+          "thread %d: %d wrong finds, %d puts, %d released", i, w[i].wrong,
+          w[i].puts, atomic_load(&released[i]));
+  CHECK(st.evictions > 0, "no eviction in %llu misses",
+        (unsigned long long)st.misses);
+}
+
 int main(void) {
   ein_ctx *ctx;
   REQUIRE_OK(ein_ctx_create(&ctx));
@@ -161,5 +230,6 @@ int main(void) {
             ein_cache_put(ctx, 7, NULL, 1, NULL, NULL, NULL) == 0,
         "NULL arguments");
   ein_ctx_destroy(ctx);
+  test_threads();
   return test_summary("plan_cache");
 }
