@@ -584,6 +584,41 @@ EIN_API int ein_plan_output_view(const ein_plan *plan, int *input,
  * which writes the caller's separate output, still copies. */
 EIN_API int ein_plan_is_view(const ein_plan *plan);
 
+/* ------------------------------------------------------- the plan cache */
+
+/* The context's plan cache, which ein_eval fills, open to callers that key
+ * plans their own way (einc's Python extension): their entries and
+ * ein_eval's share its slots, one least-recently-used eviction, one lock
+ * and the counts; a caller's key meets only callers' keys. hash: the
+ * caller's hash of its key, any function of its bytes used alike by find
+ * and put (equal hashes only lead to comparing bytes). Thread-safe.
+ * put: caches plan (the cache takes a reference) and the caller's data
+ * (not NULL) under a copy of key, evicting the least recently used entry
+ * when full. When an entry leaves the table (evicted by any thread's put
+ * or ein_eval, or ein_ctx_destroy) its reference is dropped and
+ * release(data) runs on that thread, outside the lock: it must be safe on
+ * any thread. 1, or 0 if the key is there (data not kept), the copy failed
+ * or an argument is NULL. find: the data under key, or NULL (a hit or a
+ * miss); it takes no reference, so release must defer freeing what a find
+ * may still use (the extension frees only under the GIL, held from its
+ * find to its last use). key_tensor: t's layout as ein's keys write it
+ * (dtype, rank, each dim's size and stride, 0 for size 1): 2 + 16 * ndim
+ * bytes, or 0 (cap short, not einc's dtype, rank out of range). */
+#define EIN_PLAN_CACHE_ENTRIES 128
+#define EIN_CACHE_KEY_TENSOR_MAX (2 + 16 * EIN_MAX_DIMS)
+EIN_API int ein_cache_put(ein_ctx *ctx, uint64_t hash, const void *key,
+                          size_t len, ein_plan *plan, void *data,
+                          void (*release)(void *data));
+EIN_API void *ein_cache_find(ein_ctx *ctx, uint64_t hash, const void *key,
+                             size_t len);
+EIN_API size_t ein_cache_key_tensor(const DLTensor *t, void *buf, size_t cap);
+typedef struct ein_cache_stats { /* since the context was made */
+  uint64_t hits, misses, evictions;
+  int entries, capacity; /* cached now; EIN_PLAN_CACHE_ENTRIES */
+} ein_cache_stats;
+EIN_NODISCARD
+EIN_API ein_status ein_cache_stats_get(ein_ctx *ctx, ein_cache_stats *out);
+
 typedef enum ein_describe_format {
   EIN_DESCRIBE_TEXT = 0, /* a report for people, one line per step */
   EIN_DESCRIBE_JSON = 1  /* the same as one JSON object */

@@ -79,7 +79,7 @@ if build build-tsan -Dwerror=true -Dbuildtype=debug -Db_sanitize=thread \
   # units: a sliced plan's units from 3 threads at once (CPU cases only
   # there). With the CUDA backend, also 8 threads opening the CUDA
   # libraries at once.
-  tsan_tests=(threads units)
+  tsan_tests=(threads units plan_cache)
   [ -x build-tsan/tests/test_cuda_libs ] && tsan_tests+=(cuda_libs_race)
   OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1 \
     suite build-tsan "8 threads on one context under TSan" "${tsan_tests[@]}"

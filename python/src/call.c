@@ -6,7 +6,8 @@
  * read their arguments into its request.
  *
  * einpy_call falls through, each step an early exit:
- * 1. the plan table (plan_table.c) for the common call: numpy arrays or
+ * 1. the plan table (plan_table.c: the extension's entries in the
+ *    context's plan cache) for the common call: numpy arrays or
  *    torch CPU tensors in, a new array (or a view of an input, where the
  *    plan only re-reads it) out, no options. A hit takes the inputs
  *    through DLPack, allocates the output with one numpy.empty call and
@@ -208,6 +209,7 @@ static PyObject *table_call(const einpy_request *r) {
   } else {
     result = run_fresh(e, &in, first);
   }
+  if (e) einpy_table_done(e);
   einpy_inputs_release(&in);
   return result;
 }

@@ -12,7 +12,8 @@
  *                output from the caller's allocator, the classes' shape
  *   inputs.c     numpy and torch as einc knows them; a call's inputs
  *   views.c      numpy views of inputs through DLPack
- *   plan_table.c the plans of the common call
+ *   plan_table.c the plans of the common call, kept in the context's
+ *                plan cache (ein.h: ein_cache_find)
  *   fastgrad.c   eager torch calls that record autograd
  *   call.c       einpy_call, the one entry of a call: the table, then
  *                fastgrad.c, then the general path (ein_eval)
@@ -340,24 +341,16 @@ PyObject *einpy_fast_empty(PyObject *shape, PyObject *dtype);
 
 /* -------------------------------------------------------- plan_table.c */
 
-/* What the first call of a kind found (plan_table.c says why a table). */
+/* What the first call of a kind found: the data of its entry in the
+ * context's plan cache (plan_table.c). */
 typedef struct einpy_entry {
-  PyObject *expr;      /* str, compared by value */
-  PyObject *lengths;   /* ((name, size), ...) compared by value, or NULL */
-  int dialect;         /* -1: detected, 0: einops, 1: numpy */
-  int reduction;       /* ein_reduction */
-  unsigned rules;      /* ein_options.axis_rules */
-  int ninputs;
+  ein_plan *plan;      /* a reference of the entry's own */
+  PyObject *expr;      /* str; the key holds its hash, a hit compares it */
+  PyObject *lengths;   /* ((name, size), ...) or NULL, the same */
   DLDataType dtype;    /* every input's */
-  int ndims[EINPY_FAST_MAX_OPERANDS];
-  int64_t dims[EINPY_FAST_MAX_OPERANDS][2 * EIN_MAX_DIMS]; /* shape, strides */
-  ein_plan *plan;
   PyObject *out_shape; /* tuple */
   PyObject *np_dtype;  /* the first input's dtype object */
-  int users;           /* calls running the plan without the GIL */
   int keep_gil;        /* a plan too small to be worth a thread switch */
-  int evicted;
-  Py_hash_t hash;
   /* ein_plan_output_view's answer: the result is a view of an input. */
   int is_view, view_input;
   int autocast; /* floating contraction inputs autocast could recast */
@@ -365,11 +358,16 @@ typedef struct einpy_entry {
   int64_t view_strides[EIN_MAX_DIMS];
   PyObject *view_stride_tuple; /* view_strides as torch's as_strided takes
                                   them, made by the first torch view */
+  int users;   /* calls using it (from the find to einpy_table_done) */
+  int evicted; /* out of the cache: the last user frees it */
+  struct einpy_entry *next;    /* queued to be freed (plan_table.c) */
 } einpy_entry;
 
-/* The table's entry for this call (first: its first tensor), planned on
- * a miss; NULL (no exception) where it cannot be planned: the general
- * path then raises the error, if any. Valid while the GIL is held. */
+/* The entry for this call (first: its first tensor), found in the
+ * context's plan cache or planned and cached, in use until
+ * einpy_table_done (valid until then, whatever other threads evict);
+ * NULL (no exception) where it cannot be planned: the general path then
+ * raises the error, if any. With the GIL. */
 einpy_entry *einpy_table_entry(PyObject *expr, int dialect, int reduction,
                                unsigned rules, PyObject *lengths,
                                PyObject *first, einpy_tensor *in, int n);
@@ -378,7 +376,11 @@ einpy_entry *einpy_table_entry(PyObject *expr, int dialect, int reduction,
  * array, or NULL with an exception. */
 PyObject *einpy_table_run(einpy_entry *e, einpy_tensor *in, int n);
 
-/* Frees every entry no call is running (module teardown). */
+/* Ends the use einpy_table_entry began. */
+void einpy_table_done(einpy_entry *e);
+
+/* Frees the entries whose plans are gone (module teardown, after the
+ * context is closed). */
 void einpy_table_free(void);
 
 /* ---------------------------------------------------------- fastgrad.c */

@@ -152,6 +152,19 @@ static PyObject *py_device_model_backend(PyObject *self, PyObject *args) {
   return PyUnicode_FromString(ein_backend_name(m.backend));
 }
 
+/* cache_stats() -> the context's plan cache counts (ein_cache_stats). */
+static PyObject *py_cache_stats(PyObject *self, PyObject *args) {
+  (void)self;
+  (void)args;
+  ein_cache_stats s;
+  if (ein_cache_stats_get(einpy_ctx(), &s) != EIN_OK)
+    return einpy_raise(ein_last_error(einpy_ctx()));
+  return Py_BuildValue("{sKsKsKsisi}", "hits", (unsigned long long)s.hits,
+                       "misses", (unsigned long long)s.misses, "evictions",
+                       (unsigned long long)s.evictions, "entries", s.entries,
+                       "capacity", s.capacity);
+}
+
 static PyMethodDef methods[] = {
     {"device_model_backend", py_device_model_backend, METH_VARARGS,
      "device_model_backend(name) -> 'cpu' or 'cuda'"},
@@ -165,19 +178,23 @@ static PyMethodDef methods[] = {
     {"grad_run", einpy_grad_run, METH_VARARGS, "grad_run(key, expr, inputs, output, dout, dinput, numpy, reduction, lengths, wrt, jvp) -> dinput"},
     {"backend_check", py_backend_check, METH_VARARGS,
      "backend_check(name, device=0) -> None, or why it cannot run here"},
+    {"cache_stats", py_cache_stats, METH_NOARGS,
+     "cache_stats() -> {'hits', 'misses', 'evictions', 'entries', "
+     "'capacity'} of the context's plan cache, which einc's calls and "
+     "ein_eval share"},
     {"xla_ffi_targets", py_xla_ffi_targets, METH_NOARGS,
      "xla_ffi_targets() -> {platform: PyCapsule} of einc's XLA FFI handlers"},
     {NULL, NULL, 0, NULL}};
 
 static void module_free(void *module) {
   (void)module;
-  einpy_table_free();
   einpy_builtins_free();
   einpy_reduction_forget();
   einpy_inputs_free();
   einpy_fast_graph_free();
   einpy_dropin_free();
   einpy_ctx_close();
+  einpy_table_free(); /* what closing the context's cache released */
 }
 
 static struct PyModuleDef module_def = {

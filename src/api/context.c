@@ -1,6 +1,7 @@
 /*
  * context.c - the public entry points of ein.h for contexts, statuses,
- * options and shape binding. Each function checks its arguments, runs the
+ * options, shape binding and the plan cache's public face (plan_cache.h
+ * keeps the table). Each function checks its arguments, runs the
  * stages (parse, bind) on a fresh arena and records any error on the
  * context.
  */
@@ -61,6 +62,26 @@ ein_status ein_ctx_create(ein_ctx **out) {
   pthread_mutex_init(&ctx->lock, NULL);
   ein_plan_cache_init(&ctx->cache);
   ctx->serial = atomic_fetch_add(&serials, 1) + 1;
+  return EIN_OK;
+}
+
+void *ein_cache_find(ein_ctx *ctx, uint64_t hash, const void *key,
+                     size_t len) {
+  if (!ctx || !key) return NULL;
+  return ein_plan_cache_find_data(&ctx->cache, EIN_KEY_CALLER, hash, key,
+                                  len);
+}
+
+int ein_cache_put(ein_ctx *ctx, uint64_t hash, const void *key, size_t len,
+                  ein_plan *plan, void *data, void (*release)(void *data)) {
+  if (!ctx || !key || !plan || !data) return 0;
+  return ein_plan_cache_put(&ctx->cache, EIN_KEY_CALLER, hash, key, len,
+                            plan, (ein_cache_data){data, release});
+}
+
+ein_status ein_cache_stats_get(ein_ctx *ctx, ein_cache_stats *out) {
+  if (!ctx || !out) return EIN_ERR_INVALID_ARGUMENT;
+  ein_plan_cache_stats(&ctx->cache, out);
   return EIN_OK;
 }
 

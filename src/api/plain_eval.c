@@ -8,22 +8,9 @@
 
 #include "alloc.h"
 #include "plain_eval.h"
+#include "plan_key.h"
 #include "tensors.h"
 #include "trace.h"
-
-/* A tensor's part of a key, one append: dtype and rank (a byte each),
- * then each dim's size and stride (int64). ein_plan_output_compact
- * (plan_object.c) reads the output's part of a plan's layout key. */
-static void key_tensor(ein_strbuf *k, const DLTensor *t, ein_dtype dt) {
-  unsigned char v[2 + 2 * EIN_MAX_DIMS * sizeof(int64_t)]; /* check_tensor */
-  v[0] = (unsigned char)dt;
-  v[1] = (unsigned char)t->ndim;
-  for (int d = 0; d < t->ndim; d++) {
-    int64_t pair[2] = {t->shape[d], ein_tensor_stride(t, d)};
-    memcpy(v + 2 + (size_t)d * sizeof pair, pair, sizeof pair);
-  }
-  ein_strbuf_append(k, v, 2 + (size_t)t->ndim * 2 * sizeof(int64_t));
-}
 
 /* A string option's part: its length with the NUL (0 for NULL, which
  * differs from ""), then its bytes. */
@@ -126,11 +113,11 @@ static char *layout_key(ein_plan_ir *ir, const DLTensor *const *inputs,
   for (int i = 0; i < n; i++) {
     if (*offset) (*offset)[i] = lk.len;
     ein_dtype_from_dl(inputs[i]->dtype, &dt);
-    key_tensor(&lk, inputs[i], dt);
+    ein_key_tensor(&lk, inputs[i], dt);
   }
   if (*offset) (*offset)[n] = lk.len;
   if (output && ein_dtype_from_dl(output->dtype, &dt))
-    key_tensor(&lk, output, dt);
+    ein_key_tensor(&lk, output, dt);
   if (*offset) (*offset)[n + 1] = lk.len;
   char *layout = lk.failed || !*offset
                      ? NULL
@@ -402,7 +389,7 @@ ein_status ein_plain_check_layout(ein_thread_rec *me, const ein_plan *plan,
   ein_strbuf *k = scratch_key(me);
   ein_dtype dt;
   ein_dtype_from_dl(t->dtype, &dt);
-  key_tensor(k, t, dt);
+  ein_key_tensor(k, t, dt);
   if (k->failed) return ein_fail(&me->err, EIN_ERR_NO_MEMORY, "out of memory");
   size_t lo = plan->offset[slot], hi = plan->offset[slot + 1];
   bool same = k->len == hi - lo &&
@@ -439,10 +426,10 @@ static bool call_key(ein_strbuf *k, const char *expr,
   key_options(k, expr, len, o, backend, device);
   for (int i = 0; i < n; i++) {
     ein_dtype_from_dl(inputs[i]->dtype, &dt);
-    key_tensor(k, inputs[i], dt);
+    ein_key_tensor(k, inputs[i], dt);
   }
   ein_dtype_from_dl(output->dtype, &dt);
-  key_tensor(k, output, dt);
+  ein_key_tensor(k, output, dt);
   return !k->failed;
 }
 
@@ -454,11 +441,16 @@ ein_status ein_plain_plan(ein_thread_rec *me, const char *expr,
   ein_strbuf *k = scratch_key(me);
   bool cacheable = call_key(k, expr, inputs, n, output, o, backend, device);
   ein_plan_cache *cache = &me->ctx->cache;
-  *out = cacheable ? ein_plan_cache_find(cache, k->data, k->len) : NULL;
+  uint64_t h = cacheable ? ein_hash_bytes(k->data, k->len) : 0;
+  *out = cacheable
+             ? ein_plan_cache_find(cache, EIN_KEY_CALL, h, k->data, k->len)
+             : NULL;
   if (*out) return EIN_OK;
   ein_status st =
       ein_plain_build(me, expr, inputs, n, output, o, backend, device, out);
-  if (!st && cacheable) ein_plan_cache_put(cache, k->data, k->len, *out);
+  if (!st && cacheable)
+    ein_plan_cache_put(cache, EIN_KEY_CALL, h, k->data, k->len, *out,
+                       (ein_cache_data){0});
   return st;
 }
 

@@ -1,9 +1,11 @@
 /*
  * plan_cache.c - a small LRU cache of plans on a context, so a repeated
  * ein_eval skips parsing, binding and planning. Keys are byte strings built
- * by the plain path (plain_eval.c); lookups compare a 64-bit hash first, then the bytes. One lock
- * guards the table; plans leave it by reference count (ein_plan_release),
- * so a thread still running an evicted plan keeps it alive.
+ * by the plain path (plain_eval.c) or by a caller of ein_cache_find (the
+ * Python extension), each in its own space; lookups compare a 64-bit hash
+ * first, then the space and the bytes. One lock guards the table; plans
+ * leave it by reference count (ein_plan_release), so a thread still
+ * running an evicted plan keeps it alive.
  */
 #include <string.h>
 
@@ -54,77 +56,110 @@ void ein_plan_cache_init(ein_plan_cache *c) {
   pthread_mutex_init(&c->lock, NULL);
 }
 
-/* The entry under key, or NULL; with the lock held. */
-static ein_cache_entry *lookup(ein_plan_cache *c, uint64_t h, const char *key,
+/* The entry under key in space, or NULL; with the lock held. */
+static ein_cache_entry *lookup(ein_plan_cache *c, uint64_t h,
+                               ein_key_space space, const char *key,
                                size_t len) {
   for (int i = 0; i < c->n; i++) {
+    if (c->hashes[i] != h) continue;
     ein_cache_entry *e = &c->entries[i];
-    if (e->hash == h && e->key_len == len && memcmp(e->key, key, len) == 0)
+    if (e->space == space && e->key_len == len &&
+        memcmp(e->key, key, len) == 0)
       return e;
   }
   return NULL;
 }
 
-ein_plan *ein_plan_cache_find(ein_plan_cache *c, const char *key,
-                              size_t len) {
-  uint64_t h = ein_hash_bytes(key, len);
-  pthread_mutex_lock(&c->lock);
-  ein_cache_entry *e = lookup(c, h, key, len);
-  ein_plan *plan = NULL;
+/* The entry under key, counted as a hit (and made the most recently used)
+ * or a miss; with the lock held. */
+static ein_cache_entry *find(ein_plan_cache *c, uint64_t h,
+                             ein_key_space space, const char *key,
+                             size_t len) {
+  ein_cache_entry *e = lookup(c, h, space, key, len);
   if (e) {
     e->last_use = ++c->clock;
     c->hits++;
-    plan = e->plan;
-    ein_plan_retain(plan);
   } else {
     c->misses++;
   }
+  return e;
+}
+
+ein_plan *ein_plan_cache_find(ein_plan_cache *c, ein_key_space space,
+                              uint64_t h, const char *key, size_t len) {
+  pthread_mutex_lock(&c->lock);
+  ein_cache_entry *e = find(c, h, space, key, len);
+  ein_plan *plan = e ? e->plan : NULL;
+  if (plan) ein_plan_retain(plan);
   pthread_mutex_unlock(&c->lock);
   return plan;
 }
 
-bool ein_plan_cache_put(ein_plan_cache *c, const char *key, size_t len,
-                        ein_plan *plan) {
-  uint64_t h = ein_hash_bytes(key, len);
-  char *copy = ein_malloc(len ? len : 1);
-  if (!copy) return false;
-  memcpy(copy, key, len);
-  ein_plan *evicted = NULL;
-  char *evicted_key = NULL;
+void *ein_plan_cache_find_data(ein_plan_cache *c, ein_key_space space,
+                               uint64_t h, const char *key, size_t len) {
   pthread_mutex_lock(&c->lock);
-  if (lookup(c, h, key, len)) { /* another thread planned it first */
+  ein_cache_entry *e = find(c, h, space, key, len);
+  void *data = e ? e->data.data : NULL;
+  pthread_mutex_unlock(&c->lock);
+  return data;
+}
+
+/* Drops what an entry that left the table held; outside the lock:
+ * destroying a plan can take a while (CUDA modules), and a caller's
+ * release callback is the caller's code. */
+static void drop(ein_cache_entry *gone) {
+  ein_plan_release(gone->plan);
+  if (gone->key_heap) ein_free(gone->key);
+  if (gone->data.release) gone->data.release(gone->data.data);
+}
+
+/* The slot a new entry takes: a free one, else the least recently used
+ * one of either space (one eviction rule for the whole table), copied to
+ * *gone for the caller to drop outside the lock. */
+static int victim(ein_plan_cache *c, ein_cache_entry *gone) {
+  if (c->n < EIN_PLAN_CACHE_SIZE) return c->n++;
+  int v = 0;
+  for (int i = 1; i < c->n; i++)
+    if (c->entries[i].last_use < c->entries[v].last_use) v = i;
+  *gone = c->entries[v];
+  c->evictions++;
+  return v;
+}
+
+bool ein_plan_cache_put(ein_plan_cache *c, ein_key_space space,
+                        uint64_t h, const char *key, size_t len,
+                        ein_plan *plan, ein_cache_data data) {
+  bool heap = len > EIN_CACHE_INLINE_KEY;
+  char *copy = heap ? ein_malloc(len) : NULL;
+  if (heap && !copy) return false;
+  if (heap) memcpy(copy, key, len);
+  ein_cache_entry gone = {0};
+  pthread_mutex_lock(&c->lock);
+  if (lookup(c, h, space, key, len)) { /* another thread planned it first */
     pthread_mutex_unlock(&c->lock);
     ein_free(copy);
     return false;
   }
-  ein_cache_entry *e;
-  if (c->n < EIN_PLAN_CACHE_SIZE) {
-    e = &c->entries[c->n++];
-  } else {
-    e = &c->entries[0];
-    for (int i = 1; i < c->n; i++)
-      if (c->entries[i].last_use < e->last_use) e = &c->entries[i];
-    evicted = e->plan;
-    evicted_key = e->key;
-  }
-  e->hash = h;
-  e->key = copy;
-  e->key_len = len;
-  e->plan = plan;
-  e->last_use = ++c->clock;
+  int v = victim(c, &gone);
+  ein_cache_entry *e = &c->entries[v];
+  c->hashes[v] = h;
+  *e = (ein_cache_entry){space, heap, copy, len, plan, ++c->clock, data, {0}};
+  if (!heap) e->key = memcpy(e->small, key, len);
   ein_plan_retain(plan);
   pthread_mutex_unlock(&c->lock);
-  /* Outside the lock: destroying a plan can take a while (CUDA modules). */
-  ein_plan_release(evicted);
-  ein_free(evicted_key);
+  drop(&gone);
   return true;
 }
 
+void ein_plan_cache_stats(ein_plan_cache *c, ein_cache_stats *out) {
+  pthread_mutex_lock(&c->lock);
+  *out = (ein_cache_stats){c->hits, c->misses, c->evictions, c->n,
+                           EIN_PLAN_CACHE_SIZE};
+  pthread_mutex_unlock(&c->lock);
+}
+
 void ein_plan_cache_destroy(ein_plan_cache *c) {
-  for (int i = 0; i < c->n; i++) {
-    ein_plan_release(c->entries[i].plan);
-    ein_free(c->entries[i].key);
-  }
+  for (int i = 0; i < c->n; i++) drop(&c->entries[i]);
   c->n = 0;
   pthread_mutex_destroy(&c->lock);
 }

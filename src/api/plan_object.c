@@ -9,6 +9,7 @@
 #include "cost.h"
 #include "device_models.h"
 #include "inspect.h"
+#include "plan_key.h"
 #include "plan_object.h"
 #include "report.h"
 
@@ -70,19 +71,8 @@ int64_t ein_plan_memory_limit(const ein_plan *plan) {
 }
 
 bool ein_plan_output_compact(const ein_plan *plan) {
-  const char *k = plan->layout + plan->offset[plan->ninputs];
-  size_t len = plan->offset[plan->ninputs + 1] - plan->offset[plan->ninputs];
-  if (len == 0) return true;
-  int ndim = (unsigned char)k[1];
-  int64_t expect = 1;
-  for (int d = ndim - 1; d >= 0; d--) {
-    int64_t v[2]; /* shape, effective stride (0 for size-1 dims) */
-    memcpy(v, k + 2 + (size_t)d * sizeof v, sizeof v);
-    if (v[0] == 1) continue;
-    if (v[1] != expect) return false;
-    expect *= v[0];
-  }
-  return true;
+  size_t lo = plan->offset[plan->ninputs], hi = plan->offset[plan->ninputs + 1];
+  return ein_key_tensor_compact(plan->layout + lo, hi - lo);
 }
 
 int64_t ein_plan_units(const ein_plan *plan) {

@@ -36,16 +36,6 @@ const char *ein_tensor_name(int index, char *buf, size_t cap) {
   return buf;
 }
 
-/* The stride of dim d as the plan sees it: compact when strides is NULL,
- * and 0 for size-1 dims, whose stride never matters. */
-int64_t ein_tensor_stride(const DLTensor *t, int d) {
-  if (t->shape[d] == 1) return 0;
-  if (t->strides) return t->strides[d];
-  int64_t s = 1;
-  for (int e = t->ndim - 1; e > d; e--) s *= t->shape[e] > 0 ? t->shape[e] : 1;
-  return s;
-}
-
 /* The bytes a non-empty tensor touches, as [lo, hi) around the start of
  * its first element (lo <= 0 < hi). False when they pass int64, with *dim
  * the dim whose stride did it (-1: the last element's own size). */

@@ -17,13 +17,10 @@
 
 #include "ctx_internal.h"
 #include "dtype.h"
+#include "plan_key.h" /* ein_tensor_stride */
 
 /* "input 2" or "the output" (index -1), into buf (32 bytes hold any). */
 const char *ein_tensor_name(int index, char *buf, size_t cap);
-
-/* The stride of dim d in elements as plans see it: compact when strides
- * is NULL, 0 for a size-1 dim. */
-int64_t ein_tensor_stride(const DLTensor *t, int d);
 
 /* The bytes a non-empty tensor of esz-byte elements touches, as [lo, hi)
  * around the start of its first element (lo <= 0 < hi). False when they
