@@ -45,3 +45,26 @@ def test_one_letter_terms_read_as_einops():
         einc.einsum("i,i->i", a, b)
     np.testing.assert_array_equal(einc.einsum("i,i->i", a, b, numpy=True),
                                   np.einsum("i,i->i", a, b))
+
+
+@pytest.mark.parametrize("eq,sa,sb", [("i,i->i", (1,), (3,)),
+                                      ("i,i->", (3,), (3,)),
+                                      ("ij,jk->ik", (2, 3), (3, 4))])
+def test_torch_dropin_under_autocast_as_torch(eq, sa, sb):
+    """einc.torch.einsum under torch.autocast (CPU, bfloat16) as
+    torch.einsum there: numpy's letters (a size-1 dim broadcasts), the
+    result's dtype (a contraction is cast, a product without a sum is
+    not), its values within bfloat16's tolerance. (Not here: a sum over
+    an axis one operand broadcasts from size 1, 'i,i->' on (1,) and (3,),
+    which torch computes in float32 and einc casts.)"""
+    torch = pytest.importorskip("torch")
+    import einc.torch as et
+
+    g = torch.Generator().manual_seed(40)
+    a, b = torch.randn(sa, generator=g), torch.randn(sb, generator=g)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want = torch.einsum(eq, a, b)
+        got = et.einsum(eq, a, b)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got.double(), want.double(), rtol=2e-2,
+                               atol=2e-2 * float(want.double().norm()))
