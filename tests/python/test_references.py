@@ -68,3 +68,49 @@ def test_torch_dropin_under_autocast_as_torch(eq, sa, sb):
     assert got.dtype == want.dtype and got.shape == want.shape
     torch.testing.assert_close(got.double(), want.double(), rtol=2e-2,
                                atol=2e-2 * float(want.double().norm()))
+
+
+def _prod_grads(torch, reduce_prod):
+    """The gradient of a prod over b of x (a, b) weighted by w, and its
+    derivative along v (create_graph: einc's gradient program lowered to
+    torch operations), in float64. Rows: no zero, one zero, two zeros, no
+    zero; -1 in two of them (a division by x must divide by -1)."""
+    x = torch.tensor([[2.0, -1.0, 3.0], [0.0, 4.0, -1.0], [0.0, 0.0, 5.0],
+                      [1.5, -2.0, 0.5]], dtype=torch.float64,
+                     requires_grad=True)
+    g = torch.Generator().manual_seed(40)
+    w = torch.randn(4, generator=g, dtype=torch.float64)
+    v = torch.randn(4, 3, generator=g, dtype=torch.float64)
+    (d1,) = torch.autograd.grad((reduce_prod(x) * w).sum(), x,
+                                create_graph=True)
+    (d2,) = torch.autograd.grad((d1 * v).sum(), x)
+    return d1, d2
+
+
+def test_prod_gradients_with_zeros_and_minus_one_as_torch():
+    """A prod reduction's gradient as torch.prod's everywhere, its second
+    derivative finite everywhere (no NaN from the branch torch.where
+    drops) and as torch.prod's in the rows without a zero."""
+    torch = pytest.importorskip("torch")
+    got = _prod_grads(torch, lambda t: einc.einsum("a b -> a", t,
+                                                   reduce="prod"))
+    want = _prod_grads(torch, lambda t: t.prod(dim=1))
+    torch.testing.assert_close(got[0], want[0], rtol=1e-12, atol=1e-12)
+    assert torch.isfinite(got[1]).all()
+    rows = [0, 3]
+    torch.testing.assert_close(got[1][rows], want[1][rows], rtol=1e-12,
+                               atol=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason="einc's prod gradient program "
+                   "selects 0 for an element of a group with a zero "
+                   "(torch.where), a constant: the second derivative "
+                   "with respect to that zero is lost")
+def test_prod_second_derivative_at_zeros_as_torch():
+    """d2 f / dx_i dx_j of a product with x_i = 0 is the product of the
+    others, not 0 (torch.prod gives it)."""
+    torch = pytest.importorskip("torch")
+    got = _prod_grads(torch, lambda t: einc.einsum("a b -> a", t,
+                                                   reduce="prod"))
+    want = _prod_grads(torch, lambda t: t.prod(dim=1))
+    torch.testing.assert_close(got[1], want[1], rtol=1e-12, atol=1e-12)
