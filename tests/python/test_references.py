@@ -114,3 +114,29 @@ def test_prod_second_derivative_at_zeros_as_torch():
                                                    reduce="prod"))
     want = _prod_grads(torch, lambda t: t.prod(dim=1))
     torch.testing.assert_close(got[1], want[1], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("eq,sa,sb", [
+    ("a b i k, a b k j -> a b i j", (2, 3, 4, 5), (2, 3, 5, 6)),
+    ("b i k, b k j -> b i j", (3, 4, 5), (3, 5, 6)),
+    ("i k, k j -> i j", (4, 5), (5, 6)),
+    ("a b i c k, b a k j -> b a j c i", (2, 3, 4, 2, 5), (3, 2, 5, 6)),
+])
+def test_small_eager_grad_calls_as_torch(eq, sa, sb):
+    """Small eager calls that record autograd (lowered to torch's bmm and
+    reshapes): the value and both gradients as torch.einsum's in
+    float64, with one, two or no batch axes and merged groups."""
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(40)
+    a = torch.randn(sa, generator=g, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(sb, generator=g, dtype=torch.float64, requires_grad=True)
+    got = einc.einsum(eq, a, b)
+    letters = {}  # the same expression in torch's letters
+    numpy_eq = "".join(letters.setdefault(c, "pqrstuvw"[len(letters)])
+                       if c.isalpha() else c for c in eq.replace(" ", ""))
+    want = torch.einsum(numpy_eq, a, b)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    dout = torch.randn(want.shape, generator=g, dtype=torch.float64)
+    for x, y in zip(torch.autograd.grad(got, (a, b), dout),
+                    torch.autograd.grad(want, (a, b), dout)):
+        torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)
