@@ -140,3 +140,21 @@ def test_small_eager_grad_calls_as_torch(eq, sa, sb):
     for x, y in zip(torch.autograd.grad(got, (a, b), dout),
                     torch.autograd.grad(want, (a, b), dout)):
         torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)
+
+
+def test_compiled_max_with_a_symbolic_length_as_torch():
+    """Under torch.compile with dynamic shapes, a length given by another
+    tensor's symbolic size (h) on a tensor of static shape, in a
+    reduction einc does not lower (max): the values torch's reshape and
+    amax give, for three sizes of h from one compiled graph."""
+    torch = pytest.importorskip("torch")
+
+    def f(y):
+        x = torch.arange(12.0, dtype=torch.float64)
+        return einc.einsum("(h d) -> h", x, reduce="max", h=y.shape[0])
+
+    compiled = torch.compile(f, dynamic=True, fullgraph=True)
+    for n in (3, 4, 6):
+        want = torch.arange(12.0, dtype=torch.float64).reshape(n, -1).amax(1)
+        torch.testing.assert_close(compiled(torch.zeros(n)), want,
+                                   rtol=0, atol=0)
