@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 
-from mutants_common import ROOT, coverage_map, run, source_files
+from mutants_common import ROOT, coverage_map, file_map, run, source_files
 
 TESTS = os.path.join(ROOT, "tests", "python")
 # Test files that need a GPU, or start clusters and pools that a mutant
@@ -43,7 +43,13 @@ class PyTarget:
                             if self.all_tests or os.path.basename(f) not in SLOW_TESTS)
         self.durations = {}
         ensure_coverage(self.python)
-        self.cmap = coverage_map(self, covered_lines) if coverage else {}  # no file map
+        # coverage: True (the pass, or its cache), False (none: --against),
+        # or the file map's path (--gate: used unless the pass is cached)
+        cached = os.path.isfile(os.path.join(self.work, "coverage.json"))
+        if isinstance(coverage, str) and not cached:
+            self.cmap = file_map(self, coverage)
+        else:
+            self.cmap = coverage_map(self, covered_lines) if coverage else {}
 
     def installed(self, rel):
         return os.path.join(self.package, os.path.relpath(rel, "python/einc"))
