@@ -4,6 +4,7 @@ mutated in a copy of the installed package (its compiled extension kept, its
 the files of tests/python, each run only for the lines it executes
 (coverage.py, installed into the venv on first use)."""
 import ast
+import doctest
 import glob
 import json
 import os
@@ -11,7 +12,7 @@ import shutil
 import subprocess
 import sys
 
-from mutants_common import ROOT, coverage_map, run, source_files
+from mutants_common import ROOT, coverage_map, file_map, run, source_files
 
 TESTS = os.path.join(ROOT, "tests", "python")
 # Test files that need a GPU, or start clusters and pools that a mutant
@@ -42,7 +43,13 @@ class PyTarget:
                             if self.all_tests or os.path.basename(f) not in SLOW_TESTS)
         self.durations = {}
         ensure_coverage(self.python)
-        self.cmap = coverage_map(self, covered_lines) if coverage else {}  # no file map
+        # coverage: True (the pass, or its cache), False (none: --against),
+        # or the file map's path (--gate: used unless the pass is cached)
+        cached = os.path.isfile(os.path.join(self.work, "coverage.json"))
+        if isinstance(coverage, str) and not cached:
+            self.cmap = file_map(self, coverage)
+        else:
+            self.cmap = coverage_map(self, covered_lines) if coverage else {}
 
     def installed(self, rel):
         return os.path.join(self.package, os.path.relpath(rel, "python/einc"))
@@ -51,13 +58,19 @@ class PyTarget:
         path = self.installed(m.file)
         self.original = None
         try:
-            mutated = ast.dump(ast.parse(m.text))
-        except SyntaxError:
+            # compile(), not only ast.parse: 'break' after a line outside a
+            # loop parses, and fails only when the module is compiled
+            compile(m.text, path, "exec", dont_inherit=True)
+            mutated = program_tree(m.text)
+        except (SyntaxError, ValueError):
             return "invalid"
         self.original = open(path).read()
         open(path, "w").write(m.text)
-        # The same syntax tree is the same program (redundant parentheses).
-        return "tce" if mutated == ast.dump(ast.parse(self.original)) else None
+        # The same syntax tree is the same program (redundant parentheses),
+        # and so is one that differs in a docstring only (the program
+        # python -OO runs: universalmutator's regular expressions do not
+        # know a docstring's inner lines are a string)
+        return "tce" if mutated == program_tree(self.original) else None
 
     def restore(self, m):
         if self.original is not None:
@@ -71,6 +84,24 @@ class PyTarget:
                     timeout=limit, env=env, cwd=ROOT)
         # pytest's 5: no test ran (all skipped here): not a failure.
         return 0 if rc == 5 else rc
+
+
+def program_tree(text):
+    """The module's syntax tree with each docstring (a module's, a
+    class's, a function's first statement when it is a string) reduced
+    to its doctest examples (tests/python/test_doc_examples.py runs
+    them): prose is not the program."""
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                              ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            examples = doctest.DocTestParser().get_examples(body[0].value.value)
+            body[0].value.value = repr([(e.source, e.want) for e in examples])
+    return ast.dump(tree)
 
 
 def copy_package(python, site):
@@ -98,15 +129,25 @@ def ensure_coverage(python):
 def covered_lines(target, name):
     data = os.path.join(target.work, "coverage-" + name + ".data")
     report = os.path.join(target.work, "coverage-" + name + ".json")
-    for f in (data, report):
-        if os.path.exists(f):
-            os.remove(f)
+    rc_file = os.path.join(target.work, "coverage-" + name + ".rc")
+    for f in glob.glob(data + "*") + glob.glob(report):
+        os.remove(f)
+    # Python processes the test starts are measured too (test_jax_sharding
+    # runs its cases on 2 host devices in a subprocess): coverage.py's
+    # patch = subprocess, each process writing data.<suffix>, combined.
+    open(rc_file, "w").write(
+        "[run]\n"
+        f"data_file = {data}\n"
+        f"include = {target.package}/*\n"
+        "parallel = true\n"
+        "patch =\n    subprocess\n    _exit\n")
     if target.run_oracle(name, timeout=3600, prefix=(
-            "-m", "coverage", "run", "--data-file=" + data,
-            "--include=" + target.package + "/*")) != 0:
+            "-m", "coverage", "run", "--rcfile=" + rc_file)) != 0:
         return None
-    rc, _ = run([target.python, "-m", "coverage", "json", "--data-file=" + data,
-                 "-o", report])
+    rc, _ = run([target.python, "-m", "coverage", "combine", "--rcfile=" + rc_file])
+    if rc == 0:
+        rc, _ = run([target.python, "-m", "coverage", "json", "--rcfile=" + rc_file,
+                     "-o", report])
     lines = {}
     if rc == 0:
         for path, f in json.load(open(report))["files"].items():

@@ -383,16 +383,24 @@ class _AfterImport:
     def find_spec(self, name, path=None, target=None):
         if name != self.name:
             return None
-        sys.meta_path.remove(self)
         import importlib.util
 
-        spec = importlib.util.find_spec(name)
+        sys.meta_path.remove(self)  # (the search below must not find it)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            # A find_spec without an import (an availability check:
+            # importlib.util.find_spec("torch")) leaves the hook waiting.
+            sys.meta_path.insert(0, self)
         loader = getattr(spec, "loader", None)
         if loader is None or not hasattr(loader, "exec_module"):
+            sys.meta_path.remove(self)
             return spec
         run = loader.exec_module
 
         def exec_module(module):
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
             run(module)
             try:  # (only this module's: another in sys.modules may be
                 # one still being imported, e.g. torch while it imports

@@ -116,3 +116,21 @@ def test_importing_einc_imports_no_framework_and_torch_registers():
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() in ("ok", "no torch")
+
+
+def test_a_find_spec_before_the_import_leaves_the_hook(fresh):
+    """importlib.util.find_spec(name), the usual availability check
+    (transformers' is_torch_available), finds the module without
+    executing it: the callback still runs when the module is imported
+    (torch.compile found no stand-ins for einc otherwise)."""
+    import importlib.util
+
+    module(fresh, "einc_fw_f", "DONE = True\n")
+    seen = []
+    _core.after_import("einc_fw_f", lambda: seen.append(
+        getattr(sys.modules["einc_fw_f"], "DONE", False)))
+    assert importlib.util.find_spec("einc_fw_f") is not None
+    assert seen == [] and "einc_fw_f" not in sys.modules
+    import einc_fw_f  # noqa: F401
+    assert seen == [True]
+    assert "einc_fw_f" not in _core._pending
