@@ -94,7 +94,8 @@ static PyObject *run_fresh(einpy_entry *e, einpy_inputs *in, PyObject *first) {
     Py_DECREF(array);
   }
   if (result && in->torch && e->dtype.code == kDLBfloat) {
-    PyObject *bits = result, *dtype = PyObject_GetAttrString(first, "dtype");
+    static PyObject *dtype_name;
+    PyObject *bits = result, *dtype = einpy_attr(first, &dtype_name, "dtype");
     result = dtype ? PyObject_CallMethod(bits, "view", "O", dtype) : NULL;
     Py_XDECREF(dtype);
     Py_DECREF(bits);

@@ -83,8 +83,9 @@ static int plain_keywords(PyObject *kwargs, const plain_key *keys, int n) {
 /* 1 when r is a 0-d numpy array, 0 when it is anything else (or NULL),
  * -1 with an error set. */
 static int ndarray_0d(PyObject *r) {
+  static PyObject *ndim_name;
   if (!r || !einpy_is_ndarray(r)) return 0;
-  PyObject *ndim = PyObject_GetAttrString(r, "ndim");
+  PyObject *ndim = einpy_attr(r, &ndim_name, "ndim");
   long d = ndim ? PyLong_AsLong(ndim) : -1;
   Py_XDECREF(ndim);
   return d < 0 ? -1 : d == 0;

@@ -244,6 +244,12 @@ int einpy_shapes_parse(PyObject *shapes, int64_t (*dims)[EIN_MAX_DIMS],
 /* A tuple of Python ints from n int64s. */
 PyObject *einpy_shape_tuple(const int64_t *shape, int n);
 
+/* obj.<name> (a new reference, or NULL with an exception), the name made
+ * an interned str once into *slot (the caller's static): an attribute
+ * read on every call then makes no str (PyObject_GetAttrString does, and
+ * took about a sixth of a numpy view call's instructions). */
+PyObject *einpy_attr(PyObject *obj, PyObject **slot, const char *name);
+
 /* The ein_reduction a str names, or -1 (no exception); the last name is
  * kept until einpy_reduction_forget (module teardown). */
 int einpy_reduction_of(PyObject *name);

@@ -38,15 +38,12 @@ static PyObject *maker; /* (expr, tensors, numpy, reduction, lengths,
 static PyObject *key_of(PyObject *tensors, PyObject *expr, int dialect,
                         int reduction, unsigned rules, PyObject *lengths) {
   static PyObject *shape_name, *dtype_name;
-  if ((!shape_name && !(shape_name = PyUnicode_InternFromString("shape"))) ||
-      (!dtype_name && !(dtype_name = PyUnicode_InternFromString("dtype"))))
-    return NULL;
   Py_ssize_t n = PyTuple_Size(tensors);
   PyObject *key = PyTuple_New(6 + n), *dtype = NULL;
   for (Py_ssize_t i = 0; key && i < n; i++) {
     PyObject *t = PyTuple_GetItem(tensors, i);
-    PyObject *dt = PyObject_GetAttr(t, dtype_name);
-    PyObject *shape = dt ? PyObject_GetAttr(t, shape_name) : NULL;
+    PyObject *dt = einpy_attr(t, &dtype_name, "dtype");
+    PyObject *shape = dt ? einpy_attr(t, &shape_name, "shape") : NULL;
     if (!shape || (dtype && dt != dtype)) {
       Py_XDECREF(dt);
       Py_XDECREF(shape);

@@ -197,6 +197,11 @@ int einpy_shapes_parse(PyObject *shapes, int64_t (*dims)[EIN_MAX_DIMS],
   return 0;
 }
 
+PyObject *einpy_attr(PyObject *obj, PyObject **slot, const char *name) {
+  if (!*slot && !(*slot = PyUnicode_InternFromString(name))) return NULL;
+  return PyObject_GetAttr(obj, *slot);
+}
+
 PyObject *einpy_shape_tuple(const int64_t *shape, int n) {
   PyObject *t = PyTuple_New(n);
   for (int d = 0; t && d < n; d++) {

@@ -410,9 +410,10 @@ static PyObject *plan_run_numpy(PyObject *self, PyObject *tensors) {
   if (fits && !p->out_shape)
     p->out_shape = einpy_shape_tuple(ein_plan_output_shape(p->plan),
                                      ein_plan_output_ndim(p->plan));
+  static PyObject *dtype_name;
   PyObject *dtype = fits && p->out_shape
-                        ? PyObject_GetAttrString(PyTuple_GetItem(tensors, 0),
-                                                 "dtype")
+                        ? einpy_attr(PyTuple_GetItem(tensors, 0), &dtype_name,
+                                     "dtype")
                         : NULL;
   PyObject *out = dtype ? einpy_fast_empty(p->out_shape, dtype) : NULL;
   Py_XDECREF(dtype);

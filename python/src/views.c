@@ -182,8 +182,9 @@ static PyObject *over_buffer(PyObject *ndarray_type, PyObject *buffer,
 
 /* Whether numpy array `obj` owns its memory (flags.owndata); -1 on error. */
 static int owns_data(PyObject *obj) {
-  PyObject *flags = PyObject_GetAttrString(obj, "flags");
-  PyObject *own = flags ? PyObject_GetAttrString(flags, "owndata") : NULL;
+  static PyObject *flags_name, *owndata_name;
+  PyObject *flags = einpy_attr(obj, &flags_name, "flags");
+  PyObject *own = flags ? einpy_attr(flags, &owndata_name, "owndata") : NULL;
   int r = own ? PyObject_IsTrue(own) : -1;
   Py_XDECREF(own);
   Py_XDECREF(flags);
@@ -194,10 +195,11 @@ static int owns_data(PyObject *obj) {
  * it follows .base from a while the base is exactly a numpy.ndarray and
  * the array reached does not own its memory. */
 static PyObject *numpy_base(PyObject *ndarray_type, PyObject *a) {
+  static PyObject *base_name;
   Py_INCREF(a);
   for (;;) {
     int own = owns_data(a);
-    PyObject *base = own == 0 ? PyObject_GetAttrString(a, "base") : NULL;
+    PyObject *base = own == 0 ? einpy_attr(a, &base_name, "base") : NULL;
     if (own < 0 || (own == 0 && !base)) {
       Py_DECREF(a);
       return NULL;
@@ -232,7 +234,8 @@ static PyObject *over_base(PyObject *ndarray_type, PyObject *a,
   }
   Py_XDECREF(base);
   if (view && source->read_only) {
-    PyObject *flags = PyObject_GetAttrString(view, "flags");
+    static PyObject *flags_name;
+    PyObject *flags = einpy_attr(view, &flags_name, "flags");
     if (!flags || PyObject_SetAttrString(flags, "writeable", Py_False) < 0)
       Py_CLEAR(view);
     Py_XDECREF(flags);
@@ -244,9 +247,10 @@ PyObject *einpy_numpy_view(PyObject *ndarray_type, PyObject *a,
                            const einpy_tensor *source, PyObject *shape,
                            int ndim, const int64_t *strides,
                            int64_t offset) {
+  static PyObject *dtype_name;
   const DLTensor *t = source->t;
   int64_t itemsize = (t->dtype.bits * t->dtype.lanes + 7) / 8;
-  PyObject *dtype = PyObject_GetAttrString(a, "dtype"), *view = NULL;
+  PyObject *dtype = einpy_attr(a, &dtype_name, "dtype"), *view = NULL;
   if (dtype) {
     /* a contiguous a is its own buffer: numpy then sets the base as for
      * its own views of a (and keeps a's read-only flag) */
