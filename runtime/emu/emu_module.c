@@ -310,6 +310,10 @@ static bool open_module(ein_emu_module *m, const char *path) {
     return false;
   bool ok = true;
   char name[64];
+  /* a counting module's hooks count only once armed (prelude_host.h) */
+  void (*arm)(void);
+  *(void **)&arm = dlsym(m->handle, "ein_emu_count_arm");
+  if (arm) arm();
   *(void **)&m->tls_touch = dlsym(m->handle, "ein_emu_tls_touch");
   *(void **)&m->shared_range = dlsym(m->handle, "ein_emu_shared_range");
   ok = m->tls_touch && m->shared_range;

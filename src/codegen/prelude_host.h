@@ -491,12 +491,24 @@ EIN_TSAN_HOOK void __tsan_read_range(void *p, unsigned long n) {
 EIN_TSAN_HOOK void __tsan_write_range(void *p, unsigned long n) {
   ein_note_access(p, (unsigned)n, 1, __builtin_return_address(0));
 }
+/* Whether the emulator has armed the module (ein_emu_count_arm, after
+ * dlopen): the compiler-made module constructor is instrumented too and
+ * runs inside dlopen on the host's own stack, where the stack pointer
+ * rounded down is no emulated thread (it once incremented a word of the
+ * host stack, and now and then crashed the process). */
+static int ein_count_armed;
+extern "C" __attribute__((no_sanitize_coverage, no_sanitize_thread,
+                          visibility("default"))) void
+ein_emu_count_arm(void) {
+  ein_count_armed = 1;
+}
 /* -fsanitize-coverage=trace-pc calls this at the start of every basic
  * block the optimiser left (the thread's own count; emu_block.c makes a
  * warp's of its lanes'). Not instrumented itself. */
 extern "C" __attribute__((no_sanitize_coverage, no_sanitize_thread, used,
                           visibility("hidden"))) void
 __sanitizer_cov_trace_pc(void) {
+  if (!ein_count_armed) return;
 #if defined(__x86_64__)
   unsigned long sp;
   __asm__("movq %%rsp, %0" : "=r"(sp));
@@ -534,7 +546,10 @@ static inline void ein_emu_call(void (*f)(D *, const S0 *, const S1 *),
  * functions run on the emulator's own threads, not in a GPU thread: in
  * the counting flavour their stores must not reach the counters
  * (no_sanitize_thread leaves them uninstrumented). */
-extern "C" __attribute__((visibility("default"), no_sanitize_thread)) void *
+/* Both run on host threads, off the emulated threads' stacks: neither may
+ * reach the counting hooks (no_sanitize_coverage, no_sanitize_thread). */
+extern "C" __attribute__((visibility("default"), no_sanitize_thread,
+                          no_sanitize_coverage)) void *
 ein_emu_tls_touch() {
 #ifdef EIN_EMU_SHARED_GLOBAL
   return 0;
@@ -545,7 +560,8 @@ ein_emu_tls_touch() {
 }
 extern "C" char __start_ein_emu_shared[] __attribute__((weak));
 extern "C" char __stop_ein_emu_shared[] __attribute__((weak));
-extern "C" __attribute__((visibility("default"), no_sanitize_thread)) char *
+extern "C" __attribute__((visibility("default"), no_sanitize_thread,
+                          no_sanitize_coverage)) char *
 ein_emu_shared_range(char **end) {
   *end = __stop_ein_emu_shared;
   return __start_ein_emu_shared;
