@@ -117,6 +117,15 @@ struct ein_backend {
   ein_status (*alloc)(ein_backend *self, size_t bytes, void **ptr,
                       ein_error_rec *err);
   void (*free)(ein_backend *self, void *ptr);
+  /* Memory for one run's temporaries, ordered on the backend's current
+   * stream: work queued after temp_alloc may use it, and temp_free gives
+   * it back once the work queued before the free has finished (CUDA's
+   * stream-ordered pool: no device-wide synchronisation per buffer).
+   * Optional; through ein_backend_temp_alloc/free, which fall back to
+   * alloc and free. */
+  ein_status (*temp_alloc)(ein_backend *self, size_t bytes, void **ptr,
+                           ein_error_rec *err);
+  void (*temp_free)(ein_backend *self, void *ptr);
   /* Synchronous copy between host memory and the backend's memory. */
   ein_status (*copy)(ein_backend *self, void *dst, const void *src,
                      size_t bytes, ein_copy_dir dir, ein_error_rec *err);
@@ -153,6 +162,11 @@ const ein_backend_entry *ein_backend_for_memory(DLDeviceType t);
 int ein_backend_one_device(void);
 void *ein_backend_new_single(int device, size_t size, const char *not_one,
                              const char *oom, ein_error_rec *err);
+
+/* A run's temporary memory: the backend's temp_alloc, else alloc. */
+ein_status ein_backend_temp_alloc(ein_backend *be, size_t bytes, void **ptr,
+                                  ein_error_rec *err);
+void ein_backend_temp_free(ein_backend *be, void *ptr);
 
 /* The host's available memory in bytes (/proc/meminfo's MemAvailable,
  * else free pages): the free_memory of backends in host memory. */

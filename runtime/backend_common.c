@@ -36,6 +36,15 @@ static int64_t meminfo_available(void) {
   return kib < 0 ? -1 : (int64_t)kib * 1024;
 }
 
+ein_status ein_backend_temp_alloc(ein_backend *be, size_t bytes, void **ptr,
+                                  ein_error_rec *err) {
+  return (be->temp_alloc ? be->temp_alloc : be->alloc)(be, bytes, ptr, err);
+}
+
+void ein_backend_temp_free(ein_backend *be, void *ptr) {
+  if (ptr) (be->temp_free ? be->temp_free : be->free)(be, ptr);
+}
+
 ein_status ein_host_free_memory(ein_backend *self, int64_t *bytes,
                                 ein_error_rec *err) {
   (void)self;

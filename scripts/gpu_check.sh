@@ -6,6 +6,7 @@
 #   suite      meson test with CUDA present (all but the GPU suite's tests,
 #              which run below with their own arguments)
 #   cuda_faults, random_cuda, threads_cuda   the GPU suite's tests
+#   grad_cuda  gradient programs run on the GPU (test_grad on CUDA)
 #   memcheck, racecheck   compute-sanitizer on a sample of random cases
 #   cli        CPU vs CUDA round trip, then the first call's phases
 #   fp8, fp8_cli   fp8 through cuBLASLt (the C test, then the CLI)

@@ -120,11 +120,17 @@ gpu_steps() {
     # the same program as the suite's eval_random_emu, whose 420 named
     # evaluations alone take most of a minute on CI's machine
     skip random_cuda "rehearsal: CI's eval_random_emu runs this program"
+    skip grad_cuda "rehearsal: CI's grad_emu runs this program"
     return
   fi
   step cuda_faults 40 "$build/tests/test_cuda_faults"
   step random_cuda 90 env EIN_CASES="${EIN_CASES:-400}" \
     "$build/tests/test_eval_random_cuda" --cuda
+  # gradient programs on the GPU (ein_grad_execute: every step a CUDA
+  # plan, temporaries from the stream-ordered pool), as grad_emu checks
+  # them on the emulated device
+  step grad_cuda 60 env EIN_GRAD_BACKEND=cuda EIN_CASES=150 \
+    "$build/tests/test_grad"
 }
 
 sanitizer_steps() {

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _einc
+from ._grad import exact_prod_select, group_steps
 from ._jax_prim import _bind
 
 
@@ -31,7 +32,10 @@ def _run(prog, tensors, out, seed, spec=None, wrt=0, jvp=False):
     for step in prog["steps"]:
         operands = [results[i] if kind == "step" else values[kind][i]
                     for kind, i in step["operands"]]
-        results.append(_STEPS[step["op"]](step, operands))
+        if step["op"] == "prod_select":
+            results.append(_exact_prod_select(prog, step, operands))
+        else:
+            results.append(_STEPS[step["op"]](step, operands))
     return results[-1]
 
 
@@ -68,14 +72,16 @@ def _einsum_step(step, ops):
     return _bind(spec, ops)
 
 
-def _prod_select(step, ops):
-    """(g, p, x, z): g p / x with no zero in the group, g p at the one zero,
-    0 with two or more (x made safe where that branch is not taken, so a
-    second derivative sees no inf)."""
-    g, p, x, z = ops
-    safe = jnp.where(x == 0, jnp.ones_like(x), x)
-    one_zero = jnp.where((z == 1) & (x == 0), g * p, jnp.zeros_like(g))
-    return jnp.where(z == 0, g * p / safe, one_zero)
+def _exact_prod_select(prog, step, ops):
+    """PROD_SELECT with a derivative exact where x has zeros (einc._grad's
+    exact_prod_select): a traced program may be differentiated again
+    (jax.hessian, jax.jacfwd of jax.grad)."""
+    reduce, back = group_steps(prog, step)
+
+    def group(reduction):
+        return lambda t: _einsum_step(
+            back, [_einsum_step(dict(reduce, reduction=reduction), [t])])
+    return exact_prod_select(jnp.where, *ops, group("prod"), group("sum"))
 
 
 def _scatter_diag(step, ops):
@@ -112,6 +118,5 @@ _STEPS = {
     "is_zero": lambda s, o: _one_if(o[0] == 0, o[0]),
     "zero_to_one": lambda s, o: jnp.where(o[0] == 0, jnp.ones_like(o[0]),
                                           o[0]),
-    "prod_select": _prod_select,
     "scatter_diag": _scatter_diag,
 }

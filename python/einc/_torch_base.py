@@ -130,11 +130,33 @@ def _layout(expr, shapes, strides, dtype, numpy, reduction, lengths):
 @functools.lru_cache(maxsize=1024)
 def _contracts(expr, shapes, numpy, reduction, lengths) -> bool:
     """Whether torch.einsum would run this as a matrix product (which
-    autocast casts): two inputs or more and an axis summed away."""
+    autocast casts): an axis summed away that two inputs or more have
+    with a size other than 1. torch sums an axis that only one input has
+    nontrivially inside that input, and multiplies the rest elementwise
+    (no cast): 'i,i->' on (1,) and (3,) is float32 under a bfloat16
+    autocast, on (3,) and (3,) bfloat16."""
     axes = bind(expr, shapes, reduce=reduction, numpy=numpy,
                 **dict(lengths))[1]
-    return reduction == "sum" and any(role == "reduced"
-                                      for _, _, role in axes)
+    counts = _nontrivial_counts(expr, shapes) if numpy else {}
+    return reduction == "sum" and any(
+        role == "reduced" and size != 1 and counts.get(name, 2) >= 2
+        for name, size, role in axes)
+
+
+def _nontrivial_counts(expr, shapes):
+    """{letter: how many inputs have it with a size other than 1} of a
+    numpy-dialect expression; letters under an ellipsis are not named
+    (the caller counts an unnamed axis as shared)."""
+    counts = {}
+    terms = expr.replace(" ", "").split("->")[0].split(",")
+    for term, shape in zip(terms, shapes):
+        head, _, tail = term.partition("...")
+        dims = (list(zip(head, shape))
+                + list(zip(tail, shape[len(shape) - len(tail):]))
+                if "..." in term else list(zip(term, shape)))
+        for letter in {c for c, n in dims if n != 1}:
+            counts[letter] = counts.get(letter, 0) + 1
+    return counts
 
 
 def _autocast(expr, tensors, numpy, reduction, lengths):

@@ -1,13 +1,15 @@
 """The torch side of a gradient or JVP program (include/ein_grad.h).
 einc._torch_autograd's Functions call _interpret from their
-backward and jvp. An eager call on host tensors runs the program in the
-C library (ein_grad_execute through _einc.grad_run: every step through
-the CPU backend's plans), as the forward runs; a call that torch records
-(a gradient made with create_graph, for a double backward) or traces
-(torch.compile, torch.export, vmap and the other functorch transforms,
-fake tensors), and tensors off the host, run the program's steps as
-torch operations instead, so that the result is itself differentiable
-and traceable (docs/design.md, "One gradient interpreter")."""
+backward and jvp. An eager call whose tensors are all on the host or all
+on one CUDA device runs the program in the C library (ein_grad_execute
+through _einc.grad_run: every step through that device's plans, CUDA
+work queued on torch's current stream), as the forward runs; a call that
+torch records (a gradient made with create_graph, for a double backward)
+or traces (torch.compile, torch.export, vmap and the other functorch
+transforms, fake tensors), and tensors elsewhere, run the program's
+steps as torch operations instead, so that the result is itself
+differentiable and traceable (docs/design.md, "One gradient
+interpreter")."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ import functools
 import torch
 
 from . import _einc
+from ._arrays import cuda_stream
 from ._core import _fast, evaluate
+from ._grad import exact_prod_select, group_steps
 from ._torch_base import (_DETACH, _PLAIN, EincError, _compute, _mode,
                           _prod)
 
@@ -30,14 +34,17 @@ def _interpret(program, inputs, output, dout, spec=None, wrt=0, jvp=False):
         raise EincError("einc's backward program reads the forward "
                         "output, which was not saved")
     graph = _mode((dout, *inputs)) not in (_PLAIN, _DETACH)
-    if not graph and spec is not None and _on_host(dout, inputs):
+    if not graph and spec is not None and _one_device(dout, inputs):
         return _in_c(program, spec, wrt, jvp, inputs, output, dout)
     return _lowered(program, inputs, output, dout, graph)
 
 
-def _on_host(dout, inputs):
-    return dout.device.type == "cpu" and all(t.device.type == "cpu"
-                                             for t in inputs)
+def _one_device(dout, inputs):
+    """Whether dout and every input are on the host, or all on one CUDA
+    device: where the C library runs the program."""
+    device = dout.device
+    return (device.type in ("cpu", "cuda")
+            and all(t.device == device for t in inputs))
 
 
 def _plain(t):
@@ -48,25 +55,30 @@ def _plain(t):
 
 
 def _in_c(program, spec, wrt, jvp, inputs, output, dout):
-    """The program run by the C library into a new tensor (a gradient must
-    not alias dout or an input: torch may keep it as .grad and add into
-    it in place)."""
+    """The program run by the C library into a new tensor on dout's device
+    (a gradient must not alias dout or an input: torch may keep it as
+    .grad and add into it in place); CUDA work is queued on torch's
+    current stream, as any torch operation's, without waiting for it."""
     expr, reduction, numpy, lengths = spec
     inputs = tuple(_plain(t) for t in inputs)
     output = _plain(output) if program["needs_output"] else None
     lengths = tuple((n, int(v)) for n, v in lengths)
-    dtype = inputs[0].dtype
-    result = torch.empty(tuple(program["steps"][-1]["shape"]), dtype=dtype)
+    dtype, device = inputs[0].dtype, dout.device
+    result = torch.empty(tuple(program["steps"][-1]["shape"]), dtype=dtype,
+                         device=device)
     key = (expr, reduction, bool(numpy), lengths, wrt, jvp, dtype,
-           tuple(t.shape for t in inputs))
+           tuple(t.shape for t in inputs), device)
     return _einc.grad_run(key, expr, inputs, output, _plain(dout), result,
-                          bool(numpy), reduction, lengths, wrt, jvp)
+                          bool(numpy), reduction, lengths, wrt, jvp,
+                          cuda_stream(result) if device.type == "cuda"
+                          else None)
 
 
 def _lowered(program, inputs, output, dout, graph):
     """The program's steps as torch operations (einsum steps through
     einc), so the result is itself differentiable and traceable: for a
-    recorded or traced call, and tensors off the host."""
+    recorded or traced call, and tensors on devices the C library does
+    not run (meta, another accelerator, or spread over several)."""
     if program["conjugates"]:
         inputs = [t.conj() for t in inputs]
         output = output.conj() if output is not None else None
@@ -85,6 +97,8 @@ def _lowered(program, inputs, output, dout, graph):
                     for kind, i in step["operands"]]
         if step["op"] == "einsum":
             results.append(_einsum_step(step, operands, graph))
+        elif step["op"] == "prod_select" and graph:
+            results.append(_exact_prod_select(program, step, operands))
         else:
             results.append(_STEPS[step["op"]](step, *operands))
     return results[-1]
@@ -145,6 +159,21 @@ def _prod_select(step, g, p, x, z):
     return torch.where(z == 0, gp / safe_x,
                        torch.where((z == 1) & (x == 0), gp,
                                    torch.zeros_like(gp)))
+
+
+def _exact_prod_select(program, step, operands):
+    """PROD_SELECT for a recorded backward: the same values, with a
+    derivative that is exact where x has zeros (einc._grad's
+    exact_prod_select: a double backward, torch.func.hessian)."""
+    reduce, back = group_steps(program, step)
+
+    def group(reduction):
+        def run(t):
+            part = _einsum_step(dict(reduce, reduction=reduction), [t], True)
+            return _einsum_step(back, [part], True)
+        return run
+    return exact_prod_select(torch.where, *operands, group("prod"),
+                             group("sum"))
 
 
 def _scatter_diag(step, a):

@@ -60,21 +60,10 @@ PyObject *einpy_output_for(const char *expr, const einpy_tensor *in, int nin,
   return r;
 }
 
-/* ein_plan_execute or ein_eval; the status. */
-static ein_status run_unlocked(const char *expr, const ein_plan *plan,
-                               const DLTensor **ins, int nin, DLTensor *out,
-                               const ein_options *o) {
-  return plan ? ein_plan_execute(the_ctx, plan, ins, nin, out)
-              : ein_eval(the_ctx, expr, ins, nin, out, o);
-}
-
 /* Without the GIL: the tensors' memory is held by the capsules' owners,
  * not by Python objects this thread could lose meanwhile. */
-int einpy_run(const char *expr, const ein_plan *plan, einpy_tensor *in,
-              int nin, einpy_tensor *out, const ein_options *o,
-              PyObject *stream, int sync) {
-  const DLTensor *ins[EINPY_MAX_OPERANDS];
-  for (int i = 0; i < nin; i++) ins[i] = in[i].t;
+int einpy_on_stream(PyObject *stream, int sync, ein_status (*fn)(void *),
+                    void *arg) {
   void *s = NULL;
   if (stream && stream != Py_None) {
     s = PyLong_AsVoidPtr(stream);
@@ -82,12 +71,12 @@ int einpy_run(const char *expr, const ein_plan *plan, einpy_tensor *in,
   }
   ein_status st;
   if (!s) {
-    Py_BEGIN_ALLOW_THREADS st = run_unlocked(expr, plan, ins, nin, out->t, o);
+    Py_BEGIN_ALLOW_THREADS st = fn(arg);
     Py_END_ALLOW_THREADS
   } else {
     Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(stream_lock, WAIT_LOCK);
     ein_ctx_set_cuda_stream(the_ctx, s);
-    st = run_unlocked(expr, plan, ins, nin, out->t, o);
+    st = fn(arg);
     if (st == EIN_OK && sync) st = ein_ctx_synchronize(the_ctx);
     ein_ctx_set_cuda_stream(the_ctx, NULL);
     PyThread_release_lock(stream_lock);
@@ -96,6 +85,31 @@ int einpy_run(const char *expr, const ein_plan *plan, einpy_tensor *in,
   if (st == EIN_OK) return 0;
   einpy_raise(ein_last_error(the_ctx));
   return -1;
+}
+
+/* One ein_plan_execute (plan not NULL) or ein_eval, for einpy_on_stream. */
+typedef struct eval_call {
+  const char *expr;
+  const ein_plan *plan;
+  const DLTensor **ins;
+  int nin;
+  DLTensor *out;
+  const ein_options *o;
+} eval_call;
+
+static ein_status eval_unlocked(void *arg) {
+  const eval_call *c = arg;
+  return c->plan ? ein_plan_execute(the_ctx, c->plan, c->ins, c->nin, c->out)
+                 : ein_eval(the_ctx, c->expr, c->ins, c->nin, c->out, c->o);
+}
+
+int einpy_run(const char *expr, const ein_plan *plan, einpy_tensor *in,
+              int nin, einpy_tensor *out, const ein_options *o,
+              PyObject *stream, int sync) {
+  const DLTensor *ins[EINPY_MAX_OPERANDS];
+  for (int i = 0; i < nin; i++) ins[i] = in[i].t;
+  eval_call c = {expr, plan, ins, nin, out->t, o};
+  return einpy_on_stream(stream, sync, eval_unlocked, &c);
 }
 
 int einpy_add_class(PyObject *module, const char *name, size_t size,

@@ -194,6 +194,13 @@ int einpy_run(const char *expr, const ein_plan *plan, einpy_tensor *in,
               int nin, einpy_tensor *out, const ein_options *o,
               PyObject *stream, int sync);
 
+/* (context.c) fn(arg) on the process's context without the GIL, with
+ * `stream` and `sync` as einpy_run takes them: the one place the
+ * context's CUDA stream is set. Returns 0, or -1 with EincError set from
+ * the context's last error when fn fails. */
+int einpy_on_stream(PyObject *stream, int sync, ein_status (*fn)(void *),
+                    void *arg);
+
 /* ----------------------------------------------------------- options.c */
 
 /* An ein_options that owns its length names. */

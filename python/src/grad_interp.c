@@ -97,8 +97,10 @@ static const einpy_exchange_api *exchange_of(PyObject *obj) {
 }
 
 /* obj zero-copy through its type's exchange table (no Python call: the
- * caller resolved torch's conjugate and negative bits), else __dlpack__. */
-static int import_one(PyObject *obj, einpy_tensor *t) {
+ * caller resolved torch's conjugate and negative bits; no
+ * synchronisation, as the program queues on the producer's current
+ * stream, which the caller passes), else __dlpack__(stream=stream). */
+static int import_one(PyObject *obj, PyObject *stream, einpy_tensor *t) {
   const einpy_exchange_api *api = exchange_of(obj);
   einpy_managed_versioned *m = NULL;
   memset(t, 0, sizeof *t);
@@ -111,11 +113,11 @@ static int import_one(PyObject *obj, einpy_tensor *t) {
     einpy_tensor_release(t);
   }
   PyErr_Clear();
-  return einpy_tensor_import(obj, NULL, t);
+  return einpy_tensor_import(obj, stream, t);
 }
 
 static int call_import(grad_call *c, PyObject *inputs, PyObject *output,
-                       PyObject *dout, PyObject *dinput) {
+                       PyObject *dout, PyObject *dinput, PyObject *stream) {
   Py_ssize_t n = PyTuple_Check(inputs) ? PyTuple_Size(inputs) : -1;
   if (n < 1 || n > EINPY_MAX_OPERANDS) {
     PyErr_SetString(PyExc_TypeError, "grad_run: inputs, a tuple of 1 or "
@@ -123,49 +125,62 @@ static int call_import(grad_call *c, PyObject *inputs, PyObject *output,
     return -1;
   }
   for (; c->nin < (int)n; c->nin++)
-    if (import_one(PyTuple_GetItem(inputs, c->nin), &c->in[c->nin]) < 0)
+    if (import_one(PyTuple_GetItem(inputs, c->nin), stream,
+                   &c->in[c->nin]) < 0)
       return -1;
-  if (output != Py_None && import_one(output, &c->out) < 0) return -1;
-  if (import_one(dout, &c->dout) < 0 || import_one(dinput, &c->dinput) < 0)
+  if (output != Py_None && import_one(output, stream, &c->out) < 0) return -1;
+  if (import_one(dout, stream, &c->dout) < 0 ||
+      import_one(dinput, stream, &c->dinput) < 0)
     return -1;
   if (!c->dinput.read_only) return 0;
   PyErr_SetString(PyExc_ValueError, "grad_run: dinput is read-only");
   return -1;
 }
 
+/* One ein_grad_execute, for einpy_on_stream. */
+typedef struct grad_exec {
+  const ein_grad *g;
+  const grad_call *c;
+} grad_exec;
+
+static ein_status execute(void *arg) {
+  const grad_exec *e = arg;
+  const grad_call *c = e->c;
+  const DLTensor *ins[EINPY_MAX_OPERANDS];
+  for (int i = 0; i < c->nin; i++) ins[i] = c->in[i].t;
+  return ein_grad_execute(einpy_ctx(), e->g, ins, c->nin, c->out.t, c->dout.t,
+                          c->dinput.t);
+}
+
 /* grad_run(key, expr, inputs, output, dout, dinput, numpy, reduction,
- *          lengths, wrt, jvp) -> dinput
+ *          lengths, wrt, jvp[, stream]) -> dinput
  * Runs input wrt's gradient program (jvp: its JVP's) on the tensors
- * (host memory; output None where the program does not read it) into
- * dinput, which the caller allocated (C-contiguous: the last step writes
- * it directly). */
+ * (output None where the program does not read it) into dinput, which
+ * the caller allocated (C-contiguous: the last step writes it directly),
+ * on the tensors' device: CUDA work queued on `stream` as einpy_run takes
+ * it (the producer's current stream), without waiting for it. */
 PyObject *einpy_grad_run(PyObject *self, PyObject *args) {
   (void)self;
   PyObject *key, *inputs, *output, *dout, *dinput, *numpy, *lengths;
+  PyObject *stream = Py_None;
   const char *expr, *reduction;
   int wrt, jvp;
-  if (!PyArg_ParseTuple(args, "OsOOOOOsOip:grad_run", &key, &expr, &inputs,
+  if (!PyArg_ParseTuple(args, "OsOOOOOsOip|O:grad_run", &key, &expr, &inputs,
                         &output, &dout, &dinput, &numpy, &reduction,
-                        &lengths, &wrt, &jvp))
+                        &lengths, &wrt, &jvp, &stream))
     return NULL;
   grad_call *c = einpy_calloc(1, sizeof *c);
   if (!c) return PyErr_NoMemory();
+  stream = stream == Py_None ? NULL : stream;
   ein_grad *g = NULL;
-  if (call_import(c, inputs, output, dout, dinput) == 0)
+  if (call_import(c, inputs, output, dout, dinput, stream) == 0)
     g = grad_for(key, expr, c->in, c->nin, numpy, reduction, lengths, wrt,
                  jvp);
-  ein_status st = EIN_OK;
-  const DLTensor *ins[EINPY_MAX_OPERANDS];
-  for (int i = 0; g && i < c->nin; i++) ins[i] = c->in[i].t;
-  if (g) {
-    Py_BEGIN_ALLOW_THREADS st = ein_grad_execute(
-        einpy_ctx(), g, ins, c->nin, c->out.t, c->dout.t, c->dinput.t);
-    Py_END_ALLOW_THREADS
-    if (st != EIN_OK) einpy_raise(ein_last_error(einpy_ctx()));
-  }
+  grad_exec e = {g, c};
+  int bad = !g || einpy_on_stream(stream, 0, execute, &e) < 0;
   call_release(c);
   PyMem_Free(c);
-  if (!g || st != EIN_OK) return NULL;
+  if (bad) return NULL;
   Py_INCREF(dinput);
   return dinput;
 }

@@ -83,10 +83,7 @@ static int import_torch(PyObject *tensor, einpy_tensor *t,
   static PyObject *requires_grad;
   memset(t, 0, sizeof *t);
   *capsule = NULL;
-  if (!requires_grad &&
-      !(requires_grad = PyUnicode_InternFromString("requires_grad")))
-    return 0;
-  PyObject *grad = PyObject_GetAttr(tensor, requires_grad);
+  PyObject *grad = einpy_attr(tensor, &requires_grad, "requires_grad");
   Py_XDECREF(grad);
   einpy_managed_versioned *m = NULL;
   if (grad != Py_False && (grad != Py_True || !einpy_fw.grad_enabled ||
@@ -128,11 +125,7 @@ int einpy_asks_python(PyObject *f) {
 static int forward_ad_open(void) {
   static PyObject *name;
   if (!einpy_fw.forward_ad) return 0;
-  if (!name && !(name = PyUnicode_InternFromString("_current_level"))) {
-    PyErr_Clear();
-    return 1;
-  }
-  PyObject *level = PyObject_GetAttr(einpy_fw.forward_ad, name);
+  PyObject *level = einpy_attr(einpy_fw.forward_ad, &name, "_current_level");
   long value = level ? PyLong_AsLong(level) : 0;
   Py_XDECREF(level);
   if (PyErr_Occurred()) {

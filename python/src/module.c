@@ -175,7 +175,7 @@ static PyMethodDef methods[] = {
      "grad_program(expr, shapes, numpy, reduction, lengths, wrt, dtype[, "
      "jvp]) -> "
      "{'needs_output', 'conjugates', 'flops', 'bytes', 'steps': [...]}"},
-    {"grad_run", einpy_grad_run, METH_VARARGS, "grad_run(key, expr, inputs, output, dout, dinput, numpy, reduction, lengths, wrt, jvp) -> dinput"},
+    {"grad_run", einpy_grad_run, METH_VARARGS, "grad_run(key, expr, inputs, output, dout, dinput, numpy, reduction, lengths, wrt, jvp[, stream]) -> dinput"},
     {"backend_check", py_backend_check, METH_VARARGS,
      "backend_check(name, device=0) -> None, or why it cannot run here"},
     {"cache_stats", py_cache_stats, METH_NOARGS,

@@ -50,10 +50,8 @@ static PyObject *ask_capsule(PyObject *obj, PyObject *stream) {
     return obj;
   }
   static PyObject *name, *empty;
-  if ((!name && !(name = PyUnicode_InternFromString("__dlpack__"))) ||
-      (!empty && !(empty = PyTuple_New(0))))
-    return NULL;
-  PyObject *method = PyObject_GetAttr(obj, name);
+  if (!empty && !(empty = PyTuple_New(0))) return NULL;
+  PyObject *method = einpy_attr(obj, &name, "__dlpack__");
   if (!method) {
     PyErr_Clear();
     PyErr_Format(PyExc_TypeError,

@@ -660,6 +660,34 @@ static void cuda_free(ein_backend *self, void *ptr) {
   ein_cuda_free(ptr);
 }
 
+/* A run's temporaries from the stream-ordered pool, on the current
+ * stream (ein_backend.temp_alloc). */
+static ein_status cuda_temp_alloc(ein_backend *self, size_t bytes, void **ptr,
+                                  ein_error_rec *err) {
+  cuda_backend *cb = (cuda_backend *)self;
+  int prev;
+  ein_status st = ein_cuda_enter(cb->device, &prev, err);
+  if (st)
+    return st;
+  pthread_mutex_lock(&cb->lock);
+  st = workspace_alloc(cb, bytes ? (int64_t)bytes : 1, ptr, err);
+  pthread_mutex_unlock(&cb->lock);
+  ein_cuda_leave(cb->device, prev);
+  return st;
+}
+
+static void cuda_temp_free(ein_backend *self, void *ptr) {
+  cuda_backend *cb = (cuda_backend *)self;
+  ein_error_rec ignored = {0};
+  int prev;
+  if (ein_cuda_enter(cb->device, &prev, &ignored))
+    return;
+  pthread_mutex_lock(&cb->lock);
+  cudaFreeAsync(ptr, cb->stream);
+  pthread_mutex_unlock(&cb->lock);
+  ein_cuda_leave(cb->device, prev);
+}
+
 static ein_status cuda_copy(ein_backend *self, void *dst, const void *src,
                             size_t bytes, ein_copy_dir dir,
                             ein_error_rec *err) {
@@ -779,6 +807,8 @@ ein_backend *ein_cuda_backend_create(int device, ein_error_rec *err) {
   cb->base.run = cuda_run;
   cb->base.alloc = cuda_alloc;
   cb->base.free = cuda_free;
+  cb->base.temp_alloc = cuda_temp_alloc;
+  cb->base.temp_free = cuda_temp_free;
   cb->base.copy = cuda_copy;
   cb->base.free_memory = cuda_free_memory;
   cb->base.sync = cuda_sync;

@@ -68,8 +68,8 @@ static void *scratch(run *r, int64_t n) {
     ein_fail_memory(&r->me->err, "gradient: more buffers than counted");
     return NULL;
   }
-  if (r->be->alloc(r->be, (size_t)(n > 0 ? n : 1) * r->esz, &p,
-                   &r->me->err))
+  if (ein_backend_temp_alloc(r->be, (size_t)(n > 0 ? n : 1) * r->esz, &p,
+                             &r->me->err))
     return NULL;
   r->owned[r->nowned++] = p;
   return p;
@@ -268,7 +268,8 @@ static ein_status check_all(ein_thread_rec *me, const ein_grad *g,
 }
 
 static void run_free(run *r) {
-  for (int i = 0; i < r->nowned; i++) r->be->free(r->be, r->owned[i]);
+  for (int i = 0; i < r->nowned; i++)
+    ein_backend_temp_free(r->be, r->owned[i]);
   ein_free(r->owned);
   ein_free(r->steps);
   ein_free(r->in);

@@ -312,7 +312,8 @@ static ein_status run_sliced(ein_thread_rec *me, ein_backend *be,
   ein_status st = idx && at ? EIN_OK
                             : ein_fail(&me->err, EIN_ERR_NO_MEMORY, "out of memory");
   if (!st && sl->add)
-    st = be->alloc(be, (size_t)(3 * sl->acc_elems * es), &acc, &me->err);
+    st = ein_backend_temp_alloc(be, (size_t)(3 * sl->acc_elems * es), &acc,
+                                &me->err);
   if (!st) st = zero_other_pieces(be, plan, out, range, nsum, &me->err);
   int cur = 0;
   for (int64_t u = range.first; !st && u < range.first + range.count; u++) {
@@ -325,7 +326,7 @@ static ein_status run_sliced(ein_thread_rec *me, ein_backend *be,
                               marks, &me->err)
                  : be->run(be, ir, plan->program, at, piece, marks, &me->err);
   }
-  if (acc) be->free(be, acc);
+  ein_backend_temp_free(be, acc);
   ein_free(idx);
   ein_free(at);
   return st;

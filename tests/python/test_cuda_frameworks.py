@@ -99,6 +99,23 @@ def test_stream_through_compiled_plan():
     assert [c["stream"] for c in a.calls + out.calls] == [1, 1]
 
 
+@pytest.mark.skipif(CUDA_MISSING is None, reason="a GPU would run the fake")
+def test_stream_named_by_the_gradient_interpreter():
+    """_einc.grad_run (the C gradient interpreter torch's eager backward
+    calls for CUDA tensors) names the stream it will queue on to every
+    __dlpack__ call, then refuses the device: nothing written."""
+    from einc import _einc
+
+    x, out, dx = FakeCuda((4, 8)), FakeCuda((4,)), FakeCuda((4, 8))
+    dout = FakeCuda((4,))
+    with pytest.raises(einc.EincError) as e:
+        _einc.grad_run(("fake",), "a b -> a", (x,), out, dout, dx, False,
+                       "max", (), 0, False, 7)
+    assert e.value.code == "bad device", e.value
+    for t in (x, out, dout, dx):
+        assert [c["stream"] for c in t.calls] == [7], t.calls
+
+
 def test_host_arrays_get_no_stream():
     from einc._arrays import cuda_stream
 
@@ -168,6 +185,110 @@ def test_torch_cuda_no_host_copy():
     got, copies = _no_copies(torch, lambda: einc.einsum("i j, j k -> i k",
                                                          a, a))
     assert got.is_cuda and not copies, copies
+
+
+@pytest.fixture
+def einc_kernels():
+    """Every call on einc's own path: small eager calls that record
+    autograd are otherwise lowered to torch operations, whose gradients
+    torch computes (einc._torch_lower)."""
+    from einc import _torch, _torch_lower
+
+    before = _torch_lower.ENABLED
+    _torch.set_lowering(False)
+    yield
+    _torch.set_lowering(before)
+
+
+GRAD_CASES = [  # (expression, reduction, shapes, torch's own)
+    ("b i j, b j k -> b i k", "sum", [(3, 40, 50), (3, 50, 30)],
+     lambda a, b: a @ b),
+    ("a b -> a", "max", [(60, 70)], lambda t: t.amax(1)),
+    ("a b -> b", "prod", [(60, 70)], lambda t: t.prod(0)),
+    ("a b -> a", "mean", [(60, 70)], lambda t: t.mean(1)),
+    ("i i j, j k -> i k", "sum", [(40, 40, 30), (30, 20)],
+     lambda a, b: torch_diag(a) @ b),
+]
+
+
+def torch_diag(a):
+    return a.diagonal(dim1=0, dim2=1).T
+
+
+def _grad_case(torch, case, dtype=None):
+    expr, reduction, shapes, _ = case
+    g = torch.Generator(device="cuda").manual_seed(0)
+    xs = [torch.randn(s, generator=g, device="cuda", requires_grad=True,
+                      dtype=dtype or torch.float64) for s in shapes]
+    if reduction == "prod":  # magnitudes near 1, one exact zero
+        with torch.no_grad():
+            xs[0].copy_(0.5 + torch.rand(shapes[0], generator=g,
+                                         device="cuda", dtype=xs[0].dtype))
+            xs[0][3, 5] = 0
+    if reduction == "sum":
+        return xs, einc.einsum(expr, *xs)
+    return xs, einc.reduce(xs[0], expr, reduction)
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c[1] + c[0])
+def test_torch_cuda_backward_runs_in_c(case, monkeypatch, einc_kernels):
+    """An eager backward of CUDA tensors runs the gradient program in the
+    C library (one _einc.grad_run per input, on torch's current stream)
+    and gives torch's own gradients in float64 (1e-12 of their norm)."""
+    torch = _torch_cuda()
+    from einc import _einc
+
+    streams = []
+    real = _einc.grad_run
+    monkeypatch.setattr(_einc, "grad_run",
+                        lambda *a: streams.append(a[11]) or real(*a))
+    xs, out = _grad_case(torch, case)
+    dout = torch.randn_like(out)
+    got = torch.autograd.grad(out, xs, dout)
+    refs = [x.detach().requires_grad_() for x in xs]
+    want = torch.autograd.grad(case[3](*refs), refs, dout)
+    current = torch.cuda.current_stream().cuda_stream or 1
+    assert streams == [current] * len(xs)
+    for a, b in zip(got, want):
+        assert a.is_cuda
+        assert float((a - b).norm()) <= 1e-12 * max(float(b.norm()), 1.0)
+
+
+def test_torch_cuda_backward_on_a_busy_stream(einc_kernels):
+    """The backward queued on a side stream sees the work queued there
+    before it (dout scaled behind a sleep) and does not wait for it."""
+    torch = _torch_cuda()
+    s = torch.cuda.Stream()
+    x = torch.randn(256, 300, device="cuda", requires_grad=True)
+    dout = torch.ones(256, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        y = einc.reduce(x, "a b -> a", "max")
+        torch.cuda._sleep(200_000_000)  # keeps s busy for ~0.1 s
+        dout.mul_(3)  # queued behind the sleep
+        (g,) = torch.autograd.grad(y, (x,), dout)
+        busy = not s.query()
+    s.synchronize()
+    assert busy
+    want = torch.zeros_like(x)
+    want[torch.arange(256), x.argmax(1)] = 3
+    torch.testing.assert_close(g, want)
+
+
+def test_torch_cuda_backward_float32_and_double_backward(einc_kernels):
+    """float32 within 1e-5 of torch; a double backward (create_graph:
+    the lowered program, recorded) as torch's, on CUDA."""
+    torch = _torch_cuda()
+    case = GRAD_CASES[2]
+    xs, out = _grad_case(torch, case, torch.float32)
+    (g,) = torch.autograd.grad(out.sum(), xs, create_graph=True)
+    (gg,) = torch.autograd.grad((g * g).sum(), xs)
+    ref = xs[0].detach().double().requires_grad_()
+    (rg,) = torch.autograd.grad(case[3](ref).sum(), (ref,),
+                                create_graph=True)
+    (rgg,) = torch.autograd.grad((rg * rg).sum(), (ref,))
+    for a, b in ((g, rg), (gg, rgg)):
+        assert float((a.double() - b).norm()) <= 1e-5 * float(b.norm())
 
 
 def test_torch_cuda_custom_operator():

@@ -49,14 +49,21 @@ def test_one_letter_terms_read_as_einops():
 
 @pytest.mark.parametrize("eq,sa,sb", [("i,i->i", (1,), (3,)),
                                       ("i,i->", (3,), (3,)),
-                                      ("ij,jk->ik", (2, 3), (3, 4))])
+                                      ("ij,jk->ik", (2, 3), (3, 4)),
+                                      ("i,i->", (1,), (3,)),
+                                      ("i,i->", (1,), (1,)),
+                                      ("ij,jk->ik", (2, 1), (1, 4)),
+                                      ("ij,jk->ik", (2, 3), (1, 4)),
+                                      ("ij,ij->i", (2, 3), (1, 3)),
+                                      ("...j,...j->...", (2, 3), (1, 3)),
+                                      ("bij,bjk->bik", (1, 2, 3),
+                                       (4, 3, 5))])
 def test_torch_dropin_under_autocast_as_torch(eq, sa, sb):
     """einc.torch.einsum under torch.autocast (CPU, bfloat16) as
     torch.einsum there: numpy's letters (a size-1 dim broadcasts), the
     result's dtype (a contraction is cast, a product without a sum is
-    not), its values within bfloat16's tolerance. (Not here: a sum over
-    an axis one operand broadcasts from size 1, 'i,i->' on (1,) and (3,),
-    which torch computes in float32 and einc casts.)"""
+    not, nor a sum over an axis only one input has with a size other
+    than 1), its values within bfloat16's tolerance."""
     torch = pytest.importorskip("torch")
     import einc.torch as et
 
@@ -102,18 +109,61 @@ def test_prod_gradients_with_zeros_and_minus_one_as_torch():
                                atol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="einc's prod gradient program "
-                   "selects 0 for an element of a group with a zero "
-                   "(torch.where), a constant: the second derivative "
-                   "with respect to that zero is lost")
 def test_prod_second_derivative_at_zeros_as_torch():
     """d2 f / dx_i dx_j of a product with x_i = 0 is the product of the
-    others, not 0 (torch.prod gives it)."""
+    others, not 0 (torch.prod gives it), in the rows with one and two
+    zeros too."""
     torch = pytest.importorskip("torch")
     got = _prod_grads(torch, lambda t: einc.einsum("a b -> a", t,
                                                    reduce="prod"))
     want = _prod_grads(torch, lambda t: t.prod(dim=1))
     torch.testing.assert_close(got[1], want[1], rtol=1e-12, atol=1e-12)
+
+
+def _groups_with_zeros():
+    """x (6, 2, 3) whose groups (a b c -> a: the six elements of a row)
+    hold 0, 1, 2 (in both b), 3, 6 zeros and 1 zero again, with w."""
+    rng = np.random.default_rng(41)
+    x = rng.standard_normal((6, 2, 3))
+    x[1, 0, 1] = 0
+    x[2, 0, 0] = x[2, 1, 2] = 0
+    x[3, 0, 0] = x[3, 1, 1] = x[3, 1, 2] = 0
+    x[4] = 0
+    x[5, 1, 0] = 0
+    return x, rng.standard_normal(6)
+
+
+def test_prod_hessian_with_zeros_as_jax():
+    """jax.hessian of a prod reduction over two axes (a traced gradient
+    program, differentiated again) as jnp.prod's, in every row: with
+    zeros the Hessian's entries are products of the other elements."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    x, w = _groups_with_zeros()
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        got = jax.hessian(lambda t: (einc.reduce(t, "a b c -> a", "prod")
+                                     * w).sum())(jnp.asarray(x))
+        want = jax.hessian(lambda t: (t.prod(axis=(1, 2)) * w).sum())(
+            jnp.asarray(x))
+    finally:
+        jax.config.update("jax_enable_x64", before)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_prod_hessian_with_zeros_as_torch_func():
+    """torch.func.hessian (forward over reverse, through einc's recorded
+    gradient program) of the same prod as torch.prod's."""
+    torch = pytest.importorskip("torch")
+    x, w = _groups_with_zeros()
+    w = torch.tensor(w)
+    got = torch.func.hessian(lambda t: (einc.reduce(
+        t, "a b c -> a", "prod") * w).sum())(torch.tensor(x))
+    want = torch.func.hessian(lambda t: (t.prod(2).prod(1) * w).sum())(
+        torch.tensor(x))
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("eq,sa,sb", [
