@@ -127,3 +127,16 @@ def x64():
     jax.config.update("jax_enable_x64", True)
     yield
     jax.config.update("jax_enable_x64", before)
+
+
+@pytest.fixture
+def einc_kernels():
+    """Every call on einc's own path: small eager calls that record
+    autograd are otherwise lowered to torch operations, whose gradients
+    torch computes (einc._torch_lower)."""
+    from einc import _torch, _torch_lower
+
+    before = _torch_lower.ENABLED
+    _torch.set_lowering(False)
+    yield
+    _torch.set_lowering(before)

@@ -187,19 +187,6 @@ def test_torch_cuda_no_host_copy():
     assert got.is_cuda and not copies, copies
 
 
-@pytest.fixture
-def einc_kernels():
-    """Every call on einc's own path: small eager calls that record
-    autograd are otherwise lowered to torch operations, whose gradients
-    torch computes (einc._torch_lower)."""
-    from einc import _torch, _torch_lower
-
-    before = _torch_lower.ENABLED
-    _torch.set_lowering(False)
-    yield
-    _torch.set_lowering(before)
-
-
 GRAD_CASES = [  # (expression, reduction, shapes, torch's own)
     ("b i j, b j k -> b i k", "sum", [(3, 40, 50), (3, 50, 30)],
      lambda a, b: a @ b),

@@ -18,17 +18,8 @@ CASES = [  # (expression, reduction, input shapes): every elementwise map
 ]
 
 
-@pytest.fixture(autouse=True)
-def einc_kernels():
-    """Every call on einc's own path: small eager calls that record
-    autograd are otherwise lowered to torch operations, whose gradients
-    torch computes (einc._torch_lower)."""
-    from einc import _torch, _torch_lower
-
-    before = _torch_lower.ENABLED
-    _torch.set_lowering(False)
-    yield
-    _torch.set_lowering(before)
+# Every call on einc's own path (conftest.py's einc_kernels).
+pytestmark = pytest.mark.usefixtures("einc_kernels")
 
 
 def _count(module, name, monkeypatch):
