@@ -41,14 +41,16 @@ def _run(prog, tensors, out, seed, spec=None, wrt=0, jvp=False):
 
 def _concrete(prog, tensors, wrt, out, seed):
     """Whether every value the program reads is a concrete host array of
-    a real dtype (a transpose's own input is an abstract value, which its
-    program never reads)."""
+    a real dtype other than bfloat16 (a transpose's own input is an
+    abstract value, which its program never reads). bfloat16 keeps the
+    jnp steps: the C route's buffers are numpy arrays, and numpy's
+    bfloat16 (ml_dtypes) has no DLPack export."""
     read = {i for step in prog["steps"] for kind, i in step["operands"]
             if kind == "input"}
     known = [tensors[i] for i in sorted(read)] + [seed]
     known += [out] if prog["needs_output"] else []
     return all(isinstance(t, jax.Array) and not isinstance(t, jax.core.Tracer)
-               and not jnp.iscomplexobj(t)
+               and not jnp.iscomplexobj(t) and t.dtype != jnp.bfloat16
                and all(d.platform == "cpu" for d in t.devices())
                for t in known + [tensors[wrt]] * (wrt in read))
 

@@ -133,3 +133,36 @@ def test_jax_eager_in_c_jit_lowered(monkeypatch, x64):
     _, ref = jax.jvp(lambda x: x.prod(1), (x,), (t,))
     assert len(calls) == 3
     _close(np.asarray(tan), np.asarray(ref))
+
+
+@pytest.mark.parametrize("reduction", ["sum", "max", "prod"])
+def test_jax_eager_bfloat16_grad(reduction, x64):
+    """Eager jax.grad of bfloat16 arrays (jnp steps: numpy's bfloat16 has
+    no DLPack export for the C route's buffers) as the float64 gradient,
+    within 2e-2 of its norm; was a BufferError."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.5, 1.5, (6, 7))
+    w = rng.standard_normal((7, 5))
+
+    def f(x, reduce_fn, w):
+        return reduce_fn(x, w).astype(jnp.float64).sum()
+
+    def ours(x, w):
+        if reduction == "sum":
+            return einc.einsum("i j, j k -> i k", x, w)
+        return einc.reduce(x, "i j -> i", reduction)
+
+    def ref(x, w):
+        if reduction == "sum":
+            return x @ w
+        return x.max(1) if reduction == "max" else x.prod(1)
+
+    got = jax.grad(f)(jnp.asarray(x, jnp.bfloat16), ours,
+                      jnp.asarray(w, jnp.bfloat16))
+    want = np.asarray(jax.grad(f)(jnp.asarray(x), ref, jnp.asarray(w)))
+    assert got.dtype == jnp.bfloat16
+    err = np.abs(np.asarray(got, np.float64) - want).max()
+    assert err <= 2e-2 * np.linalg.norm(want)
