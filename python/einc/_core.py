@@ -228,9 +228,11 @@ def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
         _einc.bind(expr, tuple(shape_hint(t) for t in tensors),
                    bool(numpy), _reduction_name(reduce), "auto",
                    tuple((k, size_hint(v)) for k, v in lengths), rules)
-    if memory_limit:
-        _no_grad_under_limit(tensors)
-    elif out is None:
+    written = out
+    if memory_limit or out is not None:
+        tensors, written = _unrecorded(
+            tensors, out, "memory_limit=" if memory_limit else "out=")
+    else:
         routed = route(expr, tensors, reduce=reduce, numpy=numpy,
                        lengths=lengths)
         if routed is not NotImplemented:
@@ -238,8 +240,8 @@ def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
     prepared = prepare(tensors)
     if numpy is None:
         numpy = numpy_dialect(expr, [len(t.shape) for t in prepared.tensors])
-    out_arg = None if out is None else prepared.wrap_out(
-        check_out(out))
+    out_arg = None if written is None else prepared.wrap_out(
+        check_out(written))
     code, bits = prepared.retype
     result = _einc.evaluate(expr, prepared.tensors, out_arg, prepared.alloc,
                             bool(numpy), _reduction_name(reduce),
@@ -279,16 +281,23 @@ def _all_bool(tensors) -> bool:
         for t in tensors)
 
 
-def _no_grad_under_limit(tensors):
-    """A memory-limited call runs sliced in ein_eval, which no framework
-    records: tensors that need a gradient are refused, not left without
-    one."""
-    if any(getattr(t, "requires_grad", False) for t in tensors):
-        raise EincError("memory_limit= with torch tensors that require grad: "
-                        "a sliced evaluation records no gradient; compute "
-                        "it under torch.no_grad(), or leave the limit out")
-
-
+def _unrecorded(tensors, out, what):
+    """(tensors, out) for a call that no framework records (out= writes
+    in place; a memory-limited call runs sliced in ein_eval). torch
+    tensors that need a gradient are refused while grad is recorded (the
+    result would have none: torch refuses out= there too) and detached
+    under torch.no_grad() or inference_mode (DLPack exports no tensor
+    that requires grad; the detached out shares out's memory)."""
+    needs = [t for t in (*tensors, out) if getattr(t, "requires_grad", False)]
+    if not needs:
+        return tensors, out
+    if sys.modules["torch"].is_grad_enabled():
+        raise EincError(f"{what} with torch tensors that require grad: "
+                        "this evaluation records no gradient; compute it "
+                        f"under torch.no_grad(), or leave {what} out")
+    return (tuple(t.detach() if getattr(t, "requires_grad", False) else t
+                  for t in tensors),
+            out.detach() if getattr(out, "requires_grad", False) else out)
 
 
 def shape_hint(x) -> tuple:

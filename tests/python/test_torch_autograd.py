@@ -439,3 +439,48 @@ def test_compiled_plan_records_autograd_above_the_lowering_bound():
     for x, y in zip(torch.autograd.grad(got, (a, b), dout),
                     torch.autograd.grad(want, (a, b), dout)):
         torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kw", ["out", "memory_limit"])
+def test_unrecorded_calls_with_tensors_that_require_grad(kw):
+    """out= and memory_limit= evaluations record no gradient: with an
+    input that requires grad they are refused while grad is recorded
+    (EincError naming the option, as torch refuses out= there) and run
+    under torch.no_grad() and inference_mode, where torch runs them too
+    (before: DLPack's BufferError for out=, and a memory_limit= refusal
+    under no_grad that told the caller to use no_grad)."""
+    g = torch.Generator().manual_seed(41)
+    a = torch.randn(6, 5, generator=g, dtype=torch.float64,
+                    requires_grad=True)
+    b = torch.randn(5, 4, generator=g, dtype=torch.float64)
+    want = (a @ b).detach()
+
+    def call():
+        out = torch.full((6, 4), float("nan"), dtype=torch.float64)
+        arg = {"out": out} if kw == "out" else {"memory_limit": 64}
+        got = einc.einsum("i j, j k -> i k", a, b, **arg)
+        assert kw != "out" or got is out
+        return got
+
+    with pytest.raises(einc.EincError, match=f"{kw}= with torch tensors "
+                       "that require grad"):
+        call()
+    for mode in (torch.no_grad, torch.inference_mode):
+        with mode():
+            got = call()
+        assert not got.requires_grad
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_out_that_requires_grad_under_no_grad():
+    """An out= tensor that requires grad (a parameter updated in place)
+    is written under torch.no_grad(), as torch's own out= writes it."""
+    g = torch.Generator().manual_seed(42)
+    a = torch.randn(6, 5, generator=g, dtype=torch.float64)
+    b = torch.randn(5, 4, generator=g, dtype=torch.float64)
+    out = torch.zeros(6, 4, dtype=torch.float64, requires_grad=True)
+    with torch.no_grad():
+        assert einc.einsum("i j, j k -> i k", a, b, out=out) is out
+    torch.testing.assert_close(out.detach(), a @ b, rtol=1e-12, atol=1e-12)
+    with pytest.raises(einc.EincError, match="out="):
+        einc.einsum("i j, j k -> i k", a, b, out=out)
