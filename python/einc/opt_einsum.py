@@ -283,7 +283,8 @@ def _bool_run(expr, arrays, path, limit):
 
     counts = _run(expr, [numpy.asarray(a, numpy.int64) for a in arrays],
                   path, limit)
-    return numpy.asarray(counts) != 0
+    return numpy.not_equal(counts, 0, out=numpy.empty(numpy.shape(counts),
+                                                      bool))
 
 
 def _broadcast_ones(expr, arrays):

@@ -44,14 +44,15 @@ static PyObject *rearrange_general, *reduce_general, *einops_general;
  * exception) when the call is not one the table takes or it answered
  * None, so that the caller hands the call to Python. */
 PyObject *einpy_served(PyObject *args, PyObject *kwargs, int reduction,
-                        unsigned rules, const char *const *own) {
+                        unsigned rules, unsigned refuse,
+                        const char *const *own) {
   PyObject *lengths = NULL, *result = NULL;
   int plain = PyUnicode_CheckExact(PyTuple_GetItem(args, 1)) &&
               (!kwargs || PyDict_Size(kwargs) == 0 ||
                (lengths = lengths_of(kwargs, own)) != NULL);
   if (plain) {
     einpy_request r = {args, 0, 1, PyTuple_GetItem(args, 1), 0, reduction,
-                       rules, lengths, 0, 1, NULL};
+                       rules, lengths, refuse, 1, NULL};
     result = einpy_call(&r);
   }
   Py_XDECREF(lengths);
@@ -73,7 +74,7 @@ static PyObject *rearrange_call(PyObject *args, PyObject *kwargs,
      * plan in the table (einsum's own for the same pattern included)
      * serves a pattern they forbid */
     PyObject *result =
-        einpy_served(args, kwargs, (int)EIN_REDUCE_SUM, rules, own);
+        einpy_served(args, kwargs, (int)EIN_REDUCE_SUM, rules, 0, own);
     if (result || PyErr_Occurred()) return result;
   }
   return PyObject_Call(general, args, kwargs);
@@ -108,7 +109,7 @@ static PyObject *fast_reduce(PyObject *self, PyObject *args,
   int reduction = name && PyUnicode_CheckExact(name) ? einpy_reduction_of(name)
                                                       : -1;
   if (reduction >= 0) {
-    PyObject *result = einpy_served(args, kwargs, reduction, 0, own);
+    PyObject *result = einpy_served(args, kwargs, reduction, 0, 0, own);
     if (result || PyErr_Occurred()) return result;
   }
   return PyObject_Call(reduce_general, args, kwargs);

@@ -182,7 +182,8 @@ static PyObject *table_call(const einpy_request *r) {
   einpy_inputs in;
   if (!einpy_inputs_take(r->args, r->first, r->count, 1, &in)) {
     /* (the guards asked here too: a tracer must see einc's own call) */
-    if (in.graph && !r->refuse && !einpy_torch_declines() &&
+    if (in.graph && (!r->refuse || (r->refuse & EINPY_KEEP_GRAPH)) &&
+        !einpy_torch_declines() &&
         !(einpy_fw.torch_autocast &&
           einpy_asks_python(einpy_fw.torch_autocast)))
       return einpy_fast_graph(r->args, r->first, r->count, r->expr,

@@ -110,11 +110,14 @@ static PyObject *peer_type(PyObject *general, PyObject *args,
                            PyObject *kwargs, PyObject *r) {
   int zero_d = ndarray_0d(r);
   if (zero_d <= 0) return zero_d < 0 ? (Py_DECREF(r), NULL) : r;
+  /* the rule reads keywords as a dict (none given: an empty one) */
   PyObject *rule = PyObject_GetAttrString(general, "_zero_d");
-  PyObject *typed = rule ? PyObject_CallFunctionObjArgs(
-                               rule, args, kwargs ? kwargs : Py_None, r, NULL)
-                         : NULL;
+  PyObject *kw = kwargs ? (Py_INCREF(kwargs), kwargs) : PyDict_New();
+  PyObject *typed = rule && kw ? PyObject_CallFunctionObjArgs(rule, args, kw,
+                                                              r, NULL)
+                               : NULL;
   Py_XDECREF(rule);
+  Py_XDECREF(kw);
   Py_DECREF(r);
   return typed;
 }
@@ -221,7 +224,9 @@ static PyObject *contract(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 /* einops.reduce(tensor, pattern, reduction, **axes_lengths): plain with
  * a reduction einc compiles, named by a str; einops' rule (no axis
- * added) is the binder's. */
+ * added) is the binder's. The result's dtype is the backend's reduction's
+ * (einc/einops: a sum or product of integers or bools promoted, any and
+ * all giving bool), so those go to Python. */
 static PyObject *einops_reduce(PyObject *self, PyObject *args,
                                PyObject *kwargs) {
   (void)self;
@@ -229,9 +234,15 @@ static PyObject *einops_reduce(PyObject *self, PyObject *args,
   PyObject *name = PyTuple_Size(args) == 3 ? PyTuple_GetItem(args, 2) : NULL;
   int reduction =
       name && PyUnicode_CheckExact(name) ? einpy_reduction_of(name) : -1;
+  if (reduction == (int)EIN_REDUCE_ANY || reduction == (int)EIN_REDUCE_ALL)
+    reduction = -1;
+  unsigned refuse = reduction == (int)EIN_REDUCE_SUM ||
+                            reduction == (int)EIN_REDUCE_PROD
+                        ? EINPY_REFUSE_INTEGER | EINPY_KEEP_GRAPH
+                        : 0;
   if (reduction >= 0) {
-    PyObject *r =
-        einpy_served(args, kwargs, reduction, EIN_RULE_NO_REPEAT, own);
+    PyObject *r = einpy_served(args, kwargs, reduction, EIN_RULE_NO_REPEAT,
+                               refuse, own);
     if (r) return peer_type(reduce_general, args, kwargs, r);
     if (PyErr_Occurred() && !PyErr_ExceptionMatches(einc_error)) return NULL;
     PyErr_Clear();

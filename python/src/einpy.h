@@ -336,11 +336,15 @@ void einpy_inputs_release(einpy_inputs *in);
  * inputs (numpy's bool einsum is an or of ands), integer and bool inputs
  * (torch promotes their sums), inputs of more than one dim whose last
  * stride is not one element (numpy's order='K' follows their layout).
+ * A request that refuses anything skips the graph path (tensors that
+ * need grad) unless it also says EINPY_KEEP_GRAPH: its refusals concern
+ * only tensors that never need grad (integers, bools).
  * einpy_refused: whether the inputs are such. */
 enum {
   EINPY_REFUSE_BOOL = 1,
   EINPY_REFUSE_INTEGER = 2,
   EINPY_REFUSE_STRIDED = 4,
+  EINPY_KEEP_GRAPH = 8,
 };
 int einpy_refused(const einpy_inputs *in, unsigned refuse);
 
@@ -459,12 +463,14 @@ int einpy_builtins_init(PyObject *module);
 void einpy_builtins_free(void);
 
 /* For dropin.c: einpy_served is the table's answer for (tensor,
- * pattern[, reduction]) with lengths from kwargs (none of `own`): a
- * result, or NULL (an exception set, or none for the general path).
+ * pattern[, reduction]) with lengths from kwargs (none of `own`) and the
+ * inputs `refuse` (EINPY_REFUSE_*) sent back: a result, or NULL (an
+ * exception set, or none for the general path).
  * einpy_builtin(def, general_slot, (general, doc)): a builtin of module
  * einc that hands calls to general. */
 PyObject *einpy_served(PyObject *args, PyObject *kwargs, int reduction,
-                       unsigned rules, const char *const *own);
+                       unsigned rules, unsigned refuse,
+                       const char *const *own);
 PyObject *einpy_builtin(PyMethodDef *def, PyObject **general_slot,
                         PyObject *args);
 

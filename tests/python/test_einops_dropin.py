@@ -166,3 +166,72 @@ def test_einsum_errors_name_the_axes():
     with pytest.raises(einops.EinopsError, match="axis 'batch' is 2"):
         E.einsum(np.zeros((4, 3)), np.zeros((2, 3)),
                  "batch i, batch i -> batch")
+
+
+def _in(lib, a):
+    if lib == "torch":
+        return pytest.importorskip("torch").from_numpy(a.copy())
+    if lib == "jax":
+        return pytest.importorskip("jax").numpy.asarray(a)
+    return a
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch", "jax"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32",
+                                   "int64", "bool", "float16", "float64"])
+@pytest.mark.parametrize("reduction", ["sum", "prod", "any", "all", "max"])
+def test_reduce_dtype_as_einops(lib, dtype, reduction):
+    """reduce's result has the dtype and values einops' backend gives: a
+    sum or product of small integers or bools promoted (600 threes of
+    int8 sum to 1800, not a wrapped 8-bit value), any and all as bool
+    (torch's uint8 any stays uint8), max unchanged. Both sides run the
+    same pattern through the builtin path and the general one (an axis
+    length given)."""
+    a = (np.arange(2 * 600).reshape(2, 600) % 3 + 1).astype(dtype)
+    x = _in(lib, a)
+    for pattern, kw in (("a b -> a", {}), ("a (b c) -> a", {"c": 2})):
+        want = einops.reduce(x, pattern, reduction, **kw)
+        got = E.reduce(x, pattern, reduction, **kw)
+        assert type(got) is type(want) and got.dtype == want.dtype, (
+            got.dtype, want.dtype)
+        if dtype.startswith("float"):  # (a product's order rounds)
+            np.testing.assert_allclose(np.asarray(got, np.float64),
+                                       np.asarray(want, np.float64),
+                                       rtol=1e-12 if dtype == "float64"
+                                       else 2e-2)
+        else:
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch", "jax"])
+def test_reduce_mean_of_integers_raises_as_einops(lib):
+    x = _in(lib, np.ones((2, 3), np.int32))
+    with pytest.raises(NotImplementedError, match="non-floating"):
+        einops.reduce(x, "a b -> a", "mean")
+    with pytest.raises(NotImplementedError, match="non-floating"):
+        E.reduce(x, "a b -> a", "mean")
+
+
+def test_reduce_sum_that_needs_grad_stays_in_c():
+    """A float sum of a torch tensor that needs grad is still served by
+    the builtin's graph path (the integer refusal keeps it open): no
+    Python frame of einc.einops runs."""
+    torch = pytest.importorskip("torch")
+    import sys
+
+    x = torch.randn(4, 6, requires_grad=True)
+    E.reduce(x, "a b -> a", "sum")  # planned
+    frames = []
+
+    def tracer(frame, event, arg):
+        if event == "call" and "einc" in frame.f_code.co_filename:
+            frames.append(frame.f_code.co_name)
+
+    sys.setprofile(tracer)
+    try:
+        y = E.reduce(x, "a b -> a", "sum")
+    finally:
+        sys.setprofile(None)
+    assert y.requires_grad
+    assert "_reduce" not in frames, frames
+    torch.testing.assert_close(y, x.sum(1))

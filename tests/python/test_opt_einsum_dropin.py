@@ -186,3 +186,20 @@ def test_memory_limit_reaches_the_planner(monkeypatch):
     for bad in ("min_input", 0, -2):
         with pytest.raises(ValueError):
             eoe.contract(eq, *ops, memory_limit=bad)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64",
+                                   "complex64", "int16", "int64", "bool"])
+def test_full_reduction_without_keywords_as_opt_einsum(dtype):
+    """contract('ab->', a) with no keyword: the scalar opt_einsum gives,
+    of its type (the builtin's 0-d rule was handed None for the absent
+    keywords and raised AttributeError on every dtype the builtin
+    served)."""
+    import opt_einsum
+    import einc.opt_einsum as EO
+
+    a = (np.arange(10).reshape(2, 5) % 3 + 1).astype(dtype)
+    for eq, ops in (("ab->", (a,)), ("ab,ab->", (a, a))):
+        want = opt_einsum.contract(eq, *ops)
+        got = EO.contract(eq, *ops)
+        assert type(got) is type(want) and got == want

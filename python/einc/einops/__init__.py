@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 import re
 import string
+import sys
 
 from .. import _einc
 from .._core import (RULE_NO_REDUCE, RULE_NO_REPEAT, EincError, _fast,
@@ -75,19 +76,83 @@ def _reduce(tensor, pattern: str, reduction, **axes_lengths):
         if reduction not in _REDUCTIONS:
             raise EinopsError(f"Unknown reduction {reduction!r}. Expect one "
                               f"of {_REDUCTIONS}.")
-        lengths = _lengths(axes_lengths) if axes_lengths else None
-        result = _fast((tensor, pattern), False, reduction, lengths,
-                       RULE_NO_REPEAT)
-        if result is None and _fast_setup():
-            result = _fast((tensor, pattern), False, reduction, lengths,
-                           RULE_NO_REPEAT)
-        if result is None:
-            result = evaluate(pattern, (_single(tensor),), reduce=reduction,
-                              numpy=False, lengths=_lengths(axes_lengths),
-                              rules=RULE_NO_REPEAT)
+        x = _single(tensor)
+        if reduction == "mean" and _integral(x):
+            raise NotImplementedError("reduce_mean is not available for "
+                                      "non-floating tensors")  # einops'
+        want = _peer_dtype(x, reduction)
+        if want is None:
+            return _reduce_type(tensor, pattern, _reduce_as_is(
+                x, pattern, reduction, axes_lengths))
+        if reduction in ("sum", "prod"):
+            x = _cast(x, want)  # promoted first: the sum must not wrap
+        result = evaluate(pattern, (x,), reduce=reduction, numpy=False,
+                          lengths=_lengths(axes_lengths),
+                          rules=RULE_NO_REPEAT)
+        if reduction in ("any", "all"):
+            result = _cast(result, want)
     except EincError as e:
         raise _einops_error(e) from None
     return _reduce_type(tensor, pattern, result)
+
+
+def _reduce_as_is(x, pattern, reduction, axes_lengths):
+    """The reduction in x's dtype: the cached path, else ein_eval."""
+    lengths = _lengths(axes_lengths) if axes_lengths else None
+    result = _fast((x, pattern), False, reduction, lengths, RULE_NO_REPEAT)
+    if result is None and _fast_setup():
+        result = _fast((x, pattern), False, reduction, lengths,
+                       RULE_NO_REPEAT)
+    if result is None:
+        result = evaluate(pattern, (x,), reduce=reduction, numpy=False,
+                          lengths=_lengths(axes_lengths),
+                          rules=RULE_NO_REPEAT)
+    return result
+
+
+# (library, dtype, reduction[, JAX's x64 flag]) -> the dtype of einops'
+# reduction, or None where it keeps the input's
+_peer_dtypes: dict = {}
+
+
+def _peer_dtype(x, reduction):
+    """The dtype einops' backend gives `reduction` of x where it differs
+    from x's: numpy, torch and JAX promote a sum or product of integers
+    or bools (int8 to int64, or JAX's int32), and any and all give bool
+    (torch's uint8 stays uint8). Asked once per library and dtype, of
+    the library's own reduction of a one-element array; None for mean,
+    max and min, which keep the dtype (or fail as einc fails)."""
+    if reduction not in ("sum", "prod", "any", "all") or not hasattr(
+            x, "dtype"):
+        return None
+    module = type(x).__module__.partition(".")[0]
+    key = (module, str(x.dtype), reduction)
+    if module in ("jax", "jaxlib"):
+        key += (bool(sys.modules["jax"].config.jax_enable_x64),)
+    if key not in _peer_dtypes:
+        got = getattr(_one_element(x, module), reduction)(0).dtype
+        _peer_dtypes[key] = None if got == x.dtype else got
+    return _peer_dtypes[key]
+
+
+def _one_element(x, module):
+    if module == "torch":  # no data, no device work
+        return sys.modules["torch"].zeros(1, dtype=x.dtype, device="meta")
+    if module == "numpy":
+        return sys.modules["numpy"].zeros(1, x.dtype)
+    return x.reshape(-1)[:1]
+
+
+def _integral(x):
+    """Whether x holds integers or bools (einops' backends have no mean
+    of them)."""
+    name = str(getattr(x, "dtype", "")).rpartition(".")[2]
+    return name.startswith(("int", "uint", "bool"))
+
+
+def _cast(x, dtype):
+    return x.to(dtype) if type(x).__module__.startswith("torch") else (
+        x.astype(dtype))
 
 
 def _reduce_type(tensor, pattern, result):
