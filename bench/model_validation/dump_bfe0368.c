@@ -14,6 +14,11 @@
  *   cublas  STEP  FLOPS  BYTES  DTYPE
  *   kernel  STEP  KIND  FLOPS  BYTES  DTYPE  HAS_VEC  G0 G1 G2  B0 B1 B2
  *           V0 V1 V2  DBUF DOFF  S0BUF S0OFF  S1BUF S1OFF
+ *   loop    STEP  FILL  NSRC  DST_DTYPE  S0_DTYPE  S1_DTYPE  NAXES
+ *           (SIZE  DST_STRIDE  S0_STRIDE  S1_STRIDE)...
+ *                                     after a kernel line: its step's
+ *                                     iteration space, for the roofline's
+ *                                     sector bytes (today's cost.c)
  *   none    STEP
  * (offsets in bytes; buffer -1: a NULL argument) and OUTDIR/stepN.cu, the
  * kernel source of step N as bfe0368 generated it.
@@ -91,6 +96,16 @@ static void write_step(FILE *f, const char *dir, const ein_plan_ir *ir,
   operand(f, ir, &s->dst, s->dst_dtype, 1);
   for (int j = 0; j < 2; j++)
     operand(f, ir, &s->src[j], s->src_dtype[j], j < s->nsrc);
+  fputc('\n', f);
+  fprintf(f, "loop\t%d\t%d\t%d\t%s\t%s\t%s\t%d", i + 1,
+          s->kind == EIN_STEP_FILL, s->nsrc, ein_dtype_name(s->dst_dtype),
+          ein_dtype_name(s->nsrc > 0 ? s->src_dtype[0] : s->dst_dtype),
+          ein_dtype_name(s->nsrc > 1 ? s->src_dtype[1] : s->dst_dtype),
+          s->naxes);
+  for (int a = 0; a < s->naxes; a++)
+    fprintf(f, "\t%lld\t%lld\t%lld\t%lld", (long long)s->axes[a].size,
+            (long long)s->axes[a].stride[0], (long long)s->axes[a].stride[1],
+            (long long)s->axes[a].stride[2]);
   fputc('\n', f);
   char path[4096];
   snprintf(path, sizeof path, "%s/step%d.cu", dir, i + 1);

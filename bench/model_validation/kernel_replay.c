@@ -11,7 +11,9 @@
  * on buffers of 0xff bytes (the kernels' addresses depend on sizes and
  * strides only); NVRTC compiles it for the model's architecture for its
  * registers and shared memory. cuBLAS steps are priced as the roofline
- * prices them (kernel_model.h: ein_kernel_model_gemm_seconds).
+ * prices them (kernel_model.h: ein_kernel_model_gemm_seconds); the
+ * roofline's kernel steps at today's sector bytes (cost.c), from each
+ * kernel step's iteration space (program.tsv's "loop" lines).
  * Gives: one JSON object on stdout (per kernel its counts, resources and
  * model time; the plan's total). Exit 1 with a message on any error.
  */
@@ -21,6 +23,7 @@
 
 #include "alloc.h"
 #include "cost.h"
+#include "dtype.h"
 #include "emu_device.h"
 #include "kernel_model.h"
 #include "kernel_resources.h"
@@ -32,6 +35,7 @@ typedef struct replay_step {
   int index;
   char what[16], kind[32], dtype[16];
   double flops, bytes;
+  double sector_bytes; /* the roofline's on a CUDA model (cost.c) */
   int has_vec;
   unsigned grid[3], block[3], grid_vec[3];
   int buf[3];
@@ -75,8 +79,44 @@ static bool parse_kernel(const char *line, replay_step *s) {
                 &s->buf[1], &s->off[1], &s->buf[2], &s->off[2]) == 21;
 }
 
+static bool parse_dtype(char **save, ein_dtype *dt) {
+  const char *t = strtok_r(NULL, "\t\n", save);
+  return t && ein_dtype_parse(t, dt);
+}
+
+/* A "loop" line: the kernel step's iteration space, priced in sectors by
+ * today's rule (ein_cost_sector_bytes) with its plan bytes as given. */
+static bool parse_loop(char *line, replay_step *s) {
+  char *save = NULL;
+  strtok_r(line, "\t", &save);
+  ein_step st = {.kind = EIN_STEP_LOOP, .bytes_read = s->bytes};
+  int index = atoi(strtok_r(NULL, "\t", &save));
+  if (atoi(strtok_r(NULL, "\t", &save))) st.kind = EIN_STEP_FILL;
+  st.nsrc = atoi(strtok_r(NULL, "\t", &save));
+  if (index != s->index || !parse_dtype(&save, &st.dst_dtype) ||
+      !parse_dtype(&save, &st.src_dtype[0]) ||
+      !parse_dtype(&save, &st.src_dtype[1]))
+    return false;
+  const char *n = strtok_r(NULL, "\t\n", &save);
+  st.naxes = n ? atoi(n) : -1;
+  if (st.naxes < 0 || st.naxes > 64) return false;
+  ein_loop_axis axes[64];
+  for (int a = 0; a < st.naxes; a++) {
+    long long v[4];
+    for (int j = 0; j < 4; j++) {
+      const char *t = strtok_r(NULL, "\t\n", &save);
+      if (!t) return false;
+      v[j] = atoll(t);
+    }
+    axes[a] = (ein_loop_axis){-1, v[0], {v[1], v[2], v[3]}};
+  }
+  st.axes = axes;
+  s->sector_bytes = ein_cost_sector_bytes(&st);
+  return true;
+}
+
 static bool read_program(const char *dir, replay *r) {
-  char path[4096], line[1024];
+  char path[4096], line[8192];
   snprintf(path, sizeof path, "%s/program.tsv", dir);
   FILE *f = fopen(path, "r");
   if (!f)
@@ -89,8 +129,11 @@ static bool read_program(const char *dir, replay *r) {
     if (sscanf(line, "buffer %d %lld", &id, &bytes) == 2 && id < MAX_BUFS) {
       r->buf_bytes[id] = bytes;
       r->nbufs = id + 1 > r->nbufs ? id + 1 : r->nbufs;
+    } else if (strncmp(line, "loop", 4) == 0 && r->nsteps > 0) {
+      ok = parse_loop(line, &r->steps[r->nsteps - 1]);
     } else if (strncmp(line, "kernel", 6) == 0 && r->nsteps < MAX_STEPS) {
       ok = parse_kernel(line, s);
+      s->sector_bytes = s->bytes;
       strcpy(s->what, "kernel");
       snprintf(path, sizeof path, "%s/step%d.cu", dir, s->index);
       ok = ok && (s->source = read_all(path)) != NULL;
@@ -98,6 +141,7 @@ static bool read_program(const char *dir, replay *r) {
     } else if (strncmp(line, "cublas", 6) == 0 && r->nsteps < MAX_STEPS) {
       ok = sscanf(line, "cublas %d %lf %lf %15s", &s->index, &s->flops,
                   &s->bytes, s->dtype) == 4;
+      s->sector_bytes = s->bytes;
       strcpy(s->what, "cublas");
       r->nsteps++;
     }
@@ -235,7 +279,9 @@ int main(int argc, char **argv) {
     double rate = strcmp(s->what, "cublas") == 0
                       ? ein_cost_rate(m, gemm_kind(s->dtype), false)
                       : ein_kernel_model_rate(m, strcmp(s->dtype, "f64") == 0);
-    double rf = s->flops / rate, rb = s->bytes / ein_cost_bandwidth(m);
+    double rf = s->flops / rate,
+           rb = (ein_cost_model_sectors(m) ? s->sector_bytes : s->bytes) /
+                ein_cost_bandwidth(m);
     double step_roof = m->step_seconds + (rf > rb ? rf : rb);
     roof += step_roof;
     if (strcmp(s->what, "cublas") == 0)

@@ -27,6 +27,7 @@
 #include "args.h"
 #include "bench_device.h"
 #include "commands.h"
+#include "cost.h"
 #include "inspect.h"
 #include "device_models.h"
 #include "dtype.h"
@@ -176,6 +177,7 @@ typedef struct bench_result {
   double median_ms, min_ms, max_ms, plan_ms, first_ms;
   double flops, min_bytes;
   double gemm_rate, copy_rate; /* 0 when not measured */
+  bool sectors; /* steps' bytes in 32-byte sectors (a GPU's; cost.h) */
   int copies;
   int nsteps;      /* --steps: the plan's steps, */
   double *step_ms; /* the median time of each (owned by bench_state) */
@@ -196,7 +198,7 @@ static const char *time_text(char *buf, size_t cap, double ms) {
 static double step_predicted_ms(const ein_step *s, const bench_result *r) {
   double c = r->gemm_rate > 0 ? s->flops / r->gemm_rate : 0;
   double m = r->copy_rate > 0
-                 ? (s->bytes_read + s->bytes_written) / r->copy_rate
+                 ? ein_cost_step_bytes(s, r->sectors) / r->copy_rate
                  : 0;
   return fmax(c, m) * 1e3;
 }
@@ -610,6 +612,7 @@ static int bench_measure(bench_state *bs, const bench_opts *bo,
     return EXIT_INTERNAL;
   }
   res->flops = ein_plan_flops(bs->plan);
+  res->sectors = ein_plan_backend(bs->plan) != EIN_BACKEND_CPU;
   res->min_bytes = ein_plan_min_bytes(bs->plan);
   res->first_ms = first[0];
   res->median_ms = bench_median(bs->ms, bo->runs);

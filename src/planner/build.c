@@ -12,12 +12,22 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "cost.h"
 #include "path.h"
 #include "path_given.h"
 #include "planner_internal.h"
 
 /* The totals of a sliced plan: every slice's FLOPs and bytes, the adds,
  * and the FLOPs of the same expression planned whole. */
+/* Every step's sector bytes, the slice sums' sub-plans' too (slice.c
+ * made them; cost.c reads slice.c, so they are recorded here). */
+static void record_sectors(ein_plan_ir *ir) {
+  ein_plan_ir *subs[4] = {ir, ir->slicing.add, ir->slicing.store,
+                          ir->slicing.zero};
+  for (int i = 0; i < 4; i++)
+    if (subs[i]) ein_cost_record_sectors(subs[i]);
+}
+
 static void slicing_totals(planner *pl, const ein_tensor_desc *inputs,
                            const ein_tensor_desc *output,
                            const ein_plan_limits *limits) {
@@ -227,6 +237,7 @@ static ein_status plan_build(const ein_problem *p, const ein_tensor_desc *inputs
     st = planner_no_memory(&pl);
     goto fail;
   }
+  record_sectors(ir);
   for (int i = 0; i < ir->nsteps; i++) {
     ir->flops += ir->steps[i].flops;
     ir->bytes_moved += ir->steps[i].bytes_read + ir->steps[i].bytes_written;

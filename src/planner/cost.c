@@ -154,14 +154,96 @@ static double view_copy_seconds(const ein_plan_ir *ir,
   return 2 * output_bytes(ir) / ein_cost_bandwidth(m);
 }
 
+/* A GPU moves memory in 32-byte sectors: an operand read or written in
+ * runs shorter than a sector pays for the whole sector (a diagonal, a
+ * column of a row-major matrix: one element per sector). docs/design.md,
+ * "Sector bytes in the roofline". */
+#define SECTOR 32.0
+
+static double span(int64_t stride) {
+  return stride < 0 ? -(double)stride : (double)stride;
+}
+
+/* Bytes moved per byte of operand k's elements (k: 0 dst, 1 and 2 the
+ * sources) of a LOOP or FILL step. Its run is the axis of stride 1
+ * extended by each axis whose stride is the run so far (any kernel can
+ * walk it in order: the transposes tile, the reductions read along it);
+ * when the run covers every element the operand touches it is contiguous
+ * (1). Otherwise each run of R bytes costs whole sectors, ceil(R / 32) x
+ * 32, unless runs lie closer than that (a pitch of P bytes to the next
+ * run: the sectors are shared, P bytes a run). Stride-0 axes re-read the
+ * same elements and are not runs. */
+static double operand_factor(const ein_step *s, int k, double esize) {
+  double run = 1, pitch = INFINITY;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int i = 0; i < s->naxes; i++)
+      if (s->axes[i].size > 1 && span(s->axes[i].stride[k]) == run) {
+        run *= (double)s->axes[i].size;
+        grew = true;
+      }
+  }
+  for (int i = 0; i < s->naxes; i++) {
+    double st = span(s->axes[i].stride[k]);
+    if (s->axes[i].size > 1 && st != 0 && st >= run) pitch = fmin(pitch, st);
+  }
+  if (pitch == INFINITY) return 1;
+  double r = run * esize;
+  double per_run = fmax(r, fmin(pitch * esize, ceil(r / SECTOR) * SECTOR));
+  return per_run / r;
+}
+
+/* Elements operand k touches: the product over the axes it moves along. */
+static double operand_elems(const ein_step *s, int k) {
+  double n = 1;
+  for (int i = 0; i < s->naxes; i++)
+    if (s->axes[i].stride[k] != 0) n *= (double)s->axes[i].size;
+  return n;
+}
+
+/* A view step's plan bytes are 0 (plan.h); its sectors are the copy's
+ * that runs where a caller asks for a separate output. */
+double ein_cost_sector_bytes(const ein_step *s) {
+  double b = s->bytes_read + s->bytes_written;
+  if (s->view)
+    b = operand_elems(s, 0) * (double)(ein_dtype_size(s->dst_dtype) +
+                                       ein_dtype_size(s->src_dtype[0]));
+  if (s->kind != EIN_STEP_LOOP && s->kind != EIN_STEP_FILL)
+    return b; /* cuBLAS reads each matrix along a unit stride */
+  int nops = s->kind == EIN_STEP_FILL ? 1 : 1 + s->nsrc;
+  for (int k = 0; k < nops; k++) {
+    double esize = (double)ein_dtype_size(k ? s->src_dtype[k - 1]
+                                             : s->dst_dtype);
+    b += operand_elems(s, k) * esize * (operand_factor(s, k, esize) - 1);
+  }
+  return b;
+}
+
+void ein_cost_record_sectors(ein_plan_ir *ir) {
+  for (int i = 0; i < ir->nsteps; i++)
+    ir->steps[i].sector_bytes = ein_cost_sector_bytes(&ir->steps[i]);
+}
+
+bool ein_cost_model_sectors(const ein_device_model *m) {
+  return m->backend == EIN_BACKEND_CUDA;
+}
+
+double ein_cost_step_bytes(const ein_step *s, bool sectors) {
+  return sectors ? s->sector_bytes : s->bytes_read + s->bytes_written;
+}
+
 double ein_cost_step_roofline(const ein_plan_ir *ir, const ein_step *s,
                               const ein_device_model *m) {
-  if (ir->view.is_view) return view_copy_seconds(ir, m);
+  if (ir->view.is_view)
+    return ein_cost_model_sectors(m) && s->view
+               ? s->sector_bytes / ein_cost_bandwidth(m)
+               : view_copy_seconds(ir, m);
   ein_dtype dt = s->nsrc ? s->src_dtype[0] : s->dst_dtype;
   double rate = ein_cost_rate(m, ein_cost_step_kind(ir, s),
                               ein_dtype_is_complex(dt));
   double t_flops = s->flops > 0 ? s->flops / rate : 0;
-  double t_bytes = (s->bytes_read + s->bytes_written) / ein_cost_bandwidth(m);
+  double t_bytes = ein_cost_step_bytes(s, ein_cost_model_sectors(m)) /
+                   ein_cost_bandwidth(m);
   return fmax(t_flops, t_bytes);
 }
 

@@ -47,6 +47,18 @@ double ein_cost_plan_peak(const ein_plan_ir *ir, const ein_device_model *m);
  * bandwidth, and no negative or non-finite figure. */
 bool ein_cost_model_usable(const ein_device_model *m);
 
+/* A step's bytes in 32-byte sectors (plan.h, sector_bytes) from its
+ * element bytes and its operands' strides; the record sets every step's,
+ * called once by every plan builder after the steps' bytes are final. */
+double ein_cost_sector_bytes(const ein_step *s);
+void ein_cost_record_sectors(ein_plan_ir *ir);
+
+/* The bytes a model's roofline prices for a step: its sector_bytes on a
+ * model of a CUDA device (memory moves whole sectors), else its element
+ * bytes (bytes_read + bytes_written). */
+bool ein_cost_model_sectors(const ein_device_model *m);
+double ein_cost_step_bytes(const ein_step *s, bool sectors);
+
 /* The roofline of one step, max(FLOPs / rate, bytes / bandwidth), and
  * with the model's fixed time per step added. */
 double ein_cost_step_roofline(const ein_plan_ir *ir, const ein_step *s,

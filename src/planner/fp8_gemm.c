@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cost.h"
 #include "loop_axes.h"
 
 enum { MAX_STEPS = 6, MAX_BUFFERS = 8 };
@@ -360,6 +361,7 @@ ein_status ein_fp8_gemm_plan(const ein_plan_ir *f32, const ein_dtype in[2],
     ein_plan_ir_destroy(b.ir);
     return ein_fail_memory(err, "out of memory planning an FP8 GEMM");
   }
+  ein_cost_record_sectors(b.ir);
   for (int i = 0; i < b.ir->nsteps; i++)
     b.ir->bytes_moved +=
         b.ir->steps[i].bytes_read + b.ir->steps[i].bytes_written;

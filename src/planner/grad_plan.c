@@ -20,6 +20,7 @@
  */
 #include <string.h>
 
+#include "cost.h"
 #include "grad.h"
 #include "planner_internal.h"
 
@@ -155,6 +156,7 @@ static ein_status scatter(ein_plan_ir *ir, ein_error_rec *err,
 }
 
 static void totals(ein_plan_ir *ir) {
+  ein_cost_record_sectors(ir);
   for (int i = 0; i < ir->nsteps; i++) {
     ir->flops += ir->steps[i].flops;
     ir->bytes_moved += ir->steps[i].bytes_read + ir->steps[i].bytes_written;

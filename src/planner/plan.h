@@ -155,6 +155,13 @@ typedef struct ein_step {
   int result;        /* path operand number written, or -1 */
   double flops;      /* opt_einsum's count: 0 for pure data movement */
   double bytes_read, bytes_written;
+  /* The same bytes as a GPU's memory moves them: each operand's innermost
+   * contiguous run in whole 32-byte sectors (cost.c,
+   * ein_cost_record_sectors; equal to bytes_read + bytes_written when
+   * every operand is contiguous; for a view step, the copy's that runs
+   * where a caller asks for a separate output). A CUDA model's roofline
+   * prices these. */
+  double sector_bytes;
   /* Numerics, decided once here for every backend: values are combined
    * in acc_dtype (f32 for f16/bf16/f32, f64 when f64 is read or written,
    * i64 for integers and bool, c64 or c128 for complex: c128 when c128 is

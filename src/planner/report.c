@@ -370,7 +370,7 @@ static void report_text(const ein_plan_ir *ir, const char *expr,
     step_operands(ir, s, ops, sizeof ops);
     ein_strbuf groups = {0};
     step_groups(ir, s, &groups);
-    double bytes = s->bytes_read + s->bytes_written;
+    double bytes = ein_cost_step_bytes(s, ein_cost_model_sectors(m));
     ein_strbuf_printf(sb, "%-3d %-8s %-10s %-14s %-46s %10.4g %10.4g %7.3g ",
                       i + 1, ein_step_name(s), ein_step_role_name(s->role),
                       ops, groups.data ? groups.data : "", s->flops, bytes,
@@ -571,11 +571,12 @@ static void json_step(const ein_plan_ir *ir, int i, const ein_device_model *m,
                     ein_dtype_name(s->dst_dtype));
   json_step_axes(ir, s, sb);
   if (hook && hook->step_json) hook->step_json(ir, hook->program, i, sb);
-  double bytes = s->bytes_read + s->bytes_written;
+  double bytes = ein_cost_step_bytes(s, ein_cost_model_sectors(m));
   ein_strbuf_printf(sb, "\"flops\":%.17g,\"bytes_read\":%.17g,"
-                        "\"bytes_written\":%.17g,\"intensity\":%.6g,"
+                        "\"bytes_written\":%.17g,\"sector_bytes\":%.17g,"
+                        "\"intensity\":%.6g,"
                         "\"roofline_seconds\":%.6g,\"predicted_seconds\":%.6g}",
-                    s->flops, s->bytes_read, s->bytes_written,
+                    s->flops, s->bytes_read, s->bytes_written, s->sector_bytes,
                     bytes > 0 ? s->flops / bytes : 0.0,
                     ein_cost_step_roofline(ir, s, m),
                     ein_cost_step_seconds(ir, s, m));

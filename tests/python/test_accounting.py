@@ -201,6 +201,9 @@ CASES = [
      {"device": "h100"}),
     ("b i j, b j k -> b i k", [(8, 64, 32), (8, 32, 16)], "bfloat16",
      {"device": "a100"}),
+    # gathers on a GPU model: the roofline prices 32-byte sectors
+    ("i i -> i", [(64, 64)], "float32", {"device": "h100"}),
+    ("i i, i -> i", [(64, 64), (64,)], "float32", {"device": "h100"}),
 ]
 
 
@@ -215,8 +218,10 @@ def test_json_figures_recomputed_from_steps(expr, shapes, dtype, kw):
     assert d["model_flops"] == p.model_flops == d["flops"]  # unsliced
     assert d["bytes_moved"] == sum(s["bytes_read"] + s["bytes_written"]
                                    for s in steps)
+    gpu = d["backend"] == "cuda"  # a GPU model prices sector bytes
     for s in steps:
-        moved = s["bytes_read"] + s["bytes_written"]
+        moved = s["sector_bytes"] if gpu else s["bytes_read"] + s[
+            "bytes_written"]
         assert s["intensity"] == pytest.approx(
             s["flops"] / moved if moved else 0, rel=1e-5)
     m = d["device_model"]
@@ -228,7 +233,9 @@ def test_json_figures_recomputed_from_steps(expr, shapes, dtype, kw):
         rate = m["measured"][kind] or m["peak"][kind] or m["peak"]["f32"]
         rate /= 4 if s["dtype_in"] in ("c64", "c128") else 1
         moved = s["bytes_read"] + s["bytes_written"]
-        if d["is_view"]:  # an execute copies the view into its output
+        if gpu:  # whole sectors; a view's copy included
+            moved = s["sector_bytes"]
+        elif d["is_view"]:  # an execute copies the view into its output
             moved = 2 * math.prod(d["output_shape"]) * np.dtype(
                 einc_dtype(dtype)).itemsize
         assert s["roofline_seconds"] == pytest.approx(max(
