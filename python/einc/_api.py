@@ -62,6 +62,9 @@ def einsum(*args, reduce=None, backend="auto", out=None, numpy=None,
 
     bool tensors contract as numpy.einsum's do: products are ands and
     sums ors (``reduce`` 'sum'); 'any' and 'all' reduce one bool tensor.
+    The result has the inputs' dtype, as numpy.einsum's does: a sum of
+    int8 is int8 and wraps as numpy.einsum's does (convert first, or use
+    einc.einops.reduce, which promotes as einops' backends do).
 
     ``memory_limit`` is the bytes one intermediate may take: the planner
     keeps every intermediate within it, slicing axes where no contraction
