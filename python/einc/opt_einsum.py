@@ -459,11 +459,16 @@ class ContractExpression:
             full.insert(pos, self._constants[pos])
         full = _arrays(full)
         try:
-            if [_shape(a) for a in full] != list(self._shapes):
-                raise ValueError("shapes differ from the compiled ones")
+            shapes = [_shape(a) for a in full]
+            if [len(s) for s in shapes] != [len(s) for s in self._shapes]:
+                raise ValueError("the arrays' ranks differ from the "
+                                 "expression's")
             if _foreign(full):
                 return contract(self.contraction, *full, out=out)
-            same = len({getattr(a, "dtype", None) for a in full}) == 1
+            # other sizes of the same ranks run, as opt_einsum's compiled
+            # path runs them (its few checks); the plan is for the shapes
+            same = (shapes == list(self._shapes) and
+                    len({getattr(a, "dtype", None) for a in full}) == 1)
             if same:
                 result = self._plan(full)(*full)
             else:

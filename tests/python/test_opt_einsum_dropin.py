@@ -203,3 +203,20 @@ def test_full_reduction_without_keywords_as_opt_einsum(dtype):
         want = opt_einsum.contract(eq, *ops)
         got = EO.contract(eq, *ops)
         assert type(got) is type(want) and got == want
+
+
+def test_expression_on_other_sizes_of_the_same_ranks_as_opt_einsum():
+    """A ContractExpression called with other sizes of the same ranks
+    computes, as opt_einsum's does (its 'few checks'); other ranks and
+    inconsistent sizes raise its ValueError (was: every other size)."""
+    import opt_einsum
+
+    rng = np.random.default_rng(43)
+    a, b = rng.random((4, 5)), rng.random((5, 3))
+    for m in (opt_einsum, eoe):
+        e = m.contract_expression("ij,jk->ik", (4, 5), (5, 3))
+        np.testing.assert_allclose(e(a[:3], b[:, :2]), a[:3] @ b[:, :2],
+                                   rtol=1e-12)
+        for bad in ((a[:, :4], b), (a[None], b)):
+            with pytest.raises(ValueError, match="Internal error"):
+                e(*bad)
