@@ -544,6 +544,61 @@ static void check_limit_covers_copies(ein_ctx *ctx) {
   }
 }
 
+/* A 3x3x2 lattice of bond 4 (18 operands, bonds numbered as
+ * bench/paths.py's lattice) as an expression and its shapes. */
+static void lattice_332(char *expr, size_t cap, int64_t (*shapes)[6],
+                        int *ndims) {
+  static const int dims[3] = {3, 3, 2};
+  int nb = 0;
+  size_t len = 0;
+  char terms[18][64] = {{0}};
+  for (int i = 0; i < 18; i++) ndims[i] = 0;
+  for (int c = 0; c < 18; c++) /* c = (x * 3 + y) * 2 + z */
+    for (int ax = 0; ax < 3; ax++) {
+      int co[3] = {c / 6, c / 2 % 3, c % 2};
+      if (++co[ax] >= dims[ax]) continue;
+      int d = (co[0] * 3 + co[1]) * 2 + co[2];
+      for (int e = 0; e < 2; e++) {
+        int op = e ? d : c;
+        size_t at = strlen(terms[op]);
+        snprintf(terms[op] + at, sizeof terms[op] - at, " b%d", nb);
+        shapes[op][ndims[op]++] = 4;
+      }
+      nb++;
+    }
+  for (int i = 0; i < 18; i++)
+    len += (size_t)snprintf(expr + len, cap - len, "%s%s", i ? "," : "",
+                            terms[i]);
+  snprintf(expr + len, cap - len, " -> ");
+}
+
+/* A plan held 4x tighter because a layout copy is past the limit (the
+ * lattice at 1024 bytes: 1 retry) runs the unlimited path search once:
+ * the retry takes its tree from the planning call's memo. */
+static void check_retry_reuses_search(ein_ctx *ctx) {
+  char expr[512];
+  int64_t shapes[18][6];
+  int ndims[18];
+  DLTensor t[18];
+  const DLTensor *in[18];
+  lattice_332(expr, sizeof expr, shapes, ndims);
+  f32_descs(18, ndims, shapes[0], 6, t, in);
+  ein_options o = {.memory_limit = 1024, .seed = 3};
+  ein_plan *a = NULL, *b = NULL;
+  REQUIRE_OK(ein_plan_create(ctx, expr, in, 18, NULL, &o, &a));
+  REQUIRE_OK(ein_plan_create(ctx, expr, in, 18, NULL, &o, &b));
+  const ein_plan_ir *ia = ein_plan_ir_of(a), *ib = ein_plan_ir_of(b);
+  CHECK(ia->path_free_searches == 1 && ia->path_free_reused >= 1,
+        "retried plan: %d unlimited searches, %d reused (want 1, >= 1)",
+        ia->path_free_searches, ia->path_free_reused);
+  CHECK(ia->npath == ib->npath &&
+            !memcmp(ia->path, ib->path, sizeof *ia->path * (size_t)ia->npath) &&
+            ein_plan_nslices(a) == ein_plan_nslices(b),
+        "the same seed planned two paths");
+  ein_plan_destroy(a);
+  ein_plan_destroy(b);
+}
+
 /* EIN_MEMORY_FREE (issue 37): resolved on the CPU to a third of the
  * host's MemAvailable kept to 3 leading bits, so a second plan has the same
  * limit; a CUDA plan without a GPU cannot read a device's free memory
@@ -675,6 +730,7 @@ int main(void) {
   check_accessors(ctx);
   check_no_replicated_step(ctx);
   check_limit_covers_copies(ctx);
+  check_retry_reuses_search(ctx);
   check_memory_free(ctx);
   check_past_int64(ctx);
   check_long_chain(ctx, 100);

@@ -311,15 +311,15 @@ static ein_status plan_past_int64(const ein_problem *p,
   return EIN_OK;
 }
 
-/* A plan; when the path search fits the memory limit only by slicing, a
- * second plan over those slices (the caller's sliced axes kept), on the
- * per-slice path the search found; past int64, plan_past_int64's. */
-ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
-                          const ein_tensor_desc *output,
-                          const ein_backend_caps *caps,
-                          const ein_plan_limits *limits, ein_error_rec *err,
-                          ein_plan_ir **out) {
-  ein_plan_limits tight = limits ? *limits : (ein_plan_limits){0};
+/* Plans at `tight` (which carries the call's path memo), holding the
+ * search tighter while layout copies or sums exceed the limit. */
+static ein_status plan_tightening(const ein_problem *p,
+                                  const ein_tensor_desc *inputs,
+                                  const ein_tensor_desc *output,
+                                  const ein_backend_caps *caps,
+                                  const ein_plan_limits *limits,
+                                  ein_plan_limits tight, ein_error_rec *err,
+                                  ein_plan_ir **out) {
   ein_status st = EIN_OK;
   /* Layout copies and sums past the limit: the search held 4x tighter,
    * a few times, before giving up with the first message. */
@@ -344,5 +344,28 @@ ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
       return EIN_OK;
     }
   }
+  return st;
+}
+
+/* A plan; when the path search fits the memory limit only by slicing, a
+ * second plan over those slices (the caller's sliced axes kept), on the
+ * per-slice path the search found; past int64, plan_past_int64's. One
+ * path memo for the call: its retries reuse the unlimited search. */
+ein_status ein_plan_build(const ein_problem *p, const ein_tensor_desc *inputs,
+                          const ein_tensor_desc *output,
+                          const ein_backend_caps *caps,
+                          const ein_plan_limits *limits, ein_error_rec *err,
+                          ein_plan_ir **out) {
+  ein_plan_limits tight = limits ? *limits : (ein_plan_limits){0};
+  ein_path_memo memo;
+  ein_path_memo_init(&memo);
+  tight.path_memo = &memo;
+  ein_status st =
+      plan_tightening(p, inputs, output, caps, limits, tight, err, out);
+  if (!st && *out && !(*out)->path_free_searches) {
+    (*out)->path_free_searches = memo.searches;
+    (*out)->path_free_reused = memo.reused;
+  }
+  ein_path_memo_destroy(&memo);
   return st;
 }

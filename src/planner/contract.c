@@ -191,6 +191,7 @@ static ein_status path_query_of(planner *pl, axset outset, const axset *sets,
     q->time_budget = pl->limits->plan_time;
     q->seed = pl->limits->seed;
     q->objective = (ein_path_objective)pl->limits->objective;
+    q->memo = pl->limits->path_memo;
   }
   /* Slicing a summed axis keeps sums of one output piece: where the whole
    * output is past the limit, only output axes are sliced (their pieces

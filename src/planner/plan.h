@@ -299,6 +299,11 @@ typedef struct ein_plan_ir {
    * (EIN_ERR_LIMIT) until a memory limit slices it to what the device
    * holds (ein_plan_build). */
   double needs_limit_elems;
+  /* Under a memory limit (past the DP's operands): the unlimited path
+   * searches the planning call ran, and those its memo (path.h,
+   * ein_path_memo) answered; retries under a tighter search limit reuse
+   * the first one's tree. 0 and 0 without a limit. */
+  int path_free_searches, path_free_reused;
 } ein_plan_ir;
 
 /* The per-intermediate bound a plan past int64 is reported under. */
@@ -324,6 +329,7 @@ typedef struct ein_plan_limits {
    * whose layout copies or sums exceed the limit is made again with the
    * search held tighter (ein_plan_build). 0: memory_limit's. */
   double search_limit;
+  struct ein_path_memo *path_memo; /* set by ein_plan_build, which owns it */
   /* The path search's options (ein_options' fields of the same names). */
   double plan_time;
   uint64_t seed;

@@ -608,6 +608,19 @@ static ein_path_status search_query(const ein_path_query *q, ein_arena *arena,
   return st;
 }
 
+/* The unlimited search of q (memory_limit 0), or its result from q's
+ * memo when the memo holds it (path.h, ein_path_memo). */
+static ein_path_status search_free(const ein_path_query *q, ein_arena *arena,
+                                   ein_path_result *r) {
+  if (path_memo_find(q->memo, q, arena, r)) return EIN_PATH_OK;
+  ein_path_status st = search_query(q, arena, r);
+  if (q->memo) {
+    q->memo->searches++;
+    if (st == EIN_PATH_OK) path_memo_keep(q->memo, q, r);
+  }
+  return st;
+}
+
 /* Under a limit the heuristic search first runs exactly as without one
  * (the same trials, small-first windows and budget): when its tree fits,
  * that tree is the answer, so a limit the unlimited order meets never
@@ -617,14 +630,15 @@ static ein_path_status search_query(const ein_path_query *q, ein_arena *arena,
  * slicing) follows with a budget of its own, as before; its unlimited
  * figures are the first search's. The DP compares both trees itself
  * (search_dp); the flat search (before issue 36) keeps the limited
- * search alone. */
+ * search alone. The unlimited search's result is kept in q->memo, so the
+ * planner's retries under a tighter limit run only the limited search. */
 ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
                                 ein_path_result *r) {
   if (q->memory_limit <= 0 || q->n <= EIN_PATH_DP_MAX || q->flat_bisection)
     return search_query(q, arena, r);
   ein_path_query free_q = *q;
-  free_q.memory_limit = 0;
-  ein_path_status st = search_query(&free_q, arena, r);
+  free_q.memory_limit = 0, free_q.no_slice = NULL, free_q.slice_trees = 0;
+  ein_path_status st = search_free(&free_q, arena, r);
   if (st != EIN_PATH_OK || r->largest <= q->memory_limit) return st;
   ein_path_result u = *r;
   st = search_query(q, arena, r);

@@ -52,6 +52,8 @@ typedef enum ein_path_objective {
   EIN_PATH_COMBO,
 } ein_path_objective;
 
+typedef struct ein_path_memo ein_path_memo;
+
 typedef struct ein_path_query {
   int n;                  /* operands, >= 1 */
   const int *const *axes; /* axes[i][0..naxes[i]-1]: operand i's axis ids */
@@ -88,6 +90,8 @@ typedef struct ein_path_query {
                           before issue 36, kept for comparison (tests,
                           bench); false: multilevel bisection with tuned
                           parameters (path/path_ml.h) */
+  ein_path_memo *memo; /* under a limit: the unlimited search's result,
+                          kept across the caller's searches (NULL: none) */
 } ein_path_query;
 
 typedef enum ein_path_status {
@@ -122,6 +126,26 @@ typedef struct ein_path_result {
    * seed, unlike the clock: tests assert on it. */
   double work, work_budget;
 } ein_path_result;
+
+/* The unlimited search's result kept across the searches of one planning
+ * call: ein_plan_build plans again with the search held 4x tighter when a
+ * layout copy or a sum is past the limit, and the unlimited search, which
+ * the limit does not enter, would find the same tree each time. Owned by
+ * that call (no global state: planners on several threads each have
+ * their own). Keyed by all the unlimited search reads (the network, the
+ * budget, seed, trials, objective, alpha and flat_bisection): another
+ * query's search runs afresh and takes its place. */
+struct ein_path_memo {
+  ein_arena arena;     /* the key's and the result's copies */
+  bool have;
+  ein_path_query key;  /* memory_limit 0; no_slice, slice_trees unset */
+  ein_path_result free; /* its pairs in arena */
+  int searches;        /* unlimited searches run through it */
+  int reused;          /* searches its result stood in for */
+};
+
+void ein_path_memo_init(ein_path_memo *m);
+void ein_path_memo_destroy(ein_path_memo *m);
 
 /* Fills *r. On EIN_PATH_TOO_LARGE the pairs (unsliced, the best order) are
  * still filled. */

@@ -166,4 +166,12 @@ bool path_slice(pnet *net, int (*pairs)[2], const path_slice_goal *g,
 bool path_slice_reconf(pnet *net, int (*pairs)[2], const path_slice_goal *g,
                        int *sliced, int *nsliced, pcost *cost, bool *fits);
 
+/* path_memo.c. find: q's unlimited result from the memo into *r (pairs
+ * in arena) when the memo holds q's search; keep: q's result r into the
+ * memo, in place of what it held (false: out of memory, memo empty). */
+bool path_memo_find(ein_path_memo *m, const ein_path_query *q,
+                    ein_arena *arena, ein_path_result *r);
+bool path_memo_keep(ein_path_memo *m, const ein_path_query *q,
+                    const ein_path_result *r);
+
 #endif
