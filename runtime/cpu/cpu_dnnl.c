@@ -385,6 +385,7 @@ static ein_status try_split(const ein_step *s, const ein_gemm_call *g,
   return st ? st : make_pd(d, s->alpha, pd, err);
 }
 
+/* d's primitive, from its descriptor pd (the caller's to destroy). */
 static ein_status make_prim(ein_dnnl_gemm *d, dnnl_primitive_desc_t pd,
                             ein_error_rec *err) {
   dnnl_status_t st = DNNL(dnnl_primitive_create)(&d->prim, pd);
@@ -408,13 +409,16 @@ static bool is_brgemm(const ein_dnnl_gemm *d) {
 /* The split of the batch axes oneDNN runs best. Its brgemm kernels (2.6)
  * take A, B and C only in dense layouts of a few kinds: batch axes in
  * stride order, or (4-d) the second batch axis inside the rows (`b i h
- * d`). So `h b i d` from `b h`-ordered operands is refused and a loop over
- * b is taken; and C `c e f` of one batch axis e is taken as `1 e c f`,
- * the size-1 axis first (the `lead` candidate). The first candidate is
+ * d`). So `h b i d` from `b h`-ordered operands is refused, and loops over
+ * b and h are taken; and C `c e f` of one batch axis e is taken as `1 e c
+ * f`, a size-1 axis first (the `lead` candidate). The first candidate is
  * all axes taken (the outermost looped beyond MAX_INNER_BATCH), kept where
- * it gets brgemm or nothing else does (gemm:jit); else the loop of fewest
- * executions (at most MAX_LOOPED) that does, searched over every split up
- * to MAX_SPLIT_SEARCH batch axes. */
+ * it gets brgemm or nothing else does (gemm:jit); else the split of fewest
+ * executions that does, over every split up to MAX_SPLIT_SEARCH batch
+ * axes, where a loop pays: always on one thread, else where each
+ * execution does MIN_RUN_FLOPS_PER_THREAD per thread. oneDNN itself
+ * answers which layouts it takes (the descriptor's impl), so another
+ * version answers for itself. */
 static ein_status choose_split(const ein_step *s, const ein_gemm_call *g,
                                ein_dnnl_gemm *d, dnnl_primitive_desc_t *pd,
                                ein_error_rec *err) {
@@ -633,7 +637,7 @@ void ein_cpu_dnnl_describe(const ein_plan_ir *plan, const void *program,
                       i + 1, d->impl,
                       ein_dtype_name(plan->steps[i].src_dtype[0]));
     if (runs > 1)
-      ein_strbuf_printf(sb, "; %lld runs, a batch axis looped",
+      ein_strbuf_printf(sb, "; %lld runs, batch axes looped",
                         (long long)runs);
     ein_strbuf_printf(sb, ")\n");
   }
