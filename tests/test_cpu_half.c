@@ -38,38 +38,50 @@ typedef struct hcase {
   const char *expr;
   int n;
   int nd[3];
-  int64_t dims[3][4];
+  int64_t dims[3][5];
   ein_reduction red;
   bool loop; /* no GEMM step on either path (a batch of half GEMVs) */
+  bool brg;  /* compact, one thread: brgemm where the 64^3 probe got it */
 } hcase;
 
 static const hcase cases[] = {
-    {"i j, j k -> i k", 2, {2, 2}, {{64, 96}, {96, 80}}, EIN_REDUCE_SUM, false},
-    {"j i, j k -> i k", 2, {2, 2}, {{96, 64}, {96, 80}}, EIN_REDUCE_SUM, false},
-    {"i j, k j -> i k", 2, {2, 2}, {{64, 96}, {80, 96}}, EIN_REDUCE_SUM, false},
-    {"i j, j k -> k i", 2, {2, 2}, {{64, 96}, {96, 80}}, EIN_REDUCE_SUM, false},
+    {"i j, j k -> i k", 2, {2, 2}, {{64, 96}, {96, 80}}, EIN_REDUCE_SUM, false, false},
+    {"j i, j k -> i k", 2, {2, 2}, {{96, 64}, {96, 80}}, EIN_REDUCE_SUM, false, false},
+    {"i j, k j -> i k", 2, {2, 2}, {{64, 96}, {80, 96}}, EIN_REDUCE_SUM, false, false},
+    {"i j, j k -> k i", 2, {2, 2}, {{64, 96}, {96, 80}}, EIN_REDUCE_SUM, false, false},
     {"b i j, b j k -> b i k", 2, {3, 3}, {{3, 40, 48}, {3, 48, 56}},
-     EIN_REDUCE_SUM, false},
+     EIN_REDUCE_SUM, false, false},
     {"i j, b j k -> b i k", 2, {2, 3}, {{40, 48}, {3, 48, 56}},
-     EIN_REDUCE_SUM, false},
+     EIN_REDUCE_SUM, false, false},
     {"a i b j, a b j k -> a b i k", 2, {4, 4},
-     {{2, 24, 3, 32}, {2, 3, 32, 40}}, EIN_REDUCE_SUM, false},
+     {{2, 24, 3, 32}, {2, 3, 32, 40}}, EIN_REDUCE_SUM, false, false},
     {"i j, j k, k l -> i l", 3, {2, 2, 2}, {{48, 64}, {64, 80}, {80, 32}},
-     EIN_REDUCE_SUM, false},
-    {"i j, j -> i", 2, {2, 1}, {{128, 256}, {256}}, EIN_REDUCE_SUM, false},
-    {"i, i j -> j", 2, {1, 2}, {{256}, {256, 128}}, EIN_REDUCE_SUM, false},
+     EIN_REDUCE_SUM, false, false},
+    {"i j, j -> i", 2, {2, 1}, {{128, 256}, {256}}, EIN_REDUCE_SUM, false, false},
+    {"i, i j -> j", 2, {1, 2}, {{256}, {256, 128}}, EIN_REDUCE_SUM, false, false},
     {"b i j, b i -> b j", 2, {3, 2}, {{8, 64, 48}, {8, 64}}, EIN_REDUCE_SUM,
-     true},
+     true, false},
     {"i j, j k -> i k", 2, {2, 2}, {{32, 4096}, {4096, 32}}, EIN_REDUCE_SUM,
-     false},
+     false, false},
     /* attention's merge: two batch axes, C's heads between its rows and
      * columns (oneDNN takes both axes, reordered by C's strides) */
     {"b h i j, b h j d -> b i h d", 2, {4, 4},
-     {{2, 3, 40, 48}, {2, 3, 48, 24}}, EIN_REDUCE_SUM, false},
+     {{2, 3, 40, 48}, {2, 3, 48, 24}}, EIN_REDUCE_SUM, false, false},
     {"b h i j, b h j d -> h b i d", 2, {4, 4},
-     {{2, 3, 40, 48}, {2, 3, 48, 24}}, EIN_REDUCE_SUM, false},
+     {{2, 3, 40, 48}, {2, 3, 48, 24}}, EIN_REDUCE_SUM, false, false},
     {"b h i j, h j d -> b i h d", 2, {4, 3}, {{2, 3, 40, 48}, {3, 48, 24}},
-     EIN_REDUCE_SUM, false},
+     EIN_REDUCE_SUM, false, true},
+    /* layouts brgemm takes only with a batch axis looped (A's and C's
+     * batch axes in different stride orders) or a size-1 axis first (C's
+     * one batch axis inside its rows): cpu_dnnl.c's choose_split */
+    {"b h i j, b h j d -> h b i d", 2, {4, 4},
+     {{2, 3, 32, 48}, {2, 3, 48, 32}}, EIN_REDUCE_SUM, false, true},
+    {"b h i d, b h j d -> h b i j", 2, {4, 4},
+     {{3, 2, 32, 48}, {3, 2, 64, 48}}, EIN_REDUCE_SUM, false, true},
+    {"b g r i d, b g j d -> b r g i j", 2, {5, 4},
+     {{2, 2, 3, 32, 48}, {2, 2, 64, 48}}, EIN_REDUCE_SUM, false, true},
+    {"e c d, e d f -> c e f", 2, {3, 3}, {{3, 32, 48}, {3, 48, 64}},
+     EIN_REDUCE_SUM, false, true},
 };
 enum { NCASES = sizeof cases / sizeof *cases };
 
@@ -103,7 +115,7 @@ static void layout(operand *x, ein_dtype dt, int nd, const int64_t *sh,
 static void fill(operand *x, ein_dtype dt) {
   int64_t count = 1;
   for (int d = 0; d < x->t.ndim; d++) count *= x->shape[d];
-  int64_t idx[4] = {0};
+  int64_t idx[5] = {0};
   for (int64_t e = 0; e < count; e++) {
     int64_t off = 0;
     for (int d = 0; d < x->t.ndim; d++) off += idx[d] * x->strides[d];
@@ -128,21 +140,22 @@ static double rel_error(ein_dtype dt, const void *got, const double *want,
 }
 
 /* Does the plan's text report name oneDNN (the CPU backend's "cpu gemm"
- * line)? */
+ * line), and `impl` if not NULL? */
 static bool plan_says_onednn(ein_ctx *ctx, const hcase *c,
                              const DLTensor *const *ins,
-                             const ein_options *o) {
+                             const ein_options *o, const char *impl) {
   ein_plan *plan = NULL;
   if (ein_plan_create(ctx, c->expr, ins, c->n, NULL, o, &plan) != EIN_OK)
     return false;
   char text[8192];
   (void)ein_plan_describe(plan, EIN_DESCRIBE_TEXT, NULL, text, sizeof text);
   ein_plan_destroy(plan);
-  return strstr(text, "cpu gemm     step") && strstr(text, "oneDNN");
+  return strstr(text, "cpu gemm     step") && strstr(text, "oneDNN") &&
+         (!impl || strstr(text, impl));
 }
 
 static void run_case(ein_ctx *ctx, const hcase *c, ein_dtype dt,
-                     bool padded) {
+                     bool padded, bool want_brg) {
   operand x[3];
   const DLTensor *ins[3];
   const int64_t *shp[3];
@@ -177,8 +190,13 @@ static void run_case(ein_ctx *ctx, const hcase *c, ein_dtype dt,
   bool gemm = native && !c->loop;
   CHECK(gemm ? ran > 0 : ran == 0, "%s %s: %ld oneDNN calls (path %s)",
         c->expr, ein_dtype_name(dt), ran, native ? "oneDNN" : "f32");
-  CHECK(plan_says_onednn(ctx, c, ins, &o) == gemm, "%s %s: plan report",
+  CHECK(plan_says_onednn(ctx, c, ins, &o, NULL) == gemm, "%s %s: plan report",
         c->expr, ein_dtype_name(dt));
+  char why[512];
+  ein_cpu_dnnl_why(dt, why, sizeof why);
+  if (gemm && want_brg && strstr(why, " brg:"))
+    CHECK(plan_says_onednn(ctx, c, ins, &o, "brg:"), "%s %s: not oneDNN's "
+          "brgemm (%s)", c->expr, ein_dtype_name(dt), why);
   ein_binding_destroy(b);
   free(want);
   free(got);
@@ -228,8 +246,8 @@ static void forked_child(ein_ctx *ctx) {
   pid_t pid = fork();
   if (pid == 0) {
     int before = test_failed;
-    run_case(ctx, &cases[0], EIN_DT_BF16, false);
-    run_case(ctx, &cases[4], EIN_DT_BF16, true);
+    run_case(ctx, &cases[0], EIN_DT_BF16, false, false);
+    run_case(ctx, &cases[4], EIN_DT_BF16, true, false);
     _exit(test_failed != before);
   }
   CHECK(pid > 0, "fork");
@@ -267,6 +285,21 @@ static void path_taken(void) {
   CHECK(!ein_cpu_dnnl_gemm_dtype(EIN_DT_F32), "f32 is not a half dtype");
 }
 
+/* On one thread cpu_dnnl.c's choose_split loops a batch axis to reach
+ * oneDNN's brgemm whatever the size (on more, only for large GEMMs, which
+ * this test keeps small): the `brg` cases again there, compact, in a
+ * context made after the thread count is set; where the probe got
+ * brgemm, their plans must name it. */
+static void one_thread_brgemm(void) {
+  setenv("EINC_NUM_THREADS", "1", 1);
+  ein_ctx *ctx;
+  REQUIRE_OK(ein_ctx_create(&ctx));
+  for (int i = 0; i < NCASES; i++)
+    if (cases[i].brg) run_case(ctx, &cases[i], EIN_DT_BF16, false, true);
+  ein_ctx_destroy(ctx);
+  unsetenv("EINC_NUM_THREADS");
+}
+
 int main(void) {
   ein_ctx *ctx;
   REQUIRE_OK(ein_ctx_create(&ctx));
@@ -276,8 +309,9 @@ int main(void) {
   for (int d = 0; d < 2; d++)
     for (int i = 0; i < NCASES; i++)
       for (int padded = 0; padded < 2; padded++)
-        run_case(ctx, &cases[i], dts[d], padded);
+        run_case(ctx, &cases[i], dts[d], padded, false);
   forked_child(ctx);
   ein_ctx_destroy(ctx);
+  one_thread_brgemm();
   return test_summary("cpu_half");
 }

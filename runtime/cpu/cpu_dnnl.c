@@ -252,57 +252,70 @@ static bool cpu_has_units(ein_dtype dt) {
 
 /* ------------------------------------------------------ one primitive */
 
-/* One GEMM step as oneDNN runs it: a batched matmul over the step's
- * innermost batch axes (up to DNNL_MAX_NDIMS - 2 of them; any outer ones
- * are looped here), row-major C. */
+/* One GEMM step as oneDNN runs it: a batched matmul over some of the
+ * step's batch axes (up to DNNL_MAX_NDIMS - 2), the rest looped here,
+ * row-major C. */
 typedef struct ein_dnnl_gemm {
   dnnl_primitive_t prim;
   int threads;              /* the OpenMP threads it was made for */
-  int inner;                /* batch axes the primitive takes */
+  int nloop, inner;         /* batch axes looped here, taken by oneDNN */
+  bool lead;                /* a size-1 batch axis first (see choose_split) */
+  int axes[EIN_MAX_DIMS];   /* plan batch indices: looped, then oneDNN's */
   dnnl_memory_desc_t md[3]; /* A, B, C as oneDNN reads them */
   char impl[64];            /* oneDNN's implementation, for reports */
 } ein_dnnl_gemm;
 
-enum { MAX_INNER_BATCH = DNNL_MAX_NDIMS - 2 };
+enum {
+  MAX_INNER_BATCH = DNNL_MAX_NDIMS - 2,
+  /* batch axes up to which every split into looped and taken axes is
+   * tried (2^6 candidates at most) */
+  MAX_SPLIT_SEARCH = 6,
+  /* the fewest FLOPs per execution and thread for which a loop is taken
+   * to reach brgemm on more than one thread, where each execution starts
+   * and joins the OpenMP team (docs/design.md, "Which batch axes oneDNN
+   * takes": measured on 1 and 2 threads) */
+  MIN_RUN_FLOPS_PER_THREAD = 1 << 23,
+};
 
 static dnnl_data_type_t to_dnnl_dt(ein_dtype dt) {
   return dt == EIN_DT_BF16 ? dnnl_bf16 : dt == EIN_DT_F16 ? dnnl_f16
                                                            : dnnl_f32;
 }
 
-/* The batch axes the primitive takes: the innermost ones, so that the
- * loop left here (if any) is over the outermost. */
-static int inner_batch(const ein_gemm *g) {
-  return g->nbatch < MAX_INNER_BATCH ? g->nbatch : MAX_INNER_BATCH;
-}
-
-/* The inner batch axes in the order oneDNN gets them: C's strides
- * descending, as its brgemm kernels want (a C of layout `b i (h d)` or
- * `h b i d` is then one batched call they take; the order of batch axes is
- * free, as long as A, B and C share it). */
-static void batch_order(const ein_gemm *sg, int inner, int *perm) {
-  const ein_loop_axis *ax = &sg->batch[sg->nbatch - inner];
-  for (int i = 0; i < inner; i++) {
-    int j = i;
-    for (; j > 0 && ax[perm[j - 1]].stride[0] < ax[i].stride[0]; j--)
-      perm[j] = perm[j - 1];
-    perm[j] = i;
+/* d's axes for the batch axes in `looped` (a bit per plan batch axis):
+ * those first, in plan order, then the others in the order oneDNN gets
+ * them: C's strides descending, as its brgemm kernels want (a C of layout
+ * `b i (h d)` is then one batched call they take; the order of batch axes
+ * is free, as long as A, B and C share it). */
+static void split_batch(const ein_gemm *sg, uint64_t looped,
+                        ein_dnnl_gemm *d) {
+  d->nloop = d->inner = 0;
+  for (int i = 0; i < sg->nbatch; i++)
+    if (looped >> i & 1) d->axes[d->nloop++] = i;
+  int *in = &d->axes[d->nloop];
+  for (int i = 0; i < sg->nbatch; i++) {
+    if (looped >> i & 1) continue;
+    int j = d->inner++;
+    for (; j > 0 && sg->batch[in[j - 1]].stride[0] < sg->batch[i].stride[0];
+         j--)
+      in[j] = in[j - 1];
+    in[j] = i;
   }
 }
 
-/* One matrix of the call as oneDNN's dims and strides: the inner batch
- * axes in perm's order (a stride-0 axis is size 1, which oneDNN
- * broadcasts), then rows and columns. `which` is 0 for C, 1 and 2 for the
- * call's A and B. */
+/* One matrix of the call as oneDNN's dims and strides: d's taken batch
+ * axes (a stride-0 axis is size 1, which oneDNN broadcasts), then rows and
+ * columns. `which` is 0 for C, 1 and 2 for the call's A and B. */
 static void matrix_dims(const ein_gemm *sg, const ein_gemm_call *g, int which,
-                        int inner, const int *perm, dnnl_dims_t dims,
+                        const ein_dnnl_gemm *d, dnnl_dims_t dims,
                         dnnl_dims_t strides) {
   int plan_op = which == 0 ? 0 : g->swap ? 3 - which : which;
   int64_t rows = which == 2 ? g->k : g->m, cols = which == 1 ? g->k : g->n;
   int64_t ld = which == 0 ? g->ldc : which == 1 ? g->lda : g->ldb;
   bool trans = which == 1 ? g->ta : which == 2 ? g->tb : false;
-  for (int i = 0; i < inner; i++) {
-    const ein_loop_axis *ax = &sg->batch[sg->nbatch - inner + perm[i]];
+  int lead = d->lead, inner = lead + d->inner;
+  for (int i = lead; i < inner; i++) {
+    const ein_loop_axis *ax = &sg->batch[d->axes[d->nloop + i - lead]];
     int64_t st = ax->stride[plan_op];
     dims[i] = which == 0 || st ? ax->size : 1;
     strides[i] = st ? st : rows * cols;
@@ -311,33 +324,37 @@ static void matrix_dims(const ein_gemm *sg, const ein_gemm_call *g, int which,
   dims[inner + 1] = cols;
   strides[inner] = trans ? 1 : ld;
   strides[inner + 1] = trans ? ld : 1;
+  if (lead) { /* the extent of the rest: what a dense layout has */
+    dims[0] = 1;
+    strides[0] = 1;
+    for (int i = 1; i < inner + 2; i++)
+      if (dims[i] * strides[i] > strides[0]) strides[0] = dims[i] * strides[i];
+  }
 }
 
-/* The row-major call's three matrices with the inner batch axes. */
+/* The row-major call's three matrices with d's taken batch axes. */
 static ein_status make_mds(const ein_step *s, const ein_gemm_call *g,
-                           int inner, dnnl_memory_desc_t md[3],
-                           ein_error_rec *err) {
+                           ein_dnnl_gemm *d, ein_error_rec *err) {
   static const int order[3] = {1, 2, 0}; /* md: A, B, C */
-  int perm[MAX_INNER_BATCH];
-  batch_order(&s->gemm, inner, perm);
   for (int k = 0; k < 3; k++) {
     dnnl_dims_t dims, strides;
-    matrix_dims(&s->gemm, g, order[k], inner, perm, dims, strides);
+    matrix_dims(&s->gemm, g, order[k], d, dims, strides);
     dnnl_data_type_t dt = to_dnnl_dt(k == 2 ? s->dst_dtype : s->src_dtype[0]);
     DNNL_CHECK(err, DNNL(dnnl_memory_desc_init_by_strides)(
-                        &md[k], inner + 2, dims, dt, strides));
+                        &d->md[k], d->lead + d->inner + 2, dims, dt, strides));
   }
   return EIN_OK;
 }
 
-/* The primitive of d->md for the scale alpha (1/count for a mean) as an
- * output scale, so no pass over C follows. */
-static ein_status make_prim(ein_dnnl_gemm *d, double alpha,
-                            ein_error_rec *err) {
+/* The primitive descriptor of d->md for the scale alpha (1/count for a
+ * mean) as an output scale, so no pass over C follows; d->impl names
+ * oneDNN's implementation. */
+static ein_status make_pd(ein_dnnl_gemm *d, double alpha,
+                          dnnl_primitive_desc_t *pd, ein_error_rec *err) {
   dnnl_matmul_desc_t desc;
   dnnl_primitive_attr_t attr = NULL;
-  dnnl_primitive_desc_t pd = NULL;
   float scale = (float)alpha;
+  *pd = NULL;
   DNNL_CHECK(err, DNNL(dnnl_matmul_desc_init)(&desc, &d->md[0], &d->md[1],
                                               NULL, &d->md[2]));
   DNNL_CHECK(err, DNNL(dnnl_primitive_attr_create)(&attr));
@@ -346,18 +363,96 @@ static ein_status make_prim(ein_dnnl_gemm *d, double alpha,
                  : DNNL(dnnl_primitive_attr_set_output_scales)(attr, 1, 0,
                                                                &scale);
   if (st == dnnl_success)
-    st = DNNL(dnnl_primitive_desc_create)(&pd, &desc, attr, lib.engine, NULL);
+    st = DNNL(dnnl_primitive_desc_create)(pd, &desc, attr, lib.engine, NULL);
   DNNL(dnnl_primitive_attr_destroy)(attr);
   DNNL_CHECK(err, st);
   const char *impl = NULL;
-  st = DNNL(dnnl_primitive_desc_query)(pd, dnnl_query_impl_info_str, 0,
+  st = DNNL(dnnl_primitive_desc_query)(*pd, dnnl_query_impl_info_str, 0,
                                        &impl);
   snprintf(d->impl, sizeof d->impl, "%s", st == dnnl_success && impl ? impl
                                                                      : "?");
-  st = DNNL(dnnl_primitive_create)(&d->prim, pd);
-  DNNL(dnnl_primitive_desc_destroy)(pd);
+  return EIN_OK;
+}
+
+/* The descriptor for the batch axes `looped` looped here, the others
+ * taken by oneDNN. */
+static ein_status try_split(const ein_step *s, const ein_gemm_call *g,
+                            uint64_t looped, bool lead, ein_dnnl_gemm *d,
+                            dnnl_primitive_desc_t *pd, ein_error_rec *err) {
+  split_batch(&s->gemm, looped, d);
+  d->lead = lead;
+  ein_status st = make_mds(s, g, d, err);
+  return st ? st : make_pd(d, s->alpha, pd, err);
+}
+
+/* d's primitive, from its descriptor pd (the caller's to destroy). */
+static ein_status make_prim(ein_dnnl_gemm *d, dnnl_primitive_desc_t pd,
+                            ein_error_rec *err) {
+  dnnl_status_t st = DNNL(dnnl_primitive_create)(&d->prim, pd);
+  if (st != dnnl_success) d->prim = NULL;
   DNNL_CHECK(err, st);
   return EIN_OK;
+}
+
+/* Product of the sizes of the batch axes in `looped`. */
+static int64_t looped_count(const ein_gemm *sg, uint64_t looped) {
+  int64_t n = 1;
+  for (int i = 0; i < sg->nbatch; i++)
+    if (looped >> i & 1) n *= sg->batch[i].size;
+  return n;
+}
+
+static bool is_brgemm(const ein_dnnl_gemm *d) {
+  return strncmp(d->impl, "brg", 3) == 0;
+}
+
+/* The split of the batch axes oneDNN runs best. Its brgemm kernels (2.6)
+ * take A, B and C only in dense layouts of a few kinds: batch axes in
+ * stride order, or (4-d) the second batch axis inside the rows (`b i h
+ * d`). So `h b i d` from `b h`-ordered operands is refused, and loops over
+ * b and h are taken; and C `c e f` of one batch axis e is taken as `1 e c
+ * f`, a size-1 axis first (the `lead` candidate). The first candidate is
+ * all axes taken (the outermost looped beyond MAX_INNER_BATCH), kept where
+ * it gets brgemm or nothing else does (gemm:jit); else the split of fewest
+ * executions that does, over every split up to MAX_SPLIT_SEARCH batch
+ * axes, where a loop pays: always on one thread, else where each
+ * execution does MIN_RUN_FLOPS_PER_THREAD per thread. oneDNN itself
+ * answers which layouts it takes (the descriptor's impl), so another
+ * version answers for itself. */
+static ein_status choose_split(const ein_step *s, const ein_gemm_call *g,
+                               ein_dnnl_gemm *d, dnnl_primitive_desc_t *pd,
+                               ein_error_rec *err) {
+  const ein_gemm *sg = &s->gemm;
+  int extra = sg->nbatch - MAX_INNER_BATCH;
+  uint64_t first = extra > 0 ? (UINT64_C(1) << extra) - 1 : 0, best = first;
+  ein_status st = try_split(s, g, first, false, d, pd, err);
+  if (st || is_brgemm(d) || sg->nbatch > MAX_SPLIT_SEARCH) return st;
+  double flops = 2.0 * g->m * g->n * g->k * looped_count(sg, ~UINT64_C(0));
+  double most = d->threads == 1
+                    ? flops
+                    : flops / ((double)d->threads * MIN_RUN_FLOPS_PER_THREAD);
+  int64_t best_n = (most > 1 ? (int64_t)most : 1) + 1;
+  bool best_lead = false;
+  for (uint64_t m = 0; m < UINT64_C(1) << sg->nbatch; m++)
+    for (int lead = 0; lead < 2; lead++) {
+      int64_t n = looped_count(sg, m);
+      if (n >= best_n || (m == first && !lead) ||
+          (lead && sg->nbatch - __builtin_popcountll(m) != 1))
+        continue;
+      dnnl_primitive_desc_t alt;
+      ein_dnnl_gemm t = *d;
+      if (try_split(s, g, m, lead, &t, &alt, err)) {
+        DNNL(dnnl_primitive_desc_destroy)(*pd);
+        *pd = NULL;
+        return EIN_ERR_BACKEND;
+      }
+      if (is_brgemm(&t)) best = m, best_n = n, best_lead = lead;
+      DNNL(dnnl_primitive_desc_destroy)(alt);
+    }
+  if (best == first && !best_lead) return EIN_OK;
+  DNNL(dnnl_primitive_desc_destroy)(*pd);
+  *pd = NULL;
+  return try_split(s, g, best, best_lead, d, pd, err);
 }
 
 /* Sets the calling thread's OpenMP thread count; returns the one before.
@@ -384,10 +479,11 @@ static ein_status gemm_make(const ein_step *s, int threads,
   if (!ein_gemm_rowmajor(&s->gemm, &g))
     return ein_fail_internal(err, "cpu backend: a half GEMM step that is "
                                   "not row-major in any order");
-  d->inner = inner_batch(&s->gemm);
   int before = set_threads(threads);
-  ein_status st = make_mds(s, &g, d->inner, d->md, err);
-  if (!st) st = make_prim(d, s->alpha, err);
+  dnnl_primitive_desc_t pd = NULL;
+  ein_status st = choose_split(s, &g, d, &pd, err);
+  if (!st) st = make_prim(d, pd, err);
+  if (pd) DNNL(dnnl_primitive_desc_destroy)(pd);
   set_threads(before);
   return st;
 }
@@ -530,18 +626,27 @@ void ein_cpu_dnnl_describe(const ein_plan_ir *plan, const void *program,
                            ein_strbuf *sb) {
   const ein_dnnl_program *p = program;
   if (!p || p->ir != plan) return;
-  for (int i = 0; i < p->nsteps; i++)
-    if (p->gemm[i].prim)
-      ein_strbuf_printf(sb, "cpu gemm     step %d: oneDNN %s (%s in, f32 "
-                            "accumulation)\n",
-                        i + 1, p->gemm[i].impl,
-                        ein_dtype_name(plan->steps[i].src_dtype[0]));
+  for (int i = 0; i < p->nsteps; i++) {
+    const ein_dnnl_gemm *d = &p->gemm[i];
+    if (!d->prim) continue;
+    int64_t runs = 1;
+    for (int k = 0; k < d->nloop; k++)
+      runs *= plan->steps[i].gemm.batch[d->axes[k]].size;
+    ein_strbuf_printf(sb, "cpu gemm     step %d: oneDNN %s (%s in, f32 "
+                          "accumulation",
+                      i + 1, d->impl,
+                      ein_dtype_name(plan->steps[i].src_dtype[0]));
+    if (runs > 1)
+      ein_strbuf_printf(sb, "; %lld runs, batch axes looped",
+                        (long long)runs);
+    ein_strbuf_printf(sb, ")\n");
+  }
 }
 
 /* ------------------------------------------------------------ running */
 
-/* Runs d over the step's batch: one execution per index of the outer
- * batch axes (those the primitive does not take). */
+/* Runs d over the step's batch: one execution per index of the batch
+ * axes it loops. */
 static ein_status execute(const ein_step *s, const ein_dnnl_gemm *d, char *c,
                           const char *a, const char *b, ein_error_rec *err) {
   const ein_gemm *g = &s->gemm;
@@ -558,18 +663,19 @@ static ein_status execute(const ein_step *s, const ein_dnnl_gemm *d, char *c,
   int64_t esz[3] = {(int64_t)ein_dtype_size(s->dst_dtype),
                     (int64_t)ein_dtype_size(s->src_dtype[0]),
                     (int64_t)ein_dtype_size(s->src_dtype[1])};
-  int nouter = g->nbatch - d->inner;
+  int nouter = d->nloop;
   int64_t outer = 1;
-  for (int i = 0; i < nouter; i++) outer *= g->batch[i].size;
+  for (int i = 0; i < nouter; i++) outer *= g->batch[d->axes[i]].size;
   dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, mem[0]},
                              {DNNL_ARG_WEIGHTS, mem[1]},
                              {DNNL_ARG_DST, mem[2]}};
   for (int64_t bi = 0; bi < outer && st == dnnl_success; bi++) {
     int64_t off[3] = {0, 0, 0}, idx = bi;
     for (int i = nouter - 1; i >= 0; i--) {
-      int64_t ci = idx % g->batch[i].size;
-      idx /= g->batch[i].size;
-      for (int k = 0; k < 3; k++) off[k] += ci * g->batch[i].stride[k];
+      const ein_loop_axis *ax = &g->batch[d->axes[i]];
+      int64_t ci = idx % ax->size;
+      idx /= ax->size;
+      for (int k = 0; k < 3; k++) off[k] += ci * ax->stride[k];
     }
     /* oneDNN reads A and B only; its handles are not const */
     char *pa = (char *)(uintptr_t)(a + off[1] * esz[1]);
