@@ -85,6 +85,10 @@ def route(expr, tensors, *, reduce, numpy, lengths):
     else:
         return NotImplemented
     _register()
+    # (nested lists of numbers or tracers as arrays: jnp.result_type
+    # cannot read a list's dtype)
+    tensors = tuple(jnp.asarray(t) if isinstance(t, (list, tuple)) else t
+                    for t in tensors)
     dtype = jnp.result_type(*tensors)  # as jnp.einsum promotes
     tensors = tuple(jnp.asarray(t, dtype) for t in tensors)
     if numpy is None:

@@ -105,6 +105,7 @@ def _abstract_eval(*avals, expr, reduction, numpy, lengths):
     if not _symbolic(shapes):
         shape = bind(expr, shapes, reduce=reduction, numpy=numpy,
                      **dict(lengths))[0]
+        _refusals(expr, shapes, avals[0].dtype, reduction, numpy, lengths)
     else:
         shape = _symbolic_output(expr, shapes, reduction, numpy, lengths)
     # Inside shard_map the output varies along the manual mesh axes any
@@ -118,6 +119,22 @@ def _abstract_eval(*avals, expr, reduction, numpy, lengths):
             sharding=_jax_core.get_cur_mesh_sharding(),
             manual_axis_type=mat)
     return jax.core.ShapedArray(shape, avals[0].dtype)
+
+
+def _refusals(expr, shapes, dtype, reduction, numpy, lengths):
+    """The planner's refusals that the binder does not see (a reduction
+    the dtype lacks, a max over an empty axis), raised while tracing as
+    eager einc raises them, not from the compiled program's run. The
+    rule stays the planner's (src/planner/contract.c): it plans the call
+    for the CPU, only where it may refuse (dtypes other than real
+    floating point, and empty inputs), so float calls pay nothing."""
+    if jnp.issubdtype(dtype, jnp.floating) and \
+            all(d != 0 for s in shapes for d in s):
+        return
+    from ._api import plan
+
+    plan(expr, *shapes, dtype=jnp.dtype(dtype).name, reduce=reduction,
+         numpy=numpy, backend="cpu", **dict(lengths))
 
 
 def _symbolic(shapes) -> bool:

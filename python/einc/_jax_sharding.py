@@ -60,31 +60,39 @@ def lower(ctx, operands, bind, params):
 def _partitioned(bind, items, shapes):
     params = dict(items)
     rule, reduced, replicated, factors = sharding_rule(params, shapes)
+    # Shardy asks the special factors in the order of their indices, which
+    # are the order of first appearance in the rule (not the names' order:
+    # 'f10' < 'f2', 'm0' < 'f3' as text)
+    first = list(dict.fromkeys(f for names in factors for f in names))
+
+    def order(names):
+        return tuple(sorted(names, key=first.index))
 
     @custom_partitioning
     def call(*tensors):
         return bind(*tensors, **params)
 
     def partition(mesh, arg_shapes, result_shape):
-        # (what the rule keeps whole is asked whole: the partitioner
-        # gathers it if it came sharded)
-        arg_shardings = tuple(_whole(a.sharding, f, replicated)
-                              for a, f in zip(arg_shapes, factors))
-        result = _whole(result_shape.sharding, factors[-1], replicated)
-        axes = _mesh_axes(arg_shardings, reduced)
-        combine = _COMBINE[params["reduction"]]
+        # One mesh assignment per factor, read from the operands'
+        # shardings (inputs first, then the result), so that every
+        # operand's shard of an axis is the same part of it (what the
+        # rule keeps whole is asked whole: the partitioner gathers it)
+        given = [a.sharding for a in arg_shapes] + [result_shape.sharding]
+        assign = _assign(given, factors, replicated)
+        specs = [_named(mesh, f, assign) for f in factors]
+        axes = tuple(a for f in order(reduced_factors) if f in assign
+                     for a in assign[f])
 
         def local(*tensors):
             y = bind(*tensors, **params)
-            return combine(y, axes) if axes else y
+            return _COMBINE[params["reduction"]](y, axes) if axes else y
 
-        return mesh, local, result, arg_shardings
+        return mesh, local, specs[-1], tuple(specs[:-1])
 
+    reduced_factors = {f for dims in reduced for f in dims if f}
     call.def_partition(partition=partition, sharding_rule=rule,
-                       reduction_factors=tuple(sorted(
-                           f for f in {f for dims in reduced for f in dims
-                                       if f})),
-                       need_replication_factors=replicated)
+                       reduction_factors=order(reduced_factors),
+                       need_replication_factors=order(replicated))
     return call
 
 
@@ -124,17 +132,32 @@ def sharding_rule(params, shapes):
             tuple(tuple(names) for names in terms))
 
 
-def _whole(sharding, factors, replicated):
-    """sharding with the dims of replicated factors unsharded."""
-    spec = tuple(getattr(sharding, "spec", ()))
-    if not any(f in replicated and d < len(spec) and spec[d] is not None
-               for d, f in enumerate(factors)):
-        return sharding
+def _assign(shardings, factors, replicated):
+    """{factor: mesh axes}: each factor sharded the way the first operand
+    that shards it does, unless it must stay whole or one of those mesh
+    axes already shards another factor (a mesh axis splits one axis)."""
+    assign, used = {}, set()
+    for sharding, names in zip(shardings, factors):
+        spec = tuple(getattr(sharding, "spec", ()))
+        for d, f in enumerate(names):
+            if d >= len(spec) or spec[d] is None or f in replicated or \
+                    f in assign:
+                continue
+            mesh_axes = spec[d] if isinstance(spec[d], tuple) else (spec[d],)
+            if used.isdisjoint(mesh_axes):
+                assign[f] = mesh_axes
+                used.update(mesh_axes)
+    return assign
+
+
+def _named(mesh, names, assign):
+    """The NamedSharding of an operand whose dims are these factors."""
     from jax.sharding import NamedSharding, PartitionSpec
 
-    kept = [None if d < len(factors) and factors[d] in replicated else p
-            for d, p in enumerate(spec)]
-    return NamedSharding(sharding.mesh, PartitionSpec(*kept))
+    spec = [None if f not in assign else
+            assign[f][0] if len(assign[f]) == 1 else assign[f]
+            for f in names]
+    return NamedSharding(mesh, PartitionSpec(*spec))
 
 
 def _whole_axes(axes, dims, hints, lengths, reduction):
@@ -157,17 +180,3 @@ def _whole_axes(axes, dims, hints, lengths, reduction):
                 role == "reduced" and reduction not in _COMBINE):
             whole.add(i)
     return whole
-
-
-def _mesh_axes(arg_shardings, reduced):
-    """The mesh axes the summed axes are sharded along, in the operands'
-    shardings (each once)."""
-    found = []
-    for sharding, factors in zip(arg_shardings, reduced):
-        spec = tuple(getattr(sharding, "spec", ()))
-        for d, factor in enumerate(factors):
-            if factor is None or d >= len(spec) or spec[d] is None:
-                continue
-            names = spec[d] if isinstance(spec[d], tuple) else (spec[d],)
-            found.extend(n for n in names if n not in found)
-    return tuple(found)
