@@ -88,7 +88,8 @@ def test_gradcheck_complex_and_channels_last():
     x.requires_grad_()
     v = _randn(3, 7, grad=True)
     assert torch.autograd.gradcheck(
-        lambda x, v: einc.einsum("n c h w, c k -> n k h w", x, v), (x, v))
+        lambda x, v: einc.einsum("n c h w, c k -> n k h w", x, v), (x, v),
+        fast_mode=True)
 
 
 def test_channels_last_values():
@@ -498,3 +499,135 @@ def test_aot_inductor_package(tmp_path):
     path = inductor.aoti_compile_and_package(
         ep, package_path=str(tmp_path / "block.pt2"))
     _check_program(inductor.aoti_load_package(path), w, [(5, 7)], 1e-5)
+
+
+# ------------------------------------------- more transforms, graph breaks
+
+def test_hessian_and_functional_jacobian():
+    a, b = _randn(3, 4), _randn(4, 5, seed=1)
+    _close(torch.func.hessian(lambda a: einc.reduce(
+        einc.einsum("i j, j k -> i k", a, b), "i k -> ", "prod"))(a),
+        torch.func.hessian(lambda a: (a @ b).prod())(a))
+    _close(torch.func.hessian(lambda a: einc.reduce(
+        einc.rearrange(a, "i (j k) -> j i k", j=2).sin(), "j i k ->",
+        "max"))(a),
+        torch.func.hessian(
+            lambda a: a.reshape(3, 2, 2).permute(1, 0, 2).sin().amax())(a))
+    jac = torch.autograd.functional.jacobian
+    _close(jac(lambda a: einc.einsum("i j, j k -> i k", a, b), a,
+               vectorize=True), jac(lambda a: a @ b, a, vectorize=True))
+    hes = torch.autograd.functional.hessian
+    _close(hes(lambda a: einc.reduce(einc.einsum("i j, j k -> i k", a, b),
+                                     "i k ->", "min"), a),
+           hes(lambda a: (a @ b).amin(), a))
+
+
+def test_vmap_more_forms_and_above_lowering():
+    import einc.torch as et
+    a, b = _randn(7, 3, 4), _randn(4, 6, seed=1)
+    _close(vmap(lambda a: et.einsum("ij,jk->ik", a, b))(a), a @ b)
+    b2 = _randn(4, 7, 5, seed=2)
+    _close(vmap(_mm, in_dims=(1, 1))(a.permute(1, 0, 2), b2),
+           torch.einsum("nij,jnk->nik", a, b2))
+    _close(vmap(lambda a: einc.reduce(a, "i (j k) -> i k", "mean", k=2))(a),
+           a.reshape(7, 3, 2, 2).mean(2))
+    _close(vmap(lambda a: einc.repeat(a, "i j -> i r j", r=3))(a),
+           a.unsqueeze(2).expand(7, 3, 3, 4))
+    big, w = _randn(3, 200, 300), _randn(300, 100, seed=3)  # einc's path
+    _close(vmap(_mm, in_dims=(0, None))(big, w), big @ w)
+    _close(vmap(torch.func.grad(lambda a, b: einc.einsum(
+        "i j, j k -> ", a, b)), in_dims=(0, None))(big, w),
+        w.sum(1).expand(3, 200, 300))
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5),
+                                       (torch.bfloat16, 2e-2),
+                                       (torch.float16, 2e-2)])
+def test_vmap_and_jacrev_low_precision(dtype, tol):
+    a, b = _randn(5, 3, 4).to(dtype), _randn(4, 6, seed=1).to(dtype)
+    _close(vmap(lambda a: _mm(a, b))(a).double(),
+           a.double() @ b.double(), tol)
+    _close(vmap(jacrev(lambda a: einc.reduce(a, "i j -> j", "max")))(a),
+           vmap(jacrev(lambda a: a.amax(0)))(a), tol)
+
+
+def test_zero_graph_breaks_layers_and_torch_einsum_forms():
+    import einc.torch as et
+    m, x = _model(), _randn(5, 6, 3)
+    explained = torch._dynamo.explain(m)(x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), \
+        explained.break_reasons
+    explained = torch._dynamo.explain(
+        lambda a, b: et.einsum("bij,jk->bik", a, b)
+        + et.einsum("bij,jk", [a, b]) + et.einsum(a, [0, 1, 2], b, [2, 3],
+                                                  [0, 1, 3]))(
+        _randn(2, 3, 4), _randn(4, 5, seed=1))
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), \
+        explained.break_reasons
+
+
+def test_export_module_with_parameters_and_backward():
+    from torch.export import Dim, export
+
+    class Mix(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(_randn(4, 3, seed=1))
+
+        def forward(self, x):
+            return einc.reduce(einc.einsum("b t d, d e -> b t e", x, self.w),
+                               "b t e -> b e", "prod")
+
+    m = Mix()
+    ep = export(m, (_randn(3, 5, 4),), dynamic_shapes={
+        "x": {0: Dim("B", max=64), 1: Dim("T", max=64)}})
+    x = _randn(2, 6, 4, seed=2)
+    want = (x @ m.w).prod(1)
+    _close(ep.run_decompositions().module()(x), want)
+    module = ep.module()
+    got = module(x)
+    _close(got, want)
+    got.sum().backward()
+    want.sum().backward()
+    _close(module.w.grad, m.w.grad)
+
+
+@pytest.mark.parametrize("n", [4, 300])  # lowered, einc's path
+def test_compiled_inplace_through_view_writes_the_input(n):
+    torch._dynamo.reset()
+
+    def ours(x):
+        v = einc.rearrange(x, "a (b c) -> b a c", b=2)
+        v.add_(1)
+        return einc.reduce(v, "b a c -> a", "sum")
+
+    def theirs(x):
+        v = x.reshape(n, 2, n // 2).permute(1, 0, 2)
+        v.add_(1)
+        return v.sum((0, 2))
+
+    x1 = _randn(n, n)
+    x2 = x1.clone()
+    _close(torch.compile(ours, backend="aot_eager")(x1), theirs(x2))
+    _close(x1, x2)
+
+
+@pytest.mark.skipif(not SWEEP, reason="EINC_TORCH_SWEEP=1: slow")
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5),
+                                       (torch.bfloat16, 2e-2),
+                                       (torch.float16, 2e-2)])
+def test_compile_low_precision_and_no_grad(dtype, tol):
+    torch._dynamo.reset()
+    w = _randn(4, 6, seed=1).to(dtype).requires_grad_()
+    f = torch.compile(lambda a: einc.reduce(
+        einc.einsum("n i j, j k -> n i k", a, w), "n i k -> n k", "mean"),
+        dynamic=True)
+    a = _randn(5, 3, 4).to(dtype)
+    want = (a.double() @ w.detach().double()).mean(1)
+    with torch.no_grad():
+        got = f(a)
+    assert not got.requires_grad
+    _close(got.double(), want, tol)
+    with torch.inference_mode():
+        _close(f(a).double(), want, tol)
+    assert f(a).requires_grad
