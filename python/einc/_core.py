@@ -225,6 +225,8 @@ def evaluate(expr, tensors, *, reduce=None, backend="auto", out=None,
         # the rules are checked here first, on the shapes alone
         # (on the sizes' hints: a traced symbolic size must not be
         # specialized by a check that only reads the structure)
+        if check_operands is not None:
+            check_operands(tensors)  # (a nested tensor's shape raises)
         _einc.bind(expr, tuple(shape_hint(t) for t in tensors),
                    bool(numpy), _reduction_name(reduce), "auto",
                    tuple((k, size_hint(v)) for k, v in lengths), rules)
@@ -342,6 +344,11 @@ _routes: dict = {}
 # or NotImplemented for every other call. The general path would reach the
 # same autograd node through route, some 20 us later.
 eager_grad = None
+
+# The torch adapter's refusal of tensors no path takes (sparse, nested,
+# quantized: einc's error naming the way out), asked before the shapes
+# are read for the rules' check (route asks it too, for other calls).
+check_operands = None
 
 # A traced call of a compiled plan (einc/_plan.py, under torch.compile):
 # (expr, tensors, reduction, numpy, lengths) -> one graph node; set by

@@ -67,8 +67,8 @@ import torch
 
 from . import _core, _einc
 from ._torch_autograd import _graph, eager_grad, route, set_lowering
-from ._torch_base import (EincError, _autocast, _hint, _hints, _op_lengths,
-                          _op_lengths_of)
+from ._torch_base import (EincError, _autocast, _check_dense, _hint, _hints,
+                          _op_lengths, _op_lengths_of)
 
 __all__ = ["route", "set_lowering"]
 
@@ -239,6 +239,7 @@ def _install_dynamo_einops(substitute, single, dropin, no_reduce, no_repeat,
 # compile pay for importing it).
 _core.register_route("torch", route)
 _core.eager_grad = eager_grad
+_core.check_operands = _check_dense
 _core.traced_call = _traced_call
 _core.set_fast_armer(_arm_fast)
 _core.after_import("torch._dynamo", _install_dynamo)

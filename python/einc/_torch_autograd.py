@@ -15,6 +15,7 @@ from . import _einc, _shapes, _torch_lower
 from ._core import _reduction_name, evaluate, numpy_dialect
 from ._torch_base import (_DETACH, _FUNC, _GRAPH, _JIT, _NEEDS_OUTPUT,
                           _PLAIN, _PLAIN_TYPES, EincError, _autocast,
+                          _check_dense,
                           _axis_sizes, _compute, _dtype_name,
                           _dual_level_open, _hint, _hints, _layout, _mode,
                           _op_lengths, _op_lengths_of, _output_sizes, _prod,
@@ -26,6 +27,7 @@ def route(expr, tensors, *, reduce, numpy, lengths):
     that the DLPack path must not serve, or NotImplemented."""
     if not tensors or not all(isinstance(t, torch.Tensor) for t in tensors):
         return NotImplemented
+    _check_dense(tensors)
     reduction = _reduction_name(reduce)
     lengths = tuple(lengths)
     tensors = tuple(tensors)
@@ -55,6 +57,7 @@ def eager_grad(args, numpy, reduce, lengths):
     tensors = args[1:]
     if not _eager_recorded(tensors):
         return NotImplemented
+    _check_dense(tensors)
     return _graph(args[0], tensors, _reduction_name(reduce), numpy,
                   lengths or (), True)
 
@@ -285,6 +288,7 @@ def _graph_maker(expr, tensors, numpy, reduction, lengths, rules):
     records autograd, or None (the general path)."""
     if not _torch_lower.ENABLED:
         return None
+    _check_dense(tensors)  # (raised here, the call goes route's way)
     return _make_eager(expr, tensors, reduction, numpy, lengths, rules)
 
 

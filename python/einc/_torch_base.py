@@ -26,6 +26,29 @@ _AUTOCAST_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _PLAIN, _DETACH, _GRAPH, _TRACED, _JIT, _FUNC = range(6)
 
 
+def _check_dense(tensors) -> None:
+    """Sparse, nested and quantized tensors, refused with what they are
+    and the way out, before any path reads their shape (a nested tensor's
+    shape is torch's internal error, a quantized one DLPack's BufferError)
+    or lowers them onto torch's operations (which took some sparse calls
+    that need grad and not others: one rule for all of them)."""
+    for i, t in enumerate(tensors):
+        if not isinstance(t, torch.Tensor) or (
+                t.layout is torch.strided and not t.is_nested
+                and not t.is_quantized):
+            continue
+        what = ("nested" if t.is_nested else "quantized" if t.is_quantized
+                else "sparse")
+        way = {"nested": "pad it (torch.nested.to_padded_tensor) or call "
+                         "einc on each of its tensors (unbind())",
+               "quantized": "call .dequantize() first",
+               "sparse": "call .to_dense() first"}[what]
+        layout = _dtype_name(t.layout)
+        raise EincError(f"operand {i + 1} is a torch {what} tensor (layout "
+                        f"{layout}, dtype {_dtype_name(t.dtype)}): einc "
+                        f"takes dense tensors (torch.strided); {way}")
+
+
 def _op_lengths(lengths) -> tuple:
     """(('h', 8), ('w', s0)) -> ('h,w', [8, s0]): the operator's two
     arguments (its schema has no list of str; sizes are SymInt, so a

@@ -12,7 +12,9 @@
  * than the torch operations themselves (issue 25 allows the autograd path
  * 2 us over the no-grad call). Here a dict keyed by (expression, dialect,
  * reduction, rules, lengths, the first input's dtype, each input's
- * torch.Size) holds the function, or None where the call is not lowered
+ * torch.Size and layout: a sparse tensor of a dense one's shape must not
+ * find the dense one's function) holds the function, or None where the
+ * call is not lowered
  * (large tensors, expressions only einc's path serves); a hit calls it
  * with the tensors, no frame of einc's Python in between. A miss asks
  * the maker that einc/_torch.py gives fast_setup_graph once; an error
@@ -37,22 +39,25 @@ static PyObject *maker; /* (expr, tensors, numpy, reduction, lengths,
  * which). */
 static PyObject *key_of(PyObject *tensors, PyObject *expr, int dialect,
                         int reduction, unsigned rules, PyObject *lengths) {
-  static PyObject *shape_name, *dtype_name;
+  static PyObject *shape_name, *dtype_name, *layout_name;
   Py_ssize_t n = PyTuple_Size(tensors);
-  PyObject *key = PyTuple_New(6 + n), *dtype = NULL;
+  PyObject *key = PyTuple_New(6 + 2 * n), *dtype = NULL;
   for (Py_ssize_t i = 0; key && i < n; i++) {
     PyObject *t = PyTuple_GetItem(tensors, i);
     PyObject *dt = einpy_attr(t, &dtype_name, "dtype");
     PyObject *shape = dt ? einpy_attr(t, &shape_name, "shape") : NULL;
-    if (!shape || (dtype && dt != dtype)) {
+    PyObject *layout = shape ? einpy_attr(t, &layout_name, "layout") : NULL;
+    if (!layout || (dtype && dt != dtype)) {
       Py_XDECREF(dt);
       Py_XDECREF(shape);
+      Py_XDECREF(layout);
       Py_CLEAR(key);
       break;
     }
     if (!dtype) dtype = dt;
     else Py_DECREF(dt);
-    PyTuple_SetItem(key, 6 + i, shape);
+    PyTuple_SetItem(key, 6 + 2 * i, shape);
+    PyTuple_SetItem(key, 7 + 2 * i, layout);
   }
   if (!key) {
     Py_XDECREF(dtype);
