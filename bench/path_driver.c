@@ -7,7 +7,8 @@
  * n operands, each as k followed by k axis ids; the output as k then ids.
  * Options: --limit ELEMENTS, --budget SECONDS, --seed S, --trials T,
  * --objective flops|size|combo, --slice-trees K, --flat-bisection 1 (the
- * search before issue 36).
+ * search before issue 36), --limited plain|windowed (under a limit the
+ * unlimited tree does not meet, one limited search alone; default both).
  * Output: {"flops", "largest", "seconds", "method", "nsliced", "nslices",
  * "sliced_flops", "slice_largest", "work", "work_budget" (the search's
  * work units spent and allowed), "ssa": [[i, j], ...]}.
@@ -42,6 +43,10 @@ static void options(int argc, char **argv, ein_path_query *q) {
     else if (!strcmp(argv[i], "--trials")) q->trials = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--flat-bisection"))
       q->flat_bisection = atoi(argv[i + 1]) != 0;
+    else if (!strcmp(argv[i], "--limited"))
+      q->limited = !strcmp(argv[i + 1], "plain") ? EIN_PATH_LIMITED_PLAIN
+                   : !strcmp(argv[i + 1], "windowed") ? EIN_PATH_LIMITED_WINDOWED
+                                                      : 0;
     else if (!strcmp(argv[i], "--slice-trees"))
       q->slice_trees = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--objective"))

@@ -297,6 +297,12 @@ static ein_status plan_past_int64(const ein_problem *p,
       (countable.slice_axes && *countable.slice_axes))
     return st;
   countable.memory_limit = EIN_PLAN_COUNTABLE_BYTES;
+  /* Planned for its report and refused at execution: the plain limited
+   * search, as before 2026-11-29. The windowed one's cheaper tree for
+   * test_slicing's network past int64 had more intermediates at 2^60
+   * bytes than the int64 workspace sums, and the second search cost the
+   * test 5 s of CPU. */
+  countable.path_limited = EIN_PATH_LIMITED_PLAIN;
   ein_error_rec quiet = {0};
   ein_plan_ir *ir = NULL;
   ein_status again = ein_plan_build(p, inputs, output, caps, &countable,

@@ -192,6 +192,7 @@ static ein_status path_query_of(planner *pl, axset outset, const axset *sets,
     q->seed = pl->limits->seed;
     q->objective = (ein_path_objective)pl->limits->objective;
     q->memo = pl->limits->path_memo;
+    q->limited = pl->limits->path_limited;
   }
   /* Slicing a summed axis keeps sums of one output piece: where the whole
    * output is past the limit, only output axes are sliced (their pieces

@@ -330,6 +330,9 @@ typedef struct ein_plan_limits {
    * search held tighter (ein_plan_build). 0: memory_limit's. */
   double search_limit;
   struct ein_path_memo *path_memo; /* set by ein_plan_build, which owns it */
+  /* ein_path_query.limited: 0 both limited searches; a plan past int64
+   * (refused at execution, planned for its report) runs the plain one. */
+  int path_limited;
   /* The path search's options (ein_options' fields of the same names). */
   double plan_time;
   uint64_t seed;

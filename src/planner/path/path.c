@@ -97,6 +97,8 @@ typedef struct search {
   bool multilevel;    /* bisection trials by path_ml.h, else flat */
   bool sweeps;        /* some greedy trials are sweeps (path_sweep.c) */
   bool have_free, have_fit;
+  bool windowed;      /* limited: small-first windows and annealing too */
+  double scale;       /* of the budget, default or given */
   const char *method;
 } search;
 
@@ -311,7 +313,7 @@ static bool anneal_best(search *s, int (*pairs)[2], double deadline) {
  * trees are sliced), a budget counted as work, FLOPs or COMBO (SIZE's
  * landscape is flat: one step sets the score). */
 static bool anneals(const search *s) {
-  return s->sweeps && s->net->limit <= 0 && !s->fixed &&
+  return s->sweeps && (s->net->limit <= 0 || s->windowed) && !s->fixed &&
          s->free_net.objective != EIN_PATH_SIZE;
 }
 
@@ -326,7 +328,7 @@ static void first_estimate(search *s) {
   s->multilevel = path_ml_worth(f, s->net->n);
   s->sweeps = f >= ML_HARD_FLOPS;
   if (s->fixed || s->q->time_budget > 0) return;
-  s->budget = path_budget_stretch(s->budget, f);
+  s->budget = s->scale * path_budget_stretch(s->budget / s->scale, f);
   s->net->work_limit = (uint64_t)(WORK_PER_SECOND * s->budget);
   s->free_net.work_limit = s->net->work_limit;
 }
@@ -525,16 +527,19 @@ static ein_path_status finish_sliced(search *s, ein_arena *arena,
 }
 
 static bool search_init(search *s, const ein_path_query *q, pnet *net,
-                        ein_arena *work) {
+                        ein_arena *work, double scale) {
   memset(s, 0, sizeof *s);
-  s->q = q, s->net = net, s->work = work;
+  s->q = q, s->net = net, s->work = work, s->scale = scale;
+  s->windowed = q->memory_limit > 0 && q->limited == EIN_PATH_LIMITED_WINDOWED;
   s->rng = q->seed ^ 0x5eedc0de12345678ull;
   s->fixed = q->trials > 0;
   s->t0 = path_now();
-  s->budget = q->time_budget > 0 ? q->time_budget : default_budget(q->n);
+  s->budget = scale * (q->time_budget > 0 ? q->time_budget
+                                          : default_budget(q->n));
   if (!pnet_init(net, q, work)) return false;
   net->work = &s->work_done;
-  net->small_windows = !q->flat_bisection && q->memory_limit <= 0;
+  net->small_windows =
+      !q->flat_bisection && (q->memory_limit <= 0 || s->windowed);
   if (!s->fixed) net->work_limit = (uint64_t)(WORK_PER_SECOND * s->budget);
   s->free_net = *net; /* its own sizes: slicing changes net's */
   s->free_net.limit = 0;
@@ -567,9 +572,10 @@ static bool fill_costs(search *s, ein_path_result *r) {
 }
 
 /* One search of q as it stands, limited or not: trials, reconfiguration
- * and, under a limit no order found meets, slicing. */
-static ein_path_status search_query(const ein_path_query *q, ein_arena *arena,
-                                    ein_path_result *r) {
+ * and, under a limit no order found meets, slicing; with `scale` times
+ * the budget (default or given). */
+static ein_path_status search_scaled(const ein_path_query *q, ein_arena *arena,
+                                     ein_path_result *r, double scale) {
   memset(r, 0, sizeof *r);
   r->nslices = 1;
   r->pairs = ein_arena_alloc(arena, (size_t)q->n, sizeof *r->pairs);
@@ -583,7 +589,7 @@ static ein_path_status search_query(const ein_path_query *q, ein_arena *arena,
   pnet net;
   search s;
   ein_path_status st = EIN_PATH_NO_MEMORY;
-  bool ok = search_init(&s, q, &net, &work);
+  bool ok = search_init(&s, q, &net, &work, scale);
   if (ok)
     ok = q->n <= EIN_PATH_DP_MAX ? search_dp(&s, r->pairs)
                                  : search_heuristic(&s, r->pairs);
@@ -608,6 +614,11 @@ static ein_path_status search_query(const ein_path_query *q, ein_arena *arena,
   return st;
 }
 
+static ein_path_status search_query(const ein_path_query *q, ein_arena *arena,
+                                    ein_path_result *r) {
+  return search_scaled(q, arena, r, 1.0);
+}
+
 /* The unlimited search of q (memory_limit 0), or its result from q's
  * memo when the memo holds it (path.h, ein_path_memo). */
 static ein_path_status search_free(const ein_path_query *q, ein_arena *arena,
@@ -618,6 +629,42 @@ static ein_path_status search_free(const ein_path_query *q, ein_arena *arena,
     q->memo->searches++;
     if (st == EIN_PATH_OK) path_memo_keep(q->memo, q, r);
   }
+  return st;
+}
+
+/* The windowed limited search's budget, a share of the plain one's. */
+#define WINDOWED_SCALE 0.5
+
+/* The limited searches (q->limited): the plain one, exactly as before
+ * 2026-11-29, then the windowed one (small-first windows and annealing,
+ * as the unlimited search) with WINDOWED_SCALE of its budget, when the
+ * plain one's sliced tree fits; the windowed result replaces it only when
+ * it fits too with fewer total FLOPs. So the status is the plain
+ * search's and the result never dearer than its for the same query and
+ * seed, by construction: the windowed search alone was up to 1.125x
+ * dearer on some rows (bench/results/2026-11-29-paths-limited.md). When
+ * the plain search finds nothing that fits, its answer stands. Only on
+ * hard networks (the unlimited tree's FLOPs, `free_flops`, past
+ * ML_HARD_FLOPS, where annealing runs at all): on the small networks of
+ * the path tests the second search cost 3.7 s of CI CPU for little. */
+static ein_path_status search_limited(const ein_path_query *q,
+                                      ein_arena *arena, ein_path_result *r,
+                                      double free_flops) {
+  ein_path_query plain = *q, windowed = *q;
+  plain.limited = EIN_PATH_LIMITED_PLAIN;
+  windowed.limited = EIN_PATH_LIMITED_WINDOWED;
+  if (q->limited == EIN_PATH_LIMITED_WINDOWED)
+    return search_scaled(&windowed, arena, r, WINDOWED_SCALE);
+  ein_path_status st = search_query(&plain, arena, r);
+  if (q->limited == EIN_PATH_LIMITED_PLAIN || st != EIN_PATH_OK ||
+      free_flops < ML_HARD_FLOPS)
+    return st;
+  ein_path_result w;
+  ein_path_status sw = search_scaled(&windowed, arena, &w, WINDOWED_SCALE);
+  if (sw == EIN_PATH_NO_MEMORY) return sw;
+  double work = r->work + w.work, budget = r->work_budget + w.work_budget;
+  if (sw == EIN_PATH_OK && w.sliced_flops < r->sliced_flops) *r = w;
+  r->work = work, r->work_budget = budget;
   return st;
 }
 
@@ -638,10 +685,11 @@ ein_path_status ein_path_search(const ein_path_query *q, ein_arena *arena,
     return search_query(q, arena, r);
   ein_path_query free_q = *q;
   free_q.memory_limit = 0, free_q.no_slice = NULL, free_q.slice_trees = 0;
+  free_q.limited = 0;
   ein_path_status st = search_free(&free_q, arena, r);
   if (st != EIN_PATH_OK || r->largest <= q->memory_limit) return st;
   ein_path_result u = *r;
-  st = search_query(q, arena, r);
+  st = search_limited(q, arena, r, u.flops);
   r->work += u.work, r->work_budget += u.work_budget;
   r->free_flops = u.flops, r->free_largest = u.largest;
   return st;

@@ -24,9 +24,12 @@
  * the plain greedy's FLOPs on hard ones: path/path_ml.h) and, on hard
  * ones, simulated annealing of the best tree (path_anneal.c); under a
  * limit, that unlimited search first, its tree kept when it fits;
- * then, if a limit is set and not met, slicing of the best few trees
- * (greedy slicing and reconfiguration with the sliced axes fixed, one
- * after the other or interleaved), the least total FLOPs kept.
+ * then, if a limit is set and not met, the limited search: trials keyed
+ * on the limit, then slicing of the best few trees (greedy slicing and
+ * reconfiguration with the sliced axes fixed, one after the other or
+ * interleaved), the least total FLOPs kept; on hard networks run twice,
+ * as before and with the unlimited search's small-first windows and
+ * annealing at half the budget, the cheaper sliced result kept.
  * docs/design.md, "Contraction order at scale and slicing".
  *
  * An "intermediate" is the result of a pair other than the last one (the
@@ -53,6 +56,8 @@ typedef enum ein_path_objective {
 } ein_path_objective;
 
 typedef struct ein_path_memo ein_path_memo;
+
+enum { EIN_PATH_LIMITED_PLAIN = 1, EIN_PATH_LIMITED_WINDOWED = 2 };
 
 typedef struct ein_path_query {
   int n;                  /* operands, >= 1 */
@@ -92,6 +97,13 @@ typedef struct ein_path_query {
                           parameters (path/path_ml.h) */
   ein_path_memo *memo; /* under a limit: the unlimited search's result,
                           kept across the caller's searches (NULL: none) */
+  int limited;         /* under a limit the unlimited search's tree does
+                          not meet, the limited searches run (path.c
+                          search_limited): 0 both on hard networks, the
+                          cheaper sliced result kept; EIN_PATH_LIMITED_PLAIN
+                          the one before 2026-11-29 alone;
+                          EIN_PATH_LIMITED_WINDOWED the one with small-first
+                          windows and annealing alone (tests, bench) */
 } ein_path_query;
 
 typedef enum ein_path_status {
