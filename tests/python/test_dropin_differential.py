@@ -263,3 +263,65 @@ def check_path(case):
 
 def test_numpy_einsum_path():
     run_family(2, path_case, check_path, max(CASES // 3, 1))
+
+
+# ------------------------------------------------------------ einc.torch
+
+TORCH_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "bool",
+                "float16", "bfloat16", "float32", "float64", "complex64",
+                "complex128"]
+
+
+def torch_tensor(rng, shape, name):
+    """A torch tensor of dtype name in a random layout (transposed,
+    sliced with a step, or expanded: a zero stride)."""
+    import torch
+
+    dtype = getattr(torch, name)
+    x = torch.from_numpy(np.ascontiguousarray(values(
+        rng, shape, np.float32 if name == "bfloat16" else
+        np.dtype(name)))).to(dtype)
+    how = pick(rng, ["C", "C", "T", "step", "expand"]) if shape else "C"
+    if how == "T" and x.dim() >= 2:
+        return x.transpose(0, 1).contiguous().transpose(0, 1)
+    if how == "step":
+        return torch.repeat_interleave(x, 2, dim=-1)[..., ::2]
+    if how == "expand":
+        axis = int(rng.integers(x.dim()))
+        return x.narrow(axis, 0, min(1, x.shape[axis])).expand(
+            *x.shape) if x.shape[axis] else x
+    return x
+
+
+def torch_case(rng):
+    terms, output, shapes = einsum_terms(rng)
+    names = dtypes_for(rng, len(shapes), TORCH_DTYPES)
+    ops = [torch_tensor(rng, s, n) for s, n in zip(shapes, names)]
+    eq = subscripts(terms, output)
+    form = pick(rng, ["args", "args", "list", "sublist", "spaced"])
+    if form == "list":
+        args = [eq, ops]
+    elif form == "sublist":
+        args = sublists(terms, output, ops)
+    else:
+        spaced = eq.replace(",", " , ").replace("->", " -> ")
+        args = [spaced if form == "spaced" else eq, *ops]
+    return {"what": f"torch.einsum({form} {eq!r}, "
+                    f"{[(tuple(o.shape), str(o.dtype), o.stride()) for o in ops]})",
+            "args": args}
+
+
+def test_torch_einsum():
+    torch = pytest.importorskip("torch")
+    import einc.torch as et
+
+    def check(case):
+        want = outcome(torch.einsum, case["args"], {})
+        got = outcome(et.einsum, case["args"], {})
+        flat = [b for a in case["args"] for b in (
+            a if isinstance(a, list) and a and hasattr(a[0], "dtype")
+            else [a])]
+        tensors = [a for a in flat if hasattr(a, "dtype")]
+        return differences(got, want, floor=floor_of(tensors))
+
+    run_family(3, torch_case, check, max(CASES // 2, 1))
