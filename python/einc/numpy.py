@@ -346,6 +346,17 @@ def _ellipsis_named(inputs, output, arrays):
             for t, k in zip(inputs, dots)]
 
 
+def _ellipsis_summed(expr, arrays):
+    """expr ('a...,b...->ab') with the '...' an output lacks named by
+    _ellipsis_named, so its dims are summed (torch.einsum and opt_einsum
+    sum them too)."""
+    lhs, _, rhs = expr.partition("->")
+    if "..." in rhs or "..." not in lhs:
+        return expr
+    return ",".join(_ellipsis_named(lhs.split(","), rhs, arrays)) + "->" + \
+        rhs
+
+
 def _check_out_rank(out, inputs, output, arrays):
     """numpy checks the output's rank (and out='s) before any dtype."""
     dots = max((a.ndim - len(t) + 3 for t, a in zip(inputs, arrays)

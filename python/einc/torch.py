@@ -90,16 +90,12 @@ def _summed_ellipsis(expr, operands):
     """torch sums the dims an input '...' stands for where the output has
     no '...' (einc's numpy dialect refuses): they are named with unused
     letters, as numpy's optimize= path names them (einc.numpy)."""
-    lhs, _, rhs = expr.partition("->")
-    if "..." in rhs:
-        return expr
-    from .numpy import _ellipsis_named
+    from .numpy import _ellipsis_summed
 
     try:
-        inputs = _ellipsis_named(lhs.split(","), rhs, operands)
+        return _ellipsis_summed(expr, operands)
     except AttributeError:  # not tensors: einc's own error follows
         return expr
-    return ",".join(inputs) + "->" + rhs
 
 
 def _bool_products(expr, operands):
