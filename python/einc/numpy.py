@@ -131,10 +131,10 @@ def _einsum(operands, out, optimize, dtype, order, casting):
                              casting)
     inputs, output = _split(subscripts, arrays)
     path = _explicit_path(optimize, inputs, len(arrays))
-    if out is None and _single_view(inputs, output):
-        dtype, casting = None, "unsafe"  # numpy's view ignores them
     if optimize is not False:
         inputs = _ellipsis_named(inputs, output, arrays)
+    if out is None and _single_view(inputs, output):
+        dtype, casting = None, "unsafe"  # numpy's view ignores them
     _check_out_rank(out, inputs, output, arrays)
     compute = _compute_dtype(arrays, dtype, casting, out)
     arrays = [a if a.dtype == compute else a.astype(compute)

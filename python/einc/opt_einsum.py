@@ -83,7 +83,10 @@ def _contract_general(subscripts, *operands, out=None, dtype=None,
         from .numpy import _ellipsis_summed  # opt_einsum's path sums them
 
         expr = _ellipsis_summed(expr, arrays)
-    if len(inputs) == 1 and set(inputs[0]) - {"..."} <= set(output):
+    lhs, _, rhs = expr.partition("->")  # (after the '...' is named)
+    kept = (set(lhs.replace("...", "").split()) <= set(rhs.split())
+            if " " in expr else set(lhs) - {"."} <= set(rhs))
+    if len(inputs) == 1 and kept:
         dtype = None  # numpy's view of one operand ignores dtype=
     elif dtype is not None:
         arrays = _as_dtype(arrays, dtype, casting)
