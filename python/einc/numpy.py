@@ -131,7 +131,12 @@ def _einsum(operands, out, optimize, dtype, order, casting):
                              casting)
     inputs, output = _split(subscripts, arrays)
     path = _explicit_path(optimize, inputs, len(arrays))
-    compute = _compute_dtype(arrays, dtype, casting)
+    if optimize is not False:
+        inputs = _ellipsis_named(inputs, output, arrays)
+    if out is None and _single_view(inputs, output):
+        dtype, casting = None, "unsafe"  # numpy's view ignores them
+    _check_out_rank(out, inputs, output, arrays)
+    compute = _compute_dtype(arrays, dtype, casting, out)
     arrays = [a if a.dtype == compute else a.astype(compute)
               for a in arrays]
     expr = ",".join(inputs) + "->" + output
@@ -317,17 +322,75 @@ def _replay(steps, n):
 
 # -------------------------------------------------------------- computing
 
-def _compute_dtype(arrays, dtype, casting):
-    """The dtype einc computes in: dtype= (each input cast to it under
-    casting=, as numpy checks), else numpy's promotion of the inputs."""
-    if dtype is None:
-        if not arrays:
-            raise ValueError("No input operands")
-        return _np.result_type(*arrays)
-    target = _np.dtype(dtype)
-    for a in arrays:
-        if not _np.can_cast(a.dtype, target, casting):
-            raise TypeError(f"Cannot cast array data from {a.dtype!r} to "
+def _single_view(inputs, output) -> bool:
+    """Whether numpy's einsum returns a view of its one operand (every
+    input axis kept, diagonals as strides): numpy makes it before it
+    reads dtype= or casting=, so the view keeps the input's dtype."""
+    return len(inputs) == 1 and set(inputs[0].replace(".", "")) <= \
+        set(output)
+
+
+def _ellipsis_named(inputs, output, arrays):
+    """numpy's optimize= path (einsum_path) names '...' with unused
+    letters, so an output without '...' sums its dims where numpy's
+    optimize=False refuses: the same here."""
+    if "..." in output or not any("..." in t for t in inputs):
+        return inputs
+    spare = [c for c in _LETTERS if c not in "".join(inputs)]
+    dots = [a.ndim - len(t) + 3 if "..." in t else 0
+            for t, a in zip(inputs, arrays)]
+    if max(dots) > len(spare):
+        return inputs  # (einc's error, as numpy's optimize=False)
+    fill = "".join(spare[:max(dots)])
+    return [t.replace("...", fill[len(fill) - k:] if k else "")
+            for t, k in zip(inputs, dots)]
+
+
+def _ellipsis_summed(expr, arrays):
+    """expr ('a...,b...->ab') with the '...' an output lacks named by
+    _ellipsis_named, so its dims are summed (torch.einsum and opt_einsum
+    sum them too)."""
+    lhs, _, rhs = expr.partition("->")
+    if "..." in rhs or "..." not in lhs:
+        return expr
+    return ",".join(_ellipsis_named(lhs.split(","), rhs, arrays)) + "->" + \
+        rhs
+
+
+def _check_out_rank(out, inputs, output, arrays):
+    """numpy checks the output's rank (and out='s) before any dtype."""
+    dots = max((a.ndim - len(t) + 3 for t, a in zip(inputs, arrays)
+                if "..." in t), default=0)
+    if dots and "..." not in output:
+        raise ValueError("output has more dimensions than subscripts given "
+                         "in einstein sum, but no '...' ellipsis provided "
+                         "to broadcast the extra dimensions.")
+    if out is None:
+        return
+    want = len(output.replace("...", "")) + (dots if "..." in output else 0)
+    if out.ndim != want:
+        raise ValueError(f"out parameter does not have the correct number "
+                         f"of dimensions, has {out.ndim} but should have "
+                         f"{want}")
+
+
+def _compute_dtype(arrays, dtype, casting, out=None):
+    """The dtype einc computes in, as numpy's iterator: dtype=, else the
+    promotion of the inputs and out= (numpy sums int8 inputs into a
+    float64 out without wrapping, and counts bools into an integer out);
+    each input cast to it under casting= (casting='no' refuses mixed
+    dtypes), and out, which numpy reads and writes, cast from it."""
+    if not arrays:
+        raise ValueError("No input operands")
+    if dtype is not None:
+        target = _np.dtype(dtype)
+    else:
+        target = _np.result_type(*arrays, *([] if out is None else [out]))
+    sources = [a.dtype for a in arrays] + ([] if out is None else
+                                           [out.dtype])
+    for source in sources:
+        if not _np.can_cast(source, target, casting):
+            raise TypeError(f"Cannot cast array data from {source!r} to "
                             f"{target!r} according to the rule {casting!r}")
     if not target.isnative:
         target = target.newbyteorder("=")
@@ -450,6 +513,7 @@ def einsum_path(*operands, optimize="greedy", einsum_call=False):
     layout."""
     subscripts, arrays = _parse_call(operands)
     inputs, output = _split(subscripts, arrays)
+    inputs = _ellipsis_named(inputs, output, arrays)
     explicit = _explicit_path(optimize, inputs, len(arrays))
     expr = ",".join(inputs) + "->" + output
     limit = _memory_limit(optimize)
@@ -471,8 +535,11 @@ def einsum_path(*operands, optimize="greedy", einsum_call=False):
 def _plan(expr, arrays, path, limit=0):
     """The plan (limit: elements one intermediate may take; None where
     even slicing cannot keep within it)."""
-    dtype = _np.result_type(*arrays) if arrays else _np.float64
-    if dtype.kind not in _DLPACK_KINDS or dtype.char in "gG":
+    try:
+        dtype = _np.result_type(*arrays) if arrays else _np.float64
+    except TypeError:  # (bfloat16 with int32): numpy's path needs none
+        dtype = _np.dtype(_np.float64)
+    if dtype.kind not in "iufc" or dtype.char in "gG":
         dtype = _np.float64  # the path depends on shapes only
     try:
         return Plan(expr, [a.shape for a in arrays], dtype=dtype,

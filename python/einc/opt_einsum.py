@@ -79,12 +79,34 @@ def _contract_general(subscripts, *operands, out=None, dtype=None,
     path = _path_text(optimize, len(arrays))
     limit = _memory_elements(memory_limit, inputs, output,
                              [_shape(a) for a in arrays])
+    if _numpy_dialect(expr) and "..." in expr and optimize is not False:
+        from .numpy import _ellipsis_summed  # opt_einsum's path sums them
+
+        expr = _ellipsis_summed(expr, arrays)
+    lhs, _, rhs = expr.partition("->")  # (after the '...' is named)
+    kept = (set(lhs.replace("...", "").split()) <= set(rhs.split())
+            if " " in expr else set(lhs) - {"."} <= set(rhs))
+    if len(inputs) == 1 and kept:
+        dtype = None  # numpy's view of one operand ignores dtype=
+    elif dtype is not None:
+        arrays = _as_dtype(arrays, dtype, casting)
     result = _run(expr, arrays, path, limit)
     result = _finish(result, out, dtype, order, casting)
     if out is None and _zero_d_array(result):
         result = _contract_type(subscripts, [_shape(a) for a in arrays],
                                 optimize, memory_limit, use_blas, result)
     return result
+
+
+def _as_dtype(arrays, dtype, casting):
+    """numpy arrays cast to dtype= before the contraction, as numpy.einsum
+    (which opt_einsum calls with it) computes in it: bools summed into a
+    float dtype are counted, not ored."""
+    import numpy
+
+    if not all(isinstance(a, numpy.ndarray) for a in arrays):
+        return arrays
+    return [a.astype(dtype, casting=casting) for a in arrays]
 
 
 def _zero_d_array(result):
@@ -320,7 +342,7 @@ def _finish(result, out, dtype, order, casting):
         return result
     if dtype is not None:
         result = result.astype(dtype, casting=casting)
-    if order.upper() == "F":
+    if order.upper() == "F" and result.ndim >= 2:  # (0-d stays 0-d)
         result = numpy.asfortranarray(result)
     if out is None:
         return result

@@ -51,6 +51,8 @@ def _einsum_general(*args):
     if expr is None:
         expr = "".join(equation.split())
         _equations[equation] = expr = equation if expr == equation else expr
+    if "..." in expr and "->" in expr:
+        expr = _summed_ellipsis(expr, operands)
     try:  # the common call: one or two operands of one floating dtype
         dtype = operands[0].dtype
         plain = dtype in _SAME and (len(operands) == 1 or (
@@ -84,6 +86,18 @@ einsum = _einc.fast_torch_einsum(
     "einc; torch's result dtype and exception types.")
 
 
+def _summed_ellipsis(expr, operands):
+    """torch sums the dims an input '...' stands for where the output has
+    no '...' (einc's numpy dialect refuses): they are named with unused
+    letters, as numpy's optimize= path names them (einc.numpy)."""
+    from .numpy import _ellipsis_summed
+
+    try:
+        return _ellipsis_summed(expr, operands)
+    except AttributeError:  # not tensors: einc's own error follows
+        return expr
+
+
 def _bool_products(expr, operands):
     """torch.einsum of bool operands it keeps bool (nothing summed first):
     products are ands, computed; a sum over an axis longer than 1 is
@@ -102,7 +116,8 @@ def _bool_products(expr, operands):
                                             if tail else [])
         for c, d in zip(head + tail, dims):
             sizes[c] = max(sizes.get(c, 1), d)
-    if any(d != 1 for c, d in sizes.items() if c not in rhs):
+    empty = any(o.numel() == 0 for o in operands)  # torch returns early
+    if not empty and any(d != 1 for c, d in sizes.items() if c not in rhs):
         raise NotImplementedError('"bmm" not implemented for \'Bool\'')
     return bool_einsum(expr, operands, numpy=True)
 
@@ -125,9 +140,11 @@ def _with_torch_dtype(expr, operands):
         if len(_result_dtype) >= _MAX_KEPT:
             _result_dtype.clear()
         _result_dtype[key] = dtype
-    if dtype is first:
+    if all(o.dtype is dtype for o in operands):
         return operands
-    return tuple(o.to(dtype) for o in operands)
+    # torch promotes mixed operands where its path has no bmm ('b,de->d'
+    # of float16 and int32: float16): einc computes in that dtype
+    return tuple(o if o.dtype is dtype else o.to(dtype) for o in operands)
 
 
 def _torch_probe(expr, operands):
@@ -135,7 +152,13 @@ def _torch_probe(expr, operands):
     (no data, no work): its result, or torch's exception."""
     probes = [_torch.empty(o.shape, dtype=o.dtype, device="meta")
               if isinstance(o, _torch.Tensor) else o for o in operands]
-    return _torch.einsum(expr, *probes)
+    try:
+        return _torch.einsum(expr, *probes)
+    except Exception:  # noqa: BLE001
+        # the meta kernels raise where the real call returns early (empty
+        # operands of mixed dtypes) or raises another type (bmm of bool
+        # and int64: NotImplementedError): the real call says which
+        return _torch.einsum(expr, *operands)
 
 
 def _from_sublists(args):

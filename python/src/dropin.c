@@ -236,8 +236,11 @@ static PyObject *einops_reduce(PyObject *self, PyObject *args,
       name && PyUnicode_CheckExact(name) ? einpy_reduction_of(name) : -1;
   if (reduction == (int)EIN_REDUCE_ANY || reduction == (int)EIN_REDUCE_ALL)
     reduction = -1;
+  /* (mean of integers and bools: einops' NotImplementedError, raised
+   * in Python) */
   unsigned refuse = reduction == (int)EIN_REDUCE_SUM ||
-                            reduction == (int)EIN_REDUCE_PROD
+                            reduction == (int)EIN_REDUCE_PROD ||
+                            reduction == (int)EIN_REDUCE_MEAN
                         ? EINPY_REFUSE_INTEGER | EINPY_KEEP_GRAPH
                         : 0;
   if (reduction >= 0) {
@@ -264,8 +267,10 @@ static PyObject *einops_einsum(PyObject *self, PyObject *args,
                        : NULL; /* borrowed */
   if (expr && PyUnicode_CheckExact(expr)) {
     Py_INCREF(expr); /* (the call may clear the dict) */
+    /* integers and bools go to Python: einops calls the backend's own
+     * einsum (torch promotes integer sums, numpy ors bools) */
     einpy_request q = {args, 0, n - 1, expr, 1, (int)EIN_REDUCE_SUM, 0, NULL,
-                       0, 1, NULL};
+                       EINPY_REFUSE_INTEGER | EINPY_KEEP_GRAPH, 1, NULL};
     PyObject *r = einpy_call(&q);
     Py_DECREF(expr);
     if (answered(&r)) return scalar_of(r);

@@ -77,7 +77,10 @@ def _reduce(tensor, pattern: str, reduction, **axes_lengths):
             raise EinopsError(f"Unknown reduction {reduction!r}. Expect one "
                               f"of {_REDUCTIONS}.")
         x = _single(tensor)
-        if reduction == "mean" and _integral(x):
+        if not _reduces(pattern):  # einops calls no reduction: values
+            return _reduce_type(tensor, pattern, _reduce_as_is(  # as-is
+                x, pattern, "sum", axes_lengths))
+        if reduction == "mean" and _not_floating(x):
             raise NotImplementedError("reduce_mean is not available for "
                                       "non-floating tensors")  # einops'
         want = _peer_dtype(x, reduction)
@@ -141,6 +144,21 @@ def _one_element(x, module):
     if module == "numpy":
         return sys.modules["numpy"].zeros(1, x.dtype)
     return x.reshape(-1)[:1]
+
+
+def _reduces(pattern):
+    """Whether einops calls the backend's reduction: some axis of the
+    input is missing from the output (else it only rearranges, and the
+    dtype stays the input's)."""
+    lhs, _, rhs = pattern.partition("->")
+    names = re.compile(r"\.\.\.|[^\s()]+")
+    return bool(set(names.findall(lhs)) - set(names.findall(rhs)))
+
+
+def _not_floating(x):
+    """einops' mean needs a floating dtype (complex is NotImplemented)."""
+    name = str(getattr(x, "dtype", "")).rpartition(".")[2]
+    return _integral(x) or name.startswith("complex")
 
 
 def _integral(x):
@@ -293,7 +311,15 @@ def _einsum_first(tensors, expr):
     """A pattern's first call (expr: its numpy form): the cached path
     first, as the builtin's later calls take it, so that the first result
     is a view where later ones are (numpy and torch views of a one-tensor
-    pattern)."""
+    pattern). Integer, bool and mixed dtypes go to the backend's einsum
+    drop-in (einc.numpy's, einc.torch's), whose rules einops' einsum
+    keeps: it calls the backend's einsum."""
+    dropin = _backend_einsum(tensors)
+    if dropin is not None:
+        try:
+            return dropin(expr, *tensors)
+        except (ValueError, TypeError) as e:  # numpy's types
+            raise EincError(str(e)) from None
     call = tensors + (expr,)
     result = _fast(call, True, None)
     if result is None and _fast_setup():  # numpy or torch just came
@@ -301,6 +327,21 @@ def _einsum_first(tensors, expr):
     if result is not None:
         return result
     return evaluate(expr, tensors, numpy=True)
+
+
+def _backend_einsum(tensors):
+    """einc.numpy.einsum or einc.torch.einsum for tensors of integer,
+    bool or mixed dtypes of that library; None for the plain case."""
+    dtypes = {str(getattr(t, "dtype", "")) for t in tensors}
+    floating = len(dtypes) == 1 and not _integral(tensors[0])
+    module = type(tensors[0]).__module__.partition(".")[0]
+    if floating or module not in ("numpy", "torch"):
+        return None
+    if module == "torch":
+        from ..torch import einsum as dropin
+    else:
+        from ..numpy import einsum as dropin
+    return dropin
 
 
 _checked: dict = {}
