@@ -201,8 +201,6 @@ def _install_dynamo():
     call left outside the graph). Floating operands of one dtype go to
     einc's operator; others to torch.einsum itself, whose promotions and
     errors are the contract."""
-    from ._torch import _traced_call
-
     @_torch.compiler.substitute_in_graph(einsum)
     def traced(*args):
         equation = args[0] if args else None
@@ -216,7 +214,8 @@ def _install_dynamo():
         first = operands[0].dtype if operands else None
         if first not in _SAME or any(o.dtype != first for o in operands):
             return _torch.einsum(expr, *operands)
-        return _traced_call(expr, tuple(operands), "sum", True, ())
+        # (the torch adapter's, which it sets on the core when it loads)
+        return _core.traced_call(expr, tuple(operands), "sum", True, ())
 
 
 _core.after_import("torch._dynamo", _install_dynamo)
