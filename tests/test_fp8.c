@@ -569,6 +569,12 @@ static void test_fp8_plans(void) {
     for (int i = 0; ir && i < ir->nsteps; i++)
       if (ir->steps[i].kind == EIN_STEP_GEMM) gs = &ir->steps[i];
     CHECK(gs && ein_fp8_gemm_fits(&gs->gemm, 2), "row %zu: the GEMM fits", r);
+    /* the transposed step reads B as its A: the report's operands too */
+    bool swapped = r == sizeof rows / sizeof rows[0] - 1;
+    CHECK(gs && gs->operand[0] == (swapped ? 1 : 0) &&
+              gs->operand[1] == (swapped ? 0 : 1),
+          "row %zu: the GEMM's operands %d,%d", r, gs ? gs->operand[0] : -9,
+          gs ? gs->operand[1] : -9);
     if (r == 0) {
       /* priced at the fp8 peak: 2 m n k at the H100's 1979 TFLOP/s (a
        * bandwidth that makes the arithmetic the bound) */
