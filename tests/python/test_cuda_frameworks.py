@@ -230,7 +230,8 @@ def test_torch_cuda_backward_runs_in_c(case, monkeypatch, einc_kernels):
     monkeypatch.setattr(_einc, "grad_run",
                         lambda *a: streams.append(a[11]) or real(*a))
     xs, out = _grad_case(torch, case)
-    dout = torch.randn_like(out)
+    dout = torch.randn(out.shape, generator=torch.Generator(
+        device="cuda").manual_seed(1), device="cuda", dtype=out.dtype)
     got = torch.autograd.grad(out, xs, dout)
     refs = [x.detach().requires_grad_() for x in xs]
     want = torch.autograd.grad(case[3](*refs), refs, dout)
@@ -246,7 +247,8 @@ def test_torch_cuda_backward_on_a_busy_stream(einc_kernels):
     before it (dout scaled behind a sleep) and does not wait for it."""
     torch = _torch_cuda()
     s = torch.cuda.Stream()
-    x = torch.randn(256, 300, device="cuda", requires_grad=True)
+    x = torch.randn(256, 300, device="cuda", requires_grad=True,
+                    generator=torch.Generator(device="cuda").manual_seed(2))
     dout = torch.ones(256, device="cuda")
     torch.cuda.synchronize()
     with torch.cuda.stream(s):
