@@ -140,3 +140,23 @@ def einc_kernels():
     _torch.set_lowering(False)
     yield
     _torch.set_lowering(before)
+
+
+def run_on_host_devices(tmp_path_factory, script_text, devices, **env_extra):
+    """Runs a JAX script in a subprocess that sees `devices` host devices
+    (XLA's --xla_force_host_platform_device_count) and returns the JSON
+    of its last 'RESULT ' line; fails with its output otherwise."""
+    import json
+    import subprocess
+
+    script = tmp_path_factory.mktemp("host_devices") / "run.py"
+    script.write_text(script_text)
+    env = dict(os.environ, **env_extra)
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
+                        f" --xla_force_host_platform_device_count={devices}"
+                        ).strip()
+    run = subprocess.run([sys.executable, str(script)], capture_output=True,
+                         text=True, timeout=600, env=env)
+    lines = [x for x in run.stdout.splitlines() if x.startswith("RESULT ")]
+    assert run.returncode == 0 and lines, run.stdout + run.stderr
+    return json.loads(lines[-1][len("RESULT "):])

@@ -5,12 +5,10 @@ batch-sharded with no all-gather in the compiled HLO; a contraction over
 a sharded axis contracts locally and all-reduces; mean over a sharded
 axis, a merged dim (kept whole) and grad under jit and under shard_map,
 each against JAX's own operations in float64 (1e-12)."""
-import json
-import os
-import subprocess
-import sys
 
 import pytest
+
+from conftest import run_on_host_devices
 
 jax = pytest.importorskip("jax")
 
@@ -89,16 +87,7 @@ print("RESULT " + json.dumps(out))
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    script = tmp_path_factory.mktemp("sharding") / "run.py"
-    script.write_text(_SCRIPT)
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
-                        " --xla_force_host_platform_device_count=2").strip()
-    run = subprocess.run([sys.executable, str(script)], capture_output=True,
-                         text=True, timeout=600, env=env)
-    lines = [x for x in run.stdout.splitlines() if x.startswith("RESULT ")]
-    assert run.returncode == 0 and lines, run.stdout + run.stderr
-    out = json.loads(lines[-1][len("RESULT "):])
+    out = run_on_host_devices(tmp_path_factory, _SCRIPT, 2)
     assert out["devices"] == 2
     return out
 

@@ -11,13 +11,11 @@ in/out_shardings, shard_map, pmap) over 4 host devices in a subprocess.
 Oracle: the same computation written with jnp (float64 under x64),
 within the project's tolerances of the reference's norm (f64 1e-12, f32
 1e-5, f16/bf16 2e-2). Seeded."""
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+
+from conftest import run_on_host_devices
 
 import einc
 
@@ -481,17 +479,8 @@ print("RESULT " + json.dumps(out))
 
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory):
-    script = tmp_path_factory.mktemp("sharded") / "run.py"
-    script.write_text(_SHARDED)
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
-                        " --xla_force_host_platform_device_count=4").strip()
-    env["JAX_PLATFORMS"] = "cpu"
-    run = subprocess.run([sys.executable, str(script)], capture_output=True,
-                         text=True, timeout=600, env=env)
-    lines = [x for x in run.stdout.splitlines() if x.startswith("RESULT ")]
-    assert run.returncode == 0 and lines, run.stdout + run.stderr
-    return json.loads(lines[-1][len("RESULT "):])
+    return run_on_host_devices(tmp_path_factory, _SHARDED, 4,
+                               JAX_PLATFORMS="cpu")
 
 
 def test_sharded(sharded):
