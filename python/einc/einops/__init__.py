@@ -157,15 +157,17 @@ def _reduces(pattern):
 
 def _not_floating(x):
     """einops' mean needs a floating dtype (complex is NotImplemented)."""
-    name = str(getattr(x, "dtype", "")).rpartition(".")[2]
-    return _integral(x) or name.startswith("complex")
+    return _dtype_kind(x).startswith(("int", "uint", "bool", "complex"))
 
 
 def _integral(x):
-    """Whether x holds integers or bools (einops' backends have no mean
-    of them)."""
-    name = str(getattr(x, "dtype", "")).rpartition(".")[2]
-    return name.startswith(("int", "uint", "bool"))
+    """Whether x holds integers or bools."""
+    return _dtype_kind(x).startswith(("int", "uint", "bool"))
+
+
+def _dtype_kind(x):
+    """x's dtype name without a library prefix ('torch.int8' -> 'int8')."""
+    return str(getattr(x, "dtype", "")).rpartition(".")[2]
 
 
 def _cast(x, dtype):
